@@ -1,0 +1,106 @@
+# sapo build. `make` builds every program into bin/ (-O2); `make test` builds
+# a sanitizer tree (ASan + UBSan) under build/asan and runs every test;
+# `make bench` runs the benchmarks; `make demo` runs a small swarm.
+# Sources are found by layout, not listed: lib/*/*.c is the shared library,
+# each process folder's *.c is one program, tools/*.c one program each,
+# tests/test_*.c one test program each, bench/bench_*.c one benchmark each.
+
+MODE ?= release
+PROCESSES := broker generator verifier sampler learner
+
+ifeq ($(MODE),asan)
+  B := build/asan
+  BIN := build/asan/bin
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+else
+  B := build/release
+  BIN := bin
+  OPT := -O2 -g -march=x86-64-v2
+endif
+
+CC := gcc
+CXX := g++
+CUDA_HOME ?= /usr/local/cuda
+HAVE_CURAND := $(shell [ -f $(CUDA_HOME)/include/curand.h ] && [ -f $(CUDA_HOME)/lib64/libcurand.so ] && echo 1)
+NVCC := $(shell command -v nvcc 2>/dev/null || ( [ -x $(CUDA_HOME)/bin/nvcc ] && echo $(CUDA_HOME)/bin/nvcc ))
+
+CPPFLAGS := -D_GNU_SOURCE -Ilib -Ischemas -I$(B)/gen -MMD -MP
+CFLAGS := -std=c11 -Wall -Wextra -fopenmp $(OPT)
+CXXFLAGS := -std=c++17 -Wall -Wextra $(OPT)
+LDLIBS := -lczmq -lzmq -lhiredis -lcjson -lopenblas -lpcre2-8 -lutf8proc -lflatbuffers -lstdc++ -lm -lpthread
+LDFLAGS := -fopenmp $(OPT)
+ifeq ($(HAVE_CURAND),1)
+  CPPFLAGS += -DSAPO_HAVE_CURAND -I$(CUDA_HOME)/include
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcurand
+endif
+
+LIB_C := $(wildcard lib/*/*.c)
+SCHEMA_FBS := $(wildcard schemas/*.fbs)
+SCHEMA_CC := $(wildcard schemas/*.cc)
+LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o)
+GEN_H := $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h)
+TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
+TESTS := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
+BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
+
+PROGRAMS := $(PROCESSES:%=$(BIN)/%) $(TOOLS:%=$(BIN)/%)
+
+.PHONY: all programs tests benches test bench demo deps clean
+.DEFAULT_GOAL := all
+
+all:
+	@$(MAKE) --no-print-directory MODE=release programs
+
+programs: $(PROGRAMS)
+tests: $(TESTS:%=$(B)/tests/%)
+benches: $(BENCHES:%=$(B)/bench/%)
+
+$(B)/gen/%_generated.h: schemas/%.fbs
+	@mkdir -p $(@D)
+	flatc --cpp --gen-object-api -o $(B)/gen $<
+
+$(B)/%.o: %.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/%.o: %.cc | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(B)/libsapo.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+.SECONDEXPANSION:
+$(PROCESSES:%=$(BIN)/%): $(BIN)/%: $$(patsubst %.c,$(B)/%.o,$$(wildcard %/*.c)) $(B)/libsapo.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(TOOLS:%=$(BIN)/%): $(BIN)/%: $(B)/tools/%.o $(B)/libsapo.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(B)/tests/%: $(B)/tests/%.o $(B)/libsapo.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(B)/bench/%: $(B)/bench/%.o $(B)/libsapo.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+deps:
+	@scripts/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory MODE=asan programs tests
+	@tests/run.sh build/asan/tests
+
+bench: deps
+	@$(MAKE) --no-print-directory MODE=release programs benches
+	@bench/run.sh
+
+demo: deps all
+	@scripts/demo.sh
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,76 @@
+/* The task library: the nine ReasoningGYM families of the SAPO paper, each a
+ * seeded question generator and a rule-based scorer that gives the same
+ * score as reasoning-gym's score_answer for the same entry.
+ *
+ * An entry is what reasoning-gym calls a dataset item: question text, the
+ * ground-truth answer, and metadata in the same JSON shape as reasoning-gym
+ * (source_dataset, source_index, the family's own fields). Entries exported
+ * from reasoning-gym itself score the same way, so Python and C nodes can
+ * share one pool. */
+#ifndef SAPO_TASK_H
+#define SAPO_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+typedef struct {
+    char *question;
+    char *answer;
+    cJSON *metadata; /* owned; metadata.source_dataset names the family */
+} task_entry_t;
+
+void task_entry_free(task_entry_t *e); /* frees the fields, not e */
+
+typedef struct task_family {
+    const char *name; /* reasoning-gym's dataset name, e.g. "basic_arithmetic" */
+    /* A new JSON object with every config field and its default, as in
+     * reasoning-gym's dataset config class. */
+    cJSON *(*default_config)(void);
+    /* Checks a config (defaults filled in for absent fields); 0, or -1 with
+     * one line in err naming the field. */
+    int (*validate_config)(const cJSON *config, char *err, size_t errlen);
+    /* Entry number index of the dataset with this config and seed; the same
+     * (config, seed, index) always gives the same entry. 0 or -1 with err. */
+    int (*generate)(const cJSON *config, uint64_t seed, uint64_t index,
+                    task_entry_t *out, char *err, size_t errlen);
+    /* reasoning-gym's score_answer(answer, entry); answer NULL means None.
+     * Never evaluates the answer as code. */
+    double (*score)(const char *answer, const task_entry_t *entry);
+} task_family_t;
+
+extern const task_family_t *const task_families[];
+extern const int task_family_count;
+
+/* NULL if unknown */
+const task_family_t *task_family_find(const char *name);
+
+/* Score an entry whose family is metadata.source_dataset. Returns the score,
+ * or -1 with err set when the family is unknown or metadata is missing. */
+double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen);
+
+/* The content of the last <answer>...</answer> in a completion, trimmed of
+ * surrounding whitespace, as reasoning-gym's extract_answer; NULL when there
+ * is none. Caller frees. */
+char *task_extract_answer(const char *completion);
+
+/* reasoning-gym's default score for families that do not override it: 1.0
+ * for an exact match, partial credit by substring length, 0 otherwise. */
+double task_score_default(const char *answer, const char *truth);
+
+/* Entries as JSON: {question, answer, metadata}. */
+cJSON *task_entry_to_json(const task_entry_t *e);
+int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t errlen);
+
+/* A task mix: which families the node trains on, their weights and configs. */
+typedef struct task_mix task_mix_t;
+
+/* spec: JSON {"families": {"NAME": {"weight": W, "config": {...}}, ...}}
+ * or NULL for every family with weight 1 and default configs. */
+task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen);
+void task_mix_destroy(task_mix_t **self_p);
+/* Draw entry number index of the mix: the family by weight, then that
+ * family's entry, both determined by (seed, index). */
+int task_mix_draw(const task_mix_t *mix, uint64_t index, task_entry_t *out, char *err, size_t errlen);
+
+#endif
