@@ -9,12 +9,12 @@ MODE ?= release
 PROCESSES := broker generator verifier sampler learner
 
 ifeq ($(MODE),asan)
-  B := build/asan
-  BIN := build/asan/bin
+  B := $(or $(BUILD),build/asan)
+  BIN := $(B)/bin
   OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 else
-  B := build/release
-  BIN := bin
+  B := $(or $(BUILD),build/release)
+  BIN := $(if $(BUILD),$(B)/bin,bin)
   OPT := -O2 -g -march=x86-64-v2
 endif
 
@@ -34,11 +34,13 @@ ifeq ($(HAVE_CURAND),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcurand
 endif
 
-LIB_C := $(wildcard lib/*/*.c)
+# LIBDIRS narrows the library to some folders while parts are being built
+LIBDIRS ?= $(wildcard lib/*)
+LIB_C := $(wildcard $(LIBDIRS:%=%/*.c))
 SCHEMA_FBS := $(wildcard schemas/*.fbs)
-SCHEMA_CC := $(wildcard schemas/*.cc)
+SCHEMA_CC := $(if $(NO_SCHEMAS),,$(wildcard schemas/*.cc))
 LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o)
-GEN_H := $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h)
+GEN_H := $(if $(NO_SCHEMAS),,$(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h))
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 TESTS := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
 BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
