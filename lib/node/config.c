@@ -1,0 +1,199 @@
+#include "node/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { T_STR, T_INT, T_FLOAT, T_U64 } field_type_t;
+
+typedef struct {
+    const char *flag; /* without the leading -- */
+    const char *env;
+    field_type_t type;
+    size_t offset;
+    size_t size; /* for strings */
+    const char *dflt;
+    const char *doc;
+} field_t;
+
+#define S(f) T_STR, offsetof(config_t, f), sizeof(((config_t *)0)->f)
+#define I(f) T_INT, offsetof(config_t, f), 0
+#define F(f) T_FLOAT, offsetof(config_t, f), 0
+#define U(f) T_U64, offsetof(config_t, f), 0
+
+static const field_t fields[] = {
+    {"node", "SAPO_NODE", S(node), "node0", "node id, unique in the swarm"},
+    {"run", "SAPO_RUN", S(run), "", "run folder for checkpoints, metrics and ipc endpoints (default run/<node>)"},
+    {"broker", "SAPO_BROKER", S(broker), "", "broker endpoint base: tcp:PORT, tcp://HOST:PORT or a folder (default: the run folder)"},
+    {"redis", "SAPO_REDIS", S(redis), "redis://127.0.0.1:6379", "the swarm's shared rollout pool"},
+    {"swarm", "SAPO_SWARM", S(swarm), "sapo", "key prefix in Redis; nodes with the same prefix share rollouts"},
+    {"model", "SAPO_MODEL", S(model), "tiny", "\"tiny\" (the embedded default) or a Hugging Face model folder (Qwen2/Qwen3)"},
+    {"base", "SAPO_BASE", S(base), "run/base", "where the tiny base model is trained once and cached"},
+    {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu or cuda:N"},
+    {"task-mix", "SAPO_TASK_MIX", S(task_mix), "", "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}}; empty = all nine, weight 1"},
+    {"local", "SAPO_I", I(local_groups), "4", "I: own question groups per training batch"},
+    {"external", "SAPO_J", I(external_groups), "4", "J: groups sampled from other nodes per batch (0 = no sharing)"},
+    {"completions", "SAPO_L", I(completions), "8", "L: completions per question"},
+    {"questions", "SAPO_QUESTIONS", I(questions), "8", "questions sampled per round"},
+    {"max-new-tokens", "SAPO_MAX_NEW_TOKENS", I(max_new_tokens), "48", "longest completion in tokens"},
+    {"temperature", "SAPO_TEMPERATURE", F(temperature), "1.0", "sampling temperature"},
+    {"top-p", "SAPO_TOP_P", F(top_p), "1.0", "nucleus sampling threshold (1 = off)"},
+    {"top-k", "SAPO_TOP_K", I(top_k), "0", "top-k sampling (0 = off)"},
+    {"lr", "SAPO_LR", F(lr), "1e-4", "AdamW learning rate"},
+    {"weight-decay", "SAPO_WEIGHT_DECAY", F(weight_decay), "0.0", "AdamW decoupled weight decay"},
+    {"max-grad-norm", "SAPO_MAX_GRAD_NORM", F(max_grad_norm), "1.0", "global gradient norm clip (0 = off)"},
+    {"eps-low", "SAPO_EPS_LOW", F(eps_low), "0.2", "GRPO lower clip epsilon"},
+    {"eps-high", "SAPO_EPS_HIGH", F(eps_high), "0.28", "GRPO upper clip epsilon"},
+    {"beta", "SAPO_BETA", F(beta), "0.0", "KL coefficient to the base model (0 = no reference model)"},
+    {"loss-type", "SAPO_LOSS_TYPE", S(loss_type), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
+    {"scale-rewards", "SAPO_SCALE_REWARDS", S(scale_rewards), "group", "advantage scaling: group, batch or none"},
+    {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
+    {"staleness", "SAPO_STALENESS", I(staleness), "2", "drop local rollouts more than this many policy versions old"},
+    {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
+    {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
+    {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
+    {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
+};
+#define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
+
+static int set_field(config_t *cfg, const field_t *f, const char *value, const char *origin)
+{
+    char *p = (char *)cfg + f->offset;
+    char *end = NULL;
+    errno = 0;
+    switch (f->type) {
+    case T_STR:
+        if (strlen(value) >= f->size) {
+            fprintf(stderr, "config: %s: value longer than %zu bytes\n", origin, f->size - 1);
+            return -1;
+        }
+        strcpy(p, value);
+        return 0;
+    case T_INT: {
+        long v = strtol(value, &end, 10);
+        if (end == value || *end || errno || v < 0 || v > 1000000000L) break;
+        *(int *)p = (int)v;
+        return 0;
+    }
+    case T_FLOAT: {
+        float v = strtof(value, &end);
+        if (end == value || *end || errno || !isfinite(v)) break;
+        *(float *)p = v;
+        return 0;
+    }
+    case T_U64: {
+        unsigned long long v = strtoull(value, &end, 10);
+        if (end == value || *end || errno || value[0] == '-') break;
+        *(uint64_t *)p = v;
+        return 0;
+    }
+    }
+    fprintf(stderr, "config: %s: '%s' is not a valid %s\n", origin, value,
+            f->type == T_INT ? "non-negative integer" : f->type == T_FLOAT ? "number" : "unsigned integer");
+    return -1;
+}
+
+static int check(const config_t *c)
+{
+    static const char *const losses[] = {"grpo", "bnpo", "dr_grpo", "dapo"};
+    static const char *const scales[] = {"group", "batch", "none"};
+    int ok = 0;
+    for (int i = 0; i < 4; i++) ok |= strcmp(c->loss_type, losses[i]) == 0;
+    if (!ok) {
+        fprintf(stderr, "config: loss-type (SAPO_LOSS_TYPE): '%s' is not grpo, bnpo, dr_grpo or dapo\n", c->loss_type);
+        return -1;
+    }
+    ok = 0;
+    for (int i = 0; i < 3; i++) ok |= strcmp(c->scale_rewards, scales[i]) == 0;
+    if (!ok) {
+        fprintf(stderr, "config: scale-rewards (SAPO_SCALE_REWARDS): '%s' is not group, batch or none\n", c->scale_rewards);
+        return -1;
+    }
+    if (c->local_groups + c->external_groups == 0) {
+        fprintf(stderr, "config: local (SAPO_I) + external (SAPO_J) must be at least 1\n");
+        return -1;
+    }
+    if (c->completions < 2) {
+        fprintf(stderr, "config: completions (SAPO_L) must be at least 2: GRPO compares completions of one question\n");
+        return -1;
+    }
+    if (c->questions < c->local_groups) {
+        fprintf(stderr, "config: questions (SAPO_QUESTIONS=%d) must be at least local (SAPO_I=%d)\n", c->questions,
+                c->local_groups);
+        return -1;
+    }
+    if (c->node[0] == '\0' || strpbrk(c->node, ": /{}")) {
+        fprintf(stderr, "config: node (SAPO_NODE): '%s' must be non-empty without ':', '/', '{', '}' or spaces\n", c->node);
+        return -1;
+    }
+    if (c->max_new_tokens < 1 || c->micro_batch < 1) {
+        fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void print_help(const char *prog)
+{
+    printf("usage: %s [--SETTING VALUE]...\nSettings (flag, environment variable, default):\n", prog);
+    for (int i = 0; i < NFIELDS; i++)
+        printf("  --%-18s %-22s %-24s %s\n", fields[i].flag, fields[i].env, fields[i].dflt[0] ? fields[i].dflt : "\"\"",
+               fields[i].doc);
+}
+
+void config_print_markdown(void)
+{
+    printf("| flag | environment | default | meaning |\n|---|---|---|---|\n");
+    for (int i = 0; i < NFIELDS; i++)
+        printf("| `--%s` | `%s` | `%s` | %s |\n", fields[i].flag, fields[i].env, fields[i].dflt, fields[i].doc);
+}
+
+int config_load(config_t *cfg, int *argc, char **argv)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < NFIELDS; i++)
+        if (set_field(cfg, &fields[i], fields[i].dflt, fields[i].flag) < 0) return -1;
+    for (int i = 0; i < NFIELDS; i++) {
+        const char *v = getenv(fields[i].env);
+        if (v && *v && set_field(cfg, &fields[i], v, fields[i].env) < 0) return -1;
+    }
+    int kept = 1;
+    for (int a = 1; a < *argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_help(argv[0]);
+            return 1;
+        }
+        if (strcmp(arg, "--help-markdown") == 0) {
+            config_print_markdown();
+            return 1;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            argv[kept++] = argv[a];
+            continue;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t nl = eq ? (size_t)(eq - name) : strlen(name);
+        const field_t *f = NULL;
+        for (int i = 0; i < NFIELDS; i++)
+            if (strlen(fields[i].flag) == nl && strncmp(fields[i].flag, name, nl) == 0) f = &fields[i];
+        if (!f) {
+            fprintf(stderr, "config: unknown flag '%s' (see --help)\n", arg);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : (a + 1 < *argc ? argv[++a] : NULL);
+        if (!value) {
+            fprintf(stderr, "config: flag '%s' needs a value\n", arg);
+            return -1;
+        }
+        if (set_field(cfg, f, value, arg) < 0) return -1;
+    }
+    *argc = kept;
+    argv[kept] = NULL;
+    if (cfg->run[0] == '\0') snprintf(cfg->run, sizeof cfg->run, "run/%s", cfg->node);
+    if (cfg->broker[0] == '\0') snprintf(cfg->broker, sizeof cfg->broker, "%s", cfg->run);
+    return check(cfg);
+}

@@ -1,0 +1,53 @@
+/* A node's configuration, in one place for every process of the node.
+ * Each setting has an environment variable (foreman sets them from .env)
+ * and a flag that overrides it; `--help` on any process prints the table.
+ * The table in config.c is the single source: README's configuration
+ * section is printed from it (bin/sampler --help-markdown). */
+#ifndef SAPO_CONFIG_H
+#define SAPO_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char node[64];        /* node id, unique in the swarm */
+    char run[512];        /* run folder: checkpoints, metrics, ipc endpoints */
+    char broker[512];     /* broker endpoint base (tcp:PORT or a folder) */
+    char redis[512];      /* redis://[user:pass@]host:port of the shared pool */
+    char swarm[64];       /* key prefix in Redis: one swarm per prefix */
+    char model[512];      /* "tiny" or a Hugging Face model folder */
+    char base[512];       /* folder of the tiny base model (warm start cache) */
+    char backend[32];     /* cpu or cuda:N */
+    char task_mix[4096];  /* JSON task mix, empty = every family, weight 1 */
+    int local_groups;     /* I: own question groups per training batch */
+    int external_groups;  /* J: groups sampled from other nodes per batch */
+    int completions;      /* L: completions per question */
+    int questions;        /* questions sampled per round */
+    int max_new_tokens;
+    float temperature;
+    float top_p;
+    int top_k;
+    float lr;
+    float weight_decay;
+    float max_grad_norm;
+    float eps_low, eps_high, beta;
+    char loss_type[16];     /* grpo, bnpo, dr_grpo, dapo */
+    char scale_rewards[16]; /* group, batch, none */
+    int micro_batch;        /* sequences per forward/backward pass */
+    int staleness;          /* drop local rollouts this many versions older than the policy */
+    int rounds;             /* stop after this many rounds (0 = run forever) */
+    int checkpoint_every;   /* rounds between checkpoints */
+    int pool_max;           /* pool entries kept per node */
+    uint64_t seed;
+} config_t;
+
+/* Fills cfg from defaults, then the environment, then argv flags. Returns
+ * 0; on a bad or unknown flag or value prints one line naming it and
+ * returns -1. --help prints the table and returns 1. Arguments that are not
+ * settings (positional) are left in argv, count returned in *argc. */
+int config_load(config_t *cfg, int *argc, char **argv);
+
+/* The table as a markdown list (for the README). */
+void config_print_markdown(void);
+
+#endif
