@@ -27,11 +27,12 @@ typedef struct task_family {
     /* A new JSON object with every config field and its default, as in
      * reasoning-gym's dataset config class. */
     cJSON *(*default_config)(void);
-    /* Checks a config (defaults filled in for absent fields); 0, or -1 with
-     * one line in err naming the field. */
+    /* Checks a complete config (every field present, as task_family_config
+     * makes it); 0, or -1 with one line in err naming the field. */
     int (*validate_config)(const cJSON *config, char *err, size_t errlen);
     /* Entry number index of the dataset with this config and seed; the same
-     * (config, seed, index) always gives the same entry. 0 or -1 with err. */
+     * (config, seed, index) always gives the same entry. config is complete
+     * and valid (from task_family_config). 0 or -1 with err. */
     int (*generate)(const cJSON *config, uint64_t seed, uint64_t index,
                     task_entry_t *out, char *err, size_t errlen);
     /* reasoning-gym's score_answer(answer, entry); answer NULL means None.
@@ -39,11 +40,33 @@ typedef struct task_family {
     double (*score)(const char *answer, const task_entry_t *entry);
 } task_family_t;
 
+/* Every family, in a fixed order; task_family_count of them. */
 extern const task_family_t *const task_families[];
 extern const int task_family_count;
 
 /* NULL if unknown */
 const task_family_t *task_family_find(const char *name);
+
+/* The family's defaults overlaid with the fields of user (NULL for none),
+ * then validated: a new complete config, or NULL with err naming the
+ * unknown or invalid field. */
+cJSON *task_family_config(const task_family_t *f, const cJSON *user, char *err, size_t errlen);
+
+/* Typed reads of a complete config for the families' validate and
+ * generate: 0, or -1 with err naming the field and the type it needs. */
+int task_config_int(const cJSON *config, const char *key, int64_t *out, char *err, size_t errlen);
+int task_config_double(const cJSON *config, const char *key, double *out, char *err, size_t errlen);
+int task_config_bool(const cJSON *config, const char *key, int *out, char *err, size_t errlen);
+/* a JSON array of strings, at least one */
+const cJSON *task_config_strings(const cJSON *config, const char *key, char *err, size_t errlen);
+
+/* The metadata fields every family sets: a new object holding
+ * source_dataset and source_index. */
+cJSON *task_metadata_new(const char *family, uint64_t index);
+/* [lo, hi] as the JSON list reasoning-gym writes for its difficulty tuples */
+cJSON *task_json_pair(double lo, double hi);
+/* printf into a new string */
+char *task_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Score an entry whose family is metadata.source_dataset. Returns the score,
  * or -1 with err set when the family is unknown or metadata is missing. */
