@@ -40,7 +40,8 @@ LIB_C := $(wildcard $(LIBDIRS:%=%/*.c))
 SCHEMA_FBS := $(wildcard schemas/*.fbs)
 SCHEMA_CC := $(if $(NO_SCHEMAS),,$(wildcard schemas/*.cc))
 LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o)
-GEN_H := $(if $(NO_SCHEMAS),,$(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h))
+GEN_H := $(if $(NO_SCHEMAS),,$(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h) \
+                                $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_fbs.inc))
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 TESTS := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
 BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
@@ -59,7 +60,16 @@ benches: $(BENCHES:%=$(B)/bench/%)
 
 $(B)/gen/%_generated.h: schemas/%.fbs
 	@mkdir -p $(@D)
-	flatc --cpp --gen-object-api -o $(B)/gen $<
+	flatc --cpp --gen-object-api --gen-mutable -o $(B)/gen $<
+
+# the schema text as a C++ raw string literal, so records can be printed as
+# JSON without schema files at run time
+$(B)/gen/%_fbs.inc: schemas/%.fbs
+	@mkdir -p $(@D)
+	{ printf 'R"fbs('; cat $<; printf ')fbs"\n'; } > $@
+
+# generated files are named only in pattern rules; keep them between builds
+.SECONDARY: $(GEN_H)
 
 $(B)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
