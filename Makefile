@@ -84,7 +84,7 @@ $(B)/libsapo.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 .SECONDEXPANSION:
-$(PROCESSES:%=$(BIN)/%): $(BIN)/%: $$(patsubst %.c,$(B)/%.o,$$(wildcard %/*.c)) $(B)/libsapo.a
+$(PROCESSES:%=$(BIN)/%): $(BIN)/%: $$(addsuffix .o,$$(addprefix $(B)/,$$(basename $$(wildcard $$*/*.c)))) $(B)/libsapo.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
