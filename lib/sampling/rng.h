@@ -19,4 +19,8 @@ void rng_destroy(rng_t **self_p);
  * the stream as cuRAND's successive curandGenerateUniform calls do */
 void rng_uniform(rng_t *self, float *out, size_t n);
 
+/* floats offset .. offset+n-1 of seed's stream, computed without cuRAND:
+ * what rng_uniform draws when the toolkit is absent */
+void rng_philox_uniform(uint64_t seed, uint64_t offset, float *out, size_t n);
+
 #endif
