@@ -1,0 +1,54 @@
+/* AdamW over one flat fp32 parameter array, as torch.optim.AdamW
+ * (decoupled weight decay, bias-corrected moments, eps added after the
+ * square root of the corrected second moment), and global-norm gradient
+ * clipping as torch.nn.utils.clip_grad_norm_. Optimizer state saves to a
+ * file of its own, written atomically. */
+#ifndef SAPO_ADAMW_H
+#define SAPO_ADAMW_H
+
+#include <stddef.h>
+
+typedef struct {
+    float lr;
+    float beta1, beta2;
+    float eps;
+    float weight_decay;
+} adamw_params_t;
+
+typedef struct adamw adamw_t;
+
+/* torch's defaults: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2 */
+adamw_params_t adamw_params_default(void);
+
+/* state for n parameters, moments 0, step 0; NULL after one error line
+ * when memory runs out */
+adamw_t *adamw_new(size_t n);
+void adamw_destroy(adamw_t **self_p);
+
+size_t adamw_size(const adamw_t *self);
+/* optimizer steps taken so far */
+long adamw_steps(const adamw_t *self);
+
+/* parameters [offset, offset + n) get no weight decay (biases and norm
+ * weights, as Hugging Face's Trainer groups them); ranges may be added in
+ * any order and may touch but must not overlap. 0, or -1 with an error line
+ * for a range past the end or overlapping an earlier one. */
+int adamw_no_decay(adamw_t *self, size_t offset, size_t n);
+
+/* one step over params (n) with grads (n); lr may change between steps */
+void adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads);
+
+/* scales grads (n) in place so their global L2 norm is at most max_norm
+ * (factor max_norm / (norm + 1e-6), applied only when below 1); returns
+ * the norm before clipping. max_norm <= 0 only measures. */
+float grad_clip_norm(float *grads, size_t n, float max_norm);
+
+/* binary file: magic "SAPOADAM", version, count, step, no-decay ranges,
+ * m, v; written to path.tmp then renamed over path. 0, or -1 with an error
+ * line naming the file. */
+int adamw_save(const adamw_t *self, const char *path);
+/* NULL with an error line naming the file and what is wrong (missing,
+ * not an optimizer state, another version, truncated, count != expect_n) */
+adamw_t *adamw_load(const char *path, size_t expect_n);
+
+#endif
