@@ -1,0 +1,483 @@
+/* Forward and backward of the whole model over a right-padded batch, as
+ * x_forward / x_backward pairs. Every matmul is an OpenBLAS sgemm against
+ * weights in Hugging Face's (out, in) layout; the rest are OpenMP loops.
+ * Workspaces are sized for the batch once and reused. */
+#include "model/model_impl.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ----------------------------------------------------------------------------
+// layers
+
+/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
+static void matmul_fw(float *out, const float *inp, const float *w, const float *bias,
+                      int N, int IN, int OUT, bool acc)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OUT, IN, 1.0f, inp, IN, w, IN,
+                acc ? 1.0f : 0.0f, out, OUT);
+    if (!bias) return;
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OUT; o++) out[(size_t)n * OUT + o] += bias[o];
+}
+
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+                    int N, int IN, int OUT)
+{
+    matmul_fw(out, inp, w, bias, N, IN, OUT, false);
+}
+
+/* dinp (N, IN) = dout . w (or += when acc); dw (OUT, IN) += dout^T . inp;
+ * dbias (OUT) += column sums of dout */
+static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
+                            const float *inp, const float *w, int N, int IN, int OUT, bool acc)
+{
+    if (dinp)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IN, OUT, 1.0f, dout, OUT, w, IN,
+                    acc ? 1.0f : 0.0f, dinp, IN);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, N, 1.0f, dout, OUT, inp, IN,
+                1.0f, dw, IN);
+    if (!dbias) return;
+    #pragma omp parallel for
+    for (int o = 0; o < OUT; o++) {
+        float s = 0;
+        for (int n = 0; n < N; n++) s += dout[(size_t)n * OUT + o];
+        dbias[o] += s;
+    }
+}
+
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
+                     int N, int C, float eps)
+{
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *o = out + (size_t)n * C;
+        float ss = 0;
+        #pragma omp simd reduction(+:ss)
+        for (int i = 0; i < C; i++) ss += x[i] * x[i];
+        float r = 1.0f / sqrtf(ss / C + eps);
+        for (int i = 0; i < C; i++) o[i] = w[i] * (x[i] * r);
+        rstd[n] = r;
+    }
+}
+
+/* dinp (N, C) += (or = when !acc) the input gradient; dw (C) += */
+static void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
+                             const float *w, const float *rstd, int N, int C, bool acc)
+{
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float r = rstd[n], s = 0;
+        #pragma omp simd reduction(+:s)
+        for (int i = 0; i < C; i++) s += d[i] * w[i] * x[i];
+        float k = r * r * r * s / C;
+        for (int i = 0; i < C; i++) {
+            float g = r * d[i] * w[i] - k * x[i];
+            dx[i] = acc ? dx[i] + g : g;
+        }
+    }
+    #pragma omp parallel for
+    for (int i = 0; i < C; i++) {
+        float s = 0;
+        for (int n = 0; n < N; n++) s += dout[(size_t)n * C + i] * inp[(size_t)n * C + i] * rstd[n];
+        dw[i] += s;
+    }
+}
+
+void swiglu_forward(float *h, const float *g, const float *u, size_t n)
+{
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u,
+                            size_t n)
+{
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + expf(-g[i]));
+        du[i] = dh[i] * g[i] * s;
+        dg[i] = dh[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    }
+}
+
+/* rotate_half RoPE in place on x (N, H, HD): pairs (i, i + HD/2) turn by
+ * pos * theta^(-2i/HD); dir -1 turns back (the backward pass) */
+static void rope_apply(float *x, const int *pos, const float *cos_t, const float *sin_t,
+                       int N, int H, int HD, float dir)
+{
+    int half = HD / 2;
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *c = cos_t + (size_t)pos[n] * half, *s = sin_t + (size_t)pos[n] * half;
+        for (int h = 0; h < H; h++) {
+            float *v = x + ((size_t)n * H + h) * HD;
+            for (int i = 0; i < half; i++) {
+                float a = v[i], b = v[i + half], si = dir * s[i];
+                v[i] = a * c[i] - b * si;
+                v[i + half] = b * c[i] + a * si;
+            }
+        }
+    }
+}
+
+void rope_forward(float *x, const int *pos, const float *cos_t, const float *sin_t,
+                  int N, int H, int HD)
+{
+    rope_apply(x, pos, cos_t, sin_t, N, H, HD, 1.0f);
+}
+
+static float dot(const float *a, const float *b, int n)
+{
+    float s = 0;
+    #pragma omp simd reduction(+:s)
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* causal GQA attention. q (B, T, NH, HD), k and v (B, T, NKV, HD);
+ * att (B, NH, T, T) keeps the probabilities; y (B, T, NH, HD) */
+static void attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
+                              int B, int T, int NH, int NKV, int HD)
+{
+    int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
+    float scale = 1.0f / sqrtf((float)HD);
+    #pragma omp parallel for collapse(3) schedule(dynamic, 4)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *qr = q + ((size_t)b * T + t) * QD + h * HD;
+                const float *kb = k + (size_t)b * T * KD + (h / rep) * HD;
+                const float *vb = v + (size_t)b * T * KD + (h / rep) * HD;
+                float *p = att + (((size_t)b * NH + h) * T + t) * T;
+                float mx = -INFINITY;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    p[t2] = dot(qr, kb + (size_t)t2 * KD, HD) * scale;
+                    if (p[t2] > mx) mx = p[t2];
+                }
+                float sum = 0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    p[t2] = expf(p[t2] - mx);
+                    sum += p[t2];
+                }
+                float *yr = y + ((size_t)b * T + t) * QD + h * HD;
+                memset(yr, 0, HD * sizeof(float));
+                for (int t2 = 0; t2 <= t; t2++) {
+                    p[t2] /= sum;
+                    const float *vr = vb + (size_t)t2 * KD;
+                    float pv = p[t2];
+                    #pragma omp simd
+                    for (int i = 0; i < HD; i++) yr[i] += pv * vr[i];
+                }
+                for (int t2 = t + 1; t2 < T; t2++) p[t2] = 0;
+            }
+}
+
+/* dq, dk, dv are written (not accumulated); one thread owns each
+ * (b, kv head) so the keys and values a group of heads shares are summed
+ * without races */
+static void attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
+                               const float *q, const float *k, const float *v,
+                               int B, int T, int NH, int NKV, int HD)
+{
+    int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
+    float scale = 1.0f / sqrtf((float)HD);
+    #pragma omp parallel for collapse(2)
+    for (int b = 0; b < B; b++)
+        for (int kh = 0; kh < NKV; kh++) {
+            float dp[T];
+            for (int t = 0; t < T; t++) {
+                memset(dk + ((size_t)b * T + t) * KD + kh * HD, 0, HD * sizeof(float));
+                memset(dv + ((size_t)b * T + t) * KD + kh * HD, 0, HD * sizeof(float));
+            }
+            const float *kb = k + (size_t)b * T * KD + kh * HD, *vb = v + (size_t)b * T * KD + kh * HD;
+            float *dkb = dk + (size_t)b * T * KD + kh * HD, *dvb = dv + (size_t)b * T * KD + kh * HD;
+            for (int h = kh * rep; h < (kh + 1) * rep; h++)
+                for (int t = 0; t < T; t++) {
+                    const float *p = att + (((size_t)b * NH + h) * T + t) * T;
+                    const float *dyr = dy + ((size_t)b * T + t) * QD + h * HD;
+                    const float *qr = q + ((size_t)b * T + t) * QD + h * HD;
+                    float *dqr = dq + ((size_t)b * T + t) * QD + h * HD;
+                    float s = 0;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        dp[t2] = dot(dyr, vb + (size_t)t2 * KD, HD);
+                        s += p[t2] * dp[t2];
+                    }
+                    memset(dqr, 0, HD * sizeof(float));
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        float ds = p[t2] * (dp[t2] - s) * scale, pt = p[t2];
+                        const float *kr = kb + (size_t)t2 * KD;
+                        float *dkr = dkb + (size_t)t2 * KD, *dvr = dvb + (size_t)t2 * KD;
+                        #pragma omp simd
+                        for (int i = 0; i < HD; i++) {
+                            dqr[i] += ds * kr[i];
+                            dkr[i] += ds * qr[i];
+                            dvr[i] += pt * dyr[i];
+                        }
+                    }
+                }
+        }
+}
+
+// ----------------------------------------------------------------------------
+// workspaces
+
+/* points every activation into base (when not NULL) and returns the floats
+ * they take for a batch of B x T */
+static size_t acts_layout(model_t *m, float *base, int B, int T)
+{
+    const model_config_t *c = &m->cfg;
+    size_t N = (size_t)B * T, L = c->L, C = c->C, QD = (size_t)c->NH * c->HD;
+    size_t KD = (size_t)c->NKV * c->HD, FF = c->FF, q3 = c->type == MODEL_QWEN3;
+    size_t chunk = model_logits_chunk(c, (int)N);
+    model_acts_t *a = &m->a;
+    model_grad_acts_t *g = &m->ga;
+    struct { float **p; size_t n; } t[] = {
+        {&a->x, (L + 1) * N * C}, {&a->ln1, L * N * C}, {&a->r1, L * N},
+        {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * c->NH},
+        {&a->rk, q3 * L * N * c->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
+        {&a->att, L * B * c->NH * (size_t)T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
+        {&a->ln2, L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
+        {&a->h, L * N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
+        {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
+        {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
+        {&g->dh, N * FF}, {&g->logits, chunk * c->V},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        if (base) *t[i].p = t[i].n ? base + total : NULL;
+        total += t[i].n;
+    }
+    return total;
+}
+
+static int acts_ensure(model_t *m, int B, int T)
+{
+    size_t need = acts_layout(m, NULL, B, T), N = (size_t)B * T;
+    if (need > m->acts_cap) {
+        free(m->acts_mem);
+        m->acts_mem = malloc(need * sizeof(float));
+        m->acts_cap = m->acts_mem ? need : 0;
+    }
+    if ((size_t)m->B * m->T < N || !m->tokens) {
+        free(m->tokens);
+        m->tokens = malloc(3 * N * sizeof(int));
+    }
+    if (!m->acts_mem || !m->tokens || model_rope_ensure(m, T)) {
+        fprintf(stderr, "model: out of memory for a batch of %d x %d\n", B, T);
+        free(m->tokens);
+        m->tokens = NULL;
+        m->B = m->T = 0;
+        return -1;
+    }
+    acts_layout(m, m->acts_mem, B, T);
+    m->targets = m->tokens + N;
+    m->pos = m->tokens + 2 * N;
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// lm_head in chunks of positions
+
+static const float *lm_weight(const model_t *m) { return m->cfg.tie ? m->w.wte : m->w.lm; }
+static float *lm_grad(model_t *m) { return m->cfg.tie ? m->dw.wte : m->dw.lm; }
+
+static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
+{
+    const model_config_t *c = &m->cfg;
+    int V = c->V, chunk = (int)model_logits_chunk(c, N);
+    float inv_t = 1.0f / m->temperature;
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
+        matmul_forward(lg, m->a.lnf + (size_t)r0 * c->C, lm_weight(m), NULL, n, c->C, V);
+        #pragma omp parallel for
+        for (int i = 0; i < n; i++) {
+            const float *row = lg + (size_t)i * V;
+            float mx = -INFINITY, s = 0;
+            for (int j = 0; j < V; j++) mx = fmaxf(mx, row[j] * inv_t);
+            for (int j = 0; j < V; j++) s += expf(row[j] * inv_t - mx);
+            float lse = mx + logf(s);
+            int tg = m->targets[r0 + i];
+            m->a.lse[r0 + i] = lse;
+            logp[r0 + i] = tg >= 0 ? row[tg] * inv_t - lse : 0.0f;
+        }
+    }
+}
+
+/* d logp / d logit_j = (onehot_j - softmax_j) / temperature; the logits
+ * are recomputed per chunk rather than kept */
+static void lm_head_backward(model_t *m, int N, const float *dlogp)
+{
+    const model_config_t *c = &m->cfg;
+    int V = c->V, C = c->C, chunk = (int)model_logits_chunk(c, N);
+    float inv_t = 1.0f / m->temperature;
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        float *lg = m->ga.logits;
+        matmul_forward(lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V);
+        #pragma omp parallel for
+        for (int i = 0; i < n; i++) {
+            float *row = lg + (size_t)i * V;
+            int tg = m->targets[r0 + i];
+            float d = tg >= 0 ? dlogp[r0 + i] : 0.0f, lse = m->a.lse[r0 + i];
+            for (int j = 0; j < V; j++) row[j] = d ? -d * expf(row[j] * inv_t - lse) * inv_t : 0.0f;
+            if (d) row[tg] += d * inv_t;
+        }
+        matmul_backward(m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->a.lnf + (size_t)r0 * C,
+                        lm_weight(m), n, C, V, false);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the model
+
+int model_forward(model_t *m, const int *tokens, const int *targets, int B, int T,
+                  float temperature, float *logp, float *logits)
+{
+    const model_config_t *c = &m->cfg;
+    if (B <= 0 || T <= 0 || T > c->max_pos || !(temperature > 0)) {
+        fprintf(stderr, "model_forward: batch %d x %d, temperature %g: need B, T > 0, T <= %d, "
+                "temperature > 0\n", B, T, temperature, c->max_pos);
+        return -1;
+    }
+    int N = B * T;
+    for (int n = 0; n < N; n++)
+        if (tokens[n] < 0 || tokens[n] >= c->V || targets[n] < -1 || targets[n] >= c->V) {
+            fprintf(stderr, "model_forward: token %d or target %d at position %d is outside the "
+                    "vocabulary of %d\n", tokens[n], targets[n], n, c->V);
+            return -1;
+        }
+    if (acts_ensure(m, B, T)) return -1;
+    m->B = B;
+    m->T = T;
+    m->temperature = temperature;
+    memcpy(m->tokens, tokens, N * sizeof(int));
+    memcpy(m->targets, targets, N * sizeof(int));
+    for (int n = 0; n < N; n++) m->pos[n] = n % T;
+
+    int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    const model_weights_t *w = &m->w;
+    model_acts_t *a = &m->a;
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        memcpy(a->x + (size_t)n * C, w->wte + (size_t)tokens[n] * C, C * sizeof(float));
+
+    for (int l = 0; l < c->L; l++) {
+        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
+        size_t nf = (size_t)l * N * FF;
+        float *x = a->x + nc, *ln1 = a->ln1 + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+        rmsnorm_forward(ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
+        float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
+        float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
+        matmul_forward(qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD);
+        matmul_forward(kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD);
+        matmul_forward(v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD);
+        if (c->type == MODEL_QWEN3) {
+            rmsnorm_forward(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
+            rmsnorm_forward(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
+        }
+        rope_forward(q, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD);
+        rope_forward(k, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD);
+        float *y = a->y + nq, *xm = a->xm + nc;
+        attention_forward(y, a->att + (size_t)l * B * c->NH * T * T, q, k, v, B, T, c->NH, c->NKV, HD);
+        memcpy(xm, x, (size_t)N * C * sizeof(float));
+        matmul_fw(xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
+        float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h + nf;
+        rmsnorm_forward(ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
+        matmul_forward(g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF);
+        matmul_forward(u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF);
+        swiglu_forward(h, g, u, (size_t)N * FF);
+        float *xn = a->x + nc + (size_t)N * C;
+        memcpy(xn, xm, (size_t)N * C * sizeof(float));
+        matmul_fw(xn, h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+    }
+    rmsnorm_forward(a->lnf, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
+    lm_head_forward(m, N, logp, logits);
+    return 0;
+}
+
+void model_backward(model_t *m, const float *dlogp)
+{
+    const model_config_t *c = &m->cfg;
+    int B = m->B, T = m->T, N = B * T;
+    int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    const model_weights_t *w = &m->w;
+    model_weights_t *dw = &m->dw;
+    const model_acts_t *a = &m->a;
+    model_grad_acts_t *ga = &m->ga;
+
+    lm_head_backward(m, N, dlogp);
+    rmsnorm_backward(ga->dx, dw->lnf, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf, N, C, false);
+    for (int l = c->L - 1; l >= 0; l--) {
+        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
+        size_t nf = (size_t)l * N * FF;
+        // MLP: x_next = xm + (silu(g) * u) . wd^T
+        matmul_backward(ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h + nf,
+                        w->wd + (size_t)l * C * FF, N, FF, C, false);
+        swiglu_backward(ga->dg, ga->du, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
+        matmul_backward(ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
+                        w->wg + (size_t)l * FF * C, N, C, FF, false);
+        matmul_backward(ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
+                        w->wu + (size_t)l * FF * C, N, C, FF, true);
+        rmsnorm_backward(ga->dx, dw->ln2 + (size_t)l * C, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
+                         a->r2 + (size_t)l * N, N, C, true);
+        // attention: xm = x + y . wo^T (+ bo)
+        matmul_backward(ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
+                        ga->dx, a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
+        attention_backward(ga->dq, ga->dk, ga->dv, ga->dy, a->att + (size_t)l * B * c->NH * T * T,
+                           a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
+        rope_apply(ga->dq, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
+        rope_apply(ga->dk, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
+        float *dq = ga->dq, *dk = ga->dk;
+        if (c->type == MODEL_QWEN3) {
+            /* dy is free again: it takes dq before q_norm, dk2 dk */
+            rmsnorm_backward(ga->dy, dw->qn + (size_t)l * HD, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
+                             a->rq + (size_t)l * N * c->NH, N * c->NH, HD, false);
+            rmsnorm_backward(ga->dk2, dw->kn + (size_t)l * HD, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
+                             a->rk + (size_t)l * N * c->NKV, N * c->NKV, HD, false);
+            dq = ga->dy;
+            dk = ga->dk2;
+        }
+        const float *ln1 = a->ln1 + nc;
+        matmul_backward(ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
+                        ln1, w->wq + (size_t)l * QD * C, N, C, QD, false);
+        matmul_backward(ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,
+                        ln1, w->wk + (size_t)l * KD * C, N, C, KD, true);
+        matmul_backward(ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
+                        ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
+        rmsnorm_backward(ga->dx, dw->ln1 + (size_t)l * C, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
+                         a->r1 + (size_t)l * N, N, C, true);
+    }
+    /* rows of one token add into the same embedding row: split by column */
+    #pragma omp parallel for
+    for (int i = 0; i < C; i++)
+        for (int n = 0; n < N; n++) dw->wte[(size_t)m->tokens[n] * C + i] += ga->dx[(size_t)n * C + i];
+}
+
+float model_cross_entropy(model_t *m, const int *tokens, const int *targets, int B, int T)
+{
+    int N = B * T, cnt = 0;
+    for (int n = 0; n < N; n++) cnt += targets[n] >= 0;
+    float *logp = malloc(2 * (size_t)N * sizeof(float));
+    if (!logp || model_forward(m, tokens, targets, B, T, 1.0f, logp, NULL)) {
+        free(logp);
+        return -1;
+    }
+    float *dlogp = logp + N;
+    double loss = 0;
+    for (int n = 0; n < N; n++) {
+        loss -= logp[n];
+        dlogp[n] = targets[n] >= 0 ? -1.0f / cnt : 0.0f;
+    }
+    if (cnt) model_backward(m, dlogp);
+    free(logp);
+    return cnt ? (float)(loss / cnt) : 0.0f;
+}

@@ -1,0 +1,227 @@
+/* Sampling L completions of one prompt with a key/value cache. One step
+ * function runs any set of rows, each a (cache slot, position) pair: the
+ * prefill is P rows of slot 0, a decode step one row per live completion.
+ * After the prefill, slot 0's prompt keys and values are copied to the
+ * other slots, so the prompt runs once whatever L is. */
+#include "model/model_impl.h"
+#include "sampling/rng.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int S, maxT;     /* slots (completions) and positions per slot */
+    float *kc, *vc;  // (L, S, maxT, KD)
+    float *x;        // (R, C) residual
+    float *ln;       // (R, C)
+    float *q;        // (R, NH*HD)
+    float *k, *v;    // (R, KD)
+    float *y;        // (R, NH*HD)
+    float *g, *u;    // (R, FF)
+    float *r;        // (R * NH) rstd scratch
+    float *logits;   // (S, V)
+    int *tok, *slot, *pos; // (R)
+} gen_ws_t;
+
+static size_t ws_layout(gen_ws_t *ws, float *base, const model_config_t *c, int R)
+{
+    size_t KD = (size_t)c->NKV * c->HD, QD = (size_t)c->NH * c->HD, C = c->C, FF = c->FF;
+    size_t cache = (size_t)c->L * ws->S * ws->maxT * KD;
+    struct { float **p; size_t n; } t[] = {
+        {&ws->kc, cache}, {&ws->vc, cache}, {&ws->x, R * C}, {&ws->ln, R * C}, {&ws->q, R * QD},
+        {&ws->k, R * KD}, {&ws->v, R * KD}, {&ws->y, R * QD}, {&ws->g, R * FF}, {&ws->u, R * FF},
+        {&ws->r, R * (size_t)c->NH}, {&ws->logits, (size_t)ws->S * c->V},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        if (base) *t[i].p = base + total;
+        total += t[i].n;
+    }
+    return total;
+}
+
+/* attention of each row over its slot's cached positions [0, pos] */
+static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R)
+{
+    int NH = c->NH, HD = c->HD, KD = c->NKV * HD, rep = c->NH / c->NKV;
+    float scale = 1.0f / sqrtf((float)HD);
+    #pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < NH; h++) {
+            int P = ws->pos[r] + 1;
+            float p[P];
+            size_t base = (((size_t)l * ws->S + ws->slot[r]) * ws->maxT) * KD + (h / rep) * HD;
+            const float *kb = ws->kc + base, *vb = ws->vc + base;
+            const float *qr = ws->q + (size_t)r * NH * HD + h * HD;
+            float mx = -INFINITY, sum = 0;
+            for (int t = 0; t < P; t++) {
+                float s = 0;
+                const float *kr = kb + (size_t)t * KD;
+                #pragma omp simd reduction(+:s)
+                for (int i = 0; i < HD; i++) s += qr[i] * kr[i];
+                p[t] = s * scale;
+                if (p[t] > mx) mx = p[t];
+            }
+            for (int t = 0; t < P; t++) {
+                p[t] = expf(p[t] - mx);
+                sum += p[t];
+            }
+            float *yr = ws->y + (size_t)r * NH * HD + h * HD;
+            memset(yr, 0, HD * sizeof(float));
+            for (int t = 0; t < P; t++) {
+                float pt = p[t] / sum;
+                const float *vr = vb + (size_t)t * KD;
+                #pragma omp simd
+                for (int i = 0; i < HD; i++) yr[i] += pt * vr[i];
+            }
+        }
+}
+
+/* runs R rows through the model; logits of rows [R - nlog, R) land in
+ * ws->logits */
+static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
+{
+    const model_config_t *c = &m->cfg;
+    const model_weights_t *w = &m->w;
+    int C = c->C, HD = c->HD, QD = c->NH * HD, KD = c->NKV * HD, FF = c->FF;
+    for (int r = 0; r < R; r++)
+        memcpy(ws->x + (size_t)r * C, w->wte + (size_t)ws->tok[r] * C, C * sizeof(float));
+    for (int l = 0; l < c->L; l++) {
+        rmsnorm_forward(ws->ln, ws->r, ws->x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
+        matmul_forward(ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD);
+        matmul_forward(ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD);
+        matmul_forward(ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD);
+        if (c->type == MODEL_QWEN3) {
+            /* y is free until the attention: it holds the pre-norm q */
+            memcpy(ws->y, ws->q, (size_t)R * QD * sizeof(float));
+            rmsnorm_forward(ws->q, ws->r, ws->y, w->qn + (size_t)l * HD, R * c->NH, HD, c->rms_eps);
+            memcpy(ws->y, ws->k, (size_t)R * KD * sizeof(float));
+            rmsnorm_forward(ws->k, ws->r, ws->y, w->kn + (size_t)l * HD, R * c->NKV, HD, c->rms_eps);
+        }
+        rope_forward(ws->q, ws->pos, m->rope_cos, m->rope_sin, R, c->NH, HD);
+        rope_forward(ws->k, ws->pos, m->rope_cos, m->rope_sin, R, c->NKV, HD);
+        for (int r = 0; r < R; r++) {
+            size_t at = (((size_t)l * ws->S + ws->slot[r]) * ws->maxT + ws->pos[r]) * KD;
+            memcpy(ws->kc + at, ws->k + (size_t)r * KD, KD * sizeof(float));
+            memcpy(ws->vc + at, ws->v + (size_t)r * KD, KD * sizeof(float));
+        }
+        cached_attention(ws, c, l, R);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, C, QD, 1.0f, ws->y, QD,
+                    w->wo + (size_t)l * C * QD, QD, 1.0f, ws->x, C);
+        if (w->bo)
+            for (int r = 0; r < R; r++)
+                for (int i = 0; i < C; i++) ws->x[(size_t)r * C + i] += w->bo[(size_t)l * C + i];
+        rmsnorm_forward(ws->ln, ws->r, ws->x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
+        matmul_forward(ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
+        matmul_forward(ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
+        swiglu_forward(ws->g, ws->g, ws->u, (size_t)R * FF);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, C, FF, 1.0f, ws->g, FF,
+                    w->wd + (size_t)l * C * FF, FF, 1.0f, ws->x, C);
+    }
+    float *xl = ws->x + (size_t)(R - nlog) * C;
+    rmsnorm_forward(ws->ln, ws->r, xl, w->lnf, nlog, C, c->rms_eps);
+    matmul_forward(ws->logits, ws->ln, c->tie ? w->wte : w->lm, NULL, nlog, C, c->V);
+}
+
+static bool is_eos(const model_config_t *c, int tok)
+{
+    for (int i = 0; i < c->n_eos; i++)
+        if (c->eos_ids[i] == tok) return true;
+    return false;
+}
+
+int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_params_t *gp,
+                   int *tokens, float *logp, int *lengths)
+{
+    const model_config_t *c = &m->cfg;
+    int M = gp->max_new;
+    if (P < 1 || L < 1 || M < 1 || P + M > c->max_pos) {
+        fprintf(stderr, "model_generate: prompt of %d tokens, %d completions of %d new tokens: need "
+                "each at least 1 and prompt + new <= %d\n", P, L, M, c->max_pos);
+        return -1;
+    }
+    for (int i = 0; i < P; i++)
+        if (prompt[i] < 0 || prompt[i] >= c->V) {
+            fprintf(stderr, "model_generate: prompt token %d at %d is outside the vocabulary of %d\n",
+                    prompt[i], i, c->V);
+            return -1;
+        }
+    gen_ws_t ws = {.S = L, .maxT = P + M};
+    int R = P > L ? P : L, nth = omp_get_max_threads();
+    size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
+    float *mem = malloc(nf * sizeof(float));
+    float *u = malloc((size_t)L * M * sizeof(float));
+    int *imem = malloc((3 * (size_t)R + L) * sizeof(int));
+    unsigned char *scratch = malloc(sbytes * nth);
+    rng_t *rng = rng_new(gp->seed);
+    int rc = -1;
+    if (!mem || !u || !imem || !scratch || !rng || model_rope_ensure(m, P + M)) {
+        fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", L, P + M);
+        goto done;
+    }
+    ws_layout(&ws, mem, c, R);
+    ws.tok = imem;
+    ws.slot = imem + R;
+    ws.pos = imem + 2 * R;
+    int *live = imem + 3 * R;
+    rng_uniform(rng, u, (size_t)L * M);
+
+    for (int i = 0; i < P; i++) {
+        ws.tok[i] = prompt[i];
+        ws.slot[i] = 0;
+        ws.pos[i] = i;
+    }
+    step(m, &ws, P, 1);
+    size_t KD = (size_t)c->NKV * c->HD, span = (size_t)P * KD;
+    for (int l = 0; l < c->L; l++)
+        for (int s = 1; s < L; s++) {
+            size_t from = (size_t)l * L * ws.maxT * KD, to = from + (size_t)s * ws.maxT * KD;
+            memcpy(ws.kc + to, ws.kc + from, span * sizeof(float));
+            memcpy(ws.vc + to, ws.vc + from, span * sizeof(float));
+        }
+    /* every completion draws its first token from the prompt's last logits */
+    for (int s = 1; s < L; s++) memcpy(ws.logits + (size_t)s * c->V, ws.logits, c->V * sizeof(float));
+    int nlive = L;
+    for (int s = 0; s < L; s++) {
+        live[s] = s;
+        lengths[s] = 0;
+    }
+    for (int t = 0; nlive > 0; t++) {
+        #pragma omp parallel for
+        for (int i = 0; i < nlive; i++) {
+            int s = live[i];
+            float lp;
+            int tok = sample_token(ws.logits + (size_t)i * c->V, c->V, &gp->sample, u[(size_t)s * M + t],
+                                   scratch + sbytes * omp_get_thread_num(), &lp);
+            tokens[(size_t)s * M + t] = tok;
+            logp[(size_t)s * M + t] = lp;
+            lengths[s] = t + 1;
+        }
+        int keep = 0;
+        for (int i = 0; i < nlive; i++) {
+            int s = live[i], tok = tokens[(size_t)s * M + t];
+            bool done = t + 1 == M || is_eos(c, tok) ||
+                        (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
+            if (done) continue;
+            live[keep] = s;
+            ws.tok[keep] = tok;
+            ws.slot[keep] = s;
+            ws.pos[keep] = P + t;
+            keep++;
+        }
+        nlive = keep;
+        if (nlive) step(m, &ws, nlive, nlive);
+    }
+    rc = 0;
+done:
+    rng_destroy(&rng);
+    free(scratch);
+    free(imem);
+    free(u);
+    free(mem);
+    return rc;
+}

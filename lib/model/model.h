@@ -1,0 +1,119 @@
+/* The policy: a Qwen2 (or Qwen3) decoder-only transformer on the CPU, as
+ * Hugging Face transformers defines it. One fp32 allocation holds every
+ * parameter and one more every gradient, so an optimizer runs over flat
+ * arrays; checkpoints are Hugging Face folders (config.json plus one or
+ * several safetensors files), read and written so transformers opens them.
+ *
+ * Shapes use B batch, T time, C hidden, V vocabulary, L layers, NH query
+ * heads, NKV key/value heads, HD head dim, FF MLP width. */
+#ifndef SAPO_MODEL_H
+#define SAPO_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sampling/sample.h"
+
+#define MODEL_MAX_EOS 4
+
+typedef enum { MODEL_QWEN2, MODEL_QWEN3 } model_type_t;
+
+typedef struct {
+    model_type_t type;
+    int C;              /* hidden_size */
+    int L;              /* num_hidden_layers */
+    int NH;             /* num_attention_heads */
+    int NKV;            /* num_key_value_heads; NH % NKV == 0 */
+    int HD;             /* head_dim (C / NH unless config.json says) */
+    int FF;             /* intermediate_size */
+    int V;              /* vocab_size */
+    int max_pos;        /* max_position_embeddings */
+    float rope_theta;
+    float rms_eps;
+    bool tie;           /* tie_word_embeddings: lm_head is embed_tokens */
+    bool qkv_bias;      /* Qwen2 always; Qwen3 when attention_bias */
+    bool o_bias;        /* Qwen3 with attention_bias only */
+    int bos_id;         /* -1 when the config names none */
+    int eos_ids[MODEL_MAX_EOS];
+    int n_eos;
+} model_config_t;
+
+typedef struct model model_t;
+
+/* The embedded default: a few million parameters over the byte tokenizer
+ * (tokenizer_byte_new), small enough to sample and train a round of
+ * 8 questions x 8 completions in seconds on 2 cores. */
+model_config_t model_config_tiny(void);
+
+/* Reads a Hugging Face config.json. Returns 0, or -1 with one line in err
+ * naming the file and the field. */
+int model_config_load(model_config_t *cfg, const char *path, char *err, size_t errlen);
+
+/* Parameters drawn from N(0, 0.02), norms 1, biases 0; NULL with err set
+ * when the config is inconsistent. */
+model_t *model_new_random(const model_config_t *cfg, uint64_t seed, char *err, size_t errlen);
+
+/* Loads a Hugging Face folder: config.json and model.safetensors, or the
+ * shards that model.safetensors.index.json names; F32, BF16 and F16
+ * tensors are converted to fp32. NULL with one line in err naming the file
+ * and the field or tensor on any problem. */
+model_t *model_load(const char *dir, char *err, size_t errlen);
+
+/* Writes config.json and model.safetensors (fp32, or bf16 rounded to
+ * nearest even) into dir, which must exist. 0, or -1 with err set. */
+int model_save(const model_t *self, const char *dir, bool bf16, char *err, size_t errlen);
+
+void model_destroy(model_t **self_p);
+
+const model_config_t *model_config(const model_t *self);
+/* the flat parameter and gradient arrays, n_params floats each */
+float *model_params(model_t *self);
+float *model_grads(model_t *self);
+size_t model_num_params(const model_t *self);
+void model_zero_grad(model_t *self);
+
+/* Forward pass over B right-padded sequences of length T. tokens (B, T);
+ * targets (B, T) holds the token whose log-prob is wanted at each position
+ * (usually tokens shifted left) or -1 where none is (padding, prompt).
+ * logp (B, T) receives log_softmax(logits / temperature)[target], 0 where
+ * the target is -1. logits (B, T, V), raw (not divided by temperature), is
+ * written when not NULL; otherwise the lm_head runs in chunks of positions
+ * and the whole (B, T, V) never exists. Activations are kept for
+ * model_backward. 0, or -1 with a line on stderr for a token out of range
+ * or T past max_position_embeddings. */
+int model_forward(model_t *self, const int *tokens, const int *targets, int B, int T,
+                  float temperature, float *logp, float *logits);
+
+/* Backward of the last model_forward from dlogp (B, T), the gradient of a
+ * loss with respect to each target's log-prob. Gradients accumulate into
+ * model_grads, so micro-batches add up until model_zero_grad. */
+void model_backward(model_t *self, const float *dlogp);
+
+/* Supervised step: forward and backward of the mean cross-entropy over
+ * every position whose target is not -1 (temperature 1). Returns the mean
+ * loss, or -1 on an input error. Gradients accumulate as above. */
+float model_cross_entropy(model_t *self, const int *tokens, const int *targets, int B, int T);
+
+/* Generation. The stop callback runs after each new token of sequence
+ * seq with its tokens so far; returning true ends that sequence. */
+typedef bool (*model_stop_fn)(void *ctx, int seq, const int *tokens, int n);
+
+typedef struct {
+    int max_new;            /* max new tokens per completion */
+    sample_params_t sample; /* temperature 0 = greedy */
+    uint64_t seed;          /* request seed: u[l * max_new + t] from rng_new(seed) */
+    model_stop_fn stop;     /* NULL = stop on EOS only */
+    void *stop_ctx;
+} model_gen_params_t;
+
+/* Samples L completions of one prompt (P tokens): the prompt is prefilled
+ * once and its key/value cache shared, then the L sequences decode as one
+ * batch. tokens (L, max_new) and logp (L, max_new) receive each
+ * completion's tokens and their log-probs (sample_token's), lengths (L)
+ * the count; a completion ends after an EOS token (kept), when stop says
+ * so, or at max_new. 0, or -1 with a line on stderr on an input error. */
+int model_generate(model_t *self, const int *prompt, int P, int L, const model_gen_params_t *gp,
+                   int *tokens, float *logp, int *lengths);
+
+#endif

@@ -1,0 +1,117 @@
+/* Inside of model_t, shared by the files of lib/model only. */
+#ifndef SAPO_MODEL_IMPL_H
+#define SAPO_MODEL_IMPL_H
+
+#include "model/model.h"
+
+/* one pointer per parameter tensor, all layers of a kind contiguous, into
+ * one allocation; a tensor the config lacks has size 0 and pointer NULL */
+typedef struct {
+    float *wte; // (V, C)
+    float *ln1; // (L, C)
+    float *wq;  // (L, NH*HD, C)
+    float *bq;  // (L, NH*HD)
+    float *wk;  // (L, NKV*HD, C)
+    float *bk;  // (L, NKV*HD)
+    float *wv;  // (L, NKV*HD, C)
+    float *bv;  // (L, NKV*HD)
+    float *qn;  // (L, HD) Qwen3 q_norm
+    float *kn;  // (L, HD) Qwen3 k_norm
+    float *wo;  // (L, C, NH*HD)
+    float *bo;  // (L, C)
+    float *ln2; // (L, C)
+    float *wg;  // (L, FF, C)
+    float *wu;  // (L, FF, C)
+    float *wd;  // (L, C, FF)
+    float *lnf; // (C)
+    float *lm;  // (V, C), NULL when tied
+} model_weights_t;
+
+#define MODEL_NUM_TENSORS 18
+
+/* activations of the last forward, sized for N = B * T positions */
+typedef struct {
+    float *x;    // (L+1, N, C) residual stream entering each layer, then the last
+    float *ln1;  // (L, N, C)
+    float *r1;   // (L, N) 1/rms
+    float *qpre; // (L, N, NH*HD) q_proj output (Qwen3: before q_norm)
+    float *kpre; // (L, N, NKV*HD)
+    float *rq;   // (L, N, NH) Qwen3 q_norm 1/rms
+    float *rk;   // (L, N, NKV)
+    float *q;    // (L, N, NH*HD) after norm and RoPE
+    float *k;    // (L, N, NKV*HD)
+    float *v;    // (L, N, NKV*HD)
+    float *att;  // (L, B, NH, T, T) softmax probabilities
+    float *y;    // (L, N, NH*HD) attention output
+    float *xm;   // (L, N, C) residual after attention
+    float *ln2;  // (L, N, C)
+    float *r2;   // (L, N)
+    float *g;    // (L, N, FF) gate_proj output
+    float *u;    // (L, N, FF) up_proj output
+    float *h;    // (L, N, FF) silu(g) * u
+    float *lnf;  // (N, C)
+    float *rf;   // (N)
+    float *lse;  // (N) logsumexp of logits / temperature
+} model_acts_t;
+
+/* scratch for backward, one layer at a time */
+typedef struct {
+    float *dx;   // (N, C) gradient of the residual stream
+    float *dln;  // (N, C)
+    float *dq;   // (N, NH*HD)
+    float *dk;   // (N, NKV*HD)
+    float *dv;   // (N, NKV*HD)
+    float *dy;   // (N, NH*HD)
+    float *dk2;  // (N, NKV*HD) Qwen3: dk before k_norm
+    float *dg;   // (N, FF)
+    float *du;   // (N, FF)
+    float *dh;   // (N, FF)
+    float *logits;  // (chunk, V)
+} model_grad_acts_t;
+
+struct model {
+    model_config_t cfg;
+    model_weights_t w;
+    model_weights_t dw;
+    size_t sizes[MODEL_NUM_TENSORS];
+    size_t n_params;
+    float *params;
+    float *grads;
+    /* forward state */
+    float *acts_mem;
+    size_t acts_cap;    /* floats in acts_mem */
+    model_acts_t a;
+    model_grad_acts_t ga;
+    int *tokens;        // (N) copies of the last forward's inputs
+    int *targets;       // (N)
+    int *pos;           // (N) position of each row, for RoPE
+    float *rope_cos;    // (rope_cap, HD/2)
+    float *rope_sin;
+    int rope_cap;
+    int B, T;
+    float temperature;
+    int chunk;          /* lm_head positions per chunk */
+};
+
+/* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */
+int model_rope_ensure(model_t *m, int T);
+
+/* shared kernels (forward.c) */
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+                    int N, int IN, int OUT);
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
+                     int N, int C, float eps);
+void swiglu_forward(float *h, const float *g, const float *u, size_t n);
+void rope_forward(float *x, const int *pos, const float *cos_t, const float *sin_t,
+                  int N, int H, int HD);
+/* a model with zeroed parameters, or NULL with err naming where */
+model_t *model_new_empty(const model_config_t *cfg, const char *where, char *err, size_t errlen);
+size_t model_num_params_of(const model_config_t *cfg);
+void model_weights_point(model_weights_t *w, float *base, const size_t *sizes);
+void model_sizes(const model_config_t *c, size_t *sizes);
+int model_config_check(const model_config_t *c, const char *where, char *err, size_t errlen);
+/* a whole file as a NUL-terminated string, or NULL with err set */
+char *model_read_text(const char *path, char *err, size_t errlen);
+size_t model_logits_chunk(const model_config_t *c, int N);
+
+#endif

@@ -1,0 +1,444 @@
+/* The CPU transformer against transformers + torch: logits, log-probs and
+ * every parameter gradient of sum(w * logp) for tiny random Qwen2/Qwen3
+ * models (tests/oracle/model_golden.py writes the goldens), greedy
+ * generation, the save/load round trip and bad checkpoints. */
+#include "check.h"
+#include "model/model_impl.h"
+#include "sampling/rng.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GOLD "tests/golden/model"
+
+static const char *models[] = {"qwen2_tied", "qwen2_bf16", "qwen2_sharded", "qwen3_tied", "qwen3_bias"};
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)len + 1);
+    size_t got = fread(s, 1, (size_t)len, f);
+    fclose(f);
+    s[got] = 0;
+    if (n) *n = got;
+    return s;
+}
+
+static int spit(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t put = fwrite(p, 1, n, f);
+    fclose(f);
+    return put == n ? 0 : -1;
+}
+
+typedef struct {
+    cJSON *json;
+    int B, T, V;
+    float temperature;
+    int *tokens, *targets, *prompt, *greedy;
+    int n_prompt, n_greedy;
+    float *w, *greedy_logp, *logits, *logp;
+} golden_t;
+
+static int *ints(const cJSON *a, int *n)
+{
+    int cnt = cJSON_GetArraySize(a), i = 0;
+    int *v = malloc(sizeof(int) * (cnt ? cnt : 1));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) v[i++] = e->valueint;
+    if (n) *n = cnt;
+    return v;
+}
+
+static float *floats(const cJSON *a)
+{
+    int cnt = cJSON_GetArraySize(a), i = 0;
+    float *v = malloc(sizeof(float) * (cnt ? cnt : 1));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) v[i++] = (float)e->valuedouble;
+    return v;
+}
+
+static int golden_load(golden_t *g, const char *name)
+{
+    char path[512];
+    memset(g, 0, sizeof *g);
+    snprintf(path, sizeof path, GOLD "/%s.json", name);
+    char *text = slurp(path, NULL);
+    if (!text) return -1;
+    g->json = cJSON_Parse(text);
+    free(text);
+    g->B = cJSON_GetObjectItem(g->json, "B")->valueint;
+    g->T = cJSON_GetObjectItem(g->json, "T")->valueint;
+    g->V = cJSON_GetObjectItem(g->json, "V")->valueint;
+    g->temperature = (float)cJSON_GetObjectItem(g->json, "temperature")->valuedouble;
+    g->tokens = ints(cJSON_GetObjectItem(g->json, "tokens"), NULL);
+    g->targets = ints(cJSON_GetObjectItem(g->json, "targets"), NULL);
+    g->prompt = ints(cJSON_GetObjectItem(g->json, "prompt"), &g->n_prompt);
+    g->greedy = ints(cJSON_GetObjectItem(g->json, "greedy"), &g->n_greedy);
+    g->w = floats(cJSON_GetObjectItem(g->json, "w"));
+    g->greedy_logp = floats(cJSON_GetObjectItem(g->json, "greedy_logp"));
+    size_t n;
+    snprintf(path, sizeof path, GOLD "/%s.logits.f32", name);
+    g->logits = (float *)slurp(path, &n);
+    if (n != sizeof(float) * g->B * g->T * g->V) return -1;
+    snprintf(path, sizeof path, GOLD "/%s.logp.f32", name);
+    g->logp = (float *)slurp(path, &n);
+    return n == sizeof(float) * g->B * g->T ? 0 : -1;
+}
+
+static void golden_free(golden_t *g)
+{
+    cJSON_Delete(g->json);
+    free(g->tokens); free(g->targets); free(g->prompt); free(g->greedy);
+    free(g->w); free(g->greedy_logp); free(g->logits); free(g->logp);
+}
+
+/* largest |a - b| / max(|b|, floor): the floor keeps elements that cancel to
+ * near zero from dominating */
+static double max_rel(const float *a, const float *b, size_t n, double floor)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]) / fmax(fabs((double)b[i]), floor);
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+static double max_abs(const float *a, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i]));
+    return m;
+}
+
+static void check_model(const char *name)
+{
+    char dir[512], err[512];
+    golden_t g;
+    EXPECTF(golden_load(&g, name) == 0, "golden files of %s", name);
+    snprintf(dir, sizeof dir, GOLD "/%s", name);
+    model_t *m = model_load(dir, err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (!m) { golden_free(&g); return; }
+    int N = g.B * g.T, V = g.V;
+    float *logits = malloc(sizeof(float) * N * V), *logp = malloc(sizeof(float) * N);
+    float *logp2 = malloc(sizeof(float) * N);
+    EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, logp, logits) == 0);
+    /* logits of padding positions differ by design (transformers masks
+     * the padding keys); only real tokens count */
+    const cJSON *lens = cJSON_GetObjectItem(g.json, "lengths");
+    double worst = 0;
+    for (int b = 0; b < g.B; b++) {
+        int len = cJSON_GetArrayItem(lens, b)->valueint;
+        size_t off = (size_t)b * g.T * V;
+        worst = fmax(worst, max_rel(logits + off, g.logits + off, (size_t)len * V, 1.0));
+    }
+    EXPECTF(worst < 1e-4, "%s: logits relative error %.3g", name, worst);
+    worst = max_rel(logp, g.logp, N, 1.0);
+    EXPECTF(worst < 1e-4, "%s: log-prob relative error %.3g", name, worst);
+    /* the chunked lm_head (no logits kept) gives the same log-probs */
+    EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, logp2, NULL) == 0);
+    EXPECT(memcmp(logp, logp2, sizeof(float) * N) == 0);
+
+    model_zero_grad(m);
+    model_backward(m, g.w);
+    snprintf(dir, sizeof dir, GOLD "/%s/grads", name);
+    model_t *ref = model_load(dir, err, sizeof err);
+    EXPECTF(ref, "%s", err);
+    if (ref) {
+        const float *gp = model_grads(m), *rp = model_params(ref);
+        for (int k = 0; k < MODEL_NUM_TENSORS; k++) {
+            size_t n = m->sizes[k];
+            if (!n) continue;
+            double r = max_rel(gp, rp, n, 0.02 * max_abs(rp, n));
+            EXPECTF(r < 1e-3, "%s: gradient of tensor kind %d relative error %.3g", name, k, r);
+            gp += n;
+            rp += n;
+        }
+        /* micro-batches accumulate */
+        model_backward(m, g.w);
+        const float *g2 = model_grads(m);
+        rp = model_params(ref);
+        double r = max_rel(g2, rp, model_num_params(m), 1e-2);
+        EXPECTF(r > 0.5, "a second backward must add up (rel %.3g)", r);
+        model_destroy(&ref);
+    }
+
+    int M = g.n_greedy + 4, *toks = malloc(sizeof(int) * M), len = 0;
+    float *glp = malloc(sizeof(float) * M);
+    model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 0, .top_k = 0, .top_p = 1}, .seed = 1};
+    EXPECT(model_generate(m, g.prompt, g.n_prompt, 1, &gp, toks, glp, &len) == 0);
+    /* transformers stops at max_new_tokens or at EOS, and so must we */
+    bool eos_end = len < M;
+    EXPECTF(len == g.n_greedy || (!eos_end && len >= g.n_greedy), "%s: greedy length %d vs %d", name, len,
+            g.n_greedy);
+    for (int i = 0; i < g.n_greedy && i < len; i++) {
+        EXPECTF(toks[i] == g.greedy[i], "%s: greedy token %d: %d vs %d", name, i, toks[i], g.greedy[i]);
+        EXPECT_NEAR(glp[i], g.greedy_logp[i], 1e-4);
+    }
+    free(toks); free(glp);
+    free(logits); free(logp); free(logp2);
+    model_destroy(&m);
+    EXPECT(m == NULL);
+    golden_free(&g);
+}
+
+static void test_qwen2_tied(void) { check_model("qwen2_tied"); }
+static void test_qwen2_bf16(void) { check_model("qwen2_bf16"); }
+static void test_qwen2_sharded(void) { check_model("qwen2_sharded"); }
+static void test_qwen3_tied(void) { check_model("qwen3_tied"); }
+static void test_qwen3_bias(void) { check_model("qwen3_bias"); }
+
+static char tmp_root[256];
+
+static const char *tmpdir(const char *leaf)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmp_root, leaf);
+    mkdir(path, 0755);
+    return path;
+}
+
+/* save -> load gives the same parameters (fp32) or their bf16 rounding;
+ * SAPO_MODEL_SAVE_DIR keeps a saved folder for model_golden.py --check */
+static void test_save_load(void)
+{
+    char err[512];
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, GOLD "/%s", models[i]);
+        model_t *m = model_load(dir, err, sizeof err);
+        EXPECTF(m, "%s", err);
+        if (!m) continue;
+        const char *out = tmpdir(models[i]);
+        EXPECTF(model_save(m, out, false, err, sizeof err) == 0, "%s", err);
+        model_t *r = model_load(out, err, sizeof err);
+        EXPECTF(r, "%s", err);
+        if (r) {
+            EXPECT(model_num_params(r) == model_num_params(m));
+            EXPECT(memcmp(model_params(r), model_params(m), model_num_params(m) * sizeof(float)) == 0);
+            EXPECT(memcmp(model_config(r), model_config(m), sizeof(model_config_t)) == 0);
+            model_destroy(&r);
+        }
+        EXPECTF(model_save(m, out, true, err, sizeof err) == 0, "%s", err);
+        r = model_load(out, err, sizeof err);
+        EXPECTF(r, "%s", err);
+        if (r) {
+            double worst = max_rel(model_params(r), model_params(m), model_num_params(m), 1e-30);
+            EXPECTF(worst <= 1.0 / 256, "bf16 round trip relative error %.3g", worst);
+            model_destroy(&r);
+        }
+        const char *keep = getenv("SAPO_MODEL_SAVE_DIR");
+        if (keep) {
+            snprintf(dir, sizeof dir, "%s/%s", keep, models[i]);
+            mkdir(keep, 0755);
+            mkdir(dir, 0755);
+            EXPECTF(model_save(m, dir, false, err, sizeof err) == 0, "%s", err);
+        }
+        model_destroy(&m);
+    }
+}
+
+/* a folder with the given config.json text and safetensors bytes */
+static const char *bad_folder(const char *leaf, const char *config, const void *st, size_t st_len)
+{
+    const char *dir = tmpdir(leaf);
+    char path[600];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    spit(path, config, strlen(config));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    spit(path, st, st_len);
+    return dir;
+}
+
+static void expect_error(const char *dir, const char *want1, const char *want2)
+{
+    char err[512] = "";
+    model_t *m = model_load(dir, err, sizeof err);
+    EXPECTF(!m, "%s must not load", dir);
+    model_destroy(&m);
+    EXPECTF(strstr(err, want1) && strstr(err, want2), "error \"%s\" should name %s and %s", err, want1, want2);
+    EXPECTF(!strchr(err, '\n'), "one line: \"%s\"", err);
+}
+
+static void test_bad_input(void)
+{
+    size_t clen, slen;
+    char *config = slurp(GOLD "/qwen2_tied/config.json", &clen);
+    char *st = slurp(GOLD "/qwen2_tied/model.safetensors", &slen);
+    if (!config || !st) {
+        free(config); free(st);
+        SKIP_TEST("golden qwen2_tied missing");
+    }
+    /* missing field */
+    char *c2 = strdup(config), *p = strstr(c2, "\"hidden_size\"");
+    memcpy(p, "\"hidden_sizX\"", 13);
+    expect_error(bad_folder("nofield", c2, st, slen), "config.json", "hidden_size");
+    free(c2);
+    /* inconsistent field */
+    c2 = strdup(config);
+    p = strstr(c2, "\"num_key_value_heads\": 2");
+    memcpy(p, "\"num_key_value_heads\": 3", 24);
+    expect_error(bad_folder("kvheads", c2, st, slen), "config.json", "num_key_value_heads");
+    free(c2);
+    /* wrong shape: the file's tensors against a narrower MLP */
+    c2 = strdup(config);
+    p = strstr(c2, "\"intermediate_size\": 96");
+    memcpy(p, "\"intermediate_size\": 64", 23);
+    expect_error(bad_folder("shape", c2, st, slen), "model.safetensors", "mlp.");
+    free(c2);
+    /* truncated file */
+    expect_error(bad_folder("truncated", config, st, slen - 100), "model.safetensors", "truncated");
+    expect_error(bad_folder("short", config, st, 5), "model.safetensors", "short");
+    /* wrong dtype: rewrite one header entry, keeping the header length */
+    char *s2 = malloc(slen);
+    memcpy(s2, st, slen);
+    uint64_t hl;
+    memcpy(&hl, s2, 8);
+    char *hdr = s2 + 8, *at = NULL;
+    for (char *q = hdr; q + 5 < hdr + hl; q++)
+        if (!memcmp(q, "\"F32\"", 5)) { at = q; break; }
+    EXPECT(at != NULL);
+    if (at) memcpy(at, "\"I32\"", 5);
+    expect_error(bad_folder("dtype", config, s2, slen), "model.safetensors", "I32");
+    /* garbage header */
+    memset(hdr, 'x', 16);
+    expect_error(bad_folder("header", config, s2, slen), "model.safetensors", "header");
+    free(s2);
+    /* no folder at all */
+    expect_error("/nonexistent/sapo-model", "config.json", "No such file");
+    free(config);
+    free(st);
+}
+
+/* supervised loss equals the mean negative log-prob and its gradient is
+ * the backward of dlogp = -1/count */
+static void test_cross_entropy(void)
+{
+    char err[512];
+    golden_t g;
+    if (golden_load(&g, "qwen2_tied")) SKIP_TEST("golden qwen2_tied missing");
+    model_t *m = model_load(GOLD "/qwen2_tied", err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (!m) { golden_free(&g); return; }
+    int N = g.B * g.T, cnt = 0;
+    double want = 0;
+    for (int i = 0; i < N; i++)
+        if (g.targets[i] >= 0) { want -= g.logp[i]; cnt++; }
+    model_zero_grad(m);
+    float loss = model_cross_entropy(m, g.tokens, g.targets, g.B, g.T);
+    EXPECT_NEAR(loss, want / cnt, 1e-5);
+    size_t n = model_num_params(m);
+    float *g1 = malloc(n * sizeof(float)), *d = malloc(N * sizeof(float)), *lp = malloc(N * sizeof(float));
+    memcpy(g1, model_grads(m), n * sizeof(float));
+    for (int i = 0; i < N; i++) d[i] = g.targets[i] >= 0 ? -1.0f / cnt : 0.0f;
+    model_zero_grad(m);
+    EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, 1.0f, lp, NULL) == 0);
+    model_backward(m, d);
+    EXPECT(max_rel(g1, model_grads(m), n, 1e-6) < 1e-5);
+    int bad[2] = {0, 999};
+    EXPECT(model_forward(m, bad, bad, 1, 2, 1.0f, lp, NULL) == -1);
+    free(g1); free(d); free(lp);
+    model_destroy(&m);
+    golden_free(&g);
+}
+
+/* sampled completions: the log-probs returned by the cached decode equal
+ * a full forward over prompt + completion; a seed repeats exactly */
+static void test_sampling(void)
+{
+    char err[512];
+    model_t *m = model_load(GOLD "/qwen3_tied", err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (!m) return;
+    int prompt[5] = {10, 20, 30, 40, 50}, P = 5, L = 4, M = 9;
+    int toks[36], toks2[36], lens[4], lens2[4];
+    float lp[36], lp2[36];
+    model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 0.9f, .top_k = 0, .top_p = 1}, .seed = 7};
+    EXPECT(model_generate(m, prompt, P, L, &gp, toks, lp, lens) == 0);
+    EXPECT(model_generate(m, prompt, P, L, &gp, toks2, lp2, lens2) == 0);
+    EXPECT(memcmp(lens, lens2, sizeof lens) == 0);
+    bool same = true, differ = false;
+    for (int s = 0; s < L; s++)
+        for (int t = 0; t < lens[s]; t++) {
+            same &= toks[s * M + t] == toks2[s * M + t] && lp[s * M + t] == lp2[s * M + t];
+            differ |= toks[s * M + t] != toks[t];
+        }
+    EXPECT(same);
+    EXPECTF(differ, "4 completions at temperature 0.9 should not all be equal");
+    int T = P + M, tk[4 * 14], tg[4 * 14];
+    float flp[4 * 14];
+    for (int s = 0; s < L; s++)
+        for (int t = 0; t < T; t++) {
+            int i = s * T + t;
+            tk[i] = t < P ? prompt[t] : (t - P < lens[s] ? toks[s * M + t - P] : 0);
+            tg[i] = t + 1 >= P && t + 1 - P < lens[s] ? toks[s * M + t + 1 - P] : -1;
+        }
+    EXPECT(model_forward(m, tk, tg, L, T, 0.9f, flp, NULL) == 0);
+    for (int s = 0; s < L; s++)
+        for (int t = 0; t < lens[s]; t++) EXPECT_NEAR(lp[s * M + t], flp[s * T + P - 1 + t], 1e-4);
+    EXPECT(model_generate(m, prompt, 0, L, &gp, toks, lp, lens) == -1);
+    model_destroy(&m);
+}
+
+static bool stop_at_three(void *ctx, int seq, const int *tokens, int n)
+{
+    (void)tokens;
+    ((int *)ctx)[seq] = n;
+    return n == 3;
+}
+
+static void test_stop_and_tiny(void)
+{
+    char err[512];
+    model_config_t c = model_config_tiny();
+    model_t *m = model_new_random(&c, 42, err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (!m) return;
+    EXPECTF(model_num_params(m) > 2000000 && model_num_params(m) < 8000000, "tiny has %zu parameters",
+            model_num_params(m));
+    int prompt[3] = {'a', 'b', 'c'}, toks[2 * 8], lens[2], seen[2] = {0, 0};
+    float lp[2 * 8];
+    model_gen_params_t gp = {.max_new = 8, .sample = {.temperature = 1, .top_k = 5, .top_p = 0.9f},
+                             .seed = 3, .stop = stop_at_three, .stop_ctx = seen};
+    EXPECT(model_generate(m, prompt, 3, 2, &gp, toks, lp, lens) == 0);
+    for (int s = 0; s < 2; s++) {
+        bool eos = toks[s * 8 + lens[s] - 1] == 256;
+        EXPECTF(lens[s] == 3 || (eos && lens[s] < 3), "length %d", lens[s]);
+    }
+    model_config_t bad = c;
+    bad.NKV = 3;
+    model_t *b = model_new_random(&bad, 1, err, sizeof err);
+    EXPECT(!b && strstr(err, "num_key_value_heads"));
+    model_destroy(&m);
+}
+
+int main(void)
+{
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/sapo-test-model-XXXXXX");
+    if (!mkdtemp(tmp_root)) return 1;
+    RUN_TEST(test_qwen2_tied);
+    RUN_TEST(test_qwen2_bf16);
+    RUN_TEST(test_qwen2_sharded);
+    RUN_TEST(test_qwen3_tied);
+    RUN_TEST(test_qwen3_bias);
+    RUN_TEST(test_save_load);
+    RUN_TEST(test_bad_input);
+    RUN_TEST(test_cross_entropy);
+    RUN_TEST(test_sampling);
+    RUN_TEST(test_stop_and_tiny);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp_root);
+    CHECK_EXIT();
+}
