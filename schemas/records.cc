@@ -234,6 +234,33 @@ struct Printers {
     }
 };
 
+// GenerateText prints a NaN or infinite float as nan / inf, which is not
+// JSON; strict JSON has no such numbers, so they become null.
+void nonfinite_to_null(std::string &text)
+{
+    std::string out;
+    out.reserve(text.size());
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\') out += text[i++];
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else {
+            size_t j = i + (c == '-');
+            if (text.compare(j, 3, "nan") == 0 || text.compare(j, 3, "inf") == 0) {
+                out += "null";
+                i = j + 2;
+                continue;
+            }
+        }
+        if (i < text.size()) out += text[i];
+    }
+    text.swap(out);
+}
+
 }  // namespace
 
 extern "C" {
@@ -440,6 +467,8 @@ char *rec_to_json(const void *buf, size_t len, char *err, size_t errlen)
             set_err(err, errlen, "%s record has a string that is not valid UTF-8", kind_names[kind]);
             return nullptr;
         }
+        if (text.find("nan") != std::string::npos || text.find("inf") != std::string::npos)
+            nonfinite_to_null(text);
         char *out = static_cast<char *>(malloc(text.size() + 1));
         if (!out) {
             set_err(err, errlen, "out of memory for %zu bytes of JSON", text.size());

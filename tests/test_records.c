@@ -218,7 +218,7 @@ static void expect_json_rollout(const cJSON *j, const rec_rollout_t *r)
         EXPECT(cJSON_GetArraySize(lps) == (int)(w->logprobs ? w->n_logprobs : 0));
         for (int t = 0; t < cJSON_GetArraySize(ids) && t < (int)w->n_tokens; t++)
             EXPECT(cJSON_GetArrayItem(ids, t)->valuedouble == w->token_ids[t]);
-        /* flatc prints floats with 6 significant digits */
+        /* flatc prints floats with 6 decimal places */
         for (int t = 0; t < cJSON_GetArraySize(lps) && t < (int)w->n_logprobs; t++)
             EXPECT_NEAR(cJSON_GetArrayItem(lps, t)->valuedouble, w->logprobs[t], 1e-5);
     }
@@ -501,6 +501,34 @@ static void test_policy_metrics_round_trip(void)
     free(buf);
 }
 
+static void test_json_nonfinite(void)
+{
+    const float lp[3] = {-INFINITY, -0.5f, NAN};
+    rec_completion_t c = {.text = "\"nan\" or -inf \\\"inf", .logprobs = lp, .n_logprobs = 3,
+                          .reward = NAN};
+    rec_rollout_t r = {.node = "inf", .model = "nan", .completions = &c, .n_completions = 1};
+    uint8_t *buf;
+    size_t len;
+    char err[256] = "";
+    EXPECT(rec_rollout_build(&r, &buf, &len) == 0);
+    char *json = rec_to_json(buf, len, err, sizeof err);
+    EXPECTF(json != NULL, "%s", err);
+    cJSON *j = json ? cJSON_Parse(json) : NULL;
+    EXPECTF(j != NULL, "not JSON: %s", json ? json : "");
+    if (j) {
+        EXPECT(strcmp(jstr(j, "node"), "inf") == 0 && strcmp(jstr(j, "model"), "nan") == 0);
+        const cJSON *cj = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "completions"), 0);
+        EXPECT(strcmp(jstr(cj, "text"), c.text) == 0);
+        EXPECT(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cj, "reward")));
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(cj, "logprobs");
+        EXPECT(cJSON_IsNull(cJSON_GetArrayItem(l, 0)) && cJSON_IsNull(cJSON_GetArrayItem(l, 2)));
+        EXPECT(cJSON_GetArrayItem(l, 1)->valuedouble == -0.5);
+    }
+    cJSON_Delete(j);
+    free(json);
+    rec_free(buf);
+}
+
 /* --- bad buffers ---------------------------------------------------------- */
 
 static size_t touch_str(const char *s) { return strlen(s) + (size_t)(unsigned char)s[0]; }
@@ -710,6 +738,7 @@ int main(void)
     RUN_TEST(test_task_round_trip);
     RUN_TEST(test_batch_round_trip);
     RUN_TEST(test_policy_metrics_round_trip);
+    RUN_TEST(test_json_nonfinite);
     RUN_TEST(test_truncated);
     RUN_TEST(test_bit_flips);
     RUN_TEST(test_oversized_misaligned_wrong_id);
