@@ -433,6 +433,32 @@ test_bad_input(void)
     EXPECT(system(cmd) == 0);
 }
 
+/* a split regex that backtracks through every character of a long input
+ * outgrows the JIT stack; encoding must still succeed */
+static void
+test_long_backtracking(void)
+{
+    char dir[] = "/tmp/sapo-tok-XXXXXX", path[512], err[512];
+    EXPECT(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s", write_file(dir, "tokenizer.json", "{" BPE_OK ", " DECODER ", "
+             "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+             "\"pattern\": {\"Regex\": \"(?:a|b)+\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", "
+             "\"use_regex\": false}]}}"));
+    tokenizer_t *t = tokenizer_load(path, err, sizeof err);
+    EXPECT(t);
+    size_t len = 400000;
+    char *ab = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        ab[i] = "ab"[i % 2];
+    int32_t *ids = NULL;
+    size_t n;
+    EXPECT(t && tokenizer_encode(t, ab, len, &ids, &n) == 0 && n == len / 2 && ids[0] == 2 && ids[n - 1] == 2);
+    free(ids);
+    free(ab);
+    tokenizer_destroy(&t);
+    EXPECT(unlink(path) == 0 && rmdir(dir) == 0);
+}
+
 int
 main(void)
 {
@@ -444,5 +470,6 @@ main(void)
     RUN_TEST(test_threads);
     RUN_TEST(test_prompt_format);
     RUN_TEST(test_bad_input);
+    RUN_TEST(test_long_backtracking);
     CHECK_EXIT();
 }

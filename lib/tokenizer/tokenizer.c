@@ -305,8 +305,6 @@ typedef struct {
     candidate_t *heap;
     size_t sym_cap, heap_n, heap_cap;
     pcre2_match_data **match;   // one per split regex
-    pcre2_match_context *mctx;
-    pcre2_jit_stack *jit;
     char *bytes;                // byte-level form of a pre-token, for ignore_merges
     size_t bytes_cap;
     bool failed;
@@ -469,7 +467,11 @@ pre_tokenize(encoder_t *e, int level, const char *s, size_t len)
     pcre2_match_data *md = e->match[level];
     size_t at = 0, done = 0;
     while (at < len && !e->failed) {
-        int rc = pcre2_match(re, (PCRE2_SPTR) s, len, at, PCRE2_NO_UTF_CHECK, md, e->mctx);
+        int rc = pcre2_match(re, (PCRE2_SPTR) s, len, at, PCRE2_NO_UTF_CHECK, md, NULL);
+        // JIT keeps its backtracking on 32 KiB of machine stack; the interpreter keeps it
+        // on the heap, so a pattern that backtracks over a long input still matches
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+            rc = pcre2_match(re, (PCRE2_SPTR) s, len, at, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, NULL);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0) {
@@ -568,20 +570,14 @@ tokenizer_encode(const tokenizer_t *self, const char *text, size_t len, int32_t 
         split_added(&e, false, text, len, bytes_out);
     } else {
         e.match = calloc(self->n_splits ? self->n_splits : 1, sizeof *e.match);
-        e.mctx = pcre2_match_context_create(NULL);
-        e.jit = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL);
-        e.failed = !e.match || !e.mctx || !e.jit;
+        e.failed = !e.match;
         for (int i = 0; i < self->n_splits && !e.failed; i++)
             e.failed = !(e.match[i] = pcre2_match_data_create_from_pattern(self->splits[i], NULL));
-        if (!e.failed) {
-            pcre2_jit_stack_assign(e.mctx, NULL, e.jit);
+        if (!e.failed)
             split_added(&e, false, text, len, normalize_then_split);
-        }
         for (int i = 0; e.match && i < self->n_splits; i++)
             pcre2_match_data_free(e.match[i]);
         free(e.match);
-        pcre2_match_context_free(e.mctx);
-        pcre2_jit_stack_free(e.jit);
     }
     free(e.sym);
     free(e.heap);

@@ -346,7 +346,7 @@ load_merges(loader_t *l, tokenizer_t *t, const cJSON *merges)
     size_t cap = 0;
     int i = 0, rc = 0;
     for (const cJSON *m = merges->child; m && rc == 0; m = m->next, i++) {
-        int32_t left, right;
+        int32_t left = -1, right = -1;
         if ((rc = split_merge(l, t, m, i, &left, &right)) != 0)
             break;
         size_t len = t->text_len[left] + t->text_len[right];
@@ -449,7 +449,7 @@ load(loader_t *l, tokenizer_t **out, const cJSON *root)
     if (!decoder || !type_of(decoder) || strcmp(type_of(decoder), "ByteLevel") != 0)
         return fail(l, "decoder.type \"%s\" is not supported (ByteLevel only)",
                     decoder && type_of(decoder) ? type_of(decoder) : "?");
-    int size;
+    int size = 0;
     if (count_ids(l, vocab, added, &size) != 0)
         return -1;
     tokenizer_t *t = *out = tokenizer_alloc(TOKENIZER_BPE, size);
