@@ -69,7 +69,10 @@ $(B)/gen/%_fbs.inc: schemas/%.fbs
 	{ printf 'R"fbs('; cat $<; printf ')fbs"\n'; } > $@
 
 # generated files are named only in pattern rules; keep them between builds
+# (an empty .SECONDARY would mean every target)
+ifneq ($(GEN_H),)
 .SECONDARY: $(GEN_H)
+endif
 
 $(B)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
