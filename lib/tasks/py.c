@@ -77,6 +77,7 @@ int py_int(const char *s, size_t n, int64_t *out) {
     if (p == end) return PY_INT_BAD;
     uint64_t v = 0;
     int big = 0, prev_digit = 0;
+    size_t ndigits = 0;
     while (p < end) {
         uint32_t c;
         size_t k = py_utf8_next(p, (size_t)(end - p), &c);
@@ -89,10 +90,12 @@ int py_int(const char *s, size_t n, int64_t *out) {
             if (v > (UINT64_MAX - (uint64_t)d) / 10) big = 1;
             else v = v * 10 + (uint64_t)d;
             prev_digit = 1;
+            ndigits++;
         }
         p += k;
     }
-    if (!prev_digit) return PY_INT_BAD;
+    /* CPython 3.11 refuses to convert more than 4300 digits (ValueError) */
+    if (!prev_digit || ndigits > 4300) return PY_INT_BAD;
     if (big || v > (uint64_t)INT64_MAX + (uint64_t)neg) return PY_INT_BIG;
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return PY_INT_OK;

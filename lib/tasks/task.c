@@ -11,9 +11,19 @@
 #include "tasks/py.h"
 #include "tasks/rng.h"
 
-const task_family_t *const task_families[] = {
-    NULL,
-};
+/* One line per family: fam_<name>.c defines task_family_<name>. */
+#define TASK_FAMILIES(X) \
+    X(base_conversion) \
+    X(basic_arithmetic) \
+    X(fraction_simplification) \
+    X(decimal_arithmetic) \
+    X(calendar_arithmetic) \
+    X(binary_matrix)
+
+#define DECLARE(name) extern const task_family_t task_family_##name;
+TASK_FAMILIES(DECLARE)
+#define LIST(name) &task_family_##name,
+const task_family_t *const task_families[] = {TASK_FAMILIES(LIST) NULL};
 const int task_family_count = (int)(sizeof task_families / sizeof task_families[0]) - 1;
 
 const task_family_t *task_family_find(const char *name) {

@@ -1,0 +1,165 @@
+/* verifier score and verifier generate: the task library on JSON lines, for
+ * scoring exported entries (reasoning-gym's JSONL too) and for looking at
+ * what a family generates. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/task.h"
+
+/* one line: the entry, scored; 0, or -1 with err */
+static int score_line(const char *line, char **out, char *err, size_t errlen) {
+    cJSON *obj = cJSON_Parse(line);
+    if (!obj) {
+        snprintf(err, errlen, "not valid JSON");
+        return -1;
+    }
+    task_entry_t e;
+    int rc = -1;
+    char *extracted = NULL;
+    const cJSON *resp = cJSON_GetObjectItemCaseSensitive(obj, "response");
+    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(obj, "completion");
+    if (task_entry_from_json(obj, &e, err, errlen) != 0) goto done;
+    if ((resp != NULL) == (comp != NULL))
+        snprintf(err, errlen, "needs exactly one of \"response\" and \"completion\"");
+    else if (resp && !cJSON_IsString(resp) && !cJSON_IsNull(resp))
+        snprintf(err, errlen, "\"response\" must be a string or null");
+    else if (comp && !cJSON_IsString(comp))
+        snprintf(err, errlen, "\"completion\" must be a string");
+    else {
+        const char *answer = resp ? (cJSON_IsString(resp) ? resp->valuestring : NULL)
+                                  : (extracted = task_extract_answer(comp->valuestring));
+        double s = task_score_entry(answer, &e, err, errlen);
+        if (s >= 0) {
+            cJSON_DeleteItemFromObjectCaseSensitive(obj, "score");
+            cJSON_AddNumberToObject(obj, "score", s);
+            *out = cJSON_PrintUnformatted(obj);
+            rc = 0;
+        }
+    }
+    task_entry_free(&e);
+done:
+    free(extracted);
+    cJSON_Delete(obj);
+    return rc;
+}
+
+int verifier_cli_score(int argc, char **argv) {
+    if (argc > 2) {
+        fprintf(stderr, "verifier score: expected at most one FILE, got %d arguments\n", argc - 1);
+        return 2;
+    }
+    const char *path = argc == 2 ? argv[1] : NULL;
+    FILE *in = path ? fopen(path, "r") : stdin;
+    if (!in) {
+        fprintf(stderr, "verifier score: cannot open %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    const char *where = path ? path : "stdin";
+    char *line = NULL, err[512];
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0, failed = 0;
+    while ((len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (len == 0) continue;
+        char *out = NULL;
+        if (strlen(line) != (size_t)len) snprintf(err, sizeof err, "holds a NUL byte");
+        else if (score_line(line, &out, err, sizeof err) == 0) {
+            puts(out);
+            free(out);
+            continue;
+        }
+        fprintf(stderr, "verifier score: %s:%ld: %s\n", where, lineno, err);
+        failed++;
+    }
+    free(line);
+    if (path) fclose(in);
+    fflush(stdout);
+    return failed ? 1 : 0;
+}
+
+static int parse_u64(const char *s, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-') return -1;
+    *out = strtoull(s, &end, 10);
+    return errno || *end ? -1 : 0;
+}
+
+int verifier_cli_generate(int argc, char **argv) {
+    const char *family = NULL, *config_text = NULL;
+    unsigned long long seed = 0, count = 0, start = 0;
+    int have_seed = 0, have_count = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int known = !strcmp(flag, "--family") || !strcmp(flag, "--seed") || !strcmp(flag, "--count") ||
+                    !strcmp(flag, "--config") || !strcmp(flag, "--start");
+        if (!known) {
+            fprintf(stderr, "verifier generate: unknown argument %s "
+                    "(--family NAME --seed S --count N [--config JSON] [--start I])\n", flag);
+            return 2;
+        }
+        if (!val) {
+            fprintf(stderr, "verifier generate: %s needs a value\n", flag);
+            return 2;
+        }
+        i++;
+        int bad = 0;
+        if (!strcmp(flag, "--family")) family = val;
+        else if (!strcmp(flag, "--config")) config_text = val;
+        else if (!strcmp(flag, "--seed")) bad = parse_u64(val, &seed), have_seed = 1;
+        else if (!strcmp(flag, "--count")) bad = parse_u64(val, &count), have_count = 1;
+        else bad = parse_u64(val, &start);
+        if (bad) {
+            fprintf(stderr, "verifier generate: %s %s: expected a whole number >= 0\n", flag, val);
+            return 2;
+        }
+    }
+    const char *missing = !family ? "--family" : !have_seed ? "--seed" : !have_count ? "--count" : NULL;
+    if (missing) {
+        fprintf(stderr, "verifier generate: %s is required\n", missing);
+        return 2;
+    }
+    const task_family_t *f = task_family_find(family);
+    if (!f) {
+        fprintf(stderr, "verifier generate: --family %s: unknown family (one of:", family);
+        for (int i = 0; i < task_family_count; i++) fprintf(stderr, " %s", task_families[i]->name);
+        fprintf(stderr, ")\n");
+        return 2;
+    }
+    cJSON *user = NULL;
+    if (config_text && !(user = cJSON_Parse(config_text))) {
+        fprintf(stderr, "verifier generate: --config: not valid JSON\n");
+        return 2;
+    }
+    char err[512];
+    cJSON *config = task_family_config(f, user, err, sizeof err);
+    cJSON_Delete(user);
+    if (!config) {
+        fprintf(stderr, "verifier generate: --config: %s\n", err);
+        return 2;
+    }
+    int rc = 0;
+    for (unsigned long long i = start; i < start + count; i++) {
+        task_entry_t e;
+        if (f->generate(config, seed, i, &e, err, sizeof err) != 0) {
+            fprintf(stderr, "verifier generate: %s\n", err);
+            rc = 1;
+            break;
+        }
+        cJSON *j = task_entry_to_json(&e);
+        char *s = cJSON_PrintUnformatted(j);
+        puts(s);
+        free(s);
+        cJSON_Delete(j);
+        task_entry_free(&e);
+    }
+    cJSON_Delete(config);
+    fflush(stdout);
+    return rc;
+}
