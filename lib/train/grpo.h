@@ -27,6 +27,7 @@ typedef struct {
     float epsilon_high;        /* and above at 1 + epsilon_high (0.28) */
     float delta;               /* two-sided clipping: ratio capped at delta; 0 = off */
     float beta;                /* KL coefficient to the reference; 0 = no KL term */
+    int kl_bias_correction;    /* KL term times the ratio (TRL use_bias_correction_kl, default on) */
     grpo_loss_type_t loss_type;
     int max_completion_length; /* dr_grpo's normaliser */
 } grpo_params_t;
@@ -36,12 +37,13 @@ typedef struct {
     float clip_low;    /* ratio < 1 - epsilon_low with a negative advantage */
     float clip_high;   /* ratio > 1 + epsilon_high with a positive advantage */
     float clip_region; /* either */
-    float kl;          /* k3 estimate; 0 when beta is 0 or ref_logp NULL */
+    float kl;          /* k3 estimate (times the ratio with bias correction); 0 when beta is 0 */
     float ratio;       /* mean importance ratio */
     long tokens;       /* unmasked tokens */
 } grpo_stats_t;
 
-/* SAPO's paper settings: eps 0.2 / 0.28, no KL, TRL's default loss "dapo" */
+/* SAPO's paper settings: eps 0.2 / 0.28, no KL; TRL's defaults otherwise
+ * (loss "dapo", no delta, KL bias correction on) */
 grpo_params_t grpo_params_default(int max_completion_length);
 
 /* rewards (n_groups * group_size), group-major. adv_out (same shape) =
@@ -55,8 +57,7 @@ void grpo_advantages(const float *rewards, int n_groups, int group_size, grpo_sc
  * batch is on-policy (TRL's old = logp.detach()); ref_logp is read only
  * when beta > 0 and must then be given. mask is 1 on completion tokens
  * that count, 0 on padding. Returns the loss; dlogp_out (B, T) receives
- * dL/dlogp (0 where masked); stats may be NULL. Ties in the min of the
- * clipped objective split the gradient half and half, as torch does. */
+ * dL/dlogp (0 where masked); stats may be NULL. */
 float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const float *old_logp,
                 const float *ref_logp, const float *mask, const float *adv, float *dlogp_out,
                 grpo_stats_t *stats);

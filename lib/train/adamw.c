@@ -1,0 +1,264 @@
+/* AdamW in torch.optim.AdamW's order of operations (single-tensor path):
+ *   p <- p * (1 - lr wd)
+ *   m <- lerp(m, g, 1 - beta1);  v <- v beta2 + (1 - beta2) g^2
+ *   p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+ * with the scalars in double and the tensors in float, as torch does, so
+ * parameters agree to rounding after many steps. */
+#include "train/adamw.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#define ADAMW_MAGIC "SAPOADAM"
+#define ADAMW_VERSION 1u
+
+typedef struct {
+    uint64_t offset, n;
+} range_t;
+
+struct adamw {
+    size_t n;
+    long step;
+    float *m; // (n) first moment
+    float *v; // (n) second moment
+    range_t *no_decay; // sorted by offset
+    size_t n_no_decay;
+};
+
+adamw_params_t adamw_params_default(void) {
+    return (adamw_params_t){ .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                             .weight_decay = 1e-2f };
+}
+
+adamw_t *adamw_new(size_t n) {
+    adamw_t *self = calloc(1, sizeof *self);
+    if (self) {
+        self->n = n;
+        self->m = calloc(n ? n : 1, sizeof(float));
+        self->v = calloc(n ? n : 1, sizeof(float));
+    }
+    if (!self || !self->m || !self->v) {
+        log_error("adamw: out of memory for the state of %zu parameters", n);
+        adamw_destroy(&self);
+        return NULL;
+    }
+    return self;
+}
+
+void adamw_destroy(adamw_t **self_p) {
+    if (!self_p || !*self_p)
+        return;
+    adamw_t *self = *self_p;
+    free(self->m);
+    free(self->v);
+    free(self->no_decay);
+    free(self);
+    *self_p = NULL;
+}
+
+size_t adamw_size(const adamw_t *self) {
+    return self->n;
+}
+
+long adamw_steps(const adamw_t *self) {
+    return self->step;
+}
+
+int adamw_no_decay(adamw_t *self, size_t offset, size_t n) {
+    if (offset > self->n || n > self->n - offset) {
+        log_error("adamw: no-decay range [%zu, %zu) is past the %zu parameters", offset, offset + n,
+                  self->n);
+        return -1;
+    }
+    size_t at = 0;
+    while (at < self->n_no_decay && self->no_decay[at].offset < offset)
+        at++;
+    int overlaps_prev = at > 0 && self->no_decay[at - 1].offset + self->no_decay[at - 1].n > offset;
+    int overlaps_next = at < self->n_no_decay && offset + n > self->no_decay[at].offset;
+    if (overlaps_prev || overlaps_next) {
+        log_error("adamw: no-decay range [%zu, %zu) overlaps an earlier one", offset, offset + n);
+        return -1;
+    }
+    range_t *r = realloc(self->no_decay, (self->n_no_decay + 1) * sizeof *r);
+    if (!r) {
+        log_error("adamw: out of memory for no-decay ranges");
+        return -1;
+    }
+    memmove(r + at + 1, r + at, (self->n_no_decay - at) * sizeof *r);
+    r[at] = (range_t){ offset, n };
+    self->no_decay = r;
+    self->n_no_decay++;
+    return 0;
+}
+
+typedef struct {
+    float decay;    // 1 - lr * weight_decay
+    float w1;       // 1 - beta1, lerp weight
+    float beta2, c2; // beta2, 1 - beta2
+    float step_size; // lr / (1 - beta1^t)
+    float bc2_sqrt; // sqrt(1 - beta2^t)
+    float eps;
+} coef_t;
+
+/* parameters [lo, hi) with or without weight decay */
+static void update(adamw_t *self, const coef_t *c, int decay, float *params, const float *grads,
+                   size_t lo, size_t hi) {
+    float *m = self->m, *v = self->v;
+#pragma omp parallel for schedule(static)
+    for (size_t i = lo; i < hi; i++) {
+        float g = grads[i];
+        float p = decay ? params[i] * c->decay : params[i];
+        /* torch's lerp: start + w (end - start) for weights below one half */
+        m[i] = c->w1 < 0.5f ? m[i] + c->w1 * (g - m[i]) : g - (g - m[i]) * (1.0f - c->w1);
+        v[i] = v[i] * c->beta2 + c->c2 * (g * g);
+        float denom = sqrtf(v[i]) / c->bc2_sqrt + c->eps;
+        params[i] = p + -c->step_size * (m[i] / denom);
+    }
+}
+
+void adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads) {
+    self->step++;
+    double t = (double)self->step;
+    coef_t c = {
+        .decay = (float)(1.0 - (double)p->lr * p->weight_decay),
+        .w1 = (float)(1.0 - (double)p->beta1),
+        .beta2 = p->beta2,
+        .c2 = (float)(1.0 - (double)p->beta2),
+        .step_size = (float)((double)p->lr / (1.0 - pow(p->beta1, t))),
+        .bc2_sqrt = (float)sqrt(1.0 - pow(p->beta2, t)),
+        .eps = p->eps,
+    };
+    size_t at = 0;
+    for (size_t r = 0; r < self->n_no_decay; r++) {
+        const range_t *nd = &self->no_decay[r];
+        update(self, &c, 1, params, grads, at, nd->offset);
+        update(self, &c, 0, params, grads, nd->offset, nd->offset + nd->n);
+        at = nd->offset + nd->n;
+    }
+    update(self, &c, 1, params, grads, at, self->n);
+}
+
+float grad_clip_norm(float *grads, size_t n, float max_norm) {
+    double ss = 0.0;
+#pragma omp parallel for reduction(+ : ss) schedule(static)
+    for (size_t i = 0; i < n; i++)
+        ss += (double)grads[i] * grads[i];
+    float norm = (float)sqrt(ss);
+    if (max_norm > 0.0f) {
+        float coef = (float)((double)max_norm / ((double)norm + 1e-6));
+        if (coef < 1.0f) {
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < n; i++)
+                grads[i] *= coef;
+        }
+    }
+    return norm;
+}
+
+/* The file is native-endian (every machine we build for is little-endian):
+ *   char magic[8]; uint32 version; uint32 zero; uint64 count; int64 step;
+ *   uint64 n_ranges; n_ranges x (uint64 offset, uint64 n); float m[count];
+ *   float v[count] */
+typedef struct {
+    char magic[8];
+    uint32_t version, zero;
+    uint64_t count;
+    int64_t step;
+    uint64_t n_ranges;
+} header_t;
+
+int adamw_save(const adamw_t *self, const char *path) {
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 5);
+    if (!tmp) {
+        log_error("adamw: out of memory saving %s", path);
+        return -1;
+    }
+    memcpy(tmp, path, len);
+    memcpy(tmp + len, ".tmp", 5);
+    header_t h = { .version = ADAMW_VERSION, .count = self->n, .step = self->step,
+                   .n_ranges = self->n_no_decay };
+    memcpy(h.magic, ADAMW_MAGIC, 8);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f != NULL;
+    ok = ok && fwrite(&h, sizeof h, 1, f) == 1;
+    ok = ok && fwrite(self->no_decay, sizeof *self->no_decay, self->n_no_decay, f) == self->n_no_decay;
+    ok = ok && fwrite(self->m, sizeof(float), self->n, f) == self->n;
+    ok = ok && fwrite(self->v, sizeof(float), self->n, f) == self->n;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int err = errno;
+    if (f && fclose(f) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        err = errno;
+    }
+    if (!ok) {
+        log_error("adamw: cannot write optimizer state %s: %s", f ? path : tmp, strerror(err));
+        unlink(tmp);
+    }
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
+adamw_t *adamw_load(const char *path, size_t expect_n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        log_error("adamw: cannot open optimizer state %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    header_t h;
+    adamw_t *self = NULL;
+    const char *why = NULL;
+    if (fread(&h, sizeof h, 1, f) != 1)
+        why = "truncated header";
+    else if (memcmp(h.magic, ADAMW_MAGIC, 8) != 0)
+        why = "not a sapo optimizer state (bad magic)";
+    else if (h.version != ADAMW_VERSION)
+        why = "unsupported version";
+    else if (h.count != expect_n) {
+        log_error("adamw: %s holds state for %llu parameters, the model has %zu", path,
+                  (unsigned long long)h.count, expect_n);
+        fclose(f);
+        return NULL;
+    } else if (h.step < 0 || h.n_ranges > h.count)
+        why = "corrupt header (step or range count)";
+    else if (!(self = adamw_new(expect_n)))
+        why = "out of memory";
+    if (!why) {
+        self->step = (long)h.step;
+        self->no_decay = malloc((h.n_ranges ? h.n_ranges : 1) * sizeof *self->no_decay);
+        if (!self->no_decay)
+            why = "out of memory";
+        else if (fread(self->no_decay, sizeof *self->no_decay, h.n_ranges, f) != h.n_ranges)
+            why = "truncated no-decay ranges";
+        self->n_no_decay = why ? 0 : h.n_ranges;
+        /* saved sorted and disjoint; anything else is corruption */
+        for (size_t r = 0, end = 0; r < self->n_no_decay && !why; r++) {
+            const range_t *nd = &self->no_decay[r];
+            if (nd->offset < end || nd->offset > h.count || nd->n > h.count - nd->offset)
+                why = "invalid no-decay range";
+            end = nd->offset + nd->n;
+        }
+    }
+    if (!why && (fread(self->m, sizeof(float), self->n, f) != self->n ||
+                 fread(self->v, sizeof(float), self->n, f) != self->n))
+        why = "truncated moments";
+    if (!why && fgetc(f) != EOF)
+        why = "trailing bytes after the moments";
+    fclose(f);
+    if (why) {
+        log_error("adamw: %s: %s", path, why);
+        adamw_destroy(&self);
+    }
+    return self;
+}

@@ -1,0 +1,378 @@
+/* GRPO advantages, loss and dL/dlogp against TRL's own code
+ * (tests/oracle/grpo_golden.py runs GRPOTrainer._compute_loss under
+ * autograd), AdamW with gradient clipping against torch.optim.AdamW and
+ * clip_grad_norm_, and the optimizer state file: round trip, atomic write,
+ * one error line for every kind of bad file. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "train/adamw.h"
+#include "train/grpo.h"
+
+#define GOLD "tests/golden/grpo"
+
+/* |a - b| within rel of the larger plus an absolute floor: losses near 0
+ * (group-centred advantages) carry only absolute meaning */
+#define EXPECT_CLOSE(a, b, rel, abs_) do { double a_ = (a), b_ = (b); \
+    if (!(fabs(a_ - b_) <= (rel) * fmax(fabs(a_), fabs(b_)) + (abs_))) { \
+    fprintf(stderr, "%s:%d: %s = %.9g vs %s = %.9g\n", __FILE__, __LINE__, #a, a_, #b, b_); \
+    check_failures++; } } while (0)
+
+/* one array of a golden file: the line "name count v0 v1 ..." */
+static float *golden(const char *file, const char *name, int *count) {
+    char path[256], key[64];
+    snprintf(path, sizeof path, GOLD "/%s", file);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return NULL;
+    }
+    float *out = NULL;
+    int n, c;
+    while (!out && fscanf(f, "%63s", key) == 1) {
+        if (key[0] == '#' || fscanf(f, "%d", &n) != 1 || strcmp(key, name) != 0) {
+            while ((c = fgetc(f)) != '\n' && c != EOF) {}
+            continue;
+        }
+        out = malloc((n ? n : 1) * sizeof *out);
+        for (int i = 0; i < n; i++)
+            if (fscanf(f, "%f", &out[i]) != 1) {
+                free(out);
+                out = NULL;
+                break;
+            }
+        *count = n;
+    }
+    fclose(f);
+    if (!out)
+        fprintf(stderr, "%s: no array %s\n", path, name);
+    return out;
+}
+
+static void test_advantages(void) {
+    int n, k;
+    float *rewards = golden("advantages.txt", "rewards", &n);
+    EXPECT(rewards != NULL);
+    if (!rewards)
+        return;
+    const char *names[] = { "group", "batch", "none" };
+    const grpo_scale_t scales[] = { GRPO_SCALE_GROUP, GRPO_SCALE_BATCH, GRPO_SCALE_NONE };
+    float *adv = malloc(n * sizeof *adv);
+    for (int s = 0; s < 3; s++) {
+        float *want = golden("advantages.txt", names[s], &k);
+        EXPECT(want && k == n);
+        grpo_advantages(rewards, n / 8, 8, scales[s], adv);
+        for (int i = 0; want && i < n; i++)
+            EXPECT_CLOSE(adv[i], want[i], 1e-5, 1e-6);
+        free(want);
+    }
+    /* a group of one has std 0, as TRL sets it: advantage 0, no division by 0 */
+    grpo_advantages(rewards, n, 1, GRPO_SCALE_GROUP, adv);
+    for (int i = 0; i < n; i++)
+        EXPECT(adv[i] == 0.0f);
+    free(adv);
+    free(rewards);
+}
+
+static void test_loss_against_trl(void) {
+    enum { B = 6, T = 12, MAXLEN = 16 };
+    int n;
+    float *logp = golden("loss.txt", "logp", &n), *old = golden("loss.txt", "old_logp", &n);
+    float *ref = golden("loss.txt", "ref_logp", &n), *mask = golden("loss.txt", "mask", &n);
+    float *adv = golden("loss.txt", "adv", &n);
+    EXPECT(logp && old && ref && mask && adv);
+    if (!logp || !old || !ref || !mask || !adv)
+        return;
+    const grpo_loss_type_t types[] = { GRPO_LOSS_GRPO, GRPO_LOSS_BNPO, GRPO_LOSS_DR_GRPO, GRPO_LOSS_DAPO };
+    float dlogp[B * T];
+    float *ncases = golden("loss.txt", "cases", &n);
+    int cases = ncases ? (int)ncases[0] : 0;
+    free(ncases);
+    EXPECTF(cases >= 19, "only %d loss cases in the golden file", cases);
+    for (int c = 0; c < cases; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "case%d", c);
+        float *cs = golden("loss.txt", name, &n);
+        snprintf(name, sizeof name, "loss%d", c);
+        float *want_loss = golden("loss.txt", name, &n);
+        snprintf(name, sizeof name, "dlogp%d", c);
+        float *want_d = golden("loss.txt", name, &n);
+        snprintf(name, sizeof name, "stats%d", c);
+        float *want_s = golden("loss.txt", name, &n);
+        grpo_params_t p = grpo_params_default(MAXLEN);
+        p.loss_type = types[(int)cs[0]];
+        p.beta = cs[2];
+        p.delta = cs[3];
+        p.kl_bias_correction = (int)cs[4];
+        grpo_stats_t st;
+        float loss = grpo_loss(&p, B, T, logp, cs[1] != 0.0f ? old : NULL, ref, mask, adv, dlogp, &st);
+        int f0 = check_failures;
+        EXPECT_CLOSE(loss, want_loss[0], 1e-5, 1e-7);
+        for (int i = 0; i < B * T; i++)
+            EXPECT_CLOSE(dlogp[i], want_d[i], 1e-5, 1e-8);
+        EXPECT_CLOSE(st.clip_low, want_s[0], 1e-6, 1e-7);
+        EXPECT_CLOSE(st.clip_high, want_s[1], 1e-6, 1e-7);
+        EXPECT_CLOSE(st.clip_region, want_s[2], 1e-6, 1e-7);
+        EXPECT_CLOSE(st.kl, want_s[3], 1e-5, 1e-7);
+        if (check_failures != f0)
+            fprintf(stderr, "  in case %d (loss type %d, old %g, beta %g, delta %g, bias correction %g)\n",
+                    c, (int)cs[0], cs[1], cs[2], cs[3], cs[4]);
+        free(cs);
+        free(want_loss);
+        free(want_d);
+        free(want_s);
+    }
+    free(logp);
+    free(old);
+    free(ref);
+    free(mask);
+    free(adv);
+}
+
+typedef struct {
+    float *hyper, *init, *grad[6], *norms, *final, *m, *v;
+    int n;
+} adam_gold_t;
+
+static int adam_gold_load(adam_gold_t *g) {
+    int k;
+    g->hyper = golden("adamw.txt", "hyper", &k);
+    g->init = golden("adamw.txt", "init", &g->n);
+    int ok = g->hyper && g->init;
+    for (int s = 0; s < 6; s++) {
+        char name[16];
+        snprintf(name, sizeof name, "grad%d", s);
+        ok = (g->grad[s] = golden("adamw.txt", name, &k)) && ok;
+    }
+    ok = (g->norms = golden("adamw.txt", "norms", &k)) && ok;
+    ok = (g->final = golden("adamw.txt", "final", &k)) && ok;
+    ok = (g->m = golden("adamw.txt", "m", &k)) && ok;
+    ok = (g->v = golden("adamw.txt", "v", &k)) && ok;
+    return ok;
+}
+
+static void adam_gold_free(adam_gold_t *g) {
+    free(g->hyper); free(g->init); free(g->norms); free(g->final); free(g->m); free(g->v);
+    for (int s = 0; s < 6; s++)
+        free(g->grad[s]);
+}
+
+static adamw_params_t adam_hyper(const adam_gold_t *g) {
+    return (adamw_params_t){ .lr = g->hyper[0], .beta1 = g->hyper[1], .beta2 = g->hyper[2],
+                             .eps = g->hyper[3], .weight_decay = g->hyper[4] };
+}
+
+/* steps [from, to) of the golden run: clip, then step; returns failures of
+ * the clip norms */
+static void adam_run(const adam_gold_t *g, adamw_t *opt, float *params, int from, int to) {
+    adamw_params_t hp = adam_hyper(g);
+    float *grads = malloc(g->n * sizeof *grads);
+    for (int s = from; s < to; s++) {
+        memcpy(grads, g->grad[s], g->n * sizeof *grads);
+        float norm = grad_clip_norm(grads, g->n, g->hyper[5]);
+        EXPECT_CLOSE(norm, g->norms[s], 1e-6, 0);
+        adamw_step(opt, &hp, params, grads);
+    }
+    free(grads);
+}
+
+static adamw_t *adam_new_gold(const adam_gold_t *g) {
+    adamw_t *opt = adamw_new(g->n);
+    EXPECT(adamw_no_decay(opt, (size_t)g->hyper[6], (size_t)g->hyper[7]) == 0);
+    return opt;
+}
+
+static void test_adamw_against_torch(void) {
+    adam_gold_t g = { 0 };
+    int ok = adam_gold_load(&g);
+    EXPECT(ok);
+    if (!ok) {
+        adam_gold_free(&g);
+        return;
+    }
+    adamw_t *opt = adam_new_gold(&g);
+    float *params = malloc(g.n * sizeof *params);
+    memcpy(params, g.init, g.n * sizeof *params);
+    adam_run(&g, opt, params, 0, 6);
+    EXPECT(adamw_steps(opt) == 6);
+    for (int i = 0; i < g.n; i++)
+        EXPECT_CLOSE(params[i], g.final[i], 1e-6, 1e-7);
+    /* clipping scaled some steps and not others: both paths ran */
+    int clipped = 0;
+    for (int s = 0; s < 6; s++)
+        clipped += g.norms[s] > g.hyper[5];
+    EXPECT(clipped > 0 && clipped < 6);
+    free(params);
+    adamw_destroy(&opt);
+    EXPECT(opt == NULL);
+    adam_gold_free(&g);
+
+    int n, k;
+    float *small = golden("adamw.txt", "small_grad", &n);
+    float *norm = golden("adamw.txt", "small_norm", &k);
+    float *small_clipped = golden("adamw.txt", "small_clipped", &k);
+    EXPECT(small && norm && small_clipped);
+    if (small && norm && small_clipped) {
+        EXPECT_CLOSE(grad_clip_norm(small, n, 2e-6f), norm[0], 1e-6, 0);
+        for (int i = 0; i < n; i++)
+            EXPECT_CLOSE(small[i], small_clipped[i], 1e-6, 0);
+    }
+    free(small);
+    free(norm);
+    free(small_clipped);
+}
+
+static void test_adamw_state_file(void) {
+    adam_gold_t g = { 0 };
+    int ok = adam_gold_load(&g);
+    EXPECT(ok);
+    if (!ok) {
+        adam_gold_free(&g);
+        return;
+    }
+    char dir[] = "/tmp/sapo_adamw_XXXXXX", path[128], tmp[140];
+    EXPECT(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/optimizer.bin", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+
+    /* three steps, save, load into a fresh optimizer, three more: the same
+     * parameters as six uninterrupted steps (the no-decay range survives) */
+    adamw_t *opt = adam_new_gold(&g);
+    float *params = malloc(g.n * sizeof *params);
+    memcpy(params, g.init, g.n * sizeof *params);
+    adam_run(&g, opt, params, 0, 3);
+    EXPECT(adamw_save(opt, path) == 0);
+    EXPECT(access(tmp, F_OK) != 0);
+    adamw_destroy(&opt);
+    opt = adamw_load(path, g.n);
+    EXPECT(opt != NULL);
+    if (opt) {
+        EXPECT(adamw_steps(opt) == 3);
+        adam_run(&g, opt, params, 3, 6);
+        for (int i = 0; i < g.n; i++)
+            EXPECT_CLOSE(params[i], g.final[i], 1e-6, 1e-7);
+        adamw_destroy(&opt);
+    }
+
+    /* every bad file: NULL with one line, never a crash */
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s/missing.bin", dir);
+    EXPECT(adamw_load(bad, g.n) == NULL);
+    EXPECT(adamw_load(path, g.n + 1) == NULL);
+    FILE *src = fopen(path, "rb");
+    long size = 0;
+    char *bytes = NULL;
+    if (src) {
+        fseek(src, 0, SEEK_END);
+        size = ftell(src);
+        rewind(src);
+        bytes = malloc(size);
+        EXPECT(fread(bytes, 1, size, src) == (size_t)size);
+        fclose(src);
+    }
+    const long cuts[] = { 4, 30, 48, size - 1 };
+    for (size_t c = 0; bytes && c < sizeof cuts / sizeof *cuts; c++) {
+        snprintf(bad, sizeof bad, "%s/cut%zu.bin", dir, c);
+        FILE *f = fopen(bad, "wb");
+        fwrite(bytes, 1, cuts[c], f);
+        fclose(f);
+        EXPECTF(adamw_load(bad, g.n) == NULL, "a file cut at %ld bytes loaded", cuts[c]);
+        unlink(bad);
+    }
+    snprintf(bad, sizeof bad, "%s/magic.bin", dir);
+    if (bytes) {
+        bytes[0] ^= 0x20;
+        FILE *f = fopen(bad, "wb");
+        fwrite(bytes, 1, size, f);
+        fclose(f);
+        EXPECT(adamw_load(bad, g.n) == NULL);
+        unlink(bad);
+        bytes[0] ^= 0x20;
+        snprintf(bad, sizeof bad, "%s/trailing.bin", dir);
+        f = fopen(bad, "wb");
+        fwrite(bytes, 1, size, f);
+        fputc(0, f);
+        fclose(f);
+        EXPECT(adamw_load(bad, g.n) == NULL);
+        unlink(bad);
+    }
+    /* saving into a folder that does not exist fails cleanly */
+    snprintf(bad, sizeof bad, "%s/no/such/dir/opt.bin", dir);
+    opt = adamw_new(4);
+    EXPECT(adamw_save(opt, bad) == -1);
+    adamw_destroy(&opt);
+
+    free(bytes);
+    free(params);
+    unlink(path);
+    rmdir(dir);
+    adam_gold_free(&g);
+}
+
+static void test_no_decay_ranges(void) {
+    adamw_t *opt = adamw_new(100);
+    EXPECT(adamw_no_decay(opt, 50, 10) == 0);
+    EXPECT(adamw_no_decay(opt, 10, 5) == 0);
+    EXPECT(adamw_no_decay(opt, 60, 40) == 0);  /* touching is fine */
+    EXPECT(adamw_no_decay(opt, 55, 2) == -1);  /* inside an earlier one */
+    EXPECT(adamw_no_decay(opt, 5, 6) == -1);   /* overlapping the start of one */
+    EXPECT(adamw_no_decay(opt, 99, 2) == -1);  /* past the end */
+    /* no gradient, no moments: only decayed parameters move */
+    float params[100], grads[100] = { 0 };
+    for (int i = 0; i < 100; i++)
+        params[i] = 1.0f;
+    adamw_params_t hp = adamw_params_default();
+    hp.weight_decay = 0.5f;
+    adamw_step(opt, &hp, params, grads);
+    for (int i = 0; i < 100; i++) {
+        int nd = (i >= 10 && i < 15) || i >= 50;
+        EXPECTF(params[i] == (nd ? 1.0f : 1.0f - 1e-3f * 0.5f), "param %d = %.9g", i, params[i]);
+    }
+    adamw_destroy(&opt);
+}
+
+/* dL/dlogp against central differences of the loss, with masked tokens
+ * getting exactly 0 */
+static void test_gradient_finite_differences(void) {
+    enum { B = 4, T = 5 };
+    float logp[B * T], old[B * T], mask[B * T], d_all[B * T], d_row[B * T];
+    float adv[B] = { 1.2f, -0.4f, 0.0f, -0.8f };
+    for (int i = 0; i < B * T; i++) {
+        logp[i] = -0.1f * (i % 7) - 0.05f;
+        old[i] = logp[i] + 0.05f * ((i * 37 % 11) - 5);
+        mask[i] = (i % T) < 1 + (i / T);
+    }
+    grpo_params_t p = grpo_params_default(T);
+    grpo_loss(&p, B, T, logp, old, NULL, mask, adv, d_all, NULL);
+    float d_sum = 0.0f;
+    for (int i = 0; i < B * T; i++) {
+        d_sum += fabsf(d_all[i]);
+        if (!mask[i])
+            EXPECT(d_all[i] == 0.0f);
+    }
+    EXPECT(d_sum > 0.0f);
+    /* finite differences of the loss against the analytic gradient */
+    for (int i = 0; i < B * T; i++) {
+        if (!mask[i])
+            continue;
+        float keep = logp[i], h = 1e-3f;
+        logp[i] = keep + h;
+        float up = grpo_loss(&p, B, T, logp, old, NULL, mask, adv, d_row, NULL);
+        logp[i] = keep - h;
+        float down = grpo_loss(&p, B, T, logp, old, NULL, mask, adv, d_row, NULL);
+        logp[i] = keep;
+        EXPECT_CLOSE((up - down) / (2 * h), d_all[i], 2e-2, 1e-4);
+    }
+}
+
+int main(void) {
+    RUN_TEST(test_advantages);
+    RUN_TEST(test_loss_against_trl);
+    RUN_TEST(test_adamw_against_torch);
+    RUN_TEST(test_adamw_state_file);
+    RUN_TEST(test_no_decay_ranges);
+    RUN_TEST(test_gradient_finite_differences);
+    CHECK_EXIT();
+}
