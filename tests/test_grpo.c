@@ -136,6 +136,8 @@ typedef struct {
     int n;
 } adam_gold_t;
 
+static void adam_gold_free(adam_gold_t *g);
+
 static int adam_gold_load(adam_gold_t *g) {
     int k;
     g->hyper = golden("adamw.txt", "hyper", &k);
@@ -150,6 +152,9 @@ static int adam_gold_load(adam_gold_t *g) {
     ok = (g->final = golden("adamw.txt", "final", &k)) && ok;
     ok = (g->m = golden("adamw.txt", "m", &k)) && ok;
     ok = (g->v = golden("adamw.txt", "v", &k)) && ok;
+    EXPECTF(ok, "golden adamw.txt incomplete: rerun tests/oracle/grpo_golden.py");
+    if (!ok)
+        adam_gold_free(g);
     return ok;
 }
 
@@ -186,12 +191,8 @@ static adamw_t *adam_new_gold(const adam_gold_t *g) {
 
 static void test_adamw_against_torch(void) {
     adam_gold_t g = { 0 };
-    int ok = adam_gold_load(&g);
-    EXPECT(ok);
-    if (!ok) {
-        adam_gold_free(&g);
+    if (!adam_gold_load(&g))
         return;
-    }
     adamw_t *opt = adam_new_gold(&g);
     float *params = malloc(g.n * sizeof *params);
     memcpy(params, g.init, g.n * sizeof *params);
@@ -226,12 +227,8 @@ static void test_adamw_against_torch(void) {
 
 static void test_adamw_state_file(void) {
     adam_gold_t g = { 0 };
-    int ok = adam_gold_load(&g);
-    EXPECT(ok);
-    if (!ok) {
-        adam_gold_free(&g);
+    if (!adam_gold_load(&g))
         return;
-    }
     char dir[] = "/tmp/sapo_adamw_XXXXXX", path[128], tmp[140];
     EXPECT(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/optimizer.bin", dir);
