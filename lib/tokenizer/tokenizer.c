@@ -158,8 +158,8 @@ tokenizer_add_merge(tokenizer_t *self, int32_t left, int32_t right, int32_t rank
 
 /* GPT-2 keeps printable Latin-1 bytes as themselves and moves the other 68
  * bytes to U+0100 onwards, so every token is printable text */
-uint32_t
-tokenizer_byte_char(int byte)
+static uint32_t
+byte_char(int byte)
 {
     if ((byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE && byte <= 0xFF))
         return (uint32_t) byte;
@@ -174,11 +174,11 @@ tokenizer_byte_level_init(tokenizer_t *self)
 {
     memset(self->char_byte, 0xff, sizeof self->char_byte);
     for (int b = 0; b < 256; b++) {
-        uint32_t cp = tokenizer_byte_char(b);
+        uint32_t cp = byte_char(b);
         self->char_byte[cp] = (int16_t) b;
-        utf8proc_uint8_t buf[4];
-        utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t) cp, buf);
-        self->byte_id[b] = tokenizer_lookup(self, (const char *) buf, (size_t) n);
+        utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t) cp, (utf8proc_uint8_t *) self->byte_utf8[b]);
+        self->byte_utf8_len[b] = (uint8_t) n;
+        self->byte_id[b] = tokenizer_lookup(self, self->byte_utf8[b], (size_t) n);
     }
 }
 
@@ -409,9 +409,11 @@ bpe_word(encoder_t *e, const char *p, size_t len)
     }
     if (t->ignore_merges) {
         size_t m = 0;
-        for (size_t i = 0; i < len; i++)
-            m += (size_t) utf8proc_encode_char((utf8proc_int32_t) tokenizer_byte_char((unsigned char) p[i]),
-                                               (utf8proc_uint8_t *) e->bytes + m);
+        for (size_t i = 0; i < len; i++) {
+            unsigned char b = (unsigned char) p[i];
+            memcpy(e->bytes + m, t->byte_utf8[b], t->byte_utf8_len[b]);
+            m += t->byte_utf8_len[b];
+        }
         int32_t id = tokenizer_lookup(t, e->bytes, m);
         if (id >= 0 && t->in_model[id]) {
             emit(e, id);

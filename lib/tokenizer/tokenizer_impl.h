@@ -34,6 +34,8 @@ struct tokenizer_t {
     size_t merge_mask;
     int32_t byte_id[256];       // id of the one-character token of each byte, -1 if absent
     int16_t char_byte[512];     // byte-level code point -> byte, -1 if not one of the 256
+    char byte_utf8[256][2];     // UTF-8 of each byte's code point (all below U+0800)
+    uint8_t byte_utf8_len[256];
     added_token_t *added;
     int n_added;
     bool added_first[2][256];   // [normalized] first bytes that may start an added token
@@ -53,7 +55,5 @@ int32_t tokenizer_lookup(const tokenizer_t *self, const char *s, size_t len);
 int tokenizer_reserve_merges(tokenizer_t *self, size_t count);
 int tokenizer_add_merge(tokenizer_t *self, int32_t left, int32_t right, int32_t rank, int32_t id);
 void tokenizer_byte_level_init(tokenizer_t *self);
-/* GPT-2's byte -> code point table that byte-level BPE writes tokens in */
-uint32_t tokenizer_byte_char(int byte);
 
 #endif

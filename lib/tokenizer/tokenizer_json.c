@@ -264,11 +264,25 @@ count_ids(loader_t *l, const cJSON *vocab, const cJSON *added, int *size)
     return 0;
 }
 
+/* tokenizers does not take an added token's id from the file: a token that
+ * is in model.vocab keeps that id, a new one comes after model.vocab and
+ * after the added ids so far. A file whose ids disagree would encode
+ * differently here and there, so it is refused. */
 static int
-load_added(loader_t *l, tokenizer_t *t, const cJSON *added)
+expected_added_id(const tokenizer_t *t, const char *content, int model_count, int top_added)
+{
+    int32_t id = tokenizer_lookup(t, content, strlen(content));
+    if (id >= 0)
+        return id;
+    return top_added >= model_count ? top_added + 1 : model_count;
+}
+
+static int
+load_added(loader_t *l, tokenizer_t *t, const cJSON *added, int model_count)
 {
     if (!added || cJSON_IsNull(added))
         return 0;
+    int top_added = -1;
     int count = cJSON_GetArraySize(added);
     t->added = calloc(count ? (size_t) count : 1, sizeof *t->added);
     if (!t->added)
@@ -285,6 +299,11 @@ load_added(loader_t *l, tokenizer_t *t, const cJSON *added)
         for (int k = 0; k < 3; k++)
             if (is_true(a, unsupported[k]))
                 return fail(l, "added_tokens[%d].%s: true is not supported", i, unsupported[k]);
+        int want = expected_added_id(t, content->valuestring, model_count, top_added);
+        if (id != want)
+            return fail(l, "added_tokens[%d].id: %d, but tokenizers gives \"%s\" the id %d", i, id,
+                        content->valuestring, want);
+        top_added = id > top_added ? id : top_added;
         bool normalized = is_true(a, "normalized");
         const char *s = content->valuestring;
         size_t len = strlen(s);
@@ -456,8 +475,12 @@ load(loader_t *l, tokenizer_t **out, const cJSON *root)
     if (!t)
         return fail(l, "out of memory");
     if (load_normalizer(l, t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), "normalizer") != 0
-        || load_model(l, t, model, vocab) != 0 || load_added(l, t, added) != 0)
+        || load_model(l, t, model, vocab) != 0)
         return -1;
+    // model.vocab first, so that added tokens can be looked up in it (and in each other)
+    tokenizer_index(t);
+    if (!t->slots || load_added(l, t, added, cJSON_GetArraySize(vocab)) != 0)
+        return t->slots ? -1 : fail(l, "out of memory");
     bool byte_level = false;
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
     if (!pre || cJSON_IsNull(pre))

