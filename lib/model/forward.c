@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +14,46 @@
 // ----------------------------------------------------------------------------
 // layers
 
+/* C (M, N) = alpha A B + beta C, row-major, split into one block of rows
+ * (or, for few rows, of columns) per OpenMP thread, each a one-thread
+ * OpenBLAS call: one thread pool does all the work, so idle OpenMP
+ * threads never spin against OpenBLAS's own */
+void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc)
+{
+    enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    int nth = omp_get_max_threads();
+    if ((double)M * N * K < 2e6 || nth == 1) {
+        cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    bool by_rows = M >= 16 * nth;
+    #pragma omp parallel num_threads(nth)
+    {
+        int id = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
+        int unit = by_rows ? 1 : 16; /* column blocks stay SIMD-wide */
+        int per = ((len + n - 1) / n + unit - 1) / unit * unit;
+        int lo = id * per, hi = lo + per < len ? lo + per : len;
+        if (lo < hi) {
+            if (by_rows) {
+                const float *a = ta ? A + lo : A + (size_t)lo * lda;
+                cblas_sgemm(CblasRowMajor, TA, TB, hi - lo, N, K, 1.0f, a, lda, B, ldb, beta,
+                            C + (size_t)lo * ldc, ldc);
+            } else {
+                const float *b = tb ? B + (size_t)lo * ldb : B + lo;
+                cblas_sgemm(CblasRowMajor, TA, TB, M, hi - lo, K, 1.0f, A, lda, b, ldb, beta, C + lo, ldc);
+            }
+        }
+    }
+}
+
 /* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
 static void matmul_fw(float *out, const float *inp, const float *w, const float *bias,
                       int N, int IN, int OUT, bool acc)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OUT, IN, 1.0f, inp, IN, w, IN,
-                acc ? 1.0f : 0.0f, out, OUT);
+    model_gemm(false, true, N, OUT, IN, inp, IN, w, IN, acc ? 1.0f : 0.0f, out, OUT);
     if (!bias) return;
-    #pragma omp parallel for
+    #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OUT; o++) out[(size_t)n * OUT + o] += bias[o];
 }
@@ -36,13 +69,10 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
                             const float *inp, const float *w, int N, int IN, int OUT, bool acc)
 {
-    if (dinp)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IN, OUT, 1.0f, dout, OUT, w, IN,
-                    acc ? 1.0f : 0.0f, dinp, IN);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, N, 1.0f, dout, OUT, inp, IN,
-                1.0f, dw, IN);
+    if (dinp) model_gemm(false, false, N, IN, OUT, dout, OUT, w, IN, acc ? 1.0f : 0.0f, dinp, IN);
+    model_gemm(true, false, OUT, IN, N, dout, OUT, inp, IN, 1.0f, dw, IN);
     if (!dbias) return;
-    #pragma omp parallel for
+    #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
     for (int o = 0; o < OUT; o++) {
         float s = 0;
         for (int n = 0; n < N; n++) s += dout[(size_t)n * OUT + o];
@@ -53,7 +83,7 @@ static void matmul_backward(float *dinp, float *dw, float *dbias, const float *d
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps)
 {
-    #pragma omp parallel for
+    #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *o = out + (size_t)n * C;
@@ -66,41 +96,49 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
     }
 }
 
-/* dinp (N, C) += (or = when !acc) the input gradient; dw (C) += */
-static void rmsnorm_backward(float *dinp, float *dw, const float *dout, const float *inp,
+/* dinp (N, C) += (or = when !acc) the input gradient; dw (C) +=. Each
+ * thread sums its rows' dw into its own row of part (threads, C), added in
+ * thread order so the result does not depend on timing */
+static void rmsnorm_backward(float *dinp, float *dw, float *part, const float *dout, const float *inp,
                              const float *w, const float *rstd, int N, int C, bool acc)
 {
-    #pragma omp parallel for
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float r = rstd[n], s = 0;
-        #pragma omp simd reduction(+:s)
-        for (int i = 0; i < C; i++) s += d[i] * w[i] * x[i];
-        float k = r * r * r * s / C;
-        for (int i = 0; i < C; i++) {
-            float g = r * d[i] * w[i] - k * x[i];
-            dx[i] = acc ? dx[i] + g : g;
+    int nth = 1;
+    #pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
+    {
+        int id = omp_get_thread_num();
+        #pragma omp single
+        nth = omp_get_num_threads();
+        float *pw = part + (size_t)id * C;
+        memset(pw, 0, C * sizeof(float));
+        #pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+            float *dx = dinp + (size_t)n * C;
+            float r = rstd[n], s = 0;
+            #pragma omp simd reduction(+:s)
+            for (int i = 0; i < C; i++) s += d[i] * w[i] * x[i];
+            float k = r * r * r * s / C;
+            for (int i = 0; i < C; i++) {
+                float g = r * d[i] * w[i] - k * x[i];
+                dx[i] = acc ? dx[i] + g : g;
+                pw[i] += d[i] * x[i] * r;
+            }
         }
     }
-    #pragma omp parallel for
-    for (int i = 0; i < C; i++) {
-        float s = 0;
-        for (int n = 0; n < N; n++) s += dout[(size_t)n * C + i] * inp[(size_t)n * C + i] * rstd[n];
-        dw[i] += s;
-    }
+    for (int t = 0; t < nth; t++)
+        for (int i = 0; i < C; i++) dw[i] += part[(size_t)t * C + i];
 }
 
 void swiglu_forward(float *h, const float *g, const float *u, size_t n)
 {
-    #pragma omp parallel for
+    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t i = 0; i < n; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 static void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u,
                             size_t n)
 {
-    #pragma omp parallel for
+    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float s = 1.0f / (1.0f + expf(-g[i]));
         du[i] = dh[i] * g[i] * s;
@@ -114,7 +152,7 @@ static void rope_apply(float *x, const int *pos, const float *cos_t, const float
                        int N, int H, int HD, float dir)
 {
     int half = HD / 2;
-    #pragma omp parallel for
+    #pragma omp parallel for if ((size_t)N * H * HD >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *c = cos_t + (size_t)pos[n] * half, *s = sin_t + (size_t)pos[n] * half;
         for (int h = 0; h < H; h++) {
@@ -134,7 +172,7 @@ void rope_forward(float *x, const int *pos, const float *cos_t, const float *sin
     rope_apply(x, pos, cos_t, sin_t, N, H, HD, 1.0f);
 }
 
-static float dot(const float *a, const float *b, int n)
+static inline float dot(const float *a, const float *b, int n)
 {
     float s = 0;
     #pragma omp simd reduction(+:s)
@@ -149,7 +187,7 @@ static void attention_forward(float *y, float *att, const float *q, const float 
 {
     int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(3) schedule(dynamic, 4)
+    #pragma omp parallel for collapse(3) schedule(dynamic, 4) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -189,7 +227,7 @@ static void attention_backward(float *dq, float *dk, float *dv, const float *dy,
 {
     int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(2)
+    #pragma omp parallel for collapse(2) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int kh = 0; kh < NKV; kh++) {
             float dp[T];
@@ -249,6 +287,7 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
         {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
         {&g->dh, N * FF}, {&g->logits, chunk * c->V},
+        {&g->part, (size_t)omp_get_max_threads() * (C > (size_t)c->HD ? C : (size_t)c->HD)},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -298,7 +337,7 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
         matmul_forward(lg, m->a.lnf + (size_t)r0 * c->C, lm_weight(m), NULL, n, c->C, V);
-        #pragma omp parallel for
+        #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             const float *row = lg + (size_t)i * V;
             float mx = -INFINITY, s = 0;
@@ -323,7 +362,7 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = m->ga.logits;
         matmul_forward(lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V);
-        #pragma omp parallel for
+        #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             float *row = lg + (size_t)i * V;
             int tg = m->targets[r0 + i];
@@ -366,7 +405,7 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
     int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
     const model_weights_t *w = &m->w;
     model_acts_t *a = &m->a;
-    #pragma omp parallel for
+    #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++)
         memcpy(a->x + (size_t)n * C, w->wte + (size_t)tokens[n] * C, C * sizeof(float));
 
@@ -415,7 +454,7 @@ void model_backward(model_t *m, const float *dlogp)
     model_grad_acts_t *ga = &m->ga;
 
     lm_head_backward(m, N, dlogp);
-    rmsnorm_backward(ga->dx, dw->lnf, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf, N, C, false);
+    rmsnorm_backward(ga->dx, dw->lnf, ga->part, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf, N, C, false);
     for (int l = c->L - 1; l >= 0; l--) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
@@ -427,7 +466,7 @@ void model_backward(model_t *m, const float *dlogp)
                         w->wg + (size_t)l * FF * C, N, C, FF, false);
         matmul_backward(ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
                         w->wu + (size_t)l * FF * C, N, C, FF, true);
-        rmsnorm_backward(ga->dx, dw->ln2 + (size_t)l * C, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
+        rmsnorm_backward(ga->dx, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
                          a->r2 + (size_t)l * N, N, C, true);
         // attention: xm = x + y . wo^T (+ bo)
         matmul_backward(ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
@@ -439,9 +478,9 @@ void model_backward(model_t *m, const float *dlogp)
         float *dq = ga->dq, *dk = ga->dk;
         if (c->type == MODEL_QWEN3) {
             /* dy is free again: it takes dq before q_norm, dk2 dk */
-            rmsnorm_backward(ga->dy, dw->qn + (size_t)l * HD, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
+            rmsnorm_backward(ga->dy, dw->qn + (size_t)l * HD, ga->part, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
                              a->rq + (size_t)l * N * c->NH, N * c->NH, HD, false);
-            rmsnorm_backward(ga->dk2, dw->kn + (size_t)l * HD, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
+            rmsnorm_backward(ga->dk2, dw->kn + (size_t)l * HD, ga->part, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
                              a->rk + (size_t)l * N * c->NKV, N * c->NKV, HD, false);
             dq = ga->dy;
             dk = ga->dk2;
@@ -453,11 +492,11 @@ void model_backward(model_t *m, const float *dlogp)
                         ln1, w->wk + (size_t)l * KD * C, N, C, KD, true);
         matmul_backward(ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
                         ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
-        rmsnorm_backward(ga->dx, dw->ln1 + (size_t)l * C, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
+        rmsnorm_backward(ga->dx, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
                          a->r1 + (size_t)l * N, N, C, true);
     }
     /* rows of one token add into the same embedding row: split by column */
-    #pragma omp parallel for
+    #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int i = 0; i < C; i++)
         for (int n = 0; n < N; n++) dw->wte[(size_t)m->tokens[n] * C + i] += ga->dx[(size_t)n * C + i];
 }

@@ -6,7 +6,6 @@
 #include "model/model_impl.h"
 #include "sampling/rng.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -49,7 +48,7 @@ static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R
 {
     int NH = c->NH, HD = c->HD, KD = c->NKV * HD, rep = c->NH / c->NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 8 * MODEL_PAR_MIN)
     for (int r = 0; r < R; r++)
         for (int h = 0; h < NH; h++) {
             int P = ws->pos[r] + 1;
@@ -110,8 +109,7 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
             memcpy(ws->vc + at, ws->v + (size_t)r * KD, KD * sizeof(float));
         }
         cached_attention(ws, c, l, R);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, C, QD, 1.0f, ws->y, QD,
-                    w->wo + (size_t)l * C * QD, QD, 1.0f, ws->x, C);
+        model_gemm(false, true, R, C, QD, ws->y, QD, w->wo + (size_t)l * C * QD, QD, 1.0f, ws->x, C);
         if (w->bo)
             for (int r = 0; r < R; r++)
                 for (int i = 0; i < C; i++) ws->x[(size_t)r * C + i] += w->bo[(size_t)l * C + i];
@@ -119,8 +117,7 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
         matmul_forward(ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
         matmul_forward(ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
         swiglu_forward(ws->g, ws->g, ws->u, (size_t)R * FF);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, C, FF, 1.0f, ws->g, FF,
-                    w->wd + (size_t)l * C * FF, FF, 1.0f, ws->x, C);
+        model_gemm(false, true, R, C, FF, ws->g, FF, w->wd + (size_t)l * C * FF, FF, 1.0f, ws->x, C);
     }
     float *xl = ws->x + (size_t)(R - nlog) * C;
     rmsnorm_forward(ws->ln, ws->r, xl, w->lnf, nlog, C, c->rms_eps);
@@ -191,7 +188,7 @@ int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_
         lengths[s] = 0;
     }
     for (int t = 0; nlive > 0; t++) {
-        #pragma omp parallel for
+        #pragma omp parallel for if ((size_t)nlive * c->V >= 4 * MODEL_PAR_MIN)
         for (int i = 0; i < nlive; i++) {
             int s = live[i];
             float lp;

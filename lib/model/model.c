@@ -3,6 +3,7 @@
  * pass, which grow only when a larger batch arrives. */
 #include "model/model_impl.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ void model_weights_point(model_weights_t *w, float *base, const size_t *sizes)
 /* a model with zeroed parameters and gradients */
 static model_t *model_alloc(const model_config_t *cfg)
 {
+    /* model_gemm runs one-thread sgemms on OpenMP threads */
+    openblas_set_num_threads(1);
     model_t *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->cfg = *cfg;

@@ -67,6 +67,7 @@ typedef struct {
     float *du;   // (N, FF)
     float *dh;   // (N, FF)
     float *logits;  // (chunk, V)
+    float *part;    // (threads, max(C, HD)) per-thread norm weight gradients
 } model_grad_acts_t;
 
 struct model {
@@ -96,7 +97,13 @@ struct model {
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */
 int model_rope_ensure(model_t *m, int T);
 
+/* below this many elements a loop runs on one thread: on a busy machine
+ * waking the team costs more than the work */
+#define MODEL_PAR_MIN 32768
+
 /* shared kernels (forward.c) */
+void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc);
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
                     int N, int IN, int OUT);
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,

@@ -1,0 +1,191 @@
+/* Speed of the CPU transformer: a training step (forward + backward of
+ * sum(w * logp)) and sampling (8 completions of a prompt) for the tiny
+ * default config, against PyTorch eager and transformers generate on the
+ * same weights and threads (bench/peer_torch.py); matmul throughput of a
+ * training step at hidden size 512 against the sgemm peak measured in the
+ * same run; peak memory of a training step. SAPO_BENCH_QUICK=1: short. */
+#include "model/model_impl.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* the best of OpenBLAS's own threads and model_gemm's OpenMP split on a
+ * 1024^3 sgemm */
+static double sgemm_peak(int reps, int threads)
+{
+    int n = 1024;
+    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * n * n);
+    for (int i = 0; i < n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.01f;
+    double best = 0, t[16];
+    for (int way = 0; way < 2; way++) {
+        openblas_set_num_threads(way ? 1 : threads);
+        for (int r = -1; r < reps; r++) {
+            double t0 = now();
+            if (way) model_gemm(false, true, n, n, n, a, n, b, n, 0, c, n);
+            else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+            if (r >= 0) t[r] = now() - t0;
+        }
+        double g = 2.0 * n * n * n / median(t, reps) / 1e9;
+        if (g > best) best = g;
+    }
+    free(a); free(b); free(c);
+    return best;
+}
+
+typedef struct { int B, T; int *tokens, *targets; float *w, *logp; } batch_t;
+
+static batch_t batch_new(int B, int T, int V, unsigned seed)
+{
+    batch_t b = {B, T, malloc(sizeof(int) * B * T), malloc(sizeof(int) * B * T),
+                 malloc(sizeof(float) * B * T), malloc(sizeof(float) * B * T)};
+    srand(seed);
+    for (int i = 0; i < B * T; i++) b.tokens[i] = rand() % (V < 256 ? V : 256);
+    for (int i = 0; i < B * T; i++) {
+        b.targets[i] = i % T == T - 1 ? -1 : b.tokens[i + 1];
+        b.w[i] = b.targets[i] >= 0 ? (float)(rand() % 200 - 100) / 1e4f : 0;
+    }
+    return b;
+}
+
+static void batch_free(batch_t *b) { free(b->tokens); free(b->targets); free(b->w); free(b->logp); }
+
+/* median seconds of one training step */
+static double train_step(model_t *m, batch_t *b, int reps)
+{
+    double t[16];
+    for (int r = -1; r < reps; r++) {
+        double t0 = now();
+        model_zero_grad(m);
+        if (model_forward(m, b->tokens, b->targets, b->B, b->T, 1.0f, b->logp, NULL)) exit(1);
+        model_backward(m, b->w);
+        if (r >= 0) t[r] = now() - t0;
+    }
+    return median(t, reps);
+}
+
+/* median seconds to sample L completions of max_new tokens for each of Q prompts */
+static double generate(model_t *m, int Q, int P, int L, int max_new, int reps)
+{
+    int *prompt = malloc(sizeof(int) * P), *tok = malloc(sizeof(int) * L * max_new), *len = malloc(sizeof(int) * L);
+    float *lp = malloc(sizeof(float) * L * max_new);
+    for (int i = 0; i < P; i++) prompt[i] = 'a' + i % 26;
+    model_gen_params_t gp = {.max_new = max_new, .sample = {.temperature = 1, .top_k = 0, .top_p = 1}};
+    double t[16];
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int q = 0; q < Q; q++) {
+            gp.seed = 100 * r + q;
+            if (model_generate(m, prompt, P, L, &gp, tok, lp, len)) exit(1);
+        }
+        t[r] = now() - t0;
+    }
+    free(prompt); free(tok); free(len); free(lp);
+    return median(t, reps);
+}
+
+/* matmul FLOPs of one training step: the linear layers forward (2),
+ * backward (4), the lm_head once more for its recomputation */
+static double step_flops(const model_config_t *c, int N)
+{
+    double QD = (double)c->NH * c->HD, KD = (double)c->NKV * c->HD;
+    double per_tok = c->L * (c->C * QD * 2 + c->C * KD * 2 + 3.0 * c->C * c->FF);
+    return 6.0 * N * per_tok + 8.0 * N * (double)c->C * c->V;
+}
+
+/* runs the peer script; its one line of output is "train TOK/S gen TOK/S" */
+static int peer(const char *dir, const char *args, double *train, double *gen)
+{
+    if (access(".venv/bin/python", X_OK)) return -1;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_torch.py %s %s 2>/dev/null", dir, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    int n = fscanf(p, "train %lf gen %lf", train, gen);
+    return pclose(p) == 0 && n == 2 ? 0 : -1;
+}
+
+int main(void)
+{
+    bool quick = getenv("SAPO_BENCH_QUICK") && strcmp(getenv("SAPO_BENCH_QUICK"), "0");
+    int reps = quick ? 1 : 5, threads = omp_get_max_threads();
+    char err[256];
+    printf("bench model: %d threads%s\n", threads, quick ? " (quick)" : "");
+
+    /* tiny default: a round of 8 questions x 8 completions */
+    model_config_t c = model_config_tiny();
+    c.n_eos = 0; /* fixed-length completions, as the peer's min_new_tokens */
+    model_t *m = model_new_random(&c, 1, err, sizeof err);
+    if (!m) { fprintf(stderr, "%s\n", err); return 1; }
+    int B = 64, T = quick ? 96 : 192, Q = quick ? 2 : 8, L = 8, P = 48, NEW = quick ? 32 : 128;
+    batch_t b = batch_new(B, T, c.V, 1);
+    double ts = train_step(m, &b, reps), tg = generate(m, Q, P, L, NEW, quick ? 1 : 3);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double train_tps = B * T / ts, gen_tps = (double)Q * L * NEW / tg;
+    char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[256];
+    double p_train = 0, p_gen = 0;
+    int have_peer = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
+    snprintf(args, sizeof args, "--threads %d --batch %d --seq %d --prompts %d --completions %d "
+             "--prompt-len %d --new %d --reps %d", threads, B, T, Q, L, P, NEW, quick ? 1 : 3);
+    have_peer = have_peer && peer(dir, args, &p_train, &p_gen) == 0;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
+           "prompt %d, %d new tokens\n", model_num_params(m), B, T, Q, L, P, NEW);
+    if (have_peer) {
+        printf("bench train_step_tiny: %.0f tokens/s (pytorch eager: %.0f tokens/s, ratio %.2f)\n",
+               train_tps, p_train, train_tps / p_train);
+        printf("bench generate_tiny: %.0f tokens/s (transformers generate: %.0f tokens/s, ratio %.2f)\n",
+               gen_tps, p_gen, gen_tps / p_gen);
+    } else {
+        printf("bench train_step_tiny: %.0f tokens/s\n", train_tps);
+        printf("bench generate_tiny: %.0f tokens/s\n", gen_tps);
+    }
+    printf("bench round_tiny: %.2f s (sampling %d x %d completions and one training step over them)\n",
+           tg + ts, Q, L);
+    printf("bench train_step_peak_rss_tiny: %.0f MiB\n", ru.ru_maxrss / 1024.0);
+    batch_free(&b);
+    model_destroy(&m);
+
+    /* hidden 512: how much of the machine's sgemm peak a training step reaches */
+    model_config_t w = model_config_tiny();
+    w.C = 512; w.NH = 8; w.NKV = 8; w.HD = 64; w.FF = 1536; w.L = quick ? 2 : 4;
+    m = model_new_random(&w, 2, err, sizeof err);
+    if (!m) { fprintf(stderr, "%s\n", err); return 1; }
+    b = batch_new(quick ? 8 : 16, 256, w.V, 2);
+    double peak = sgemm_peak(quick ? 3 : 9, threads);
+    double tw = train_step(m, &b, reps);
+    double gflops = step_flops(&w, b.B * b.T) / tw / 1e9;
+    printf("bench matmul_train_step_h512: %.1f GFLOP/s (sgemm peak 1024^3: %.1f GFLOP/s, ratio %.2f)\n",
+           gflops, peak, gflops / peak);
+    batch_free(&b);
+    model_destroy(&m);
+    return 0;
+}
