@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "golden_arrays.h"
 #include "train/adamw.h"
 #include "train/grpo.h"
 
@@ -20,35 +21,10 @@
     fprintf(stderr, "%s:%d: %s = %.9g vs %s = %.9g\n", __FILE__, __LINE__, #a, a_, #b, b_); \
     check_failures++; } } while (0)
 
-/* one array of a golden file: the line "name count v0 v1 ..." */
 static float *golden(const char *file, const char *name, int *count) {
-    char path[256], key[64];
+    char path[256];
     snprintf(path, sizeof path, GOLD "/%s", file);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "cannot open %s\n", path);
-        return NULL;
-    }
-    float *out = NULL;
-    int n, c;
-    while (!out && fscanf(f, "%63s", key) == 1) {
-        if (key[0] == '#' || fscanf(f, "%d", &n) != 1 || strcmp(key, name) != 0) {
-            while ((c = fgetc(f)) != '\n' && c != EOF) {}
-            continue;
-        }
-        out = malloc((n ? n : 1) * sizeof *out);
-        for (int i = 0; i < n; i++)
-            if (fscanf(f, "%f", &out[i]) != 1) {
-                free(out);
-                out = NULL;
-                break;
-            }
-        *count = n;
-    }
-    fclose(f);
-    if (!out)
-        fprintf(stderr, "%s: no array %s\n", path, name);
-    return out;
+    return golden_array(path, name, count);
 }
 
 static void test_advantages(void) {

@@ -1,12 +1,15 @@
 /* Random numbers and per-token sampling: the own Philox stream equals
  * cuRAND's host generator bit for bit, draws are reproducible, greedy is
- * the argmax, top-k/top-p keep exactly Hugging Face's set (computed here
- * the way its warpers do: full ascending sort and cumulative sum), and
- * draw frequencies match the truncated distribution (chi-square). */
+ * the argmax, top-k/top-p keep exactly the set Hugging Face's warpers keep
+ * (goldens from tests/oracle/sampling_golden.py, plus a full-sort
+ * reference here for large vocabularies), the returned log-prob is
+ * log_softmax(logits / T), and draw frequencies match the truncated
+ * distribution (chi-square). */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "golden_arrays.h"
 #include "sampling/rng.h"
 #include "sampling/sample.h"
 
@@ -116,15 +119,24 @@ static void test_greedy(void) {
 }
 
 /* the kept set as Hugging Face computes it: scores/T, top-k by threshold
- * on the k-th largest, then sort ascending, softmax, cumsum, drop
- * cumsum <= 1 - top_p, keep the largest */
+ * on the k-th largest, then a stable ascending sort, softmax, cumsum, drop
+ * while cumsum <= 1 - top_p, keep the largest */
+static const double *cmp_scores;
+
 static int cmp_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+static int cmp_score_then_id(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    double x = cmp_scores[i], y = cmp_scores[j];
+    return x < y ? -1 : x > y ? 1 : i - j;
+}
+
 static void hf_kept(const float *logits, int V, const sample_params_t *p, int *kept) {
     double *s = malloc(V * sizeof *s), *sorted = malloc(V * sizeof *sorted);
+    int *order = malloc(V * sizeof *order);
     for (int i = 0; i < V; i++) {
         s[i] = logits[i] / (double)p->temperature;
         kept[i] = 1;
@@ -140,25 +152,23 @@ static void hf_kept(const float *logits, int V, const sample_params_t *p, int *k
         double m = -INFINITY, z = 0, cum = 0;
         for (int i = 0; i < V; i++)
             if (kept[i]) {
-                sorted[n++] = s[i];
+                order[n++] = i;
                 m = fmax(m, s[i]);
             }
-        qsort(sorted, n, sizeof *sorted, cmp_desc);
+        cmp_scores = s;
+        qsort(order, n, sizeof *order, cmp_score_then_id);
         for (int i = 0; i < n; i++)
-            z += exp(sorted[i] - m);
-        double cut = -INFINITY; /* smallest kept score */
-        for (int i = n - 1; i >= 0; i--) {
-            cum += exp(sorted[i] - m) / z;
-            if (cum > 1.0 - p->top_p || i == 0) {
-                cut = sorted[i];
+            z += exp(s[order[i]] - m);
+        for (int i = 0; i < n - 1; i++) {
+            cum += exp(s[order[i]] - m) / z;
+            if (cum > 1.0 - p->top_p)
                 break;
-            }
+            kept[order[i]] = 0;
         }
-        for (int i = 0; i < V; i++)
-            kept[i] = kept[i] && s[i] >= cut;
     }
     free(s);
     free(sorted);
+    free(order);
 }
 
 /* draws N tokens and compares frequencies with the renormalised kept set */
@@ -292,11 +302,76 @@ static void test_repeatable_draws(void) {
     free(scratch);
 }
 
+#define KEPT "tests/golden/sampling/kept.txt"
+
+static void test_kept_matches_hf(void) {
+    int n, nc = 0;
+    float *cases = golden_array(KEPT, "cases", &n);
+    EXPECT(cases != NULL);
+    if (cases)
+        nc = (int)cases[0];
+    free(cases);
+    float *vec[3] = { 0 };
+    int V[3] = { 0 };
+    for (int j = 0; j < 3; j++) {
+        char name[32];
+        snprintf(name, sizeof name, "logits%d", j);
+        vec[j] = golden_array(KEPT, name, &V[j]);
+        EXPECT(vec[j] != NULL);
+    }
+    for (int c = 0; c < nc; c++) {
+        char name[32];
+        int nk, nl;
+        snprintf(name, sizeof name, "params%d", c);
+        float *pr = golden_array(KEPT, name, &n);
+        snprintf(name, sizeof name, "kept%d", c);
+        float *want = golden_array(KEPT, name, &nk);
+        snprintf(name, sizeof name, "logsm%d", c);
+        float *logsm = golden_array(KEPT, name, &nl);
+        int j = pr ? (int)pr[0] : 0;
+        if (!pr || !want || !logsm || !vec[j]) {
+            EXPECT(pr && want && logsm && vec[j]);
+            free(pr); free(want); free(logsm);
+            continue;
+        }
+        sample_params_t p = { pr[1], (int)pr[2], pr[3] };
+        void *scratch = malloc(sample_scratch_bytes(V[j]));
+        int *ids = malloc(V[j] * sizeof *ids);
+        int got = sample_kept(vec[j], V[j], &p, scratch, ids);
+        int same = got == nk;
+        for (int i = 0; same && i < nk; i++)
+            same = ids[i] == (int)want[i];
+        EXPECTF(same, "case %d (V %d, T %g, top_k %d, top_p %g): %d kept, Hugging Face keeps %d",
+                c, V[j], p.temperature, p.top_k, p.top_p, got, nk);
+        /* a u that lands on each kept token returns its log_softmax */
+        int bad = 0;
+        for (int k = 1; k <= 64; k++) {
+            float lp;
+            int t = sample_token(vec[j], V[j], &p, k / 64.0f, scratch, &lp);
+            int at = -1;
+            for (int i = 0; i < nk; i++)
+                if ((int)want[i] == t)
+                    at = i;
+            bad += at < 0 || fabsf(lp - logsm[at]) > 2e-6f + 1e-6f * fabsf(logsm[at]);
+        }
+        EXPECTF(bad == 0, "case %d: %d of 64 draws outside the set or with another log-prob", c, bad);
+        free(scratch);
+        free(ids);
+        free(pr);
+        free(want);
+        free(logsm);
+    }
+    EXPECTF(nc >= 27, "only %d golden cases", nc);
+    for (int j = 0; j < 3; j++)
+        free(vec[j]);
+}
+
 int main(void) {
     RUN_TEST(test_philox_known_answer);
     RUN_TEST(test_rng_matches_curand);
     RUN_TEST(test_rng_range_and_repeat);
     RUN_TEST(test_greedy);
+    RUN_TEST(test_kept_matches_hf);
     RUN_TEST(test_distributions);
     RUN_TEST(test_kept_set_large_vocab);
     RUN_TEST(test_repeatable_draws);

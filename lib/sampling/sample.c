@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     float *vals;  // (V) scaled logits, later the quickselect copy
@@ -45,10 +46,10 @@ static int argmax(const float *x, int V) {
 
 /* sum over V of exp((logits - max) / T), in double so the log-prob does not
  * drift with V; each term lands in probs when given */
-static double partition(const float *logits, int V, float max, float inv_t, float *probs) {
+static double partition(const float *logits, int V, float max, float T, float *probs) {
     double z = 0.0;
     for (int i = 0; i < V; i++) {
-        float e = expf((logits[i] - max) * inv_t);
+        float e = expf((logits[i] - max) / T);
         if (probs)
             probs[i] = e;
         z += e;
@@ -79,14 +80,15 @@ static float kth_largest(float *a, int n, int k) {
     return a[want];
 }
 
-/* ascending probability, ties: higher token id first, so that among equal
- * probabilities the lowest id is the last to be dropped */
+/* ascending probability, ties by ascending id: the order of torch.sort
+ * in TopPLogitsWarper, so among equal probabilities the lowest id is
+ * dropped first */
 static int by_prob_ascending(const void *a, const void *b, void *probs) {
     int ia = *(const int *)a, ib = *(const int *)b;
     float pa = ((const float *)probs)[ia], pb = ((const float *)probs)[ib];
     if (pa != pb)
         return pa < pb ? -1 : 1;
-    return ib - ia;
+    return ia - ib;
 }
 
 static int by_id(const void *a, const void *b) {
@@ -117,6 +119,51 @@ static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
     return m - first;
 }
 
+/* the kept set in token order into s->idx, probabilities exp((l - max) / T)
+ * of every token into s->probs; returns its size, *z its mass and *logz the
+ * log of the whole vocabulary's mass */
+static int kept_set(const float *logits, int V, const sample_params_t *p, float max,
+                    const scratch_t *s, double *z, double *logz) {
+    *z = partition(logits, V, max, p->temperature, s->probs);
+    *logz = log(*z);
+    int n = V;
+    for (int i = 0; i < V; i++)
+        s->idx[i] = i;
+    if (p->top_k > 0 && p->top_k < V) {
+        for (int i = 0; i < V; i++)
+            s->vals[i] = logits[i];
+        float kth = kth_largest(s->vals, V, p->top_k);
+        n = 0;
+        *z = 0.0;
+        for (int i = 0; i < V; i++)
+            if (logits[i] >= kth) {
+                s->idx[n++] = i;
+                *z += s->probs[i];
+            }
+    }
+    if (p->top_p < 1.0f) {
+        n = nucleus(s->idx, n, s->probs, *z, p->top_p);
+        qsort(s->idx, (size_t)n, sizeof *s->idx, by_id);
+        *z = 0.0;
+        for (int i = 0; i < n; i++)
+            *z += s->probs[s->idx[i]];
+    }
+    return n;
+}
+
+int sample_kept(const float *logits, int V, const sample_params_t *p, void *scratch, int *ids) {
+    int top = argmax(logits, V);
+    if (p->temperature <= 0.0f) {
+        ids[0] = top;
+        return 1;
+    }
+    scratch_t s = scratch_split(scratch, V);
+    double z, logz;
+    int n = kept_set(logits, V, p, logits[top], &s, &z, &logz);
+    memcpy(ids, s.idx, (size_t)n * sizeof *ids);
+    return n;
+}
+
 int sample_token(const float *logits, int V, const sample_params_t *p, float u,
                  void *scratch, float *logprob) {
     int top = argmax(logits, V);
@@ -126,33 +173,8 @@ int sample_token(const float *logits, int V, const sample_params_t *p, float u,
         return top;
     }
     scratch_t s = scratch_split(scratch, V);
-    float inv_t = 1.0f / p->temperature;
-    double z = partition(logits, V, max, inv_t, s.probs);
-    double logz = log(z);
-
-    int n = V;
-    for (int i = 0; i < V; i++)
-        s.idx[i] = i;
-    if (p->top_k > 0 && p->top_k < V) {
-        for (int i = 0; i < V; i++)
-            s.vals[i] = logits[i];
-        float kth = kth_largest(s.vals, V, p->top_k);
-        n = 0;
-        z = 0.0;
-        for (int i = 0; i < V; i++)
-            if (logits[i] >= kth) {
-                s.idx[n++] = i;
-                z += s.probs[i];
-            }
-    }
-    if (p->top_p < 1.0f) {
-        n = nucleus(s.idx, n, s.probs, z, p->top_p);
-        qsort(s.idx, (size_t)n, sizeof *s.idx, by_id);
-        z = 0.0;
-        for (int i = 0; i < n; i++)
-            z += s.probs[s.idx[i]];
-    }
-
+    double z, logz;
+    int n = kept_set(logits, V, p, max, &s, &z, &logz);
     double target = (double)u * z, run = 0.0;
     int tok = s.idx[n - 1];
     for (int i = 0; i < n; i++) {
@@ -162,6 +184,6 @@ int sample_token(const float *logits, int V, const sample_params_t *p, float u,
             break;
         }
     }
-    *logprob = (float)((double)(logits[tok] - max) * inv_t - logz);
+    *logprob = (float)((double)(logits[tok] - max) / p->temperature - logz);
     return tok;
 }

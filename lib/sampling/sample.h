@@ -23,4 +23,8 @@ size_t sample_scratch_bytes(int V);
 int sample_token(const float *logits, int V, const sample_params_t *p, float u,
                  void *scratch, float *logprob);
 
+/* the tokens sample_token can return for these logits, ascending, into
+ * ids (V); returns their count (1, the argmax, when greedy) */
+int sample_kept(const float *logits, int V, const sample_params_t *p, void *scratch, int *ids);
+
 #endif
