@@ -140,17 +140,26 @@ static void seq_push(value_t *seq, value_t *item) {
 
 typedef struct { const char *p, *end; int depth; } parser_t;
 
-/* whitespace and comments; newlines only inside brackets, as Python's
- * tokenizer, except around the whole expression */
+/* whitespace, comments and line continuations; newlines only inside
+ * brackets, as Python's tokenizer */
 static void skip(parser_t *ps) {
     while (ps->p < ps->end) {
         char ch = *ps->p;
         if (ch == ' ' || ch == '\t' || ch == '\f') ps->p++;
         else if ((ch == '\n' || ch == '\r') && ps->depth > 0) ps->p++;
         else if (ch == '\\' && ps->p + 1 < ps->end && ps->p[1] == '\n') ps->p += 2;
+        else if (ch == '\\' && ps->end - ps->p >= 3 && ps->p[1] == '\r' && ps->p[2] == '\n') ps->p += 3;
         else if (ch == '#') while (ps->p < ps->end && *ps->p != '\n') ps->p++;
         else break;
     }
+}
+
+/* blank and comment-only lines around the expression are fine */
+static int only_blank_left(parser_t *ps) {
+    parser_t t = *ps;
+    t.depth = 1;
+    skip(&t);
+    return t.p >= t.end;
 }
 
 static int is_ident(char ch) {
@@ -407,13 +416,13 @@ static value_t *parse_items(parser_t *ps, char close, int *is_tuple) {
     value_t *seq = value_new(V_SEQ);
     for (;;) {
         skip(ps);
-        if (close ? ps->p < ps->end && *ps->p == close : ps->p >= ps->end) break;
+        if (close ? ps->p < ps->end && *ps->p == close : only_blank_left(ps)) break;
         value_t *item = parse_unary(ps);
         if (!item) { value_free(seq); return NULL; }
         seq_push(seq, item);
         skip(ps);
         if (ps->p < ps->end && *ps->p == ',') { ps->p++; *is_tuple = 1; continue; }
-        if (close ? ps->p < ps->end && *ps->p == close : ps->p >= ps->end) break;
+        if (close ? ps->p < ps->end && *ps->p == close : only_blank_left(ps)) break;
         value_free(seq);
         return NULL;
     }
@@ -425,10 +434,10 @@ static value_t *parse_items(parser_t *ps, char close, int *is_tuple) {
 }
 
 static value_t *parse_literal(const char *s) {
-    parser_t ps = {s, s + strlen(s), 0};
-    /* eval() ignores whitespace around the whole expression */
-    while (ps.p < ps.end && strchr(" \t\n\r\f", *ps.p)) ps.p++;
-    while (ps.end > ps.p && strchr(" \t\n\r\f", ps.end[-1])) ps.end--;
+    parser_t ps = {s, s + strlen(s), 1};
+    skip(&ps); /* leading blank and comment lines */
+    ps.depth = 0;
+    if (ps.p >= ps.end) return NULL; /* eval("") raises */
     int tuple = 0;
     value_t *v = parse_items(&ps, 0, &tuple);
     if (!v) return NULL;

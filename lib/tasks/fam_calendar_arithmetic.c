@@ -236,7 +236,7 @@ static int is_weekday_name(const char *s) {
 }
 
 static double score(const char *answer, const task_entry_t *e) {
-    if (!answer || !*answer) return 0.0;
+    if (!answer || !*answer || !e->answer) return 0.0;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(e->metadata, "task");
     int task = cJSON_IsString(t) ? task_index(t->valuestring) : -1;
     /* the task name must match exactly: task_index also takes other cases */

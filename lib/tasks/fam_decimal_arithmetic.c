@@ -548,7 +548,7 @@ static int tolerance_places(const cJSON *metadata) {
 }
 
 static double score(const char *answer, const task_entry_t *e) {
-    if (!answer) return 0.0;
+    if (!answer || !e->answer) return 0.0;
     dec_t u, t;
     if (dec_parse(answer, &u) != 0) return 0.0;
     if (dec_parse(e->answer, &t) != 0) { dec_free(&u); return 0.0; }

@@ -18,7 +18,10 @@
     X(fraction_simplification) \
     X(decimal_arithmetic) \
     X(calendar_arithmetic) \
-    X(binary_matrix)
+    X(binary_matrix) \
+    X(arc_1d) \
+    X(bf) \
+    X(propositional_logic)
 
 #define DECLARE(name) extern const task_family_t task_family_##name;
 TASK_FAMILIES(DECLARE)
@@ -175,7 +178,7 @@ char *task_extract_answer(const char *completion) {
 }
 
 double task_score_default(const char *answer, const char *truth) {
-    if (!answer || !*answer) return 0.0;
+    if (!answer || !*answer || !truth) return 0.0;
     if (strcmp(answer, truth) == 0) return 1.0;
     if (strstr(answer, truth))
         return (double)py_len(truth, strlen(truth)) / (double)py_len(answer, strlen(answer));
@@ -185,7 +188,8 @@ double task_score_default(const char *answer, const char *truth) {
 cJSON *task_entry_to_json(const task_entry_t *e) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "question", e->question);
-    cJSON_AddStringToObject(o, "answer", e->answer);
+    if (e->answer) cJSON_AddStringToObject(o, "answer", e->answer);
+    else cJSON_AddNullToObject(o, "answer");
     cJSON_AddItemToObject(o, "metadata", cJSON_Duplicate(e->metadata, 1));
     return o;
 }
@@ -199,8 +203,9 @@ int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t 
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(obj, "question");
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, "answer");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    /* some families (propositional_logic) have no single answer: null */
     const char *bad = !cJSON_IsString(q) ? "question is missing or not a string"
-                    : !cJSON_IsString(a) ? "answer is missing or not a string"
+                    : !cJSON_IsString(a) && !cJSON_IsNull(a) ? "answer is missing or not a string or null"
                     : !cJSON_IsObject(m) ? "metadata is missing or not an object"
                     : !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "source_dataset"))
                         ? "metadata.source_dataset is missing or not a string" : NULL;
@@ -209,7 +214,7 @@ int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t 
         return -1;
     }
     out->question = strdup(q->valuestring);
-    out->answer = strdup(a->valuestring);
+    out->answer = cJSON_IsString(a) ? strdup(a->valuestring) : NULL;
     out->metadata = cJSON_Duplicate(m, 1);
     return 0;
 }

@@ -16,7 +16,7 @@
 
 typedef struct {
     char *question;
-    char *answer;
+    char *answer;    /* NULL where the family has no single answer (None) */
     cJSON *metadata; /* owned; metadata.source_dataset names the family */
 } task_entry_t;
 
@@ -78,7 +78,8 @@ double task_score_entry(const char *answer, const task_entry_t *entry, char *err
 char *task_extract_answer(const char *completion);
 
 /* reasoning-gym's default score for families that do not override it: 1.0
- * for an exact match, partial credit by substring length, 0 otherwise. */
+ * for an exact match, partial credit by substring length (in code points),
+ * 0 otherwise, and 0 without a truth. */
 double task_score_default(const char *answer, const char *truth);
 
 /* Entries as JSON: {question, answer, metadata}. */
