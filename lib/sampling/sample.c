@@ -2,26 +2,30 @@
  * their order: temperature, then top-k (every token whose scaled logit
  * reaches the k-th largest, ties included), then top-p (drop the least
  * likely tokens while their ascending cumulative probability, over the
- * top-k survivors, stays <= 1 - top_p; the most likely always stays). The
+ * top-k survivors, stays <= 1 - top_p; the most likely always stays; equal
+ * probabilities drop the lower id first, as torch.sort orders them). The
  * draw is the inverse CDF of the renormalised kept set walked in token
  * order: the first token whose running mass reaches u times the total.
  *
- * Speed without a full sort of a 150k vocabulary: top-k is a quickselect;
- * top-p sorts only tokens with probability >= (1 - top_p) / n (n: the tokens
- * top-k kept), because the rest hold less than 1 - top_p together and are
- * all dropped first. */
+ * Speed at a 150k vocabulary: exp is a branch-free polynomial the compiler
+ * vectorises; top-k is a quickselect; top-p a quickselect on mass that
+ * splits the candidates around a pivot until the drop boundary is found,
+ * so nothing is fully sorted; the kept set returns to token order through
+ * a flag per token. */
 #include "sampling/sample.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
-    float *vals;  // (V) scaled logits, later the quickselect copy
-    float *probs; // (V) unnormalised probabilities exp(l - max)
-    int *idx;     // (V) kept token ids
+    float *probs;         // (V) unnormalised probabilities exp((l - max) / T)
+    int *idx;             // (V) candidate, then kept, token ids
+    union {
+        float *vals;      // (V) quickselect copy of the logits (top-k)
+        unsigned char *keep; // (V) kept flags (top-p)
+    } u;
 } scratch_t;
 
 size_t sample_scratch_bytes(int V) {
@@ -30,31 +34,91 @@ size_t sample_scratch_bytes(int V) {
 
 static scratch_t scratch_split(void *mem, int V) {
     scratch_t s;
-    s.vals = mem;
-    s.probs = s.vals + V;
-    s.idx = (int *)(s.probs + V);
+    s.probs = mem;
+    s.u.vals = s.probs + V;
+    s.idx = (int *)(s.u.vals + V);
     return s;
 }
 
+/* the first index of the largest value: the maximum over 8 independent
+ * lanes (a loop the compiler vectorises), then a scan for its first place */
 static int argmax(const float *x, int V) {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
+    float lane[8];
+    for (int j = 0; j < 8; j++)
+        lane[j] = x[0];
+    int i = 0;
+    for (; i + 8 <= V; i += 8)
+        for (int j = 0; j < 8; j++)
+            lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+    float max = lane[0];
+    for (int j = 1; j < 8; j++)
+        max = lane[j] > max ? lane[j] : max;
+    for (; i < V; i++)
+        max = x[i] > max ? x[i] : max;
+    for (i = 0; i < V; i++)
+        if (x[i] == max)
+            break;
+    return i;
 }
 
-/* sum over V of exp((logits - max) / T), in double so the log-prob does not
- * drift with V; each term lands in probs when given */
+/* e^x for x <= 0 within 2 ulp: x = k ln2 + r, |r| <= ln2 / 2, e^r by its
+ * degree-7 Taylor polynomial, 2^k through the exponent bits; below -87 the
+ * result (under FLT_MIN) is 0, so a masked -inf logit is never drawn.
+ * The clamp compares bit patterns (for x <= 0 a larger magnitude is a
+ * larger unsigned pattern) and rounding adds and takes away 1.5 * 2^23:
+ * no float compare and no libm call, which lets GCC vectorise the loop
+ * while it honours float traps. */
+static inline float exp_nonpos(float x) {
+    const float log2e = 1.44269504f, ln2_hi = 0.693145751953125f, ln2_lo = 1.42860677e-06f;
+    const uint32_t minus87 = 0xC2AE0000u;
+    union { float f; uint32_t u; } in = { .f = x }, xc, out;
+    uint32_t under = -(uint32_t)(in.u > minus87); /* all ones when x < -87 */
+    xc.u = (in.u & ~under) | (minus87 & under);
+    float k = (xc.f * log2e + 12582912.0f) - 12582912.0f;
+    float r = (xc.f - k * ln2_hi) - k * ln2_lo;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union { int32_t i; float f; } scale = { .i = ((int32_t)k + 127) << 23 };
+    out.f = p * scale.f;
+    out.u &= ~under;
+    return out.f;
+}
+
+/* sum over V of exp((logits - max) / T): float sums over blocks of 1024
+ * (vectorised), added in double so the log-prob does not drift with V;
+ * each term lands in probs when given */
 static double partition(const float *logits, int V, float max, float T, float *probs) {
     double z = 0.0;
-    for (int i = 0; i < V; i++) {
-        float e = expf((logits[i] - max) / T);
-        if (probs)
-            probs[i] = e;
-        z += e;
+    for (int b = 0; b < V; b += 1024) {
+        int end = b + 1024 < V ? b + 1024 : V;
+        float zb = 0.0f;
+        if (probs) {
+#pragma omp simd reduction(+ : zb)
+            for (int i = b; i < end; i++) {
+                probs[i] = exp_nonpos((logits[i] - max) / T);
+                zb += probs[i];
+            }
+        } else {
+#pragma omp simd reduction(+ : zb)
+            for (int i = b; i < end; i++)
+                zb += exp_nonpos((logits[i] - max) / T);
+        }
+        z += zb;
     }
     return z;
+}
+
+static uint32_t xorshift(uint32_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 17;
+    *state ^= *state << 5;
+    return *state;
 }
 
 /* k-th largest (k >= 1) of a[0..n), reordering a */
@@ -62,8 +126,7 @@ static float kth_largest(float *a, int n, int k) {
     int lo = 0, hi = n - 1, want = k - 1;
     uint32_t state = 2463534242u; // pivot choice only; any sequence is correct
     while (lo < hi) {
-        state ^= state << 13; state ^= state >> 17; state ^= state << 5;
-        float pivot = a[lo + (int)(state % (uint32_t)(hi - lo + 1))];
+        float pivot = a[lo + (int)(xorshift(&state) % (uint32_t)(hi - lo + 1))];
         int i = lo, j = hi;
         while (i <= j) {
             while (a[i] > pivot) i++;
@@ -80,43 +143,60 @@ static float kth_largest(float *a, int n, int k) {
     return a[want];
 }
 
-/* ascending probability, ties by ascending id: the order of torch.sort
- * in TopPLogitsWarper, so among equal probabilities the lowest id is
- * dropped first */
-static int by_prob_ascending(const void *a, const void *b, void *probs) {
-    int ia = *(const int *)a, ib = *(const int *)b;
-    float pa = ((const float *)probs)[ia], pb = ((const float *)probs)[ib];
-    if (pa != pb)
-        return pa < pb ? -1 : 1;
-    return ia - ib;
+/* token a before token b in ascending (probability, id) order */
+static inline int before(const float *probs, int a, int b) {
+    return probs[a] < probs[b] || (probs[a] == probs[b] && a < b);
 }
 
-static int by_id(const void *a, const void *b) {
-    return *(const int *)a - *(const int *)b;
-}
-
-/* top-p over the n kept ids (probabilities in probs, total mass z): returns
- * the new count, ids in idx[0..count) */
-static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
-    double drop_mass = (1.0 - (double)top_p) * z;
-    float tiny = (float)(drop_mass / n);
-    double dropped = 0.0;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (probs[idx[i]] < tiny)
-            dropped += probs[idx[i]];
-        else
-            idx[m++] = idx[i];
+/* Top-p over the n candidate ids (mass z): in ascending order a token is
+ * dropped while the running mass including it is <= (1 - top_p) z. Finds
+ * that boundary by partitioning idx around random pivots (all order by
+ * (probability, id), so the order is strict and ties split as torch's
+ * sort does), marks the kept ids in keep and returns how many stay. */
+static int nucleus(int *idx, int n, const float *probs, double z, float top_p,
+                   unsigned char *keep) {
+    const double drop = (1.0 - (double)top_p) * z;
+    double below = 0.0; /* mass of ids known to precede [lo, hi) */
+    int lo = 0, hi = n, cut = -1;
+    uint32_t state = 88172645u;
+    while (cut < 0 && lo < hi) {
+        int pv = idx[lo + (int)(xorshift(&state) % (uint32_t)(hi - lo))];
+        /* [lo, m): before the pivot; [m, hi): the pivot and after */
+        int m = lo;
+        double mass = 0.0;
+        for (int i = lo; i < hi; i++)
+            if (before(probs, idx[i], pv)) {
+                int t = idx[i]; idx[i] = idx[m]; idx[m] = t;
+                mass += probs[t];
+                m++;
+            }
+        for (int i = m; i < hi; i++)
+            if (idx[i] == pv) {
+                idx[i] = idx[m]; idx[m] = pv;
+                break;
+            }
+        if (below + mass > drop)
+            hi = m;                               /* the boundary is before the pivot */
+        else if (below + mass + probs[pv] > drop)
+            cut = m;                              /* everything before goes, the pivot stays */
+        else {
+            below += mass + probs[pv];
+            lo = m + 1;
+        }
     }
-    qsort_r(idx, (size_t)m, sizeof *idx, by_prob_ascending, (void *)probs);
-    int first = 0;
-    while (first < m - 1 && dropped + probs[idx[first]] <= drop_mass) {
-        dropped += probs[idx[first]];
-        first++;
+    if (cut < 0)
+        cut = lo;
+    if (cut == n) { /* all would go: the most likely stays */
+        int best = idx[0];
+        for (int i = 1; i < n; i++)
+            if (before(probs, best, idx[i]))
+                best = idx[i];
+        keep[best] = 1;
+        return 1;
     }
-    for (int i = first; i < m; i++)
-        idx[i - first] = idx[i];
-    return m - first;
+    for (int i = cut; i < n; i++)
+        keep[idx[i]] = 1;
+    return n - cut;
 }
 
 /* the kept set in token order into s->idx, probabilities exp((l - max) / T)
@@ -130,9 +210,8 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, float 
     for (int i = 0; i < V; i++)
         s->idx[i] = i;
     if (p->top_k > 0 && p->top_k < V) {
-        for (int i = 0; i < V; i++)
-            s->vals[i] = logits[i];
-        float kth = kth_largest(s->vals, V, p->top_k);
+        memcpy(s->u.vals, logits, (size_t)V * sizeof *logits);
+        float kth = kth_largest(s->u.vals, V, p->top_k);
         n = 0;
         *z = 0.0;
         for (int i = 0; i < V; i++)
@@ -142,11 +221,18 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, float 
             }
     }
     if (p->top_p < 1.0f) {
-        n = nucleus(s->idx, n, s->probs, *z, p->top_p);
-        qsort(s->idx, (size_t)n, sizeof *s->idx, by_id);
+        /* the flags reuse the quickselect copy's memory, so clear them
+         * only after top-k is done with it */
+        int lo = s->idx[0], hi = s->idx[n - 1];
+        memset(s->u.keep + lo, 0, (size_t)(hi - lo + 1));
+        int kept = nucleus(s->idx, n, s->probs, *z, p->top_p, s->u.keep);
+        n = 0;
         *z = 0.0;
-        for (int i = 0; i < n; i++)
-            *z += s->probs[s->idx[i]];
+        for (int i = lo; i <= hi && n < kept; i++)
+            if (s->u.keep[i]) {
+                s->idx[n++] = i;
+                *z += s->probs[i];
+            }
     }
     return n;
 }
