@@ -25,7 +25,8 @@ HAVE_CURAND := $(shell [ -f $(CUDA_HOME)/include/curand.h ] && [ -f $(CUDA_HOME)
 NVCC := $(shell command -v nvcc 2>/dev/null || ( [ -x $(CUDA_HOME)/bin/nvcc ] && echo $(CUDA_HOME)/bin/nvcc ))
 
 CPPFLAGS := -D_GNU_SOURCE -Ilib -Ischemas -I$(B)/gen -MMD -MP
-CFLAGS := -std=c11 -Wall -Wextra -fopenmp $(OPT)
+# -fno-math-errno: sqrtf and the like need no errno path, so numeric loops vectorise
+CFLAGS := -std=c11 -Wall -Wextra -fopenmp -fno-math-errno $(OPT)
 CXXFLAGS := -std=c++17 -Wall -Wextra $(OPT)
 LDLIBS := -lczmq -lzmq -lhiredis -lcjson -lopenblas -lpcre2-8 -lutf8proc -lflatbuffers -lstdc++ -lm -lpthread
 LDFLAGS := -fopenmp $(OPT)

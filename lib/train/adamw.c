@@ -107,19 +107,19 @@ typedef struct {
     float eps;
 } coef_t;
 
-/* parameters [lo, hi) with or without weight decay */
-static void update(adamw_t *self, const coef_t *c, int decay, float *params, const float *grads,
+/* parameters [lo, hi), multiplied by decay first (1 where they take none) */
+static void update(adamw_t *self, const coef_t *c, float decay, float *params, const float *grads,
                    size_t lo, size_t hi) {
     float *m = self->m, *v = self->v;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = lo; i < hi; i++) {
         float g = grads[i];
-        float p = decay ? params[i] * c->decay : params[i];
-        /* torch's lerp: start + w (end - start) for weights below one half */
-        m[i] = c->w1 < 0.5f ? m[i] + c->w1 * (g - m[i]) : g - (g - m[i]) * (1.0f - c->w1);
+        /* torch's lerp for weights below one half (beta1 above it):
+         * start + w (end - start) */
+        m[i] = m[i] + c->w1 * (g - m[i]);
         v[i] = v[i] * c->beta2 + c->c2 * (g * g);
         float denom = sqrtf(v[i]) / c->bc2_sqrt + c->eps;
-        params[i] = p + -c->step_size * (m[i] / denom);
+        params[i] = params[i] * decay + -c->step_size * (m[i] / denom);
     }
 }
 
@@ -138,23 +138,31 @@ void adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const flo
     size_t at = 0;
     for (size_t r = 0; r < self->n_no_decay; r++) {
         const range_t *nd = &self->no_decay[r];
-        update(self, &c, 1, params, grads, at, nd->offset);
-        update(self, &c, 0, params, grads, nd->offset, nd->offset + nd->n);
+        update(self, &c, c.decay, params, grads, at, nd->offset);
+        update(self, &c, 1.0f, params, grads, nd->offset, nd->offset + nd->n);
         at = nd->offset + nd->n;
     }
-    update(self, &c, 1, params, grads, at, self->n);
+    update(self, &c, c.decay, params, grads, at, self->n);
 }
 
 float grad_clip_norm(float *grads, size_t n, float max_norm) {
+    /* float sums over blocks (vectorised), added in double */
     double ss = 0.0;
+    size_t nb = (n + 1023) / 1024;
 #pragma omp parallel for reduction(+ : ss) schedule(static)
-    for (size_t i = 0; i < n; i++)
-        ss += (double)grads[i] * grads[i];
+    for (size_t b = 0; b < nb; b++) {
+        size_t end = (b + 1) * 1024 < n ? (b + 1) * 1024 : n;
+        float sb = 0.0f;
+#pragma omp simd reduction(+ : sb)
+        for (size_t i = b * 1024; i < end; i++)
+            sb += grads[i] * grads[i];
+        ss += sb;
+    }
     float norm = (float)sqrt(ss);
     if (max_norm > 0.0f) {
         float coef = (float)((double)max_norm / ((double)norm + 1e-6));
         if (coef < 1.0f) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
             for (size_t i = 0; i < n; i++)
                 grads[i] *= coef;
         }
