@@ -22,8 +22,8 @@
 #define MAX_STATEMENTS 100
 /* a premise of depth d has up to 2^(d-1) variable occurrences */
 #define MAX_COMPLEXITY 12
-/* more assignments than this and the scorer gives up (see score) */
-#define MAX_ASSIGNMENTS 1073741824.0
+/* 2^26: more assignments than this and the scorer gives up (see score) */
+#define MAX_ASSIGNMENTS 67108864.0
 
 static cJSON *default_config(void) {
     cJSON *c = cJSON_CreateObject();
@@ -178,7 +178,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
  * AttributeError (an empty subformula, missing metadata, a premise that is
  * not a string) it returns 0.0, and so do we. Where it would die instead
  * (nesting past Python's recursion limit) or run for hours (an entailed
- * answer over more than 2^30 assignments) we return 0.0 too. */
+ * answer over more than 2^26 assignments) we return 0.0 too. */
 static double score(const char *answer, const task_entry_t *e) {
     if (!answer) return 0.0;
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(e->metadata, "variables");
