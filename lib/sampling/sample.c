@@ -8,10 +8,11 @@
  * order: the first token whose running mass reaches u times the total.
  *
  * Speed at a 150k vocabulary: exp is a branch-free polynomial the compiler
- * vectorises; top-k is a quickselect; top-p a quickselect on mass that
- * splits the candidates around a pivot until the drop boundary is found,
- * so nothing is fully sorted; the kept set returns to token order through
- * a flag per token. */
+ * vectorises; top-k a min-heap of k logits; top-p drops every token under
+ * (1 - top_p) / n of the mass outright, then a quickselect on mass splits
+ * the rest around pivots until the drop boundary is found, so nothing is
+ * fully sorted; the kept set returns to token order by a small sort or a
+ * flag per token. */
 #include "sampling/sample.h"
 
 #include <math.h>
@@ -23,7 +24,7 @@ typedef struct {
     float *probs;         // (V) unnormalised probabilities exp((l - max) / T)
     int *idx;             // (V) candidate, then kept, token ids
     union {
-        float *vals;      // (V) quickselect copy of the logits (top-k)
+        float *vals;      // (top_k) heap of the largest logits
         unsigned char *keep; // (V) kept flags (top-p)
     } u;
 } scratch_t;
@@ -121,26 +122,30 @@ static uint32_t xorshift(uint32_t *state) {
     return *state;
 }
 
-/* k-th largest (k >= 1) of a[0..n), reordering a */
-static float kth_largest(float *a, int n, int k) {
-    int lo = 0, hi = n - 1, want = k - 1;
-    uint32_t state = 2463534242u; // pivot choice only; any sequence is correct
-    while (lo < hi) {
-        float pivot = a[lo + (int)(xorshift(&state) % (uint32_t)(hi - lo + 1))];
-        int i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] > pivot) i++;
-            while (a[j] < pivot) j--;
-            if (i <= j) {
-                float t = a[i]; a[i] = a[j]; a[j] = t;
-                i++; j--;
-            }
-        }
-        if (want <= j) hi = j;
-        else if (want >= i) lo = i;
-        else return a[want];
+static void sift_down(float *heap, int k, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < k && heap[l] < heap[m]) m = l;
+        if (r < k && heap[r] < heap[m]) m = r;
+        if (m == i)
+            return;
+        float t = heap[i]; heap[i] = heap[m]; heap[m] = t;
+        i = m;
     }
-    return a[want];
+}
+
+/* k-th largest (1 <= k <= V) of x, through a min-heap (k) of the k largest
+ * seen so far: most values lose one compare against its root */
+static float kth_largest(const float *x, int V, int k, float *heap) {
+    memcpy(heap, x, (size_t)k * sizeof *x);
+    for (int i = k / 2 - 1; i >= 0; i--)
+        sift_down(heap, k, i);
+    for (int i = k; i < V; i++)
+        if (x[i] > heap[0]) {
+            heap[0] = x[i];
+            sift_down(heap, k, 0);
+        }
+    return heap[0];
 }
 
 /* token a before token b in ascending (probability, id) order */
@@ -152,12 +157,19 @@ static inline int before(const float *probs, int a, int b) {
  * dropped while the running mass including it is <= (1 - top_p) z. Finds
  * that boundary by partitioning idx around random pivots (all order by
  * (probability, id), so the order is strict and ties split as torch's
- * sort does), marks the kept ids in keep and returns how many stay. */
-static int nucleus(int *idx, int n, const float *probs, double z, float top_p,
-                   unsigned char *keep) {
+ * sort does); returns how many stay, their ids first in idx, unordered. */
+static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
     const double drop = (1.0 - (double)top_p) * z;
     double below = 0.0; /* mass of ids known to precede [lo, hi) */
     int lo = 0, hi = n, cut = -1;
+    /* ids under drop / n hold less than drop together: all go, first */
+    const float tiny = (float)(drop / n);
+    for (int i = 0; i < n; i++)
+        if (probs[idx[i]] < tiny) {
+            int t = idx[i]; idx[i] = idx[lo]; idx[lo] = t;
+            below += probs[t];
+            lo++;
+        }
     uint32_t state = 88172645u;
     while (cut < 0 && lo < hi) {
         int pv = idx[lo + (int)(xorshift(&state) % (uint32_t)(hi - lo))];
@@ -191,12 +203,15 @@ static int nucleus(int *idx, int n, const float *probs, double z, float top_p,
         for (int i = 1; i < n; i++)
             if (before(probs, best, idx[i]))
                 best = idx[i];
-        keep[best] = 1;
+        idx[0] = best;
         return 1;
     }
-    for (int i = cut; i < n; i++)
-        keep[idx[i]] = 1;
+    memmove(idx, idx + cut, (size_t)(n - cut) * sizeof *idx);
     return n - cut;
+}
+
+static int by_id(const void *a, const void *b) {
+    return *(const int *)a - *(const int *)b;
 }
 
 /* the kept set in token order into s->idx, probabilities exp((l - max) / T)
@@ -210,8 +225,7 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, float 
     for (int i = 0; i < V; i++)
         s->idx[i] = i;
     if (p->top_k > 0 && p->top_k < V) {
-        memcpy(s->u.vals, logits, (size_t)V * sizeof *logits);
-        float kth = kth_largest(s->u.vals, V, p->top_k);
+        float kth = kth_largest(logits, V, p->top_k, s->u.vals);
         n = 0;
         *z = 0.0;
         for (int i = 0; i < V; i++)
@@ -221,18 +235,24 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, float 
             }
     }
     if (p->top_p < 1.0f) {
-        /* the flags reuse the quickselect copy's memory, so clear them
-         * only after top-k is done with it */
         int lo = s->idx[0], hi = s->idx[n - 1];
-        memset(s->u.keep + lo, 0, (size_t)(hi - lo + 1));
-        int kept = nucleus(s->idx, n, s->probs, *z, p->top_p, s->u.keep);
-        n = 0;
+        n = nucleus(s->idx, n, s->probs, *z, p->top_p);
+        /* back to token order: a sort when few stay, else a flag per token
+         * (the flags reuse the top-k heap's memory, free by now) */
+        if ((long)n * 32 < hi - lo) {
+            qsort(s->idx, (size_t)n, sizeof *s->idx, by_id);
+        } else {
+            memset(s->u.keep + lo, 0, (size_t)(hi - lo + 1));
+            for (int i = 0; i < n; i++)
+                s->u.keep[s->idx[i]] = 1;
+            int m = 0;
+            for (int i = lo; i <= hi && m < n; i++)
+                if (s->u.keep[i])
+                    s->idx[m++] = i;
+        }
         *z = 0.0;
-        for (int i = lo; i <= hi && n < kept; i++)
-            if (s->u.keep[i]) {
-                s->idx[n++] = i;
-                *z += s->probs[i];
-            }
+        for (int i = 0; i < n; i++)
+            *z += s->probs[s->idx[i]];
     }
     return n;
 }
