@@ -280,6 +280,36 @@ static void test_kept_set_large_vocab(void) {
     free(scratch);
 }
 
+/* -inf logits (masked tokens) are never drawn, whatever u, and all-NaN
+ * logits (a broken model) still give a token inside the vocabulary */
+static void test_masked_and_broken_logits(void) {
+    enum { V = 300 };
+    float logits[V];
+    fill_logits(logits, V, 17);
+    for (int i = 0; i < V; i += 3)
+        logits[i] = -INFINITY;
+    logits[V - 1] = -INFINITY;
+    void *scratch = malloc(sample_scratch_bytes(V));
+    const sample_params_t cases[] = { { 1.0f, 0, 1.0f }, { 0.5f, 0, 1.0f }, { 1.0f, 20, 0.9f } };
+    int bad = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int k = 0; k <= 1000; k++) {
+            float lp, u = k == 0 ? 0x1p-33f : k / 1000.0f;
+            int t = sample_token(logits, V, &cases[c], u, scratch, &lp);
+            bad += t < 0 || t >= V || logits[t] == -INFINITY || !isfinite(lp);
+        }
+    EXPECTF(bad == 0, "%d draws of a masked token", bad);
+    for (int i = 0; i < V; i++)
+        logits[i] = NAN;
+    const sample_params_t greedy = { 0.0f, 0, 1.0f }, hot = { 1.0f, 5, 0.5f };
+    float lp;
+    int t = sample_token(logits, V, &greedy, 0.5f, scratch, &lp);
+    EXPECT(t >= 0 && t < V);
+    t = sample_token(logits, V, &hot, 0.5f, scratch, &lp);
+    EXPECT(t >= 0 && t < V);
+    free(scratch);
+}
+
 static void test_repeatable_draws(void) {
     enum { V = 1000, N = 500 };
     float *logits = malloc(V * sizeof *logits), u1[N], u2[N];
@@ -374,6 +404,7 @@ int main(void) {
     RUN_TEST(test_kept_matches_hf);
     RUN_TEST(test_distributions);
     RUN_TEST(test_kept_set_large_vocab);
+    RUN_TEST(test_masked_and_broken_logits);
     RUN_TEST(test_repeatable_draws);
     CHECK_EXIT();
 }

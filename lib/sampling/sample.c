@@ -59,12 +59,13 @@ static int argmax(const float *x, int V) {
     for (i = 0; i < V; i++)
         if (x[i] == max)
             break;
-    return i;
+    return i < V ? i : 0; /* all NaN: a model bug, but never an index past V */
 }
 
 /* e^x for x <= 0 within 2 ulp: x = k ln2 + r, |r| <= ln2 / 2, e^r by its
  * degree-7 Taylor polynomial, 2^k through the exponent bits; below -87 the
- * result (under FLT_MIN) is 0, so a masked -inf logit is never drawn.
+ * result (under FLT_MIN) is 0, so a masked -inf logit is never drawn, and
+ * so is NaN's.
  * The clamp compares bit patterns (for x <= 0 a larger magnitude is a
  * larger unsigned pattern) and rounding adds and takes away 1.5 * 2^23:
  * no float compare and no libm call, which lets GCC vectorise the loop
@@ -73,7 +74,8 @@ static inline float exp_nonpos(float x) {
     const float log2e = 1.44269504f, ln2_hi = 0.693145751953125f, ln2_lo = 1.42860677e-06f;
     const uint32_t minus87 = 0xC2AE0000u;
     union { float f; uint32_t u; } in = { .f = x }, xc, out;
-    uint32_t under = -(uint32_t)(in.u > minus87); /* all ones when x < -87 */
+    /* all ones when x < -87, or not a number (no x > 0 comes in) */
+    uint32_t under = -(uint32_t)((in.u > minus87) | (in.u - 1u < 0x7fffffffu));
     xc.u = (in.u & ~under) | (minus87 & under);
     float k = (xc.f * log2e + 12582912.0f) - 12582912.0f;
     float r = (xc.f - k * ln2_hi) - k * ln2_lo;
@@ -217,9 +219,9 @@ static int by_id(const void *a, const void *b) {
 /* the kept set in token order into s->idx, probabilities exp((l - max) / T)
  * of every token into s->probs; returns its size, *z its mass and *logz the
  * log of the whole vocabulary's mass */
-static int kept_set(const float *logits, int V, const sample_params_t *p, float max,
+static int kept_set(const float *logits, int V, const sample_params_t *p, int top,
                     const scratch_t *s, double *z, double *logz) {
-    *z = partition(logits, V, max, p->temperature, s->probs);
+    *z = partition(logits, V, logits[top], p->temperature, s->probs);
     *logz = log(*z);
     int n = V;
     for (int i = 0; i < V; i++)
@@ -233,6 +235,10 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, float 
                 s->idx[n++] = i;
                 *z += s->probs[i];
             }
+        if (n == 0) { /* NaN logits compare false: keep the argmax */
+            s->idx[n++] = top;
+            *z = s->probs[top];
+        }
     }
     if (p->top_p < 1.0f) {
         int lo = s->idx[0], hi = s->idx[n - 1];
@@ -265,7 +271,7 @@ int sample_kept(const float *logits, int V, const sample_params_t *p, void *scra
     }
     scratch_t s = scratch_split(scratch, V);
     double z, logz;
-    int n = kept_set(logits, V, p, logits[top], &s, &z, &logz);
+    int n = kept_set(logits, V, p, top, &s, &z, &logz);
     memcpy(ids, s.idx, (size_t)n * sizeof *ids);
     return n;
 }
@@ -280,15 +286,19 @@ int sample_token(const float *logits, int V, const sample_params_t *p, float u,
     }
     scratch_t s = scratch_split(scratch, V);
     double z, logz;
-    int n = kept_set(logits, V, p, max, &s, &z, &logz);
+    int n = kept_set(logits, V, p, top, &s, &z, &logz);
+    /* z was summed in another order than the walk's, so the walk can end
+     * a rounding short of u z: then the last token with any mass, never a
+     * masked (-inf) one */
     double target = (double)u * z, run = 0.0;
-    int tok = s.idx[n - 1];
+    int tok = top;
     for (int i = 0; i < n; i++) {
-        run += s.probs[s.idx[i]];
-        if (run >= target) {
+        float pi = s.probs[s.idx[i]];
+        run += pi;
+        if (pi > 0.0f)
             tok = s.idx[i];
+        if (run >= target && pi > 0.0f)
             break;
-        }
     }
     *logprob = (float)((double)(logits[tok] - max) / p->temperature - logz);
     return tok;
