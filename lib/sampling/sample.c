@@ -11,8 +11,8 @@
  * vectorises; top-k a min-heap of k logits; top-p drops every token under
  * (1 - top_p) / n of the mass outright, then a quickselect on mass splits
  * the rest around pivots until the drop boundary is found, so nothing is
- * fully sorted; the kept set returns to token order by a small sort or a
- * flag per token. */
+ * fully sorted, and the kept set is every candidate at or after the
+ * boundary in that order, filtered in token order. */
 #include "sampling/sample.h"
 
 #include <math.h>
@@ -25,7 +25,7 @@ typedef struct {
     int *idx;             // (V) candidate, then kept, token ids
     union {
         float *vals;      // (top_k) heap of the largest logits
-        unsigned char *keep; // (V) kept flags (top-p)
+        int *ids;         // (V) top-p's candidates in token order
     } u;
 } scratch_t;
 
@@ -37,7 +37,7 @@ static scratch_t scratch_split(void *mem, int V) {
     scratch_t s;
     s.probs = mem;
     s.u.vals = s.probs + V;
-    s.idx = (int *)(s.u.vals + V);
+    s.idx = (int *)(s.probs + 2 * (size_t)V);
     return s;
 }
 
@@ -157,13 +157,14 @@ static inline int before(const float *probs, int a, int b) {
 
 /* Top-p over the n candidate ids (mass z): in ascending order a token is
  * dropped while the running mass including it is <= (1 - top_p) z. Finds
- * that boundary by partitioning idx around random pivots (all order by
- * (probability, id), so the order is strict and ties split as torch's
- * sort does); returns how many stay, their ids first in idx, unordered. */
+ * that boundary by partitioning idx (reordered) around random pivots, all
+ * ordered by (probability, id), so the order is strict and ties split as
+ * torch's sort does. Returns the first token that stays: the kept set is
+ * it and every candidate after it in that order. */
 static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
     const double drop = (1.0 - (double)top_p) * z;
     double below = 0.0; /* mass of ids known to precede [lo, hi) */
-    int lo = 0, hi = n, cut = -1;
+    int lo = 0, hi = n;
     /* ids under drop / n hold less than drop together: all go, first */
     const float tiny = (float)(drop / n);
     for (int i = 0; i < n; i++)
@@ -173,9 +174,9 @@ static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
             lo++;
         }
     uint32_t state = 88172645u;
-    while (cut < 0 && lo < hi) {
+    while (lo < hi) {
         int pv = idx[lo + (int)(xorshift(&state) % (uint32_t)(hi - lo))];
-        /* [lo, m): before the pivot; [m, hi): the pivot and after */
+        /* [lo, m): before the pivot; m: the pivot; (m, hi): after it */
         int m = lo;
         double mass = 0.0;
         for (int i = lo; i < hi; i++)
@@ -190,30 +191,21 @@ static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
                 break;
             }
         if (below + mass > drop)
-            hi = m;                               /* the boundary is before the pivot */
+            hi = m;        /* the boundary is before the pivot, which stays */
         else if (below + mass + probs[pv] > drop)
-            cut = m;                              /* everything before goes, the pivot stays */
+            return pv;     /* everything before goes, the pivot stays */
         else {
             below += mass + probs[pv];
             lo = m + 1;
         }
     }
-    if (cut < 0)
-        cut = lo;
-    if (cut == n) { /* all would go: the most likely stays */
-        int best = idx[0];
-        for (int i = 1; i < n; i++)
-            if (before(probs, best, idx[i]))
-                best = idx[i];
-        idx[0] = best;
-        return 1;
-    }
-    memmove(idx, idx + cut, (size_t)(n - cut) * sizeof *idx);
-    return n - cut;
-}
-
-static int by_id(const void *a, const void *b) {
-    return *(const int *)a - *(const int *)b;
+    if (hi < n)
+        return idx[hi];    /* the last pivot found to stay */
+    int best = idx[0];     /* all would go: the most likely stays */
+    for (int i = 1; i < n; i++)
+        if (before(probs, best, idx[i]))
+            best = idx[i];
+    return best;
 }
 
 /* the kept set in token order into s->idx, probabilities exp((l - max) / T)
@@ -241,24 +233,22 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, int to
         }
     }
     if (p->top_p < 1.0f) {
-        int lo = s->idx[0], hi = s->idx[n - 1];
-        n = nucleus(s->idx, n, s->probs, *z, p->top_p);
-        /* back to token order: a sort when few stay, else a flag per token
-         * (the flags reuse the top-k heap's memory, free by now) */
-        if ((long)n * 32 < hi - lo) {
-            qsort(s->idx, (size_t)n, sizeof *s->idx, by_id);
-        } else {
-            memset(s->u.keep + lo, 0, (size_t)(hi - lo + 1));
-            for (int i = 0; i < n; i++)
-                s->u.keep[s->idx[i]] = 1;
-            int m = 0;
-            for (int i = lo; i <= hi && m < n; i++)
-                if (s->u.keep[i])
-                    s->idx[m++] = i;
-        }
+        /* nucleus reorders idx: keep the candidates in token order in the
+         * top-k heap's memory (free by now), or none when all V are */
+        int all = n == V;
+        if (!all)
+            memcpy(s->u.ids, s->idx, (size_t)n * sizeof *s->idx);
+        int first = nucleus(s->idx, n, s->probs, *z, p->top_p);
+        int m = 0;
         *z = 0.0;
-        for (int i = 0; i < n; i++)
-            *z += s->probs[s->idx[i]];
+        for (int i = 0; i < n; i++) {
+            int t = all ? i : s->u.ids[i];
+            if (!before(s->probs, t, first)) {
+                s->idx[m++] = t;
+                *z += s->probs[t];
+            }
+        }
+        n = m;
     }
     return n;
 }
