@@ -11,14 +11,14 @@
 
 #include "tasks/task.h"
 
-static double family_now(void) {
+static inline double family_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* a complete config from JSON text (NULL for the defaults) */
-static cJSON *family_config(const task_family_t *f, const char *json) {
+static inline cJSON *family_config(const task_family_t *f, const char *json) {
     char err[256] = "";
     cJSON *user = json ? cJSON_Parse(json) : NULL;
     cJSON *config = task_family_config(f, user, err, sizeof err);
@@ -27,7 +27,7 @@ static cJSON *family_config(const task_family_t *f, const char *json) {
     return config;
 }
 
-static char *family_entry_text(const task_entry_t *e) {
+static inline char *family_entry_text(const task_entry_t *e) {
     cJSON *j = task_entry_to_json(e);
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -39,7 +39,7 @@ static char *family_entry_text(const task_entry_t *e) {
  * each entry for family-specific checks (may be NULL). */
 typedef void (*family_entry_check_fn)(const task_entry_t *e);
 
-static void family_check_entries(const task_family_t *f, const char *config_json, uint64_t seed, int count,
+static inline void family_check_entries(const task_family_t *f, const char *config_json, uint64_t seed, int count,
                                  family_entry_check_fn check) {
     cJSON *config = family_config(f, config_json);
     if (!config) return;
@@ -66,7 +66,7 @@ static void family_check_entries(const task_family_t *f, const char *config_json
 }
 
 /* Each of n configs is refused with an error naming its field */
-static void family_check_bad_configs(const task_family_t *f, const char *const *configs, const char *const *fields,
+static inline void family_check_bad_configs(const task_family_t *f, const char *const *configs, const char *const *fields,
                                      int n) {
     for (int i = 0; i < n; i++) {
         char err[256] = "";
@@ -80,7 +80,7 @@ static void family_check_bad_configs(const task_family_t *f, const char *const *
 
 /* Generates n entries of the default config (a million with
  * SAPO_TEST_FULL=1) and prints the rate. */
-static void family_check_many(const task_family_t *f, int n) {
+static inline void family_check_many(const task_family_t *f, int n) {
     if (getenv("SAPO_TEST_FULL")) n = 1000000;
     cJSON *config = family_config(f, NULL);
     if (!config) return;
@@ -107,7 +107,7 @@ static void family_check_many(const task_family_t *f, int n) {
  * reasoning-gym's within 1e-6, and a line with a seed regenerates to the
  * same entry. Returns the number of answers checked, -1 when the file is
  * absent. */
-static int family_check_fixtures(const task_family_t *f, const char *path) {
+static inline int family_check_fixtures(const task_family_t *f, const char *path) {
     FILE *fp = fopen(path, "r");
     if (!fp) return -1;
     char *line = NULL;
