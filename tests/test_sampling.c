@@ -66,6 +66,19 @@ static void test_rng_matches_curand(void) {
         EXPECT(r == NULL);
         curandDestroyGenerator(gen);
     }
+    /* far offsets (curandSetGeneratorOffset), where the step count
+     * carries into the second counter word */
+    const uint64_t offsets[] = { 262143, 1ull << 32, (1ull << 38) + 3, (1ull << 50) + 1, (1ull << 62) + 7 };
+    for (size_t o = 0; o < sizeof offsets / sizeof *offsets; o++) {
+        curandGenerator_t gen;
+        EXPECT(curandCreateGeneratorHost(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) == CURAND_STATUS_SUCCESS);
+        EXPECT(curandSetPseudoRandomGeneratorSeed(gen, 99) == CURAND_STATUS_SUCCESS);
+        EXPECT(curandSetGeneratorOffset(gen, offsets[o]) == CURAND_STATUS_SUCCESS);
+        EXPECT(curandGenerateUniform(gen, a, 1001) == CURAND_STATUS_SUCCESS);
+        rng_philox_uniform(99, offsets[o], b, 1001);
+        EXPECTF(memcmp(a, b, 1001 * sizeof *a) == 0, "offset %llu differs", (unsigned long long)offsets[o]);
+        curandDestroyGenerator(gen);
+    }
     free(a);
     free(b);
 #endif
