@@ -79,7 +79,7 @@ float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const f
     for (int b = 0; b < B; b++) {
         double seq_tokens = 0.0;
         for (int t = 0; t < T; t++)
-            seq_tokens += mask[b * T + t];
+            seq_tokens += mask[(size_t)b * T + t];
         double w = token_weight(p, B, seq_tokens, batch_tokens);
         float A = adv[b];
         for (int t = 0; t < T; t++) {
