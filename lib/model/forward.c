@@ -71,13 +71,9 @@ static void matmul_backward(float *dinp, float *dw, float *dbias, const float *d
 {
     if (dinp) model_gemm(false, false, N, IN, OUT, dout, OUT, w, IN, acc ? 1.0f : 0.0f, dinp, IN);
     model_gemm(true, false, OUT, IN, N, dout, OUT, inp, IN, 1.0f, dw, IN);
-    if (!dbias) return;
-    #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
-    for (int o = 0; o < OUT; o++) {
-        float s = 0;
-        for (int n = 0; n < N; n++) s += dout[(size_t)n * OUT + o];
-        dbias[o] += s;
-    }
+    /* row by row: contiguous, and cheap next to the sgemms */
+    for (int n = 0; dbias && n < N; n++)
+        for (int o = 0; o < OUT; o++) dbias[o] += dout[(size_t)n * OUT + o];
 }
 
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
@@ -172,95 +168,78 @@ void rope_forward(float *x, const int *pos, const float *cos_t, const float *sin
     rope_apply(x, pos, cos_t, sin_t, N, H, HD, 1.0f);
 }
 
-static inline float dot(const float *a, const float *b, int n)
+static void sgemm1(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, float beta, float *C, int ldc)
 {
-    float s = 0;
-    #pragma omp simd reduction(+:s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
+                alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* causal GQA attention. q (B, T, NH, HD), k and v (B, T, NKV, HD);
- * att (B, NH, T, T) keeps the probabilities; y (B, T, NH, HD) */
+ * att (B, NH, T, T) keeps the probabilities (zero above the diagonal);
+ * y (B, T, NH, HD). Each (b, h) is two one-thread sgemms: the masked half
+ * costs less than hand loops would */
 static void attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
                               int B, int T, int NH, int NKV, int HD)
 {
     int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(3) schedule(dynamic, 4) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
+    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
+        for (int h = 0; h < NH; h++) {
+            const float *qb = q + (size_t)b * T * QD + h * HD;
+            const float *kb = k + (size_t)b * T * KD + (h / rep) * HD;
+            const float *vb = v + (size_t)b * T * KD + (h / rep) * HD;
+            float *p = att + ((size_t)b * NH + h) * T * T;
+            sgemm1(false, true, T, T, HD, scale, qb, QD, kb, KD, 0.0f, p, T);
             for (int t = 0; t < T; t++) {
-                const float *qr = q + ((size_t)b * T + t) * QD + h * HD;
-                const float *kb = k + (size_t)b * T * KD + (h / rep) * HD;
-                const float *vb = v + (size_t)b * T * KD + (h / rep) * HD;
-                float *p = att + (((size_t)b * NH + h) * T + t) * T;
-                float mx = -INFINITY;
+                float *pr = p + (size_t)t * T, mx = -INFINITY, sum = 0;
+                for (int t2 = 0; t2 <= t; t2++) mx = fmaxf(mx, pr[t2]);
                 for (int t2 = 0; t2 <= t; t2++) {
-                    p[t2] = dot(qr, kb + (size_t)t2 * KD, HD) * scale;
-                    if (p[t2] > mx) mx = p[t2];
+                    pr[t2] = expf(pr[t2] - mx);
+                    sum += pr[t2];
                 }
-                float sum = 0;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    p[t2] = expf(p[t2] - mx);
-                    sum += p[t2];
-                }
-                float *yr = y + ((size_t)b * T + t) * QD + h * HD;
-                memset(yr, 0, HD * sizeof(float));
-                for (int t2 = 0; t2 <= t; t2++) {
-                    p[t2] /= sum;
-                    const float *vr = vb + (size_t)t2 * KD;
-                    float pv = p[t2];
-                    #pragma omp simd
-                    for (int i = 0; i < HD; i++) yr[i] += pv * vr[i];
-                }
-                for (int t2 = t + 1; t2 < T; t2++) p[t2] = 0;
+                float inv = 1.0f / sum;
+                for (int t2 = 0; t2 <= t; t2++) pr[t2] *= inv;
+                for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
             }
+            sgemm1(false, false, T, HD, T, 1.0f, p, T, vb, KD, 0.0f, y + (size_t)b * T * QD + h * HD, QD);
+        }
 }
 
-/* dq, dk, dv are written (not accumulated); one thread owns each
- * (b, kv head) so the keys and values a group of heads shares are summed
- * without races */
-static void attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
-                               const float *q, const float *k, const float *v,
+/* dq, dk, dv are written (not accumulated). One thread owns each
+ * (b, kv head), so the keys and values a group of heads shares are summed
+ * without races; dp (threads, T, T) is scratch */
+static void attention_backward(float *dq, float *dk, float *dv, float *dp, const float *dy,
+                               const float *att, const float *q, const float *k, const float *v,
                                int B, int T, int NH, int NKV, int HD)
 {
     int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(2) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
+    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int kh = 0; kh < NKV; kh++) {
-            float dp[T];
-            for (int t = 0; t < T; t++) {
-                memset(dk + ((size_t)b * T + t) * KD + kh * HD, 0, HD * sizeof(float));
-                memset(dv + ((size_t)b * T + t) * KD + kh * HD, 0, HD * sizeof(float));
-            }
+            float *ds = dp + (size_t)omp_get_thread_num() * T * T;
             const float *kb = k + (size_t)b * T * KD + kh * HD, *vb = v + (size_t)b * T * KD + kh * HD;
             float *dkb = dk + (size_t)b * T * KD + kh * HD, *dvb = dv + (size_t)b * T * KD + kh * HD;
-            for (int h = kh * rep; h < (kh + 1) * rep; h++)
+            for (int h = kh * rep; h < (kh + 1) * rep; h++) {
+                const float *p = att + ((size_t)b * NH + h) * T * T;
+                const float *dyb = dy + (size_t)b * T * QD + h * HD, *qb = q + (size_t)b * T * QD + h * HD;
+                float beta = h == kh * rep ? 0.0f : 1.0f;
+                // dv += p^T . dy ; dp = dy . v^T
+                sgemm1(true, false, T, HD, T, 1.0f, p, T, dyb, QD, beta, dvb, KD);
+                sgemm1(false, true, T, T, HD, 1.0f, dyb, QD, vb, KD, 0.0f, ds, T);
                 for (int t = 0; t < T; t++) {
-                    const float *p = att + (((size_t)b * NH + h) * T + t) * T;
-                    const float *dyr = dy + ((size_t)b * T + t) * QD + h * HD;
-                    const float *qr = q + ((size_t)b * T + t) * QD + h * HD;
-                    float *dqr = dq + ((size_t)b * T + t) * QD + h * HD;
-                    float s = 0;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        dp[t2] = dot(dyr, vb + (size_t)t2 * KD, HD);
-                        s += p[t2] * dp[t2];
-                    }
-                    memset(dqr, 0, HD * sizeof(float));
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        float ds = p[t2] * (dp[t2] - s) * scale, pt = p[t2];
-                        const float *kr = kb + (size_t)t2 * KD;
-                        float *dkr = dkb + (size_t)t2 * KD, *dvr = dvb + (size_t)t2 * KD;
-                        #pragma omp simd
-                        for (int i = 0; i < HD; i++) {
-                            dqr[i] += ds * kr[i];
-                            dkr[i] += ds * qr[i];
-                            dvr[i] += pt * dyr[i];
-                        }
-                    }
+                    const float *pr = p + (size_t)t * T;
+                    float *dr = ds + (size_t)t * T, sum = 0;
+                    for (int t2 = 0; t2 <= t; t2++) sum += pr[t2] * dr[t2];
+                    for (int t2 = 0; t2 <= t; t2++) dr[t2] = pr[t2] * (dr[t2] - sum) * scale;
+                    for (int t2 = t + 1; t2 < T; t2++) dr[t2] = 0;
                 }
+                // dq = ds . k ; dk += ds^T . q
+                sgemm1(false, false, T, HD, T, 1.0f, ds, T, kb, KD, 0.0f, dq + (size_t)b * T * QD + h * HD, QD);
+                sgemm1(true, false, T, HD, T, 1.0f, ds, T, qb, QD, beta, dkb, KD);
+            }
         }
 }
 
@@ -283,11 +262,12 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         {&a->rk, q3 * L * N * c->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
         {&a->att, L * B * c->NH * (size_t)T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
         {&a->ln2, L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
-        {&a->h, L * N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
+        {&a->h, N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
         {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
         {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
         {&g->dh, N * FF}, {&g->logits, chunk * c->V},
         {&g->part, (size_t)omp_get_max_threads() * (C > (size_t)c->HD ? C : (size_t)c->HD)},
+        {&g->dp, (size_t)omp_get_max_threads() * T * T},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -429,7 +409,7 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
         attention_forward(y, a->att + (size_t)l * B * c->NH * T * T, q, k, v, B, T, c->NH, c->NKV, HD);
         memcpy(xm, x, (size_t)N * C * sizeof(float));
         matmul_fw(xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
-        float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h + nf;
+        float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h;
         rmsnorm_forward(ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
         matmul_forward(g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF);
         matmul_forward(u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF);
@@ -459,7 +439,8 @@ void model_backward(model_t *m, const float *dlogp)
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
         // MLP: x_next = xm + (silu(g) * u) . wd^T
-        matmul_backward(ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h + nf,
+        swiglu_forward(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
+        matmul_backward(ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h,
                         w->wd + (size_t)l * C * FF, N, FF, C, false);
         swiglu_backward(ga->dg, ga->du, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
         matmul_backward(ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
@@ -471,7 +452,7 @@ void model_backward(model_t *m, const float *dlogp)
         // attention: xm = x + y . wo^T (+ bo)
         matmul_backward(ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
                         ga->dx, a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
-        attention_backward(ga->dq, ga->dk, ga->dv, ga->dy, a->att + (size_t)l * B * c->NH * T * T,
+        attention_backward(ga->dq, ga->dk, ga->dv, ga->dp, ga->dy, a->att + (size_t)l * B * c->NH * T * T,
                            a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
         rope_apply(ga->dq, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
         rope_apply(ga->dk, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
@@ -495,10 +476,18 @@ void model_backward(model_t *m, const float *dlogp)
         rmsnorm_backward(ga->dx, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
                          a->r1 + (size_t)l * N, N, C, true);
     }
-    /* rows of one token add into the same embedding row: split by column */
-    #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
-    for (int i = 0; i < C; i++)
-        for (int n = 0; n < N; n++) dw->wte[(size_t)m->tokens[n] * C + i] += ga->dx[(size_t)n * C + i];
+    /* rows of one token add into the same embedding row: each thread owns
+     * a range of columns */
+    #pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
+    {
+        int nth = omp_get_num_threads(), per = (C + nth - 1) / nth;
+        int lo = omp_get_thread_num() * per, hi = lo + per < C ? lo + per : C;
+        for (int n = 0; n < N; n++) {
+            float *d = dw->wte + (size_t)m->tokens[n] * C;
+            const float *g = ga->dx + (size_t)n * C;
+            for (int i = lo; i < hi; i++) d[i] += g[i];
+        }
+    }
 }
 
 float model_cross_entropy(model_t *m, const int *tokens, const int *targets, int B, int T)

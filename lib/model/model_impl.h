@@ -48,7 +48,7 @@ typedef struct {
     float *r2;   // (L, N)
     float *g;    // (L, N, FF) gate_proj output
     float *u;    // (L, N, FF) up_proj output
-    float *h;    // (L, N, FF) silu(g) * u
+    float *h;    // (N, FF) silu(g) * u of one layer, recomputed in backward
     float *lnf;  // (N, C)
     float *rf;   // (N)
     float *lse;  // (N) logsumexp of logits / temperature
@@ -68,6 +68,7 @@ typedef struct {
     float *dh;   // (N, FF)
     float *logits;  // (chunk, V)
     float *part;    // (threads, max(C, HD)) per-thread norm weight gradients
+    float *dp;      // (threads, T, T) attention backward scratch
 } model_grad_acts_t;
 
 struct model {
