@@ -70,13 +70,13 @@ static void parse_args(int argc, char **argv, tap_opts_t *o)
         } else if (strcmp(a, "--stream") == 0) {
             if (stream_from_name(v) < 0)
                 bad_usage("--stream '%s' is not a stream (tasks rollouts scored batches policy)", v);
-            if (o->n_streams == MAX_FILTERS) bad_usage("more than %s --stream flags", "32");
+            if (o->n_streams == MAX_FILTERS) bad_usage("more than 32 %s flags", a);
             o->streams[o->n_streams++] = v;
         } else if (strcmp(a, "--where") == 0) {
             const char *eq = strchr(v, '=');
             if (!eq || eq == v || (size_t)(eq - v) >= sizeof o->where[0].path)
                 bad_usage("--where '%s' is not FIELD=VALUE", v);
-            if (o->n_where == MAX_FILTERS) bad_usage("more than %s --where flags", "32");
+            if (o->n_where == MAX_FILTERS) bad_usage("more than 32 %s flags", a);
             where_t *w = &o->where[o->n_where++];
             memcpy(w->path, v, (size_t)(eq - v));
             w->path[eq - v] = '\0';
