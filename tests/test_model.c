@@ -391,6 +391,40 @@ static void test_sampling(void)
     model_destroy(&m);
 }
 
+/* the lm_head in chunks of 7 positions (several per batch, the last one
+ * short) gives the log-probs and gradients of one pass over all */
+static void test_chunked_lm_head(void)
+{
+    const char *names[2] = {"qwen2_tied", "qwen2_bf16"};
+    for (int i = 0; i < 2; i++) {
+        char dir[256], err[512];
+        golden_t g;
+        if (golden_load(&g, names[i])) SKIP_TEST("golden files missing");
+        snprintf(dir, sizeof dir, GOLD "/%s", names[i]);
+        model_t *m = model_load(dir, err, sizeof err);
+        EXPECTF(m, "%s", err);
+        if (!m) { golden_free(&g); return; }
+        int N = g.B * g.T;
+        size_t n = model_num_params(m);
+        float *lp = malloc(N * sizeof(float)), *lp7 = malloc(N * sizeof(float)), *g1 = malloc(n * sizeof(float));
+        model_zero_grad(m);
+        EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, lp, NULL) == 0);
+        model_backward(m, g.w);
+        memcpy(g1, model_grads(m), n * sizeof(float));
+        m->chunk = 7;
+        model_zero_grad(m);
+        EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, lp7, NULL) == 0);
+        model_backward(m, g.w);
+        EXPECT(max_rel(lp7, lp, N, 1e-3) < 1e-6);
+        /* sums in another order: rounding only, judged against the scale */
+        double r = max_rel(model_grads(m), g1, n, 0.01 * max_abs(g1, n));
+        EXPECTF(r < 1e-4, "%s: chunked gradients differ by %.3g", names[i], r);
+        free(lp); free(lp7); free(g1);
+        model_destroy(&m);
+        golden_free(&g);
+    }
+}
+
 static bool stop_at_three(void *ctx, int seq, const int *tokens, int n)
 {
     (void)tokens;
@@ -435,6 +469,7 @@ int main(void)
     RUN_TEST(test_save_load);
     RUN_TEST(test_bad_input);
     RUN_TEST(test_cross_entropy);
+    RUN_TEST(test_chunked_lm_head);
     RUN_TEST(test_sampling);
     RUN_TEST(test_stop_and_tiny);
     char cmd[300];

@@ -253,7 +253,7 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
     const model_config_t *c = &m->cfg;
     size_t N = (size_t)B * T, L = c->L, C = c->C, QD = (size_t)c->NH * c->HD;
     size_t KD = (size_t)c->NKV * c->HD, FF = c->FF, q3 = c->type == MODEL_QWEN3;
-    size_t chunk = model_logits_chunk(c, (int)N);
+    size_t chunk = model_logits_chunk(m, (int)N);
     model_acts_t *a = &m->a;
     model_grad_acts_t *g = &m->ga;
     struct { float **p; size_t n; } t[] = {
@@ -311,7 +311,7 @@ static float *lm_grad(model_t *m) { return m->cfg.tie ? m->dw.wte : m->dw.lm; }
 static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
 {
     const model_config_t *c = &m->cfg;
-    int V = c->V, chunk = (int)model_logits_chunk(c, N);
+    int V = c->V, chunk = (int)model_logits_chunk(m, N);
     float inv_t = 1.0f / m->temperature;
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
@@ -336,7 +336,7 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
 static void lm_head_backward(model_t *m, int N, const float *dlogp)
 {
     const model_config_t *c = &m->cfg;
-    int V = c->V, C = c->C, chunk = (int)model_logits_chunk(c, N);
+    int V = c->V, C = c->C, chunk = (int)model_logits_chunk(m, N);
     float inv_t = 1.0f / m->temperature;
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;

@@ -143,10 +143,10 @@ int model_rope_ensure(model_t *m, int T)
     return 0;
 }
 
-size_t model_logits_chunk(const model_config_t *c, int N)
+size_t model_logits_chunk(const model_t *m, int N)
 {
     /* about 4M floats of logits at a time, whatever the vocabulary */
-    size_t rows = (size_t)(4u << 20) / (size_t)c->V;
-    if (rows < 16) rows = 16;
+    size_t rows = m->chunk > 0 ? (size_t)m->chunk : (size_t)(4u << 20) / (size_t)m->cfg.V;
+    if (rows < 1) rows = 1;
     return rows < (size_t)N ? rows : (size_t)N;
 }

@@ -92,7 +92,7 @@ struct model {
     int rope_cap;
     int B, T;
     float temperature;
-    int chunk;          /* lm_head positions per chunk */
+    int chunk;          /* lm_head positions per chunk; 0 = about 4M logits */
 };
 
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */
@@ -120,6 +120,6 @@ void model_sizes(const model_config_t *c, size_t *sizes);
 int model_config_check(const model_config_t *c, const char *where, char *err, size_t errlen);
 /* a whole file as a NUL-terminated string, or NULL with err set */
 char *model_read_text(const char *path, char *err, size_t errlen);
-size_t model_logits_chunk(const model_config_t *c, int N);
+size_t model_logits_chunk(const model_t *m, int N);
 
 #endif
