@@ -283,8 +283,9 @@ int rec_batch_build(const rec_batch_t *in, uint8_t **buf, size_t *len)
         for (size_t i = 0; i < in->n_groups; i++) groups[i] = rollout_offset(fbb, &in->groups[i]);
         auto node = opt_string(fbb, in->node);
         auto gvec = fbb.CreateVector(groups);
+        auto stats = opt_string(fbb, in->stats_json);
         return sapo::CreateBatch(fbb, node, in->round, in->policy_version, gvec, in->local_count,
-                                 in->external_count);
+                                 in->external_count, stats);
     });
 }
 
@@ -364,6 +365,7 @@ int rec_batch_view(const void *buf, size_t len, rec_batch_view_t *out, char *err
     out->b.n_groups = b->groups() ? b->groups()->size() : 0;
     out->b.local_count = b->local_count();
     out->b.external_count = b->external_count();
+    out->b.stats_json = str(b->stats_json());
     return 0;
 }
 

@@ -84,6 +84,7 @@ typedef struct {
     size_t n_groups;
     uint32_t local_count;
     uint32_t external_count;
+    const char *stats_json; /* the sampler's counters for the round, JSON */
 } rec_batch_t;
 
 typedef struct {

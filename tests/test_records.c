@@ -408,7 +408,8 @@ static void test_batch_round_trip(void)
     groups[1].signature = NULL;
     groups[1].signature_len = 0;
     rec_batch_t in = {.node = "n1", .round = 8, .policy_version = 17, .groups = groups,
-                      .n_groups = 2, .local_count = 1, .external_count = 1};
+                      .n_groups = 2, .local_count = 1, .external_count = 1,
+                      .stats_json = "{\"dropped_stale\":2}"};
     uint8_t *buf;
     size_t len;
     char err[256] = "";
@@ -417,6 +418,7 @@ static void test_batch_round_trip(void)
     EXPECTF(rec_batch_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
     EXPECT(strcmp(v.b.node, "n1") == 0 && v.b.round == 8 && v.b.policy_version == 17);
     EXPECT(v.b.local_count == 1 && v.b.external_count == 1 && v.b.n_groups == 2);
+    EXPECT(strcmp(v.b.stats_json, in.stats_json) == 0);
     for (size_t g = 0; g < v.b.n_groups && g < 2; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(&v, g, &rv);
@@ -427,7 +429,7 @@ static void test_batch_round_trip(void)
     if (j) {
         EXPECT(strcmp(jstr(j, "node"), "n1") == 0 && jnum(j, "round") == 8);
         EXPECT(jnum(j, "policy_version") == 17 && jnum(j, "local_count") == 1);
-        EXPECT(jnum(j, "external_count") == 1);
+        EXPECT(jnum(j, "external_count") == 1 && strcmp(jstr(j, "stats_json"), in.stats_json) == 0);
         const cJSON *gs = cJSON_GetObjectItemCaseSensitive(j, "groups");
         EXPECT(cJSON_GetArraySize(gs) == 2);
         for (int g = 0; g < cJSON_GetArraySize(gs) && g < 2; g++)
@@ -445,7 +447,7 @@ static void test_batch_round_trip(void)
     if (!buf) return;
     EXPECTF(rec_batch_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
     EXPECT(strcmp(v.b.node, "n3") == 0 && v.b.round == 2 && v.b.n_groups == 2);
-    EXPECT(v.b.external_count == 4000000000u && v.b.local_count == 0);
+    EXPECT(v.b.external_count == 4000000000u && v.b.local_count == 0 && strcmp(v.b.stats_json, "") == 0);
     rec_rollout_view_t rv;
     rec_batch_group(&v, 0, &rv);
     EXPECT(strcmp(rv.r.node, "a") == 0 && rv.r.n_completions == 1 && strcmp(rv.r.task.family, "") == 0);
