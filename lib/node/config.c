@@ -55,6 +55,7 @@ static const field_t fields[] = {
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
+    {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "400", "supervised steps that train the tiny base model (learner warmstart)"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
 };
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))

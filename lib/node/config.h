@@ -38,6 +38,7 @@ typedef struct {
     int rounds;             /* stop after this many rounds (0 = run forever) */
     int checkpoint_every;   /* rounds between checkpoints */
     int pool_max;           /* pool entries kept per node */
+    int warmstart_steps;    /* supervised steps that make the tiny base model */
     uint64_t seed;
 } config_t;
 

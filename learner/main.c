@@ -1,0 +1,126 @@
+/* learner: one per node, holding the CPU or a GPU. Takes each training
+ * batch (I local + J external groups), re-encodes it with its own tokenizer,
+ * takes a GRPO step, saves the new policy version and announces it to the
+ * generators; checkpoints every N rounds and resumes from the last one.
+ * Consumes the batches stream, publishes the policy stream.
+ * `learner warmstart` trains the tiny base model (warmstart.h). */
+#include <czmq.h>
+#include <limits.h>
+#include <string.h>
+
+#include "node/ckpt.h"
+#include "node/config.h"
+#include "node/learn.h"
+#include "node/metrics.h"
+#include "node/policy.h"
+#include "records.h"
+#include "util/fs.h"
+#include "util/log.h"
+#include "warmstart.h"
+#include "wire/wire.h"
+
+/* saves version v for the generators and announces it */
+static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t *pol, const ckpt_state_t *st)
+{
+    char dir[PATH_MAX], old[PATH_MAX], err[512];
+    snprintf(dir, sizeof dir, "%s/policy", cfg->run);
+    if (fs_mkdirs(dir) != 0) log_fatal("%s: cannot create", dir);
+    snprintf(dir, sizeof dir, "%s/policy/v%llu", cfg->run, (unsigned long long)st->version);
+    if (policy_save(pol, dir, err, sizeof err) != 0) log_fatal("policy version %llu: %s", (unsigned long long)st->version, err);
+    if (st->version >= 4) {
+        /* generators load a version within moments of its notice */
+        snprintf(old, sizeof old, "%s/policy/v%llu", cfg->run, (unsigned long long)st->version - 4);
+        fs_rm_tree(old);
+    }
+    rec_policy_t n = {.node = cfg->node, .version = st->version, .round = st->round, .checkpoint = dir,
+                      .created_ms = (uint64_t)zclock_time()};
+    uint8_t *buf;
+    size_t len;
+    if (rec_policy_build(&n, &buf, &len) != 0 || wire_publisher_send(pub, buf, len, err, sizeof err) != 0)
+        log_error("policy version %llu not announced: %s", (unsigned long long)st->version, err);
+    rec_free(buf);
+}
+
+int main(int argc, char **argv)
+{
+    config_t cfg;
+    int rc = config_load(&cfg, &argc, argv);
+    if (rc != 0) return rc < 0 ? 2 : 0;
+    log_init("learner", cfg.node);
+    zsys_init();
+    if (argc > 1 && strcmp(argv[1], "warmstart") == 0) return warmstart(&cfg);
+    if (argc > 1) log_fatal("unknown mode '%s' (warmstart, or no mode to serve a node)", argv[1]);
+
+    char dir[PATH_MAX], path[PATH_MAX + 32], err[512];
+    ckpt_state_t st = {0, 0};
+    int have = ckpt_latest(cfg.run, dir, sizeof dir, &st, err, sizeof err);
+    if (have < 0) log_fatal("%s", err);
+    const char *source = have == 0 ? dir : policy_source(cfg.model, cfg.base);
+    policy_t *pol = policy_open(source, err, sizeof err);
+    if (!pol) log_fatal("%s%s", err, strcmp(cfg.model, "tiny") == 0 && have ? " (make the base model: bin/learner warmstart)" : "");
+    snprintf(path, sizeof path, "%s/optimizer.bin", dir);
+    adamw_t *opt = have == 0 ? adamw_load(path, model_num_params(pol->model)) : adamw_new(model_num_params(pol->model));
+    if (!opt) log_fatal("optimizer state: see the line above");
+    policy_t *ref = cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), err, sizeof err) : NULL;
+    if (cfg.beta > 0 && !ref) log_fatal("reference model: %s", err);
+    learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
+    if (!learn) log_fatal("%s", err);
+    log_info("policy %s from %s at round %llu, version %llu", pol->name, source, (unsigned long long)st.round,
+             (unsigned long long)st.version);
+
+    endpoints_t ep;
+    if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
+    wire_publisher_t *pub = wire_publisher_new(&ep, err, sizeof err);
+    wire_consumer_t *batches = pub ? wire_consumer_new(&ep, STREAM_BATCHES, 1, err, sizeof err) : NULL;
+    if (!batches) log_fatal("%s", err);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", cfg.run);
+    FILE *metrics = fopen(path, "a");
+    if (!metrics) log_fatal("%s: cannot append", path);
+    announce(pub, &cfg, pol, &st);
+
+    while (!zsys_interrupted && !(cfg.rounds && st.round >= (uint64_t)cfg.rounds)) {
+        wire_record_t *r = wire_consumer_recv(batches, 1000);
+        if (!r) continue;
+        void *copy = NULL;
+        const void *buf = rec_aligned(r->data, r->size, &copy);
+        rec_batch_view_t b;
+        learn_stats_t ls;
+        if (!buf || rec_batch_view(buf, r->size, &b, err, sizeof err) != 0) {
+            log_error("dropped a batch: %s", buf ? err : "out of memory");
+        } else if (b.b.round <= st.round) {
+            log_info("round %llu already applied; batch skipped", (unsigned long long)b.b.round);
+        } else {
+            int64_t t0 = zclock_mono();
+            if (learn_step(learn, &b, &ls, err, sizeof err) != 0) {
+                log_error("round %llu not applied: %s", (unsigned long long)b.b.round, err);
+            } else {
+                double secs = (zclock_mono() - t0) / 1000.0;
+                st.round = b.b.round;
+                st.version++;
+                announce(pub, &cfg, pol, &st);
+                char *line = metrics_line(cfg.node, &b, &ls, st.version, secs);
+                fprintf(metrics, "%s\n", line);
+                fflush(metrics);
+                free(line);
+                log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)st.round,
+                         b.b.local_count, b.b.external_count, ls.loss, secs);
+                if (cfg.checkpoint_every && st.round % (uint64_t)cfg.checkpoint_every == 0 &&
+                    ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0)
+                    log_error("checkpoint of round %llu: %s", (unsigned long long)st.round, err);
+            }
+        }
+        free(copy);
+        wire_consumer_ack(batches, r->id);
+        wire_record_destroy(&r);
+    }
+    if (ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0) log_error("final checkpoint: %s", err);
+    log_info("stopping at round %llu", (unsigned long long)st.round);
+    fclose(metrics);
+    wire_consumer_destroy(&batches);
+    wire_publisher_destroy(&pub);
+    learn_destroy(&learn);
+    adamw_destroy(&opt);
+    policy_destroy(&ref);
+    policy_destroy(&pol);
+    return 0;
+}

@@ -1,0 +1,12 @@
+/* learner warmstart: trains the tiny default model from scratch with
+ * supervised steps on the task library's own (question, answer) pairs and
+ * saves it as the base model folder, so RL starts from partial competence.
+ * Skipped when the folder already holds a model. */
+#ifndef SAPO_WARMSTART_H
+#define SAPO_WARMSTART_H
+
+#include "node/config.h"
+
+int warmstart(const config_t *cfg);
+
+#endif

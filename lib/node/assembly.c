@@ -1,0 +1,173 @@
+#include "node/assembly.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "records.h"
+
+typedef struct group {
+    void *buf;
+    size_t len;
+    uint64_t version;
+    struct group *next;
+} group_t;
+
+typedef struct {
+    group_t *head, *tail;
+    size_t n;
+} queue_t;
+
+struct assembly {
+    const config_t *cfg;
+    queue_t local, external;
+    assembly_stats_t st;
+};
+
+static void push(queue_t *q, group_t *g)
+{
+    g->next = NULL;
+    if (q->tail) q->tail->next = g;
+    else q->head = g;
+    q->tail = g;
+    q->n++;
+}
+
+static group_t *pop(queue_t *q)
+{
+    group_t *g = q->head;
+    if (!g) return NULL;
+    q->head = g->next;
+    if (!q->head) q->tail = NULL;
+    q->n--;
+    return g;
+}
+
+static void drop(group_t *g)
+{
+    free(g->buf);
+    free(g);
+}
+
+assembly_t *assembly_new(const config_t *cfg)
+{
+    assembly_t *self = calloc(1, sizeof *self);
+    if (self) self->cfg = cfg;
+    return self;
+}
+
+void assembly_destroy(assembly_t **self_p)
+{
+    if (!self_p || !*self_p) return;
+    assembly_t *self = *self_p;
+    group_t *g;
+    while ((g = pop(&self->local))) drop(g);
+    while ((g = pop(&self->external))) drop(g);
+    free(self);
+    *self_p = NULL;
+}
+
+bool group_zero_advantage(const void *buf, size_t len)
+{
+    rec_rollout_view_t v;
+    char err[128];
+    if (rec_rollout_view(buf, len, &v, err, sizeof err) != 0 || v.r.n_completions == 0) return true;
+    rec_completion_t c;
+    rec_rollout_completion(&v, 0, &c);
+    float first = c.reward;
+    for (size_t i = 1; i < v.r.n_completions; i++) {
+        rec_rollout_completion(&v, i, &c);
+        if (fabsf(c.reward - first) > 1e-6f) return false;
+    }
+    return true;
+}
+
+bool assembly_add(assembly_t *self, void *buf, size_t len)
+{
+    rec_rollout_view_t v;
+    char err[128];
+    if (rec_rollout_view(buf, len, &v, err, sizeof err) != 0) {
+        free(buf);
+        return false;
+    }
+    if (v.r.external) self->st.external_in++;
+    else self->st.local_in++;
+    if (v.r.n_completions != (size_t)self->cfg->completions) {
+        self->st.wrong_size_dropped++;
+        free(buf);
+        return false;
+    }
+    if (v.r.external && group_zero_advantage(buf, len)) {
+        self->st.zero_adv_dropped++;
+        free(buf);
+        return false;
+    }
+    group_t *g = malloc(sizeof *g);
+    *g = (group_t){buf, len, v.r.policy_version, NULL};
+    push(v.r.external ? &self->external : &self->local, g);
+    return true;
+}
+
+size_t assembly_local(const assembly_t *self) { return self->local.n; }
+size_t assembly_external(const assembly_t *self) { return self->external.n; }
+
+static void drop_stale(assembly_t *self, uint64_t version)
+{
+    queue_t keep = {0};
+    group_t *g;
+    while ((g = pop(&self->local))) {
+        if (version > g->version && version - g->version > (uint64_t)self->cfg->staleness) {
+            self->st.stale_dropped++;
+            drop(g);
+        } else {
+            push(&keep, g);
+        }
+    }
+    self->local = keep;
+}
+
+bool assembly_ready(assembly_t *self, uint64_t version, bool allow_fallback)
+{
+    drop_stale(self, version);
+    size_t I = (size_t)self->cfg->local_groups, J = (size_t)self->cfg->external_groups;
+    if (self->local.n < I) return false;
+    if (self->external.n >= J) return true;
+    return allow_fallback && self->local.n + self->external.n >= I + J;
+}
+
+int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char *stats_json, uint8_t **buf,
+                  size_t *len)
+{
+    size_t I = (size_t)self->cfg->local_groups, J = (size_t)self->cfg->external_groups;
+    size_t nj = self->external.n < J ? self->external.n : J;
+    size_t ni = I + J - nj;
+    if (ni > self->local.n) ni = self->local.n;
+    size_t n = ni + nj;
+    group_t **taken = calloc(n ? n : 1, sizeof *taken);
+    rec_rollout_t *groups = calloc(n ? n : 1, sizeof *groups);
+    rec_completion_t *comps = calloc(n * (size_t)self->cfg->completions + 1, sizeof *comps);
+    int rc = -1;
+    if (!taken || !groups || !comps) goto done;
+    for (size_t i = 0; i < n; i++) {
+        taken[i] = pop(i < ni ? &self->local : &self->external);
+        rec_rollout_view_t v;
+        char err[128];
+        rec_rollout_view(taken[i]->buf, taken[i]->len, &v, err, sizeof err);
+        rec_rollout_unpack(&v, &groups[i], comps + i * (size_t)self->cfg->completions);
+    }
+    rec_batch_t b = {.node = self->cfg->node, .round = round, .policy_version = version, .groups = groups,
+                     .n_groups = n, .local_count = (uint32_t)ni, .external_count = (uint32_t)nj,
+                     .stats_json = stats_json};
+    rc = rec_batch_build(&b, buf, len);
+    self->st.batches++;
+    if (nj < J) self->st.fallback_batches++;
+done:
+    for (size_t i = 0; taken && i < n; i++)
+        if (taken[i]) drop(taken[i]);
+    free(taken);
+    free(groups);
+    free(comps);
+    return rc;
+}
+
+const assembly_stats_t *assembly_stats(const assembly_t *self) { return &self->st; }

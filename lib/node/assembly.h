@@ -1,0 +1,49 @@
+/* The sampler's bookkeeping between scored rollouts and training batches:
+ * SampleSelf(I) from the node's own fresh groups, SampleExternal(J) from
+ * re-scored groups of other nodes, and the batch record built from them.
+ * No sockets here, so it is tested directly. */
+#ifndef SAPO_ASSEMBLY_H
+#define SAPO_ASSEMBLY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "node/config.h"
+
+typedef struct {
+    long local_in, external_in;   /* scored groups received */
+    long stale_dropped;           /* local groups older than the staleness bound */
+    long zero_adv_dropped;        /* external groups whose local rewards are all equal */
+    long wrong_size_dropped;      /* groups without L completions */
+    long batches;
+    long fallback_batches;        /* batches that took local groups for missing external ones */
+} assembly_stats_t;
+
+typedef struct assembly assembly_t;
+
+assembly_t *assembly_new(const config_t *cfg);
+void assembly_destroy(assembly_t **self_p);
+
+/* True when every completion of the group got the same reward: such a group
+ * has zero advantage everywhere and teaches nothing. */
+bool group_zero_advantage(const void *rollout_buf, size_t len);
+
+/* Takes ownership of a scored rollout record (REC_ALIGN-aligned, verified by
+ * the caller). Returns true when it was kept. */
+bool assembly_add(assembly_t *self, void *buf, size_t len);
+
+size_t assembly_local(const assembly_t *self);
+size_t assembly_external(const assembly_t *self);
+
+/* Whether a batch can be made for the current policy version: I fresh local
+ * groups and J external ones, or, when allow_fallback, I + J local ones. */
+bool assembly_ready(assembly_t *self, uint64_t version, bool allow_fallback);
+
+/* Builds the batch of round `round` (malloc'ed record) and forgets the
+ * groups in it; stats_json is copied into the record. 0, or -1. */
+int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char *stats_json, uint8_t **buf,
+                  size_t *len);
+
+const assembly_stats_t *assembly_stats(const assembly_t *self);
+
+#endif

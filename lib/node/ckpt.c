@@ -1,0 +1,105 @@
+#include "node/ckpt.h"
+#include "util/fs.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int read_state(const char *dir, ckpt_state_t *st, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[512];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cJSON *j = cJSON_Parse(buf);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+    int rc = 0;
+    if (!cJSON_IsNumber(r) || !cJSON_IsNumber(v) || r->valuedouble < 0 || v->valuedouble < 0) {
+        snprintf(err, errlen, "%s: needs numbers round and version", path);
+        rc = -1;
+    } else {
+        st->round = (uint64_t)r->valuedouble;
+        st->version = (uint64_t)v->valuedouble;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, char *err, size_t errlen)
+{
+    char link[PATH_MAX + 16], target[PATH_MAX];
+    snprintf(link, sizeof link, "%s/ckpt/latest", run);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n < 0) {
+        if (errno == ENOENT) return 1;
+        snprintf(err, errlen, "%s: %s", link, strerror(errno));
+        return -1;
+    }
+    target[n] = '\0';
+    if (snprintf(dir, dirlen, "%s/ckpt/%s", run, target) >= (int)dirlen) {
+        snprintf(err, errlen, "%s: path too long", link);
+        return -1;
+    }
+    return read_state(dir, st, err, errlen);
+}
+
+int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
+              size_t errlen)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 320], name[64];
+    snprintf(dir, sizeof dir, "%s/ckpt", run);
+    mkdir(dir, 0755);
+    snprintf(name, sizeof name, "r%08llu", (unsigned long long)st->round);
+    snprintf(dir, sizeof dir, "%s/ckpt/%s", run, name);
+    if (policy_save(pol, dir, err, errlen) != 0) return -1;
+    snprintf(path, sizeof path, "%s/optimizer.bin", dir);
+    if (adamw_save(opt, path) != 0) {
+        snprintf(err, errlen, "%s: could not be written (see above)", path);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "{\"round\": %llu, \"version\": %llu}\n", (unsigned long long)st->round,
+                      (unsigned long long)st->version) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    fclose(f);
+    char tmp[PATH_MAX + 16], link[PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s/ckpt/latest.tmp", run);
+    snprintf(link, sizeof link, "%s/ckpt/latest", run);
+    unlink(tmp);
+    if (symlink(name, tmp) != 0 || rename(tmp, link) != 0) {
+        snprintf(err, errlen, "%s: %s", link, strerror(errno));
+        return -1;
+    }
+    /* names sort by round: drop all but the newest keep */
+    snprintf(dir, sizeof dir, "%s/ckpt", run);
+    struct dirent **list;
+    int n = scandir(dir, &list, NULL, alphasort), seen = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        const char *d = list[i]->d_name;
+        if (d[0] == 'r' && strlen(d) == 9 && !strchr(d, '.') && ++seen > keep) {
+            snprintf(path, sizeof path, "%s/%s", dir, d);
+            fs_rm_tree(path);
+        }
+        free(list[i]);
+    }
+    if (n >= 0) free(list);
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* The learner's checkpoints: run/<node>/ckpt/r<round>/ holds the model
+ * (a Hugging Face folder), optimizer.bin and state.json {round, version},
+ * and run/<node>/ckpt/latest is a link to the newest complete one. A
+ * checkpoint is written into a temporary folder and renamed, and the link
+ * is replaced by rename too, so a learner killed at any moment leaves the
+ * previous checkpoint intact. */
+#ifndef SAPO_CKPT_H
+#define SAPO_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "node/policy.h"
+#include "train/adamw.h"
+
+typedef struct {
+    uint64_t round;   /* last batch applied */
+    uint64_t version; /* policy version = updates applied */
+} ckpt_state_t;
+
+/* 0 and the folder of the latest checkpoint in dir (run/<node>/ckpt),
+ * 1 when there is none, -1 with err when it is unreadable. */
+int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, char *err, size_t errlen);
+
+/* Saves and points latest at it; keeps the newest `keep` checkpoints. */
+int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
+              size_t errlen);
+
+#endif

@@ -1,0 +1,316 @@
+#include "node/learn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int *ids;         /* prompt then completion, P + C */
+    int P, C;
+    const float *old; /* C sampling log-probs, or NULL (on-policy) */
+    float adv;
+} seq_t;
+
+struct learn {
+    policy_t *policy;
+    policy_t *ref;
+    const config_t *cfg;
+    adamw_t *opt;
+    grpo_params_t gp;
+};
+
+learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen)
+{
+    if (cfg->beta > 0 && !ref) {
+        snprintf(err, errlen, "beta %g > 0 needs a reference model", cfg->beta);
+        return NULL;
+    }
+    learn_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    self->policy = policy;
+    self->ref = ref;
+    self->cfg = cfg;
+    self->opt = opt;
+    self->gp = grpo_params_default(cfg->max_new_tokens);
+    self->gp.epsilon_low = cfg->eps_low;
+    self->gp.epsilon_high = cfg->eps_high;
+    self->gp.beta = cfg->beta;
+    self->gp.loss_type = strcmp(cfg->loss_type, "grpo") == 0      ? GRPO_LOSS_GRPO
+                         : strcmp(cfg->loss_type, "bnpo") == 0    ? GRPO_LOSS_BNPO
+                         : strcmp(cfg->loss_type, "dr_grpo") == 0 ? GRPO_LOSS_DR_GRPO
+                                                                  : GRPO_LOSS_DAPO;
+    return self;
+}
+
+void learn_destroy(learn_t **self_p)
+{
+    if (!self_p || !*self_p) return;
+    free(*self_p);
+    *self_p = NULL;
+}
+
+static adamw_params_t adam_params(const config_t *cfg)
+{
+    adamw_params_t ap = adamw_params_default();
+    ap.lr = cfg->lr;
+    ap.weight_decay = cfg->weight_decay;
+    return ap;
+}
+
+/* Encodes text with the policy's tokenizer; NULL for invalid UTF-8. */
+static int32_t *encode(const policy_t *p, const char *text, size_t *n)
+{
+    int32_t *ids = NULL;
+    if (tokenizer_encode(p->tok, text, strlen(text), &ids, n) != 0) return NULL;
+    return ids;
+}
+
+/* Advantages of one group's rewards into adv, centred and (for "group")
+ * scaled as TRL does; "batch" scaling happens once all groups are in. */
+static void group_advantages(const config_t *cfg, const float *r, int n, float *adv)
+{
+    grpo_advantages(r, 1, n, strcmp(cfg->scale_rewards, "group") == 0 ? GRPO_SCALE_GROUP : GRPO_SCALE_NONE, adv);
+}
+
+static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, learn_stats_t *st)
+{
+    const config_t *cfg = self->cfg;
+    const policy_t *pol = self->policy;
+    const int max_pos = model_config(pol->model)->max_pos;
+    const int max_comp = 2 * cfg->max_new_tokens;
+    size_t cap = 0;
+    for (size_t g = 0; g < batch->b.n_groups; g++) {
+        rec_rollout_view_t rv;
+        rec_batch_group(batch, g, &rv);
+        cap += rv.r.n_completions;
+    }
+    seq_t *seqs = calloc(cap ? cap : 1, sizeof *seqs);
+    float *rewards = malloc(sizeof(float) * (cap ? cap : 1));
+    float *adv = malloc(sizeof(float) * (cap ? cap : 1));
+    if (!seqs || !rewards || !adv) {
+        free(seqs), free(rewards), free(adv);
+        return -1;
+    }
+    int ns = 0;
+    for (size_t g = 0; g < batch->b.n_groups; g++) {
+        rec_rollout_view_t rv;
+        rec_batch_group(batch, g, &rv);
+        int n = (int)rv.r.n_completions;
+        if (n < 2 || !rv.r.scored) {
+            st->skipped_groups++;
+            continue;
+        }
+        char *prompt = policy_prompt(pol, rv.r.task.question);
+        size_t P = 0;
+        int32_t *pids = prompt ? encode(pol, prompt, &P) : NULL;
+        free(prompt);
+        if (!pids || (int)P + 1 >= max_pos) {
+            free(pids);
+            st->skipped_groups++;
+            continue;
+        }
+        bool own = strcmp(rv.r.model, pol->name) == 0;
+        for (int i = 0; i < n; i++) {
+            rec_completion_t c;
+            rec_rollout_completion(&rv, (size_t)i, &c);
+            rewards[ns + i] = c.reward;
+            seq_t *s = &seqs[ns + i];
+            size_t C = 0;
+            int32_t *cids = NULL;
+            bool keep_ids = own && c.n_tokens > 0 && c.n_logprobs == c.n_tokens;
+            if (keep_ids) {
+                C = c.n_tokens;
+            } else {
+                cids = encode(pol, c.text, &C);
+                if (!cids) C = 0;
+            }
+            if ((int)C > max_comp) C = (size_t)max_comp;
+            if ((int)(P + C) > max_pos) C = (size_t)(max_pos - (int)P);
+            s->P = (int)P;
+            s->C = (int)C;
+            s->ids = malloc(sizeof(int) * (P + C + 1));
+            for (size_t t = 0; t < P; t++) s->ids[t] = pids[t];
+            for (size_t t = 0; t < C; t++) {
+                int32_t id;
+                if (keep_ids) memcpy(&id, c.token_ids + t, sizeof id);
+                else id = cids[t];
+                s->ids[P + t] = id;
+            }
+            s->old = keep_ids ? c.logprobs : NULL;
+            free(cids);
+        }
+        group_advantages(self->cfg, rewards + ns, n, adv + ns);
+        for (int i = 0; i < n; i++) seqs[ns + i].adv = adv[ns + i];
+        ns += n;
+        st->groups++;
+        free(pids);
+    }
+    if (strcmp(cfg->scale_rewards, "batch") == 0 && ns > 1) {
+        double mean = 0, var = 0;
+        for (int i = 0; i < ns; i++) mean += rewards[i];
+        mean /= ns;
+        for (int i = 0; i < ns; i++) var += (rewards[i] - mean) * (rewards[i] - mean);
+        float sd = (float)sqrt(var / (ns - 1));
+        for (int i = 0; i < ns; i++) seqs[i].adv /= sd + 1e-4f;
+    }
+    free(rewards);
+    free(adv);
+    *out = seqs;
+    *nseq = ns;
+    return 0;
+}
+
+int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    seq_t *seqs = NULL;
+    int B = 0;
+    if (build_sequences(self, batch, &seqs, &B, st) != 0) {
+        snprintf(err, errlen, "out of memory building the batch");
+        return -1;
+    }
+    if (B == 0) {
+        free(seqs);
+        snprintf(err, errlen, "batch of round %llu has no usable group", (unsigned long long)batch->b.round);
+        return -1;
+    }
+    long total_tokens = 0;
+    for (int i = 0; i < B; i++) total_tokens += seqs[i].C;
+    model_t *m = self->policy->model;
+    model_zero_grad(m);
+    const int MB = self->cfg->micro_batch;
+    int Tmax = 0;
+    for (int i = 0; i < B; i++) Tmax = seqs[i].P + seqs[i].C > Tmax ? seqs[i].P + seqs[i].C : Tmax;
+    size_t cells = (size_t)MB * Tmax;
+    int *tokens = malloc(sizeof(int) * cells), *targets = malloc(sizeof(int) * cells);
+    float *logp = malloc(sizeof(float) * cells), *old = malloc(sizeof(float) * cells);
+    float *ref = malloc(sizeof(float) * cells), *mask = malloc(sizeof(float) * cells);
+    float *dlogp = malloc(sizeof(float) * cells), *adv = malloc(sizeof(float) * MB);
+    int rc = -1;
+    if (!tokens || !targets || !logp || !old || !ref || !mask || !dlogp || !adv) {
+        snprintf(err, errlen, "out of memory for a micro-batch of %d x %d", MB, Tmax);
+        goto done;
+    }
+    double loss = 0, w_clip_low = 0, w_clip_high = 0, w_region = 0, w_kl = 0, w_ratio = 0;
+    for (int b0 = 0; b0 < B; b0 += MB) {
+        int mb = B - b0 < MB ? B - b0 : MB;
+        int T = 0;
+        long mtokens = 0;
+        for (int i = 0; i < mb; i++) {
+            const seq_t *s = &seqs[b0 + i];
+            T = s->P + s->C > T ? s->P + s->C : T;
+            mtokens += s->C;
+        }
+        for (int i = 0; i < mb; i++) {
+            const seq_t *s = &seqs[b0 + i];
+            adv[i] = s->adv;
+            for (int t = 0; t < T; t++) {
+                size_t k = (size_t)i * T + t;
+                tokens[k] = t < s->P + s->C ? s->ids[t] : 0;
+                bool in = t >= s->P - 1 && t < s->P + s->C - 1;
+                targets[k] = in ? s->ids[t + 1] : -1;
+                mask[k] = in ? 1.0f : 0.0f;
+            }
+        }
+        if (self->ref && model_forward(self->ref->model, tokens, targets, mb, T, self->cfg->temperature, ref, NULL) != 0) {
+            snprintf(err, errlen, "reference forward failed (see above)");
+            goto done;
+        }
+        if (model_forward(m, tokens, targets, mb, T, self->cfg->temperature, logp, NULL) != 0) {
+            snprintf(err, errlen, "forward failed (see above)");
+            goto done;
+        }
+        for (int i = 0; i < mb; i++) {
+            const seq_t *s = &seqs[b0 + i];
+            for (int t = 0; t < T; t++) {
+                size_t k = (size_t)i * T + t;
+                int j = t - (s->P - 1);
+                if (s->old && mask[k] > 0) memcpy(&old[k], s->old + j, sizeof(float));
+                else old[k] = logp[k];
+            }
+        }
+        grpo_stats_t gs;
+        float l = grpo_loss(&self->gp, mb, T, logp, old, self->ref ? ref : NULL, mask, adv, dlogp, &gs);
+        /* the micro-batch's normaliser -> the whole batch's */
+        double scale = (self->gp.loss_type == GRPO_LOSS_GRPO || self->gp.loss_type == GRPO_LOSS_DR_GRPO)
+                           ? (double)mb / B
+                           : (total_tokens ? (double)mtokens / total_tokens : 0);
+        for (size_t k = 0; k < (size_t)mb * T; k++) dlogp[k] *= (float)scale;
+        loss += l * scale;
+        model_backward(m, dlogp);
+        w_clip_low += gs.clip_low * gs.tokens, w_clip_high += gs.clip_high * gs.tokens;
+        w_region += gs.clip_region * gs.tokens, w_kl += gs.kl * gs.tokens, w_ratio += gs.ratio * gs.tokens;
+        st->grpo.tokens += gs.tokens;
+    }
+    if (st->grpo.tokens > 0) {
+        double n = (double)st->grpo.tokens;
+        st->grpo.clip_low = (float)(w_clip_low / n), st->grpo.clip_high = (float)(w_clip_high / n);
+        st->grpo.clip_region = (float)(w_region / n), st->grpo.kl = (float)(w_kl / n), st->grpo.ratio = (float)(w_ratio / n);
+    }
+    st->loss = (float)loss;
+    st->grad_norm = grad_clip_norm(model_grads(m), model_num_params(m), self->cfg->max_grad_norm);
+    adamw_params_t ap = adam_params(self->cfg);
+    adamw_step(self->opt, &ap, model_params(m), model_grads(m));
+    st->tokens = total_tokens;
+    st->sequences = B;
+    rc = 0;
+done:
+    for (int i = 0; i < B; i++) free(seqs[i].ids);
+    free(seqs);
+    free(tokens), free(targets), free(logp), free(old), free(ref), free(mask), free(dlogp), free(adv);
+    return rc;
+}
+
+float learn_sft_step(learn_t *self, const char *const *questions, const char *const *answers, int n)
+{
+    const policy_t *pol = self->policy;
+    int eos = tokenizer_eos_id(pol->tok);
+    int **ids = calloc((size_t)n, sizeof *ids);
+    int *P = calloc((size_t)n, sizeof *P), *N = calloc((size_t)n, sizeof *N);
+    int T = 0, rows = 0;
+    float loss = -1;
+    for (int i = 0; i < n; i++) {
+        char *prompt = policy_prompt(pol, questions[i]);
+        size_t np = 0, na = 0;
+        int32_t *pi = prompt ? encode(pol, prompt, &np) : NULL;
+        int32_t *ai = encode(pol, answers[i], &na);
+        free(prompt);
+        if (pi && ai && (int)(np + na + 1) <= model_config(pol->model)->max_pos) {
+            ids[rows] = malloc(sizeof(int) * (np + na + 1));
+            for (size_t t = 0; t < np; t++) ids[rows][t] = pi[t];
+            for (size_t t = 0; t < na; t++) ids[rows][np + t] = ai[t];
+            ids[rows][np + na] = eos;
+            P[rows] = (int)np;
+            N[rows] = (int)(np + na + 1);
+            T = N[rows] > T ? N[rows] : T;
+            rows++;
+        }
+        free(pi);
+        free(ai);
+    }
+    if (rows > 0) {
+        int *tokens = malloc(sizeof(int) * rows * T), *targets = malloc(sizeof(int) * rows * T);
+        for (int i = 0; i < rows; i++)
+            for (int t = 0; t < T; t++) {
+                tokens[i * T + t] = t < N[i] ? ids[i][t] : 0;
+                targets[i * T + t] = (t >= P[i] - 1 && t < N[i] - 1) ? ids[i][t + 1] : -1;
+            }
+        model_t *m = pol->model;
+        model_zero_grad(m);
+        loss = model_cross_entropy(m, tokens, targets, rows, T);
+        if (loss >= 0) {
+            grad_clip_norm(model_grads(m), model_num_params(m), self->cfg->max_grad_norm);
+            adamw_params_t ap = adam_params(self->cfg);
+            adamw_step(self->opt, &ap, model_params(m), model_grads(m));
+        }
+        free(tokens);
+        free(targets);
+    }
+    for (int i = 0; i < rows; i++) free(ids[i]);
+    free(ids), free(P), free(N);
+    return loss;
+}

@@ -1,0 +1,44 @@
+/* The learner's update: one GRPO step on a training batch of question
+ * groups. Each group's question and completions are encoded with the
+ * learner's own tokenizer and prompt format; completions this policy
+ * sampled itself keep their token ids and sampling log-probs (the
+ * importance ratio's denominator), others are re-encoded from text and
+ * treated as on-policy. The batch runs forward and backward in
+ * micro-batches: GRPO's per-token gradient depends only on the token's own
+ * log-prob and on normalisers known from the masks, so scaling each
+ * micro-batch's loss gives exactly the whole batch's gradient with one
+ * forward pass. */
+#ifndef SAPO_LEARN_H
+#define SAPO_LEARN_H
+
+#include "node/config.h"
+#include "node/policy.h"
+#include "records.h"
+#include "train/adamw.h"
+#include "train/grpo.h"
+
+typedef struct {
+    float loss;
+    float grad_norm;
+    long tokens;          /* completion tokens trained on */
+    int sequences;
+    int groups;
+    int skipped_groups;   /* unusable groups (no completions, unscored) */
+    grpo_stats_t grpo;
+} learn_stats_t;
+
+typedef struct learn learn_t;
+
+/* ref may be NULL when cfg->beta is 0 */
+learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen);
+void learn_destroy(learn_t **self_p);
+
+/* One optimizer step on the batch. 0, or -1 with err (nothing applied). */
+int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen);
+
+/* Supervised warm start: one step of cross-entropy on (question, answer)
+ * pairs, the answer written as the policy should write it. Returns the
+ * mean loss or -1. */
+float learn_sft_step(learn_t *self, const char *const *questions, const char *const *answers, int n);
+
+#endif

@@ -1,0 +1,69 @@
+#include "node/metrics.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+#include <time.h>
+
+char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_stats_t *st, uint64_t version,
+                   double train_seconds)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "node", node);
+    cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
+    cJSON_AddNumberToObject(j, "version", (double)version);
+    double own = 0, ext = 0;
+    long n_own = 0, n_ext = 0;
+    cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject();
+    for (size_t g = 0; g < batch->b.n_groups; g++) {
+        rec_rollout_view_t rv;
+        rec_batch_group(batch, g, &rv);
+        for (size_t i = 0; i < rv.r.n_completions; i++) {
+            rec_completion_t c;
+            rec_rollout_completion(&rv, i, &c);
+            if (rv.r.external) {
+                ext += c.reward, n_ext++;
+                continue;
+            }
+            own += c.reward, n_own++;
+            const char *f = rv.r.task.family;
+            cJSON *sum = cJSON_GetObjectItemCaseSensitive(fam, f), *cnt = cJSON_GetObjectItemCaseSensitive(fam_n, f);
+            if (!sum) {
+                sum = cJSON_AddNumberToObject(fam, f, 0);
+                cnt = cJSON_AddNumberToObject(fam_n, f, 0);
+            }
+            cJSON_SetNumberValue(sum, sum->valuedouble + c.reward);
+            cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
+        }
+    }
+    for (cJSON *s = fam->child; s; s = s->next)
+        cJSON_SetNumberValue(s, s->valuedouble / cJSON_GetObjectItemCaseSensitive(fam_n, s->string)->valuedouble);
+    cJSON_Delete(fam_n);
+    cJSON_AddNumberToObject(j, "reward_mean", n_own ? own / n_own : 0);
+    cJSON_AddNumberToObject(j, "reward_external", n_ext ? ext / n_ext : 0);
+    cJSON_AddItemToObject(j, "family_accuracy", fam);
+    cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
+    cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
+    cJSON_AddNumberToObject(j, "loss", st->loss);
+    cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
+    cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
+    cJSON_AddNumberToObject(j, "skipped_groups", st->skipped_groups);
+    cJSON_AddNumberToObject(j, "clip_region", st->grpo.clip_region);
+    cJSON_AddNumberToObject(j, "ratio", st->grpo.ratio);
+    cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
+    cJSON_AddNumberToObject(secs, "train", train_seconds);
+    cJSON *sampler = cJSON_Parse(batch->b.stats_json);
+    if (cJSON_IsObject(sampler)) {
+        /* the sampler's stage timings join the learner's */
+        cJSON *ss = cJSON_DetachItemFromObjectCaseSensitive(sampler, "seconds");
+        for (cJSON *s = ss ? ss->child : NULL; s; s = s->next)
+            if (cJSON_IsNumber(s)) cJSON_AddNumberToObject(secs, s->string, s->valuedouble);
+        cJSON_Delete(ss);
+        cJSON_AddItemToObject(j, "sampler", sampler);
+    } else {
+        cJSON_Delete(sampler);
+    }
+    cJSON_AddNumberToObject(j, "time", (double)time(NULL));
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return out;
+}

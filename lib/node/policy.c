@@ -1,0 +1,234 @@
+#include "node/policy.h"
+#include "util/fs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const STOP_TEXT = "</answer>";
+
+const char *policy_source(const char *model_setting, const char *base_dir)
+{
+    return strcmp(model_setting, "tiny") == 0 ? base_dir : model_setting;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* the same name means the same tokenizer, prompt format and shape */
+static void name_policy(policy_t *p)
+{
+    const model_config_t *c = model_config(p->model);
+    snprintf(p->name, sizeof p->name, "%s-%dL-%dC-v%d", p->fmt == PROMPT_CHATML ? "qwen" : "bytes", c->L, c->C, c->V);
+}
+
+policy_t *policy_open(const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (!file_exists(path)) {
+        snprintf(err, errlen, "%s: no config.json: not a model folder", dir);
+        return NULL;
+    }
+    policy_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    /* the tokenizer files of a saved version are links to the original */
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (file_exists(path)) {
+        char real[PATH_MAX];
+        if (!realpath(path, real)) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            free(p);
+            return NULL;
+        }
+        p->tok = tokenizer_load(real, err, errlen);
+        char *slash = strrchr(real, '/');
+        *slash = '\0';
+        snprintf(p->tokdir, sizeof p->tokdir, "%s", real);
+        p->fmt = PROMPT_CHATML;
+    } else {
+        p->tok = tokenizer_byte_new();
+        p->fmt = PROMPT_PLAIN;
+    }
+    if (!p->tok) {
+        free(p);
+        return NULL;
+    }
+    p->model = model_load(dir, err, errlen);
+    if (!p->model) {
+        tokenizer_destroy(&p->tok);
+        free(p);
+        return NULL;
+    }
+    if (model_config(p->model)->V < tokenizer_vocab_size(p->tok)) {
+        snprintf(err, errlen, "%s: vocab_size %d is smaller than the tokenizer's %d", dir, model_config(p->model)->V,
+                 tokenizer_vocab_size(p->tok));
+        policy_destroy(&p);
+        return NULL;
+    }
+    name_policy(p);
+    return p;
+}
+
+policy_t *policy_new_tiny(uint64_t seed, char *err, size_t errlen)
+{
+    policy_t *p = calloc(1, sizeof *p);
+    model_config_t cfg = model_config_tiny();
+    if (!p || !(p->model = model_new_random(&cfg, seed, err, errlen))) {
+        free(p);
+        return NULL;
+    }
+    p->tok = tokenizer_byte_new();
+    p->fmt = PROMPT_PLAIN;
+    name_policy(p);
+    return p;
+}
+
+void policy_destroy(policy_t **self_p)
+{
+    if (!self_p || !*self_p) return;
+    policy_t *p = *self_p;
+    model_destroy(&p->model);
+    tokenizer_destroy(&p->tok);
+    free(p);
+    *self_p = NULL;
+}
+
+int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen)
+{
+    model_t *m = model_load(dir, err, errlen);
+    if (!m) return -1;
+    if (model_num_params(m) != model_num_params(self->model)) {
+        snprintf(err, errlen, "%s: a different architecture than the running policy", dir);
+        model_destroy(&m);
+        return -1;
+    }
+    memcpy(model_params(self->model), model_params(m), model_num_params(m) * sizeof(float));
+    model_destroy(&m);
+    return 0;
+}
+
+int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
+{
+    char tmp[PATH_MAX + 8], path[2 * PATH_MAX], target[2 * PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.tmp", dir);
+    fs_rm_tree(tmp);
+    if (mkdir(tmp, 0755) != 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    if (model_save(self->model, tmp, false, err, errlen) != 0) return -1;
+    static const char *const tokfiles[] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; self->tokdir[0] && i < 2; i++) {
+        snprintf(target, sizeof target, "%s/%s", self->tokdir, tokfiles[i]);
+        snprintf(path, sizeof path, "%s/%s", tmp, tokfiles[i]);
+        if (file_exists(target) && symlink(target, path) != 0) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    fs_rm_tree(dir);
+    if (rename(tmp, dir) != 0) {
+        snprintf(err, errlen, "rename %s -> %s: %s", tmp, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+char *policy_prompt(const policy_t *self, const char *question)
+{
+    return prompt_format(self->fmt, NULL, question);
+}
+
+typedef struct {
+    const tokenizer_t *tok;
+} stop_ctx_t;
+
+/* Decoding the whole completion each step is cheap next to a forward pass
+ * and sees a stop text split across tokens. */
+static bool stop_on_answer(void *ctx, int seq, const int *tokens, int n)
+{
+    (void)seq;
+    const stop_ctx_t *s = ctx;
+    int from = n > 24 ? n - 24 : 0;
+    char *text = tokenizer_decode(s->tok, (const int32_t *)tokens + from, (size_t)(n - from));
+    bool stop = text && strstr(text, STOP_TEXT) != NULL;
+    free(text);
+    return stop;
+}
+
+void completion_free(completion_t *c)
+{
+    free(c->text);
+    free(c->tokens);
+    free(c->logp);
+    memset(c, 0, sizeof *c);
+}
+
+int policy_sample(policy_t *self, const char *question, int L, const model_gen_params_t *gp_in,
+                  completion_t *out, char *err, size_t errlen)
+{
+    char *prompt = policy_prompt(self, question);
+    int32_t *pids = NULL;
+    size_t P = 0;
+    if (!prompt || tokenizer_encode(self->tok, prompt, strlen(prompt), &pids, &P) != 0) {
+        snprintf(err, errlen, "question is not valid UTF-8");
+        free(prompt);
+        return -1;
+    }
+    free(prompt);
+    const model_config_t *c = model_config(self->model);
+    if ((int)P + gp_in->max_new > c->max_pos) {
+        snprintf(err, errlen, "prompt of %zu tokens + %d new is past max_position_embeddings %d", P, gp_in->max_new,
+                 c->max_pos);
+        free(pids);
+        return -1;
+    }
+    stop_ctx_t sc = {self->tok};
+    model_gen_params_t gp = *gp_in;
+    gp.stop = stop_on_answer;
+    gp.stop_ctx = &sc;
+    int M = gp.max_new;
+    int *tokens = malloc(sizeof(int) * L * M);
+    float *logp = malloc(sizeof(float) * L * M);
+    int *lengths = malloc(sizeof(int) * L);
+    int rc = -1;
+    if (!tokens || !logp || !lengths) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    if (model_generate(self->model, (const int *)pids, (int)P, L, &gp, tokens, logp, lengths) != 0) {
+        snprintf(err, errlen, "generation failed (see the line above)");
+        goto done;
+    }
+    for (int l = 0; l < L; l++) {
+        completion_t *o = &out[l];
+        int n = lengths[l];
+        o->n = n;
+        o->tokens = malloc(sizeof(int) * (n ? n : 1));
+        o->logp = malloc(sizeof(float) * (n ? n : 1));
+        memcpy(o->tokens, tokens + (size_t)l * M, sizeof(int) * n);
+        memcpy(o->logp, logp + (size_t)l * M, sizeof(float) * n);
+        bool eos = false;
+        for (int e = 0; n > 0 && e < c->n_eos; e++) eos |= o->tokens[n - 1] == c->eos_ids[e];
+        o->text = tokenizer_decode(self->tok, (const int32_t *)o->tokens, (size_t)(eos ? n - 1 : n));
+        o->finished = eos || (o->text && strstr(o->text, STOP_TEXT));
+    }
+    rc = 0;
+done:
+    free(pids);
+    free(tokens);
+    free(logp);
+    free(lengths);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/* A node's policy: the model, its tokenizer and its prompt format, opened
+ * from one folder. A folder with a tokenizer.json is a Hugging Face model
+ * (byte-level BPE, ChatML prompts, as Qwen instruct models expect); one
+ * without is a model over the byte tokenizer with plain prompts (the tiny
+ * default). The learner saves each policy version as such a folder and the
+ * generators open it. */
+#ifndef SAPO_POLICY_H
+#define SAPO_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct {
+    model_t *model;
+    tokenizer_t *tok;
+    prompt_format_t fmt;
+    char name[256];    /* recorded in rollouts: same name = same tokenizer and prompt */
+    char tokdir[4096]; /* absolute folder of tokenizer.json, "" for the byte tokenizer */
+} policy_t;
+
+/* The folder a node's policy starts from: the base model folder when the
+ * model setting is "tiny", else the setting itself. */
+const char *policy_source(const char *model_setting, const char *base_dir);
+
+policy_t *policy_open(const char *dir, char *err, size_t errlen);
+
+/* A freshly initialised tiny default model over the byte tokenizer. */
+policy_t *policy_new_tiny(uint64_t seed, char *err, size_t errlen);
+void policy_destroy(policy_t **self_p);
+
+/* Replaces the weights with those in dir (same architecture). 0 or -1 with err. */
+int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen);
+
+/* Saves the weights into dir (created), linking the tokenizer files, written
+ * into dir.tmp first and renamed so a reader never sees half a folder.
+ * 0 or -1 with err. */
+int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen);
+
+/* The prompt text for a question (malloc'ed). */
+char *policy_prompt(const policy_t *self, const char *question);
+
+/* One sampled completion. */
+typedef struct {
+    char *text;     /* decoded, without a final EOS token */
+    int *tokens;    /* n sampled ids, EOS included when it ended the completion */
+    float *logp;    /* n log-probs of the sampled ids */
+    int n;
+    bool finished;  /* ended by EOS or "</answer>" rather than the length limit */
+} completion_t;
+
+/* Samples L completions of a question; out holds L entries the caller frees
+ * with completion_free. Generation stops a completion after "</answer>". */
+int policy_sample(policy_t *self, const char *question, int L, const model_gen_params_t *gp,
+                  completion_t *out, char *err, size_t errlen);
+void completion_free(completion_t *c);
+
+#endif

@@ -1,0 +1,43 @@
+#include "node/score.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "records.h"
+#include "tasks/task.h"
+
+int score_rollout(void *buf, size_t len, score_stats_t *st, char *err, size_t errlen)
+{
+    rec_rollout_view_t v;
+    if (rec_rollout_view(buf, len, &v, err, errlen) != 0) goto bad;
+    cJSON *meta = cJSON_Parse(v.r.task.metadata_json);
+    if (!cJSON_IsObject(meta)) {
+        snprintf(err, errlen, "task %llu: metadata_json is not a JSON object", (unsigned long long)v.r.task.task_id);
+        cJSON_Delete(meta);
+        goto bad;
+    }
+    task_entry_t e = {(char *)v.r.task.question, (char *)v.r.task.answer, meta};
+    size_t n = v.r.n_completions;
+    float *rewards = malloc(sizeof(float) * (n ? n : 1));
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rec_completion_t c;
+        rec_rollout_completion(&v, i, &c);
+        char *answer = task_extract_answer(c.text);
+        double s = task_score_entry(answer, &e, err, errlen);
+        free(answer);
+        if (s < 0) rc = -1;
+        rewards[i] = (float)s;
+    }
+    cJSON_Delete(meta);
+    if (rc == 0) rc = rec_rollout_score(buf, len, rewards, n, true, err, errlen);
+    free(rewards);
+    if (rc != 0) goto bad;
+    st->scored++;
+    st->completions += (long)n;
+    return 0;
+bad:
+    st->malformed++;
+    return -1;
+}

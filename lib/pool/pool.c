@@ -1,0 +1,330 @@
+#include "pool/pool.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Redis Functions library, loaded (REPLACE) on every connect so a newer
+ * sapo upgrades a running Redis. */
+static const char POOL_LIBRARY[] =
+    "#!lua name=sapo_pool\n"
+    "local function range(base)\n"
+    "  local hi = tonumber(redis.call('GET', base .. ':hi') or '0')\n"
+    "  local lo = tonumber(redis.call('GET', base .. ':lo') or '1')\n"
+    "  return lo, hi\n"
+    "end\n"
+    "redis.register_function('sapo_publish', function(keys, args)\n"
+    "  local base, maxlen = keys[1], tonumber(args[3])\n"
+    "  local hi = redis.call('INCR', base .. ':hi')\n"
+    "  redis.call('HSET', base .. ':e', hi, args[2])\n"
+    "  local lo = tonumber(redis.call('GET', base .. ':lo') or '1')\n"
+    "  while hi - lo + 1 > maxlen do\n"
+    "    redis.call('HDEL', base .. ':e', lo)\n"
+    "    lo = lo + 1\n"
+    "  end\n"
+    "  redis.call('SET', base .. ':lo', lo)\n"
+    "  redis.call('SADD', keys[2], args[1])\n"
+    "  return hi - lo + 1\n"
+    "end)\n"
+    "local function live(prefix, exclude)\n"
+    "  local nodes = redis.call('SMEMBERS', prefix .. ':nodes')\n"
+    "  table.sort(nodes)\n"
+    "  local list, total = {}, 0\n"
+    "  for _, n in ipairs(nodes) do\n"
+    "    if n ~= exclude then\n"
+    "      local base = prefix .. ':n:' .. n\n"
+    "      local lo, hi = range(base)\n"
+    "      if hi >= lo then\n"
+    "        table.insert(list, {base, lo, hi - lo + 1})\n"
+    "        total = total + hi - lo + 1\n"
+    "      end\n"
+    "    end\n"
+    "  end\n"
+    "  return list, total\n"
+    "end\n"
+    "redis.register_function{function_name = 'sapo_sample', flags = {'no-writes'}, callback = function(keys, args)\n"
+    "  local list, total = live(keys[1], args[1])\n"
+    "  local out = {}\n"
+    "  if total == 0 then return out end\n"
+    "  for i = 2, #args do\n"
+    "    local r = math.floor(tonumber(args[i]) * total)\n"
+    "    if r >= total then r = total - 1 end\n"
+    "    for _, e in ipairs(list) do\n"
+    "      if r < e[3] then\n"
+    "        local rec = redis.call('HGET', e[1] .. ':e', e[2] + r)\n"
+    "        if rec then table.insert(out, rec) end\n"
+    "        break\n"
+    "      end\n"
+    "      r = r - e[3]\n"
+    "    end\n"
+    "  end\n"
+    "  return out\n"
+    "end}\n"
+    "redis.register_function{function_name = 'sapo_size', flags = {'no-writes'}, callback = function(keys, args)\n"
+    "  if args[1] then\n"
+    "    local lo, hi = range(keys[1] .. ':n:' .. args[1])\n"
+    "    return math.max(hi - lo + 1, 0)\n"
+    "  end\n"
+    "  local _, total = live(keys[1], '')\n"
+    "  return total\n"
+    "end}\n";
+
+struct pool {
+    char host[256];
+    int port;
+    int db;
+    char user[128];
+    char password[256];
+    char swarm[128];
+    int max_per_node;
+    redisContext *c;
+    time_t retry_at;   /* no connection attempt before this */
+    int backoff_s;
+    uint64_t rng;
+};
+
+static int parse_url(pool_t *p, const char *url, char *err, size_t errlen)
+{
+    const char *s = url;
+    if (strncmp(s, "redis://", 8) != 0) goto bad;
+    s += 8;
+    const char *at = strchr(s, '@');
+    if (at) {
+        const char *colon = memchr(s, ':', (size_t)(at - s));
+        size_t ul = colon ? (size_t)(colon - s) : 0;
+        const char *pw = colon ? colon + 1 : s;
+        size_t pl = (size_t)(at - pw);
+        if (ul >= sizeof p->user || pl >= sizeof p->password) goto bad;
+        memcpy(p->user, s, ul);
+        p->user[ul] = '\0';
+        memcpy(p->password, pw, pl);
+        p->password[pl] = '\0';
+        s = at + 1;
+    }
+    size_t hl = strcspn(s, ":/");
+    if (hl == 0 || hl >= sizeof p->host) goto bad;
+    memcpy(p->host, s, hl);
+    p->host[hl] = '\0';
+    s += hl;
+    p->port = 6379;
+    if (*s == ':') {
+        char *end;
+        long port = strtol(s + 1, &end, 10);
+        if (end == s + 1 || port <= 0 || port > 65535) goto bad;
+        p->port = (int)port;
+        s = end;
+    }
+    if (*s == '/') {
+        char *end;
+        long db = strtol(s + 1, &end, 10);
+        if (end == s + 1 || db < 0 || *end) goto bad;
+        p->db = (int)db;
+        s = end;
+    }
+    if (*s) goto bad;
+    return 0;
+bad:
+    snprintf(err, errlen, "redis URL '%s': expected redis://[[user]:password@]host[:port][/db]", url);
+    return -1;
+}
+
+pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err, size_t errlen)
+{
+    pool_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (parse_url(p, url, err, errlen) != 0) {
+        free(p);
+        return NULL;
+    }
+    if (!swarm || !*swarm || strlen(swarm) >= sizeof p->swarm || max_per_node < 1) {
+        snprintf(err, errlen, "pool: swarm prefix must be 1..%zu bytes and the bound at least 1", sizeof p->swarm - 1);
+        free(p);
+        return NULL;
+    }
+    snprintf(p->swarm, sizeof p->swarm, "%s", swarm);
+    p->max_per_node = max_per_node;
+    p->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
+    return p;
+}
+
+static void disconnect(pool_t *p)
+{
+    if (p->c) redisFree(p->c);
+    p->c = NULL;
+}
+
+void pool_destroy(pool_t **self_p)
+{
+    if (!self_p || !*self_p) return;
+    disconnect(*self_p);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+void pool_seed(pool_t *self, uint64_t seed) { self->rng = seed ? seed : 1; }
+
+/* splitmix64 -> double in [0, 1) */
+static double uniform(pool_t *p)
+{
+    uint64_t z = (p->rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+
+static int connect_now(pool_t *p, char *err, size_t errlen)
+{
+    time_t now = time(NULL);
+    if (now < p->retry_at) {
+        snprintf(err, errlen, "redis %s:%d unreachable; next try in %ld s", p->host, p->port, (long)(p->retry_at - now));
+        return -1;
+    }
+    struct timeval tv = {1, 0};
+    p->c = redisConnectWithTimeout(p->host, p->port, tv);
+    if (!p->c || p->c->err) {
+        snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, p->c ? p->c->errstr : "out of memory");
+        goto fail;
+    }
+    struct timeval io = {2, 0};
+    redisSetTimeout(p->c, io);
+    redisReply *r;
+    if (p->password[0]) {
+        r = p->user[0] ? redisCommand(p->c, "AUTH %s %s", p->user, p->password) : redisCommand(p->c, "AUTH %s", p->password);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "redis %s:%d: AUTH: %s", p->host, p->port, r ? r->str : p->c->errstr);
+            freeReplyObject(r);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    if (p->db) {
+        r = redisCommand(p->c, "SELECT %d", p->db);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "redis %s:%d: SELECT %d: %s", p->host, p->port, p->db, r ? r->str : p->c->errstr);
+            freeReplyObject(r);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    r = redisCommand(p->c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "redis %s:%d: FUNCTION LOAD (Redis 7 or newer needed): %s", p->host, p->port,
+                 r ? r->str : p->c->errstr);
+        freeReplyObject(r);
+        goto fail;
+    }
+    freeReplyObject(r);
+    p->backoff_s = 0;
+    return 0;
+fail:
+    disconnect(p);
+    p->backoff_s = p->backoff_s ? (p->backoff_s * 2 > 30 ? 30 : p->backoff_s * 2) : 1;
+    p->retry_at = now + p->backoff_s;
+    return -1;
+}
+
+/* a reply, or NULL with err; a broken connection is dropped for a retry */
+static redisReply *run(pool_t *p, int argc, const char **argv, const size_t *lens, char *err, size_t errlen)
+{
+    if (!p->c && connect_now(p, err, errlen) != 0) return NULL;
+    redisReply *r = redisCommandArgv(p->c, argc, argv, lens);
+    if (!r) {
+        snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, p->c->errstr);
+        disconnect(p);
+        p->retry_at = 0;
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen)
+{
+    char base[512], nodes[256], maxlen[32];
+    snprintf(base, sizeof base, "%s:n:%s", self->swarm, node);
+    snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
+    snprintf(maxlen, sizeof maxlen, "%d", self->max_per_node);
+    const char *argv[] = {"FCALL", "sapo_publish", "2", base, nodes, node, rec, maxlen};
+    size_t lens[] = {5, 12, 1, strlen(base), strlen(nodes), strlen(node), len, strlen(maxlen)};
+    redisReply *r = run(self, 8, argv, lens, err, errlen);
+    if (!r) return -1;
+    freeReplyObject(r);
+    return 0;
+}
+
+int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (k <= 0) return 0;
+    const char **argv = calloc((size_t)k + 5, sizeof *argv);
+    size_t *lens = calloc((size_t)k + 5, sizeof *lens);
+    char (*u)[32] = calloc((size_t)k, sizeof *u);
+    int n = -1;
+    if (!argv || !lens || !u) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    argv[0] = "FCALL", argv[1] = "sapo_sample", argv[2] = "1", argv[3] = self->swarm;
+    argv[4] = exclude_node ? exclude_node : "";
+    for (int i = 0; i < k; i++) {
+        snprintf(u[i], sizeof u[i], "%.17g", uniform(self));
+        argv[5 + i] = u[i];
+    }
+    for (int i = 0; i < k + 5; i++) lens[i] = strlen(argv[i]);
+    redisReply *r = run(self, k + 5, argv, lens, err, errlen);
+    if (!r) goto done;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "redis: sapo_sample answered type %d, not an array", r->type);
+        freeReplyObject(r);
+        goto done;
+    }
+    pool_entry_t *e = calloc(r->elements + 1, sizeof *e);
+    n = 0;
+    for (size_t i = 0; e && i < r->elements; i++) {
+        const redisReply *x = r->element[i];
+        if (x->type != REDIS_REPLY_STRING) continue;
+        if (posix_memalign(&e[n].data, 16, x->len ? x->len : 1) != 0) break;
+        memcpy(e[n].data, x->str, x->len);
+        e[n].len = x->len;
+        n++;
+    }
+    *out = e;
+    freeReplyObject(r);
+done:
+    free(argv);
+    free(lens);
+    free(u);
+    return n;
+}
+
+void pool_entries_free(pool_entry_t *e, int n)
+{
+    for (int i = 0; e && i < n; i++) free(e[i].data);
+    free(e);
+}
+
+static long size_call(pool_t *self, const char *node)
+{
+    char err[256];
+    const char *argv[] = {"FCALL", "sapo_size", "1", self->swarm, node};
+    size_t lens[] = {5, 9, 1, strlen(self->swarm), node ? strlen(node) : 0};
+    redisReply *r = run(self, node ? 5 : 4, argv, lens, err, sizeof err);
+    if (!r) return -1;
+    long n = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+long pool_size_total(pool_t *self) { return size_call(self, NULL); }
+long pool_size_node(pool_t *self, const char *node) { return size_call(self, node); }

@@ -1,0 +1,57 @@
+/* The swarm's rollout pool in Redis: every node publishes its shareable
+ * rollout groups (opaque records) and samples other nodes' groups.
+ *
+ * Layout, per swarm prefix S and node N:
+ *   S:nodes          set of node ids that ever published
+ *   S:n:N:e          hash seq -> record, the node's live entries
+ *   S:n:N:hi, :lo    newest and oldest live seq
+ * A node's entries are a contiguous range of sequence numbers, so an entry
+ * drawn uniformly from a node is one random number and one HGET, and the
+ * bound (oldest entries fall out) is a counter move. Sampling "uniform over
+ * every other node's entries" picks the node with probability proportional
+ * to its live count, then a uniform seq within it. Both run on the server as
+ * Redis Functions (library "sapo_pool"), so each is atomic; the client draws
+ * the uniform numbers, so a seeded client is reproducible. Every key of
+ * node N starts with S:n:N:, which is what per-node ACL users restrict.
+ *
+ * The pool never blocks a node: a call to an unreachable Redis fails at
+ * once with an error, and the connection is retried on later calls with
+ * backoff (1 s doubling to 30 s). */
+#ifndef SAPO_POOL_H
+#define SAPO_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pool pool_t;
+
+typedef struct {
+    void *data; /* malloc'ed, 16-byte aligned record */
+    size_t len;
+} pool_entry_t;
+
+/* url: redis://[[user]:password@]host[:port][/db]. Only a malformed URL
+ * fails here; the connection is made on first use. max_per_node bounds
+ * each node's entries. */
+pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err, size_t errlen);
+void pool_destroy(pool_t **self_p);
+
+/* Adds a record under node. 0, or -1 with err. */
+int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen);
+
+/* Draws k records (with replacement) uniformly from the entries of every
+ * node but exclude_node (NULL excludes none). Returns how many were drawn
+ * (0 when there are none) with *out malloc'ed (free with pool_entries_free),
+ * or -1 with err. */
+int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen);
+void pool_entries_free(pool_entry_t *e, int n);
+
+/* live entries of every node, or -1 when Redis cannot be reached */
+long pool_size_total(pool_t *self);
+/* live entries of one node, or -1 */
+long pool_size_node(pool_t *self, const char *node);
+
+/* seeds the uniform numbers sent with pool_sample */
+void pool_seed(pool_t *self, uint64_t seed);
+
+#endif

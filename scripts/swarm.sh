@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs a swarm of N SAPO nodes on this machine: one shared redis-server (the
+# rollout pool) and, per node, its own foreman process set (Procfile without
+# the redis line) with its own run folder and ipc endpoints.
+#
+#   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--rounds R] [--run DIR] [--seed S] [--wait]
+#   scripts/swarm.sh stop [--run DIR]
+#   scripts/swarm.sh progress [--run DIR]
+#
+# --ij gives each node its local/external split (the last one repeats), so
+# a mixed swarm is one flag. Any SAPO_* variable in the environment reaches
+# every node. With --wait the script shows a progress line until every node
+# has run its rounds, then stops the swarm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cmd=${1:-}; [ $# -gt 0 ] && shift
+nodes=2 ij="4/4" rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes=$2; shift 2 ;;
+    --ij) ij=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --run) run=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --generators) gens=$2; shift 2 ;;
+    --wait) wait=1; shift ;;
+    *) echo "swarm: unknown flag '$1'" >&2; exit 2 ;;
+  esac
+done
+[[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] || { echo "swarm: --nodes: '$nodes' is not a positive integer" >&2; exit 2; }
+
+free_port() {
+  local p=$1
+  while (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; do p=$((p + 1)); done
+  echo $p
+}
+
+progress() {
+  local line="" f r w
+  for f in "$run"/*/metrics.jsonl; do
+    [ -s "$f" ] || continue
+    r=$(tail -n 1 "$f" | grep -o '"round":[0-9]*' | cut -d: -f2)
+    w=$(tail -n 1 "$f" | grep -o '"reward_mean":[-0-9.e]*' | cut -d: -f2)
+    line+="$(basename "$(dirname "$f")") r${r:-?} reward ${w:0:5}  "
+  done
+  echo "${line:-waiting for the first round...}"
+}
+
+stop() {
+  [ -f "$run/pids" ] || { echo "swarm: nothing running under $run"; return 0; }
+  while read -r kind pid; do
+    [ "$kind" = foreman ] && kill -TERM "$pid" 2>/dev/null || true
+  done < "$run/pids"
+  for _ in $(seq 50); do
+    alive=0
+    while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2>/dev/null && alive=1; done < "$run/pids"
+    [ $alive = 0 ] && break
+    sleep 0.2
+  done
+  while read -r kind pid; do [ "$kind" = redis ] && kill -TERM "$pid" 2>/dev/null || true; done < "$run/pids"
+  rm -f "$run/pids"
+  echo "swarm: stopped ($run)"
+}
+
+case "$cmd" in
+  start)
+    [ -x bin/broker ] || { echo "swarm: bin/broker missing: run make first" >&2; exit 1; }
+    [ -f "$run/pids" ] && { echo "swarm: $run/pids exists: a swarm runs there (scripts/swarm.sh stop --run $run)" >&2; exit 1; }
+    mkdir -p "$run/redis"
+    port=$(free_port 6390)
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$run/redis" --save "" --appendonly no \
+      --logfile "$PWD/$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
+    echo "redis $!" > "$run/pids"
+    for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "swarm: redis-server did not start on port $port (see $run/redis/redis.log)" >&2; stop; exit 1; }
+    IFS=, read -r -a splits <<< "$ij"
+    for i in $(seq 0 $((nodes - 1))); do
+      s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
+      node=n$i
+      mkdir -p "$run/$node"
+      SAPO_NODE=$node SAPO_RUN=$run/$node SAPO_BROKER=$run/$node SAPO_REDIS=redis://127.0.0.1:$port \
+      SAPO_I=${s%/*} SAPO_J=${s#*/} SAPO_ROUNDS=$rounds SAPO_SEED=$((seed * 1000 + i)) \
+        setsid foreman start -f Procfile -d . -m "all=1,redis=0,generator=$gens" > "$run/$node/node.log" 2>&1 < /dev/null &
+      echo "foreman $!" >> "$run/pids"
+      echo "swarm: node $node (I/J ${s}) log $run/$node/node.log"
+    done
+    echo "swarm: $nodes nodes, pool redis://127.0.0.1:$port, run folder $run"
+    if [ $wait = 1 ]; then
+      trap 'echo; stop; exit 130' INT TERM
+      while :; do
+        alive=0
+        while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2>/dev/null && alive=1; done < "$run/pids"
+        printf '\r%s' "$(progress | cut -c1-200)"
+        [ $alive = 0 ] && break
+        sleep 2
+      done
+      echo
+      stop
+    fi
+    ;;
+  stop) stop ;;
+  progress) progress ;;
+  *) echo "usage: scripts/swarm.sh start|stop|progress [flags] (see the top of this file)" >&2; exit 2 ;;
+esac
