@@ -61,4 +61,4 @@ want=--config; check config_not_json 'usage generate --family binary_matrix --se
 want=--bogus; check unknown_flag 'usage generate --bogus 1'
 want=--start; check no_value 'usage generate --family bf --seed 1 --count 1 --start'
 want=nonexistent; check missing_file 'usage score "$tmp/nonexistent.jsonl"'
-want=usage; check no_mode 'usage'
+want=bogus; check unknown_mode 'usage bogus'

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "tasks_family_check.h"
 #include "tasks/py.h"
+#include "tasks/rng.h"
 #include "tasks/task.h"
 
 #define GOLDEN "tests/golden/tasks"
@@ -249,6 +250,44 @@ static void test_scores_by_hand(void) {
     EXPECT(task_score_default(NULL, "ab") == 0.0 && task_score_default("", "") == 0.0);
 }
 
+/* Mutated answers through every scorer: no crash or sanitizer report, and
+ * a score in [0, 1]. The pieces are what the parsers look for. */
+static void test_mutated_answers(void) {
+    static const char *const pieces[] = {
+        "0", "1", "9", "-", "+", ".", "e", "E", "_", "/", "$", "\\frac{", "\\dfrac", "{", "}", "[", "]", "(", ")",
+        ",", " ", "\n", "'", "\"", "\\", "\\x4", "\\u00", "b'", "r'", "0x", "0b", "0o", "j", "#", "True", "None",
+        "NaN", "Inf", "sNaN", "e999999999", "\u00a0", "\u0663", "\u017f", "\xff", "\xc3", "Monday", "yes", "1_0",
+        "<answer>", "</answer>", "'''", "\"\"\"", "\\\n", "99999999999999999999999",
+    };
+    const int npieces = (int)(sizeof pieces / sizeof *pieces);
+    for (int k = 0; k < task_family_count; k++) {
+        const task_family_t *f = task_families[k];
+        cJSON *config = family_config(f, NULL);
+        task_rng_t r;
+        task_rng_init(&r, 99, (uint64_t)k);
+        int bad = 0;
+        for (int i = 0; i < 60; i++) {
+            task_entry_t e = {0};
+            char err[256], buf[512];
+            if (f->generate(config, 5, (uint64_t)i, &e, err, sizeof err) != 0) continue;
+            for (int m = 0; m < 40; m++) {
+                /* keep a prefix of the truth, splice in pieces, keep a suffix */
+                size_t n = 0, len = e.answer ? strlen(e.answer) : 0;
+                size_t cut = len ? (size_t)task_rng_below(&r, len + 1) : 0;
+                n += (size_t)snprintf(buf, sizeof buf, "%.*s", (int)(cut < 200 ? cut : 200), e.answer ? e.answer : "");
+                for (int p = (int)task_rng_below(&r, 4); p >= 0; p--)
+                    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", pieces[task_rng_below(&r, (uint64_t)npieces)]);
+                if (len > cut) snprintf(buf + n, sizeof buf - n, "%.*s", 200, e.answer + cut + task_rng_below(&r, 2) * (cut < len));
+                double s = f->score(buf, &e);
+                if (!(s >= 0 && s <= 1) && bad++ < 3) fprintf(stderr, "%s: score %g for [%s]\n", f->name, s, buf);
+            }
+            task_entry_free(&e);
+        }
+        EXPECTF(bad == 0, "%s: %d scores outside [0, 1]", f->name, bad);
+        cJSON_Delete(config);
+    }
+}
+
 static void test_mix(void) {
     char err[256] = "";
     task_mix_t *all = task_mix_new(NULL, 5, err, sizeof err);
@@ -358,6 +397,7 @@ int main(void) {
     RUN_TEST(test_seeds_differ);
     RUN_TEST(test_configs);
     RUN_TEST(test_scores_by_hand);
+    RUN_TEST(test_mutated_answers);
     RUN_TEST(test_mix);
     RUN_TEST(test_entry_json);
     RUN_TEST(test_python_semantics);

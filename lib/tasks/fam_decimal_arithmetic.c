@@ -240,26 +240,25 @@ static dec_t dec_div(const dec_t *a, const dec_t *b, int prec) {
     return r;
 }
 
-/* Decimal(str): 0, or -1 for InvalidOperation. Underscores go, Unicode
- * digits count, surrounding whitespace is stripped (as CPython's _decimal). */
+/* Decimal(str): 0, or -1 for InvalidOperation. As CPython's _decimal:
+ * surrounding whitespace stripped first, then every underscore dropped;
+ * Unicode digits count. */
 static int dec_parse(const char *s, dec_t *out) {
     size_t n = strlen(s);
+    py_strip(&s, &n);
     char *a = malloc(n + 1), *w = a;
     for (size_t i = 0; i < n;) {
         uint32_t c;
         size_t k = py_utf8_next(s + i, n - i, &c);
         int d = py_digit(c);
         if (c == '_') ;
-        else if (py_isspace(c)) *w++ = ' ';
         else if (d >= 0) *w++ = (char)('0' + d);
-        else if (c < 0x80) *w++ = (char)c;
+        else if (c < 0x80 && c > ' ') *w++ = (char)c;
         else { free(a); return -1; }
         i += k;
     }
     *w = '\0';
     const char *p = a, *end = w;
-    while (p < end && *p == ' ') p++;
-    while (end > p && end[-1] == ' ') end--;
     memset(out, 0, sizeof *out);
     if (p < end && (*p == '+' || *p == '-')) out->neg = *p++ == '-';
     size_t len = (size_t)(end - p);

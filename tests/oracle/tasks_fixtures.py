@@ -70,7 +70,7 @@ CONFIGS = {
     "calendar_arithmetic": [({}, 24), ({"offset_upper_bound": 365, "year": 2024}, 10),
                             ({"tasks": ["count_business_days", "count_days"], "offset_upper_bound": 30}, 6)],
     "binary_matrix": [({}, 8), ({"min_n": 1, "max_n": 4, "p_zero": 0.5}, 6), ({"min_n": 12, "max_n": 14}, 1)],
-    "arc_1d": [({}, 8)],
+    "arc_1d": [({}, 6)],
     "bf": [({}, 6)],
     "propositional_logic": [({}, 8)],
 }
@@ -192,6 +192,49 @@ def binary_matrix(e):
     return out
 
 
+PIECES = ["0", "1", "9", "-", "+", ".", "e", "E", "_", "/", "$", "\\frac{", "\\dfrac", "{", "}", "[", "]", "(", ")",
+          ",", " ", "\n", "'", '"', "\\", "\\x4", "\\u00", "b'", "r'", "0x", "0b", "0o", "j", "#", "True", "None",
+          "NaN", "Inf", "sNaN", "e99", "\u00a0", "\u0663", "\u017f", "Monday", "yes", "1_0", "'" * 3, '"' * 3,
+          "99999999999999999999999"]
+
+
+def has_code(text):
+    """True where eval() would run more than a literal: binary_matrix's
+    scorer here reads literals only (see lib/tasks/README.md)."""
+    import ast
+
+    def plain(v):
+        if isinstance(v, (dict, set)):
+            return False
+        if isinstance(v, (list, tuple)):
+            return all(plain(x) for x in v)
+        return True
+    try:
+        return not plain(ast.literal_eval(text))
+    except Exception:
+        try:
+            eval(text, {"__builtins__": {}})
+        except Exception:
+            return False
+        return True
+
+
+def mutations(family, e, count=24):
+    """The truth cut and spliced with pieces the parsers look for: a
+    deterministic fuzz of every scorer against reasoning-gym's."""
+    import random
+    rng = random.Random(json.dumps(e, sort_keys=True))
+    a = e["answer"] if isinstance(e["answer"], str) else ""
+    out = []
+    while len(out) < count:
+        cut = rng.randint(0, len(a))
+        m = a[:cut] + "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 4))) + a[cut + rng.randint(0, 1):]
+        if family == "binary_matrix" and has_code(m):
+            continue
+        out.append(m)
+    return out
+
+
 VARIANTS = {"base_conversion": base_conversion, "basic_arithmetic": basic_arithmetic,
             "fraction_simplification": fraction_simplification, "decimal_arithmetic": decimal_arithmetic,
             "calendar_arithmetic": calendar_arithmetic, "binary_matrix": binary_matrix}
@@ -201,7 +244,7 @@ def variants(family, e):
     a = e["answer"] if isinstance(e["answer"], str) else ""
     out = generic(a)
     if family in VARIANTS:
-        out += VARIANTS[family](e)
+        out += VARIANTS[family](e) + mutations(family, e)
     return out
 
 
