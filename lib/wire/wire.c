@@ -1,0 +1,413 @@
+#include "wire/wire.h"
+#include "wire/proto.h"
+
+#include <errno.h>
+
+struct wire_producer_t {
+    zsock_t *sock;
+    uint64_t sent, received; /* received: as the broker last confirmed */
+};
+
+struct wire_consumer_t {
+    zsock_t *sock;
+    int credit;
+    int64_t last_hello;
+    int pending;                        /* acks not yet sent */
+    uint8_t acks[1 + 8 * WIRE_ACK_BATCH];
+};
+
+struct wire_publisher_t {
+    zsock_t *sock;
+};
+
+struct wire_subscriber_t {
+    zsock_t *sock;
+};
+
+/* A socket connected to endpoint, or NULL with a message in err. */
+static zsock_t *connect_sock(int type, const char *endpoint, const char *what, char *err,
+                             size_t errlen)
+{
+    zsock_t *sock = zsock_new(type);
+    if (!sock) {
+        snprintf(err, errlen, "%s: cannot create a socket: %s", what, zmq_strerror(errno));
+        return NULL;
+    }
+    if (zmq_connect(zsock_resolve(sock), endpoint) != 0) {
+        snprintf(err, errlen, "%s: cannot connect to %s: %s", what, endpoint, zmq_strerror(errno));
+        zsock_destroy(&sock);
+        return NULL;
+    }
+    return sock;
+}
+
+static int work_stream(stream_t s, const char *who, char *err, size_t errlen)
+{
+    if (s < 0 || s >= STREAM_COUNT || s == STREAM_POLICY) {
+        snprintf(err, errlen, "%s: stream '%s' is not a work stream", who, stream_name(s));
+        return -1;
+    }
+    return 0;
+}
+
+/* ZMTP heartbeats so a dead broker is noticed and reconnected to, even when
+ * the kernel keeps a half-open TCP connection. */
+static void set_heartbeat(zsock_t *sock)
+{
+    void *h = zsock_resolve(sock);
+    int ivl = WIRE_HEARTBEAT_MS / 3, timeout = WIRE_HEARTBEAT_MS;
+    zmq_setsockopt(h, ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(h, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout);
+}
+
+static void set_maxmsgsize(zsock_t *sock)
+{
+    int64_t max = WIRE_RECORD_MAX + 64;
+    zmq_setsockopt(zsock_resolve(sock), ZMQ_MAXMSGSIZE, &max, sizeof max);
+}
+
+void wire_record_destroy(wire_record_t **self_p)
+{
+    if (!*self_p) return;
+    zmq_msg_close(&(*self_p)->msg_);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+/* Takes ownership of msg's content. */
+static wire_record_t *record_new(zmq_msg_t *msg, uint64_t id)
+{
+    wire_record_t *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    zmq_msg_init(&r->msg_);
+    zmq_msg_move(&r->msg_, msg);
+    r->id = id;
+    r->data = zmq_msg_data(&r->msg_);
+    r->size = zmq_msg_size(&r->msg_);
+    return r;
+}
+
+/* Waits until h is readable or timeout_ms passes; 0 when readable. */
+static int wait_readable(void *h, long timeout_ms)
+{
+    zmq_pollitem_t item = {h, 0, ZMQ_POLLIN, 0};
+    int rc = zmq_poll(&item, 1, timeout_ms);
+    return rc > 0 ? 0 : -1;
+}
+
+/* Reads and drops the frames after last in a multi-frame message. */
+static void drop_rest(void *h, const zmq_msg_t *last)
+{
+    int more = zmq_msg_more(last);
+    while (more) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        more = zmq_msg_recv(&m, h, 0) >= 0 && zmq_msg_more(&m);
+        zmq_msg_close(&m);
+    }
+}
+
+/* A DEALER with a fixed identity per object, so after a network blip the
+ * broker's ROUTER hands the connection over and keeps what it knows. */
+static zsock_t *dealer_new(const char *endpoint, const char *what, char *err, size_t errlen)
+{
+    zsock_t *sock = zsock_new(ZMQ_DEALER);
+    if (!sock) {
+        snprintf(err, errlen, "%s: cannot create a socket: %s", what, zmq_strerror(errno));
+        return NULL;
+    }
+    zuuid_t *uuid = zuuid_new();
+    zmq_setsockopt(zsock_resolve(sock), ZMQ_ROUTING_ID, zuuid_data(uuid), ZUUID_LEN);
+    zuuid_destroy(&uuid);
+    set_heartbeat(sock);
+    set_maxmsgsize(sock);
+    if (zmq_connect(zsock_resolve(sock), endpoint) != 0) {
+        snprintf(err, errlen, "%s: cannot connect to %s: %s", what, endpoint, zmq_strerror(errno));
+        zsock_destroy(&sock);
+    }
+    return sock;
+}
+
+wire_producer_t *wire_producer_new(const endpoints_t *ep, stream_t s, char *err, size_t errlen)
+{
+    if (work_stream(s, "producer", err, errlen) < 0) return NULL;
+    wire_producer_t *self = calloc(1, sizeof *self);
+    if (!self) return NULL;
+    char what[64];
+    snprintf(what, sizeof what, "%s producer", stream_name(s));
+    self->sock = dealer_new(ep->in[s], what, err, errlen);
+    if (!self->sock) {
+        free(self);
+        return NULL;
+    }
+    return self;
+}
+
+/* Reads the broker's confirmations that are waiting, without blocking. */
+static void producer_confirmations(wire_producer_t *self)
+{
+    void *h = zsock_resolve(self->sock);
+    uint8_t body[16];
+    int n;
+    while ((n = zmq_recv(h, body, sizeof body, ZMQ_DONTWAIT)) >= 0)
+        if (n == 9 && body[0] == WIRE_RECEIVED) self->received = wire_get_u64(body + 1);
+}
+
+void wire_producer_destroy(wire_producer_t **self_p)
+{
+    wire_producer_t *self = *self_p;
+    if (!self) return;
+    int64_t deadline = zclock_mono() + 30000;
+    producer_confirmations(self);
+    while (self->received < self->sent && !zsys_interrupted && zclock_mono() < deadline) {
+        zmq_pollitem_t item = {zsock_resolve(self->sock), 0, ZMQ_POLLIN, 0};
+        zmq_poll(&item, 1, 100);
+        producer_confirmations(self);
+    }
+    zsock_destroy(&self->sock);
+    free(self);
+    *self_p = NULL;
+}
+
+int wire_producer_send(wire_producer_t *self, const void *data, size_t len)
+{
+    if (len > WIRE_RECORD_MAX) return -1;
+    void *h = zsock_resolve(self->sock);
+    zmq_msg_t msg;
+    if (zmq_msg_init_size(&msg, len) != 0) return -1;
+    if (len) memcpy(zmq_msg_data(&msg), data, len);
+    while (zmq_msg_send(&msg, h, 0) < 0) {
+        if (errno != EINTR || zsys_interrupted) {
+            zmq_msg_close(&msg);
+            return -1;
+        }
+    }
+    if (++self->sent % 256 == 0) producer_confirmations(self);
+    return 0;
+}
+
+zsock_t *wire_producer_sock(wire_producer_t *self)
+{
+    return self->sock;
+}
+
+static void consumer_hello(wire_consumer_t *self)
+{
+    uint8_t hello[5] = {WIRE_HELLO};
+    wire_put_u32(hello + 1, (uint32_t)self->credit);
+    /* while the broker is away hellos queue up to the pipe's limit; past it
+     * one more is pointless */
+    zmq_send(zsock_resolve(self->sock), hello, sizeof hello, ZMQ_DONTWAIT);
+    self->last_hello = zclock_mono();
+}
+
+wire_consumer_t *wire_consumer_new(const endpoints_t *ep, stream_t s, int credit, char *err,
+                                   size_t errlen)
+{
+    if (work_stream(s, "consumer", err, errlen) < 0) return NULL;
+    if (credit < 1) {
+        snprintf(err, errlen, "%s consumer: credit %d must be at least 1", stream_name(s), credit);
+        return NULL;
+    }
+    wire_consumer_t *self = calloc(1, sizeof *self);
+    if (!self) return NULL;
+    self->credit = credit;
+    self->acks[0] = WIRE_ACK;
+    char what[64];
+    snprintf(what, sizeof what, "%s consumer", stream_name(s));
+    self->sock = dealer_new(ep->out[s], what, err, errlen);
+    if (!self->sock) {
+        free(self);
+        return NULL;
+    }
+    consumer_hello(self);
+    return self;
+}
+
+static int consumer_flush(wire_consumer_t *self)
+{
+    if (self->pending == 0) return 0;
+    size_t len = 1 + 8 * (size_t)self->pending;
+    self->pending = 0;
+    /* an ack that cannot be queued only means the record comes again */
+    zmq_send(zsock_resolve(self->sock), self->acks, len, ZMQ_DONTWAIT);
+    return zsys_interrupted ? -1 : 0;
+}
+
+void wire_consumer_destroy(wire_consumer_t **self_p)
+{
+    wire_consumer_t *self = *self_p;
+    if (!self) return;
+    consumer_flush(self);
+    zsock_set_linger(self->sock, 200);
+    zsock_destroy(&self->sock);
+    free(self);
+    *self_p = NULL;
+}
+
+/* The next record already waiting, or NULL when none is. */
+static wire_record_t *consumer_take(wire_consumer_t *self)
+{
+    void *h = zsock_resolve(self->sock);
+    for (;;) {
+        zmq_msg_t head, body;
+        zmq_msg_init(&head);
+        if (zmq_msg_recv(&head, h, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&head);
+            return NULL;
+        }
+        if (!zmq_msg_more(&head) || zmq_msg_size(&head) != 8) {
+            drop_rest(h, &head); /* a probe, or nothing a broker sends */
+            zmq_msg_close(&head);
+            continue;
+        }
+        uint64_t id = wire_get_u64(zmq_msg_data(&head));
+        zmq_msg_close(&head);
+        zmq_msg_init(&body);
+        if (zmq_msg_recv(&body, h, 0) < 0) {
+            zmq_msg_close(&body);
+            return NULL;
+        }
+        drop_rest(h, &body);
+        wire_record_t *r = record_new(&body, id);
+        zmq_msg_close(&body);
+        return r;
+    }
+}
+
+wire_record_t *wire_consumer_recv(wire_consumer_t *self, int timeout_ms)
+{
+    if (consumer_flush(self) < 0) return NULL;
+    int64_t deadline = timeout_ms < 0 ? -1 : zclock_mono() + timeout_ms;
+    while (!zsys_interrupted) {
+        wire_record_t *r = consumer_take(self);
+        if (r) return r;
+        int64_t now = zclock_mono();
+        if (now - self->last_hello >= WIRE_HELLO_MS) {
+            consumer_hello(self);
+            now = self->last_hello;
+        }
+        long wait = WIRE_HELLO_MS - (long)(now - self->last_hello);
+        if (deadline >= 0) {
+            if (now >= deadline) return NULL;
+            if (deadline - now < wait) wait = (long)(deadline - now);
+        }
+        wait_readable(zsock_resolve(self->sock), wait);
+    }
+    return NULL;
+}
+
+int wire_consumer_ack(wire_consumer_t *self, uint64_t id)
+{
+    wire_put_u64(self->acks + 1 + 8 * self->pending, id);
+    self->pending++;
+    /* batch while more records wait to be read; otherwise the broker
+     * should hear at once, since the consumer may now sit idle */
+    int events = 0;
+    size_t size = sizeof events;
+    zmq_getsockopt(zsock_resolve(self->sock), ZMQ_EVENTS, &events, &size);
+    if (self->pending == WIRE_ACK_BATCH || !(events & ZMQ_POLLIN)) return consumer_flush(self);
+    return zsys_interrupted ? -1 : 0;
+}
+
+zsock_t *wire_consumer_sock(wire_consumer_t *self)
+{
+    return self->sock;
+}
+
+wire_publisher_t *wire_publisher_new(const endpoints_t *ep, char *err, size_t errlen)
+{
+    wire_publisher_t *self = calloc(1, sizeof *self);
+    if (!self) return NULL;
+    /* PUSH rather than PUB: a notice sent before the broker is connected
+     * waits in the pipe instead of being dropped */
+    self->sock = connect_sock(ZMQ_PUSH, ep->in[STREAM_POLICY], "policy publisher", err, errlen);
+    if (!self->sock) {
+        free(self);
+        return NULL;
+    }
+    zsock_set_linger(self->sock, 1000);
+    return self;
+}
+
+void wire_publisher_destroy(wire_publisher_t **self_p)
+{
+    if (!*self_p) return;
+    zsock_destroy(&(*self_p)->sock);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+int wire_publisher_send(wire_publisher_t *self, const void *data, size_t len, char *err,
+                        size_t errlen)
+{
+    if (len > WIRE_RECORD_MAX) {
+        snprintf(err, errlen, "policy notice of %zu bytes is over the %u byte limit", len,
+                 WIRE_RECORD_MAX);
+        return -1;
+    }
+    if (zmq_send(zsock_resolve(self->sock), data, len, ZMQ_DONTWAIT) < 0) {
+        snprintf(err, errlen, "policy notice dropped: the broker at %s is not taking notices (%s)",
+                 zsock_endpoint(self->sock) ? zsock_endpoint(self->sock) : "?",
+                 zmq_strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+wire_subscriber_t *wire_subscriber_new(const endpoints_t *ep, char *err, size_t errlen)
+{
+    wire_subscriber_t *self = calloc(1, sizeof *self);
+    if (!self) return NULL;
+    self->sock = zsock_new(ZMQ_SUB);
+    if (!self->sock) {
+        snprintf(err, errlen, "policy subscriber: cannot create a socket");
+        free(self);
+        return NULL;
+    }
+    zsock_set_subscribe(self->sock, "");
+    set_heartbeat(self->sock);
+    set_maxmsgsize(self->sock);
+    if (zmq_connect(zsock_resolve(self->sock), ep->out[STREAM_POLICY]) != 0) {
+        snprintf(err, errlen, "policy subscriber: cannot connect to %s: %s", ep->out[STREAM_POLICY],
+                 zmq_strerror(errno));
+        zsock_destroy(&self->sock);
+        free(self);
+        return NULL;
+    }
+    return self;
+}
+
+void wire_subscriber_destroy(wire_subscriber_t **self_p)
+{
+    if (!*self_p) return;
+    zsock_destroy(&(*self_p)->sock);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+wire_record_t *wire_subscriber_recv(wire_subscriber_t *self, int timeout_ms)
+{
+    void *h = zsock_resolve(self->sock);
+    int64_t deadline = timeout_ms < 0 ? -1 : zclock_mono() + timeout_ms;
+    while (!zsys_interrupted) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, h, ZMQ_DONTWAIT) >= 0) {
+            drop_rest(h, &msg);
+            wire_record_t *r = record_new(&msg, 0);
+            zmq_msg_close(&msg);
+            return r;
+        }
+        zmq_msg_close(&msg);
+        int64_t now = zclock_mono();
+        if (deadline >= 0 && now >= deadline) return NULL;
+        wait_readable(h, deadline < 0 ? 1000 : (long)(deadline - now));
+    }
+    return NULL;
+}
+
+zsock_t *wire_subscriber_sock(wire_subscriber_t *self)
+{
+    return self->sock;
+}
