@@ -3,7 +3,8 @@
  * takes a GRPO step, saves the new policy version and announces it to the
  * generators; checkpoints every N rounds and resumes from the last one.
  * Consumes the batches stream, publishes the policy stream.
- * `learner warmstart` trains the tiny base model (warmstart.h). */
+ * `learner warmstart` trains the tiny base model, `learner init` makes a
+ * random one of any shape (warmstart.h). */
 #include <czmq.h>
 #include <limits.h>
 #include <string.h>
@@ -49,6 +50,10 @@ int main(int argc, char **argv)
     log_init("learner", cfg.node);
     zsys_init();
     if (argc > 1 && strcmp(argv[1], "warmstart") == 0) return warmstart(&cfg);
+    if (argc > 1 && strcmp(argv[1], "init") == 0) {
+        if (argc != 4) log_fatal("usage: learner init CONFIG_JSON OUT_FOLDER");
+        return init_random(argv[2], argv[3], cfg.seed);
+    }
     if (argc > 1) log_fatal("unknown mode '%s' (warmstart, or no mode to serve a node)", argv[1]);
 
     char dir[PATH_MAX], path[PATH_MAX + 32], err[512];

@@ -122,3 +122,18 @@ int warmstart(const config_t *cfg)
     log_info("base model saved in %s", cfg->base);
     return 0;
 }
+
+int init_random(const char *config_json, const char *out, uint64_t seed)
+{
+    char err[512];
+    model_config_t mc;
+    if (model_config_load(&mc, config_json, err, sizeof err) != 0) log_fatal("%s", err);
+    policy_t pol = {.tok = tokenizer_byte_new(), .fmt = PROMPT_PLAIN};
+    pol.model = model_new_random(&mc, seed, err, sizeof err);
+    if (!pol.model) log_fatal("%s: %s", config_json, err);
+    if (policy_save(&pol, out, err, sizeof err) != 0) log_fatal("%s", err);
+    log_info("random model (%zu parameters) saved in %s", model_num_params(pol.model), out);
+    model_destroy(&pol.model);
+    tokenizer_destroy(&pol.tok);
+    return 0;
+}

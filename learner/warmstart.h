@@ -9,4 +9,9 @@
 
 int warmstart(const config_t *cfg);
 
+/* learner init CONFIG_JSON OUT: a randomly initialised model of any
+ * Qwen2/Qwen3 shape, saved as a model folder over the byte tokenizer (for
+ * tests and benchmarks; no weights can be downloaded here). */
+int init_random(const char *config_json, const char *out, uint64_t seed);
+
 #endif

@@ -116,7 +116,7 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
     } else {
         s->in_flight--;
         /* SelectSubset: what teaches something is worth sharing */
-        if (!group_zero_advantage(buf, r->size)) {
+        if (strcmp(s->cfg.share, "all") == 0 || !group_zero_advantage(buf, r->size)) {
             int64_t t0 = zclock_mono();
             if (pool_publish(s->pool, s->cfg.node, buf, r->size, err, sizeof err) == 0) s->published++;
             else if (s->pool_errors++ == 0) log_error("pool: %s", err);

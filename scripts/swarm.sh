@@ -65,12 +65,13 @@ stop() {
 
 case "$cmd" in
   start)
-    [ -x bin/broker ] || { echo "swarm: bin/broker missing: run make first" >&2; exit 1; }
+    [ -x "${SAPO_BIN:-bin}/broker" ] || { echo "swarm: ${SAPO_BIN:-bin}/broker missing: run make first" >&2; exit 1; }
     [ -f "$run/pids" ] && { echo "swarm: $run/pids exists: a swarm runs there (scripts/swarm.sh stop --run $run)" >&2; exit 1; }
     mkdir -p "$run/redis"
+    run=$(cd "$run" && pwd)
     port=$(free_port 6390)
     redis-server --port "$port" --bind 127.0.0.1 --dir "$run/redis" --save "" --appendonly no \
-      --logfile "$PWD/$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
+      --logfile "$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
     echo "redis $!" > "$run/pids"
     for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "swarm: redis-server did not start on port $port (see $run/redis/redis.log)" >&2; stop; exit 1; }

@@ -97,7 +97,7 @@ bool assembly_add(assembly_t *self, void *buf, size_t len)
         free(buf);
         return false;
     }
-    if (v.r.external && group_zero_advantage(buf, len)) {
+    if (v.r.external && strcmp(self->cfg->external_filter, "nonzero") == 0 && group_zero_advantage(buf, len)) {
         self->st.zero_adv_dropped++;
         free(buf);
         return false;

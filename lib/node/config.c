@@ -56,6 +56,8 @@ static const field_t fields[] = {
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "400", "supervised steps that train the tiny base model (learner warmstart)"},
+    {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
+    {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
 };
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
@@ -111,6 +113,14 @@ static int check(const config_t *c)
     for (int i = 0; i < 3; i++) ok |= strcmp(c->scale_rewards, scales[i]) == 0;
     if (!ok) {
         fprintf(stderr, "config: scale-rewards (SAPO_SCALE_REWARDS): '%s' is not group, batch or none\n", c->scale_rewards);
+        return -1;
+    }
+    if (strcmp(c->share, "nonzero") != 0 && strcmp(c->share, "all") != 0) {
+        fprintf(stderr, "config: share (SAPO_SHARE): '%s' is not nonzero or all\n", c->share);
+        return -1;
+    }
+    if (strcmp(c->external_filter, "nonzero") != 0 && strcmp(c->external_filter, "all") != 0) {
+        fprintf(stderr, "config: external-filter (SAPO_EXTERNAL_FILTER): '%s' is not nonzero or all\n", c->external_filter);
         return -1;
     }
     if (c->local_groups + c->external_groups == 0) {

@@ -39,6 +39,8 @@ typedef struct {
     int checkpoint_every;   /* rounds between checkpoints */
     int pool_max;           /* pool entries kept per node */
     int warmstart_steps;    /* supervised steps that make the tiny base model */
+    char share[16];         /* SelectSubset: "nonzero" (groups with an advantage) or "all" */
+    char external_filter[16]; /* external groups kept after re-scoring: "nonzero" or "all" */
     uint64_t seed;
 } config_t;
 

@@ -13,10 +13,15 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "version", (double)version);
     double own = 0, ext = 0;
     long n_own = 0, n_ext = 0;
-    cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject();
+    cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject(), *from = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(batch, g, &rv);
+        if (rv.r.external) {
+            cJSON *k = cJSON_GetObjectItemCaseSensitive(from, rv.r.node);
+            if (k) cJSON_SetNumberValue(k, k->valuedouble + 1);
+            else cJSON_AddNumberToObject(from, rv.r.node, 1);
+        }
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
             rec_rollout_completion(&rv, i, &c);
@@ -43,6 +48,7 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddItemToObject(j, "family_accuracy", fam);
     cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
     cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
+    cJSON_AddItemToObject(j, "external_from", from);
     cJSON_AddNumberToObject(j, "loss", st->loss);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);

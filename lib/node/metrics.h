@@ -1,7 +1,8 @@
 /* The per-round metrics line the learner appends to run/<node>/metrics.jsonl:
  * {"node","round","version","reward_mean" (the node's own completions),
  *  "reward_external","family_accuracy":{family: mean reward},
- *  "local_groups","external_groups","loss","grad_norm","tokens",
+ *  "local_groups","external_groups","external_from":{node: groups},
+ *  "loss","grad_norm","tokens",
  *  "clip_region","seconds":{"train":...}, "sampler":{the batch's counters},
  *  "time"} */
 #ifndef SAPO_METRICS_H

@@ -197,7 +197,8 @@ int adamw_save(const adamw_t *self, const char *path) {
     FILE *f = fopen(tmp, "wb");
     int ok = f != NULL;
     ok = ok && fwrite(&h, sizeof h, 1, f) == 1;
-    ok = ok && fwrite(self->no_decay, sizeof *self->no_decay, self->n_no_decay, f) == self->n_no_decay;
+    /* fwrite's buffer must not be NULL even for 0 items */
+    ok = ok && (self->n_no_decay == 0 || fwrite(self->no_decay, sizeof *self->no_decay, self->n_no_decay, f) == self->n_no_decay);
     ok = ok && fwrite(self->m, sizeof(float), self->n, f) == self->n;
     ok = ok && fwrite(self->v, sizeof(float), self->n, f) == self->n;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
