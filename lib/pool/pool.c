@@ -249,8 +249,22 @@ static redisReply *run(pool_t *p, int argc, const char **argv, const size_t *len
     return r;
 }
 
+/* Node ids become part of key names: a ':' or a glob character would let
+ * one node's keys fall under another node's ACL pattern. */
+static int node_ok(const char *node, char *err, size_t errlen)
+{
+    size_t n = node ? strlen(node) : 0;
+    size_t good = node ? strspn(node, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") : 0;
+    if (n == 0 || n > 63 || good != n) {
+        snprintf(err, errlen, "pool: node id '%s' must be 1..63 letters, digits, '_', '.' or '-'", node ? node : "");
+        return -1;
+    }
+    return 0;
+}
+
 int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen)
 {
+    if (node_ok(node, err, errlen) < 0) return -1;
     char base[512], nodes[256], maxlen[32];
     snprintf(base, sizeof base, "%s:n:%s", self->swarm, node);
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);

@@ -1,0 +1,223 @@
+/* The rollout pool against a real redis-server on a free port: round trip,
+ * a node never samples its own entries, the per-node bound, uniformity over
+ * other nodes' entries (chi-square over 10^5 draws), and Redis going away
+ * and coming back. */
+#include "check.h"
+#include "pool/pool.h"
+#include "redis_server.h"
+
+#include <czmq.h>
+
+static redis_server_t rs;
+static int swarm_no;
+
+/* A pool on a fresh swarm prefix, so tests do not see each other's keys. */
+static pool_t *fresh_pool(int max_per_node)
+{
+    char swarm[32], err[256];
+    snprintf(swarm, sizeof swarm, "t%d", ++swarm_no);
+    pool_t *p = pool_new(rs.url, swarm, max_per_node, err, sizeof err);
+    if (!p) fprintf(stderr, "pool_new: %s\n", err);
+    return p;
+}
+
+/* Publishes count records "node/i" for i in [first, first + count). */
+static int publish(pool_t *p, const char *node, int first, int count)
+{
+    char rec[64], err[256];
+    for (int i = first; i < first + count; i++) {
+        int n = snprintf(rec, sizeof rec, "%s/%d", node, i);
+        if (pool_publish(p, node, rec, (size_t)n, err, sizeof err) < 0) {
+            fprintf(stderr, "pool_publish: %s\n", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void test_round_trip(void)
+{
+    pool_t *p = fresh_pool(100);
+    EXPECT(publish(p, "a", 0, 3) == 0);
+    EXPECT(pool_size_total(p) == 3 && pool_size_node(p, "a") == 3 && pool_size_node(p, "b") == 0);
+    pool_entry_t *e = NULL;
+    char err[256];
+    int n = pool_sample(p, "b", 10, &e, err, sizeof err);
+    EXPECTF(n == 10, "sampled %d: %s", n, n < 0 ? err : "");
+    for (int i = 0; i < n; i++) {
+        int ok = e[i].len == 3 && (memcmp(e[i].data, "a/0", 3) == 0 || memcmp(e[i].data, "a/1", 3) == 0 ||
+                                   memcmp(e[i].data, "a/2", 3) == 0);
+        EXPECTF(ok, "record %.*s", (int)e[i].len, (char *)e[i].data);
+        EXPECT(((uintptr_t)e[i].data & 15) == 0);
+    }
+    pool_entries_free(e, n);
+    /* binary records come back byte for byte */
+    uint8_t bin[1000];
+    for (size_t i = 0; i < sizeof bin; i++) bin[i] = (uint8_t)(i * 7);
+    pool_t *q = fresh_pool(100);
+    EXPECT(pool_publish(q, "c", bin, sizeof bin, err, sizeof err) == 0);
+    n = pool_sample(q, "a", 1, &e, err, sizeof err);
+    EXPECT(n == 1 && e[0].len == sizeof bin && memcmp(e[0].data, bin, sizeof bin) == 0);
+    pool_entries_free(e, n);
+    pool_destroy(&q);
+    pool_destroy(&p);
+    EXPECT(p == NULL);
+}
+
+static void test_never_own(void)
+{
+    pool_t *p = fresh_pool(1000);
+    EXPECT(publish(p, "a", 0, 100) == 0);
+    pool_entry_t *e = NULL;
+    char err[256];
+    EXPECT(pool_sample(p, "a", 20, &e, err, sizeof err) == 0);
+    pool_entries_free(e, 0);
+    EXPECT(publish(p, "b", 0, 5) == 0);
+    long own = 0, total = 0;
+    for (int round = 0; round < 50; round++) {
+        int n = pool_sample(p, "a", 40, &e, err, sizeof err);
+        EXPECT(n == 40);
+        for (int i = 0; i < n; i++) own += e[i].len < 2 || memcmp(e[i].data, "b/", 2) != 0;
+        total += n;
+        pool_entries_free(e, n);
+    }
+    EXPECTF(own == 0, "%ld of %ld sampled records were the caller's own", own, total);
+    EXPECT(pool_publish(p, "x:n:a", "r", 1, err, sizeof err) == -1 && strstr(err, "node id"));
+    pool_destroy(&p);
+}
+
+static void test_bound(void)
+{
+    pool_t *p = fresh_pool(10);
+    EXPECT(publish(p, "a", 0, 25) == 0);
+    EXPECT(publish(p, "b", 0, 4) == 0);
+    EXPECT(pool_size_node(p, "a") == 10 && pool_size_node(p, "b") == 4 && pool_size_total(p) == 14);
+    pool_entry_t *e = NULL;
+    char err[256];
+    int n = pool_sample(p, "b", 500, &e, err, sizeof err);
+    EXPECT(n == 500);
+    int old = 0;
+    for (int i = 0; i < n; i++) {
+        char s[16] = {0};
+        memcpy(s, e[i].data, e[i].len < 15 ? e[i].len : 15);
+        old += atoi(s + 2) < 15;
+    }
+    EXPECTF(old == 0, "%d draws returned entries that should have fallen out", old);
+    pool_entries_free(e, n);
+    pool_destroy(&p);
+}
+
+/* Nodes with 30, 70 and 20 entries besides the caller's 40: every one of
+ * the 120 others' entries must come up equally often. Picking a node
+ * uniformly and then an entry would not pass. */
+static void test_uniform_chi_square(void)
+{
+    pool_t *p = fresh_pool(1000);
+    const char *nodes[] = {"self", "x", "y", "z"};
+    int counts[] = {40, 30, 70, 20};
+    for (int i = 0; i < 4; i++) EXPECT(publish(p, nodes[i], 0, counts[i]) == 0);
+    pool_seed(p, 12345);
+    enum { CELLS = 120, DRAWS = 100000, K = 100 };
+    long hist[CELLS] = {0}, own = 0, drawn = 0;
+    char err[256];
+    for (int call = 0; call < DRAWS / K; call++) {
+        pool_entry_t *e = NULL;
+        int n = pool_sample(p, "self", K, &e, err, sizeof err);
+        if (n != K) {
+            EXPECTF(n == K, "pool_sample gave %d: %s", n, n < 0 ? err : "");
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            char s[16] = {0};
+            memcpy(s, e[i].data, e[i].len < 15 ? e[i].len : 15);
+            int cell = s[0] == 'x' ? 0 : s[0] == 'y' ? 30 : s[0] == 'z' ? 100 : -1;
+            if (cell < 0) {
+                own++;
+                continue;
+            }
+            hist[cell + atoi(s + 2)]++;
+            drawn++;
+        }
+        pool_entries_free(e, n);
+    }
+    EXPECT(own == 0 && drawn == DRAWS);
+    double expect = (double)DRAWS / CELLS, chi2 = 0;
+    for (int i = 0; i < CELLS; i++) chi2 += (hist[i] - expect) * (hist[i] - expect) / expect;
+    /* the chi-square quantile at p = 1e-6 (z = 4.753) for CELLS - 1 degrees
+     * of freedom, by the Wilson-Hilferty approximation: about 207 */
+    double df = CELLS - 1, z = 4.753;
+    double limit = df * pow(1 - 2 / (9 * df) + z * sqrt(2 / (9 * df)), 3);
+    EXPECTF(chi2 < limit, "chi-square %.1f over the p=1e-6 limit %.1f", chi2, limit);
+    printf("  chi-square %.1f with %d degrees of freedom (limit %.1f at p = 1e-6)\n", chi2, CELLS - 1,
+           limit);
+    pool_destroy(&p);
+}
+
+/* Redis stops: calls fail at once with a line naming Redis; it comes back
+ * on the same port: calls work again without a new pool. */
+static void test_redis_restart(void)
+{
+    pool_t *p = fresh_pool(100);
+    char err[256];
+    EXPECT(publish(p, "a", 0, 2) == 0);
+    redis_server_stop(&rs);
+    int64_t t0 = zclock_mono();
+    int rc = pool_publish(p, "a", "r", 1, err, sizeof err);
+    EXPECT(rc == -1);
+    char where[64];
+    snprintf(where, sizeof where, "redis 127.0.0.1:%d", rs.port);
+    EXPECTF(strstr(err, where) != NULL, "error '%s' does not name %s", err, where);
+    pool_entry_t *e = NULL;
+    for (int i = 0; i < 20; i++) {
+        EXPECT(pool_sample(p, "b", 1, &e, err, sizeof err) == -1);
+        EXPECT(pool_size_total(p) == -1);
+    }
+    EXPECTF(zclock_mono() - t0 < 3000, "41 calls to a stopped Redis took %d ms",
+            (int)(zclock_mono() - t0));
+    if (redis_server_start(&rs, rs.port) < 0) {
+        EXPECTF(0, "restart: %s", rs.why);
+        pool_destroy(&p);
+        return;
+    }
+    int64_t t1 = zclock_mono();
+    rc = -1;
+    while (rc != 0 && zclock_mono() - t1 < 10000) {
+        rc = pool_publish(p, "a", "back", 4, err, sizeof err);
+        if (rc != 0) zclock_sleep(100);
+    }
+    EXPECTF(rc == 0, "still failing 10 s after Redis came back: %s", err);
+    int n = pool_sample(p, "b", 1, &e, err, sizeof err);
+    EXPECT(n == 1 && e[0].len == 4 && memcmp(e[0].data, "back", 4) == 0);
+    pool_entries_free(e, n);
+    printf("  working again %.1f s after Redis restarted\n", (zclock_mono() - t1) / 1000.0);
+    pool_destroy(&p);
+}
+
+static void test_bad_url(void)
+{
+    char err[256];
+    EXPECT(pool_new("http://x", "s", 10, err, sizeof err) == NULL && strstr(err, "http://x"));
+    EXPECT(pool_new("redis://h:99999", "s", 10, err, sizeof err) == NULL);
+    /* nothing listens on this port: the first call fails, it does not hang */
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redis_server_free_port());
+    pool_t *p = pool_new(url, "s", 10, err, sizeof err);
+    EXPECT(p && pool_publish(p, "a", "r", 1, err, sizeof err) == -1 && strstr(err, "redis 127.0.0.1"));
+    pool_destroy(&p);
+}
+
+int main(void)
+{
+    if (redis_server_start(&rs, 0) < 0) {
+        printf("SKIP test_pool: %s\n", rs.why);
+        return 0;
+    }
+    RUN_TEST(test_round_trip);
+    RUN_TEST(test_never_own);
+    RUN_TEST(test_bound);
+    RUN_TEST(test_uniform_chi_square);
+    RUN_TEST(test_bad_url);
+    RUN_TEST(test_redis_restart);
+    redis_server_cleanup(&rs);
+    CHECK_EXIT();
+}
