@@ -3,6 +3,7 @@
 config, entries generated per second and answers scored per second, with
 the same work as the C side (each entry's own answer, then "x " + answer).
 Prints two numbers: entries/s answers/s."""
+import os
 import sys
 import time
 
@@ -11,6 +12,9 @@ import reasoning_gym
 
 def main():
     family, seconds = sys.argv[1], float(sys.argv[2])
+    # some generators print progress (bf's compiler): keep stdout for the result
+    out = os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     ds = reasoning_gym.create_dataset(family, seed=1, size=10**9)
     entries, t0 = [], time.perf_counter()
     while time.perf_counter() - t0 < seconds:
@@ -22,7 +26,9 @@ def main():
         a = e["answer"] if scored % 2 == 0 else "x " + str(e["answer"])
         ds.score_answer(a, e)
         scored += 1
-    print(f"{gen:.1f} {scored / (time.perf_counter() - t0):.1f}")
+    rate = scored / (time.perf_counter() - t0)
+    sys.stdout.flush()
+    os.write(out, f"{gen:.1f} {rate:.1f}\n".encode())
 
 
 if __name__ == "__main__":

@@ -125,6 +125,10 @@ int verifier_cli_generate(int argc, char **argv) {
         fprintf(stderr, "verifier generate: %s is required\n", missing);
         return 2;
     }
+    if (start + count < start) {
+        fprintf(stderr, "verifier generate: --start %llu --count %llu: goes past 2^64\n", start, count);
+        return 2;
+    }
     const task_family_t *f = task_family_find(family);
     if (!f) {
         fprintf(stderr, "verifier generate: --family %s: unknown family (one of:", family);
