@@ -105,6 +105,11 @@ def logic_variants(entry, rng):
         out.append(f" {AND} ".join(prem))
     for _ in range(16):
         out.append(formula(rng, vs, rng.randint(1, 3)))
+    # random token soup: the reader's corner cases that nobody thought of
+    tokens = vs + ["(", ")", " ", AND, OR, NOT, IMP, IFF, "p", "x", "A", "\u00a0", "((", "))", NOT + NOT,
+                   f"{p} {AND} {q}", f"({p} {OR} {q})", "\t", "1"]
+    for _ in range(24):
+        out.append("".join(rng.choice(tokens) for _ in range(rng.randint(1, 14))))
     return out
 
 
