@@ -34,6 +34,7 @@
 #define WIRE_RECEIVED 'C'
 #define WIRE_HELLO_MS 1000   /* a waiting consumer repeats its hello this often */
 #define WIRE_ACK_BATCH 256   /* most acks in one frame */
+#define WIRE_ACK_DELAY_MS 50 /* longest an ack waits to be batched */
 #define WIRE_HEARTBEAT_MS 3000
 
 static inline void wire_put_u64(uint8_t *p, uint64_t v)

@@ -13,6 +13,7 @@ struct wire_consumer_t {
     int credit;
     int64_t last_hello;
     int pending;                        /* acks not yet sent */
+    int64_t pending_since;
     uint8_t acks[1 + 8 * WIRE_ACK_BATCH];
 };
 
@@ -277,11 +278,13 @@ static wire_record_t *consumer_take(wire_consumer_t *self)
 
 wire_record_t *wire_consumer_recv(wire_consumer_t *self, int timeout_ms)
 {
-    if (consumer_flush(self) < 0) return NULL;
     int64_t deadline = timeout_ms < 0 ? -1 : zclock_mono() + timeout_ms;
     while (!zsys_interrupted) {
         wire_record_t *r = consumer_take(self);
         if (r) return r;
+        /* nothing waiting: the broker must hear the acks before we sleep,
+         * or it may be holding back records for our credit */
+        if (consumer_flush(self) < 0) return NULL;
         int64_t now = zclock_mono();
         if (now - self->last_hello >= WIRE_HELLO_MS) {
             consumer_hello(self);
@@ -299,14 +302,15 @@ wire_record_t *wire_consumer_recv(wire_consumer_t *self, int timeout_ms)
 
 int wire_consumer_ack(wire_consumer_t *self, uint64_t id)
 {
+    int64_t now = zclock_mono();
+    if (self->pending == 0) self->pending_since = now;
     wire_put_u64(self->acks + 1 + 8 * self->pending, id);
     self->pending++;
-    /* batch while more records wait to be read; otherwise the broker
-     * should hear at once, since the consumer may now sit idle */
-    int events = 0;
-    size_t size = sizeof events;
-    zmq_getsockopt(zsock_resolve(self->sock), ZMQ_EVENTS, &events, &size);
-    if (self->pending == WIRE_ACK_BATCH || !(events & ZMQ_POLLIN)) return consumer_flush(self);
+    /* acks wait for the next recv that finds nothing to read, batched, but
+     * never long: a consumer that dies holding acked records gets them
+     * again, and until the broker hears, they count against its credit */
+    if (self->pending == WIRE_ACK_BATCH || now - self->pending_since >= WIRE_ACK_DELAY_MS)
+        return consumer_flush(self);
     return zsys_interrupted ? -1 : 0;
 }
 

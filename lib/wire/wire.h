@@ -59,8 +59,8 @@ void wire_consumer_destroy(wire_consumer_t **self_p);
  * record. Returns NULL on timeout or interrupt. */
 wire_record_t *wire_consumer_recv(wire_consumer_t *self, int timeout_ms);
 /* Marks a record done: the broker forgets it and the consumer's credit is
- * free again. Acks are batched while more records are waiting and sent
- * before the next recv blocks. Returns 0, or -1 when interrupted. */
+ * free again. Acks are batched: sent when a recv finds nothing waiting, or
+ * 50 ms after the first unsent one. Returns 0, or -1 when interrupted. */
 int wire_consumer_ack(wire_consumer_t *self, uint64_t id);
 zsock_t *wire_consumer_sock(wire_consumer_t *self);
 
