@@ -105,6 +105,29 @@ static void test_bound(void)
     EXPECTF(old == 0, "%d draws returned entries that should have fallen out", old);
     pool_entries_free(e, n);
     pool_destroy(&p);
+
+    /* one batch larger than the bound keeps its newest entries */
+    p = fresh_pool(10);
+    char recs[25][8];
+    const void *ptrs[25];
+    size_t lens[25];
+    for (int i = 0; i < 25; i++) {
+        lens[i] = (size_t)snprintf(recs[i], sizeof recs[i], "c/%d", i);
+        ptrs[i] = recs[i];
+    }
+    EXPECT(pool_publish_many(p, "c", ptrs, lens, 25, err, sizeof err) == 0);
+    EXPECT(pool_size_node(p, "c") == 10);
+    n = pool_sample(p, "a", 200, &e, err, sizeof err);
+    EXPECT(n == 200);
+    old = 0;
+    for (int i = 0; i < n; i++) {
+        char s[16] = {0};
+        memcpy(s, e[i].data, e[i].len < 15 ? e[i].len : 15);
+        old += atoi(s + 2) < 15;
+    }
+    EXPECT(old == 0);
+    pool_entries_free(e, n);
+    pool_destroy(&p);
 }
 
 /* Nodes with 30, 70 and 20 entries besides the caller's 40: every one of

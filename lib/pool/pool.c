@@ -16,9 +16,13 @@ static const char POOL_LIBRARY[] =
     "  return lo, hi\n"
     "end\n"
     "redis.register_function('sapo_publish', function(keys, args)\n"
-    "  local base, maxlen = keys[1], tonumber(args[3])\n"
-    "  local hi = redis.call('INCR', base .. ':hi')\n"
-    "  redis.call('HSET', base .. ':e', hi, args[2])\n"
+    "  local base, maxlen = keys[1], tonumber(args[2])\n"
+    "  local hi = tonumber(redis.call('GET', base .. ':hi') or '0')\n"
+    "  for i = 3, #args do\n"
+    "    hi = hi + 1\n"
+    "    redis.call('HSET', base .. ':e', hi, args[i])\n"
+    "  end\n"
+    "  redis.call('SET', base .. ':hi', hi)\n"
     "  local lo = tonumber(redis.call('GET', base .. ':lo') or '1')\n"
     "  while hi - lo + 1 > maxlen do\n"
     "    redis.call('HDEL', base .. ':e', lo)\n"
@@ -262,19 +266,43 @@ static int node_ok(const char *node, char *err, size_t errlen)
     return 0;
 }
 
-int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen)
+int pool_publish_many(pool_t *self, const char *node, const void *const *recs, const size_t *lens, int n,
+                      char *err, size_t errlen)
 {
     if (node_ok(node, err, errlen) < 0) return -1;
+    if (n <= 0) return 0;
     char base[512], nodes[256], maxlen[32];
     snprintf(base, sizeof base, "%s:n:%s", self->swarm, node);
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
     snprintf(maxlen, sizeof maxlen, "%d", self->max_per_node);
-    const char *argv[] = {"FCALL", "sapo_publish", "2", base, nodes, node, rec, maxlen};
-    size_t lens[] = {5, 12, 1, strlen(base), strlen(nodes), strlen(node), len, strlen(maxlen)};
-    redisReply *r = run(self, 8, argv, lens, err, errlen);
+    const char **argv = malloc(sizeof *argv * (size_t)(n + 7));
+    size_t *alen = malloc(sizeof *alen * (size_t)(n + 7));
+    if (!argv || !alen) {
+        free(argv);
+        free(alen);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *head[] = {"FCALL", "sapo_publish", "2", base, nodes, node, maxlen};
+    for (int i = 0; i < 7; i++) {
+        argv[i] = head[i];
+        alen[i] = strlen(head[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        argv[7 + i] = recs[i];
+        alen[7 + i] = lens[i];
+    }
+    redisReply *r = run(self, n + 7, argv, alen, err, errlen);
+    free(argv);
+    free(alen);
     if (!r) return -1;
     freeReplyObject(r);
     return 0;
+}
+
+int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen)
+{
+    return pool_publish_many(self, node, &rec, &len, 1, err, errlen);
 }
 
 int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen)

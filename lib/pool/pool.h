@@ -39,6 +39,11 @@ void pool_destroy(pool_t **self_p);
 /* Adds a record under node. 0, or -1 with err. */
 int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen);
 
+/* Adds n records under node in one call (one round trip, atomic). 0, or
+ * -1 with err. */
+int pool_publish_many(pool_t *self, const char *node, const void *const *recs, const size_t *lens, int n,
+                      char *err, size_t errlen);
+
 /* Draws k records (with replacement) uniformly from the entries of every
  * node but exclude_node (NULL excludes none). Returns how many were drawn
  * (0 when there are none) with *out malloc'ed (free with pool_entries_free),

@@ -1,0 +1,106 @@
+/* Pool sample latency (4 records from 7 other nodes' entries, one
+ * pool_sample call) at 10^4 and 10^6 entries, p50 and p99, against a bare
+ * Redis PING round trip on the same server. Starts its own redis-server. */
+#include "bench.h"
+#include "pool/pool.h"
+#include "../tests/redis_server.h"
+
+#define NODES 8
+#define RECORD 256
+#define K 4
+
+static int fill(pool_t *p, long per_node)
+{
+    enum { BATCH = 2000 };
+    static char recs[BATCH][RECORD];
+    static const void *ptrs[BATCH];
+    static size_t lens[BATCH];
+    char err[256], node[16];
+    for (int i = 0; i < BATCH; i++) {
+        memset(recs[i], 'a' + i % 26, RECORD);
+        ptrs[i] = recs[i];
+        lens[i] = RECORD;
+    }
+    for (int n = 0; n < NODES; n++) {
+        snprintf(node, sizeof node, "node%d", n);
+        for (long done = 0; done < per_node; done += BATCH) {
+            int want = per_node - done < BATCH ? (int)(per_node - done) : BATCH;
+            if (pool_publish_many(p, node, ptrs, lens, want, err, sizeof err) < 0) {
+                fprintf(stderr, "bench_pool: fill: %s\n", err);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* p50 and p99 in microseconds of calls sample calls */
+static int measure(pool_t *p, redisContext *ping, int calls, double *s50, double *s99, double *p50,
+                   double *p99)
+{
+    double *ts = malloc(sizeof *ts * (size_t)calls), *tp = malloc(sizeof *tp * (size_t)calls);
+    char err[256];
+    for (int i = 0; i < calls; i++) {
+        pool_entry_t *e = NULL;
+        double t0 = bench_now();
+        int n = pool_sample(p, "node0", K, &e, err, sizeof err);
+        ts[i] = (bench_now() - t0) * 1e6;
+        pool_entries_free(e, n);
+        if (n != K) {
+            fprintf(stderr, "bench_pool: sample gave %d: %s\n", n, n < 0 ? err : "");
+            return -1;
+        }
+        t0 = bench_now();
+        redisReply *r = redisCommand(ping, "PING");
+        tp[i] = (bench_now() - t0) * 1e6;
+        if (r) freeReplyObject(r);
+    }
+    *s50 = bench_percentile(ts, calls, 0.5);
+    *s99 = bench_percentile(ts, calls, 0.99);
+    *p50 = bench_percentile(tp, calls, 0.5);
+    *p99 = bench_percentile(tp, calls, 0.99);
+    free(ts);
+    free(tp);
+    return 0;
+}
+
+int main(void)
+{
+    int quick = bench_quick(), calls = quick ? 1000 : 5000;
+    redis_server_t rs;
+    if (redis_server_start(&rs, 0) < 0) {
+        fprintf(stderr, "bench_pool: %s\n", rs.why);
+        return 1;
+    }
+    char err[256];
+    struct timeval tv = {2, 0};
+    redisContext *ping = redisConnectWithTimeout("127.0.0.1", rs.port, tv);
+    long sizes[] = {10000, 1000000};
+    const char *names[] = {"1e4", "1e6"};
+    int rc = 0;
+    for (int s = 0; s < 2 && rc == 0; s++) {
+        char swarm[16];
+        snprintf(swarm, sizeof swarm, "b%d", s);
+        pool_t *p = pool_new(rs.url, swarm, (int)(sizes[s] / NODES), err, sizeof err);
+        double t0 = bench_now();
+        if (!p || fill(p, sizes[s] / NODES) < 0) {
+            rc = 1;
+            pool_destroy(&p);
+            break;
+        }
+        fprintf(stderr, "bench_pool: %ld entries in %.1f s\n", pool_size_total(p), bench_now() - t0);
+        double s50, s99, p50, p99;
+        if (measure(p, ping, calls, &s50, &s99, &p50, &p99) < 0) rc = 1;
+        if (rc == 0) {
+            char name[64];
+            snprintf(name, sizeof name, "pool_sample_p50_%s", names[s]);
+            bench_line(name, s50, "us", "redis PING p50", p50, "us");
+            snprintf(name, sizeof name, "pool_sample_p99_%s", names[s]);
+            bench_line(name, s99, "us", "redis PING p99", p99, "us");
+        }
+        pool_destroy(&p);
+    }
+    redisFree(ping);
+    redis_server_cleanup(&rs);
+    return rc;
+}
