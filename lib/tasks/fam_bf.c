@@ -160,28 +160,34 @@ static void if_end(bfw_t *w, int k) {
     w->at = k;
 }
 
-/* Cell map of the accumulator programs */
+/* Cell map of the accumulator programs. The comparisons are kept as
+ * distances that only shrink, because acc only grows: REM = target - acc
+ * (the loop runs while it is nonzero) and GATE = cond + 1 - acc (acc >
+ * cond once it is zero), each floored at zero. A comparison then costs
+ * nothing, and an update as many steps as the amount added. */
 enum {
-    ACC, TARGET, X, Y, COND, LOOP, IF, TMP,
-    LT_A, LT_A1, LT_A2, LT_B,             /* less_than's scratch; LT_A1, LT_A2 for if_begin */
+    ACC, X, Y, TMP, K,
+    REM, REM_1, REM_2, GATE, GATE_1, GATE_2, /* each with the two scratch cells of if_begin */
     PR_N, D0, D1, D2, W0, W0_1, W0_2, W1, W1_1, W1_2, PR_H, PR_T, PR_F, /* print_decimal's */
 };
 
-/* flag = max(0, b - a): nonzero exactly when a < b. Counts b down, and
- * a down alongside while it lasts; each step after a ran out adds one. */
-static void less_than(bfw_t *w, int flag, int a, int b) {
-    clear(w, flag);
-    copy_add(w, LT_A, a, TMP);
-    copy_add(w, LT_B, b, TMP);
-    loop_open(w, LT_B);
-    if_begin(w, LT_A);
-    add(w, LT_A, -1);
-    if_else(w, LT_A);
-    add(w, flag, 1);
-    if_end(w, LT_A);
-    add(w, LT_B, -1);
-    loop_close(w, LT_B);
-    clear(w, LT_A);
+/* cell -= amount, stopping at zero; cell + 1 and cell + 2 are scratch */
+static void floored_sub(bfw_t *w, int cell, int amount) {
+    copy_add(w, K, amount, TMP);
+    loop_open(w, K);
+    if_begin(w, cell);
+    add(w, cell, -1);
+    if_else(w, cell);
+    if_end(w, cell);
+    add(w, K, -1);
+    loop_close(w, K);
+}
+
+/* acc += v, with the distances kept up to date */
+static void grow(bfw_t *w, int v, int gated) {
+    copy_add(w, ACC, v, TMP);
+    floored_sub(w, REM, v);
+    if (gated) floored_sub(w, GATE, v);
 }
 
 /* cell d (a digit) reached 10: zero it and carry into next; scratch k, k+1, k+2 */
@@ -239,24 +245,21 @@ static void compile_word(bfw_t *w, const char *word) {
 
 /* acc = 0; while (acc < target) { acc += x; [if (acc > cond)] acc += y; } print acc */
 static void compile_accumulate(bfw_t *w, int target, int x, int y, int cond) {
-    add_const(w, TARGET, target, TMP);
+    add_const(w, REM, target, TMP);
     add_const(w, X, x, TMP);
     add_const(w, Y, y, TMP);
-    if (cond >= 0) add_const(w, COND, cond, TMP);
-    less_than(w, LOOP, ACC, TARGET);
-    loop_open(w, LOOP);
-    copy_add(w, ACC, X, TMP);
+    if (cond >= 0) add_const(w, GATE, cond + 1, TMP);
+    loop_open(w, REM);
+    grow(w, X, cond >= 0);
     if (cond >= 0) {
-        less_than(w, IF, COND, ACC);
-        loop_open(w, IF);
-        copy_add(w, ACC, Y, TMP);
-        clear(w, IF);
-        loop_close(w, IF);
+        if_begin(w, GATE);
+        if_else(w, GATE);
+        grow(w, Y, 1);
+        if_end(w, GATE);
     } else {
-        copy_add(w, ACC, Y, TMP);
+        grow(w, Y, 0);
     }
-    less_than(w, LOOP, ACC, TARGET);
-    loop_close(w, LOOP);
+    loop_close(w, REM);
     print_decimal(w, ACC);
 }
 
