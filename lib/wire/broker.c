@@ -533,13 +533,19 @@ static long next_consumer(lane_t *lane)
     return -1;
 }
 
+/* Sends queued records to consumers with free credit, up to
+ * WIRE_BATCH_MAX to one consumer in one message. */
 static void dispatch(lane_t *lane)
 {
     void *h = zsock_resolve(lane->out);
+    uint8_t ids[8 * WIRE_BATCH_MAX];
     while (lane->queue.len > 0) {
         long i = next_consumer(lane);
         if (i < 0) return;
         consumer_t *c = lane->cons[i];
+        size_t n = c->window - c->nheld;
+        if (n > lane->queue.len) n = lane->queue.len;
+        if (n > WIRE_BATCH_MAX) n = WIRE_BATCH_MAX;
         if (zmq_send(h, c->rid, c->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             if (errno == EHOSTUNREACH)
                 lose_consumer(lane, (size_t)i, "disconnected");
@@ -547,18 +553,19 @@ static void dispatch(lane_t *lane)
                 return;
             continue;
         }
-        zmq_msg_t msg, copy;
-        zmq_msg_init(&msg);
-        zmq_msg_init(&copy);
-        uint64_t id = deque_pop(&lane->queue, &msg);
-        uint8_t idb[8];
-        wire_put_u64(idb, id);
-        zmq_send(h, idb, sizeof idb, ZMQ_SNDMORE);
-        zmq_msg_copy(&copy, &msg);
-        if (zmq_msg_send(&copy, h, 0) < 0) zmq_msg_close(&copy);
-        deque_push(&c->held, id, &msg, 0);
-        c->nheld++;
-        zmq_msg_close(&msg);
+        for (size_t k = 0; k < n; k++) wire_put_u64(ids + 8 * k, deque_at(&lane->queue, k)->id);
+        zmq_send(h, ids, 8 * n, ZMQ_SNDMORE);
+        for (size_t k = 0; k < n; k++) {
+            zmq_msg_t msg, copy;
+            zmq_msg_init(&msg);
+            zmq_msg_init(&copy);
+            uint64_t id = deque_pop(&lane->queue, &msg);
+            zmq_msg_copy(&copy, &msg);
+            if (zmq_msg_send(&copy, h, k + 1 < n ? ZMQ_SNDMORE : 0) < 0) zmq_msg_close(&copy);
+            deque_push(&c->held, id, &msg, 0);
+            c->nheld++;
+            zmq_msg_close(&msg);
+        }
     }
 }
 

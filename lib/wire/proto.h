@@ -15,7 +15,9 @@
  *                            restarted broker learns its consumers again
  *     'A' id(u64) ...        acks, several per frame
  *   broker -> consumer:
- *     id(u64), record        two frames
+ *     ids(n x u64), record 1, ..., record n
+ *                            n records in n + 1 frames, n at most the
+ *                            consumer's free credit and WIRE_BATCH_MAX
  *     (empty frame)          probe: the broker sends one to every consumer
  *                            now and then; a failed send means the
  *                            consumer's connection is gone
@@ -34,6 +36,7 @@
 #define WIRE_RECEIVED 'C'
 #define WIRE_HELLO_MS 1000   /* a waiting consumer repeats its hello this often */
 #define WIRE_ACK_BATCH 256   /* most acks in one frame */
+#define WIRE_BATCH_MAX 64    /* most records in one message to a consumer */
 #define WIRE_ACK_DELAY_MS 50 /* longest an ack waits to be batched */
 #define WIRE_HEARTBEAT_MS 3000
 

@@ -11,6 +11,10 @@ struct wire_producer_t {
 struct wire_consumer_t {
     zsock_t *sock;
     int credit;
+    /* the rest of the last message from the broker, handed out one by one */
+    zmq_msg_t batch[WIRE_BATCH_MAX];
+    uint64_t batch_ids[WIRE_BATCH_MAX];
+    int batch_len, batch_pos;
     int64_t last_hello;
     int pending;                        /* acks not yet sent */
     int64_t pending_since;
@@ -240,40 +244,50 @@ void wire_consumer_destroy(wire_consumer_t **self_p)
     wire_consumer_t *self = *self_p;
     if (!self) return;
     consumer_flush(self);
+    while (self->batch_pos < self->batch_len) zmq_msg_close(&self->batch[self->batch_pos++]);
     zsock_set_linger(self->sock, 200);
     zsock_destroy(&self->sock);
     free(self);
     *self_p = NULL;
 }
 
-/* The next record already waiting, or NULL when none is. */
+/* The next record already received or waiting, or NULL when none is. */
 static wire_record_t *consumer_take(wire_consumer_t *self)
 {
     void *h = zsock_resolve(self->sock);
-    for (;;) {
-        zmq_msg_t head, body;
+    while (self->batch_pos == self->batch_len) {
+        zmq_msg_t head;
         zmq_msg_init(&head);
         if (zmq_msg_recv(&head, h, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&head);
             return NULL;
         }
-        if (!zmq_msg_more(&head) || zmq_msg_size(&head) != 8) {
+        size_t n = zmq_msg_size(&head) / 8;
+        if (!zmq_msg_more(&head) || n == 0 || n > WIRE_BATCH_MAX || zmq_msg_size(&head) % 8) {
             drop_rest(h, &head); /* a probe, or nothing a broker sends */
             zmq_msg_close(&head);
             continue;
         }
-        uint64_t id = wire_get_u64(zmq_msg_data(&head));
-        zmq_msg_close(&head);
-        zmq_msg_init(&body);
-        if (zmq_msg_recv(&body, h, 0) < 0) {
-            zmq_msg_close(&body);
-            return NULL;
+        const uint8_t *ids = zmq_msg_data(&head);
+        int more = 1;
+        self->batch_pos = self->batch_len = 0;
+        for (size_t k = 0; k < n && more; k++) {
+            zmq_msg_t *m = &self->batch[self->batch_len];
+            zmq_msg_init(m);
+            if (zmq_msg_recv(m, h, 0) < 0) {
+                zmq_msg_close(m);
+                break;
+            }
+            more = zmq_msg_more(m);
+            self->batch_ids[self->batch_len++] = wire_get_u64(ids + 8 * k);
         }
-        drop_rest(h, &body);
-        wire_record_t *r = record_new(&body, id);
-        zmq_msg_close(&body);
-        return r;
+        if (more) drop_rest(h, &self->batch[self->batch_len - 1]);
+        zmq_msg_close(&head);
     }
+    int k = self->batch_pos++;
+    wire_record_t *r = record_new(&self->batch[k], self->batch_ids[k]);
+    zmq_msg_close(&self->batch[k]);
+    return r;
 }
 
 wire_record_t *wire_consumer_recv(wire_consumer_t *self, int timeout_ms)
