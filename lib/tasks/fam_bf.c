@@ -234,6 +234,8 @@ static void print_decimal(bfw_t *w, int v) {
     output(w, D0);
 }
 
+/* print(word): cell 1 steps from one character to the next; cell 0 is
+ * add_const's scratch */
 static void compile_word(bfw_t *w, const char *word) {
     int prev = 0;
     for (const char *c = word; *c; c++) {
