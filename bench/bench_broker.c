@@ -102,6 +102,7 @@ int main(void)
     snprintf(capture, sizeof capture, "%s/capture", base);
     pid_t pid = fork();
     if (pid == 0) {
+        freopen("/dev/null", "w", stderr);
         execl(broker, broker, "--broker", base, "--stats-ms", "0", (char *)NULL);
         _exit(127);
     }
