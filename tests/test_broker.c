@@ -369,6 +369,38 @@ static void test_silent_consumer(void)
     remove_tmpdir(dir);
 }
 
+/* The broker is killed and restarted under a waiting consumer: the
+ * consumer's repeated hello makes the new broker send it records. */
+static void test_broker_restart(void)
+{
+    char *dir = make_tmpdir();
+    char log[128];
+    snprintf(log, sizeof log, "%s/broker.log", dir);
+    pid_t broker = start_broker(dir, "1000", log);
+    child_t c = {0};
+    c.pid = spawn_consumer(dir, &c.fd);
+    zclock_sleep(300);
+    kill(broker, SIGKILL);
+    waitpid(broker, NULL, 0);
+    broker = start_broker(dir, "1000", log);
+    pid_t prod = spawn_producer(dir, 0, 100);
+    tally_t *t = calloc(1, sizeof *t);
+    int64_t start = zclock_mono();
+    while (t->distinct < 100 && zclock_mono() - start < 10000) {
+        struct pollfd pfd = {c.fd, POLLIN, 0};
+        if (poll(&pfd, 1, 100) > 0) read_keys(&c, tally_key, t);
+    }
+    EXPECTF(t->distinct == 100, "after a broker restart the consumer got %ld of 100", t->distinct);
+    EXPECT(wait_exit(prod, 5000) == 0);
+    kill(c.pid, SIGTERM);
+    EXPECT(wait_exit(c.pid, 5000) == 0);
+    close(c.fd);
+    kill(broker, SIGTERM);
+    EXPECT(wait_exit(broker, 5000) == 0);
+    free(t);
+    remove_tmpdir(dir);
+}
+
 static int recv_notice(wire_subscriber_t *s, const char *want)
 {
     wire_record_t *r = wire_subscriber_recv(s, 3000);
@@ -474,6 +506,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_busy_endpoints);
     RUN_TEST(test_policy_late_joiner);
     RUN_TEST(test_silent_consumer);
+    RUN_TEST(test_broker_restart);
     RUN_TEST(test_stream_kill_and_taps);
     CHECK_EXIT();
 }
