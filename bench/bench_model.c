@@ -89,19 +89,29 @@ static double train_step(model_t *m, batch_t *b, int reps)
     return median(t, reps);
 }
 
-/* median seconds to sample L completions of max_new tokens for each of Q prompts */
-static double generate(model_t *m, int Q, int P, int L, int max_new, int reps)
+/* median seconds to sample L completions of max_new tokens for each of Q
+ * prompts: one request per prompt, or all Q in one decode batch */
+static double generate(model_t *m, int Q, int P, int L, int max_new, bool batched, int reps)
 {
-    int *prompt = malloc(sizeof(int) * P), *tok = malloc(sizeof(int) * L * max_new), *len = malloc(sizeof(int) * L);
-    float *lp = malloc(sizeof(float) * L * max_new);
-    for (int i = 0; i < P; i++) prompt[i] = 'a' + i % 26;
+    int *prompt = malloc(sizeof(int) * Q * P), *tok = malloc(sizeof(int) * Q * L * max_new);
+    int *len = malloc(sizeof(int) * Q * L), plen[64];
+    float *lp = malloc(sizeof(float) * Q * L * max_new);
+    const int *prompts[64];
+    uint64_t seeds[64];
+    for (int q = 0; q < Q; q++) {
+        for (int i = 0; i < P; i++) prompt[q * P + i] = 'a' + (i + q) % 26;
+        prompts[q] = prompt + q * P;
+        plen[q] = P;
+    }
     model_gen_params_t gp = {.max_new = max_new, .sample = {.temperature = 1, .top_k = 0, .top_p = 1}};
     double t[16];
     for (int r = 0; r < reps; r++) {
         double t0 = now();
-        for (int q = 0; q < Q; q++) {
-            gp.seed = 100 * r + q;
-            if (model_generate(m, prompt, P, L, &gp, tok, lp, len)) exit(1);
+        for (int q = 0; q < Q; q++) seeds[q] = 100 * r + q;
+        if (batched && model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len)) exit(1);
+        for (int q = 0; !batched && q < Q; q++) {
+            gp.seed = seeds[q];
+            if (model_generate(m, prompts[q], P, L, &gp, tok, lp, len)) exit(1);
         }
         t[r] = now() - t0;
     }
@@ -118,24 +128,34 @@ static double step_flops(const model_config_t *c, int N)
     return 6.0 * N * per_tok + 8.0 * N * (double)c->C * c->V;
 }
 
-/* runs the peer script; its one line of output is "train TOK/S gen TOK/S" */
-static int peer(const char *dir, const char *args, double *train, double *gen)
+/* runs the peer script; its one line of output is
+ * "train TOK/S gen TOK/S genb TOK/S" */
+static int peer(const char *dir, const char *args, double *train, double *gen, double *genb)
 {
     if (access(".venv/bin/python", X_OK)) return -1;
     char cmd[1024];
     snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_torch.py %s %s 2>/dev/null", dir, args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
-    int n = fscanf(p, "train %lf gen %lf", train, gen);
-    return pclose(p) == 0 && n == 2 ? 0 : -1;
+    int n = fscanf(p, "train %lf gen %lf genb %lf", train, gen, genb);
+    return pclose(p) == 0 && n == 3 ? 0 : -1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* OpenMP threads that spin between parallel regions (libgomp's default)
+     * take the CPU from the thread with work on a busy 2-core machine:
+     * decoding ran 10x slower. Sleep instead, for this run and the peer's,
+     * unless the caller chose a policy. */
+    if (argc > 0 && !getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execv("/proc/self/exe", argv);
+    }
     bool quick = getenv("SAPO_BENCH_QUICK") && strcmp(getenv("SAPO_BENCH_QUICK"), "0");
     int reps = quick ? 1 : 5, threads = omp_get_max_threads();
     char err[256];
-    printf("bench model: %d threads%s\n", threads, quick ? " (quick)" : "");
+    printf("bench model: %d threads, OMP_WAIT_POLICY=%s%s\n", threads, getenv("OMP_WAIT_POLICY"),
+           quick ? " (quick)" : "");
 
     /* tiny default: a round of 8 questions x 8 completions */
     model_config_t c = model_config_tiny();
@@ -144,34 +164,40 @@ int main(void)
     if (!m) { fprintf(stderr, "%s\n", err); return 1; }
     int B = 64, T = quick ? 96 : 192, Q = quick ? 2 : 8, L = 8, P = 48, NEW = quick ? 32 : 128;
     batch_t b = batch_new(B, T, c.V, 1);
-    double ts = train_step(m, &b, reps), tg = generate(m, Q, P, L, NEW, quick ? 1 : 3);
+    double ts = train_step(m, &b, reps);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double train_tps = B * T / ts, gen_tps = (double)Q * L * NEW / tg;
+    double tg = generate(m, Q, P, L, NEW, false, quick ? 1 : 3);
+    double tgb = generate(m, Q, P, L, NEW, true, quick ? 1 : 3);
+    double train_tps = B * T / ts, gen_tps = (double)Q * L * NEW / tg, genb_tps = (double)Q * L * NEW / tgb;
     char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[256];
-    double p_train = 0, p_gen = 0;
+    double p_train = 0, p_gen = 0, p_genb = 0;
     int have_peer = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
     /* transformers generate is slow enough that one prompt gives its rate */
-    snprintf(args, sizeof args, "--threads %d --batch %d --seq %d --prompts 1 --completions %d "
-             "--prompt-len %d --new %d --reps %d", threads, B, T, L, P, NEW, quick ? 1 : 3);
-    have_peer = have_peer && peer(dir, args, &p_train, &p_gen) == 0;
+    snprintf(args, sizeof args, "--threads %d --batch %d --seq %d --prompts %d --completions %d "
+             "--prompt-len %d --new %d --reps %d", threads, B, T, Q, L, P, NEW, quick ? 1 : 3);
+    have_peer = have_peer && peer(dir, args, &p_train, &p_gen, &p_genb) == 0;
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
     printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
-           "prompt %d, %d new tokens\n", model_num_params(m), B, T, Q, L, P, NEW);
+           "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n", model_num_params(m), B, T, Q, L, P, NEW);
     if (have_peer) {
         printf("bench train_step_tiny: %.0f tokens/s (pytorch eager: %.0f tokens/s, ratio %.2f)\n",
                train_tps, p_train, train_tps / p_train);
         printf("bench generate_tiny: %.0f tokens/s (transformers generate: %.0f tokens/s, ratio %.2f)\n",
                gen_tps, p_gen, gen_tps / p_gen);
+        printf("bench generate_round_tiny: %.0f tokens/s (transformers generate: %.0f tokens/s, ratio %.2f)\n",
+               genb_tps, p_genb, genb_tps / p_genb);
     } else {
         printf("bench train_step_tiny: %.0f tokens/s\n", train_tps);
         printf("bench generate_tiny: %.0f tokens/s\n", gen_tps);
+        printf("bench generate_round_tiny: %.0f tokens/s\n", genb_tps);
     }
-    printf("bench round_tiny: %.2f s (sampling %d x %d completions and one training step over them)\n",
-           tg + ts, Q, L);
-    printf("bench train_step_peak_rss_tiny: %.0f MiB\n", ru.ru_maxrss / 1024.0);
+    printf("bench round_tiny: %.2f s (sampling %d x %d completions in one batch and one training step "
+           "over them)\n", tgb + ts, Q, L);
+    printf("bench train_step_peak_rss_tiny: %.0f MiB (process peak after the training steps, batch %d x %d)\n",
+           ru.ru_maxrss / 1024.0, B, T);
     batch_free(&b);
     model_destroy(&m);
 

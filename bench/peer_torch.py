@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Peer figures for bench_model: the same checkpoint in PyTorch eager (transformers'
 default sdpa attention, fp32) with the same threads. Prints one line:
-    train TOKENS_PER_S gen TOKENS_PER_S
+    train TOKENS_PER_S gen TOKENS_PER_S genb TOKENS_PER_S
 train: median of forward + backward of sum(w * logp) over a (batch, seq) batch;
-gen: median of transformers generate, sampling `completions` completions of
-`prompt-len` tokens for each of `prompts` prompts, exactly `new` tokens each."""
+gen: median of transformers generate sampling `completions` completions of a
+`prompt-len` token prompt, exactly `new` tokens each; genb: the same for
+`prompts` prompts in one generate call."""
 import argparse
 import statistics
 import time
@@ -40,19 +41,26 @@ def main():
     train = a.batch * a.seq / statistics.median(times)
 
     model.eval()
-    prompt = torch.tensor([[ord("a") + i % 26 for i in range(a.prompt_len)]])
-    times = []
-    with torch.no_grad():
-        for r in range(a.reps):
-            t0 = time.perf_counter()
-            for q in range(a.prompts):
-                model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=True,
-                               temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=a.new,
-                               min_new_tokens=a.new, num_return_sequences=a.completions,
-                               pad_token_id=0)
-            times.append(time.perf_counter() - t0)
-    gen = a.prompts * a.completions * a.new / statistics.median(times)
-    print(f"train {train:.1f} gen {gen:.1f}")
+
+    def gen_rate(prompts, calls):
+        """tokens/s of `calls` generate calls, each on `prompts` prompts at once"""
+        ids = torch.tensor([[ord("a") + (i + q) % 26 for i in range(a.prompt_len)] for q in range(prompts)])
+        times = []
+        with torch.no_grad():
+            for r in range(a.reps):
+                t0 = time.perf_counter()
+                for q in range(calls):
+                    model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True,
+                                   temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=a.new,
+                                   min_new_tokens=a.new, num_return_sequences=a.completions,
+                                   pad_token_id=0)
+                times.append(time.perf_counter() - t0)
+        return prompts * calls * a.completions * a.new / statistics.median(times)
+
+    # one request per prompt: the rate of one such request stands for all
+    gen = gen_rate(1, 1)
+    genb = gen_rate(a.prompts, 1)
+    print(f"train {train:.1f} gen {gen:.1f} genb {genb:.1f}")
 
 
 if __name__ == "__main__":

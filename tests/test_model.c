@@ -425,6 +425,37 @@ static void test_chunked_lm_head(void)
     }
 }
 
+/* three prompts of different lengths in one decode batch give what three
+ * separate requests with the same seeds give */
+static void test_generate_batch(void)
+{
+    char err[512];
+    model_t *m = model_load(GOLD "/qwen2_sharded", err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (!m) return;
+    int p0[4] = {11, 12, 13, 14}, p1[7] = {20, 21, 22, 23, 24, 25, 26}, p2[1] = {30};
+    const int *prompts[3] = {p0, p1, p2};
+    int lens[3] = {4, 7, 1}, L = 2, M = 10;
+    uint64_t seeds[3] = {5, 6, 7};
+    model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 0.9f, .top_k = 20, .top_p = 0.95f}};
+    int tok[3 * 2 * 10], n[3 * 2], tok1[2 * 10], n1[2];
+    float lp[3 * 2 * 10], lp1[2 * 10];
+    EXPECT(model_generate_batch(m, prompts, lens, seeds, 3, L, &gp, tok, lp, n) == 0);
+    for (int q = 0; q < 3; q++) {
+        gp.seed = seeds[q];
+        EXPECT(model_generate(m, prompts[q], lens[q], L, &gp, tok1, lp1, n1) == 0);
+        for (int l = 0; l < L; l++) {
+            int s = q * L + l;
+            EXPECTF(n[s] == n1[l], "prompt %d completion %d: length %d vs %d", q, l, n[s], n1[l]);
+            for (int t = 0; t < n1[l] && t < n[s]; t++) {
+                EXPECTF(tok[s * M + t] == tok1[l * M + t], "prompt %d completion %d token %d", q, l, t);
+                EXPECT_NEAR(lp[s * M + t], lp1[l * M + t], 1e-4);
+            }
+        }
+    }
+    model_destroy(&m);
+}
+
 static bool stop_at_three(void *ctx, int seq, const int *tokens, int n)
 {
     (void)tokens;
@@ -471,6 +502,7 @@ int main(void)
     RUN_TEST(test_cross_entropy);
     RUN_TEST(test_chunked_lm_head);
     RUN_TEST(test_sampling);
+    RUN_TEST(test_generate_batch);
     RUN_TEST(test_stop_and_tiny);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);

@@ -1,8 +1,8 @@
-/* Sampling L completions of one prompt with a key/value cache. One step
- * function runs any set of rows, each a (cache slot, position) pair: the
- * prefill is P rows of slot 0, a decode step one row per live completion.
- * After the prefill, slot 0's prompt keys and values are copied to the
- * other slots, so the prompt runs once whatever L is. */
+/* Sampling L completions of each of Q prompts with a key/value cache. One
+ * step function runs any set of rows, each a (cache slot, position) pair:
+ * a prefill is the P rows of a prompt's first slot, a decode step one row
+ * per live completion of every prompt. After its prefill, a prompt's keys
+ * and values are copied to its other slots, so it runs once whatever L is. */
 #include "model/model_impl.h"
 #include "sampling/rng.h"
 
@@ -48,7 +48,7 @@ static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R
 {
     int NH = c->NH, HD = c->HD, KD = c->NKV * HD, rep = c->NH / c->NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 8 * MODEL_PAR_MIN)
+    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 32 * MODEL_PAR_MIN)
     for (int r = 0; r < R; r++)
         for (int h = 0; h < NH; h++) {
             int P = ws->pos[r] + 1;
@@ -131,59 +131,78 @@ static bool is_eos(const model_config_t *c, int tok)
     return false;
 }
 
-int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_params_t *gp,
-                   int *tokens, float *logp, int *lengths)
+int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds,
+                         int Q, int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
 {
     const model_config_t *c = &m->cfg;
-    int M = gp->max_new;
-    if (P < 1 || L < 1 || M < 1 || P + M > c->max_pos) {
-        fprintf(stderr, "model_generate: prompt of %d tokens, %d completions of %d new tokens: need "
-                "each at least 1 and prompt + new <= %d\n", P, L, M, c->max_pos);
-        return -1;
-    }
-    for (int i = 0; i < P; i++)
-        if (prompt[i] < 0 || prompt[i] >= c->V) {
-            fprintf(stderr, "model_generate: prompt token %d at %d is outside the vocabulary of %d\n",
-                    prompt[i], i, c->V);
+    int M = gp->max_new, maxP = 0;
+    for (int q = 0; q < Q; q++) {
+        int P = prompt_lens[q];
+        if (P < 1 || P + M > c->max_pos) {
+            fprintf(stderr, "model_generate: prompt %d of %d tokens with %d new tokens: need at least 1 "
+                    "prompt token and prompt + new <= %d\n", q, P, M, c->max_pos);
             return -1;
         }
-    gen_ws_t ws = {.S = L, .maxT = P + M};
-    int R = P > L ? P : L, nth = omp_get_max_threads();
+        for (int i = 0; i < P; i++)
+            if (prompts[q][i] < 0 || prompts[q][i] >= c->V) {
+                fprintf(stderr, "model_generate: token %d at %d of prompt %d is outside the vocabulary of %d\n",
+                        prompts[q][i], i, q, c->V);
+                return -1;
+            }
+        if (P > maxP) maxP = P;
+    }
+    if (Q < 1 || L < 1 || M < 1) {
+        fprintf(stderr, "model_generate: %d prompts, %d completions, %d new tokens: need each at least 1\n", Q, L, M);
+        return -1;
+    }
+    int S = Q * L;
+    gen_ws_t ws = {.S = S, .maxT = maxP + M};
+    int R = maxP > S ? maxP : S, nth = omp_get_max_threads();
     size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
     float *mem = malloc(nf * sizeof(float));
-    float *u = malloc((size_t)L * M * sizeof(float));
-    int *imem = malloc((3 * (size_t)R + L) * sizeof(int));
+    float *u = malloc((size_t)S * M * sizeof(float));
+    int *imem = malloc((3 * (size_t)R + S) * sizeof(int));
     unsigned char *scratch = malloc(sbytes * nth);
-    rng_t *rng = rng_new(gp->seed);
     int rc = -1;
-    if (!mem || !u || !imem || !scratch || !rng || model_rope_ensure(m, P + M)) {
-        fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", L, P + M);
+    if (!mem || !u || !imem || !scratch || model_rope_ensure(m, maxP + M)) {
+        fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", S, maxP + M);
         goto done;
+    }
+    for (int q = 0; q < Q; q++) {
+        rng_t *rng = rng_new(seeds[q]);
+        if (!rng) goto done;
+        rng_uniform(rng, u + (size_t)q * L * M, (size_t)L * M);
+        rng_destroy(&rng);
     }
     ws_layout(&ws, mem, c, R);
     ws.tok = imem;
     ws.slot = imem + R;
     ws.pos = imem + 2 * R;
     int *live = imem + 3 * R;
-    rng_uniform(rng, u, (size_t)L * M);
 
-    for (int i = 0; i < P; i++) {
-        ws.tok[i] = prompt[i];
-        ws.slot[i] = 0;
-        ws.pos[i] = i;
-    }
-    step(m, &ws, P, 1);
-    size_t KD = (size_t)c->NKV * c->HD, span = (size_t)P * KD;
-    for (int l = 0; l < c->L; l++)
-        for (int s = 1; s < L; s++) {
-            size_t from = (size_t)l * L * ws.maxT * KD, to = from + (size_t)s * ws.maxT * KD;
-            memcpy(ws.kc + to, ws.kc + from, span * sizeof(float));
-            memcpy(ws.vc + to, ws.vc + from, span * sizeof(float));
+    /* prefill each prompt into its first slot, then share its keys and
+     * values with the other L - 1; last prompt first, since every prefill
+     * leaves its logits in row 0 */
+    size_t KD = (size_t)c->NKV * c->HD;
+    for (int q = Q - 1; q >= 0; q--) {
+        int P = prompt_lens[q], s0 = q * L;
+        for (int i = 0; i < P; i++) {
+            ws.tok[i] = prompts[q][i];
+            ws.slot[i] = s0;
+            ws.pos[i] = i;
         }
-    /* every completion draws its first token from the prompt's last logits */
-    for (int s = 1; s < L; s++) memcpy(ws.logits + (size_t)s * c->V, ws.logits, c->V * sizeof(float));
-    int nlive = L;
-    for (int s = 0; s < L; s++) {
+        step(m, &ws, P, 1);
+        for (int l = 0; l < c->L; l++)
+            for (int s = s0 + 1; s < s0 + L; s++) {
+                size_t from = ((size_t)l * S + s0) * ws.maxT * KD, to = ((size_t)l * S + s) * ws.maxT * KD;
+                memcpy(ws.kc + to, ws.kc + from, (size_t)P * KD * sizeof(float));
+                memcpy(ws.vc + to, ws.vc + from, (size_t)P * KD * sizeof(float));
+            }
+        for (int s = s0 + L - 1; s >= s0; s--)
+            if (s) memcpy(ws.logits + (size_t)s * c->V, ws.logits, c->V * sizeof(float));
+    }
+    int nlive = S;
+    for (int s = 0; s < S; s++) {
         live[s] = s;
         lengths[s] = 0;
     }
@@ -207,7 +226,7 @@ int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_
             live[keep] = s;
             ws.tok[keep] = tok;
             ws.slot[keep] = s;
-            ws.pos[keep] = P + t;
+            ws.pos[keep] = prompt_lens[s / L] + t;
             keep++;
         }
         nlive = keep;
@@ -215,10 +234,15 @@ int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_
     }
     rc = 0;
 done:
-    rng_destroy(&rng);
     free(scratch);
     free(imem);
     free(u);
     free(mem);
     return rc;
+}
+
+int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_params_t *gp,
+                   int *tokens, float *logp, int *lengths)
+{
+    return model_generate_batch(m, &prompt, &P, &gp->seed, 1, L, gp, tokens, logp, lengths);
 }

@@ -116,4 +116,15 @@ typedef struct {
 int model_generate(model_t *self, const int *prompt, int P, int L, const model_gen_params_t *gp,
                    int *tokens, float *logp, int *lengths);
 
+/* The same for Q prompts in one decode batch of Q * L sequences (what a
+ * round of several questions wants: small matmuls waste the CPU).
+ * prompts[q] has prompt_lens[q] tokens and draws its uniforms from
+ * rng_new(seeds[q]) as above (gp->seed is not used). Completion l of
+ * prompt q is row q * L + l of tokens, logp (Q * L, max_new) and lengths,
+ * and the seq the stop callback sees. Results equal Q model_generate
+ * calls with those seeds, up to float rounding. */
+int model_generate_batch(model_t *self, const int *const *prompts, const int *prompt_lens,
+                         const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp,
+                         int *tokens, float *logp, int *lengths);
+
 #endif

@@ -100,7 +100,7 @@ int model_rope_ensure(model_t *m, int T);
 
 /* below this many elements a loop runs on one thread: on a busy machine
  * waking the team costs more than the work */
-#define MODEL_PAR_MIN 32768
+#define MODEL_PAR_MIN (1 << 17)
 
 /* shared kernels (forward.c) */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
