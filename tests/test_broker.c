@@ -425,7 +425,16 @@ static void test_policy_late_joiner(void)
     EXPECT(pub);
     EXPECT(wire_publisher_send(pub, "v1", 2, err, sizeof err) == 0);
     EXPECT(wire_publisher_send(pub, "v2", 2, err, sizeof err) == 0);
-    zclock_sleep(300);
+    /* once a watcher has seen v2, the broker has it */
+    wire_subscriber_t *watcher = wire_subscriber_new(&ep, err, sizeof err);
+    wire_record_t *r;
+    int seen = 0;
+    while (!seen && (r = wire_subscriber_recv(watcher, 5000))) {
+        seen = r->size == 2 && memcmp(r->data, "v2", 2) == 0;
+        wire_record_destroy(&r);
+    }
+    EXPECT(seen);
+    wire_subscriber_destroy(&watcher);
     wire_subscriber_t *sub = wire_subscriber_new(&ep, err, sizeof err);
     EXPECT(sub && recv_notice(sub, "v2"));
     zclock_sleep(100);

@@ -60,6 +60,7 @@ struct broker_t {
     zsock_t *capture;
     int capture_topics; /* topics someone subscribes to on capture */
     uint64_t notices;
+    zmq_msg_t last_notice; /* empty before the first */
 };
 
 static entry_t *deque_at(deque_t *d, size_t i)
@@ -175,6 +176,7 @@ broker_t *broker_new(const endpoints_t *ep, const broker_opts_t *opts, char *err
 {
     broker_t *self = calloc(1, sizeof *self);
     if (!self) return NULL;
+    zmq_msg_init(&self->last_notice);
     self->opts = *opts;
     if (self->opts.heartbeat_ms < 30) self->opts.heartbeat_ms = 30;
     if (self->opts.hwm < 1) self->opts.hwm = 1;
@@ -195,7 +197,13 @@ broker_t *broker_new(const endpoints_t *ep, const broker_opts_t *opts, char *err
         lane->out = new_sock(s == STREAM_POLICY ? ZMQ_XPUB : ZMQ_ROUTER);
         if (!lane->in || !lane->out) goto nosock;
         zmq_setsockopt(zsock_resolve(lane->in), ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+        if (s == STREAM_POLICY) set_int(lane->out, ZMQ_XPUB_VERBOSE, 1); /* every subscribe */
         if (s != STREAM_POLICY) {
+            /* a producer back after a network blip takes over its old
+             * connection; dead ones are cut off and forgotten by ZeroMQ */
+            set_int(lane->in, ZMQ_ROUTER_HANDOVER, 1);
+            set_int(lane->in, ZMQ_HEARTBEAT_IVL, self->opts.heartbeat_ms / 3);
+            set_int(lane->in, ZMQ_HEARTBEAT_TIMEOUT, self->opts.heartbeat_ms);
             /* a send to a consumer whose connection is gone fails instead
              * of vanishing: that is how lost consumers are found */
             set_int(lane->out, ZMQ_ROUTER_MANDATORY, 1);
@@ -243,6 +251,7 @@ void broker_destroy(broker_t **self_p)
         free(lane->cons);
     }
     zsock_destroy(&self->capture);
+    zmq_msg_close(&self->last_notice);
     free(self);
     *self_p = NULL;
 }
@@ -369,16 +378,16 @@ static void handle_notice(broker_t *self, lane_t *lane)
         if (rc == 0) {
             capture(self, lane->s, &msg);
             self->notices++;
-            /* a subscriber that connects from now on gets this notice first */
-            zmq_setsockopt(out, ZMQ_XPUB_WELCOME_MSG, zmq_msg_data(&msg), zmq_msg_size(&msg));
+            zmq_msg_copy(&self->last_notice, &msg);
             if (zmq_msg_send(&msg, out, ZMQ_DONTWAIT) >= 0) continue;
         }
         zmq_msg_close(&msg);
     }
 }
 
-/* Reads (un)subscriptions on an XPUB; returns the change in topics. */
-static int drain_subscriptions(zsock_t *sock)
+/* Reads (un)subscriptions on an XPUB; returns the change in topics, and
+ * in *joined the number of subscribe messages. */
+static int drain_subscriptions(zsock_t *sock, int *joined)
 {
     int delta = 0;
     void *h = zsock_resolve(sock);
@@ -389,9 +398,28 @@ static int drain_subscriptions(zsock_t *sock)
             zmq_msg_close(&msg);
             return delta;
         }
-        if (zmq_msg_size(&msg) > 0) delta += ((uint8_t *)zmq_msg_data(&msg))[0] == 1 ? 1 : -1;
+        if (zmq_msg_size(&msg) > 0) {
+            int sub = ((uint8_t *)zmq_msg_data(&msg))[0] == 1;
+            delta += sub ? 1 : -1;
+            if (joined) *joined += sub;
+        }
         zmq_msg_close(&msg);
     }
+}
+
+/* A generator that just subscribed gets the current policy at once. XPUB
+ * can only send to every subscriber, so the others see the notice again,
+ * which they ignore (same version). The subscription, not the connection,
+ * is the moment to send: a notice sent between the two is filtered out. */
+static void handle_policy_subscribers(broker_t *self, lane_t *lane)
+{
+    int joined = 0;
+    drain_subscriptions(lane->out, &joined);
+    if (!joined || zmq_msg_size(&self->last_notice) == 0) return;
+    zmq_msg_t copy;
+    zmq_msg_init(&copy);
+    zmq_msg_copy(&copy, &self->last_notice);
+    if (zmq_msg_send(&copy, zsock_resolve(lane->out), ZMQ_DONTWAIT) < 0) zmq_msg_close(&copy);
 }
 
 static consumer_t *find_consumer(lane_t *lane, const void *rid, size_t len, size_t *index)
@@ -634,11 +662,11 @@ int broker_run(broker_t *self)
         for (int i = 0; i < n; i++) {
             if (!(items[i].revents & ZMQ_POLLIN)) continue;
             if (!lanes[i])
-                self->capture_topics += drain_subscriptions(self->capture);
+                self->capture_topics += drain_subscriptions(self->capture, NULL);
             else if (handlers[i])
                 handlers[i](self, lanes[i]);
             else if (lanes[i]->s == STREAM_POLICY)
-                drain_subscriptions(lanes[i]->out);
+                handle_policy_subscribers(self, lanes[i]);
             else
                 handle_out(lanes[i]);
         }

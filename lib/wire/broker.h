@@ -6,6 +6,9 @@
  * (generators); and one XPUB at "capture" that gets every record of every
  * stream as [stream name, record] and drops when a subscriber is slow.
  *
+ * The last policy notice is sent again whenever a subscriber joins, so a
+ * restarted generator learns the current version at once.
+ *
  * Work records wait in a bounded queue per stream; a full queue stops
  * reading its "in", so producers block on ZeroMQ's own high-water marks.
  * A record sent to a consumer is kept until the consumer acks it and goes

@@ -12,7 +12,8 @@
  *
  * The policy stream is a broadcast: the learner publishes notices, every
  * generator's subscriber receives them, and a subscriber that joins late
- * receives the last notice at once.
+ * receives the last notice at once. A notice may arrive more than once
+ * (whenever another subscriber joins): ignore versions already seen.
  *
  * Every object exposes its socket so a process can wait on several with
  * zpoller; every blocking call returns early on SIGINT/SIGTERM
