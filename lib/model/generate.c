@@ -43,40 +43,60 @@ static size_t ws_layout(gen_ws_t *ws, float *base, const model_config_t *c, int 
     return total;
 }
 
+/* the rep query heads that share one key/value head against its P cached
+ * keys and values (rows KD apart), so each cached row is read once: the
+ * cache, not the arithmetic, bounds a decode step. q and y hold the rep
+ * heads HD apart; p (rep, P) is scratch. Built for AVX-512 and AVX2 too,
+ * picked at run time: the project's baseline (x86-64-v2) has 4-wide
+ * vectors only */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void attend_group(float *y, float *p, const float *q, const float *kb, const float *vb,
+                         int rep, int P, int KD, int HD, float scale)
+{
+    for (int t = 0; t < P; t++) {
+        const float *kr = kb + (size_t)t * KD;
+        for (int h = 0; h < rep; h++) {
+            const float *qr = q + (size_t)h * HD;
+            float s = 0;
+            #pragma omp simd reduction(+:s)
+            for (int i = 0; i < HD; i++) s += qr[i] * kr[i];
+            p[(size_t)h * P + t] = s * scale;
+        }
+    }
+    for (int h = 0; h < rep; h++) {
+        float *ph = p + (size_t)h * P, mx = -INFINITY, sum = 0;
+        for (int t = 0; t < P; t++) mx = ph[t] > mx ? ph[t] : mx;
+        for (int t = 0; t < P; t++) {
+            ph[t] = expf(ph[t] - mx);
+            sum += ph[t];
+        }
+        float inv = 1.0f / sum;
+        for (int t = 0; t < P; t++) ph[t] *= inv;
+    }
+    memset(y, 0, (size_t)rep * HD * sizeof(float));
+    for (int t = 0; t < P; t++) {
+        const float *vr = vb + (size_t)t * KD;
+        for (int h = 0; h < rep; h++) {
+            float pt = p[(size_t)h * P + t], *yr = y + (size_t)h * HD;
+            #pragma omp simd
+            for (int i = 0; i < HD; i++) yr[i] += pt * vr[i];
+        }
+    }
+}
+
 /* attention of each row over its slot's cached positions [0, pos] */
 static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R)
 {
-    int NH = c->NH, HD = c->HD, KD = c->NKV * HD, rep = c->NH / c->NKV;
+    int NH = c->NH, NKV = c->NKV, HD = c->HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
     #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 32 * MODEL_PAR_MIN)
     for (int r = 0; r < R; r++)
-        for (int h = 0; h < NH; h++) {
+        for (int kh = 0; kh < NKV; kh++) {
             int P = ws->pos[r] + 1;
-            float p[P];
-            size_t base = (((size_t)l * ws->S + ws->slot[r]) * ws->maxT) * KD + (h / rep) * HD;
-            const float *kb = ws->kc + base, *vb = ws->vc + base;
-            const float *qr = ws->q + (size_t)r * NH * HD + h * HD;
-            float mx = -INFINITY, sum = 0;
-            for (int t = 0; t < P; t++) {
-                float s = 0;
-                const float *kr = kb + (size_t)t * KD;
-                #pragma omp simd reduction(+:s)
-                for (int i = 0; i < HD; i++) s += qr[i] * kr[i];
-                p[t] = s * scale;
-                if (p[t] > mx) mx = p[t];
-            }
-            for (int t = 0; t < P; t++) {
-                p[t] = expf(p[t] - mx);
-                sum += p[t];
-            }
-            float *yr = ws->y + (size_t)r * NH * HD + h * HD;
-            memset(yr, 0, HD * sizeof(float));
-            for (int t = 0; t < P; t++) {
-                float pt = p[t] / sum;
-                const float *vr = vb + (size_t)t * KD;
-                #pragma omp simd
-                for (int i = 0; i < HD; i++) yr[i] += pt * vr[i];
-            }
+            float p[rep * P];
+            size_t base = (((size_t)l * ws->S + ws->slot[r]) * ws->maxT) * KD + (size_t)kh * HD;
+            size_t qo = (size_t)r * NH * HD + (size_t)kh * rep * HD;
+            attend_group(ws->y + qo, p, ws->q + qo, ws->kc + base, ws->vc + base, rep, P, KD, HD, scale);
         }
 }
 
