@@ -106,14 +106,20 @@ static pid_t spawn_producer(const char *dir, uint64_t first, uint64_t count)
 
 /* Starts the broker on an ipc folder and waits until it has bound
  * everything (capture is bound last). */
-static pid_t start_broker(const char *dir, const char *hb, const char *log)
+static pid_t start_broker_hwm(const char *dir, const char *hb, const char *hwm, const char *log)
 {
-    char *argv[] = {broker_bin, "--broker", (char *)dir, "--heartbeat-ms", (char *)hb, NULL};
+    char *argv[] = {broker_bin, "--broker", (char *)dir, "--heartbeat-ms", (char *)hb, "--hwm",
+                    (char *)hwm, NULL};
     pid_t pid = spawn(argv, NULL, log);
     char path[600];
     snprintf(path, sizeof path, "%s/capture", dir);
     for (int i = 0; i < 500 && access(path, F_OK) != 0; i++) zclock_sleep(10);
     return pid;
+}
+
+static pid_t start_broker(const char *dir, const char *hb, const char *log)
+{
+    return start_broker_hwm(dir, hb, "10000", log);
 }
 
 static int wait_exit(pid_t pid, int timeout_ms)
@@ -401,6 +407,38 @@ static void test_broker_restart(void)
     remove_tmpdir(dir);
 }
 
+/* With nobody consuming, a producer of more than the queue bound plus the
+ * pipes' limits blocks instead of the broker growing; a consumer then gets
+ * everything and the producer finishes. */
+static void test_queue_bound(void)
+{
+    char *dir = make_tmpdir();
+    char log[128];
+    snprintf(log, sizeof log, "%s/broker.log", dir);
+    pid_t broker = start_broker_hwm(dir, "1000", "100", log);
+    enum { N = 100000 };
+    pid_t prod = spawn_producer(dir, 0, N);
+    zclock_sleep(1500);
+    EXPECTF(waitpid(prod, NULL, WNOHANG) == 0, "the producer of %d records did not block", N);
+    child_t c = {0};
+    c.pid = spawn_consumer(dir, &c.fd);
+    tally_t *t = calloc(1, sizeof *t);
+    int64_t start = zclock_mono();
+    while (t->distinct < N && zclock_mono() - start < 30000) {
+        struct pollfd pfd = {c.fd, POLLIN, 0};
+        if (poll(&pfd, 1, 100) > 0) read_keys(&c, tally_key, t);
+    }
+    EXPECTF(t->distinct == N, "the consumer got %ld of %d", t->distinct, N);
+    EXPECT(wait_exit(prod, 10000) == 0);
+    kill(c.pid, SIGTERM);
+    EXPECT(wait_exit(c.pid, 5000) == 0);
+    close(c.fd);
+    kill(broker, SIGTERM);
+    EXPECT(wait_exit(broker, 5000) == 0);
+    free(t);
+    remove_tmpdir(dir);
+}
+
 static int recv_notice(wire_subscriber_t *s, const char *want)
 {
     wire_record_t *r = wire_subscriber_recv(s, 3000);
@@ -516,6 +554,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_policy_late_joiner);
     RUN_TEST(test_silent_consumer);
     RUN_TEST(test_broker_restart);
+    RUN_TEST(test_queue_bound);
     RUN_TEST(test_stream_kill_and_taps);
     CHECK_EXIT();
 }

@@ -199,11 +199,13 @@ broker_t *broker_new(const endpoints_t *ep, const broker_opts_t *opts, char *err
         zmq_setsockopt(zsock_resolve(lane->in), ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
         if (s == STREAM_POLICY) set_int(lane->out, ZMQ_XPUB_VERBOSE, 1); /* every subscribe */
         if (s != STREAM_POLICY) {
-            /* a producer back after a network blip takes over its old
-             * connection; dead ones are cut off and forgotten by ZeroMQ */
+            /* A producer back after a network blip takes over its old
+             * connection. No heartbeats here: while the queue is full the
+             * connection is not read, PONGs included, and a heartbeat
+             * timeout would cut it with records in it. Linger keeps what a
+             * closed connection left in the pipe. */
             set_int(lane->in, ZMQ_ROUTER_HANDOVER, 1);
-            set_int(lane->in, ZMQ_HEARTBEAT_IVL, self->opts.heartbeat_ms / 3);
-            set_int(lane->in, ZMQ_HEARTBEAT_TIMEOUT, self->opts.heartbeat_ms);
+            zsock_set_linger(lane->in, 1000);
             /* a send to a consumer whose connection is gone fails instead
              * of vanishing: that is how lost consumers are found */
             set_int(lane->out, ZMQ_ROUTER_MANDATORY, 1);

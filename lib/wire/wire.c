@@ -113,8 +113,14 @@ static void drop_rest(void *h, const zmq_msg_t *last)
 }
 
 /* A DEALER with a fixed identity per object, so after a network blip the
- * broker's ROUTER hands the connection over and keeps what it knows. */
-static zsock_t *dealer_new(const char *endpoint, const char *what, char *err, size_t errlen)
+ * broker's ROUTER hands the connection over and keeps what it knows.
+ * Consumers use heartbeats and take in everything the broker sends (no
+ * receive limit: credit bounds the records, and probes are tiny), so the
+ * connection is never throttled and ZeroMQ answers the broker's PINGs
+ * however long the consumer is busy. Producers use neither: the broker
+ * stops reading a full stream, and a heartbeat would then cut the link. */
+static zsock_t *dealer_new(const char *endpoint, int consumer, const char *what, char *err,
+                           size_t errlen)
 {
     zsock_t *sock = zsock_new(ZMQ_DEALER);
     if (!sock) {
@@ -124,8 +130,11 @@ static zsock_t *dealer_new(const char *endpoint, const char *what, char *err, si
     zuuid_t *uuid = zuuid_new();
     zmq_setsockopt(zsock_resolve(sock), ZMQ_ROUTING_ID, zuuid_data(uuid), ZUUID_LEN);
     zuuid_destroy(&uuid);
-    set_heartbeat(sock);
-    set_maxmsgsize(sock);
+    if (consumer) {
+        set_heartbeat(sock);
+        set_maxmsgsize(sock);
+        zsock_set_rcvhwm(sock, 0);
+    }
     if (zmq_connect(zsock_resolve(sock), endpoint) != 0) {
         snprintf(err, errlen, "%s: cannot connect to %s: %s", what, endpoint, zmq_strerror(errno));
         zsock_destroy(&sock);
@@ -140,7 +149,7 @@ wire_producer_t *wire_producer_new(const endpoints_t *ep, stream_t s, char *err,
     if (!self) return NULL;
     char what[64];
     snprintf(what, sizeof what, "%s producer", stream_name(s));
-    self->sock = dealer_new(ep->in[s], what, err, errlen);
+    self->sock = dealer_new(ep->in[s], 0, what, err, errlen);
     if (!self->sock) {
         free(self);
         return NULL;
@@ -220,7 +229,7 @@ wire_consumer_t *wire_consumer_new(const endpoints_t *ep, stream_t s, int credit
     self->acks[0] = WIRE_ACK;
     char what[64];
     snprintf(what, sizeof what, "%s consumer", stream_name(s));
-    self->sock = dealer_new(ep->out[s], what, err, errlen);
+    self->sock = dealer_new(ep->out[s], 1, what, err, errlen);
     if (!self->sock) {
         free(self);
         return NULL;
