@@ -439,6 +439,35 @@ static void test_queue_bound(void)
     remove_tmpdir(dir);
 }
 
+/* A record of the largest size passes whole; a larger one is refused by
+ * the producer. */
+static void test_big_record(void)
+{
+    char *dir = make_tmpdir();
+    char log[128], err[256];
+    snprintf(log, sizeof log, "%s/broker.log", dir);
+    pid_t broker = start_broker(dir, "1000", log);
+    endpoints_t ep;
+    endpoints_from_base(dir, &ep, err, sizeof err);
+    wire_consumer_t *c = wire_consumer_new(&ep, STREAM_BATCHES, 1, err, sizeof err);
+    wire_producer_t *p = wire_producer_new(&ep, STREAM_BATCHES, err, sizeof err);
+    uint8_t *big = malloc(WIRE_RECORD_MAX + 1);
+    for (size_t i = 0; i <= WIRE_RECORD_MAX; i++) big[i] = (uint8_t)(i * 31 + 7);
+    EXPECT(c && p);
+    EXPECT(wire_producer_send(p, big, WIRE_RECORD_MAX + 1) == -1);
+    EXPECT(wire_producer_send(p, big, WIRE_RECORD_MAX) == 0);
+    wire_record_t *r = wire_consumer_recv(c, 10000);
+    EXPECT(r && r->size == WIRE_RECORD_MAX && memcmp(r->data, big, WIRE_RECORD_MAX) == 0);
+    if (r) wire_consumer_ack(c, r->id);
+    wire_record_destroy(&r);
+    free(big);
+    wire_producer_destroy(&p);
+    wire_consumer_destroy(&c);
+    kill(broker, SIGTERM);
+    EXPECT(wait_exit(broker, 5000) == 0);
+    remove_tmpdir(dir);
+}
+
 static int recv_notice(wire_subscriber_t *s, const char *want)
 {
     wire_record_t *r = wire_subscriber_recv(s, 3000);
@@ -555,6 +584,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_silent_consumer);
     RUN_TEST(test_broker_restart);
     RUN_TEST(test_queue_bound);
+    RUN_TEST(test_big_record);
     RUN_TEST(test_stream_kill_and_taps);
     CHECK_EXIT();
 }
