@@ -120,6 +120,7 @@ int main(void)
     }
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
+    unlink(direct + 6);
     rmdir(base);
     rmdir(dir);
     if (lost) {

@@ -544,6 +544,7 @@ static void test_busy_endpoints(void)
     expect_busy(dir, dir, want);
     kill(broker, SIGTERM);
     EXPECT(wait_exit(broker, 5000) == 0);
+    EXPECTF(access(want + 6, F_OK) != 0, "%s is left after the broker stopped", want + 6);
 
     /* a tcp base whose first port someone else holds */
     zsock_t *squatter = zsock_new(ZMQ_PULL);
@@ -554,6 +555,9 @@ static void test_busy_endpoints(void)
     snprintf(want, sizeof want, "tcp://127.0.0.1:%d", port);
     expect_busy(base, dir, want);
     zsock_destroy(&squatter);
+
+    /* an ipc folder that cannot be made */
+    expect_busy("/proc/none/run", dir, "ipc:///proc/none/run/tasks.in");
 
     char *argv[] = {broker_bin, "--hwm", "lots", NULL};
     snprintf(log, sizeof log, "%s/flag.log", dir);

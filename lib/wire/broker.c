@@ -61,6 +61,10 @@ struct broker_t {
     int capture_topics; /* topics someone subscribes to on capture */
     uint64_t notices;
     zmq_msg_t last_notice; /* empty before the first */
+    /* ipc paths this broker bound, removed when it stops (ZeroMQ leaves
+     * them) so a stale file never looks like a live broker */
+    char ipc_paths[2 * STREAM_COUNT + 1][ENDPOINT_MAX];
+    int nipc;
 };
 
 static entry_t *deque_at(deque_t *d, size_t i)
@@ -135,8 +139,8 @@ static int ipc_in_use(const char *path)
 /* zmq's ipc bind silently takes over a path another broker is serving, so
  * that case is checked first; a missing run folder is created. Options that
  * apply per connection are copied at bind time: set them before. */
-static int bind_sock(zsock_t *sock, const char *endpoint, const char *what, char *err,
-                     size_t errlen)
+static int bind_sock(broker_t *self, zsock_t *sock, const char *endpoint, const char *what,
+                     char *err, size_t errlen)
 {
     if (strncmp(endpoint, "ipc://", 6) == 0) {
         const char *path = endpoint + 6;
@@ -157,6 +161,8 @@ static int bind_sock(zsock_t *sock, const char *endpoint, const char *what, char
         snprintf(err, errlen, "cannot bind %s (%s): %s", endpoint, what, zmq_strerror(errno));
         return -1;
     }
+    if (strncmp(endpoint, "ipc://", 6) == 0)
+        snprintf(self->ipc_paths[self->nipc++], ENDPOINT_MAX, "%s", endpoint + 6);
     return 0;
 }
 
@@ -217,13 +223,13 @@ broker_t *broker_new(const endpoints_t *ep, const broker_opts_t *opts, char *err
             zmq_setsockopt(zsock_resolve(lane->out), ZMQ_MAXMSGSIZE, &maxctl, sizeof maxctl);
         }
         snprintf(what, sizeof what, "%s in", stream_name(s));
-        if (bind_sock(lane->in, ep->in[s], what, err, errlen) < 0) goto fail;
+        if (bind_sock(self, lane->in, ep->in[s], what, err, errlen) < 0) goto fail;
         snprintf(what, sizeof what, "%s out", stream_name(s));
-        if (bind_sock(lane->out, ep->out[s], what, err, errlen) < 0) goto fail;
+        if (bind_sock(self, lane->out, ep->out[s], what, err, errlen) < 0) goto fail;
     }
     self->capture = new_sock(ZMQ_XPUB);
     if (!self->capture) goto nosock;
-    if (bind_sock(self->capture, ep->capture, "capture", err, errlen) < 0) goto fail;
+    if (bind_sock(self, self->capture, ep->capture, "capture", err, errlen) < 0) goto fail;
     return self;
 nosock:
     snprintf(err, errlen, "cannot create a socket: %s", zmq_strerror(errno));
@@ -253,6 +259,7 @@ void broker_destroy(broker_t **self_p)
         free(lane->cons);
     }
     zsock_destroy(&self->capture);
+    for (int i = 0; i < self->nipc; i++) unlink(self->ipc_paths[i]);
     zmq_msg_close(&self->last_notice);
     free(self);
     *self_p = NULL;
