@@ -27,6 +27,7 @@ typedef struct {
     wire_consumer_t *scored;
     wire_subscriber_t *policy;
     uint64_t version, round, next_task;
+    uint64_t learner_round;   /* last round the learner applied */
     long in_flight;           /* own tasks sent, not yet back scored */
     long external_pending;    /* external groups sent to the verifier */
     long published, pool_errors, external_malformed, own_external;
@@ -177,15 +178,22 @@ int main(int argc, char **argv)
     /* rounds continue from the learner's: its first notice says where */
     s.version = UINT64_MAX;
     log_info("waiting for the learner's policy notice");
-    while (!zsys_interrupted && s.version == UINT64_MAX) version_follow(s.policy, 1000, NULL, &s.version, &s.round, NULL, 0);
+    while (!zsys_interrupted && s.version == UINT64_MAX)
+        version_follow(s.policy, 1000, NULL, &s.version, &s.learner_round, NULL, 0);
     if (zsys_interrupted) return 0;
-    s.round++;
+    s.round = s.learner_round + 1;
     s.next_task = s.round * (uint64_t)s.cfg.questions;
     log_info("starting at round %llu (I=%d local, J=%d external, L=%d)", (unsigned long long)s.round,
              s.cfg.local_groups, s.cfg.external_groups, s.cfg.completions);
 
     while (!zsys_interrupted) {
-        version_follow(s.policy, 0, NULL, &s.version, NULL, NULL, 0);
+        if (version_follow(s.policy, 0, NULL, &s.version, &s.learner_round, NULL, 0) == 1 &&
+            s.round > s.learner_round + 2) {
+            /* the learner restarted from a checkpoint: continue its count */
+            log_info("learner is back at round %llu; next batch is round %llu", (unsigned long long)s.learner_round,
+                     (unsigned long long)s.learner_round + 1);
+            s.round = s.learner_round + 1;
+        }
         /* keep two rounds of questions in flight so generators never idle */
         while (s.in_flight + (long)assembly_local(s.asm_) < 2L * s.cfg.questions) send_task(&s);
         wire_record_t *r = wire_consumer_recv(s.scored, 100);
@@ -197,8 +205,8 @@ int main(int argc, char **argv)
         if (s.cfg.external_groups > 0 && !s.pool_dry && s.external_pending == 0 &&
             assembly_external(s.asm_) < (size_t)s.cfg.external_groups && assembly_local(s.asm_) >= (size_t)s.cfg.local_groups)
             request_external(&s);
-        /* one batch ahead of the learner at most, so groups stay fresh */
-        bool learner_free = s.round <= s.version + 1;
+        /* one batch queued behind the one in training at most, so groups stay fresh */
+        bool learner_free = s.round <= s.learner_round + 2;
         bool fallback = s.pool_dry && s.external_pending == 0;
         if (learner_free && assembly_ready(s.asm_, s.version, fallback)) send_batch(&s);
     }

@@ -20,7 +20,7 @@ int version_follow(wire_subscriber_t *sub, int timeout_ms, policy_t *policy, uin
         char err[256];
         if (!buf || rec_policy_view(buf, r->size, &pn, err, sizeof err) != 0) {
             log_error("dropped a policy notice: %s", buf ? err : "out of memory");
-        } else if (pn.version > *version || (changed == 0 && *version == UINT64_MAX)) {
+        } else if (pn.version != *version) {
             char ckpt[4096];
             snprintf(ckpt, sizeof ckpt, "%s", pn.checkpoint);
             if (policy && policy_reload(policy, ckpt, err, sizeof err) != 0) {

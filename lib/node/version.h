@@ -6,8 +6,9 @@
 #include "node/policy.h"
 #include "wire/wire.h"
 
-/* Reads every waiting notice (up to timeout_ms for the first); when one is
- * newer than *version, loads its checkpoint into policy (when policy is not
+/* Reads every waiting notice (up to timeout_ms for the first); when one
+ * names another version than *version (a restarted learner goes back to
+ * its checkpoint's version), loads its checkpoint into policy (when policy is not
  * NULL) and updates *version and *round. Returns 1 when the version
  * changed, 0 when not, -1 when a newer checkpoint could not be loaded
  * (logged; the old weights stay). */

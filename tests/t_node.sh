@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# A SAPO swarm end to end with real processes, a real redis-server and a
+# small random model (rewards are ~0, so sharing is forced on with
+# SAPO_SHARE=all and SAPO_EXTERNAL_FILTER=all to exercise the external path):
+#   - 3 nodes (2/2, 2/2, 4/0) run their rounds through foreman and the swarm
+#     script; versions advance, checkpoints and metrics appear, batches hold
+#     I local + J external groups once the pool has other nodes' entries,
+#     never the node's own; the J = 0 node uses nothing external;
+#   - a hostile peer's forged rewards never reach a node's training batch;
+#   - a node run by hand survives a killed generator, and a killed learner
+#     resumes from its checkpoint with its round counter.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+for p in broker learner sampler generator verifier pool tap; do
+  [ -x "$bin/$p" ] || { echo "SKIP node: $bin/$p not built"; exit 0; }
+done
+for c in redis-server foreman python3 flatc; do
+  command -v $c > /dev/null || { echo "SKIP node: $c not installed"; exit 0; }
+done
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; wait "$p" 2> /dev/null; done
+  [ -f "$tmp/swarm/pids" ] && scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+check() { if eval "$2"; then echo "PASS node_$1"; else echo "FAIL node_$1"; fi; }
+export SAPO_BIN=$bin
+
+cat > "$tmp/micro.json" <<'JSON'
+{"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+ "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 264, "rope_theta": 10000.0,
+ "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "max_position_embeddings": 1024, "eos_token_id": 256}
+JSON
+"$bin/learner" init "$tmp/micro.json" "$tmp/micro" 2> "$tmp/init.log" || { cat "$tmp/init.log"; echo "FAIL node_init"; exit 1; }
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all \
+       SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=t$$
+
+# a hostile peer: 50 groups of a real question, wrong answers claiming reward 1
+"$bin/verifier" generate --family basic_arithmetic --seed 9 --count 1 > "$tmp/entry.jsonl"
+python3 - "$tmp/entry.jsonl" "$tmp/forged.json" <<'PY'
+import json, sys
+e = json.loads(open(sys.argv[1]).readline())
+task = {"task_id": 1, "family": "basic_arithmetic", "question": e["question"], "answer": e["answer"],
+        "metadata_json": json.dumps(e["metadata"]), "node": "evil"}
+comps = [{"text": "<answer>%d</answer>" % (10**9 + i), "reward": 1.0, "finished": True} for i in range(4)]
+json.dump({"node": "evil", "model": "forger", "task": task, "completions": comps, "scored": True}, open(sys.argv[2], "w"))
+PY
+flatc -b -o "$tmp" schemas/rollout.fbs "$tmp/forged.json" 2> "$tmp/flatc.log"
+
+# 1. the swarm
+scripts/swarm.sh start --nodes 3 --ij 2/2,2/2,4/0 --rounds 8 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
+port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
+for i in $(seq 50); do "$bin/pool" publish --redis "$port" --node evil "$tmp/forged.bin"; done
+for _ in $(seq 600); do
+  alive=0
+  while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$tmp/swarm/pids"
+  [ $alive = 0 ] && break
+  sleep 0.5
+done
+scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+python3 - "$tmp/swarm" > "$tmp/verdicts" <<'PY'
+import json, sys, os
+run = sys.argv[1]
+def rows(n):
+    p = os.path.join(run, n, "metrics.jsonl")
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+m = {n: rows(n) for n in ("n0", "n1", "n2")}
+ok = lambda name, cond: print(("PASS" if cond else "FAIL") + " node_" + name)
+ok("rounds_and_versions", all([r["round"] for r in m[n]] == list(range(1, 9)) and
+                              all(r["version"] == r["round"] for r in m[n]) for n in m))
+def ckpt(n):
+    d = os.path.join(run, n, "ckpt", "latest")
+    return os.path.islink(d) and json.load(open(os.path.join(d, "state.json")))["round"] == 8
+ok("checkpoints", all(ckpt(n) for n in m))
+ok("batches_I_plus_J", all(r["local_groups"] == 2 and r["external_groups"] == 2
+                           for n in ("n0", "n1") for r in m[n][2:]) and len(m["n0"]) == 8)
+ok("never_own_external", all(n not in r["external_from"] for n in m for r in m[n]))
+ok("j0_uses_nothing_external", len(m["n2"]) == 8 and all(r["external_groups"] == 0 and r["local_groups"] == 4 for r in m["n2"]))
+evil = [r for n in ("n0", "n1") for r in m[n] if list(r["external_from"]) == ["evil"]]
+ok("forged_rewards_rescored", len(evil) > 0 and all(r["reward_external"] < 0.01 for r in evil))
+PY
+cat "$tmp/verdicts"
+grep -q FAIL "$tmp/verdicts" && { echo "--- swarm logs"; tail -n 20 "$tmp/swarm"/n*/node.log; }
+
+echo "swarm part: $SECONDS s"
+# 2. one node by hand: kill a generator, then the learner
+redis_port=$(grep -o '[0-9]*$' <<< "$port")
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null 2>&1 &
+pids+=($!)
+export SAPO_NODE=k0 SAPO_RUN=$tmp/k0 SAPO_BROKER=$tmp/k0 SAPO_REDIS=$port SAPO_I=4 SAPO_J=0 SAPO_ROUNDS=10
+mkdir -p "$tmp/k0"
+start() { "$bin/$1" >> "$tmp/k0/$1$2.log" 2>&1 & pids+=($!); eval "pid_$1$2=$!"; }
+metric_rounds() { [ -f "$tmp/k0/metrics.jsonl" ] && wc -l < "$tmp/k0/metrics.jsonl" || echo 0; }
+wait_rounds() { for _ in $(seq 600); do [ "$(metric_rounds)" -ge "$1" ] && return 0; sleep 0.2; done; return 1; }
+start broker ""; start learner ""; start sampler ""; start verifier ""; start generator 1; start generator 2
+wait_rounds 2
+kill -9 "$pid_generator1"; wait "$pid_generator1" 2> /dev/null
+check generator_killed_node_continues 'wait_rounds 5'
+ckpt_round=$(python3 -c "import json;print(json.load(open('$tmp/k0/ckpt/latest/state.json'))['round'])" 2> /dev/null || echo none)
+kill -9 "$pid_learner"; wait "$pid_learner" 2> /dev/null
+lines_at_kill=$(metric_rounds)
+start learner ""
+check learner_resumes_from_checkpoint 'sleep 1; for _ in $(seq 100); do grep -q "at round $ckpt_round," "$tmp/k0/learner.log" && break; sleep 0.2; done; grep -q "ckpt/r0*$ckpt_round at round $ckpt_round," "$tmp/k0/learner.log"'
+for _ in $(seq 900); do kill -0 "$pid_learner" 2> /dev/null || break; sleep 0.2; done
+check learner_finishes_rounds 'python3 -c "
+import json; rs=[json.loads(l)[\"round\"] for l in open(\"$tmp/k0/metrics.jsonl\")][$lines_at_kill:]
+print(\"rounds after the restart:\", rs)
+assert rs and rs[0] > $ckpt_round and rs[-1] >= 10 and all(b > a for a, b in zip(rs, rs[1:]))"'
+echo "node test: $SECONDS s"
