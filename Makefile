@@ -105,7 +105,13 @@ $(B)/bench/%: $(B)/bench/%.o $(B)/libsapo.a
 deps:
 	@scripts/deps.sh
 
-test: deps
+QWEN_TOKENIZER := tests/golden/tokenizer/qwen/tokenizer.json
+
+# the real Qwen vocabulary is committed compressed (it is over 2 MiB)
+$(QWEN_TOKENIZER): $(QWEN_TOKENIZER).gz
+	gunzip -kf $<
+
+test: deps $(QWEN_TOKENIZER)
 	@$(MAKE) --no-print-directory MODE=asan programs tests
 	@tests/run.sh build/asan/tests
 
