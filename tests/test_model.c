@@ -13,7 +13,8 @@
 
 #define GOLD "tests/golden/model"
 
-static const char *models[] = {"qwen2_tied", "qwen2_bf16", "qwen2_sharded", "qwen3_tied", "qwen3_bias"};
+static const char *models[] = {"qwen2_tied", "qwen2_bf16", "qwen2_sharded", "qwen3_tied", "qwen3_bias",
+                               "qwen2_fp16"};
 
 static char *slurp(const char *path, size_t *n)
 {
@@ -198,6 +199,7 @@ static void test_qwen2_bf16(void) { check_model("qwen2_bf16"); }
 static void test_qwen2_sharded(void) { check_model("qwen2_sharded"); }
 static void test_qwen3_tied(void) { check_model("qwen3_tied"); }
 static void test_qwen3_bias(void) { check_model("qwen3_bias"); }
+static void test_qwen2_fp16(void) { check_model("qwen2_fp16"); }
 
 static char tmp_root[256];
 
@@ -497,6 +499,7 @@ int main(void)
     RUN_TEST(test_qwen2_sharded);
     RUN_TEST(test_qwen3_tied);
     RUN_TEST(test_qwen3_bias);
+    RUN_TEST(test_qwen2_fp16);
     RUN_TEST(test_save_load);
     RUN_TEST(test_bad_input);
     RUN_TEST(test_cross_entropy);

@@ -247,6 +247,10 @@ static char **index_files(const char *path, char *err, size_t errlen)
     }
     int cnt = 0;
     files = calloc((size_t)cJSON_GetArraySize(wm) + 1, sizeof *files);
+    if (!files) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto done;
+    }
     const cJSON *e;
     cJSON_ArrayForEach(e, wm) {
         if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
@@ -278,6 +282,10 @@ model_t *model_load(const char *dir, char *err, size_t errlen)
     char **files = NULL;
     int rc = -1;
     char where[PATH_MAX];
+    if (!seen) {
+        snprintf(err, errlen, "%s: out of memory", dir);
+        goto done;
+    }
     snprintf(where, sizeof where, "%s/model.safetensors.index.json", dir);
     if (access(where, F_OK) == 0) {
         files = index_files(where, err, errlen);

@@ -5,7 +5,15 @@
  * several safetensors files), read and written so transformers opens them.
  *
  * Shapes use B batch, T time, C hidden, V vocabulary, L layers, NH query
- * heads, NKV key/value heads, HD head dim, FF MLP width. */
+ * heads, NKV key/value heads, HD head dim, FF MLP width.
+ *
+ * Threads: OpenMP (OMP_NUM_THREADS); every matmul is split over the
+ * OpenMP threads as one-thread OpenBLAS calls, so creating a model sets
+ * OpenBLAS to one thread. On a machine shared with other busy processes
+ * run with OMP_WAIT_POLICY=passive: libgomp's default spinning between
+ * parallel regions made decoding 10x slower on a loaded 2-core box. One
+ * model_t is used by one thread at a time (its workspaces are shared by
+ * forward, backward and generate). */
 #ifndef SAPO_MODEL_H
 #define SAPO_MODEL_H
 

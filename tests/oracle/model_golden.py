@@ -2,7 +2,7 @@
 """Golden files for tests/test_model.c, from transformers + torch (fp32, eager attention).
 
 For each tiny random Qwen2/Qwen3 model it writes into tests/golden/model/:
-  <name>/                 the model, by save_pretrained (one in bf16, one sharded)
+  <name>/                 the model, by save_pretrained (one in bf16, one in fp16, one sharded)
   <name>/grads/           the gradient of sum(w * logp) for every parameter, as a
                           checkpoint folder (same config, gradients in place of weights)
   <name>.json             the batch: tokens, targets, lengths, weights w, temperature,
@@ -49,6 +49,10 @@ MODELS = [
      dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
           head_dim=8, intermediate_size=80, vocab_size=96, tie_word_embeddings=False,
           rope_theta=500000.0, rms_norm_eps=1e-6, attention_bias=True, eos_token_id=3), {}, 1.3),
+    ("qwen2_fp16", Qwen2Config,
+     dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+          intermediate_size=48, vocab_size=64, tie_word_embeddings=True, rope_theta=10000.0,
+          rms_norm_eps=1e-6, eos_token_id=3), dict(fp16=True), 1.0),
 ]
 
 B, T = 3, 11
@@ -101,8 +105,8 @@ def make(name, cls, kw, save, temperature, seed):
     randomize(model, gen)
     folder = os.path.join(OUT, name)
     shutil.rmtree(folder, ignore_errors=True)
-    if save.get("bf16"):
-        model = model.to(torch.bfloat16)
+    if save.get("bf16") or save.get("fp16"):
+        model = model.to(torch.bfloat16 if save.get("bf16") else torch.float16)
         model.save_pretrained(folder, safe_serialization=True)
         model = model.float()
     elif "max_shard_size" in save:
