@@ -58,7 +58,7 @@ static void matmul_fw(float *out, const float *inp, const float *w, const float 
         for (int o = 0; o < OUT; o++) out[(size_t)n * OUT + o] += bias[o];
 }
 
-void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+void model_matmul(float *out, const float *inp, const float *w, const float *bias,
                     int N, int IN, int OUT)
 {
     matmul_fw(out, inp, w, bias, N, IN, OUT, false);
@@ -76,7 +76,7 @@ static void matmul_backward(float *dinp, float *dw, float *dbias, const float *d
         for (int o = 0; o < OUT; o++) dbias[o] += dout[(size_t)n * OUT + o];
 }
 
-void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
+void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps)
 {
     #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
@@ -125,7 +125,7 @@ static void rmsnorm_backward(float *dinp, float *dw, float *part, const float *d
         for (int i = 0; i < C; i++) dw[i] += part[(size_t)t * C + i];
 }
 
-void swiglu_forward(float *h, const float *g, const float *u, size_t n)
+void model_swiglu(float *h, const float *g, const float *u, size_t n)
 {
     #pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t i = 0; i < n; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
@@ -162,7 +162,7 @@ static void rope_apply(float *x, const int *pos, const float *cos_t, const float
     }
 }
 
-void rope_forward(float *x, const int *pos, const float *cos_t, const float *sin_t,
+void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t,
                   int N, int H, int HD)
 {
     rope_apply(x, pos, cos_t, sin_t, N, H, HD, 1.0f);
@@ -316,7 +316,7 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
-        matmul_forward(lg, m->a.lnf + (size_t)r0 * c->C, lm_weight(m), NULL, n, c->C, V);
+        model_matmul(lg, m->a.lnf + (size_t)r0 * c->C, lm_weight(m), NULL, n, c->C, V);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             const float *row = lg + (size_t)i * V;
@@ -341,7 +341,7 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = m->ga.logits;
-        matmul_forward(lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V);
+        model_matmul(lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             float *row = lg + (size_t)i * V;
@@ -393,32 +393,32 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
         float *x = a->x + nc, *ln1 = a->ln1 + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-        rmsnorm_forward(ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
+        model_rmsnorm(ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
         float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
         float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
-        matmul_forward(qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD);
-        matmul_forward(kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD);
-        matmul_forward(v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD);
+        model_matmul(qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD);
+        model_matmul(kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD);
+        model_matmul(v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD);
         if (c->type == MODEL_QWEN3) {
-            rmsnorm_forward(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
-            rmsnorm_forward(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
+            model_rmsnorm(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
+            model_rmsnorm(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
         }
-        rope_forward(q, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD);
-        rope_forward(k, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD);
+        model_rope(q, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD);
+        model_rope(k, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD);
         float *y = a->y + nq, *xm = a->xm + nc;
         attention_forward(y, a->att + (size_t)l * B * c->NH * T * T, q, k, v, B, T, c->NH, c->NKV, HD);
         memcpy(xm, x, (size_t)N * C * sizeof(float));
         matmul_fw(xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
         float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h;
-        rmsnorm_forward(ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
-        matmul_forward(g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF);
-        matmul_forward(u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF);
-        swiglu_forward(h, g, u, (size_t)N * FF);
+        model_rmsnorm(ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
+        model_matmul(g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF);
+        model_matmul(u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF);
+        model_swiglu(h, g, u, (size_t)N * FF);
         float *xn = a->x + nc + (size_t)N * C;
         memcpy(xn, xm, (size_t)N * C * sizeof(float));
         matmul_fw(xn, h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
     }
-    rmsnorm_forward(a->lnf, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
+    model_rmsnorm(a->lnf, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
     lm_head_forward(m, N, logp, logits);
     return 0;
 }
@@ -439,7 +439,7 @@ void model_backward(model_t *m, const float *dlogp)
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
         // MLP: x_next = xm + (silu(g) * u) . wd^T
-        swiglu_forward(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
+        model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
         matmul_backward(ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h,
                         w->wd + (size_t)l * C * FF, N, FF, C, false);
         swiglu_backward(ga->dg, ga->du, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);

@@ -110,19 +110,19 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
     for (int r = 0; r < R; r++)
         memcpy(ws->x + (size_t)r * C, w->wte + (size_t)ws->tok[r] * C, C * sizeof(float));
     for (int l = 0; l < c->L; l++) {
-        rmsnorm_forward(ws->ln, ws->r, ws->x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
-        matmul_forward(ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD);
-        matmul_forward(ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD);
-        matmul_forward(ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD);
+        model_rmsnorm(ws->ln, ws->r, ws->x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
+        model_matmul(ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD);
+        model_matmul(ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD);
+        model_matmul(ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD);
         if (c->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q */
             memcpy(ws->y, ws->q, (size_t)R * QD * sizeof(float));
-            rmsnorm_forward(ws->q, ws->r, ws->y, w->qn + (size_t)l * HD, R * c->NH, HD, c->rms_eps);
+            model_rmsnorm(ws->q, ws->r, ws->y, w->qn + (size_t)l * HD, R * c->NH, HD, c->rms_eps);
             memcpy(ws->y, ws->k, (size_t)R * KD * sizeof(float));
-            rmsnorm_forward(ws->k, ws->r, ws->y, w->kn + (size_t)l * HD, R * c->NKV, HD, c->rms_eps);
+            model_rmsnorm(ws->k, ws->r, ws->y, w->kn + (size_t)l * HD, R * c->NKV, HD, c->rms_eps);
         }
-        rope_forward(ws->q, ws->pos, m->rope_cos, m->rope_sin, R, c->NH, HD);
-        rope_forward(ws->k, ws->pos, m->rope_cos, m->rope_sin, R, c->NKV, HD);
+        model_rope(ws->q, ws->pos, m->rope_cos, m->rope_sin, R, c->NH, HD);
+        model_rope(ws->k, ws->pos, m->rope_cos, m->rope_sin, R, c->NKV, HD);
         for (int r = 0; r < R; r++) {
             size_t at = (((size_t)l * ws->S + ws->slot[r]) * ws->maxT + ws->pos[r]) * KD;
             memcpy(ws->kc + at, ws->k + (size_t)r * KD, KD * sizeof(float));
@@ -133,15 +133,15 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
         if (w->bo)
             for (int r = 0; r < R; r++)
                 for (int i = 0; i < C; i++) ws->x[(size_t)r * C + i] += w->bo[(size_t)l * C + i];
-        rmsnorm_forward(ws->ln, ws->r, ws->x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
-        matmul_forward(ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
-        matmul_forward(ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
-        swiglu_forward(ws->g, ws->g, ws->u, (size_t)R * FF);
+        model_rmsnorm(ws->ln, ws->r, ws->x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
+        model_matmul(ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
+        model_matmul(ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
+        model_swiglu(ws->g, ws->g, ws->u, (size_t)R * FF);
         model_gemm(false, true, R, C, FF, ws->g, FF, w->wd + (size_t)l * C * FF, FF, 1.0f, ws->x, C);
     }
     float *xl = ws->x + (size_t)(R - nlog) * C;
-    rmsnorm_forward(ws->ln, ws->r, xl, w->lnf, nlog, C, c->rms_eps);
-    matmul_forward(ws->logits, ws->ln, c->tie ? w->wte : w->lm, NULL, nlog, C, c->V);
+    model_rmsnorm(ws->ln, ws->r, xl, w->lnf, nlog, C, c->rms_eps);
+    model_matmul(ws->logits, ws->ln, c->tie ? w->wte : w->lm, NULL, nlog, C, c->V);
 }
 
 static bool is_eos(const model_config_t *c, int tok)

@@ -105,12 +105,12 @@ int model_rope_ensure(model_t *m, int T);
 /* shared kernels (forward.c) */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
-void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+void model_matmul(float *out, const float *inp, const float *w, const float *bias,
                     int N, int IN, int OUT);
-void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *w,
+void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps);
-void swiglu_forward(float *h, const float *g, const float *u, size_t n);
-void rope_forward(float *x, const int *pos, const float *cos_t, const float *sin_t,
+void model_swiglu(float *h, const float *g, const float *u, size_t n);
+void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t,
                   int N, int H, int HD);
 /* a model with zeroed parameters, or NULL with err naming where */
 model_t *model_new_empty(const model_config_t *cfg, const char *where, char *err, size_t errlen);
