@@ -1,0 +1,51 @@
+/* Statistics for the controlled study: cumulative reward as the SAPO paper
+ * sums it, moving averages for its plots, and the tests that say whether
+ * a difference between configurations is more than seed noise (Welch's
+ * t-test, an exact or Monte Carlo permutation test) with the adjustments
+ * for testing many rounds at once (Holm, Benjamini-Hochberg). */
+#ifndef SAPO_STATS_H
+#define SAPO_STATS_H
+
+#include <stdint.h>
+
+double stats_mean(const double *x, int n);
+/* sample variance (n - 1 in the denominator); 0 for n < 2 */
+double stats_var(const double *x, int n);
+
+/* Cumulative reward of one run: reward (nodes, rounds) holds the mean
+ * reward of each node's own completions in each round, NaN where a node
+ * has no such round; the sum over every node and round. */
+double stats_cumulative(const double *reward, int nodes, int rounds);
+
+/* Trailing moving average: out[k] is the mean of x[max(0, k-window+1) .. k]. */
+void stats_moving_average(const double *x, int n, int window, double *out);
+
+typedef struct {
+    double t;  /* (mean a - mean b) / standard error */
+    double df; /* Welch-Satterthwaite degrees of freedom */
+    double p;  /* two-sided */
+} stats_welch_t;
+
+/* Welch's unequal-variance t-test of a against b. 0, or -1 when either
+ * side has fewer than 2 values or both variances are 0 (p = 1 then when
+ * the means are equal, 0 when they differ). */
+int stats_welch(const double *a, int na, const double *b, int nb, stats_welch_t *out);
+
+/* Student's t distribution: P(|T| >= |t|) with df degrees of freedom. */
+double stats_t_two_sided(double t, double df);
+
+/* Regularized incomplete beta function I_x(a, b). */
+double stats_betai(double a, double b, double x);
+
+/* Two-sided permutation test of the difference in means: the share of
+ * relabellings of a and b whose |mean difference| is at least the
+ * observed one. Every relabelling when there are at most max_draws of
+ * them (an exact p), else max_draws random ones from seed (then the
+ * observed labelling counts too, so p is never 0). */
+double stats_permutation(const double *a, int na, const double *b, int nb, long max_draws, uint64_t seed);
+
+/* Adjusted p-values for n tests, in the input order. */
+void stats_holm(const double *p, int n, double *adjusted);
+void stats_bh(const double *p, int n, double *adjusted);
+
+#endif
