@@ -269,6 +269,7 @@ static void expect_error(const char *dir, const char *want1, const char *want2)
     model_t *m = model_load(dir, err, sizeof err);
     EXPECTF(!m, "%s must not load", dir);
     model_destroy(&m);
+    fprintf(stderr, "expected error: %s\n", err);
     EXPECTF(strstr(err, want1) && strstr(err, want2), "error \"%s\" should name %s and %s", err, want1, want2);
     EXPECTF(!strchr(err, '\n'), "one line: \"%s\"", err);
 }
@@ -317,6 +318,23 @@ static void test_bad_input(void)
     memset(hdr, 'x', 16);
     expect_error(bad_folder("header", config, s2, slen), "model.safetensors", "header");
     free(s2);
+    /* a shard the index names is gone; a tensor no shard holds */
+    const char *sh = tmpdir("shards");
+    char cmd[1200], path[700];
+    snprintf(cmd, sizeof cmd, "cp " GOLD "/qwen2_sharded/*.json " GOLD "/qwen2_sharded/*.safetensors '%s'/ && "
+             "rm '%s'/model-00003-of-00017.safetensors", sh, sh);
+    EXPECT(system(cmd) == 0);
+    expect_error(sh, "model-00003-of-00017.safetensors", "No such file");
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", sh);
+    char *idx = slurp(path, NULL);
+    EXPECT(idx != NULL);
+    if (idx) {
+        /* point the missing shard's tensors at a shard that lacks them */
+        for (char *q = strstr(idx, "model-00003-of"); q; q = strstr(q, "model-00003-of")) memcpy(q, "model-00004-of", 14);
+        spit(path, idx, strlen(idx));
+        expect_error(sh, "index.json", "is missing");
+        free(idx);
+    }
     /* no folder at all */
     expect_error("/nonexistent/sapo-model", "config.json", "No such file");
     free(config);

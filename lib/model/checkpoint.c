@@ -161,7 +161,7 @@ static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsig
     if (!ok) {
         char *got = sh ? cJSON_PrintUnformatted(sh) : NULL;
         if (nd == 2)
-            snprintf(err, errlen, "%s: tensor %s: shape %s, expected [%lld, %lld]", file, name,
+            snprintf(err, errlen, "%s: tensor %s: shape %s, expected [%lld,%lld]", file, name,
                      got ? got : "(missing)", (long long)want[0], (long long)want[1]);
         else
             snprintf(err, errlen, "%s: tensor %s: shape %s, expected [%lld]", file, name,

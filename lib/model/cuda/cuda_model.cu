@@ -1,0 +1,771 @@
+/* The CUDA backend: forward.c and generate.c on one GPU. Parameters live
+ * as fp32 masters (what gradients and AdamW update) and a bf16 copy (what
+ * cuBLAS multiplies, accumulating in fp32); activations are fp32, turned
+ * into bf16 scratch right before a matmul reads them. Workspaces grow with
+ * the largest batch seen, as on the CPU. Every call runs on the model's
+ * own stream and returns once its results are on the host. */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <curand.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.cuh"
+#include "sample.cuh"
+
+extern "C" {
+#include "model/cuda/cuda_model.h"
+#include "model/model_impl.h"
+}
+
+struct cuda_model {
+    model_t *m;
+    int device;
+    cudaStream_t st;
+    cublasHandle_t blas;
+    size_t n;            /* parameters */
+    float *p, *g;        // (n) fp32 master parameters, gradients
+    bf16 *pb;            // (n) bf16 copy
+    float *am, *av;      // (n) AdamW moments, allocated by the first step
+    double *norm;        // (1) clip's sum of squares
+    model_weights_t w, dw; /* into p and g */
+    /* forward state */
+    float *acts;
+    size_t acts_cap;
+    model_acts_t a;
+    model_grad_acts_t ga;
+    float *dsc;          // (B, NH, T, T) attention backward scratch
+    bf16 *xb, *yb;       // bf16 copies of a matmul's two inputs
+    int *tokens, *targets, *pos; // (N)
+    float *logp, *dlogp; // (N)
+    int icap;
+    float *rope_cos, *rope_sin; // (rope_cap, HD/2)
+    int rope_cap;
+    int B, T;
+    float temperature;
+};
+
+static int cuda_fail(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return 0;
+    fprintf(stderr, "cuda: %s: %s\n", what, cudaGetErrorString(e));
+    return -1;
+}
+
+#define CK(call) cuda_fail((call), #call)
+
+static void blas_check(cublasStatus_t s, const char *what)
+{
+    if (s != CUBLAS_STATUS_SUCCESS) fprintf(stderr, "cuda: %s: cuBLAS status %d\n", what, (int)s);
+}
+
+static unsigned grid_for(size_t n)
+{
+    size_t g = (n + 255) / 256;
+    return (unsigned)(g < 1 ? 1 : (g > 65535 ? 65535 : g));
+}
+
+/* the bf16 twin of an fp32 parameter pointer */
+static const bf16 *bw(const cuda_model_t *c, const float *fp) { return c->pb + (fp - c->p); }
+
+static void to_bf16(cuda_model_t *c, bf16 *out, const float *in, size_t n)
+{
+    to_bf16_kernel<<<grid_for(n), 256, 0, c->st>>>(out, in, n);
+}
+
+/* row-major C (M, N) = op(A) op(B) (+ beta C) with bf16 inputs and fp32
+ * accumulation: cuBLAS is column-major, so it computes C^T = op(B)^T op(A)^T */
+static void gemm(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, const bf16 *A, int lda, const bf16 *B,
+                 int ldb, float beta, float *C, int ldc)
+{
+    const float one = 1.0f;
+    blas_check(cublasGemmEx(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one,
+                            B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+}
+
+/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
+static void matmul_forward(cuda_model_t *c, float *out, const float *inp, const float *w, const float *bias, int N,
+                           int IN, int OUT, bool acc)
+{
+    to_bf16(c, c->xb, inp, (size_t)N * IN);
+    gemm(c, false, true, N, OUT, IN, c->xb, IN, bw(c, w), IN, acc ? 1.0f : 0.0f, out, OUT);
+    if (bias) bias_add_kernel<<<grid_for((size_t)N * OUT), 256, 0, c->st>>>(out, bias, N, OUT);
+}
+
+/* dinp (N, IN) = dout . w (or += when acc); dw += dout^T . inp; dbias += */
+static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbias, const float *dout,
+                            const float *inp, const float *w, int N, int IN, int OUT, bool acc)
+{
+    to_bf16(c, c->yb, dout, (size_t)N * OUT);
+    gemm(c, false, false, N, IN, OUT, c->yb, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
+    to_bf16(c, c->xb, inp, (size_t)N * IN);
+    gemm(c, true, false, OUT, IN, N, c->yb, OUT, c->xb, IN, 1.0f, dw, IN);
+    if (dbias) bias_backward_kernel<<<(OUT + 255) / 256, 256, 0, c->st>>>(dbias, dout, N, OUT);
+}
+
+static void rmsnorm_forward(cuda_model_t *c, float *out, float *rstd, const float *inp, const float *w, int N,
+                            int C)
+{
+    rmsnorm_forward_kernel<<<N, ROW_THREADS, 0, c->st>>>(out, rstd, inp, w, C, c->m->cfg.rms_eps);
+}
+
+static void rmsnorm_backward(cuda_model_t *c, float *dinp, float *dw, const float *dout, const float *inp,
+                             const float *w, const float *rstd, int N, int C, bool acc)
+{
+    rmsnorm_backward_kernel<<<N, ROW_THREADS, 0, c->st>>>(dinp, dw, dout, inp, w, rstd, C, acc);
+}
+
+static void rope(cuda_model_t *c, float *x, const int *pos, int N, int H, float dir)
+{
+    int HD = c->m->cfg.HD;
+    rope_kernel<<<grid_for((size_t)N * H * HD / 2), 256, 0, c->st>>>(x, pos, c->rope_cos, c->rope_sin, N, H, HD, dir);
+}
+
+static void swiglu(cuda_model_t *c, float *h, const float *g, const float *u, size_t n)
+{
+    swiglu_forward_kernel<<<grid_for(n), 256, 0, c->st>>>(h, g, u, n);
+}
+
+/* attention blocks: threads for the longer of a row's positions and HD */
+static int attn_threads(int P)
+{
+    return P >= 256 ? 256 : (P >= 128 ? 128 : 64);
+}
+
+// ----------------------------------------------------------------------------
+// life cycle
+
+int cuda_device_check(int device, char *err, size_t errlen)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "no CUDA device (%s)", cudaGetErrorString(e));
+        return -1;
+    }
+    if (device < 0 || device >= n) {
+        snprintf(err, errlen, "no CUDA device %d (%d present)", device, n);
+        return -1;
+    }
+    return 0;
+}
+
+int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, size_t errlen)
+{
+    if (cuda_device_check(device, err, errlen)) return -1;
+    cudaSetDevice(device);
+    curandGenerator_t gen = NULL;
+    float *d = NULL;
+    int rc = -1;
+    if (cudaMalloc(&d, n * sizeof(float)) != cudaSuccess ||
+        curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS ||
+        curandSetPseudoRandomGeneratorSeed(gen, seed) != CURAND_STATUS_SUCCESS ||
+        curandGenerateUniform(gen, d, n) != CURAND_STATUS_SUCCESS ||
+        cudaMemcpy(out, d, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+        snprintf(err, errlen, "cuRAND on device %d failed for %zu numbers", device, n);
+    else
+        rc = 0;
+    if (gen) curandDestroyGenerator(gen);
+    cudaFree(d);
+    return rc;
+}
+
+size_t cuda_model_memory(const cuda_model_t *c)
+{
+    size_t f = 0, t = 0;
+    cudaSetDevice(c->device);
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) return 0;
+    return t - f;
+}
+
+cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
+{
+    if (cuda_device_check(device, err, errlen)) return NULL;
+    cuda_model_t *c = (cuda_model_t *)calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "cuda:%d: out of host memory", device);
+        return NULL;
+    }
+    c->m = m;
+    c->device = device;
+    c->n = m->n_params;
+    cudaSetDevice(device);
+    bool ok = cudaStreamCreate(&c->st) == cudaSuccess && cublasCreate(&c->blas) == CUBLAS_STATUS_SUCCESS &&
+              cudaMalloc(&c->p, c->n * sizeof(float)) == cudaSuccess &&
+              cudaMalloc(&c->g, c->n * sizeof(float)) == cudaSuccess &&
+              cudaMalloc(&c->pb, c->n * sizeof(bf16)) == cudaSuccess &&
+              cudaMalloc(&c->norm, sizeof(double)) == cudaSuccess;
+    if (ok) {
+        cublasSetStream(c->blas, c->st);
+        model_weights_point(&c->w, c->p, m->sizes);
+        model_weights_point(&c->dw, c->g, m->sizes);
+        ok = cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st) == cudaSuccess && cuda_model_upload(c) == 0;
+    }
+    if (!ok) {
+        snprintf(err, errlen, "cuda:%d: cannot hold %zu parameters (%s)", device, c->n,
+                 cudaGetErrorString(cudaGetLastError()));
+        cuda_model_destroy(&c);
+    }
+    return c;
+}
+
+void cuda_model_destroy(cuda_model_t **self_p)
+{
+    cuda_model_t *c = *self_p;
+    if (!c) return;
+    cudaSetDevice(c->device);
+    if (c->st) cudaStreamSynchronize(c->st);
+    void *bufs[] = {c->p, c->g, c->pb, c->am, c->av, c->norm, c->acts, c->dsc, c->xb, c->yb, c->tokens,
+                    c->logp, c->rope_cos, c->rope_sin};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cudaFree(bufs[i]);
+    if (c->blas) cublasDestroy(c->blas);
+    if (c->st) cudaStreamDestroy(c->st);
+    free(c);
+    *self_p = NULL;
+}
+
+int cuda_model_upload(cuda_model_t *c)
+{
+    cudaSetDevice(c->device);
+    if (CK(cudaMemcpyAsync(c->p, c->m->params, c->n * sizeof(float), cudaMemcpyHostToDevice, c->st))) return -1;
+    to_bf16(c, c->pb, c->p, c->n);
+    return CK(cudaStreamSynchronize(c->st));
+}
+
+int cuda_model_download(cuda_model_t *c)
+{
+    cudaSetDevice(c->device);
+    if (CK(cudaMemcpyAsync(c->m->params, c->p, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
+        CK(cudaMemcpyAsync(c->m->grads, c->g, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)))
+        return -1;
+    return CK(cudaStreamSynchronize(c->st));
+}
+
+void cuda_model_zero_grad(cuda_model_t *c)
+{
+    cudaSetDevice(c->device);
+    CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st));
+}
+
+/* the host's RoPE tables (model.c computes them as transformers does)
+ * copied up when a longer sequence arrives */
+static int rope_ensure(cuda_model_t *c, int T)
+{
+    if (T <= c->rope_cap) return 0;
+    model_t *m = c->m;
+    if (model_rope_ensure(m, T)) return -1;
+    size_t bytes = (size_t)m->rope_cap * (m->cfg.HD / 2) * sizeof(float);
+    cudaFree(c->rope_cos);
+    cudaFree(c->rope_sin);
+    c->rope_cos = c->rope_sin = NULL;
+    c->rope_cap = 0;
+    if (CK(cudaMalloc(&c->rope_cos, bytes)) || CK(cudaMalloc(&c->rope_sin, bytes)) ||
+        CK(cudaMemcpy(c->rope_cos, m->rope_cos, bytes, cudaMemcpyHostToDevice)) ||
+        CK(cudaMemcpy(c->rope_sin, m->rope_sin, bytes, cudaMemcpyHostToDevice)))
+        return -1;
+    c->rope_cap = m->rope_cap;
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// workspaces
+
+static size_t chunk_rows(const cuda_model_t *c, int N)
+{
+    return model_logits_chunk(c->m, N);
+}
+
+/* floats of activations for B x T (pointed into base when given), and in
+ * *bfn the elements of each bf16 scratch */
+static size_t acts_layout(cuda_model_t *c, float *base, int B, int T, size_t *bfn)
+{
+    const model_config_t *cf = &c->m->cfg;
+    size_t N = (size_t)B * T, L = cf->L, C = cf->C, QD = (size_t)cf->NH * cf->HD, KD = (size_t)cf->NKV * cf->HD;
+    size_t FF = cf->FF, q3 = cf->type == MODEL_QWEN3, chunk = chunk_rows(c, (int)N);
+    model_acts_t *a = &c->a;
+    model_grad_acts_t *g = &c->ga;
+    struct { float **p; size_t n; } t[] = {
+        {&a->x, (L + 1) * N * C}, {&a->ln1, L * N * C}, {&a->r1, L * N},
+        {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * cf->NH},
+        {&a->rk, q3 * L * N * cf->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
+        {&a->att, L * B * cf->NH * (size_t)T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
+        {&a->ln2, L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
+        {&a->h, N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
+        {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
+        {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
+        {&g->dh, N * FF}, {&g->logits, chunk * cf->V},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        if (base) *t[i].p = t[i].n ? base + total : NULL;
+        total += t[i].n;
+    }
+    size_t widest = C > QD ? C : QD;
+    widest = widest > FF ? widest : FF;
+    *bfn = N * widest > chunk * cf->V ? N * widest : chunk * cf->V;
+    return total;
+}
+
+static int acts_ensure(cuda_model_t *c, int B, int T)
+{
+    size_t bfn, need = acts_layout(c, NULL, B, T, &bfn), N = (size_t)B * T;
+    const model_config_t *cf = &c->m->cfg;
+    if (need > c->acts_cap) {
+        cudaFree(c->acts);
+        cudaFree(c->dsc);
+        cudaFree(c->xb);
+        cudaFree(c->yb);
+        c->acts = c->dsc = NULL;
+        c->xb = c->yb = NULL;
+        c->acts_cap = 0;
+        size_t ds = (size_t)B * cf->NH * T * T;
+        if (CK(cudaMalloc(&c->acts, need * sizeof(float))) || CK(cudaMalloc(&c->dsc, ds * sizeof(float))) ||
+            CK(cudaMalloc(&c->xb, bfn * sizeof(bf16))) || CK(cudaMalloc(&c->yb, bfn * sizeof(bf16))))
+            return -1;
+        c->acts_cap = need;
+    }
+    if ((int)N > c->icap) {
+        cudaFree(c->tokens);
+        cudaFree(c->logp);
+        c->tokens = NULL;
+        c->logp = NULL;
+        c->icap = 0;
+        if (CK(cudaMalloc(&c->tokens, 3 * N * sizeof(int))) || CK(cudaMalloc(&c->logp, 2 * N * sizeof(float))))
+            return -1;
+        c->icap = (int)N;
+    }
+    acts_layout(c, c->acts, B, T, &bfn);
+    c->targets = c->tokens + N;
+    c->pos = c->tokens + 2 * N;
+    c->dlogp = c->logp + N;
+    return rope_ensure(c, T);
+}
+
+// ----------------------------------------------------------------------------
+// forward and backward
+
+static const float *lm_weight(const cuda_model_t *c) { return c->m->cfg.tie ? c->w.wte : c->w.lm; }
+static float *lm_grad(cuda_model_t *c) { return c->m->cfg.tie ? c->dw.wte : c->dw.lm; }
+
+int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, int B, int T, float temperature,
+                       float *logp, float *logits)
+{
+    const model_config_t *cf = &c->m->cfg;
+    cudaSetDevice(c->device);
+    int N = B * T;
+    if (acts_ensure(c, B, T)) {
+        fprintf(stderr, "model_forward: cuda:%d has no room for a batch of %d x %d\n", c->device, B, T);
+        return -1;
+    }
+    c->B = B;
+    c->T = T;
+    c->temperature = temperature;
+    int *pos = (int *)malloc((size_t)N * sizeof(int));
+    if (!pos) return -1;
+    for (int n = 0; n < N; n++) pos[n] = n % T;
+    CK(cudaMemcpyAsync(c->tokens, tokens, N * sizeof(int), cudaMemcpyHostToDevice, c->st));
+    CK(cudaMemcpyAsync(c->targets, targets, N * sizeof(int), cudaMemcpyHostToDevice, c->st));
+    CK(cudaMemcpyAsync(c->pos, pos, N * sizeof(int), cudaMemcpyHostToDevice, c->st));
+
+    int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD;
+    const model_weights_t *w = &c->w;
+    model_acts_t *a = &c->a;
+    embed_forward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(a->x, w->wte, c->tokens, N, C);
+    for (int l = 0; l < cf->L; l++) {
+        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
+        float *x = a->x + nc, *ln1 = a->ln1 + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+        rmsnorm_forward(c, ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C);
+        float *qp = cf->type == MODEL_QWEN3 ? a->qpre + nq : q;
+        float *kp = cf->type == MODEL_QWEN3 ? a->kpre + nk : k;
+        matmul_forward(c, qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD, false);
+        matmul_forward(c, kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD, false);
+        matmul_forward(c, v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
+        if (cf->type == MODEL_QWEN3) {
+            rmsnorm_forward(c, q, a->rq + (size_t)l * N * cf->NH, qp, w->qn + (size_t)l * HD, N * cf->NH, HD);
+            rmsnorm_forward(c, k, a->rk + (size_t)l * N * cf->NKV, kp, w->kn + (size_t)l * HD, N * cf->NKV, HD);
+        }
+        rope(c, q, c->pos, N, cf->NH, 1.0f);
+        rope(c, k, c->pos, N, cf->NKV, 1.0f);
+        float *y = a->y + nq, *xm = a->xm + nc;
+        attention_forward_kernel<<<dim3(T, cf->NH, B), attn_threads(T), (HD + T) * sizeof(float), c->st>>>(
+            y, a->att + (size_t)l * B * cf->NH * T * T, q, k, v, T, cf->NH, cf->NKV, HD);
+        CK(cudaMemcpyAsync(xm, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+        matmul_forward(c, xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
+        float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf;
+        rmsnorm_forward(c, ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C);
+        matmul_forward(c, g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
+        matmul_forward(c, u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
+        swiglu(c, a->h, g, u, (size_t)N * FF);
+        float *xn = a->x + nc + (size_t)N * C;
+        CK(cudaMemcpyAsync(xn, xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+        matmul_forward(c, xn, a->h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+    }
+    rmsnorm_forward(c, a->lnf, a->rf, a->x + (size_t)cf->L * N * C, w->lnf, N, C);
+    int V = cf->V, chunk = (int)chunk_rows(c, N);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        float *lg = c->ga.logits;
+        matmul_forward(c, lg, a->lnf + (size_t)r0 * C, lm_weight(c), NULL, n, C, V, false);
+        logp_forward_kernel<<<n, ROW_THREADS, 0, c->st>>>(c->logp + r0, a->lse + r0, lg, c->targets + r0, V,
+                                                          1.0f / temperature);
+        if (logits)
+            CK(cudaMemcpyAsync(logits + (size_t)r0 * V, lg, (size_t)n * V * sizeof(float), cudaMemcpyDeviceToHost,
+                               c->st));
+    }
+    CK(cudaMemcpyAsync(logp, c->logp, N * sizeof(float), cudaMemcpyDeviceToHost, c->st));
+    int rc = CK(cudaStreamSynchronize(c->st));
+    free(pos);
+    return rc;
+}
+
+void cuda_model_backward(cuda_model_t *c, const float *dlogp)
+{
+    const model_config_t *cf = &c->m->cfg;
+    cudaSetDevice(c->device);
+    int B = c->B, T = c->T, N = B * T;
+    int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD, V = cf->V;
+    const model_weights_t *w = &c->w;
+    model_weights_t *dw = &c->dw;
+    const model_acts_t *a = &c->a;
+    model_grad_acts_t *ga = &c->ga;
+    float inv_t = 1.0f / c->temperature;
+    CK(cudaMemcpyAsync(c->dlogp, dlogp, N * sizeof(float), cudaMemcpyHostToDevice, c->st));
+
+    int chunk = (int)chunk_rows(c, N);
+    for (int r0 = 0; r0 < N; r0 += chunk) {
+        int n = N - r0 < chunk ? N - r0 : chunk;
+        float *lg = ga->logits;
+        matmul_forward(c, lg, a->lnf + (size_t)r0 * C, lm_weight(c), NULL, n, C, V, false);
+        logp_backward_kernel<<<n, ROW_THREADS, 0, c->st>>>(lg, c->dlogp + r0, a->lse + r0, c->targets + r0, V, inv_t);
+        matmul_backward(c, ga->dln + (size_t)r0 * C, lm_grad(c), NULL, lg, a->lnf + (size_t)r0 * C, lm_weight(c), n,
+                        C, V, false);
+    }
+    rmsnorm_backward(c, ga->dx, dw->lnf, ga->dln, a->x + (size_t)cf->L * N * C, w->lnf, a->rf, N, C, false);
+    for (int l = cf->L - 1; l >= 0; l--) {
+        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
+        swiglu(c, a->h, a->g + nf, a->u + nf, (size_t)N * FF);
+        matmul_backward(c, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h, w->wd + (size_t)l * C * FF, N,
+                        FF, C, false);
+        swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, a->g + nf,
+                                                                           a->u + nf, (size_t)N * FF);
+        matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
+                        w->wg + (size_t)l * FF * C, N, C, FF, false);
+        matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
+                        w->wu + (size_t)l * FF * C, N, C, FF, true);
+        rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
+                         a->r2 + (size_t)l * N, N, C, true);
+        matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx,
+                        a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
+        const float *att = a->att + (size_t)l * B * cf->NH * T * T;
+        attention_backward_q_kernel<<<dim3(T, cf->NH, B), attn_threads(T), T * sizeof(float), c->st>>>(
+            ga->dq, c->dsc, ga->dy, att, a->k + nk, a->v + nk, T, cf->NH, cf->NKV, HD);
+        attention_backward_kv_kernel<<<dim3(T, cf->NKV, B), HD < 32 ? 32 : (HD + 31) / 32 * 32, 0, c->st>>>(
+            ga->dk, ga->dv, c->dsc, att, ga->dy, a->q + nq, T, cf->NH, cf->NKV, HD);
+        rope(c, ga->dq, c->pos, N, cf->NH, -1.0f);
+        rope(c, ga->dk, c->pos, N, cf->NKV, -1.0f);
+        float *dq = ga->dq, *dk = ga->dk;
+        if (cf->type == MODEL_QWEN3) {
+            /* dy is free again: it takes dq before q_norm, dk2 dk */
+            rmsnorm_backward(c, ga->dy, dw->qn + (size_t)l * HD, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
+                             a->rq + (size_t)l * N * cf->NH, N * cf->NH, HD, false);
+            rmsnorm_backward(c, ga->dk2, dw->kn + (size_t)l * HD, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
+                             a->rk + (size_t)l * N * cf->NKV, N * cf->NKV, HD, false);
+            dq = ga->dy;
+            dk = ga->dk2;
+        }
+        const float *ln1 = a->ln1 + nc;
+        matmul_backward(c, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq, ln1,
+                        w->wq + (size_t)l * QD * C, N, C, QD, false);
+        matmul_backward(c, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk, ln1,
+                        w->wk + (size_t)l * KD * C, N, C, KD, true);
+        matmul_backward(c, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
+                        ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
+        rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
+                         a->r1 + (size_t)l * N, N, C, true);
+    }
+    embed_backward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(dw->wte, ga->dx, c->tokens, N, C);
+    CK(cudaStreamSynchronize(c->st));
+}
+
+// ----------------------------------------------------------------------------
+// optimizer
+
+float cuda_model_step(cuda_model_t *c, const adamw_params_t *p, long step, float max_norm, const size_t *nodecay,
+                      int n_nodecay)
+{
+    cudaSetDevice(c->device);
+    if (!c->am) {
+        if (CK(cudaMalloc(&c->am, c->n * sizeof(float))) || CK(cudaMalloc(&c->av, c->n * sizeof(float)))) return NAN;
+        cudaMemsetAsync(c->am, 0, c->n * sizeof(float), c->st);
+        cudaMemsetAsync(c->av, 0, c->n * sizeof(float), c->st);
+    }
+    double ss = 0;
+    cudaMemsetAsync(c->norm, 0, sizeof(double), c->st);
+    sumsq_kernel<<<1024, 256, 0, c->st>>>(c->norm, c->g, c->n);
+    CK(cudaMemcpyAsync(&ss, c->norm, sizeof(double), cudaMemcpyDeviceToHost, c->st));
+    CK(cudaStreamSynchronize(c->st));
+    float norm = (float)sqrt(ss);
+    if (max_norm > 0.0f) {
+        float coef = (float)((double)max_norm / ((double)norm + 1e-6));
+        if (coef < 1.0f) scale_kernel<<<grid_for(c->n), 256, 0, c->st>>>(c->g, coef, c->n);
+    }
+    double t = (double)step;
+    adamw_coef_t k = {
+        (float)(1.0 - (double)p->lr * p->weight_decay), (float)(1.0 - (double)p->beta1), p->beta2,
+        (float)(1.0 - (double)p->beta2), (float)((double)p->lr / (1.0 - pow(p->beta1, t))),
+        (float)sqrt(1.0 - pow(p->beta2, t)), p->eps,
+    };
+    /* decayed stretches between the no-decay ranges (ascending) */
+    size_t at = 0;
+    for (int i = 0; i <= n_nodecay; i++) {
+        size_t lo = i < n_nodecay ? nodecay[2 * i] : c->n, hi = i < n_nodecay ? lo + nodecay[2 * i + 1] : c->n;
+        if (lo > at)
+            adamw_kernel<<<grid_for(lo - at), 256, 0, c->st>>>(c->p + at, c->am + at, c->av + at, c->g + at, lo - at, k,
+                                                              k.decay);
+        if (hi > lo)
+            adamw_kernel<<<grid_for(hi - lo), 256, 0, c->st>>>(c->p + lo, c->am + lo, c->av + lo, c->g + lo, hi - lo, k,
+                                                              1.0f);
+        at = hi > at ? hi : at;
+    }
+    to_bf16(c, c->pb, c->p, c->n);
+    CK(cudaStreamSynchronize(c->st));
+    return norm;
+}
+
+// ----------------------------------------------------------------------------
+// generation: generate.c's plan (prefill each prompt into its first slot,
+// share its cache, decode every live completion as one batch) with the
+// uniforms drawn by cuRAND on the device and the draw made there
+
+typedef struct {
+    int S, maxT, R;
+    float *kc, *vc;  // (L, S, maxT, KD)
+    float *x, *ln;   // (R, C)
+    float *q, *y;    // (R, NH*HD)
+    float *k, *v;    // (R, KD)
+    float *g, *u;    // (R, FF)
+    float *logits;   // (max(S, 1), V)
+    float *uni;      // (S, max_new)
+    float *lp;       // (S)
+    int *tok, *slot, *pos, *uidx, *out; // (R) each
+} dev_ws_t;
+
+static size_t gws_layout(dev_ws_t *ws, float *base, const model_config_t *cf, int M)
+{
+    size_t KD = (size_t)cf->NKV * cf->HD, QD = (size_t)cf->NH * cf->HD, C = cf->C, FF = cf->FF, R = ws->R;
+    size_t cache = (size_t)cf->L * ws->S * ws->maxT * KD;
+    struct { float **p; size_t n; } t[] = {
+        {&ws->kc, cache}, {&ws->vc, cache}, {&ws->x, R * C}, {&ws->ln, R * C}, {&ws->q, R * QD}, {&ws->y, R * QD},
+        {&ws->k, R * KD}, {&ws->v, R * KD}, {&ws->g, R * FF}, {&ws->u, R * FF},
+        {&ws->logits, (size_t)ws->S * cf->V}, {&ws->uni, (size_t)ws->S * M}, {&ws->lp, (size_t)ws->S},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        if (base) *t[i].p = base + total;
+        total += t[i].n;
+    }
+    return total;
+}
+
+/* R rows (tok, slot, pos already on the device) through the model; the
+ * logits of rows [R - nlog, R) land in ws->logits */
+static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
+{
+    const model_config_t *cf = &c->m->cfg;
+    const model_weights_t *w = &c->w;
+    int C = cf->C, HD = cf->HD, QD = cf->NH * HD, KD = cf->NKV * HD, FF = cf->FF;
+    size_t layer = (size_t)ws->S * ws->maxT * KD;
+    embed_forward_kernel<<<grid_for((size_t)R * C), 256, 0, c->st>>>(ws->x, w->wte, ws->tok, R, C);
+    for (int l = 0; l < cf->L; l++) {
+        rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln1 + (size_t)l * C, R, C);
+        matmul_forward(c, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD, false);
+        matmul_forward(c, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD, false);
+        matmul_forward(c, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD, false);
+        if (cf->type == MODEL_QWEN3) {
+            /* y is free until the attention: it holds the pre-norm q, then k */
+            CK(cudaMemcpyAsync(ws->y, ws->q, (size_t)R * QD * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+            rmsnorm_forward(c, ws->q, NULL, ws->y, w->qn + (size_t)l * HD, R * cf->NH, HD);
+            CK(cudaMemcpyAsync(ws->y, ws->k, (size_t)R * KD * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+            rmsnorm_forward(c, ws->k, NULL, ws->y, w->kn + (size_t)l * HD, R * cf->NKV, HD);
+        }
+        rope(c, ws->q, ws->pos, R, cf->NH, 1.0f);
+        rope(c, ws->k, ws->pos, R, cf->NKV, 1.0f);
+        float *kc = ws->kc + l * layer, *vc = ws->vc + l * layer;
+        cache_store_kernel<<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R,
+                                                                       ws->maxT, KD);
+        attention_cached_kernel<<<dim3(R, cf->NH), 128, (HD + ws->maxT) * sizeof(float), c->st>>>(
+            ws->y, ws->q, kc, vc, ws->slot, ws->pos, ws->maxT, cf->NH, cf->NKV, HD);
+        matmul_forward(c, ws->x, ws->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C, true);
+        rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln2 + (size_t)l * C, R, C);
+        matmul_forward(c, ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
+        matmul_forward(c, ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
+        swiglu(c, ws->g, ws->g, ws->u, (size_t)R * FF);
+        matmul_forward(c, ws->x, ws->g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
+    }
+    rmsnorm_forward(c, ws->ln, NULL, ws->x + (size_t)(R - nlog) * C, w->lnf, nlog, C);
+    matmul_forward(c, ws->logits, ws->ln, lm_weight(c), NULL, nlog, C, cf->V, false);
+}
+
+static bool is_eos(const model_config_t *cf, int tok)
+{
+    for (int i = 0; i < cf->n_eos; i++)
+        if (cf->eos_ids[i] == tok) return true;
+    return false;
+}
+
+int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const int *prompt_lens,
+                              const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp, int *tokens,
+                              float *logp, int *lengths)
+{
+    const model_config_t *cf = &c->m->cfg;
+    cudaSetDevice(c->device);
+    int M = gp->max_new, maxP = 0;
+    for (int q = 0; q < Q; q++) maxP = prompt_lens[q] > maxP ? prompt_lens[q] : maxP;
+    int S = Q * L;
+    dev_ws_t ws = {};
+    ws.S = S;
+    ws.maxT = maxP + M;
+    ws.R = maxP > S ? maxP : S;
+    int R = ws.R;
+    size_t nf = gws_layout(&ws, NULL, cf, M), bfn = (size_t)R * (cf->FF > cf->C ? cf->FF : cf->C);
+    bfn = bfn > (size_t)R * cf->NH * cf->HD ? bfn : (size_t)R * cf->NH * cf->HD;
+    float *mem = NULL;
+    int *imem = NULL, *h = (int *)malloc((4 * (size_t)R + S) * sizeof(int));
+    float *hlp = (float *)malloc((size_t)S * sizeof(float));
+    curandGenerator_t gen = NULL;
+    int rc = -1;
+    bf16 *oxb = c->xb, *oyb = c->yb;
+    bf16 *gxb = NULL;
+    if (!h || !hlp || rope_ensure(c, ws.maxT) || CK(cudaMalloc(&mem, nf * sizeof(float))) ||
+        CK(cudaMalloc(&imem, 5 * (size_t)R * sizeof(int))) || CK(cudaMalloc(&gxb, bfn * sizeof(bf16))) ||
+        curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS) {
+        fprintf(stderr, "model_generate: cuda:%d has no room for %d completions of %d tokens\n", c->device, S, ws.maxT);
+        goto done;
+    }
+    /* generation's matmul inputs take their own bf16 scratch: the forward
+     * pass's may be smaller, or absent */
+    c->xb = gxb;
+    gws_layout(&ws, mem, cf, M);
+    ws.tok = imem;
+    ws.slot = imem + R;
+    ws.pos = imem + 2 * R;
+    ws.uidx = imem + 3 * R;
+    ws.out = imem + 4 * R;
+    curandSetStream(gen, c->st);
+    for (int q = 0; q < Q; q++)
+        if (curandSetPseudoRandomGeneratorSeed(gen, seeds[q]) != CURAND_STATUS_SUCCESS ||
+            curandSetGeneratorOffset(gen, 0) != CURAND_STATUS_SUCCESS ||
+            curandGenerateUniform(gen, ws.uni + (size_t)q * L * M, (size_t)L * M) != CURAND_STATUS_SUCCESS) {
+            fprintf(stderr, "model_generate: cuRAND failed on cuda:%d\n", c->device);
+            goto done;
+        }
+    {
+        size_t KD = (size_t)cf->NKV * cf->HD, layer = (size_t)S * ws.maxT * KD;
+        int *htok = h, *hslot = h + R, *hpos = h + 2 * R, *huidx = h + 3 * R, *live = h + 4 * R;
+        sample_args_t sa = {gp->sample.temperature, gp->sample.top_k, gp->sample.top_p};
+        for (int q = Q - 1; q >= 0; q--) {
+            int P = prompt_lens[q], s0 = q * L;
+            for (int i = 0; i < P; i++) {
+                htok[i] = prompts[q][i];
+                hslot[i] = s0;
+                hpos[i] = i;
+            }
+            CK(cudaMemcpyAsync(ws.tok, h, 3 * (size_t)R * sizeof(int), cudaMemcpyHostToDevice, c->st));
+            gen_step(c, &ws, P, 1);
+            for (int l = 0; l < cf->L; l++)
+                for (int s = s0 + 1; s < s0 + L; s++) {
+                    size_t from = l * layer + (size_t)s0 * ws.maxT * KD, to = l * layer + (size_t)s * ws.maxT * KD;
+                    CK(cudaMemcpyAsync(ws.kc + to, ws.kc + from, (size_t)P * KD * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, c->st));
+                    CK(cudaMemcpyAsync(ws.vc + to, ws.vc + from, (size_t)P * KD * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, c->st));
+                }
+            for (int s = s0 + L - 1; s >= s0; s--)
+                if (s)
+                    CK(cudaMemcpyAsync(ws.logits + (size_t)s * cf->V, ws.logits, cf->V * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, c->st));
+        }
+        int nlive = S;
+        for (int s = 0; s < S; s++) {
+            live[s] = s;
+            lengths[s] = 0;
+        }
+        for (int t = 0; nlive > 0; t++) {
+            for (int i = 0; i < nlive; i++) huidx[i] = live[i] * M + t;
+            CK(cudaMemcpyAsync(ws.uidx, huidx, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+            sample_kernel<<<nlive, SAMPLE_THREADS, 0, c->st>>>(ws.out, ws.lp, ws.logits, cf->V, ws.uni, ws.uidx, sa);
+            CK(cudaMemcpyAsync(htok, ws.out, nlive * sizeof(int), cudaMemcpyDeviceToHost, c->st));
+            CK(cudaMemcpyAsync(hlp, ws.lp, nlive * sizeof(float), cudaMemcpyDeviceToHost, c->st));
+            if (CK(cudaStreamSynchronize(c->st))) goto done;
+            int keep = 0;
+            for (int i = 0; i < nlive; i++) {
+                int s = live[i], tok = htok[i];
+                tokens[(size_t)s * M + t] = tok;
+                logp[(size_t)s * M + t] = hlp[i];
+                lengths[s] = t + 1;
+                bool fin = t + 1 == M || is_eos(cf, tok) ||
+                           (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
+                if (fin) continue;
+                live[keep] = s;
+                htok[keep] = tok;
+                hslot[keep] = s;
+                hpos[keep] = prompt_lens[s / L] + t;
+                keep++;
+            }
+            nlive = keep;
+            if (!nlive) break;
+            CK(cudaMemcpyAsync(ws.tok, htok, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+            CK(cudaMemcpyAsync(ws.slot, hslot, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+            CK(cudaMemcpyAsync(ws.pos, hpos, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+            gen_step(c, &ws, nlive, nlive);
+        }
+    }
+    rc = CK(cudaStreamSynchronize(c->st));
+done:
+    c->xb = oxb;
+    c->yb = oyb;
+    if (gen) curandDestroyGenerator(gen);
+    cudaFree(gxb);
+    cudaFree(imem);
+    cudaFree(mem);
+    free(hlp);
+    free(h);
+    return rc;
+}
+
+int cuda_sample(int device, const float *logits, int n, int V, const sample_params_t *sp, const float *u, int *tok,
+                float *lp, char *err, size_t errlen)
+{
+    if (cuda_device_check(device, err, errlen)) return -1;
+    cudaSetDevice(device);
+    float *dl = NULL, *du = NULL, *dlp = NULL;
+    int *di = NULL;
+    int rc = -1;
+    sample_args_t sa = {sp->temperature, sp->top_k, sp->top_p};
+    int *idx = (int *)malloc((size_t)n * sizeof(int));
+    for (int i = 0; idx && i < n; i++) idx[i] = i;
+    if (idx && cudaMalloc(&dl, (size_t)n * V * sizeof(float)) == cudaSuccess &&
+        cudaMalloc(&du, (size_t)n * sizeof(float)) == cudaSuccess &&
+        cudaMalloc(&dlp, (size_t)n * sizeof(float)) == cudaSuccess &&
+        cudaMalloc(&di, 2 * (size_t)n * sizeof(int)) == cudaSuccess &&
+        cudaMemcpy(dl, logits, (size_t)n * V * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+        cudaMemcpy(du, u, (size_t)n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+        cudaMemcpy(di + n, idx, (size_t)n * sizeof(int), cudaMemcpyHostToDevice) == cudaSuccess) {
+        sample_kernel<<<n, SAMPLE_THREADS>>>(di, dlp, dl, V, du, di + n, sa);
+        if (cudaMemcpy(tok, di, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess &&
+            cudaMemcpy(lp, dlp, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess)
+            rc = 0;
+    }
+    if (rc) snprintf(err, errlen, "cuda:%d: sampling %d rows failed (%s)", device, n,
+                     cudaGetErrorString(cudaGetLastError()));
+    cudaFree(dl);
+    cudaFree(du);
+    cudaFree(dlp);
+    cudaFree(di);
+    free(idx);
+    return rc;
+}

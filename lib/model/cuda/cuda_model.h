@@ -1,0 +1,70 @@
+/* The CUDA backend of model_t, behind model.h: model_set_backend(m, "cuda:N")
+ * gives the model a cuda_model_t, and from then on model_forward,
+ * model_backward, model_zero_grad and model_generate(_batch) run on device
+ * N. The device holds fp32 master parameters, their bf16 copy (what every
+ * matmul reads, cuBLAS with fp32 accumulation), fp32 gradients and, once an
+ * optimizer step runs there, fp32 AdamW moments. The host arrays of model_t
+ * (model_params, model_grads) are a mirror: cuda_model_download fills them,
+ * cuda_model_upload sends host edits back. Compiled only when nvcc is
+ * present (SAPO_HAVE_CUDA). */
+#ifndef SAPO_CUDA_MODEL_H
+#define SAPO_CUDA_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "train/adamw.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cuda_model cuda_model_t;
+
+/* 0 when device N can be used, else -1 with the CUDA error in err */
+int cuda_device_check(int device, char *err, size_t errlen);
+
+/* the uniforms [0, n) of seed's stream drawn by cuRAND on device N (a
+ * Philox4_32_10 device generator): rng_uniform's numbers, on the GPU */
+int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, size_t errlen);
+
+/* sample_token on the GPU for n rows of logits (n, V), row i drawing
+ * with u[i]: tok and lp (n) receive the tokens and their log-probs */
+int cuda_sample(int device, const float *logits, int n, int V, const sample_params_t *sp, const float *u, int *tok,
+                float *lp, char *err, size_t errlen);
+
+/* copies m's parameters to device N; NULL with one line in err */
+cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen);
+void cuda_model_destroy(cuda_model_t **self_p);
+
+/* host parameters to the device (fp32 master and bf16 copy); 0 or -1 */
+int cuda_model_upload(cuda_model_t *self);
+/* device parameters and gradients into the host arrays; 0 or -1 */
+int cuda_model_download(cuda_model_t *self);
+void cuda_model_zero_grad(cuda_model_t *self);
+
+int cuda_model_forward(cuda_model_t *self, const int *tokens, const int *targets, int B, int T,
+                       float temperature, float *logp, float *logits);
+void cuda_model_backward(cuda_model_t *self, const float *dlogp);
+
+int cuda_model_generate_batch(cuda_model_t *self, const int *const *prompts, const int *prompt_lens,
+                              const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp,
+                              int *tokens, float *logp, int *lengths);
+
+/* Global-norm clip (max_norm <= 0 measures only) and one AdamW step
+ * (torch's formulas, as adamw_step) over the device parameters, step being
+ * the 1-based step number; parameters in the ranges nodecay (n_nodecay
+ * pairs of offset, count) get no weight decay. Returns the norm before
+ * clipping; the bf16 copy is refreshed. */
+float cuda_model_step(cuda_model_t *self, const adamw_params_t *p, long step, float max_norm,
+                      const size_t *nodecay, int n_nodecay);
+
+/* device bytes this model holds now */
+size_t cuda_model_memory(const cuda_model_t *self);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

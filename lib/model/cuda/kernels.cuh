@@ -1,0 +1,376 @@
+/* Device kernels of the CUDA backend, forward/backward pairs as in
+ * forward.c, every one on fp32 activations (bf16 is for what cuBLAS reads).
+ * Shapes as in model.h; one block per row wherever a row reduces. */
+#ifndef SAPO_CUDA_KERNELS_CUH
+#define SAPO_CUDA_KERNELS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+typedef __nv_bfloat16 bf16;
+
+#define ROW_THREADS 256
+
+// ----------------------------------------------------------------------------
+// block reductions (blockDim.x a multiple of 32, at most 1024)
+
+template <typename F> __device__ F warp_sum(F v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ inline float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* every thread gets the sum; sh holds 32 values of F */
+template <typename F> __device__ F block_sum(F v, F *sh)
+{
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    F r = lane < nw ? sh[lane] : (F)0;
+    return warp_sum(r);
+}
+
+__device__ inline float block_max(float v, float *sh)
+{
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    float r = lane < nw ? sh[lane] : -INFINITY;
+    return warp_max(r);
+}
+
+// ----------------------------------------------------------------------------
+// elementwise
+
+__global__ void to_bf16_kernel(bf16 *out, const float *in, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __float2bfloat16_rn(in[i]);
+}
+
+__global__ void scale_kernel(float *x, float s, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
+/* out (N, OUT) += bias (OUT) */
+__global__ void bias_add_kernel(float *out, const float *bias, size_t N, int OUT)
+{
+    size_t n = N * OUT;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] += bias[i % OUT];
+}
+
+/* dbias (OUT) += column sums of dout (N, OUT): one thread per column, rows
+ * read coalesced across the warp */
+__global__ void bias_backward_kernel(float *dbias, const float *dout, int N, int OUT)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OUT) return;
+    float s = 0;
+    for (int n = 0; n < N; n++) s += dout[(size_t)n * OUT + o];
+    dbias[o] += s;
+}
+
+__global__ void embed_forward_kernel(float *x, const float *wte, const int *tok, int N, int C)
+{
+    size_t n = (size_t)N * C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = wte[(size_t)tok[i / C] * C + i % C];
+}
+
+/* rows of one token meet in one embedding row: atomics */
+__global__ void embed_backward_kernel(float *dwte, const float *dx, const int *tok, int N, int C)
+{
+    size_t n = (size_t)N * C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        atomicAdd(dwte + (size_t)tok[i / C] * C + i % C, dx[i]);
+}
+
+__global__ void swiglu_forward_kernel(float *h, const float *g, const float *u, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+__global__ void swiglu_backward_kernel(float *dg, float *du, const float *dh, const float *g, const float *u,
+                                       size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float s = 1.0f / (1.0f + expf(-g[i]));
+        float d = dh[i];
+        du[i] = d * g[i] * s;
+        dg[i] = d * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    }
+}
+
+/* rotate_half RoPE in place on x (N, H, HD), dir -1 turning back */
+__global__ void rope_kernel(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H,
+                            int HD, float dir)
+{
+    int half = HD / 2;
+    size_t n = (size_t)N * H * half;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int j = (int)(i % half);
+        size_t row = i / half; /* n * H + h */
+        int p = pos[row / H];
+        float c = cos_t[(size_t)p * half + j], s = dir * sin_t[(size_t)p * half + j];
+        float *v = x + row * HD;
+        float a = v[j], b = v[j + half];
+        v[j] = a * c - b * s;
+        v[j + half] = b * c + a * s;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// RMSNorm: one block per row
+
+__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp, const float *w, int C,
+                                       float eps)
+{
+    __shared__ float sh[32];
+    const float *x = inp + (size_t)blockIdx.x * C;
+    float *o = out + (size_t)blockIdx.x * C;
+    float ss = 0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) ss += x[i] * x[i];
+    ss = block_sum(ss, sh);
+    float r = rsqrtf(ss / C + eps);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) o[i] = w[i] * (x[i] * r);
+    if (rstd && threadIdx.x == 0) rstd[blockIdx.x] = r;
+}
+
+/* dinp = (or += when acc) the input gradient; dw += through atomics */
+__global__ void rmsnorm_backward_kernel(float *dinp, float *dw, const float *dout, const float *inp,
+                                        const float *w, const float *rstd, int C, int acc)
+{
+    __shared__ float sh[32];
+    size_t off = (size_t)blockIdx.x * C;
+    const float *x = inp + off, *d = dout + off;
+    float *dx = dinp + off;
+    float r = rstd[blockIdx.x], s = 0;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) s += d[i] * w[i] * x[i];
+    s = block_sum(s, sh);
+    float k = r * r * r * s / C;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float g = r * d[i] * w[i] - k * x[i];
+        dx[i] = acc ? dx[i] + g : g;
+        atomicAdd(dw + i, d[i] * x[i] * r);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// attention
+
+/* softmax(q . k_t * scale) over t < P, then y = sum_t p_t v_t, for one
+ * query row q (HD) against keys and values KS floats apart; p lands in
+ * prow (zeros up to Tpad) when given. Dynamic shared memory: HD + P floats */
+__device__ void attend(float *y, float *prow, int Tpad, const float *q, const float *kb, const float *vb,
+                       int KS, int P, int HD, float scale, float *smem)
+{
+    __shared__ float sh[32];
+    float *qs = smem, *s = smem + HD;
+    for (int i = threadIdx.x; i < HD; i += blockDim.x) qs[i] = q[i];
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int t = threadIdx.x; t < P; t += blockDim.x) {
+        const float *kr = kb + (size_t)t * KS;
+        float d = 0;
+        for (int i = 0; i < HD; i++) d += qs[i] * kr[i];
+        s[t] = d * scale;
+        mx = fmaxf(mx, s[t]);
+    }
+    mx = block_max(mx, sh);
+    float sum = 0;
+    for (int t = threadIdx.x; t < P; t += blockDim.x) {
+        s[t] = expf(s[t] - mx);
+        sum += s[t];
+    }
+    sum = block_sum(sum, sh);
+    float inv = 1.0f / sum;
+    for (int t = threadIdx.x; t < P; t += blockDim.x) {
+        s[t] *= inv;
+        if (prow) prow[t] = s[t];
+    }
+    if (prow)
+        for (int t = P + threadIdx.x; t < Tpad; t += blockDim.x) prow[t] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < HD; i += blockDim.x) {
+        float acc = 0;
+        for (int t = 0; t < P; t++) acc += s[t] * vb[(size_t)t * KS + i];
+        y[i] = acc;
+    }
+}
+
+/* causal GQA attention of a batch: grid (T, NH, B); q (B, T, NH, HD), k and
+ * v (B, T, NKV, HD), att (B, NH, T, T), y (B, T, NH, HD) */
+__global__ void attention_forward_kernel(float *y, float *att, const float *q, const float *k, const float *v,
+                                         int T, int NH, int NKV, int HD)
+{
+    extern __shared__ float smem[];
+    int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z, rep = NH / NKV, KD = NKV * HD;
+    size_t qo = (((size_t)b * T + t) * NH + h) * HD, ko = (size_t)b * T * KD + (size_t)(h / rep) * HD;
+    attend(y + qo, att + (((size_t)b * NH + h) * T + t) * T, T, q + qo, k + ko, v + ko, KD, t + 1, HD,
+           rsqrtf((float)HD), smem);
+}
+
+/* one row of each (b, h): ds = p (dp - sum p dp) scale with dp = dy . v,
+ * kept in dsc (B, NH, T, T); dq = ds . k. grid (T, NH, B), shared T floats */
+__global__ void attention_backward_q_kernel(float *dq, float *dsc, const float *dy, const float *att,
+                                            const float *k, const float *v, int T, int NH, int NKV, int HD)
+{
+    extern __shared__ float ds[];
+    __shared__ float sh[32];
+    int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z, rep = NH / NKV, KD = NKV * HD, P = t + 1;
+    float scale = rsqrtf((float)HD);
+    size_t qo = (((size_t)b * T + t) * NH + h) * HD, ko = (size_t)b * T * KD + (size_t)(h / rep) * HD;
+    const float *p = att + (((size_t)b * NH + h) * T + t) * T, *dyr = dy + qo;
+    float dot = 0;
+    for (int s = threadIdx.x; s < P; s += blockDim.x) {
+        const float *vr = v + ko + (size_t)s * KD;
+        float d = 0;
+        for (int i = 0; i < HD; i++) d += dyr[i] * vr[i];
+        ds[s] = d;
+        dot += p[s] * d;
+    }
+    dot = block_sum(dot, sh);
+    float *drow = dsc + (((size_t)b * NH + h) * T + t) * T;
+    for (int s = threadIdx.x; s < T; s += blockDim.x) {
+        float g = s < P ? p[s] * (ds[s] - dot) * scale : 0.0f;
+        if (s < P) ds[s] = g;
+        drow[s] = g;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < HD; i += blockDim.x) {
+        float acc = 0;
+        for (int s = 0; s < P; s++) acc += ds[s] * k[ko + (size_t)s * KD + i];
+        dq[qo + i] = acc;
+    }
+}
+
+/* key/value row s of each (b, kv head), summed over the heads of its
+ * group and the queries t >= s: dv = sum p[t, s] dy_t, dk = sum ds[t, s]
+ * q_t; written, not accumulated, so no atomics. grid (T, NKV, B) */
+__global__ void attention_backward_kv_kernel(float *dk, float *dv, const float *dsc, const float *att,
+                                             const float *dy, const float *q, int T, int NH, int NKV, int HD)
+{
+    int s = blockIdx.x, kh = blockIdx.y, b = blockIdx.z, rep = NH / NKV, KD = NKV * HD, QD = NH * HD;
+    for (int i = threadIdx.x; i < HD; i += blockDim.x) {
+        float ak = 0, av = 0;
+        for (int h = kh * rep; h < (kh + 1) * rep; h++) {
+            size_t ro = ((size_t)b * NH + h) * T * T;
+            for (int t = s; t < T; t++) {
+                size_t qo = ((size_t)b * T + t) * QD + (size_t)h * HD + i;
+                av += att[ro + (size_t)t * T + s] * dy[qo];
+                ak += dsc[ro + (size_t)t * T + s] * q[qo];
+            }
+        }
+        size_t o = ((size_t)b * T + s) * KD + (size_t)kh * HD + i;
+        dk[o] = ak;
+        dv[o] = av;
+    }
+}
+
+/* decode: row r (its query heads) against its slot's cached positions
+ * [0, pos[r]]; kc and vc (S, maxT, KD) of one layer. grid (R, NH) */
+__global__ void attention_cached_kernel(float *y, const float *q, const float *kc, const float *vc, const int *slot,
+                                        const int *pos, int maxT, int NH, int NKV, int HD)
+{
+    extern __shared__ float smem[];
+    int r = blockIdx.x, h = blockIdx.y, rep = NH / NKV, KD = NKV * HD;
+    size_t qo = ((size_t)r * NH + h) * HD, ko = (size_t)slot[r] * maxT * KD + (size_t)(h / rep) * HD;
+    attend(y + qo, NULL, 0, q + qo, kc + ko, vc + ko, KD, pos[r] + 1, HD, rsqrtf((float)HD), smem);
+}
+
+/* rows' keys and values into their (slot, pos) of one layer's cache */
+__global__ void cache_store_kernel(float *kc, float *vc, const float *k, const float *v, const int *slot,
+                                   const int *pos, int R, int maxT, int KD)
+{
+    size_t n = (size_t)R * KD;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t r = i / KD, at = ((size_t)slot[r] * maxT + pos[r]) * KD + i % KD;
+        kc[at] = k[i];
+        vc[at] = v[i];
+    }
+}
+
+// ----------------------------------------------------------------------------
+// lm_head: log-softmax and the target's log-prob, one block per row
+
+__global__ void logp_forward_kernel(float *logp, float *lse_out, const float *logits, const int *targets, int V,
+                                    float inv_t)
+{
+    __shared__ float sh[32];
+    const float *row = logits + (size_t)blockIdx.x * V;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) mx = fmaxf(mx, row[j] * inv_t);
+    mx = block_max(mx, sh);
+    float s = 0;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) s += expf(row[j] * inv_t - mx);
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) {
+        float lse = mx + logf(s);
+        int tg = targets[blockIdx.x];
+        lse_out[blockIdx.x] = lse;
+        logp[blockIdx.x] = tg >= 0 ? row[tg] * inv_t - lse : 0.0f;
+    }
+}
+
+/* logits row -> d loss / d logit = dlogp (onehot - softmax) / temperature */
+__global__ void logp_backward_kernel(float *lg, const float *dlogp, const float *lse, const int *targets, int V,
+                                     float inv_t)
+{
+    float *row = lg + (size_t)blockIdx.x * V;
+    int tg = targets[blockIdx.x];
+    float d = tg >= 0 ? dlogp[blockIdx.x] : 0.0f, l = lse[blockIdx.x];
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        float g = d != 0.0f ? -d * expf(row[j] * inv_t - l) * inv_t : 0.0f;
+        if (j == tg) g += d * inv_t;
+        row[j] = g;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// optimizer
+
+/* sum of squares into *out (double), per block in float then atomics */
+__global__ void sumsq_kernel(double *out, const float *x, size_t n)
+{
+    __shared__ float sh[32];
+    float s = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        s += x[i] * x[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) atomicAdd(out, (double)s);
+}
+
+typedef struct {
+    float decay, w1, beta2, c2, step_size, bc2_sqrt, eps;
+} adamw_coef_t;
+
+/* adamw.c's update over [0, n) with decay (1 where none) */
+__global__ void adamw_kernel(float *p, float *m, float *v, const float *g, size_t n, adamw_coef_t c, float decay)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float gi = g[i];
+        float mi = m[i] + c.w1 * (gi - m[i]);
+        float vi = v[i] * c.beta2 + c.c2 * (gi * gi);
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / c.bc2_sqrt + c.eps;
+        p[i] = p[i] * decay + -c.step_size * (mi / denom);
+    }
+}
+
+#endif
