@@ -12,6 +12,7 @@
 
 #define DRAIN_MAX 1024 /* messages read from one socket per poll, so no socket starves the rest */
 #define PRODUCERS_MAX 4096 /* producers remembered per stream; the longest silent is forgotten */
+#define QUEUE_BYTES_MAX (1ull << 30) /* a stream's queue is also full at this many bytes */
 
 typedef struct {
     uint64_t id; /* 0: acked, a hole to be skipped */
@@ -48,6 +49,7 @@ typedef struct {
     producer_t *prods;
     size_t nprods;
     deque_t queue;
+    uint64_t queued_bytes;
     consumer_t **cons;
     size_t ncons, capcons, rr;
     uint64_t next_id;
@@ -346,10 +348,16 @@ static void confirm_producers(lane_t *lane)
     }
 }
 
+/* A full queue is not read from: producers block on ZeroMQ's limits. */
+static int lane_full(const broker_t *self, const lane_t *lane)
+{
+    return lane->queue.len >= (size_t)self->opts.hwm || lane->queued_bytes >= QUEUE_BYTES_MAX;
+}
+
 static void handle_in(broker_t *self, lane_t *lane)
 {
     int64_t now = zclock_mono();
-    for (int n = 0; n < DRAIN_MAX && lane->queue.len < (size_t)self->opts.hwm; n++) {
+    for (int n = 0; n < DRAIN_MAX && !lane_full(self, lane); n++) {
         zmq_msg_t rid, msg;
         zmq_msg_init(&rid);
         zmq_msg_init(&msg);
@@ -363,8 +371,11 @@ static void handle_in(broker_t *self, lane_t *lane)
             }
             capture(self, lane->s, &msg);
             lane->received++;
+            size_t size = zmq_msg_size(&msg);
             if (deque_push(&lane->queue, lane->next_id++, &msg, 0) < 0)
                 log_error("%s: out of memory, a record was dropped", stream_name(lane->s));
+            else
+                lane->queued_bytes += size;
         }
         zmq_msg_close(&msg);
         zmq_msg_close(&rid);
@@ -474,6 +485,7 @@ static void lose_consumer(lane_t *lane, size_t index, const char *why)
     while (c->held.len > 0) {
         entry_t *e = deque_at(&c->held, c->held.len - 1);
         if (e->id) {
+            lane->queued_bytes += zmq_msg_size(&e->msg);
             deque_push(&lane->queue, e->id, &e->msg, 1);
             requeued++;
         }
@@ -597,6 +609,7 @@ static void dispatch(lane_t *lane)
             zmq_msg_init(&msg);
             zmq_msg_init(&copy);
             uint64_t id = deque_pop(&lane->queue, &msg);
+            lane->queued_bytes -= zmq_msg_size(&msg);
             zmq_msg_copy(&copy, &msg);
             if (zmq_msg_send(&copy, h, k + 1 < n ? ZMQ_SNDMORE : 0) < 0) zmq_msg_close(&copy);
             deque_push(&c->held, id, &msg, 0);
@@ -650,7 +663,7 @@ int broker_run(broker_t *self)
         int n = 0;
         for (int s = 0; s < STREAM_COUNT; s++) {
             lane_t *lane = &self->lanes[s];
-            if (s == STREAM_POLICY || lane->queue.len < (size_t)self->opts.hwm) {
+            if (s == STREAM_POLICY || !lane_full(self, lane)) {
                 items[n] = (zmq_pollitem_t){zsock_resolve(lane->in), 0, ZMQ_POLLIN, 0};
                 lanes[n] = lane;
                 handlers[n++] = s == STREAM_POLICY ? handle_notice : handle_in;

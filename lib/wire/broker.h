@@ -21,7 +21,7 @@
 
 typedef struct {
     int heartbeat_ms; /* a consumer silent this long is lost */
-    int hwm;          /* records queued per stream before "in" is paused */
+    int hwm;          /* records queued per stream before "in" is paused (also at 1 GiB) */
     int stats_ms;     /* a stats line this often when something moved; 0: never */
 } broker_opts_t;
 
