@@ -1,8 +1,9 @@
 /* Sampling L completions of each of Q prompts with a key/value cache. One
  * step function runs any set of rows, each a (cache slot, position) pair:
  * a prefill is the P rows of a prompt's first slot, a decode step one row
- * per live completion of every prompt. After its prefill, a prompt's keys
- * and values are copied to its other slots, so it runs once whatever L is. */
+ * per live completion of every prompt. The prompt's keys and values stay
+ * in its first slot only and its completions read them there, so a prompt
+ * runs once and is held once whatever L is. */
 #include "model/model_impl.h"
 #include "sampling/rng.h"
 
@@ -14,6 +15,8 @@
 
 typedef struct {
     int S, maxT;     /* slots (completions) and positions per slot */
+    int L;           /* completions per prompt: slots q*L .. q*L+L-1 */
+    const int *plen; /* (Q) prompt lengths */
     float *kc, *vc;  // (L, S, maxT, KD)
     float *x;        // (R, C) residual
     float *ln;       // (R, C)
@@ -43,48 +46,51 @@ static size_t ws_layout(gen_ws_t *ws, float *base, const model_config_t *c, int 
     return total;
 }
 
-/* the rep query heads that share one key/value head against its P cached
- * keys and values (rows KD apart), so each cached row is read once: the
- * cache, not the arithmetic, bounds a decode step. q and y hold the rep
- * heads HD apart; p (rep, P) is scratch. Built for AVX-512 and AVX2 too,
- * picked at run time: the project's baseline (x86-64-v2) has 4-wide
- * vectors only */
+/* the rep query heads that share one key/value head against n cached
+ * keys and values: n1 rows of the prompt's slot (shared by its L
+ * completions, so it stays in cache from one completion to the next),
+ * then the rest from the completion's own slot; rows are KD apart. Each
+ * cached row is read once for the group: the cache, not the arithmetic,
+ * bounds a decode step. q and y hold the rep heads HD apart; p (rep, n) is
+ * scratch. Built for AVX-512 and AVX2 too, picked at run time: the
+ * project's baseline (x86-64-v2) has 4-wide vectors only */
 __attribute__((target_clones("avx512f", "avx2", "default")))
-static void attend_group(float *y, float *p, const float *q, const float *kb, const float *vb,
-                         int rep, int P, int KD, int HD, float scale)
+static void attend_group(float *y, float *p, const float *q, const float *k1, const float *v1, int n1,
+                         const float *k2, const float *v2, int n, int rep, int KD, int HD, float scale)
 {
-    for (int t = 0; t < P; t++) {
-        const float *kr = kb + (size_t)t * KD;
+    for (int t = 0; t < n; t++) {
+        const float *kr = t < n1 ? k1 + (size_t)t * KD : k2 + (size_t)(t - n1) * KD;
         for (int h = 0; h < rep; h++) {
             const float *qr = q + (size_t)h * HD;
             float s = 0;
             #pragma omp simd reduction(+:s)
             for (int i = 0; i < HD; i++) s += qr[i] * kr[i];
-            p[(size_t)h * P + t] = s * scale;
+            p[(size_t)h * n + t] = s * scale;
         }
     }
     for (int h = 0; h < rep; h++) {
-        float *ph = p + (size_t)h * P, mx = -INFINITY, sum = 0;
-        for (int t = 0; t < P; t++) mx = ph[t] > mx ? ph[t] : mx;
-        for (int t = 0; t < P; t++) {
+        float *ph = p + (size_t)h * n, mx = -INFINITY, sum = 0;
+        for (int t = 0; t < n; t++) mx = ph[t] > mx ? ph[t] : mx;
+        for (int t = 0; t < n; t++) {
             ph[t] = expf(ph[t] - mx);
             sum += ph[t];
         }
         float inv = 1.0f / sum;
-        for (int t = 0; t < P; t++) ph[t] *= inv;
+        for (int t = 0; t < n; t++) ph[t] *= inv;
     }
     memset(y, 0, (size_t)rep * HD * sizeof(float));
-    for (int t = 0; t < P; t++) {
-        const float *vr = vb + (size_t)t * KD;
+    for (int t = 0; t < n; t++) {
+        const float *vr = t < n1 ? v1 + (size_t)t * KD : v2 + (size_t)(t - n1) * KD;
         for (int h = 0; h < rep; h++) {
-            float pt = p[(size_t)h * P + t], *yr = y + (size_t)h * HD;
+            float pt = p[(size_t)h * n + t], *yr = y + (size_t)h * HD;
             #pragma omp simd
             for (int i = 0; i < HD; i++) yr[i] += pt * vr[i];
         }
     }
 }
 
-/* attention of each row over its slot's cached positions [0, pos] */
+/* attention of each row over positions [0, pos]: the prompt's part from
+ * the prompt's first slot, the completion's part from its own slot */
 static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R)
 {
     int NH = c->NH, NKV = c->NKV, HD = c->HD, KD = NKV * HD, rep = NH / NKV;
@@ -92,11 +98,14 @@ static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R
     #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 32 * MODEL_PAR_MIN)
     for (int r = 0; r < R; r++)
         for (int kh = 0; kh < NKV; kh++) {
-            int P = ws->pos[r] + 1;
-            float p[rep * P];
-            size_t base = (((size_t)l * ws->S + ws->slot[r]) * ws->maxT) * KD + (size_t)kh * HD;
+            int s = ws->slot[r], s0 = s - s % ws->L, P = ws->plen[s / ws->L], n = ws->pos[r] + 1;
+            int n1 = n < P ? n : P;
+            float p[rep * n];
+            size_t b1 = (((size_t)l * ws->S + s0) * ws->maxT) * KD + (size_t)kh * HD;
+            size_t b2 = (((size_t)l * ws->S + s) * ws->maxT + P) * KD + (size_t)kh * HD;
             size_t qo = (size_t)r * NH * HD + (size_t)kh * rep * HD;
-            attend_group(ws->y + qo, p, ws->q + qo, ws->kc + base, ws->vc + base, rep, P, KD, HD, scale);
+            attend_group(ws->y + qo, p, ws->q + qo, ws->kc + b1, ws->vc + b1, n1, ws->kc + b2, ws->vc + b2, n,
+                         rep, KD, HD, scale);
         }
 }
 
@@ -176,7 +185,7 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
         return -1;
     }
     int S = Q * L;
-    gen_ws_t ws = {.S = S, .maxT = maxP + M};
+    gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
     int R = maxP > S ? maxP : S, nth = omp_get_max_threads();
     size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
     float *mem = malloc(nf * sizeof(float));
@@ -200,10 +209,9 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
     ws.pos = imem + 2 * R;
     int *live = imem + 3 * R;
 
-    /* prefill each prompt into its first slot, then share its keys and
-     * values with the other L - 1; last prompt first, since every prefill
-     * leaves its logits in row 0 */
-    size_t KD = (size_t)c->NKV * c->HD;
+    /* prefill each prompt into its first slot, whose keys and values its
+     * L completions share; last prompt first, since every prefill leaves
+     * its logits in row 0 */
     for (int q = Q - 1; q >= 0; q--) {
         int P = prompt_lens[q], s0 = q * L;
         for (int i = 0; i < P; i++) {
@@ -212,12 +220,6 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
             ws.pos[i] = i;
         }
         step(m, &ws, P, 1);
-        for (int l = 0; l < c->L; l++)
-            for (int s = s0 + 1; s < s0 + L; s++) {
-                size_t from = ((size_t)l * S + s0) * ws.maxT * KD, to = ((size_t)l * S + s) * ws.maxT * KD;
-                memcpy(ws.kc + to, ws.kc + from, (size_t)P * KD * sizeof(float));
-                memcpy(ws.vc + to, ws.vc + from, (size_t)P * KD * sizeof(float));
-            }
         for (int s = s0 + L - 1; s >= s0; s--)
             if (s) memcpy(ws.logits + (size_t)s * c->V, ws.logits, c->V * sizeof(float));
     }
