@@ -38,9 +38,19 @@ endif
 # LIBDIRS narrows the library to some folders while parts are being built
 LIBDIRS ?= $(wildcard lib/*)
 LIB_C := $(wildcard $(LIBDIRS:%=%/*.c))
+# CUDA: with nvcc (and cuRAND) the library takes lib/<dir>/*.cu and
+# lib/<dir>/*/*.cu and every C file sees SAPO_HAVE_CUDA; `make NVCC=` builds
+# for the CPU only. Device code for sm_80 and sm_90, plus PTX for newer GPUs.
+LIB_CU := $(if $(and $(NVCC),$(HAVE_CURAND)),$(wildcard $(LIBDIRS:%=%/*.cu) $(LIBDIRS:%=%/*/*.cu)))
+NVCCFLAGS := -std=c++17 -O2 -g -lineinfo -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=[sm_90,compute_90] -Xcompiler -Wall,-Wextra
+ifneq ($(LIB_CU),)
+  CPPFLAGS += -DSAPO_HAVE_CUDA
+  LDLIBS += -lcublas -lcudart
+endif
 SCHEMA_FBS := $(wildcard schemas/*.fbs)
 SCHEMA_CC := $(if $(NO_SCHEMAS),,$(wildcard schemas/*.cc))
-LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o)
+LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o) $(LIB_CU:%.cu=$(B)/%.cu.o)
 GEN_H := $(if $(NO_SCHEMAS),,$(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h) \
                                 $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_fbs.inc))
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
@@ -78,6 +88,12 @@ endif
 $(B)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# host code of .cu files without sanitizers: nvcc's host compiler runs
+# with our include paths and defines only
+$(B)/%.cu.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(filter -D% -I%,$(CPPFLAGS)) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 $(B)/%.o: %.cc | $(GEN_H)
 	@mkdir -p $(@D)

@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef SAPO_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#endif
+
 // ----------------------------------------------------------------------------
 // layers
 
@@ -374,6 +378,9 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
                     "vocabulary of %d\n", tokens[n], targets[n], n, c->V);
             return -1;
         }
+#ifdef SAPO_HAVE_CUDA
+    if (m->cuda) return cuda_model_forward(m->cuda, tokens, targets, B, T, temperature, logp, logits);
+#endif
     if (acts_ensure(m, B, T)) return -1;
     m->B = B;
     m->T = T;
@@ -425,6 +432,12 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
 
 void model_backward(model_t *m, const float *dlogp)
 {
+#ifdef SAPO_HAVE_CUDA
+    if (m->cuda) {
+        cuda_model_backward(m->cuda, dlogp);
+        return;
+    }
+#endif
     const model_config_t *c = &m->cfg;
     int B = m->B, T = m->T, N = B * T;
     int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;

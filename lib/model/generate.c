@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef SAPO_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#endif
+
 typedef struct {
     int S, maxT;     /* slots (completions) and positions per slot */
     int L;           /* completions per prompt: slots q*L .. q*L+L-1 */
@@ -184,6 +188,9 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
         fprintf(stderr, "model_generate: %d prompts, %d completions, %d new tokens: need each at least 1\n", Q, L, M);
         return -1;
     }
+#ifdef SAPO_HAVE_CUDA
+    if (m->cuda) return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
+#endif
     int S = Q * L;
     gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
     int R = maxP > S ? maxP : S, nth = omp_get_max_threads();

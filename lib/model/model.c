@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef SAPO_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#endif
+
 void model_weights_point(model_weights_t *w, float *base, const size_t *sizes)
 {
     float **ptrs[MODEL_NUM_TENSORS] = {
@@ -101,6 +105,9 @@ void model_destroy(model_t **self_p)
 {
     model_t *m = *self_p;
     if (!m) return;
+#ifdef SAPO_HAVE_CUDA
+    cuda_model_destroy(&m->cuda);
+#endif
     free(m->params);
     free(m->grads);
     free(m->acts_mem);
@@ -119,6 +126,9 @@ size_t model_num_params(const model_t *self) { return self->n_params; }
 void model_zero_grad(model_t *self)
 {
     memset(self->grads, 0, self->n_params * sizeof(float));
+#ifdef SAPO_HAVE_CUDA
+    if (self->cuda) cuda_model_zero_grad(self->cuda);
+#endif
 }
 
 int model_rope_ensure(model_t *m, int T)

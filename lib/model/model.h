@@ -103,6 +103,24 @@ void model_backward(model_t *self, const float *dlogp);
  * loss, or -1 on an input error. Gradients accumulate as above. */
 float model_cross_entropy(model_t *self, const int *tokens, const int *targets, int B, int T);
 
+/* Backend: "cpu" (the default) or "cuda:N", device N of a build made
+ * with nvcc. On a device, model_forward, model_backward,
+ * model_cross_entropy, model_zero_grad and model_generate(_batch) run
+ * there (bf16 matmuls with fp32 accumulation, fp32 master parameters and
+ * gradients); model_params and model_grads are then a host mirror that
+ * model_sync_host fills and model_sync_device sends back after the caller
+ * changed the parameters (a reload, an optimizer step on the host).
+ * Switching back to "cpu" brings the parameters home. 0, or -1 with one
+ * line in err: a malformed name, no such device, a build without CUDA. */
+int model_set_backend(model_t *self, const char *backend, char *err, size_t errlen);
+/* the CUDA device the model runs on, -1 on the CPU */
+int model_device(const model_t *self);
+/* device parameters and gradients into model_params / model_grads, and
+ * model_params to the device; 0 (nothing to do on the CPU) or -1 after a
+ * line on stderr */
+int model_sync_host(model_t *self);
+int model_sync_device(model_t *self);
+
 /* Generation. The stop callback runs after each new token of sequence
  * seq with its tokens so far; returning true ends that sequence. */
 typedef bool (*model_stop_fn)(void *ctx, int seq, const int *tokens, int n);

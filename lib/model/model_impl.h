@@ -93,6 +93,10 @@ struct model {
     int B, T;
     float temperature;
     int chunk;          /* lm_head positions per chunk; 0 = about 4M logits */
+    /* backend.c: the CUDA copy that runs forward, backward and generate
+     * when model_set_backend chose "cuda:N" (device), else NULL */
+    struct cuda_model *cuda;
+    int device;
 };
 
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */

@@ -1,0 +1,75 @@
+/* Where a model runs: "cpu" (forward.c, generate.c) or "cuda:N" (cuda/,
+ * built when nvcc is present). The CPU arrays stay the model's identity
+ * (checkpoints read and write them); a device holds its own copy, synced
+ * both ways on request. */
+#include "model/model_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef SAPO_HAVE_CUDA
+#include "model/cuda/cuda_model.h"
+#endif
+
+/* -1 for "cpu", N for "cuda:N", -2 for anything else */
+static int parse_backend(const char *s)
+{
+    if (strcmp(s, "cpu") == 0) return -1;
+    if (strncmp(s, "cuda:", 5) != 0 || s[5] < '0' || s[5] > '9') return -2;
+    char *end;
+    long n = strtol(s + 5, &end, 10);
+    return *end || n > 1024 ? -2 : (int)n;
+}
+
+int model_set_backend(model_t *self, const char *backend, char *err, size_t errlen)
+{
+    int dev = parse_backend(backend);
+    if (dev == -2) {
+        snprintf(err, errlen, "backend \"%s\": expected cpu or cuda:N", backend);
+        return -1;
+    }
+    if (dev == model_device(self)) return 0;
+#ifdef SAPO_HAVE_CUDA
+    if (self->cuda) {
+        if (cuda_model_download(self->cuda)) {
+            snprintf(err, errlen, "backend %s: cannot copy the parameters back from cuda:%d", backend, self->device);
+            return -1;
+        }
+        cuda_model_destroy(&self->cuda);
+    }
+    if (dev >= 0) {
+        char why[256];
+        self->cuda = cuda_model_new(self, dev, why, sizeof why);
+        if (!self->cuda) {
+            snprintf(err, errlen, "backend %s: %s", backend, why);
+            return -1;
+        }
+        self->device = dev;
+    }
+    return 0;
+#else
+    snprintf(err, errlen, "backend %s: this build has no CUDA (nvcc was not found when it was built)", backend);
+    return -1;
+#endif
+}
+
+int model_device(const model_t *self) { return self->cuda ? self->device : -1; }
+
+int model_sync_host(model_t *self)
+{
+#ifdef SAPO_HAVE_CUDA
+    if (self->cuda) return cuda_model_download(self->cuda);
+#endif
+    (void)self;
+    return 0;
+}
+
+int model_sync_device(model_t *self)
+{
+#ifdef SAPO_HAVE_CUDA
+    if (self->cuda) return cuda_model_upload(self->cuda);
+#endif
+    (void)self;
+    return 0;
+}
