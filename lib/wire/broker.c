@@ -61,7 +61,7 @@ struct broker_t {
     lane_t lanes[STREAM_COUNT];
     zsock_t *capture;
     int capture_topics; /* topics someone subscribes to on capture */
-    uint64_t notices;
+    uint64_t notices, notices_reported;
     zmq_msg_t last_notice; /* empty before the first */
     /* ipc paths this broker bound, removed when it stops (ZeroMQ leaves
      * them) so a stale file never looks like a live broker */
@@ -647,6 +647,11 @@ static void log_stats(broker_t *self)
                               n ? "; " : "", stream_name(s), lane->received, lane->acked,
                               lane->queue.len, held, lane->requeued, lane->ncons);
         lane->reported = lane->received;
+    }
+    if (self->notices != self->notices_reported && n < sizeof line) {
+        n += (size_t)snprintf(line + n, sizeof line - n, "%spolicy notices %" PRIu64, n ? "; " : "",
+                              self->notices);
+        self->notices_reported = self->notices;
     }
     if (n) log_info("stats: %s", line);
 }
