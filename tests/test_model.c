@@ -7,6 +7,7 @@
 #include "sampling/rng.h"
 
 #include <cjson/cJSON.h>
+#include <omp.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -476,6 +477,46 @@ static void test_generate_batch(void)
     model_destroy(&m);
 }
 
+/* a batch big enough for every parallel path (split sgemms, per-thread
+ * norm gradients, the embedding gradient by column ranges) gives on two
+ * threads what it gives on one, up to the order of float sums */
+static void test_threads(void)
+{
+    char err[512];
+    model_config_t c = model_config_tiny();
+    c.L = 2;
+    model_t *m = model_new_random(&c, 9, err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (!m) return;
+    int B = 8, T = 64, N = B * T;
+    size_t n = model_num_params(m);
+    int *tok = malloc(N * sizeof(int)), *tg = malloc(N * sizeof(int));
+    float *w = malloc(N * sizeof(float)), *lp1 = malloc(N * sizeof(float)), *lp2 = malloc(N * sizeof(float));
+    float *g1 = malloc(n * sizeof(float));
+    for (int i = 0; i < N; i++) tok[i] = (i * 37 + i / T) % 260;
+    for (int i = 0; i < N; i++) {
+        tg[i] = i % T == T - 1 ? -1 : tok[i + 1];
+        w[i] = (float)((i * 13) % 7 - 3) / 10;
+    }
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    model_zero_grad(m);
+    EXPECT(model_forward(m, tok, tg, B, T, 1.0f, lp1, NULL) == 0);
+    model_backward(m, w);
+    memcpy(g1, model_grads(m), n * sizeof(float));
+    omp_set_num_threads(2);
+    m->chunk = 100;
+    model_zero_grad(m);
+    EXPECT(model_forward(m, tok, tg, B, T, 1.0f, lp2, NULL) == 0);
+    model_backward(m, w);
+    omp_set_num_threads(threads);
+    EXPECT(max_rel(lp2, lp1, N, 1.0) < 1e-5);
+    double r = max_rel(model_grads(m), g1, n, 0.01 * max_abs(g1, n));
+    EXPECTF(r < 1e-4, "gradients on 2 threads differ by %.3g", r);
+    free(tok); free(tg); free(w); free(lp1); free(lp2); free(g1);
+    model_destroy(&m);
+}
+
 static bool stop_at_three(void *ctx, int seq, const int *tokens, int n)
 {
     (void)tokens;
@@ -525,6 +566,7 @@ int main(void)
     RUN_TEST(test_sampling);
     RUN_TEST(test_generate_batch);
     RUN_TEST(test_stop_and_tiny);
+    RUN_TEST(test_threads);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp_root);
