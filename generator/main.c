@@ -28,6 +28,7 @@ static uint8_t *roll_out(policy_t *pol, const config_t *cfg, uint64_t version, c
         .sample = {cfg->temperature, cfg->top_k, cfg->top_p},
         .seed = cfg->seed * 1000003ull ^ t.task_id * 7919ull ^ version,
     };
+    int64_t t0 = zclock_mono();
     if (policy_sample(pol, t.question, L, &gp, cs, err, errlen) != 0) {
         free(cs);
         return NULL;
@@ -38,7 +39,8 @@ static uint8_t *roll_out(policy_t *pol, const config_t *cfg, uint64_t version, c
                                    .n_tokens = (size_t)cs[l].n, .logprobs = cs[l].logp, .n_logprobs = (size_t)cs[l].n,
                                    .finished = cs[l].finished};
     rec_rollout_t r = {.node = cfg->node, .policy_version = version, .round = t.round, .model = pol->name, .task = t,
-                       .completions = rc, .n_completions = (size_t)L, .created_ms = now_ms()};
+                       .completions = rc, .n_completions = (size_t)L, .created_ms = now_ms(),
+                       .gen_ms = (uint32_t)(zclock_mono() - t0)};
     uint8_t *buf = NULL;
     if (rec_rollout_build(&r, &buf, out_len) != 0) snprintf(err, errlen, "rollout record too large");
     for (int l = 0; l < L; l++) completion_free(&cs[l]);

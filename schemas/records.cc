@@ -150,7 +150,7 @@ Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t
     auto cvec = fbb.CreateVector(comps);
     auto sig = r->signature ? fbb.CreateVector(r->signature, r->signature_len) : 0;
     return sapo::CreateRollout(fbb, node, r->policy_version, r->round, model, task, cvec,
-                               r->created_ms, r->external, sig, r->scored);
+                               r->created_ms, r->external, sig, r->scored, r->gen_ms, r->verify_ms);
 }
 
 // Builds with one builder per thread, reused so that steady traffic does not
@@ -212,6 +212,8 @@ void rollout_read(const sapo::Rollout *r, rec_rollout_view_t *o)
         o->r.signature_len = sig->size();
     }
     o->r.scored = r->scored();
+    o->r.gen_ms = r->gen_ms();
+    o->r.verify_ms = r->verify_ms();
 }
 
 // A parser per record type, each holding the whole schema with its own root
@@ -449,6 +451,16 @@ int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, boo
         for (size_t j = 0; j < i; j++)
             comps->GetMutableObject(static_cast<flatbuffers::uoffset_t>(j))->mutate_reward(old[j]);
         set_err(err, errlen, "rollout lacks a reward or scored field to overwrite in place; rebuild it");
+        return -1;
+    }
+    return 0;
+}
+
+int rec_rollout_set_verify_ms(void *buf, size_t len, uint32_t verify_ms, char *err, size_t errlen)
+{
+    if (check(buf, len, REC_ROLLOUT, err, errlen) == REC_UNKNOWN) return -1;
+    if (!sapo::GetMutableRollout(buf)->mutate_verify_ms(verify_ms)) {
+        set_err(err, errlen, "rollout lacks a verify_ms field to overwrite in place; rebuild it");
         return -1;
     }
     return 0;

@@ -74,6 +74,8 @@ typedef struct {
     const uint8_t *signature;  /* signature_len bytes, or NULL */
     size_t signature_len;
     bool scored;
+    uint32_t gen_ms;    /* time the generator spent sampling the group */
+    uint32_t verify_ms; /* time the verifier spent scoring it */
 } rec_rollout_t;
 
 typedef struct {
@@ -162,6 +164,10 @@ void rec_rollout_unpack(const rec_rollout_view_t *v, rec_rollout_t *out, rec_com
  * it with rec_rollout_unpack and rec_rollout_build instead). */
 int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, bool scored,
                       char *err, size_t errlen);
+
+/* Overwrites verify_ms in place in a buffer the caller owns. 0, or -1 with
+ * the reason in err. */
+int rec_rollout_set_verify_ms(void *buf, size_t len, uint32_t verify_ms, char *err, size_t errlen);
 
 /* The record as strict JSON on one line (every scalar, defaults included),
  * from the schema compiled into the program. Verifies first. Returns a

@@ -11,12 +11,14 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddStringToObject(j, "node", node);
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
     cJSON_AddNumberToObject(j, "version", (double)version);
-    double own = 0, ext = 0;
+    double own = 0, ext = 0, gen_s = 0, verify_s = 0;
     long n_own = 0, n_ext = 0;
     cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject(), *from = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(batch, g, &rv);
+        verify_s += rv.r.verify_ms / 1000.0;
+        if (!rv.r.external) gen_s += rv.r.gen_ms / 1000.0;
         if (rv.r.external) {
             cJSON *k = cJSON_GetObjectItemCaseSensitive(from, rv.r.node);
             if (k) cJSON_SetNumberValue(k, k->valuedouble + 1);
@@ -57,6 +59,8 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "ratio", st->grpo.ratio);
     cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
     cJSON_AddNumberToObject(secs, "train", train_seconds);
+    cJSON_AddNumberToObject(secs, "generate", gen_s);
+    cJSON_AddNumberToObject(secs, "verify", verify_s);
     cJSON *sampler = cJSON_Parse(batch->b.stats_json);
     if (cJSON_IsObject(sampler)) {
         /* the sampler's stage timings join the learner's */

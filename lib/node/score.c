@@ -3,12 +3,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "records.h"
 #include "tasks/task.h"
 
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int score_rollout(void *buf, size_t len, score_stats_t *st, char *err, size_t errlen)
 {
+    int64_t t0 = now_us();
     rec_rollout_view_t v;
     if (rec_rollout_view(buf, len, &v, err, errlen) != 0) goto bad;
     cJSON *meta = cJSON_Parse(v.r.task.metadata_json);
@@ -32,6 +41,7 @@ int score_rollout(void *buf, size_t len, score_stats_t *st, char *err, size_t er
     }
     cJSON_Delete(meta);
     if (rc == 0) rc = rec_rollout_score(buf, len, rewards, n, true, err, errlen);
+    if (rc == 0) rc = rec_rollout_set_verify_ms(buf, len, (uint32_t)((now_us() - t0 + 500) / 1000), err, errlen);
     free(rewards);
     if (rc != 0) goto bad;
     st->scored++;
