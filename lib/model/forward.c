@@ -264,7 +264,7 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         {&a->x, (L + 1) * N * C}, {&a->ln1, L * N * C}, {&a->r1, L * N},
         {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * c->NH},
         {&a->rk, q3 * L * N * c->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
-        {&a->att, L * B * c->NH * (size_t)T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
+        {&a->att, B * c->NH * (size_t)T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
         {&a->ln2, L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
         {&a->h, N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
         {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
@@ -413,7 +413,7 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
         model_rope(q, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD);
         model_rope(k, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD);
         float *y = a->y + nq, *xm = a->xm + nc;
-        attention_forward(y, a->att + (size_t)l * B * c->NH * T * T, q, k, v, B, T, c->NH, c->NKV, HD);
+        attention_forward(y, a->att, q, k, v, B, T, c->NH, c->NKV, HD);
         memcpy(xm, x, (size_t)N * C * sizeof(float));
         matmul_fw(xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
         float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h;
@@ -465,7 +465,10 @@ void model_backward(model_t *m, const float *dlogp)
         // attention: xm = x + y . wo^T (+ bo)
         matmul_backward(ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
                         ga->dx, a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
-        attention_backward(ga->dq, ga->dk, ga->dv, ga->dp, ga->dy, a->att + (size_t)l * B * c->NH * T * T,
+        /* the probabilities are recomputed (y comes out the same): keeping
+         * them for every layer would cost L * B * NH * T * T floats */
+        attention_forward(a->y + nq, a->att, a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
+        attention_backward(ga->dq, ga->dk, ga->dv, ga->dp, ga->dy, a->att,
                            a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
         rope_apply(ga->dq, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
         rope_apply(ga->dk, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);

@@ -41,7 +41,7 @@ typedef struct {
     float *q;    // (L, N, NH*HD) after norm and RoPE
     float *k;    // (L, N, NKV*HD)
     float *v;    // (L, N, NKV*HD)
-    float *att;  // (L, B, NH, T, T) softmax probabilities
+    float *att;  // (B, NH, T, T) softmax probabilities of one layer
     float *y;    // (L, N, NH*HD) attention output
     float *xm;   // (L, N, C) residual after attention
     float *ln2;  // (L, N, C)
