@@ -59,7 +59,7 @@ BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
 
 PROGRAMS := $(PROCESSES:%=$(BIN)/%) $(TOOLS:%=$(BIN)/%)
 
-.PHONY: all programs tests benches test bench demo deps clean
+.PHONY: all programs tests benches test bench demo experiment deps clean
 .DEFAULT_GOAL := all
 
 all:
@@ -134,6 +134,11 @@ test: deps $(QWEN_TOKENIZER)
 bench: deps
 	@$(MAKE) --no-print-directory MODE=release programs benches
 	@bench/run.sh
+
+# the paper's controlled study (scripts/experiment.sh; QUICK=1 is its few-minute size)
+experiment: deps
+	@$(MAKE) --no-print-directory MODE=release programs
+	@scripts/experiment.sh $(if $(QUICK),--quick)
 
 demo: deps all
 	@scripts/demo.sh

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The paper's controlled study (section 5) on this machine: the same swarm
+# trained once per local/external split I/J (I + J = 8 by default), one
+# configuration after another, each from the same base model and seeds and
+# with a fresh pool; an evaluator per node scores held-out pass@1 as it
+# trains. Ends with tools/study's report: EXP/results/summary.md (the
+# cumulative-reward table, ratios to J = 0, tests across seeds, evaluation
+# against isolated nodes) and its plots. EXP/manifest.json records what a
+# rerun needs: settings, seeds, git version, base model hash, wall time.
+#
+#   scripts/experiment.sh [--nodes N] [--rounds R] [--seeds S[,S...]]
+#       [--configs "I/J I/J ..."] [--model tiny|FOLDER] [--run EXP]
+#       [--eval-every E] [--eval-questions Q] [--quick]
+#
+# Defaults: 8 nodes, 8/0 6/2 4/4 2/6, 40 rounds, seed 1, the tiny model:
+# about an hour on 2 cores. --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
+# 4 held-out questions per family (minutes). Any SAPO_* variable reaches every node.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SAPO_BIN=${SAPO_BIN:-bin}
+export SAPO_BASE=${SAPO_BASE:-run/base}
+nodes=8 rounds=40 seeds=1 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-tiny} exp="" every="" per_family=8
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --run) exp=$2; shift 2 ;;
+    --eval-every) every=$2; shift 2 ;;
+    --eval-questions) per_family=$2; shift 2 ;;
+    --quick) nodes=2 rounds=6 configs="8/0 4/4" per_family=4; shift ;;
+    *) echo "experiment: unknown flag '$1' (see the top of scripts/experiment.sh)" >&2; exit 2 ;;
+  esac
+done
+int() { [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] || { echo "experiment: $1: '$2' is not a positive integer" >&2; exit 2; }; }
+int --nodes "$nodes"; int --rounds "$rounds"; int --eval-questions "$per_family"
+every=${every:-$(( rounds / 10 > 1 ? rounds / 10 : 1 ))}
+int --eval-every "$every"
+IFS=, read -r -a seed_list <<< "$seeds"
+for s in "${seed_list[@]}"; do int --seeds "$s"; done
+for c in $configs; do
+  [[ "$c" =~ ^[0-9]+/[0-9]+$ ]] || { echo "experiment: --configs: '$c' is not I/J" >&2; exit 2; }
+done
+for p in broker learner sampler generator verifier evaluate study; do
+  [ -x "$SAPO_BIN/$p" ] || { echo "experiment: $SAPO_BIN/$p missing: run make first" >&2; exit 1; }
+done
+command -v redis-server > /dev/null && command -v foreman > /dev/null ||
+  { echo "experiment: redis-server and foreman are needed (make deps)" >&2; exit 1; }
+exp=${exp:-run/experiment-$(date +%Y%m%d-%H%M%S)}
+[ -e "$exp/manifest.json" ] && { echo "experiment: $exp already holds an experiment; pick another --run" >&2; exit 1; }
+mkdir -p "$exp"
+export SAPO_MODEL=$model
+
+if [ "$model" = tiny ]; then
+  if [ ! -f "$SAPO_BASE/config.json" ]; then
+    echo "experiment: training the tiny base model into $SAPO_BASE (once)"
+    "$SAPO_BIN/learner" warmstart
+  fi
+  weights=$SAPO_BASE
+else
+  weights=$model
+fi
+hash=$(cat "$weights"/*.safetensors | sha256sum | cut -d' ' -f1)
+start=$(date +%s)
+
+json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
+manifest() {
+  local settings="" v
+  for v in $(compgen -e | grep '^SAPO_' | sort); do settings+="${settings:+, }$(json_str "$v"): $(json_str "${!v}")"; done
+  {
+    printf '{"command": %s,\n' "$(json_str "scripts/experiment.sh --nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" --model $model --eval-every $every --eval-questions $per_family")"
+    printf ' "git_version": %s,\n' "$(json_str "$(git describe --always --dirty 2> /dev/null || echo unknown)")"
+    printf ' "model": %s, "model_sha256": "%s",\n' "$(json_str "$weights")" "$hash"
+    printf ' "nodes": %d, "rounds": %d, "seeds": [%s], "configs": %s,\n' "$nodes" "$rounds" "$seeds" "$(json_str "$configs")"
+    printf ' "eval_every": %d, "eval_questions_per_family": %d,\n' "$every" "$per_family"
+    printf ' "node_seed": "seed * 1000 + node index", "settings": {%s},\n' "$settings"
+    printf ' "host": %s, "cores": %d, "started": "%s"' "$(json_str "$(uname -srm)")" "$(nproc)" "$(date -u -d @"$start" +%FT%TZ)"
+    [ $# -gt 0 ] && printf ',\n "finished": "%s", "wall_seconds": %d, "seconds_per_configuration": {%s}' \
+      "$(date -u +%FT%TZ)" "$(( $(date +%s) - start ))" "$1"
+    printf '}\n'
+  } > "$exp/manifest.json"
+}
+manifest
+
+run=""
+eval_pids=()
+cleanup() {
+  for p in "${eval_pids[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
+  if [ -n "$run" ] && [ -f "$run/pids" ]; then scripts/swarm.sh stop --run "$run" > /dev/null; fi
+}
+trap 'cleanup; exit 130' INT TERM
+trap cleanup EXIT
+
+times=""
+for c in $configs; do
+  for s in "${seed_list[@]}"; do
+    run=$exp/I${c%/*}J${c#*/}/seed$s
+    t0=$(date +%s)
+    mkdir -p "$run"
+    echo "experiment: $c, seed $s: $nodes nodes x $rounds rounds into $run"
+    scripts/swarm.sh start --nodes "$nodes" --ij "$c" --rounds "$rounds" --run "$run" --seed "$s" > "$run.log" 2>&1 ||
+      { cat "$run.log" >&2; exit 1; }
+    run=$(cd "$run" && pwd)
+    eval_pids=()
+    for i in $(seq 0 $((nodes - 1))); do
+      SAPO_NODE=n$i SAPO_RUN=$run/n$i SAPO_BROKER=$run/n$i SAPO_ROUNDS=$rounds SAPO_SEED=$((s * 1000 + i)) \
+        "$SAPO_BIN/evaluate" "$every" "$per_family" > "$run/n$i/eval.log" 2>&1 < /dev/null &
+      eval_pids+=($!)
+    done
+    while :; do
+      alive=0
+      while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$run/pids"
+      [ $alive = 0 ] && break
+      printf '\r  %s' "$(scripts/swarm.sh progress --run "$run" | cut -c1-150)"
+      sleep 5
+    done
+    echo
+    scripts/swarm.sh stop --run "$run" > /dev/null
+    # an evaluator finishes the last round it was sent, then exits
+    for p in "${eval_pids[@]}"; do
+      for _ in $(seq 300); do kill -0 "$p" 2> /dev/null || break; sleep 1; done
+      kill -TERM "$p" 2> /dev/null || true
+      wait "$p" 2> /dev/null || true
+    done
+    eval_pids=()
+    for i in $(seq 0 $((nodes - 1))); do
+      r=$(tail -n 1 "$run/n$i/metrics.jsonl" 2> /dev/null | grep -o '"round":[0-9]*' | cut -d: -f2)
+      [ "${r:-0}" -ge "$rounds" ] || { echo "experiment: node n$i of $c seed $s stopped at round ${r:-0} of $rounds (see $run/n$i/node.log)" >&2; exit 1; }
+    done
+    times+="${times:+, }\"$c seed $s\": $(( $(date +%s) - t0 ))"
+    run=""
+  done
+done
+manifest "$times"
+"$SAPO_BIN/study" "$exp"
+echo "experiment: done in $(( $(date +%s) - start )) s; results in $exp/results"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The controlled study end to end at --quick size with a micro random model
+# (rewards are ~0, so sharing is forced on as in t_node.sh): two
+# configurations x two seeds x two nodes through scripts/experiment.sh, then
+# every output file and its shape: the manifest (git version, model hash,
+# wall time), per-node metrics and evaluation lines, rewards.tsv,
+# cumulative.tsv (each value the sum of that run's rows in rewards.tsv),
+# the summary's tables and the PNGs.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+for p in broker learner sampler generator verifier evaluate study; do
+  [ -x "$bin/$p" ] || { echo "SKIP experiment: $bin/$p not built"; exit 0; }
+done
+for c in redis-server foreman gnuplot; do
+  command -v $c > /dev/null || { echo "SKIP experiment: $c not installed"; exit 0; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check() { if eval "$2"; then echo "PASS experiment_$1"; else echo "FAIL experiment_$1"; fi; }
+export SAPO_BIN=$bin
+
+out=$(scripts/experiment.sh --rounds two 2>&1); rc=$?
+check bad_flag '[ $rc = 2 ] && [ "$out" = "experiment: --rounds: '\''two'\'' is not a positive integer" ]'
+
+cat > "$tmp/micro.json" <<'JSON'
+{"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+ "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 264, "rope_theta": 10000.0,
+ "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "max_position_embeddings": 1024, "eos_token_id": 256}
+JSON
+"$bin/learner" init "$tmp/micro.json" "$tmp/micro" 2> "$tmp/init.log" || { cat "$tmp/init.log"; echo "FAIL experiment_init"; exit 1; }
+exp=$tmp/exp
+SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=t$$ \
+  scripts/experiment.sh --quick --configs "4/0 2/2" --seeds 1,2 --rounds 3 --eval-every 2 --eval-questions 2 \
+  --model "$tmp/micro" --run "$exp" > "$tmp/out.log" 2>&1
+rc=$?
+check runs '[ $rc = 0 ] || { tail -20 "$tmp/out.log"; false; }'
+
+m=$exp/manifest.json
+hash=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1)
+check manifest '[ -f "$m" ] && grep -q "\"model_sha256\": \"$hash\"" "$m" && grep -q "\"git_version\": \"[0-9a-f]" "$m" &&
+  grep -q "\"wall_seconds\": [0-9]" "$m" && grep -q "\"seeds\": \[1,2\]" "$m" && grep -q "\"SAPO_L\": \"4\"" "$m"'
+
+ok=1
+for c in I4J0 I2J2; do
+  for s in 1 2; do
+    for n in n0 n1; do
+      d=$exp/$c/seed$s/$n
+      [ "$(wc -l < "$d/metrics.jsonl")" = 3 ] || { echo "$d/metrics.jsonl: not 3 rounds"; ok=0; }
+      # rounds 0 (the base policy), 2 and 3 (the last)
+      [ "$(grep -o '"round":[0-9]*' "$d/eval.jsonl" | cut -d: -f2 | tr '\n' ' ')" = "0 2 3 " ] ||
+        { echo "$d/eval.jsonl: rounds $(grep -o '"round":[0-9]*' "$d/eval.jsonl" | tr '\n' ' ')"; ok=0; }
+      grep -q '"pass1":[0-9.]*,"score":[0-9.e-]*,"questions":[0-9]*,"families":{"basic_arithmetic"' "$d/eval.jsonl" ||
+        { echo "$d/eval.jsonl: no pass1/families"; ok=0; }
+    done
+  done
+done
+check node_files '[ $ok = 1 ]'
+
+r=$exp/results
+check rewards_tsv '[ "$(head -1 "$r/rewards.tsv")" = "$(printf "config\tseed\tnode\tround\treward")" ] &&
+  [ "$(wc -l < "$r/rewards.tsv")" = $((1 + 2 * 2 * 2 * 3)) ]'
+# each cumulative value is the sum over nodes and rounds of that run's rewards
+sums=$(awk -F'\t' 'NR > 1 { s[$1 " " $2] += $5 } END { for (k in s) printf "%s %.4f\n", k, s[k] }' "$r/rewards.tsv" | sort)
+cums=$(awk -F'\t' 'NR > 1 { printf "%s %s %.4f\n", $1, $2, $5 }' "$r/cumulative.tsv" | sort)
+check cumulative_tsv '[ "$(wc -l < "$r/cumulative.tsv")" = 5 ] && [ "$sums" = "$cums" ] &&
+  awk -F"\t" "NR > 1 && (\$3 != 2 || \$4 != 3) { exit 1 }" "$r/cumulative.tsv"'
+check summary 'grep -q "^| 4/0 | 2 | 3 | 2 | .* | 1 | n/a | n/a |$" "$r/summary.md" &&
+  grep -qE "^\| 2/2 \| 2 \| 3 \| 2 \| .* \| ([0-9.]+|n/a) \| ([0-9.e-]+|n/a) \| ([0-9.e-]+|n/a) \|$" "$r/summary.md" &&
+  grep -q "^### 2/2 nodes against 4/0 (isolated) nodes" "$r/summary.md" &&
+  [ "$(grep -cE "^\| [023] \| [0-9.]+ \(4\) \| [0-9.]+ \(4\) \|" "$r/summary.md")" = 3 ] &&
+  grep -q "^- model_sha256: \`$hash\`" "$r/summary.md"'
+ok=1
+for p in moving_average cumulative grid evaluation; do
+  [ "$(head -c 4 "$r/$p.png" | od -An -c | tr -d ' ')" = "211PNG" ] || { echo "$r/$p.png: not a PNG"; ok=0; }
+done
+check plots '[ $ok = 1 ]'
+out=$(scripts/experiment.sh --rounds 3 --run "$exp" --model "$tmp/micro" 2>&1); rc=$?
+check no_overwrite '[ $rc = 1 ] && [ "$out" = "experiment: $exp already holds an experiment; pick another --run" ]'

@@ -1,0 +1,182 @@
+/* evaluate: a node's judge. Follows the learner's policy notices and every
+ * EVERY rounds scores the policy's greedy answer (pass@1) on held-out
+ * questions of every family in the node's task mix, one JSON line per
+ * evaluation appended to <run>/eval.jsonl; the last round (--rounds) is
+ * always scored, then it exits. Subscribes to the node's policy stream.
+ *
+ *   evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY]]   (defaults 10, 16)
+ *
+ * Held out: every node answers the same entries, drawn with a fixed
+ * evaluation seed from index 2^48 upward; training draws with the node's
+ * seed from index 0, so no entry of the evaluation set is ever trained on
+ * (an easy family can still repeat a question's text by chance). */
+#include <czmq.h>
+#include <limits.h>
+#include <string.h>
+
+#include "node/config.h"
+#include "node/policy.h"
+#include "node/version.h"
+#include "tasks/task.h"
+#include "util/log.h"
+#include "wire/wire.h"
+
+#define EVAL_SEED 0x5a905eedull
+#define EVAL_INDEX0 (1ull << 48)
+
+typedef struct {
+    const char *family;
+    task_entry_t *entries;
+    int n;
+} heldout_t;
+
+static long positive(const char *s, const char *what)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1 || v > 100000) log_fatal("%s: '%s' is not a positive integer", what, s);
+    return v;
+}
+
+/* The entries of one family, from a mix that holds only that family with
+ * the node's config for it (null for the defaults). */
+static void heldout_make(heldout_t *h, const char *family, const cJSON *config, int n)
+{
+    cJSON *spec = cJSON_CreateObject(), *fams = cJSON_AddObjectToObject(spec, "families");
+    cJSON *one = cJSON_AddObjectToObject(fams, family);
+    cJSON_AddNumberToObject(one, "weight", 1);
+    if (config) cJSON_AddItemToObject(one, "config", cJSON_Duplicate(config, 1));
+    char *text = cJSON_PrintUnformatted(spec), err[512];
+    task_mix_t *mix = task_mix_new(text, EVAL_SEED, err, sizeof err);
+    if (!mix) log_fatal("held-out %s questions: %s", family, err);
+    h->family = task_family_find(family)->name;
+    h->n = n;
+    h->entries = calloc((size_t)n, sizeof *h->entries);
+    for (int k = 0; k < n; k++)
+        if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)k, &h->entries[k], err, sizeof err) != 0)
+            log_fatal("held-out %s question %d: %s", family, k, err);
+    task_mix_destroy(&mix);
+    free(text);
+    cJSON_Delete(spec);
+}
+
+/* every family of the task mix with a weight above 0 (config.c has checked the mix) */
+static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
+{
+    heldout_t *h = calloc((size_t)task_family_count, sizeof *h);
+    int n = 0;
+    cJSON *spec = cfg->task_mix[0] ? cJSON_Parse(cfg->task_mix) : NULL;
+    const cJSON *fams = cJSON_GetObjectItemCaseSensitive(spec, "families"), *item;
+    if (!cfg->task_mix[0]) {
+        for (int i = 0; i < task_family_count; i++) heldout_make(&h[n++], task_families[i]->name, NULL, per_family);
+    } else if (!cJSON_IsObject(fams)) {
+        log_fatal("task mix (SAPO_TASK_MIX): expected {\"families\": {...}}");
+    } else {
+        cJSON_ArrayForEach(item, fams) {
+            const cJSON *w = cJSON_GetObjectItemCaseSensitive(item, "weight");
+            if (!task_family_find(item->string)) log_fatal("task mix (SAPO_TASK_MIX): unknown family %s", item->string);
+            if (n < task_family_count && !(cJSON_IsNumber(w) && w->valuedouble <= 0))
+                heldout_make(&h[n++], item->string, cJSON_GetObjectItemCaseSensitive(item, "config"), per_family);
+        }
+    }
+    cJSON_Delete(spec);
+    *out = h;
+    return n;
+}
+
+/* one evaluation: a JSON line (malloc'ed) */
+static char *evaluate(policy_t *pol, const config_t *cfg, const heldout_t *h, int nf, uint64_t round, uint64_t version)
+{
+    int64_t t0 = zclock_mono();
+    model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}, .seed = 0};
+    cJSON *j = cJSON_CreateObject(), *fams = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "node", cfg->node);
+    cJSON_AddNumberToObject(j, "round", (double)round);
+    cJSON_AddNumberToObject(j, "version", (double)version);
+    long passed = 0, total = 0;
+    double score_sum = 0;
+    for (int f = 0; f < nf; f++) {
+        long fp = 0;
+        for (int k = 0; k < h[f].n; k++) {
+            completion_t c = {0};
+            char err[512];
+            double s = 0;
+            if (policy_sample(pol, h[f].entries[k].question, 1, &gp, &c, err, sizeof err) != 0) {
+                log_error("%s held-out question %d scored 0: %s", h[f].family, k, err);
+            } else {
+                char *answer = task_extract_answer(c.text ? c.text : "");
+                s = task_score_entry(answer, &h[f].entries[k], err, sizeof err);
+                if (s < 0) log_fatal("%s held-out question %d: %s", h[f].family, k, err);
+                free(answer);
+            }
+            completion_free(&c);
+            fp += s >= 1.0;
+            score_sum += s;
+        }
+        cJSON_AddNumberToObject(fams, h[f].family, (double)fp / h[f].n);
+        passed += fp;
+        total += h[f].n;
+    }
+    cJSON_AddNumberToObject(j, "pass1", (double)passed / total);
+    cJSON_AddNumberToObject(j, "score", score_sum / total);
+    cJSON_AddNumberToObject(j, "questions", (double)total);
+    cJSON_AddItemToObject(j, "families", fams);
+    cJSON_AddNumberToObject(j, "seconds", (zclock_mono() - t0) / 1000.0);
+    cJSON_AddNumberToObject(j, "time", (double)time(NULL));
+    char *line = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return line;
+}
+
+int main(int argc, char **argv)
+{
+    config_t cfg;
+    int rc = config_load(&cfg, &argc, argv);
+    if (rc != 0) return rc < 0 ? 2 : 0;
+    log_init("evaluate", cfg.node);
+    if (argc > 3) log_fatal("usage: evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY]]");
+    long every = argc > 1 ? positive(argv[1], "EVERY") : 10;
+    int per_family = argc > 2 ? (int)positive(argv[2], "PER_FAMILY") : 16;
+    zsys_init();
+    heldout_t *h;
+    int nf = heldout_all(&cfg, per_family, &h);
+
+    char err[512], ckpt[4096] = "", path[PATH_MAX];
+    endpoints_t ep;
+    if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
+    wire_subscriber_t *sub = wire_subscriber_new(&ep, err, sizeof err);
+    if (!sub) log_fatal("%s", err);
+    snprintf(path, sizeof path, "%s/eval.jsonl", cfg.run);
+    FILE *out = fopen(path, "a");
+    if (!out) log_fatal("%s: cannot append", path);
+    log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
+
+    policy_t *pol = NULL;
+    uint64_t version = UINT64_MAX, round = 0, next = 0, done = UINT64_MAX;
+    while (!zsys_interrupted) {
+        version_follow(sub, 1000, NULL, &version, &round, ckpt, sizeof ckpt);
+        bool last = cfg.rounds && round >= (uint64_t)cfg.rounds;
+        if (version == UINT64_MAX || round == done || (round < next && !last)) continue;
+        if (pol ? policy_reload(pol, ckpt, err, sizeof err) != 0 : !(pol = policy_open(ckpt, err, sizeof err))) {
+            log_error("round %llu not evaluated: %s", (unsigned long long)round, err);
+            continue;
+        }
+        char *line = evaluate(pol, &cfg, h, nf, round, version);
+        fprintf(out, "%s\n", line);
+        fflush(out);
+        free(line);
+        done = round;
+        next = (round / (uint64_t)every + 1) * (uint64_t)every;
+        if (last) break;
+    }
+    log_info("stopping after round %llu", (unsigned long long)(done == UINT64_MAX ? 0 : done));
+    fclose(out);
+    policy_destroy(&pol);
+    wire_subscriber_destroy(&sub);
+    for (int f = 0; f < nf; f++) {
+        for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]);
+        free(h[f].entries);
+    }
+    free(h);
+    return 0;
+}

@@ -1,0 +1,529 @@
+/* study: the controlled study's report. Reads an experiment folder that
+ * scripts/experiment.sh filled, EXP/I<i>J<j>/seed<s>/<node>/metrics.jsonl
+ * (and eval.jsonl where an evaluator ran), and writes into EXP/results:
+ *   rewards.tsv      config seed node round reward (mean reward of the node's own completions)
+ *   cumulative.tsv   config seed nodes rounds cumulative (sum over nodes and rounds)
+ *   summary.md       the cumulative-reward table with each configuration's ratio to the
+ *                    J = 0 one and tests across seeds; the evaluation table with a per-round
+ *                    test of swarm nodes against isolated ones and adjusted p-values
+ *   *.dat, plots.gp and the PNGs gnuplot draws from them: moving_average, cumulative,
+ *   grid (one panel per node, as the paper's Figure 1), evaluation (pass@1 next to reward)
+ *
+ *   study EXP [--window N] */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "stats/stats.h"
+
+#define MAX_ITEMS 64
+
+typedef struct {
+    int n, cap;
+    int *round;
+    double *value;
+} series_t;
+
+typedef struct {
+    char name[64];
+    series_t reward, eval;
+} node_t;
+
+typedef struct {
+    int seed, nn;
+    node_t nodes[MAX_ITEMS];
+} seedrun_t;
+
+typedef struct {
+    int I, J, ns, max_round;
+    char dir[16];
+    seedrun_t seeds[MAX_ITEMS];
+    double cumulative[MAX_ITEMS]; /* per seed */
+} cfg_t;
+
+static char exp_dir[2048], res_dir[2100];
+
+static void series_add(series_t *s, int round, double v)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->round = realloc(s->round, (size_t)s->cap * sizeof *s->round);
+        s->value = realloc(s->value, (size_t)s->cap * sizeof *s->value);
+    }
+    s->round[s->n] = round;
+    s->value[s->n++] = v;
+}
+
+/* every line of a JSON-lines file with numbers under both keys; 0 when the file is missing */
+static int load_jsonl(const char *path, const char *value_key, series_t *s)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0;
+    while (getline(&line, &cap, f) > 0) {
+        lineno++;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round"), *v = cJSON_GetObjectItemCaseSensitive(j, value_key);
+        if (cJSON_IsNumber(r) && cJSON_IsNumber(v)) series_add(s, r->valueint, v->valuedouble);
+        else fprintf(stderr, "study: %s:%d: no round and %s, line skipped\n", path, lineno, value_key);
+        cJSON_Delete(j);
+    }
+    free(line);
+    fclose(f);
+    return s->n;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+static int cmp_node(const void *a, const void *b) { return strcmp(((const node_t *)a)->name, ((const node_t *)b)->name); }
+
+static int cmp_cfg(const void *a, const void *b)
+{
+    const cfg_t *x = a, *y = b;
+    return x->J != y->J ? x->J - y->J : y->I - x->I;
+}
+
+static void load_seed(cfg_t *c, int seed)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/seed%d", exp_dir, c->dir, seed);
+    DIR *d = opendir(path);
+    if (!d) return;
+    seedrun_t *s = &c->seeds[c->ns];
+    memset(s, 0, sizeof *s);
+    s->seed = seed;
+    struct dirent *de;
+    while ((de = readdir(d)) && s->nn < MAX_ITEMS) {
+        if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof s->nodes[0].name) continue;
+        node_t *n = &s->nodes[s->nn];
+        memset(n, 0, sizeof *n);
+        snprintf(n->name, sizeof n->name, "%s", de->d_name);
+        snprintf(path, sizeof path, "%s/%s/seed%d/%s/metrics.jsonl", exp_dir, c->dir, seed, de->d_name);
+        if (load_jsonl(path, "reward_mean", &n->reward) == 0) continue;
+        snprintf(path, sizeof path, "%s/%s/seed%d/%s/eval.jsonl", exp_dir, c->dir, seed, de->d_name);
+        load_jsonl(path, "pass1", &n->eval);
+        for (int k = 0; k < n->reward.n; k++)
+            if (n->reward.round[k] > c->max_round) c->max_round = n->reward.round[k];
+        s->nn++;
+    }
+    closedir(d);
+    if (s->nn == 0) return;
+    qsort(s->nodes, (size_t)s->nn, sizeof s->nodes[0], cmp_node);
+    c->ns++;
+}
+
+/* configurations I<i>J<j>, each with its seed<s> folders */
+static int load_experiment(cfg_t *cfgs)
+{
+    DIR *d = opendir(exp_dir);
+    if (!d) {
+        fprintf(stderr, "study: %s: %s\n", exp_dir, strerror(errno));
+        return -1;
+    }
+    int nc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && nc < MAX_ITEMS) {
+        cfg_t *c = &cfgs[nc];
+        char tail;
+        if (sscanf(de->d_name, "I%dJ%d%c", &c->I, &c->J, &tail) != 2) continue;
+        snprintf(c->dir, sizeof c->dir, "I%dJ%d", c->I, c->J);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", exp_dir, c->dir);
+        DIR *sd = opendir(path);
+        int seeds[MAX_ITEMS], n = 0;
+        struct dirent *se;
+        while (sd && (se = readdir(sd)) && n < MAX_ITEMS)
+            if (sscanf(se->d_name, "seed%d%c", &seeds[n], &tail) == 1) n++;
+        if (sd) closedir(sd);
+        qsort(seeds, (size_t)n, sizeof seeds[0], cmp_int);
+        c->ns = 0;
+        c->max_round = 0;
+        for (int k = 0; k < n; k++) load_seed(c, seeds[k]);
+        if (c->ns > 0) nc++;
+    }
+    closedir(d);
+    qsort(cfgs, (size_t)nc, sizeof cfgs[0], cmp_cfg);
+    return nc;
+}
+
+static FILE *open_out(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", res_dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "study: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+/* the node's reward in each round 1..R, NaN where it has none */
+static void node_rewards(const node_t *n, int R, double *out)
+{
+    for (int r = 0; r < R; r++) out[r] = NAN;
+    for (int k = 0; k < n->reward.n; k++)
+        if (n->reward.round[k] >= 1 && n->reward.round[k] <= R) out[n->reward.round[k] - 1] = n->reward.value[k];
+}
+
+static void fmt_p(char *buf, size_t len, double p, int ok)
+{
+    if (!ok) snprintf(buf, len, "n/a");
+    else if (p < 1e-4) snprintf(buf, len, "%.1e", p);
+    else snprintf(buf, len, "%.4f", p);
+}
+
+/* cumulative table, rewards.tsv, cumulative.tsv and the per-configuration curves */
+static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
+{
+    FILE *tsv = open_out("rewards.tsv"), *cum = open_out("cumulative.tsv");
+    if (!tsv || !cum) return -1;
+    fprintf(tsv, "config\tseed\tnode\tround\treward\n");
+    fprintf(cum, "config\tseed\tnodes\trounds\tcumulative\n");
+    for (int c = 0; c < nc; c++) {
+        cfg_t *cf = &cfgs[c];
+        int R = cf->max_round, nodes_max = 0;
+        double *sum = calloc((size_t)R + 1, sizeof *sum), *cnt = calloc((size_t)R + 1, sizeof *cnt);
+        double *node_sum = calloc((size_t)MAX_ITEMS * (R + 1), sizeof *node_sum);
+        double *node_cnt = calloc((size_t)MAX_ITEMS * (R + 1), sizeof *node_cnt);
+        double *grid = malloc((size_t)MAX_ITEMS * (R + 1) * sizeof *grid);
+        for (int s = 0; s < cf->ns; s++) {
+            seedrun_t *sr = &cf->seeds[s];
+            double *all = malloc((size_t)sr->nn * (R + 1) * sizeof *all);
+            for (int i = 0; i < sr->nn; i++) {
+                node_rewards(&sr->nodes[i], R, all + (size_t)i * R);
+                for (int r = 0; r < R; r++) {
+                    double v = all[(size_t)i * R + r];
+                    if (isnan(v)) continue;
+                    fprintf(tsv, "%d/%d\t%d\t%s\t%d\t%.6f\n", cf->I, cf->J, sr->seed, sr->nodes[i].name, r + 1, v);
+                    sum[r] += v, cnt[r] += 1;
+                    node_sum[(size_t)i * R + r] += v, node_cnt[(size_t)i * R + r] += 1;
+                }
+            }
+            if (sr->nn > nodes_max) nodes_max = sr->nn;
+            cf->cumulative[s] = stats_cumulative(all, sr->nn, R);
+            fprintf(cum, "%d/%d\t%d\t%d\t%d\t%.4f\n", cf->I, cf->J, sr->seed, sr->nn, R, cf->cumulative[s]);
+            free(all);
+        }
+        /* round, mean reward over nodes and seeds, its moving average, cumulative (seed mean) */
+        double *mean = malloc((size_t)R * sizeof *mean), *ma = malloc((size_t)R * sizeof *ma);
+        for (int r = 0; r < R; r++) mean[r] = cnt[r] ? sum[r] / cnt[r] : 0;
+        stats_moving_average(mean, R, window, ma);
+        char name[64];
+        snprintf(name, sizeof name, "ma_%s.dat", cf->dir);
+        FILE *f = open_out(name);
+        if (!f) return -1;
+        fprintf(f, "# round mean_reward moving_average cumulative\n");
+        double run = 0;
+        for (int r = 0; r < R; r++) {
+            run += sum[r] / cf->ns;
+            fprintf(f, "%d %.6f %.6f %.6f\n", r + 1, mean[r], ma[r], run);
+        }
+        fclose(f);
+        /* per node (seed mean), moving average: the grid's panels */
+        for (int i = 0; i < nodes_max; i++) {
+            for (int r = 0; r < R; r++) mean[r] = node_cnt[(size_t)i * R + r] ? node_sum[(size_t)i * R + r] / node_cnt[(size_t)i * R + r] : 0;
+            stats_moving_average(mean, R, window, grid + (size_t)i * R);
+        }
+        snprintf(name, sizeof name, "grid_%s.dat", cf->dir);
+        if (!(f = open_out(name))) return -1;
+        fprintf(f, "# round, then each node's moving average (seed mean)\n");
+        for (int r = 0; r < R; r++) {
+            fprintf(f, "%d", r + 1);
+            for (int i = 0; i < nodes_max; i++) fprintf(f, " %.6f", grid[(size_t)i * R + r]);
+            fprintf(f, "\n");
+        }
+        fclose(f);
+        free(mean), free(ma), free(sum), free(cnt), free(node_sum), free(node_cnt), free(grid);
+    }
+    fclose(tsv);
+    fclose(cum);
+
+    const cfg_t *base = NULL;
+    for (int c = 0; c < nc; c++)
+        if (cfgs[c].J == 0) base = &cfgs[c];
+    fprintf(md, "## Cumulative reward\n\nCumulative reward = the sum over nodes and rounds of the mean reward of each node's own "
+                "completions in that round; one value per seed.\n\n");
+    fprintf(md, "| I/J | nodes | rounds | seeds | cumulative reward per seed | mean | sd | per node-round | ratio to %s | "
+                "Welch p | permutation p |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+            base ? "J = 0" : "J = 0 (none run)");
+    for (int c = 0; c < nc; c++) {
+        const cfg_t *cf = &cfgs[c];
+        char seeds[1024] = "", pw[32], pp[32], ratio[32] = "n/a";
+        size_t o = 0;
+        for (int s = 0; s < cf->ns && o < sizeof seeds - 32; s++)
+            o += (size_t)snprintf(seeds + o, sizeof seeds - o, "%s%.2f", s ? ", " : "", cf->cumulative[s]);
+        double m = stats_mean(cf->cumulative, cf->ns), sd = sqrt(stats_var(cf->cumulative, cf->ns));
+        stats_welch_t w = {0, 0, 1};
+        int wok = 0, pok = 0;
+        double perm = 1;
+        if (base && base != cf) {
+            double bm = stats_mean(base->cumulative, base->ns);
+            if (bm != 0) snprintf(ratio, sizeof ratio, "%.3f", m / bm);
+            wok = stats_welch(cf->cumulative, cf->ns, base->cumulative, base->ns, &w) == 0;
+            pok = cf->ns + base->ns > 2;
+            perm = stats_permutation(cf->cumulative, cf->ns, base->cumulative, base->ns, 100000, 1);
+        } else if (base == cf) {
+            snprintf(ratio, sizeof ratio, "1");
+        }
+        fmt_p(pw, sizeof pw, w.p, wok);
+        fmt_p(pp, sizeof pp, perm, pok);
+        fprintf(md, "| %d/%d | %d | %d | %d | %s | %.2f | %.2f | %.4f | %s | %s | %s |\n", cf->I, cf->J, cf->seeds[0].nn,
+                cf->max_round, cf->ns, seeds, m, sd, m / ((double)cf->seeds[0].nn * (cf->max_round ? cf->max_round : 1)), ratio,
+                pw, pp);
+    }
+    fprintf(md, "\nTests compare each configuration's per-seed cumulative rewards with the J = 0 configuration's: Welch's "
+                "t-test (needs 2 seeds on each side) and an exact permutation test of the mean difference (its smallest "
+                "possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
+    return 0;
+}
+
+/* every round some node was evaluated at; an evaluator slower than its
+ * learner lands off the grid and makes a round with fewer nodes */
+static int eval_bins(const cfg_t *cfgs, int nc, int *bins)
+{
+    int nb = 0;
+    for (int c = 0; c < nc; c++)
+        for (int s = 0; s < cfgs[c].ns; s++)
+            for (int i = 0; i < cfgs[c].seeds[s].nn; i++) {
+                const series_t *e = &cfgs[c].seeds[s].nodes[i].eval;
+                for (int k = 0; k < e->n; k++) {
+                    int b = e->round[k], seen = 0;
+                    for (int q = 0; q < nb; q++) seen |= bins[q] == b;
+                    if (!seen && nb < 4096) bins[nb++] = b;
+                }
+            }
+    qsort(bins, (size_t)nb, sizeof bins[0], cmp_int);
+    return nb;
+}
+
+/* pass@1 of every node (every seed) of a configuration in one round */
+static int eval_values(const cfg_t *cf, int bin, double *out)
+{
+    int n = 0;
+    for (int s = 0; s < cf->ns; s++)
+        for (int i = 0; i < cf->seeds[s].nn; i++) {
+            const series_t *e = &cf->seeds[s].nodes[i].eval;
+            for (int k = 0; k < e->n; k++)
+                if (e->round[k] == bin) {
+                    out[n++] = e->value[k];
+                    break;
+                }
+        }
+    return n;
+}
+
+static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
+{
+    static int bins[4096];
+    int nb = eval_bins(cfgs, nc, bins);
+    if (nb == 0) {
+        fprintf(md, "## Evaluation\n\nNo eval.jsonl in this experiment (no evaluator ran).\n");
+        return 0;
+    }
+    double a[MAX_ITEMS * MAX_ITEMS], b[MAX_ITEMS * MAX_ITEMS];
+    for (int c = 0; c < nc; c++) {
+        char name[64];
+        snprintf(name, sizeof name, "eval_%s.dat", cfgs[c].dir);
+        FILE *f = open_out(name);
+        if (!f) return -1;
+        fprintf(f, "# round mean_pass1 sd nodes\n");
+        for (int q = 0; q < nb; q++) {
+            int n = eval_values(&cfgs[c], bins[q], a);
+            if (n) fprintf(f, "%d %.6f %.6f %d\n", bins[q], stats_mean(a, n), sqrt(stats_var(a, n)), n);
+        }
+        fclose(f);
+    }
+    const cfg_t *base = NULL;
+    for (int c = 0; c < nc; c++)
+        if (cfgs[c].J == 0) base = &cfgs[c];
+    fprintf(md, "## Evaluation (held-out pass@1, greedy)\n\nEach node's policy answers the same held-out questions of "
+                "every family of its task mix (eval_every in the run record).\n\n");
+    if (!base) {
+        fprintf(md, "No J = 0 configuration ran, so no swarm-against-isolated comparison.\n");
+        return 0;
+    }
+    for (int c = 0; c < nc; c++) {
+        const cfg_t *cf = &cfgs[c];
+        if (cf == base) continue;
+        double p[4096], holm[4096], bh[4096];
+        int ok[4096];
+        for (int q = 0; q < nb; q++) {
+            int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
+            stats_welch_t w;
+            ok[q] = stats_welch(a, na, b, nbv, &w) == 0;
+            p[q] = w.p;
+        }
+        stats_holm(p, nb, holm);
+        stats_bh(p, nb, bh);
+        fprintf(md, "### %d/%d nodes against %d/%d (isolated) nodes\n\n| round | %d/%d pass@1 (nodes) | %d/%d pass@1 (nodes) | "
+                    "difference | Welch p | Holm p | BH p |\n|---|---|---|---|---|---|---|\n",
+                cf->I, cf->J, base->I, base->J, cf->I, cf->J, base->I, base->J);
+        for (int q = 0; q < nb; q++) {
+            int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
+            char s1[32], s2[32], s3[32];
+            fmt_p(s1, sizeof s1, p[q], ok[q]);
+            fmt_p(s2, sizeof s2, holm[q], ok[q]);
+            fmt_p(s3, sizeof s3, bh[q], ok[q]);
+            fprintf(md, "| %d | %.4f (%d) | %.4f (%d) | %+.4f | %s | %s | %s |\n", bins[q], stats_mean(a, na), na,
+                    stats_mean(b, nbv), nbv, stats_mean(a, na) - stats_mean(b, nbv), s1, s2, s3);
+        }
+        fprintf(md, "\nOne Welch test per round over nodes (all seeds); Holm and Benjamini-Hochberg adjust for the %d rounds "
+                    "tested. Nodes of one swarm see each other's rollouts, so they are not independent samples.\n\n", nb);
+    }
+    return 0;
+}
+
+/* one line per configuration from its PREFIX_<config>.dat, column col */
+static void plot_configs(FILE *gp, const cfg_t *cfgs, int nc, const char *prefix, int col, const char *style)
+{
+    fprintf(gp, "plot ");
+    for (int c = 0; c < nc; c++)
+        fprintf(gp, "%s'%s/%s_%s.dat' using 1:%d with %s title '%d/%d'", c ? ", " : "", res_dir, prefix, cfgs[c].dir, col,
+                style, cfgs[c].I, cfgs[c].J);
+    fprintf(gp, "\n");
+}
+
+static int write_plots(const cfg_t *cfgs, int nc, int window, int have_eval)
+{
+    FILE *gp = open_out("plots.gp");
+    if (!gp) return -1;
+    int nodes = 0;
+    for (int c = 0; c < nc; c++)
+        for (int s = 0; s < cfgs[c].ns; s++)
+            if (cfgs[c].seeds[s].nn > nodes) nodes = cfgs[c].seeds[s].nn;
+    fprintf(gp, "set terminal pngcairo size 900,520 font ',10'\nset grid\nset xlabel 'round'\nset key top left\n");
+    fprintf(gp, "set output '%s/moving_average.png'\nset title 'mean reward per node, moving average over %d rounds'\n",
+            res_dir, window);
+    plot_configs(gp, cfgs, nc, "ma", 3, "lines lw 2");
+    fprintf(gp, "set output '%s/cumulative.png'\nset title 'cumulative reward (sum over nodes, mean over seeds)'\n", res_dir);
+    plot_configs(gp, cfgs, nc, "ma", 4, "lines lw 2");
+    int cols = nodes <= 2 ? nodes : nodes <= 4 ? 2 : 4, rows = (nodes + cols - 1) / cols;
+    fprintf(gp, "set terminal pngcairo size %d,%d font ',9'\nset output '%s/grid.png'\nunset title\n"
+                "set multiplot layout %d,%d title 'reward per node, moving average over %d rounds (mean over seeds)'\n",
+            300 * cols + 100, 240 * rows + 60, res_dir, rows, cols, window);
+    for (int i = 0; i < nodes; i++) {
+        fprintf(gp, "set title 'n%d'\n", i);
+        plot_configs(gp, cfgs, nc, "grid", i + 2, "lines");
+    }
+    fprintf(gp, "unset multiplot\n");
+    if (have_eval) {
+        fprintf(gp, "set terminal pngcairo size 1200,480 font ',10'\nset output '%s/evaluation.png'\n"
+                    "set multiplot layout 1,2\nset title 'training reward (moving average)'\n",
+                res_dir);
+        plot_configs(gp, cfgs, nc, "ma", 3, "lines lw 2");
+        fprintf(gp, "set title 'held-out pass@1 (greedy), mean over nodes'\n");
+        plot_configs(gp, cfgs, nc, "eval", 2, "linespoints lw 2");
+        fprintf(gp, "unset multiplot\n");
+    }
+    fclose(gp);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s/plots.gp'", res_dir);
+    int rc = system(cmd);
+    if (rc != 0) fprintf(stderr, "study: gnuplot failed (status %d); the data files are in %s\n", rc, res_dir);
+    return rc == 0 ? 0 : -1;
+}
+
+/* the run's record (manifest.json from experiment.sh) at the top of the summary */
+static void write_manifest(FILE *md)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", exp_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    static char text[65536];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    cJSON *j = cJSON_Parse(text);
+    if (!cJSON_IsObject(j)) {
+        fprintf(stderr, "study: %s: not a JSON object, left out of the summary\n", path);
+        cJSON_Delete(j);
+        return;
+    }
+    fprintf(md, "## Run\n\n");
+    for (const cJSON *it = j->child; it; it = it->next) {
+        char *v = cJSON_IsString(it) ? NULL : cJSON_PrintUnformatted(it);
+        fprintf(md, "- %s: `%s`\n", it->string, v ? v : it->valuestring);
+        free(v);
+    }
+    fprintf(md, "\n");
+    cJSON_Delete(j);
+}
+
+int main(int argc, char **argv)
+{
+    int window = 0;
+    const char *exp = NULL;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--window") == 0) {
+            char *end = NULL;
+            long v = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : 0;
+            if (!end || *end || v < 1 || v > 1000000) {
+                fprintf(stderr, "study: %s needs a positive integer\n", argv[a]);
+                return 2;
+            }
+            window = (int)v;
+            a++;
+        } else if (argv[a][0] == '-' || exp) {
+            fprintf(stderr, "study: unexpected '%s'\nusage: study EXP [--window N]\n", argv[a]);
+            return 2;
+        } else {
+            exp = argv[a];
+        }
+    }
+    if (!exp) {
+        fprintf(stderr, "usage: study EXP [--window N]\n");
+        return 2;
+    }
+    if (snprintf(exp_dir, sizeof exp_dir, "%s", exp) >= (int)sizeof exp_dir) {
+        fprintf(stderr, "study: experiment path longer than %zu bytes\n", sizeof exp_dir - 1);
+        return 2;
+    }
+    snprintf(res_dir, sizeof res_dir, "%s/results", exp_dir);
+    static cfg_t cfgs[MAX_ITEMS];
+    int nc = load_experiment(cfgs);
+    if (nc < 0) return 1;
+    if (nc == 0) {
+        fprintf(stderr, "study: %s: no I<i>J<j>/seed<s>/<node>/metrics.jsonl found\n", exp_dir);
+        return 1;
+    }
+    if (mkdir(res_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "study: %s: %s\n", res_dir, strerror(errno));
+        return 1;
+    }
+    int longest = 0, have_eval = 0;
+    for (int c = 0; c < nc; c++) {
+        if (cfgs[c].max_round > longest) longest = cfgs[c].max_round;
+        for (int s = 0; s < cfgs[c].ns; s++)
+            for (int i = 0; i < cfgs[c].seeds[s].nn; i++) have_eval |= cfgs[c].seeds[s].nodes[i].eval.n > 0;
+    }
+    /* the paper's window of 100 rounds, scaled down for shorter runs */
+    if (!window) window = longest >= 1000 ? 100 : longest / 10 > 1 ? longest / 10 : 1;
+    FILE *md = open_out("summary.md");
+    if (!md) return 1;
+    fprintf(md, "# Controlled study: %s\n\n", exp_dir);
+    write_manifest(md);
+    int rc = write_rewards(cfgs, nc, window, md) || write_eval(cfgs, nc, md);
+    fprintf(md, "Plots: moving_average.png (window %d), cumulative.png, grid.png%s.\n", window,
+            have_eval ? ", evaluation.png" : "");
+    fclose(md);
+    rc = rc || write_plots(cfgs, nc, window, have_eval);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/summary.md", res_dir);
+    FILE *f = fopen(path, "r");
+    char buf[2048];
+    while (f && fgets(buf, sizeof buf, f)) fputs(buf, stdout);
+    if (f) fclose(f);
+    for (int c = 0; c < nc; c++)
+        for (int s = 0; s < cfgs[c].ns; s++)
+            for (int i = 0; i < cfgs[c].seeds[s].nn; i++) {
+                node_t *n = &cfgs[c].seeds[s].nodes[i];
+                free(n->reward.round), free(n->reward.value), free(n->eval.round), free(n->eval.value);
+            }
+    return rc ? 1 : 0;
+}
