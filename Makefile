@@ -46,7 +46,7 @@ NVCCFLAGS := -std=c++17 -O2 -g -lineinfo -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=[sm_90,compute_90] -Xcompiler -Wall,-Wextra
 ifneq ($(LIB_CU),)
   CPPFLAGS += -DSAPO_HAVE_CUDA
-  LDLIBS += -lcublas -lcudart
+  LDLIBS += -lcudart -ldl
 endif
 SCHEMA_FBS := $(wildcard schemas/*.fbs)
 SCHEMA_CC := $(if $(NO_SCHEMAS),,$(wildcard schemas/*.cc))

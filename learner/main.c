@@ -68,6 +68,9 @@ int main(int argc, char **argv)
     if (!opt) log_fatal("optimizer state: see the line above");
     policy_t *ref = cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), err, sizeof err) : NULL;
     if (cfg.beta > 0 && !ref) log_fatal("reference model: %s", err);
+    if (model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0 ||
+        (ref && model_set_backend(ref->model, cfg.backend, err, sizeof err) != 0))
+        log_fatal("%s", err);
     learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
     if (!learn) log_fatal("%s", err);
     log_info("policy %s from %s at round %llu, version %llu", pol->name, source, (unsigned long long)st.round,

@@ -115,6 +115,10 @@ int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen)
     }
     memcpy(model_params(self->model), model_params(m), model_num_params(m) * sizeof(float));
     model_destroy(&m);
+    if (model_sync_device(self->model) != 0) {
+        snprintf(err, errlen, "%s: cannot copy the weights to cuda:%d", dir, model_device(self->model));
+        return -1;
+    }
     return 0;
 }
 
@@ -125,6 +129,10 @@ int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
     fs_rm_tree(tmp);
     if (mkdir(tmp, 0755) != 0) {
         snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    if (model_sync_host(self->model) != 0) {
+        snprintf(err, errlen, "%s: cannot copy the weights from cuda:%d", dir, model_device(self->model));
         return -1;
     }
     if (model_save(self->model, tmp, false, err, errlen) != 0) return -1;

@@ -7,7 +7,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <curand.h>
+#include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +35,13 @@ struct cuda_model {
     model_weights_t w, dw; /* into p and g */
     /* forward state */
     float *acts;
-    size_t acts_cap;
+    size_t acts_cap, dsc_cap, xb_cap, yb_cap, icap, fcap; /* elements allocated */
     model_acts_t a;
     model_grad_acts_t ga;
     float *dsc;          // (B, NH, T, T) attention backward scratch
     bf16 *xb, *yb;       // bf16 copies of a matmul's two inputs
     int *tokens, *targets, *pos; // (N)
     float *logp, *dlogp; // (N)
-    int icap;
     float *rope_cos, *rope_sin; // (rope_cap, HD/2)
     int rope_cap;
     int B, T;
@@ -55,6 +56,44 @@ static int cuda_fail(cudaError_t e, const char *what)
 }
 
 #define CK(call) cuda_fail((call), #call)
+
+/* cuBLAS is opened on first use: linked in, its 600 MB of libraries took
+ * 0.5-1.5 s and 200 MB to load in every process that holds the model
+ * library, GPU or not */
+static struct {
+    void *lib;
+    cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*destroy)(cublasHandle_t);
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+    cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                           const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
+                           cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+    char err[300];
+} blas_lib;
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_load(void)
+{
+    char name[64];
+    snprintf(name, sizeof name, "libcublas.so.%d", CUBLAS_VER_MAJOR);
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(blas_lib.err, sizeof blas_lib.err, "cannot open %s (%s)", name, dlerror());
+        return;
+    }
+    *(void **)&blas_lib.create = dlsym(h, "cublasCreate_v2");
+    *(void **)&blas_lib.destroy = dlsym(h, "cublasDestroy_v2");
+    *(void **)&blas_lib.set_stream = dlsym(h, "cublasSetStream_v2");
+    *(void **)&blas_lib.gemm = dlsym(h, "cublasGemmEx");
+    if (!blas_lib.create || !blas_lib.destroy || !blas_lib.set_stream || !blas_lib.gemm) {
+        snprintf(blas_lib.err, sizeof blas_lib.err, "%s lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2 "
+                 "or cublasGemmEx", name);
+        dlclose(h);
+        return;
+    }
+    blas_lib.lib = h;
+}
 
 static void blas_check(cublasStatus_t s, const char *what)
 {
@@ -81,7 +120,7 @@ static void gemm(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, const b
                  int ldb, float beta, float *C, int ldc)
 {
     const float one = 1.0f;
-    blas_check(cublasGemmEx(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one,
+    blas_check(blas_lib.gemm(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one,
                             B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
@@ -154,6 +193,14 @@ int cuda_device_check(int device, char *err, size_t errlen)
     return 0;
 }
 
+int cuda_device_name(int device, char *name, size_t len)
+{
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return -1;
+    snprintf(name, len, "%s", prop.name);
+    return 0;
+}
+
 int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, size_t errlen)
 {
     if (cuda_device_check(device, err, errlen)) return -1;
@@ -190,17 +237,23 @@ cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
         snprintf(err, errlen, "cuda:%d: out of host memory", device);
         return NULL;
     }
+    pthread_once(&blas_once, blas_load);
+    if (!blas_lib.lib) {
+        snprintf(err, errlen, "cuda:%d: %s", device, blas_lib.err);
+        free(c);
+        return NULL;
+    }
     c->m = m;
     c->device = device;
     c->n = m->n_params;
     cudaSetDevice(device);
-    bool ok = cudaStreamCreate(&c->st) == cudaSuccess && cublasCreate(&c->blas) == CUBLAS_STATUS_SUCCESS &&
+    bool ok = cudaStreamCreate(&c->st) == cudaSuccess && blas_lib.create(&c->blas) == CUBLAS_STATUS_SUCCESS &&
               cudaMalloc(&c->p, c->n * sizeof(float)) == cudaSuccess &&
               cudaMalloc(&c->g, c->n * sizeof(float)) == cudaSuccess &&
               cudaMalloc(&c->pb, c->n * sizeof(bf16)) == cudaSuccess &&
               cudaMalloc(&c->norm, sizeof(double)) == cudaSuccess;
     if (ok) {
-        cublasSetStream(c->blas, c->st);
+        blas_lib.set_stream(c->blas, c->st);
         model_weights_point(&c->w, c->p, m->sizes);
         model_weights_point(&c->dw, c->g, m->sizes);
         ok = cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st) == cudaSuccess && cuda_model_upload(c) == 0;
@@ -222,7 +275,7 @@ void cuda_model_destroy(cuda_model_t **self_p)
     void *bufs[] = {c->p, c->g, c->pb, c->am, c->av, c->norm, c->acts, c->dsc, c->xb, c->yb, c->tokens,
                     c->logp, c->rope_cos, c->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cudaFree(bufs[i]);
-    if (c->blas) cublasDestroy(c->blas);
+    if (c->blas) blas_lib.destroy(c->blas);
     if (c->st) cudaStreamDestroy(c->st);
     free(c);
     *self_p = NULL;
@@ -274,9 +327,14 @@ static int rope_ensure(cuda_model_t *c, int T)
 // ----------------------------------------------------------------------------
 // workspaces
 
+/* lm_head rows per chunk: about 64M logits unless the model sets its own
+ * chunk (the CPU's 4M would cut a 150k vocabulary into matmuls of 27 rows) */
 static size_t chunk_rows(const cuda_model_t *c, int N)
 {
-    return model_logits_chunk(c->m, N);
+    const model_t *m = c->m;
+    size_t rows = m->chunk > 0 ? (size_t)m->chunk : (size_t)(64u << 20) / (size_t)m->cfg.V;
+    if (rows < 1) rows = 1;
+    return rows < (size_t)N ? rows : (size_t)N;
 }
 
 /* floats of activations for B x T (pointed into base when given), and in
@@ -310,34 +368,29 @@ static size_t acts_layout(cuda_model_t *c, float *base, int B, int T, size_t *bf
     return total;
 }
 
+/* *p holds at least need elements of size bytes each, growing (contents
+ * lost) when it does not; 0 or -1 */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return 0;
+    cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    if (CK(cudaMalloc(p, need * size))) return -1;
+    *cap = need;
+    return 0;
+}
+
 static int acts_ensure(cuda_model_t *c, int B, int T)
 {
     size_t bfn, need = acts_layout(c, NULL, B, T, &bfn), N = (size_t)B * T;
-    const model_config_t *cf = &c->m->cfg;
-    if (need > c->acts_cap) {
-        cudaFree(c->acts);
-        cudaFree(c->dsc);
-        cudaFree(c->xb);
-        cudaFree(c->yb);
-        c->acts = c->dsc = NULL;
-        c->xb = c->yb = NULL;
-        c->acts_cap = 0;
-        size_t ds = (size_t)B * cf->NH * T * T;
-        if (CK(cudaMalloc(&c->acts, need * sizeof(float))) || CK(cudaMalloc(&c->dsc, ds * sizeof(float))) ||
-            CK(cudaMalloc(&c->xb, bfn * sizeof(bf16))) || CK(cudaMalloc(&c->yb, bfn * sizeof(bf16))))
-            return -1;
-        c->acts_cap = need;
-    }
-    if ((int)N > c->icap) {
-        cudaFree(c->tokens);
-        cudaFree(c->logp);
-        c->tokens = NULL;
-        c->logp = NULL;
-        c->icap = 0;
-        if (CK(cudaMalloc(&c->tokens, 3 * N * sizeof(int))) || CK(cudaMalloc(&c->logp, 2 * N * sizeof(float))))
-            return -1;
-        c->icap = (int)N;
-    }
+    size_t ds = (size_t)B * c->m->cfg.NH * T * T;
+    if (grow((void **)&c->acts, &c->acts_cap, need, sizeof(float)) ||
+        grow((void **)&c->dsc, &c->dsc_cap, ds, sizeof(float)) ||
+        grow((void **)&c->xb, &c->xb_cap, bfn, sizeof(bf16)) || grow((void **)&c->yb, &c->yb_cap, bfn, sizeof(bf16)) ||
+        grow((void **)&c->tokens, &c->icap, 3 * N, sizeof(int)) ||
+        grow((void **)&c->logp, &c->fcap, 2 * N, sizeof(float)))
+        return -1;
     acts_layout(c, c->acts, B, T, &bfn);
     c->targets = c->tokens + N;
     c->pos = c->tokens + 2 * N;

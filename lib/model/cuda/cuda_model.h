@@ -25,6 +25,9 @@ typedef struct cuda_model cuda_model_t;
 /* 0 when device N can be used, else -1 with the CUDA error in err */
 int cuda_device_check(int device, char *err, size_t errlen);
 
+/* the device's name (as nvidia-smi shows it) into name; 0 or -1 */
+int cuda_device_name(int device, char *name, size_t len);
+
 /* the uniforms [0, n) of seed's stream drawn by cuRAND on device N (a
  * Philox4_32_10 device generator): rng_uniform's numbers, on the GPU */
 int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, size_t errlen);
