@@ -29,16 +29,19 @@ struct cuda_model {
     cublasHandle_t blas;
     size_t n;            /* parameters */
     float *p, *g;        // (n) fp32 master parameters, gradients
-    bf16 *pb;            // (n) bf16 copy
+    bf16 *wb;            // (n) bf16 copy
     float *am, *av;      // (n) AdamW moments, allocated by the first step
     double *norm;        // (1) clip's sum of squares
     model_weights_t w, dw; /* into p and g */
     /* forward state */
     float *acts;
-    size_t acts_cap, dsc_cap, xb_cap, yb_cap, icap, fcap; /* elements allocated */
+    size_t acts_cap, dsc_cap, pb_cap, hb_cap, hf_cap, xb_cap, yb_cap, icap, fcap; /* elements allocated */
     model_acts_t a;
     model_grad_acts_t ga;
     float *dsc;          // (B, NH, T, T) attention backward scratch
+    bf16 *pb;            // (B, NH, T, T) probabilities, then their gradient, in bf16
+    bf16 *hb;            // (4, B, NH, T, HD) q, k, v, dy by head
+    float *hf;           // (3, B, NH, T, HD) y, or dq, dk, dv, by head
     bf16 *xb, *yb;       // bf16 copies of a matmul's two inputs
     int *tokens, *targets, *pos; // (N)
     float *logp, *dlogp; // (N)
@@ -68,6 +71,10 @@ static struct {
     cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
                            const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*gemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                   const void *, const void *, cudaDataType, int, long long, const void *,
+                                   cudaDataType, int, long long, const void *, void *, cudaDataType, int, long long,
+                                   int, cublasComputeType_t, cublasGemmAlgo_t);
     char err[300];
 } blas_lib;
 
@@ -86,9 +93,10 @@ static void blas_load(void)
     *(void **)&blas_lib.destroy = dlsym(h, "cublasDestroy_v2");
     *(void **)&blas_lib.set_stream = dlsym(h, "cublasSetStream_v2");
     *(void **)&blas_lib.gemm = dlsym(h, "cublasGemmEx");
-    if (!blas_lib.create || !blas_lib.destroy || !blas_lib.set_stream || !blas_lib.gemm) {
-        snprintf(blas_lib.err, sizeof blas_lib.err, "%s lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2 "
-                 "or cublasGemmEx", name);
+    *(void **)&blas_lib.gemm_batched = dlsym(h, "cublasGemmStridedBatchedEx");
+    if (!blas_lib.create || !blas_lib.destroy || !blas_lib.set_stream || !blas_lib.gemm || !blas_lib.gemm_batched) {
+        snprintf(blas_lib.err, sizeof blas_lib.err, "%s lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, "
+                 "cublasGemmEx or cublasGemmStridedBatchedEx", name);
         dlclose(h);
         return;
     }
@@ -107,7 +115,7 @@ static unsigned grid_for(size_t n)
 }
 
 /* the bf16 twin of an fp32 parameter pointer */
-static const bf16 *bw(const cuda_model_t *c, const float *fp) { return c->pb + (fp - c->p); }
+static const bf16 *bw(const cuda_model_t *c, const float *fp) { return c->wb + (fp - c->p); }
 
 static void to_bf16(cuda_model_t *c, bf16 *out, const float *in, size_t n)
 {
@@ -124,6 +132,18 @@ static void gemm(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, const b
                             B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
+}
+
+/* gemm over batch matrices strideA, strideB, strideC elements apart, with
+ * alpha */
+static void gemm_batched(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, float alpha, const bf16 *A, int lda,
+                         long long sa, const bf16 *B, int ldb, long long sb, float *C, int ldc, long long sc, int batch)
+{
+    const float zero = 0.0f;
+    blas_check(blas_lib.gemm_batched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+                                     &alpha, B, CUDA_R_16BF, ldb, sb, A, CUDA_R_16BF, lda, sa, &zero, C, CUDA_R_32F,
+                                     ldc, sc, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
 }
 
 /* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
@@ -169,10 +189,67 @@ static void swiglu(cuda_model_t *c, float *h, const float *g, const float *u, si
     swiglu_forward_kernel<<<grid_for(n), 256, 0, c->st>>>(h, g, u, n);
 }
 
-/* attention blocks: threads for the longer of a row's positions and HD */
-static int attn_threads(int P)
+static void heads_split(cuda_model_t *c, bf16 *out, const float *in, int B, int T, int H)
 {
-    return P >= 256 ? 256 : (P >= 128 ? 128 : 64);
+    const model_config_t *cf = &c->m->cfg;
+    heads_split_kernel<<<grid_for((size_t)B * cf->NH * T * cf->HD), 256, 0, c->st>>>(out, in, B, T, H, cf->NH, cf->HD);
+}
+
+static void heads_merge(cuda_model_t *c, float *out, const float *in, int B, int T, int H)
+{
+    const model_config_t *cf = &c->m->cfg;
+    heads_merge_kernel<<<grid_for((size_t)B * T * H * cf->HD), 256, 0, c->st>>>(out, in, B, T, H, cf->NH, cf->HD);
+}
+
+/* causal GQA attention as forward.c's: q (B, T, NH, HD), k and v
+ * (B, T, NKV, HD); att (B, NH, T, T) keeps the probabilities; y (B, T,
+ * NH, HD). The heads go to (B, NH, T, HD) in bf16, keys and values
+ * repeated per query head, so scores and mixes are two batched matmuls
+ * (the masked half is computed and thrown away: tensor cores still win) */
+static void attention_forward(cuda_model_t *c, float *y, float *att, const float *q, const float *k, const float *v,
+                              int B, int T)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int NH = cf->NH, HD = cf->HD, BH = B * NH;
+    size_t hs = (size_t)BH * T * HD;
+    bf16 *qh = c->hb, *kh = qh + hs, *vh = kh + hs;
+    heads_split(c, qh, q, B, T, NH);
+    heads_split(c, kh, k, B, T, cf->NKV);
+    heads_split(c, vh, v, B, T, cf->NKV);
+    gemm_batched(c, false, true, T, T, HD, 1.0f / sqrtf((float)HD), qh, HD, (long long)T * HD, kh, HD,
+                 (long long)T * HD, att, T, (long long)T * T, BH);
+    causal_softmax_kernel<<<BH * T, 128, 0, c->st>>>(att, c->pb, T);
+    gemm_batched(c, false, false, T, HD, T, 1.0f, c->pb, T, (long long)T * T, vh, HD, (long long)T * HD, c->hf, HD,
+                 (long long)T * HD, BH);
+    heads_merge(c, y, c->hf, B, T, NH);
+}
+
+/* dq (B, T, NH, HD), dk and dv (B, T, NKV, HD) written, not accumulated;
+ * the key/value gradients of a group's query heads add up in heads_merge */
+static void attention_backward(cuda_model_t *c, float *dq, float *dk, float *dv, const float *dy, const float *att,
+                               const float *q, const float *k, const float *v, int B, int T)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int NH = cf->NH, HD = cf->HD, BH = B * NH;
+    size_t hs = (size_t)BH * T * HD;
+    long long sT = (long long)T * T, sH = (long long)T * HD;
+    bf16 *qh = c->hb, *kh = qh + hs, *vh = kh + hs, *dyh = vh + hs;
+    float *dqh = c->hf, *dkh = dqh + hs, *dvh = dkh + hs;
+    heads_split(c, qh, q, B, T, NH);
+    heads_split(c, kh, k, B, T, cf->NKV);
+    heads_split(c, vh, v, B, T, cf->NKV);
+    heads_split(c, dyh, dy, B, T, NH);
+    to_bf16(c, c->pb, att, (size_t)BH * T * T);
+    // dv = p^T . dy ; dp = dy . v^T
+    gemm_batched(c, true, false, T, HD, T, 1.0f, c->pb, T, sT, dyh, HD, sH, dvh, HD, sH, BH);
+    gemm_batched(c, false, true, T, T, HD, 1.0f, dyh, HD, sH, vh, HD, sH, c->dsc, T, sT, BH);
+    causal_softmax_backward_kernel<<<BH * T, 128, 0, c->st>>>(c->pb, c->dsc, att, T, 1.0f / sqrtf((float)HD));
+    // dq = ds . k ; dk = ds^T . q
+    gemm_batched(c, false, false, T, HD, T, 1.0f, c->pb, T, sT, kh, HD, sH, dqh, HD, sH, BH);
+    gemm_batched(c, true, false, T, HD, T, 1.0f, c->pb, T, sT, qh, HD, sH, dkh, HD, sH, BH);
+    heads_merge(c, dq, dqh, B, T, NH);
+    heads_merge(c, dk, dkh, B, T, cf->NKV);
+    heads_merge(c, dv, dvh, B, T, cf->NKV);
 }
 
 // ----------------------------------------------------------------------------
@@ -250,7 +327,7 @@ cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
     bool ok = cudaStreamCreate(&c->st) == cudaSuccess && blas_lib.create(&c->blas) == CUBLAS_STATUS_SUCCESS &&
               cudaMalloc(&c->p, c->n * sizeof(float)) == cudaSuccess &&
               cudaMalloc(&c->g, c->n * sizeof(float)) == cudaSuccess &&
-              cudaMalloc(&c->pb, c->n * sizeof(bf16)) == cudaSuccess &&
+              cudaMalloc(&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
               cudaMalloc(&c->norm, sizeof(double)) == cudaSuccess;
     if (ok) {
         blas_lib.set_stream(c->blas, c->st);
@@ -272,7 +349,7 @@ void cuda_model_destroy(cuda_model_t **self_p)
     if (!c) return;
     cudaSetDevice(c->device);
     if (c->st) cudaStreamSynchronize(c->st);
-    void *bufs[] = {c->p, c->g, c->pb, c->am, c->av, c->norm, c->acts, c->dsc, c->xb, c->yb, c->tokens,
+    void *bufs[] = {c->p, c->g, c->wb, c->am, c->av, c->norm, c->acts, c->dsc, c->pb, c->hb, c->hf, c->xb, c->yb, c->tokens,
                     c->logp, c->rope_cos, c->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cudaFree(bufs[i]);
     if (c->blas) blas_lib.destroy(c->blas);
@@ -285,7 +362,7 @@ int cuda_model_upload(cuda_model_t *c)
 {
     cudaSetDevice(c->device);
     if (CK(cudaMemcpyAsync(c->p, c->m->params, c->n * sizeof(float), cudaMemcpyHostToDevice, c->st))) return -1;
-    to_bf16(c, c->pb, c->p, c->n);
+    to_bf16(c, c->wb, c->p, c->n);
     return CK(cudaStreamSynchronize(c->st));
 }
 
@@ -384,9 +461,11 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 static int acts_ensure(cuda_model_t *c, int B, int T)
 {
     size_t bfn, need = acts_layout(c, NULL, B, T, &bfn), N = (size_t)B * T;
-    size_t ds = (size_t)B * c->m->cfg.NH * T * T;
+    size_t ds = (size_t)B * c->m->cfg.NH * T * T, hs = (size_t)B * c->m->cfg.NH * T * c->m->cfg.HD;
     if (grow((void **)&c->acts, &c->acts_cap, need, sizeof(float)) ||
-        grow((void **)&c->dsc, &c->dsc_cap, ds, sizeof(float)) ||
+        grow((void **)&c->dsc, &c->dsc_cap, ds, sizeof(float)) || grow((void **)&c->pb, &c->pb_cap, ds, sizeof(bf16)) ||
+        grow((void **)&c->hb, &c->hb_cap, 4 * hs, sizeof(bf16)) ||
+        grow((void **)&c->hf, &c->hf_cap, 3 * hs, sizeof(float)) ||
         grow((void **)&c->xb, &c->xb_cap, bfn, sizeof(bf16)) || grow((void **)&c->yb, &c->yb_cap, bfn, sizeof(bf16)) ||
         grow((void **)&c->tokens, &c->icap, 3 * N, sizeof(int)) ||
         grow((void **)&c->logp, &c->fcap, 2 * N, sizeof(float)))
@@ -444,8 +523,7 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
         rope(c, q, c->pos, N, cf->NH, 1.0f);
         rope(c, k, c->pos, N, cf->NKV, 1.0f);
         float *y = a->y + nq, *xm = a->xm + nc;
-        attention_forward_kernel<<<dim3(T, cf->NH, B), attn_threads(T), (HD + T) * sizeof(float), c->st>>>(
-            y, a->att + (size_t)l * B * cf->NH * T * T, q, k, v, T, cf->NH, cf->NKV, HD);
+        attention_forward(c, y, a->att + (size_t)l * B * cf->NH * T * T, q, k, v, B, T);
         CK(cudaMemcpyAsync(xm, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
         matmul_forward(c, xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
         float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf;
@@ -514,10 +592,7 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
         matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx,
                         a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
         const float *att = a->att + (size_t)l * B * cf->NH * T * T;
-        attention_backward_q_kernel<<<dim3(T, cf->NH, B), attn_threads(T), T * sizeof(float), c->st>>>(
-            ga->dq, c->dsc, ga->dy, att, a->k + nk, a->v + nk, T, cf->NH, cf->NKV, HD);
-        attention_backward_kv_kernel<<<dim3(T, cf->NKV, B), HD < 32 ? 32 : (HD + 31) / 32 * 32, 0, c->st>>>(
-            ga->dk, ga->dv, c->dsc, att, ga->dy, a->q + nq, T, cf->NH, cf->NKV, HD);
+        attention_backward(c, ga->dq, ga->dk, ga->dv, ga->dy, att, a->q + nq, a->k + nk, a->v + nk, B, T);
         rope(c, ga->dq, c->pos, N, cf->NH, -1.0f);
         rope(c, ga->dk, c->pos, N, cf->NKV, -1.0f);
         float *dq = ga->dq, *dk = ga->dk;
@@ -584,7 +659,7 @@ float cuda_model_step(cuda_model_t *c, const adamw_params_t *p, long step, float
                                                               1.0f);
         at = hi > at ? hi : at;
     }
-    to_bf16(c, c->pb, c->p, c->n);
+    to_bf16(c, c->wb, c->p, c->n);
     CK(cudaStreamSynchronize(c->st));
     return norm;
 }

@@ -171,13 +171,89 @@ __global__ void rmsnorm_backward_kernel(float *dinp, float *dw, const float *dou
 }
 
 // ----------------------------------------------------------------------------
-// attention
+// attention: a batch's scores and mixes are cuBLAS batched matmuls over
+// (B * NH) heads laid out (B, NH, T, HD); these kernels move heads in and
+// out of that layout and run the causal softmax and its backward
 
-/* softmax(q . k_t * scale) over t < P, then y = sum_t p_t v_t, for one
- * query row q (HD) against keys and values KS floats apart; p lands in
- * prow (zeros up to Tpad) when given. Dynamic shared memory: HD + P floats */
-__device__ void attend(float *y, float *prow, int Tpad, const float *q, const float *kb, const float *vb,
-                       int KS, int P, int HD, float scale, float *smem)
+/* (B, T, H, HD) fp32 -> (B, NH, T, HD) bf16, each of the H input heads
+ * repeated NH / H times (GQA: a key/value head for each query head) */
+__global__ void heads_split_kernel(bf16 *out, const float *in, int B, int T, int H, int NH, int HD)
+{
+    size_t n = (size_t)B * NH * T * HD;
+    int rep = NH / H;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int d = (int)(i % HD);
+        size_t r = i / HD;
+        int t = (int)(r % T);
+        r /= T;
+        int h = (int)(r % NH), b = (int)(r / NH);
+        out[i] = __float2bfloat16_rn(in[(((size_t)b * T + t) * H + h / rep) * HD + d]);
+    }
+}
+
+/* (B, NH, T, HD) -> (B, T, H, HD), each group of NH / H heads summed
+ * (the gradient of heads_split; a plain transpose when H = NH) */
+__global__ void heads_merge_kernel(float *out, const float *in, int B, int T, int H, int NH, int HD)
+{
+    size_t n = (size_t)B * T * H * HD;
+    int rep = NH / H;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int d = (int)(i % HD);
+        size_t r = i / HD;
+        int h = (int)(r % H);
+        r /= H;
+        int t = (int)(r % T), b = (int)(r / T);
+        float s = 0;
+        for (int j = 0; j < rep; j++) s += in[(((size_t)b * NH + h * rep + j) * T + t) * HD + d];
+        out[i] = s;
+    }
+}
+
+/* rows of scores (B * NH * T, T), already scaled, become causal softmax
+ * probabilities in place (zero above the diagonal); pb gets them in bf16
+ * for the next matmul. One block per row */
+__global__ void causal_softmax_kernel(float *s, bf16 *pb, int T)
+{
+    __shared__ float sh[32];
+    size_t row = blockIdx.x;
+    int t = (int)(row % T);
+    float *r = s + row * T;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j <= t; j += blockDim.x) mx = fmaxf(mx, r[j]);
+    mx = block_max(mx, sh);
+    float sum = 0;
+    for (int j = threadIdx.x; j <= t; j += blockDim.x) {
+        r[j] = expf(r[j] - mx);
+        sum += r[j];
+    }
+    float inv = 1.0f / block_sum(sum, sh);
+    for (int j = threadIdx.x; j < T; j += blockDim.x) {
+        float p = j <= t ? r[j] * inv : 0.0f;
+        r[j] = p;
+        pb[row * T + j] = __float2bfloat16_rn(p);
+    }
+}
+
+/* ds = p (dp - sum_j p_j dp_j) scale per row, in bf16 for the matmuls
+ * that take it to dq and dk */
+__global__ void causal_softmax_backward_kernel(bf16 *ds, const float *dp, const float *p, int T, float scale)
+{
+    __shared__ float sh[32];
+    size_t row = blockIdx.x;
+    int t = (int)(row % T);
+    const float *pr = p + row * T, *dr = dp + row * T;
+    float dot = 0;
+    for (int j = threadIdx.x; j <= t; j += blockDim.x) dot += pr[j] * dr[j];
+    dot = block_sum(dot, sh);
+    for (int j = threadIdx.x; j < T; j += blockDim.x)
+        ds[row * T + j] = __float2bfloat16_rn(j <= t ? pr[j] * (dr[j] - dot) * scale : 0.0f);
+}
+
+/* softmax(q . k_t * scale) over the P cached positions, then y = sum_t
+ * p_t v_t, for one query row q (HD) against keys and values KS floats
+ * apart. Dynamic shared memory: HD + P floats */
+__device__ void attend(float *y, const float *q, const float *kb, const float *vb, int KS, int P, int HD,
+                       float scale, float *smem)
 {
     __shared__ float sh[32];
     float *qs = smem, *s = smem + HD;
@@ -197,88 +273,13 @@ __device__ void attend(float *y, float *prow, int Tpad, const float *q, const fl
         s[t] = expf(s[t] - mx);
         sum += s[t];
     }
-    sum = block_sum(sum, sh);
-    float inv = 1.0f / sum;
-    for (int t = threadIdx.x; t < P; t += blockDim.x) {
-        s[t] *= inv;
-        if (prow) prow[t] = s[t];
-    }
-    if (prow)
-        for (int t = P + threadIdx.x; t < Tpad; t += blockDim.x) prow[t] = 0;
+    float inv = 1.0f / block_sum(sum, sh);
+    for (int t = threadIdx.x; t < P; t += blockDim.x) s[t] *= inv;
     __syncthreads();
     for (int i = threadIdx.x; i < HD; i += blockDim.x) {
         float acc = 0;
         for (int t = 0; t < P; t++) acc += s[t] * vb[(size_t)t * KS + i];
         y[i] = acc;
-    }
-}
-
-/* causal GQA attention of a batch: grid (T, NH, B); q (B, T, NH, HD), k and
- * v (B, T, NKV, HD), att (B, NH, T, T), y (B, T, NH, HD) */
-__global__ void attention_forward_kernel(float *y, float *att, const float *q, const float *k, const float *v,
-                                         int T, int NH, int NKV, int HD)
-{
-    extern __shared__ float smem[];
-    int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z, rep = NH / NKV, KD = NKV * HD;
-    size_t qo = (((size_t)b * T + t) * NH + h) * HD, ko = (size_t)b * T * KD + (size_t)(h / rep) * HD;
-    attend(y + qo, att + (((size_t)b * NH + h) * T + t) * T, T, q + qo, k + ko, v + ko, KD, t + 1, HD,
-           rsqrtf((float)HD), smem);
-}
-
-/* one row of each (b, h): ds = p (dp - sum p dp) scale with dp = dy . v,
- * kept in dsc (B, NH, T, T); dq = ds . k. grid (T, NH, B), shared T floats */
-__global__ void attention_backward_q_kernel(float *dq, float *dsc, const float *dy, const float *att,
-                                            const float *k, const float *v, int T, int NH, int NKV, int HD)
-{
-    extern __shared__ float ds[];
-    __shared__ float sh[32];
-    int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z, rep = NH / NKV, KD = NKV * HD, P = t + 1;
-    float scale = rsqrtf((float)HD);
-    size_t qo = (((size_t)b * T + t) * NH + h) * HD, ko = (size_t)b * T * KD + (size_t)(h / rep) * HD;
-    const float *p = att + (((size_t)b * NH + h) * T + t) * T, *dyr = dy + qo;
-    float dot = 0;
-    for (int s = threadIdx.x; s < P; s += blockDim.x) {
-        const float *vr = v + ko + (size_t)s * KD;
-        float d = 0;
-        for (int i = 0; i < HD; i++) d += dyr[i] * vr[i];
-        ds[s] = d;
-        dot += p[s] * d;
-    }
-    dot = block_sum(dot, sh);
-    float *drow = dsc + (((size_t)b * NH + h) * T + t) * T;
-    for (int s = threadIdx.x; s < T; s += blockDim.x) {
-        float g = s < P ? p[s] * (ds[s] - dot) * scale : 0.0f;
-        if (s < P) ds[s] = g;
-        drow[s] = g;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < HD; i += blockDim.x) {
-        float acc = 0;
-        for (int s = 0; s < P; s++) acc += ds[s] * k[ko + (size_t)s * KD + i];
-        dq[qo + i] = acc;
-    }
-}
-
-/* key/value row s of each (b, kv head), summed over the heads of its
- * group and the queries t >= s: dv = sum p[t, s] dy_t, dk = sum ds[t, s]
- * q_t; written, not accumulated, so no atomics. grid (T, NKV, B) */
-__global__ void attention_backward_kv_kernel(float *dk, float *dv, const float *dsc, const float *att,
-                                             const float *dy, const float *q, int T, int NH, int NKV, int HD)
-{
-    int s = blockIdx.x, kh = blockIdx.y, b = blockIdx.z, rep = NH / NKV, KD = NKV * HD, QD = NH * HD;
-    for (int i = threadIdx.x; i < HD; i += blockDim.x) {
-        float ak = 0, av = 0;
-        for (int h = kh * rep; h < (kh + 1) * rep; h++) {
-            size_t ro = ((size_t)b * NH + h) * T * T;
-            for (int t = s; t < T; t++) {
-                size_t qo = ((size_t)b * T + t) * QD + (size_t)h * HD + i;
-                av += att[ro + (size_t)t * T + s] * dy[qo];
-                ak += dsc[ro + (size_t)t * T + s] * q[qo];
-            }
-        }
-        size_t o = ((size_t)b * T + s) * KD + (size_t)kh * HD + i;
-        dk[o] = ak;
-        dv[o] = av;
     }
 }
 
@@ -290,7 +291,7 @@ __global__ void attention_cached_kernel(float *y, const float *q, const float *k
     extern __shared__ float smem[];
     int r = blockIdx.x, h = blockIdx.y, rep = NH / NKV, KD = NKV * HD;
     size_t qo = ((size_t)r * NH + h) * HD, ko = (size_t)slot[r] * maxT * KD + (size_t)(h / rep) * HD;
-    attend(y + qo, NULL, 0, q + qo, kc + ko, vc + ko, KD, pos[r] + 1, HD, rsqrtf((float)HD), smem);
+    attend(y + qo, q + qo, kc + ko, vc + ko, KD, pos[r] + 1, HD, rsqrtf((float)HD), smem);
 }
 
 /* rows' keys and values into their (slot, pos) of one layer's cache */
