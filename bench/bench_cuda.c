@@ -62,16 +62,20 @@ static double train_step(model_t *m, int B, int T, int reps)
         dlogp[i] = tgt[i] >= 0 ? -1.0f / N : 0.0f;
     }
     adamw_params_t ap = adamw_params_default();
+    adamw_t *opt = adamw_new(model_num_params(m));
+    if (!opt) exit(1);
+    float norm;
     double t[16];
     for (int r = 0; r <= reps; r++) {
         double t0 = bench_now();
         model_zero_grad(m);
         if (model_forward(m, tok, tgt, B, T, 1.0f, logp, NULL)) exit(1);
         model_backward(m, dlogp);
-        cuda_model_step(m->cuda, &ap, r + 1, 1.0f, NULL, 0);
+        if (model_optimizer_step(m, opt, &ap, 1.0f, &norm)) exit(1);
         if (r) t[r - 1] = bench_now() - t0;
     }
     free(tok); free(tgt); free(logp); free(dlogp);
+    adamw_destroy(&opt);
     return bench_median(t, reps);
 }
 

@@ -70,6 +70,39 @@ static void test_backend_names(void)
     model_destroy(&m);
 }
 
+/* on the CPU model_optimizer_step is grad_clip_norm then adamw_step */
+static void test_optimizer_step_cpu(void)
+{
+    char err[300];
+    model_config_t cfg = model_config_tiny();
+    cfg.L = 1;
+    model_t *a = model_new_random(&cfg, 3, err, sizeof err), *b = model_new_random(&cfg, 3, err, sizeof err);
+    EXPECT(a && b);
+    if (!a || !b) return;
+    size_t n = model_num_params(a);
+    adamw_t *oa = adamw_new(n), *ob = adamw_new(n);
+    adamw_params_t ap = adamw_params_default();
+    int tokens[2 * 8], targets[2 * 8];
+    for (int i = 0; i < 16; i++) tokens[i] = 'a' + (i * 7) % 26;
+    for (int i = 0; i < 16; i++) targets[i] = i % 8 == 7 ? -1 : tokens[i + 1];
+    for (int step = 0; step < 2; step++) {
+        model_zero_grad(a);
+        model_zero_grad(b);
+        EXPECT(model_cross_entropy(a, tokens, targets, 2, 8) > 0);
+        EXPECT(model_cross_entropy(b, tokens, targets, 2, 8) > 0);
+        float na, nb = grad_clip_norm(model_grads(b), n, 0.1f);
+        adamw_step(ob, &ap, model_params(b), model_grads(b));
+        EXPECT(model_optimizer_step(a, oa, &ap, 0.1f, &na) == 0);
+        EXPECT(na == nb);
+        EXPECT(memcmp(model_params(a), model_params(b), n * sizeof(float)) == 0);
+    }
+    EXPECT(adamw_steps(oa) == 2);
+    adamw_destroy(&oa);
+    adamw_destroy(&ob);
+    model_destroy(&a);
+    model_destroy(&b);
+}
+
 #ifdef SAPO_HAVE_CUDA
 
 static uint64_t lcg(uint64_t *s)
@@ -260,12 +293,13 @@ static void test_forward_backward(void)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_forward_backward(names[i]);
 }
 
-/* cross-entropy steps, each copy with its own optimizer: AdamW on the
- * host for the CPU copy, on the device for the GPU copy. The device step
- * must equal adamw_step on the same gradients; the two trainings' losses
- * stay together (their gradients differ by bf16 rounding, and AdamW's
- * first steps move every weight by about lr whatever its gradient, so the
- * parameters themselves are not compared) */
+/* cross-entropy steps, each copy with its own optimizer, both through
+ * model_optimizer_step: AdamW on the host for the CPU copy, on the device
+ * for the GPU copy. Each device step must equal adamw_step on the same
+ * gradients (a host mirror), moments and step count included; the two
+ * trainings' losses stay together (their gradients differ by bf16
+ * rounding, and AdamW's first steps move every weight by about lr whatever
+ * its gradient, so their parameters are not compared) */
 static void test_train_steps(void)
 {
     NEED_DEVICE();
@@ -275,12 +309,13 @@ static void test_train_steps(void)
         return;
     }
     size_t n = p.cpu->n_params;
-    adamw_t *opt = adamw_new(n), *mirror = adamw_new(n);
+    adamw_t *oc = adamw_new(n), *og = adamw_new(n), *mirror = adamw_new(n);
     adamw_params_t ap = adamw_params_default();
     ap.lr = 3e-3f;
-    size_t nd[2] = {p.cpu->sizes[0], p.cpu->sizes[1]}; /* ln1 follows wte */
-    EXPECT(adamw_no_decay(opt, nd[0], nd[1]) == 0);
-    EXPECT(adamw_no_decay(mirror, nd[0], nd[1]) == 0);
+    /* ln1 follows wte: no decay, as the Trainer groups norms */
+    EXPECT(adamw_no_decay(oc, p.cpu->sizes[0], p.cpu->sizes[1]) == 0);
+    EXPECT(adamw_no_decay(og, p.cpu->sizes[0], p.cpu->sizes[1]) == 0);
+    EXPECT(adamw_no_decay(mirror, p.cpu->sizes[0], p.cpu->sizes[1]) == 0);
     float *want = malloc(n * sizeof(float)), *grads = malloc(n * sizeof(float));
     float first_c = 0, first_g = 0, lc = 0, lg = 0;
     for (int step = 1; step <= 4; step++) {
@@ -293,26 +328,33 @@ static void test_train_steps(void)
             first_g = lg;
             EXPECT_NEAR(lg, lc, 1e-2);
         }
-        float nc = grad_clip_norm(p.cpu->grads, n, 0.5f);
-        adamw_step(opt, &ap, p.cpu->params, p.cpu->grads);
+        float nc, ng;
+        EXPECT(model_optimizer_step(p.cpu, oc, &ap, 0.5f, &nc) == 0);
         EXPECT(model_sync_host(p.gpu) == 0);
         memcpy(want, p.gpu->params, n * sizeof(float));
         memcpy(grads, p.gpu->grads, n * sizeof(float));
         float nm = grad_clip_norm(grads, n, 0.5f);
         adamw_step(mirror, &ap, want, grads);
-        float ng = cuda_model_step(p.gpu->cuda, &ap, step, 0.5f, nd, 1);
+        EXPECT(model_optimizer_step(p.gpu, og, &ap, 0.5f, &ng) == 0);
         EXPECT_NEAR(ng, nm, 1e-5);
         if (step == 1) EXPECT_NEAR(ng, nc, 3e-2);
+        EXPECT(adamw_steps(og) == step);
         EXPECT(model_sync_host(p.gpu) == 0);
-        double worst = 0;
-        for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)p.gpu->params[i] - want[i]));
+        double worst = 0, wm = 0;
+        for (size_t i = 0; i < n; i++) {
+            worst = fmax(worst, fabs((double)p.gpu->params[i] - want[i]));
+            wm = fmax(wm, fabs((double)adamw_moment(og, 0)[i] - adamw_moment(mirror, 0)[i]));
+            wm = fmax(wm, fabs((double)adamw_moment(og, 1)[i] - adamw_moment(mirror, 1)[i]));
+        }
         EXPECTF(worst < 1e-6, "step %d: device AdamW off adamw_step by %.3g", step, worst);
+        EXPECTF(wm < 1e-6, "step %d: device moments off adamw_step's by %.3g", step, wm);
     }
     EXPECTF(lc < first_c && lg < first_g, "losses %g -> %g (CPU), %g -> %g (GPU)", first_c, lc, first_g, lg);
     EXPECT_NEAR(lg, lc, 3e-2);
     free(want);
     free(grads);
-    adamw_destroy(&opt);
+    adamw_destroy(&oc);
+    adamw_destroy(&og);
     adamw_destroy(&mirror);
     pair_close(&p);
 }
@@ -370,6 +412,7 @@ static void test_generate(void)
 int main(void)
 {
     RUN_TEST(test_backend_names);
+    RUN_TEST(test_optimizer_step_cpu);
 #ifdef SAPO_HAVE_CUDA
     RUN_TEST(test_uniform);
     RUN_TEST(test_sample);

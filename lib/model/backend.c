@@ -65,6 +65,16 @@ int model_sync_host(model_t *self)
     return 0;
 }
 
+int model_optimizer_step(model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm)
+{
+#ifdef SAPO_HAVE_CUDA
+    if (self->cuda) return cuda_model_step(self->cuda, opt, p, max_norm, norm);
+#endif
+    *norm = grad_clip_norm(self->grads, self->n_params, max_norm);
+    adamw_step(opt, p, self->params, self->grads);
+    return 0;
+}
+
 int model_sync_device(model_t *self)
 {
 #ifdef SAPO_HAVE_CUDA

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "sampling/sample.h"
+#include "train/adamw.h"
 
 #define MODEL_MAX_EOS 4
 
@@ -120,6 +121,16 @@ int model_device(const model_t *self);
  * line on stderr */
 int model_sync_host(model_t *self);
 int model_sync_device(model_t *self);
+
+/* One optimizer step where the model runs: the gradients clipped to a
+ * global norm of max_norm (<= 0: measured only, as grad_clip_norm), then
+ * AdamW with opt's state; *norm gets the norm before clipping. On the CPU
+ * that is grad_clip_norm and adamw_step. On a device both run there, on
+ * moments copied from opt at its first step there; opt's step count
+ * follows every step, its moments are brought up to date by
+ * model_sync_host (so sync before adamw_save). 0, or -1 after a line on
+ * stderr when the device fails. */
+int model_optimizer_step(model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm);
 
 /* Generation. The stop callback runs after each new token of sequence
  * seq with its tokens so far; returning true ends that sequence. */

@@ -252,17 +252,9 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
         st->grpo.clip_region = (float)(w_region / n), st->grpo.kl = (float)(w_kl / n), st->grpo.ratio = (float)(w_ratio / n);
     }
     st->loss = (float)loss;
-    /* the optimizer runs on the host: a device's gradients come down and
-     * the updated parameters go back up */
-    if (model_sync_host(m) != 0) {
-        snprintf(err, errlen, "cannot copy the gradients from cuda:%d", model_device(m));
-        goto done;
-    }
-    st->grad_norm = grad_clip_norm(model_grads(m), model_num_params(m), self->cfg->max_grad_norm);
     adamw_params_t ap = adam_params(self->cfg);
-    adamw_step(self->opt, &ap, model_params(m), model_grads(m));
-    if (model_sync_device(m) != 0) {
-        snprintf(err, errlen, "cannot copy the parameters to cuda:%d", model_device(m));
+    if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &st->grad_norm) != 0) {
+        snprintf(err, errlen, "optimizer step on cuda:%d failed (see above)", model_device(m));
         goto done;
     }
     st->tokens = total_tokens;
@@ -312,12 +304,10 @@ float learn_sft_step(learn_t *self, const char *const *questions, const char *co
         model_t *m = pol->model;
         model_zero_grad(m);
         loss = model_cross_entropy(m, tokens, targets, rows, T);
-        if (loss >= 0 && model_sync_host(m) != 0) loss = -1;
         if (loss >= 0) {
-            grad_clip_norm(model_grads(m), model_num_params(m), self->cfg->max_grad_norm);
             adamw_params_t ap = adam_params(self->cfg);
-            adamw_step(self->opt, &ap, model_params(m), model_grads(m));
-            if (model_sync_device(m) != 0) loss = -1;
+            float norm;
+            if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &norm) != 0) loss = -1;
         }
         free(tokens);
         free(targets);

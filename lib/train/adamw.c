@@ -123,6 +123,22 @@ static void update(adamw_t *self, const coef_t *c, float decay, float *params, c
     }
 }
 
+float *adamw_moment(adamw_t *self, int which) {
+    return which ? self->v : self->m;
+}
+
+void adamw_set_steps(adamw_t *self, long steps) {
+    self->step = steps;
+}
+
+size_t adamw_no_decay_ranges(const adamw_t *self, size_t *pairs, size_t max) {
+    for (size_t r = 0; r < self->n_no_decay && r < max; r++) {
+        pairs[2 * r] = self->no_decay[r].offset;
+        pairs[2 * r + 1] = self->no_decay[r].n;
+    }
+    return self->n_no_decay;
+}
+
 void adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads) {
     self->step++;
     double t = (double)self->step;

@@ -35,6 +35,14 @@ long adamw_steps(const adamw_t *self);
  * for a range past the end or overlapping an earlier one. */
 int adamw_no_decay(adamw_t *self, size_t offset, size_t n);
 
+/* The state itself, for a step taken elsewhere (on a GPU) that keeps this
+ * object as its record, the one adamw_save writes: moment 0 (m) or 1 (v),
+ * n floats each; the step count after such steps; the no-decay ranges as
+ * (offset, n) pairs, at most max of them into pairs, their count returned. */
+float *adamw_moment(adamw_t *self, int which);
+void adamw_set_steps(adamw_t *self, long steps);
+size_t adamw_no_decay_ranges(const adamw_t *self, size_t *pairs, size_t max);
+
 /* one step over params (n) with grads (n); lr may change between steps */
 void adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads);
 

@@ -31,6 +31,7 @@ struct cuda_model {
     float *p, *g;        // (n) fp32 master parameters, gradients
     bf16 *wb;            // (n) bf16 copy
     float *am, *av;      // (n) AdamW moments, allocated by the first step
+    adamw_t *opt;        /* whose moments am and av hold */
     double *norm;        // (1) clip's sum of squares
     model_weights_t w, dw; /* into p and g */
     /* forward state */
@@ -372,6 +373,10 @@ int cuda_model_download(cuda_model_t *c)
     if (CK(cudaMemcpyAsync(c->m->params, c->p, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
         CK(cudaMemcpyAsync(c->m->grads, c->g, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)))
         return -1;
+    if (c->opt &&
+        (CK(cudaMemcpyAsync(adamw_moment(c->opt, 0), c->am, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
+         CK(cudaMemcpyAsync(adamw_moment(c->opt, 1), c->av, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st))))
+        return -1;
     return CK(cudaStreamSynchronize(c->st));
 }
 
@@ -622,35 +627,54 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
 // ----------------------------------------------------------------------------
 // optimizer
 
-float cuda_model_step(cuda_model_t *c, const adamw_params_t *p, long step, float max_norm, const size_t *nodecay,
-                      int n_nodecay)
+/* the device moments hold opt's: allocated and copied up when opt is not
+ * the optimizer of the last step */
+static int moments_for(cuda_model_t *c, adamw_t *opt)
+{
+    if (c->opt == opt) return 0;
+    if (adamw_size(opt) != c->n) {
+        fprintf(stderr, "cuda:%d: optimizer state for %zu parameters, the model has %zu\n", c->device,
+                adamw_size(opt), c->n);
+        return -1;
+    }
+    if ((!c->am && (CK(cudaMalloc(&c->am, c->n * sizeof(float))) || CK(cudaMalloc(&c->av, c->n * sizeof(float))))) ||
+        CK(cudaMemcpyAsync(c->am, adamw_moment(opt, 0), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st)) ||
+        CK(cudaMemcpyAsync(c->av, adamw_moment(opt, 1), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st)))
+        return -1;
+    c->opt = opt;
+    return 0;
+}
+
+int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm_out)
 {
     cudaSetDevice(c->device);
-    if (!c->am) {
-        if (CK(cudaMalloc(&c->am, c->n * sizeof(float))) || CK(cudaMalloc(&c->av, c->n * sizeof(float)))) return NAN;
-        cudaMemsetAsync(c->am, 0, c->n * sizeof(float), c->st);
-        cudaMemsetAsync(c->av, 0, c->n * sizeof(float), c->st);
-    }
+    if (moments_for(c, opt)) return -1;
     double ss = 0;
     cudaMemsetAsync(c->norm, 0, sizeof(double), c->st);
     sumsq_kernel<<<1024, 256, 0, c->st>>>(c->norm, c->g, c->n);
-    CK(cudaMemcpyAsync(&ss, c->norm, sizeof(double), cudaMemcpyDeviceToHost, c->st));
-    CK(cudaStreamSynchronize(c->st));
+    if (CK(cudaMemcpyAsync(&ss, c->norm, sizeof(double), cudaMemcpyDeviceToHost, c->st)) ||
+        CK(cudaStreamSynchronize(c->st)))
+        return -1;
     float norm = (float)sqrt(ss);
     if (max_norm > 0.0f) {
         float coef = (float)((double)max_norm / ((double)norm + 1e-6));
         if (coef < 1.0f) scale_kernel<<<grid_for(c->n), 256, 0, c->st>>>(c->g, coef, c->n);
     }
+    long step = adamw_steps(opt) + 1;
     double t = (double)step;
     adamw_coef_t k = {
         (float)(1.0 - (double)p->lr * p->weight_decay), (float)(1.0 - (double)p->beta1), p->beta2,
         (float)(1.0 - (double)p->beta2), (float)((double)p->lr / (1.0 - pow(p->beta1, t))),
         (float)sqrt(1.0 - pow(p->beta2, t)), p->eps,
     };
-    /* decayed stretches between the no-decay ranges (ascending) */
+    /* decayed stretches between the no-decay ranges (sorted by offset) */
+    size_t nr = adamw_no_decay_ranges(opt, NULL, 0);
+    size_t *ranges = (size_t *)malloc((2 * nr + 1) * sizeof(size_t));
+    if (!ranges) return -1;
+    adamw_no_decay_ranges(opt, ranges, nr);
     size_t at = 0;
-    for (int i = 0; i <= n_nodecay; i++) {
-        size_t lo = i < n_nodecay ? nodecay[2 * i] : c->n, hi = i < n_nodecay ? lo + nodecay[2 * i + 1] : c->n;
+    for (size_t i = 0; i <= nr; i++) {
+        size_t lo = i < nr ? ranges[2 * i] : c->n, hi = i < nr ? lo + ranges[2 * i + 1] : c->n;
         if (lo > at)
             adamw_kernel<<<grid_for(lo - at), 256, 0, c->st>>>(c->p + at, c->am + at, c->av + at, c->g + at, lo - at, k,
                                                               k.decay);
@@ -659,9 +683,12 @@ float cuda_model_step(cuda_model_t *c, const adamw_params_t *p, long step, float
                                                               1.0f);
         at = hi > at ? hi : at;
     }
+    free(ranges);
     to_bf16(c, c->wb, c->p, c->n);
-    CK(cudaStreamSynchronize(c->st));
-    return norm;
+    if (CK(cudaStreamSynchronize(c->st))) return -1;
+    adamw_set_steps(opt, step);
+    *norm_out = norm;
+    return 0;
 }
 
 // ----------------------------------------------------------------------------

@@ -43,7 +43,8 @@ void cuda_model_destroy(cuda_model_t **self_p);
 
 /* host parameters to the device (fp32 master and bf16 copy); 0 or -1 */
 int cuda_model_upload(cuda_model_t *self);
-/* device parameters and gradients into the host arrays; 0 or -1 */
+/* device parameters and gradients into the host arrays, and the moments
+ * into the optimizer of the last step; 0 or -1 */
 int cuda_model_download(cuda_model_t *self);
 void cuda_model_zero_grad(cuda_model_t *self);
 
@@ -55,13 +56,12 @@ int cuda_model_generate_batch(cuda_model_t *self, const int *const *prompts, con
                               const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp,
                               int *tokens, float *logp, int *lengths);
 
-/* Global-norm clip (max_norm <= 0 measures only) and one AdamW step
- * (torch's formulas, as adamw_step) over the device parameters, step being
- * the 1-based step number; parameters in the ranges nodecay (n_nodecay
- * pairs of offset, count) get no weight decay. Returns the norm before
- * clipping; the bf16 copy is refreshed. */
-float cuda_model_step(cuda_model_t *self, const adamw_params_t *p, long step, float max_norm,
-                      const size_t *nodecay, int n_nodecay);
+/* model_optimizer_step on the device: global-norm clip and one AdamW step
+ * (adamw_step's formulas and no-decay ranges) on device moments, copied
+ * from opt when opt is not the optimizer of the last step; opt's step
+ * count follows, and cuda_model_download copies the moments into opt.
+ * The bf16 copy is refreshed. 0 or -1 */
+int cuda_model_step(cuda_model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm);
 
 /* device bytes this model holds now */
 size_t cuda_model_memory(const cuda_model_t *self);
