@@ -10,7 +10,8 @@ For each tiny random Qwen2/Qwen3 model it writes into tests/golden/model/:
   <name>.logits.f32       logits (B, T, V) of the batch, little-endian float32
   <name>.logp.f32         log_softmax(logits / temperature)[target] (B, T), 0 where target is -1
 
-  python3 tests/oracle/model_golden.py                 regenerate everything
+  python3 tests/oracle/model_golden.py                 regenerate everything; with
+      SAPO_MODEL_SAVE_DIR set, also check the folders test_model saved there
   python3 tests/oracle/model_golden.py --check NAME DIR
       load a folder that sapo saved from model NAME in transformers and compare its
       logits with the golden ones (the round trip of model_save)
@@ -171,7 +172,13 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     for i, (name, cls, kw, save, temp) in enumerate(MODELS):
         make(name, cls, kw, save, temp, 1000 + i)
-    return 0
+    # folders test_model saved there (SAPO_MODEL_SAVE_DIR) must open in transformers
+    saved = os.environ.get("SAPO_MODEL_SAVE_DIR")
+    bad = 0
+    for name, *_ in MODELS:
+        if saved and os.path.isdir(os.path.join(saved, name)):
+            bad += check(name, os.path.join(saved, name))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
