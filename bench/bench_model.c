@@ -4,6 +4,7 @@
  * same weights and threads (bench/peer_torch.py); matmul throughput of a
  * training step at hidden size 512 against the sgemm peak measured in the
  * same run; peak memory of a training step. SAPO_BENCH_QUICK=1: short. */
+#include "bench.h"
 #include "model/model_impl.h"
 
 #include <cblas.h>
@@ -16,25 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* the best of OpenBLAS's own threads and model_gemm's OpenMP split on a
  * 1024^3 sgemm */
 static double sgemm_peak(int reps, int threads)
@@ -46,12 +28,12 @@ static double sgemm_peak(int reps, int threads)
     for (int way = 0; way < 2; way++) {
         openblas_set_num_threads(way ? 1 : threads);
         for (int r = -1; r < reps; r++) {
-            double t0 = now();
+            double t0 = bench_now();
             if (way) model_gemm(false, true, n, n, n, a, n, b, n, 0, c, n);
             else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-            if (r >= 0) t[r] = now() - t0;
+            if (r >= 0) t[r] = bench_now() - t0;
         }
-        double g = 2.0 * n * n * n / median(t, reps) / 1e9;
+        double g = 2.0 * n * n * n / bench_median(t, reps) / 1e9;
         if (g > best) best = g;
     }
     free(a); free(b); free(c);
@@ -80,13 +62,13 @@ static double train_step(model_t *m, batch_t *b, int reps)
 {
     double t[16];
     for (int r = -1; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         model_zero_grad(m);
         if (model_forward(m, b->tokens, b->targets, b->B, b->T, 1.0f, b->logp, NULL)) exit(1);
         model_backward(m, b->w);
-        if (r >= 0) t[r] = now() - t0;
+        if (r >= 0) t[r] = bench_now() - t0;
     }
-    return median(t, reps);
+    return bench_median(t, reps);
 }
 
 /* median seconds to sample L completions of max_new tokens for each of Q
@@ -106,17 +88,17 @@ static double generate(model_t *m, int Q, int P, int L, int max_new, bool batche
     model_gen_params_t gp = {.max_new = max_new, .sample = {.temperature = 1, .top_k = 0, .top_p = 1}};
     double t[16];
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (int q = 0; q < Q; q++) seeds[q] = 100 * r + q;
         if (batched && model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len)) exit(1);
         for (int q = 0; !batched && q < Q; q++) {
             gp.seed = seeds[q];
             if (model_generate(m, prompts[q], P, L, &gp, tok, lp, len)) exit(1);
         }
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
     free(prompt); free(tok); free(len); free(lp);
-    return median(t, reps);
+    return bench_median(t, reps);
 }
 
 /* matmul FLOPs of one training step: the linear layers forward (2),
@@ -151,10 +133,10 @@ int main(int argc, char **argv)
         setenv("OMP_WAIT_POLICY", "passive", 1);
         execv("/proc/self/exe", argv);
     }
-    bool quick = getenv("SAPO_BENCH_QUICK") && strcmp(getenv("SAPO_BENCH_QUICK"), "0");
+    bool quick = bench_quick();
     int reps = quick ? 1 : 5, threads = omp_get_max_threads();
     char err[256];
-    printf("bench model: %d threads, OMP_WAIT_POLICY=%s%s\n", threads, getenv("OMP_WAIT_POLICY"),
+    printf("model: %d threads, OMP_WAIT_POLICY=%s%s\n", threads, getenv("OMP_WAIT_POLICY"),
            quick ? " (quick)" : "");
 
     /* tiny default: a round of 8 questions x 8 completions */
@@ -182,22 +164,14 @@ int main(int argc, char **argv)
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
     printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
            "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n", model_num_params(m), B, T, Q, L, P, NEW);
-    if (have_peer) {
-        printf("bench train_step_tiny: %.0f tokens/s (pytorch eager: %.0f tokens/s, ratio %.2f)\n",
-               train_tps, p_train, train_tps / p_train);
-        printf("bench generate_tiny: %.0f tokens/s (transformers generate: %.0f tokens/s, ratio %.2f)\n",
-               gen_tps, p_gen, gen_tps / p_gen);
-        printf("bench generate_round_tiny: %.0f tokens/s (transformers generate: %.0f tokens/s, ratio %.2f)\n",
-               genb_tps, p_genb, genb_tps / p_genb);
-    } else {
-        printf("bench train_step_tiny: %.0f tokens/s\n", train_tps);
-        printf("bench generate_tiny: %.0f tokens/s\n", gen_tps);
-        printf("bench generate_round_tiny: %.0f tokens/s\n", genb_tps);
-    }
-    printf("bench round_tiny: %.2f s (sampling %d x %d completions in one batch and one training step "
-           "over them)\n", tgb + ts, Q, L);
-    printf("bench train_step_peak_rss_tiny: %.0f MiB (process peak after the training steps, batch %d x %d)\n",
-           ru.ru_maxrss / 1024.0, B, T);
+    bench_line("train_step_tiny", train_tps, "tokens/s", have_peer ? "pytorch eager" : NULL, p_train, "tokens/s");
+    bench_line("generate_tiny", gen_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_gen, "tokens/s");
+    bench_line("generate_round_tiny", genb_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_genb,
+               "tokens/s");
+    /* a round: its completions sampled in one batch, one training step over them */
+    bench_line("round_tiny", tgb + ts, "s", NULL, 0, NULL);
+    /* process peak after the training steps (before any sampling) */
+    bench_line("train_step_peak_rss_tiny", ru.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
     batch_free(&b);
     model_destroy(&m);
 
@@ -210,8 +184,7 @@ int main(int argc, char **argv)
     double peak = sgemm_peak(quick ? 3 : 9, threads);
     double tw = train_step(m, &b, reps);
     double gflops = step_flops(&w, b.B * b.T) / tw / 1e9;
-    printf("bench matmul_train_step_h512: %.1f GFLOP/s (sgemm peak 1024^3: %.1f GFLOP/s, ratio %.2f)\n",
-           gflops, peak, gflops / peak);
+    bench_line("matmul_train_step_h512", gflops, "GFLOP/s", "sgemm peak 1024^3", peak, "GFLOP/s");
     batch_free(&b);
     model_destroy(&m);
     return 0;
