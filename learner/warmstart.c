@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,9 @@
 #include "util/log.h"
 
 #define SFT_BATCH 16
-#define EVAL_PER_FAMILY 8
+#define SFT_LR 3e-3f
+#define SFT_WARMUP 20
+#define EVAL_QUESTIONS 200
 /* question indices of the warm start and of its evaluation never meet
  * those of RL rounds (which count up from 0) */
 #define SFT_INDEX0 (1ull << 40)
@@ -30,34 +33,49 @@ static char *answer_text(const char *answer)
     return s;
 }
 
-/* greedy pass@1 per family on held-out questions, as a JSON object */
-static cJSON *evaluate(policy_t *pol, const config_t *cfg)
+/* greedy pass@1 per family of the mix on held-out questions drawn as RL
+ * draws them, as a JSON object; "mean" is over all of them */
+static cJSON *evaluate(policy_t *pol, const task_mix_t *mix, const config_t *cfg)
 {
-    cJSON *acc = cJSON_CreateObject();
+    double *sum = calloc((size_t)task_family_count, sizeof *sum);
+    int *count = calloc((size_t)task_family_count, sizeof *count);
     char err[512];
-    for (int f = 0; f < task_family_count; f++) {
-        const task_family_t *fam = task_families[f];
-        cJSON *conf = fam->default_config();
-        double sum = 0;
-        for (int i = 0; i < EVAL_PER_FAMILY; i++) {
-            task_entry_t e = {0};
-            if (fam->generate(conf, cfg->seed, EVAL_INDEX0 + (uint64_t)i, &e, err, sizeof err) != 0) continue;
-            completion_t c[2] = {0};
-            model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0.0f, 0, 1.0f}, .seed = 1};
-            if (policy_sample(pol, e.question, 2, &gp, c, err, sizeof err) == 0) {
-                char *a = task_extract_answer(c[0].text);
-                double s = task_score_entry(a, &e, err, sizeof err);
-                sum += s > 0 ? s : 0;
-                free(a);
-            }
-            completion_free(&c[0]);
-            completion_free(&c[1]);
-            task_entry_free(&e);
-        }
-        cJSON_Delete(conf);
-        cJSON_AddNumberToObject(acc, fam->name, sum / EVAL_PER_FAMILY);
+    model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0.0f, 0, 1.0f}, .seed = 1};
+    for (int i = 0; i < EVAL_QUESTIONS; i++) {
+        task_entry_t e = {0};
+        completion_t c = {0};
+        if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)i, &e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset"));
+        int f = 0;
+        while (f < task_family_count - 1 && strcmp(task_families[f]->name, name) != 0) f++;
+        if (policy_sample(pol, e.question, 1, &gp, &c, err, sizeof err) != 0) log_fatal("evaluation: %s", err);
+        char *a = task_extract_answer(c.text);
+        double s = task_score_entry(a, &e, err, sizeof err);
+        sum[f] += s > 0 ? s : 0;
+        count[f]++;
+        free(a);
+        completion_free(&c);
+        task_entry_free(&e);
     }
+    cJSON *acc = cJSON_CreateObject();
+    double all = 0;
+    for (int f = 0; f < task_family_count; f++) {
+        if (count[f]) cJSON_AddNumberToObject(acc, task_families[f]->name, round(1000 * sum[f] / count[f]) / 1000);
+        all += sum[f];
+    }
+    cJSON_AddNumberToObject(acc, "mean", round(1000 * all / EVAL_QUESTIONS) / 1000);
+    free(sum);
+    free(count);
     return acc;
+}
+
+/* linear warm-up, then a cosine decay to a tenth: a few hundred steps are
+ * all the CPU budget allows, so the peak is high and the tail settles */
+static float sft_lr(int step, int steps)
+{
+    if (step < SFT_WARMUP) return SFT_LR * (step + 1) / SFT_WARMUP;
+    double p = (double)(step - SFT_WARMUP) / (steps > SFT_WARMUP + 1 ? steps - SFT_WARMUP - 1 : 1);
+    return (float)(SFT_LR * (0.1 + 0.45 * (1 + cos(M_PI * p))));
 }
 
 int warmstart(const config_t *cfg)
@@ -75,13 +93,13 @@ int warmstart(const config_t *cfg)
     adamw_t *opt = pol ? adamw_new(model_num_params(pol->model)) : NULL;
     if (!opt) log_fatal("tiny model: %s", pol ? "out of memory" : err);
     config_t sft = *cfg;
-    sft.lr = 2e-3f;
     learn_t *learn = learn_new(pol, NULL, &sft, opt, err, sizeof err);
     if (!learn) log_fatal("%s", err);
     log_info("training the tiny base model: %d steps of %d pairs, %zu parameters", cfg->warmstart_steps, SFT_BATCH,
              model_num_params(pol->model));
     int64_t t0 = zclock_mono();
     for (int step = 0; step < cfg->warmstart_steps && !zsys_interrupted; step++) {
+        sft.lr = sft_lr(step, cfg->warmstart_steps);
         task_entry_t e[SFT_BATCH] = {0};
         const char *q[SFT_BATCH];
         char *a[SFT_BATCH];
@@ -101,9 +119,10 @@ int warmstart(const config_t *cfg)
         }
     }
     if (zsys_interrupted) log_fatal("interrupted: base model not saved");
-    cJSON *acc = evaluate(pol, cfg);
+    cJSON *acc = evaluate(pol, mix, cfg);
     char *acc_text = cJSON_PrintUnformatted(acc);
-    log_info("base model pass@1 per family (greedy, %d held-out questions each): %s", EVAL_PER_FAMILY, acc_text);
+    log_info("base model pass@1 per family of the task mix (greedy, %d held-out questions): %s", EVAL_QUESTIONS,
+             acc_text);
     char parent[PATH_MAX];
     snprintf(parent, sizeof parent, "%s", cfg->base);
     char *slash = strrchr(parent, '/');

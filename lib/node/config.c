@@ -33,7 +33,8 @@ static const field_t fields[] = {
     {"model", "SAPO_MODEL", S(model), "tiny", "\"tiny\" (the embedded default) or a Hugging Face model folder (Qwen2/Qwen3)"},
     {"base", "SAPO_BASE", S(base), "run/base", "where the tiny base model is trained once and cached"},
     {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu or cuda:N"},
-    {"task-mix", "SAPO_TASK_MIX", S(task_mix), "", "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}}; empty = all nine, weight 1"},
+    {"task-mix", "SAPO_TASK_MIX", S(task_mix), "config/tiny-mix.json",
+     "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}} or the path of a file holding it; \"all\" = all nine families at their default difficulty, weight 1"},
     {"local", "SAPO_I", I(local_groups), "4", "I: own question groups per training batch"},
     {"external", "SAPO_J", I(external_groups), "4", "J: groups sampled from other nodes per batch (0 = no sharing)"},
     {"completions", "SAPO_L", I(completions), "8", "L: completions per question"},
@@ -55,6 +56,8 @@ static const field_t fields[] = {
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
+    {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
+    {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "400", "supervised steps that train the tiny base model (learner warmstart)"},
     {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
     {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
@@ -144,6 +147,42 @@ static int check(const config_t *c)
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1\n");
         return -1;
     }
+    if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1) {
+        fprintf(stderr, "config: max-record (SAPO_MAX_RECORD) must be at least 1024, max-text (SAPO_MAX_TEXT) at least 64 "
+                        "and pool-max (SAPO_POOL_MAX) at least 1\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* A task mix that is not inline JSON is a file name: the default names the
+ * easy mix the tiny model can partly solve, and a file keeps a long mix out
+ * of the environment. "all" leaves the field empty, which every reader takes
+ * as all nine families with their default configs. */
+static int load_task_mix(config_t *cfg)
+{
+    const char *v = cfg->task_mix + strspn(cfg->task_mix, " \t\n");
+    if (*v == '{') return 0;
+    if (strcmp(v, "all") == 0) {
+        cfg->task_mix[0] = '\0';
+        return 0;
+    }
+    char path[sizeof cfg->task_mix];
+    snprintf(path, sizeof path, "%s", v);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "config: task-mix (SAPO_TASK_MIX): %s: %s (inline JSON starts with '{')\n", path, strerror(errno));
+        return -1;
+    }
+    size_t n = fread(cfg->task_mix, 1, sizeof cfg->task_mix, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || n == sizeof cfg->task_mix) {
+        fprintf(stderr, "config: task-mix (SAPO_TASK_MIX): %s: %s\n", path,
+                bad ? "read error" : "longer than the 4095 bytes a task mix may hold");
+        return -1;
+    }
+    cfg->task_mix[n] = '\0';
     return 0;
 }
 
@@ -204,6 +243,7 @@ int config_load(config_t *cfg, int *argc, char **argv)
     }
     *argc = kept;
     argv[kept] = NULL;
+    if (load_task_mix(cfg) != 0) return -1;
     if (cfg->run[0] == '\0') snprintf(cfg->run, sizeof cfg->run, "run/%s", cfg->node);
     if (cfg->broker[0] == '\0') snprintf(cfg->broker, sizeof cfg->broker, "%s", cfg->run);
     return check(cfg);
