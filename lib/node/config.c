@@ -56,8 +56,6 @@ static const field_t fields[] = {
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
-    {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
-    {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "400", "supervised steps that train the tiny base model (learner warmstart)"},
     {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
     {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
@@ -145,11 +143,6 @@ static int check(const config_t *c)
     }
     if (c->max_new_tokens < 1 || c->micro_batch < 1) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1\n");
-        return -1;
-    }
-    if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1) {
-        fprintf(stderr, "config: max-record (SAPO_MAX_RECORD) must be at least 1024, max-text (SAPO_MAX_TEXT) at least 64 "
-                        "and pool-max (SAPO_POOL_MAX) at least 1\n");
         return -1;
     }
     return 0;
