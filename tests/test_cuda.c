@@ -262,11 +262,14 @@ static void check_forward_backward(const char *name)
     model_backward(p.gpu, p.dlogp);
     EXPECT(model_sync_host(p.gpu) == 0);
     const model_t *c = p.cpu, *g = p.gpu;
+    /* model_weights_t's order */
+    static const char *const tensors[MODEL_NUM_TENSORS] = {"wte", "ln1", "wq", "bq", "wk", "bk", "wv", "bv", "qn",
+                                                           "kn", "wo", "bo", "ln2", "wg", "wu", "wd", "lnf", "lm"};
     size_t off = 0;
     for (int t = 0; t < MODEL_NUM_TENSORS; t++) {
         if (c->sizes[t]) {
             double r = rel_l2(g->grads + off, c->grads + off, c->sizes[t]);
-            EXPECTF(r < 5e-2, "%s: gradient of tensor %d off by rel L2 %.3g", name, t, r);
+            EXPECTF(r < 5e-2, "%s: gradient of %s off by rel L2 %.3g", name, tensors[t], r);
         }
         off += c->sizes[t];
     }
