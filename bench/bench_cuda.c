@@ -35,15 +35,16 @@ static double peak_flops(const char *name)
     return 0;
 }
 
-/* FLOPs of one training step over B x T: matmuls 2 forward + 4 backward
- * per weight, the lm_head once more for its recomputation, attention
- * scores and values (causal: half of T x T) forward and backward */
+/* model FLOPs of one training step over B x T (what MFU counts: no
+ * recomputation, no masked scores): 2 forward + 4 backward per weight and
+ * token, lm_head included, and the causal half of the attention scores
+ * and values, forward and backward */
 static double step_flops(const model_config_t *c, int B, int T)
 {
     double N = (double)B * T, QD = (double)c->NH * c->HD, KD = (double)c->NKV * c->HD;
     double per_tok = c->L * (c->C * QD * 2 + c->C * KD * 2 + 3.0 * c->C * c->FF);
     double attn = 6.0 * 2.0 * c->L * (double)B * c->NH * c->HD * T * T / 2;
-    return 6.0 * N * per_tok + 8.0 * N * (double)c->C * c->V + attn;
+    return 6.0 * N * per_tok + 6.0 * N * (double)c->C * c->V + attn;
 }
 
 static double train_step(model_t *m, int B, int T, int reps)
