@@ -164,7 +164,7 @@ static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbia
     gemm(c, false, false, N, IN, OUT, c->yb, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
     to_bf16(c, c->xb, inp, (size_t)N * IN);
     gemm(c, true, false, OUT, IN, N, c->yb, OUT, c->xb, IN, 1.0f, dw, IN);
-    if (dbias) bias_backward_kernel<<<(OUT + 255) / 256, 256, 0, c->st>>>(dbias, dout, N, OUT);
+    if (dbias) bias_backward_kernel<<<dim3((OUT + 255) / 256, N < 64 ? N : 64), 256, 0, c->st>>>(dbias, dout, N, OUT);
 }
 
 static void rmsnorm_forward(cuda_model_t *c, float *out, float *rstd, const float *inp, const float *w, int N,
@@ -176,7 +176,9 @@ static void rmsnorm_forward(cuda_model_t *c, float *out, float *rstd, const floa
 static void rmsnorm_backward(cuda_model_t *c, float *dinp, float *dw, const float *dout, const float *inp,
                              const float *w, const float *rstd, int N, int C, bool acc)
 {
-    rmsnorm_backward_kernel<<<N, ROW_THREADS, 0, c->st>>>(dinp, dw, dout, inp, w, rstd, C, acc);
+    /* enough blocks to fill the GPU, few enough that dw's atomics are rare */
+    int blocks = N < 1024 ? N : 1024;
+    rmsnorm_backward_kernel<<<blocks, ROW_THREADS, C * sizeof(float), c->st>>>(dinp, dw, dout, inp, w, rstd, N, C, acc);
 }
 
 static void rope(cuda_model_t *c, float *x, const int *pos, int N, int H, float dir)

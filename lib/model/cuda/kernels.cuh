@@ -73,15 +73,17 @@ __global__ void bias_add_kernel(float *out, const float *bias, size_t N, int OUT
         out[i] += bias[i % OUT];
 }
 
-/* dbias (OUT) += column sums of dout (N, OUT): one thread per column, rows
- * read coalesced across the warp */
+/* dbias (OUT) += column sums of dout (N, OUT): one thread per column and
+ * stretch of rows (blockIdx.y of gridDim.y), rows read coalesced across
+ * the warp, the stretches' sums added atomically */
 __global__ void bias_backward_kernel(float *dbias, const float *dout, int N, int OUT)
 {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= OUT) return;
+    int per = (N + gridDim.y - 1) / gridDim.y, lo = blockIdx.y * per, hi = min(N, lo + per);
     float s = 0;
-    for (int n = 0; n < N; n++) s += dout[(size_t)n * OUT + o];
-    dbias[o] += s;
+    for (int n = lo; n < hi; n++) s += dout[(size_t)n * OUT + o];
+    if (lo < hi) atomicAdd(dbias + o, s);
 }
 
 __global__ void embed_forward_kernel(float *x, const float *wte, const int *tok, int N, int C)
@@ -151,23 +153,33 @@ __global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp
     if (rstd && threadIdx.x == 0) rstd[blockIdx.x] = r;
 }
 
-/* dinp = (or += when acc) the input gradient; dw += through atomics */
+/* dinp = (or += when acc) the input gradient of rows [0, N); dw += . Each
+ * block takes a stretch of rows and sums their dw in shared memory (C
+ * floats), added atomically once: per-row atomics on C addresses queued
+ * behind each other */
 __global__ void rmsnorm_backward_kernel(float *dinp, float *dw, const float *dout, const float *inp,
-                                        const float *w, const float *rstd, int C, int acc)
+                                        const float *w, const float *rstd, int N, int C, int acc)
 {
+    extern __shared__ float part[];
     __shared__ float sh[32];
-    size_t off = (size_t)blockIdx.x * C;
-    const float *x = inp + off, *d = dout + off;
-    float *dx = dinp + off;
-    float r = rstd[blockIdx.x], s = 0;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) s += d[i] * w[i] * x[i];
-    s = block_sum(s, sh);
-    float k = r * r * r * s / C;
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float g = r * d[i] * w[i] - k * x[i];
-        dx[i] = acc ? dx[i] + g : g;
-        atomicAdd(dw + i, d[i] * x[i] * r);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) part[i] = 0;
+    int per = (N + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(N, lo + per);
+    for (int n = lo; n < hi; n++) {
+        size_t off = (size_t)n * C;
+        const float *x = inp + off, *d = dout + off;
+        float *dx = dinp + off;
+        float r = rstd[n], s = 0;
+        for (int i = threadIdx.x; i < C; i += blockDim.x) s += d[i] * w[i] * x[i];
+        s = block_sum(s, sh);
+        float k = r * r * r * s / C;
+        for (int i = threadIdx.x; i < C; i += blockDim.x) {
+            float g = r * d[i] * w[i] - k * x[i];
+            dx[i] = acc ? dx[i] + g : g;
+            part[i] += d[i] * x[i] * r;
+        }
     }
+    for (int i = threadIdx.x; i < C; i += blockDim.x)
+        if (lo < hi) atomicAdd(dw + i, part[i]);
 }
 
 // ----------------------------------------------------------------------------
