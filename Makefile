@@ -24,11 +24,22 @@ CUDA_HOME ?= /usr/local/cuda
 HAVE_CURAND := $(shell [ -f $(CUDA_HOME)/include/curand.h ] && [ -f $(CUDA_HOME)/lib64/libcurand.so ] && echo 1)
 NVCC := $(shell command -v nvcc 2>/dev/null || ( [ -x $(CUDA_HOME)/bin/nvcc ] && echo $(CUDA_HOME)/bin/nvcc ))
 
+# libFuzzer targets (fuzz/fuzz_*.c) need the library built by clang with
+# coverage instrumentation, in its own tree; no CUDA there
+ifeq ($(MODE),fuzz)
+  B := $(or $(BUILD),build/fuzz)
+  BIN := $(B)/bin
+  CC := clang
+  CXX := clang++
+  NVCC :=
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+endif
+
 CPPFLAGS := -D_GNU_SOURCE -Ilib -Ischemas -I$(B)/gen -MMD -MP
 # -fno-math-errno: sqrtf and the like need no errno path, so numeric loops vectorise
 CFLAGS := -std=c11 -Wall -Wextra -fopenmp -fno-math-errno $(OPT)
 CXXFLAGS := -std=c++17 -Wall -Wextra $(OPT)
-LDLIBS := -lczmq -lzmq -lhiredis -lcjson -lopenblas -lpcre2-8 -lutf8proc -lflatbuffers -lstdc++ -lm -lpthread
+LDLIBS := -lczmq -lzmq -lhiredis -lcjson -lopenblas -lpcre2-8 -lutf8proc -lsodium -lflatbuffers -lstdc++ -lm -lpthread
 LDFLAGS := -fopenmp $(OPT)
 ifeq ($(HAVE_CURAND),1)
   CPPFLAGS += -DSAPO_HAVE_CURAND -I$(CUDA_HOME)/include
@@ -56,10 +67,11 @@ GEN_H := $(if $(NO_SCHEMAS),,$(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h) 
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 TESTS := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
 BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
+FUZZERS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 
 PROGRAMS := $(PROCESSES:%=$(BIN)/%) $(TOOLS:%=$(BIN)/%)
 
-.PHONY: all programs tests benches test bench demo experiment deps clean
+.PHONY: all programs tests benches test bench demo experiment deps clean fuzz
 .DEFAULT_GOAL := all
 
 all:
@@ -118,6 +130,9 @@ $(B)/tests/%: $(B)/tests/%.o $(B)/libsapo.a
 $(B)/bench/%: $(B)/bench/%.o $(B)/libsapo.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+$(B)/fuzz/%: $(B)/fuzz/%.o $(B)/libsapo.a
+	$(CXX) $(LDFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
+
 deps:
 	@scripts/deps.sh
 
@@ -126,6 +141,12 @@ QWEN_TOKENIZER := tests/golden/tokenizer/qwen/tokenizer.json
 # the real Qwen vocabulary is committed compressed (it is over 2 MiB)
 $(QWEN_TOKENIZER): $(QWEN_TOKENIZER).gz
 	gunzip -kf $<
+
+# `make fuzz FUZZ_SECONDS=N` runs each target N seconds (default 60); linked
+# by the C++ driver, which brings the C++ half of the UBSan runtime (schemas/)
+fuzz: deps $(QWEN_TOKENIZER)
+	@$(MAKE) --no-print-directory MODE=fuzz $(FUZZERS:%=build/fuzz/fuzz/%)
+	@fuzz/run.sh build/fuzz/fuzz $(or $(FUZZ_SECONDS),60)
 
 test: deps $(QWEN_TOKENIZER)
 	@$(MAKE) --no-print-directory MODE=asan programs tests

@@ -1,12 +1,13 @@
 /* The rollout pool against a real redis-server on a free port: round trip,
  * a node never samples its own entries, the per-node bound, uniformity over
- * other nodes' entries (chi-square over 10^5 draws), and Redis going away
- * and coming back. */
+ * other nodes' entries (chi-square over 10^5 draws), keys a hostile node
+ * could plant, and Redis going away and coming back. */
 #include "check.h"
 #include "pool/pool.h"
 #include "redis_server.h"
 
 #include <czmq.h>
+#include <hiredis/hiredis.h>
 
 static redis_server_t rs;
 static int swarm_no;
@@ -62,6 +63,51 @@ static void test_round_trip(void)
     pool_destroy(&q);
     pool_destroy(&p);
     EXPECT(p == NULL);
+}
+
+/* What a node with write access to its own keys could plant: counters that
+ * are not numbers or claim a million entries, an entry over the record
+ * limit, a bound of its own choosing. */
+static void test_hostile_keys(void)
+{
+    pool_t *p = fresh_pool(20);
+    char err[256], key[64];
+    EXPECT(publish(p, "honest", 0, 4) == 0);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    EXPECT(c && !c->err);
+    snprintf(key, sizeof key, "t%d:n:junk:hi", swarm_no);
+    freeReplyObject(redisCommand(c, "SET %s abc", key));
+    snprintf(key, sizeof key, "t%d:n:liar:hi", swarm_no);
+    freeReplyObject(redisCommand(c, "SET %s 1000000", key));
+    snprintf(key, sizeof key, "t%d:nodes", swarm_no);
+    freeReplyObject(redisCommand(c, "SADD %s junk liar", key));
+    /* the liar weighs at most the bound (20) but holds nothing: most draws
+     * are empty, none fails, and the honest node still comes out */
+    pool_entry_t *e = NULL;
+    int n = pool_sample(p, "me", 200, &e, err, sizeof err);
+    EXPECTF(n > 0 && n < 200, "sampled %d: %s", n, n < 0 ? err : "");
+    pool_entries_free(e, n);
+    EXPECT(pool_size_node(p, "junk") == 0);
+    /* an entry over the client's record limit stays in Redis */
+    char big[2000];
+    memset(big, 'x', sizeof big);
+    pool_t *q = fresh_pool(10);
+    EXPECT(pool_publish(q, "b", big, sizeof big, err, sizeof err) == 0);
+    pool_limit_record(q, 1000);
+    n = pool_sample(q, "me", 3, &e, err, sizeof err);
+    EXPECT(n == 3 && e[0].data == NULL && e[0].len == sizeof big);
+    pool_entries_free(e, n);
+    /* the swarm's bound, set by the operator, beats a publisher's own */
+    snprintf(key, sizeof key, "t%d:max_per_node", swarm_no);
+    freeReplyObject(redisCommand(c, "SET %s 5", key));
+    char swarm[32];
+    snprintf(swarm, sizeof swarm, "t%d", swarm_no);
+    pool_t *greedy = pool_new(rs.url, swarm, 1 << 30, err, sizeof err);
+    EXPECT(greedy && publish(greedy, "g", 0, 20) == 0 && pool_size_node(greedy, "g") == 5);
+    pool_destroy(&greedy);
+    redisFree(c);
+    pool_destroy(&q);
+    pool_destroy(&p);
 }
 
 static void test_never_own(void)
@@ -237,6 +283,7 @@ int main(void)
     }
     RUN_TEST(test_round_trip);
     RUN_TEST(test_never_own);
+    RUN_TEST(test_hostile_keys);
     RUN_TEST(test_bound);
     RUN_TEST(test_uniform_chi_square);
     RUN_TEST(test_bad_url);

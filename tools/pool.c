@@ -87,6 +87,10 @@ int main(int argc, char **argv)
             rc = 1;
         }
         for (int i = 0; i < n; i++) {
+            if (!e[i].data) {
+                fprintf(stderr, "pool: entry %d: %zu bytes, over the record limit; not fetched\n", i, e[i].len);
+                continue;
+            }
             char *json = rec_to_json(e[i].data, e[i].len, err, sizeof err);
             if (json) printf("%s\n", json);
             else fprintf(stderr, "pool: entry %d: %s\n", i, err);

@@ -40,10 +40,14 @@ int main(int argc, char **argv)
         if (!r) continue;
         void *copy = malloc(r->size ? r->size : 1);
         memcpy(copy, r->data, r->size);
-        if (score_rollout(copy, r->size, &st, err, sizeof err) == 0)
+        if (score_rollout(copy, r->size, &st, err, sizeof err) == 0) {
             wire_producer_send(out, copy, r->size);
-        else
-            log_error("dropped a rollout (%ld so far): %s", st.malformed, err);
+        } else {
+            /* a verifiable record goes back unscored, so the sampler knows it is done with */
+            rec_rollout_view_t v;
+            if (rec_rollout_view(copy, r->size, &v, NULL, 0) == 0) wire_producer_send(out, copy, r->size);
+            log_error("unscorable rollout (%ld so far): %s", st.malformed, err);
+        }
         free(copy);
         wire_consumer_ack(in, r->id);
         wire_record_destroy(&r);

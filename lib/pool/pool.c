@@ -6,24 +6,41 @@
 #include <string.h>
 #include <time.h>
 
+/* no record larger than records.h's REC_MAX_BYTES enters the pool */
+#define REC_MAX_BYTES_STR "16777216"
+
 /* Redis Functions library, loaded (REPLACE) on every connect so a newer
  * sapo upgrades a running Redis. */
 static const char POOL_LIBRARY[] =
     "#!lua name=sapo_pool\n"
+    /* Any node can write its own counters with plain commands when its ACL
+     * user allows them, so every number read back is checked: a node whose
+     * range is not two sane integers is skipped, and its live count weighs
+     * at most the sampler's per-node bound. */
     "local function range(base)\n"
     "  local hi = tonumber(redis.call('GET', base .. ':hi') or '0')\n"
     "  local lo = tonumber(redis.call('GET', base .. ':lo') or '1')\n"
+    "  if not hi or not lo or hi ~= math.floor(hi) or lo ~= math.floor(lo) or lo < 1 or hi > 2^52 then\n"
+    "    return 1, 0\n"
+    "  end\n"
     "  return lo, hi\n"
     "end\n"
     "redis.register_function('sapo_publish', function(keys, args)\n"
-    "  local base, maxlen = keys[1], tonumber(args[2])\n"
-    "  local hi = tonumber(redis.call('GET', base .. ':hi') or '0')\n"
-    "  for i = 3, #args do\n"
+    /* S:max_per_node, when an operator set it, bounds every node whatever
+     * bound the node sends */
+    "  local base, maxlen = string.sub(keys[1], 1, -2), tonumber(args[2])\n"
+    "  local swarm_max = tonumber(redis.call('GET', args[3]) or '')\n"
+    "  if swarm_max and (not maxlen or maxlen > swarm_max) then maxlen = swarm_max end\n"
+    "  if not maxlen or maxlen < 1 then return redis.error_reply('sapo_publish: bound must be a positive number') end\n"
+    "  for i = 4, #args do\n"
+    "    if #args[i] > " REC_MAX_BYTES_STR " then return redis.error_reply('sapo_publish: record over " REC_MAX_BYTES_STR " bytes') end\n"
+    "  end\n"
+    "  local lo, hi = range(base)\n"
+    "  for i = 4, #args do\n"
     "    hi = hi + 1\n"
     "    redis.call('HSET', base .. ':e', hi, args[i])\n"
     "  end\n"
     "  redis.call('SET', base .. ':hi', hi)\n"
-    "  local lo = tonumber(redis.call('GET', base .. ':lo') or '1')\n"
     "  while hi - lo + 1 > maxlen do\n"
     "    redis.call('HDEL', base .. ':e', lo)\n"
     "    lo = lo + 1\n"
@@ -32,7 +49,7 @@ static const char POOL_LIBRARY[] =
     "  redis.call('SADD', keys[2], args[1])\n"
     "  return hi - lo + 1\n"
     "end)\n"
-    "local function live(prefix, exclude)\n"
+    "local function live(prefix, exclude, cap)\n"
     "  local nodes = redis.call('SMEMBERS', prefix .. ':nodes')\n"
     "  table.sort(nodes)\n"
     "  local list, total = {}, 0\n"
@@ -41,24 +58,32 @@ static const char POOL_LIBRARY[] =
     "      local base = prefix .. ':n:' .. n\n"
     "      local lo, hi = range(base)\n"
     "      if hi >= lo then\n"
-    "        table.insert(list, {base, lo, hi - lo + 1})\n"
-    "        total = total + hi - lo + 1\n"
+    "        local count = math.min(hi - lo + 1, cap)\n"
+    "        table.insert(list, {base, hi - count + 1, count})\n"
+    "        total = total + count\n"
     "      end\n"
     "    end\n"
     "  end\n"
     "  return list, total\n"
     "end\n"
+    /* an entry over max_bytes is answered by its length, so the client
+     * counts it without receiving it */
     "redis.register_function{function_name = 'sapo_sample', flags = {'no-writes'}, callback = function(keys, args)\n"
-    "  local list, total = live(keys[1], args[1])\n"
+    "  local cap, max_bytes = tonumber(args[2]) or 1, tonumber(args[3]) or 0\n"
+    "  local list, total = live(string.sub(keys[1], 1, -2), args[1], cap)\n"
     "  local out = {}\n"
     "  if total == 0 then return out end\n"
-    "  for i = 2, #args do\n"
-    "    local r = math.floor(tonumber(args[i]) * total)\n"
+    "  for i = 4, #args do\n"
+    "    local r = math.floor((tonumber(args[i]) or 0) * total)\n"
     "    if r >= total then r = total - 1 end\n"
     "    for _, e in ipairs(list) do\n"
     "      if r < e[3] then\n"
-    "        local rec = redis.call('HGET', e[1] .. ':e', e[2] + r)\n"
-    "        if rec then table.insert(out, rec) end\n"
+    "        local n = redis.call('HSTRLEN', e[1] .. ':e', e[2] + r)\n"
+    "        if n > max_bytes then\n"
+    "          table.insert(out, n)\n"
+    "        elseif n > 0 then\n"
+    "          table.insert(out, redis.call('HGET', e[1] .. ':e', e[2] + r))\n"
+    "        end\n"
     "        break\n"
     "      end\n"
     "      r = r - e[3]\n"
@@ -68,10 +93,10 @@ static const char POOL_LIBRARY[] =
     "end}\n"
     "redis.register_function{function_name = 'sapo_size', flags = {'no-writes'}, callback = function(keys, args)\n"
     "  if args[1] then\n"
-    "    local lo, hi = range(keys[1] .. ':n:' .. args[1])\n"
+    "    local lo, hi = range(keys[1] .. 'n:' .. args[1])\n"
     "    return math.max(hi - lo + 1, 0)\n"
     "  end\n"
-    "  local _, total = live(keys[1], '')\n"
+    "  local _, total = live(string.sub(keys[1], 1, -2), '', 2^52)\n"
     "  return total\n"
     "end}\n";
 
@@ -83,6 +108,7 @@ struct pool {
     char password[256];
     char swarm[128];
     int max_per_node;
+    size_t max_bytes;  /* larger entries are not fetched by pool_sample */
     redisContext *c;
     time_t retry_at;   /* no connection attempt before this */
     int backoff_s;
@@ -152,6 +178,7 @@ pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err
     }
     snprintf(p->swarm, sizeof p->swarm, "%s", swarm);
     p->max_per_node = max_per_node;
+    p->max_bytes = (size_t)16 << 20;
     p->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
     return p;
 }
@@ -171,6 +198,8 @@ void pool_destroy(pool_t **self_p)
 }
 
 void pool_seed(pool_t *self, uint64_t seed) { self->rng = seed ? seed : 1; }
+
+void pool_limit_record(pool_t *self, size_t max_bytes) { self->max_bytes = max_bytes; }
 
 /* splitmix64 -> double in [0, 1) */
 static double uniform(pool_t *p)
@@ -217,8 +246,10 @@ static int connect_now(pool_t *p, char *err, size_t errlen)
         }
         freeReplyObject(r);
     }
+    /* a node's ACL user may not load functions: the operator has (bin/pool
+     * as admin), and a missing library shows up as an error on first use */
     r = redisCommand(p->c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
-    if (!r || r->type == REDIS_REPLY_ERROR) {
+    if (!r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) != 0)) {
         snprintf(err, errlen, "redis %s:%d: FUNCTION LOAD (Redis 7 or newer needed): %s", p->host, p->port,
                  r ? r->str : p->c->errstr);
         freeReplyObject(r);
@@ -255,7 +286,7 @@ static redisReply *run(pool_t *p, int argc, const char **argv, const size_t *len
 
 /* Node ids become part of key names: a ':' or a glob character would let
  * one node's keys fall under another node's ACL pattern. */
-static int node_ok(const char *node, char *err, size_t errlen)
+int pool_node_ok(const char *node, char *err, size_t errlen)
 {
     size_t n = node ? strlen(node) : 0;
     size_t good = node ? strspn(node, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") : 0;
@@ -269,30 +300,31 @@ static int node_ok(const char *node, char *err, size_t errlen)
 int pool_publish_many(pool_t *self, const char *node, const void *const *recs, const size_t *lens, int n,
                       char *err, size_t errlen)
 {
-    if (node_ok(node, err, errlen) < 0) return -1;
+    if (pool_node_ok(node, err, errlen) < 0) return -1;
     if (n <= 0) return 0;
-    char base[512], nodes[256], maxlen[32];
-    snprintf(base, sizeof base, "%s:n:%s", self->swarm, node);
+    char base[512], nodes[256], bound[256], maxlen[32];
+    snprintf(base, sizeof base, "%s:n:%s:", self->swarm, node);
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
+    snprintf(bound, sizeof bound, "%s:max_per_node", self->swarm);
     snprintf(maxlen, sizeof maxlen, "%d", self->max_per_node);
-    const char **argv = malloc(sizeof *argv * (size_t)(n + 7));
-    size_t *alen = malloc(sizeof *alen * (size_t)(n + 7));
+    const char **argv = malloc(sizeof *argv * (size_t)(n + 8));
+    size_t *alen = malloc(sizeof *alen * (size_t)(n + 8));
     if (!argv || !alen) {
         free(argv);
         free(alen);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *head[] = {"FCALL", "sapo_publish", "2", base, nodes, node, maxlen};
-    for (int i = 0; i < 7; i++) {
+    const char *head[] = {"FCALL", "sapo_publish", "2", base, nodes, node, maxlen, bound};
+    for (int i = 0; i < 8; i++) {
         argv[i] = head[i];
         alen[i] = strlen(head[i]);
     }
     for (int i = 0; i < n; i++) {
-        argv[7 + i] = recs[i];
-        alen[7 + i] = lens[i];
+        argv[8 + i] = recs[i];
+        alen[8 + i] = lens[i];
     }
-    redisReply *r = run(self, n + 7, argv, alen, err, errlen);
+    redisReply *r = run(self, n + 8, argv, alen, err, errlen);
     free(argv);
     free(alen);
     if (!r) return -1;
@@ -309,22 +341,29 @@ int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **ou
 {
     *out = NULL;
     if (k <= 0) return 0;
-    const char **argv = calloc((size_t)k + 5, sizeof *argv);
-    size_t *lens = calloc((size_t)k + 5, sizeof *lens);
+    const int head = 7;
+    const char **argv = calloc((size_t)k + head, sizeof *argv);
+    size_t *lens = calloc((size_t)k + head, sizeof *lens);
     char (*u)[32] = calloc((size_t)k, sizeof *u);
     int n = -1;
     if (!argv || !lens || !u) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    argv[0] = "FCALL", argv[1] = "sapo_sample", argv[2] = "1", argv[3] = self->swarm;
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s:", self->swarm);
+    argv[0] = "FCALL_RO", argv[1] = "sapo_sample", argv[2] = "1", argv[3] = prefix;
     argv[4] = exclude_node ? exclude_node : "";
+    char cap[32], max_bytes[32];
+    snprintf(cap, sizeof cap, "%d", self->max_per_node);
+    snprintf(max_bytes, sizeof max_bytes, "%zu", self->max_bytes);
+    argv[5] = cap, argv[6] = max_bytes;
     for (int i = 0; i < k; i++) {
         snprintf(u[i], sizeof u[i], "%.17g", uniform(self));
-        argv[5 + i] = u[i];
+        argv[head + i] = u[i];
     }
-    for (int i = 0; i < k + 5; i++) lens[i] = strlen(argv[i]);
-    redisReply *r = run(self, k + 5, argv, lens, err, errlen);
+    for (int i = 0; i < k + head; i++) lens[i] = strlen(argv[i]);
+    redisReply *r = run(self, k + head, argv, lens, err, errlen);
     if (!r) goto done;
     if (r->type != REDIS_REPLY_ARRAY) {
         snprintf(err, errlen, "redis: sapo_sample answered type %d, not an array", r->type);
@@ -335,6 +374,11 @@ int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **ou
     n = 0;
     for (size_t i = 0; e && i < r->elements; i++) {
         const redisReply *x = r->element[i];
+        if (x->type == REDIS_REPLY_INTEGER && x->integer > 0) {
+            e[n].data = NULL;
+            e[n++].len = (size_t)x->integer;
+            continue;
+        }
         if (x->type != REDIS_REPLY_STRING) continue;
         if (posix_memalign(&e[n].data, 16, x->len ? x->len : 1) != 0) break;
         memcpy(e[n].data, x->str, x->len);
@@ -359,8 +403,10 @@ void pool_entries_free(pool_entry_t *e, int n)
 static long size_call(pool_t *self, const char *node)
 {
     char err[256];
-    const char *argv[] = {"FCALL", "sapo_size", "1", self->swarm, node};
-    size_t lens[] = {5, 9, 1, strlen(self->swarm), node ? strlen(node) : 0};
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s:", self->swarm);
+    const char *argv[] = {"FCALL_RO", "sapo_size", "1", prefix, node};
+    size_t lens[] = {8, 9, 1, strlen(prefix), node ? strlen(node) : 0};
     redisReply *r = run(self, node ? 5 : 4, argv, lens, err, sizeof err);
     if (!r) return -1;
     long n = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : -1;

@@ -5,6 +5,8 @@
  *   S:nodes          set of node ids that ever published
  *   S:n:N:e          hash seq -> record, the node's live entries
  *   S:n:N:hi, :lo    newest and oldest live seq
+ *   S:max_per_node   optional: the swarm's bound on any node's entries,
+ *                    set by whoever runs the Redis (nodes cannot raise it)
  * A node's entries are a contiguous range of sequence numbers, so an entry
  * drawn uniformly from a node is one random number and one HGET, and the
  * bound (oldest entries fall out) is a counter move. Sampling "uniform over
@@ -45,9 +47,12 @@ int pool_publish_many(pool_t *self, const char *node, const void *const *recs, c
                       char *err, size_t errlen);
 
 /* Draws k records (with replacement) uniformly from the entries of every
- * node but exclude_node (NULL excludes none). Returns how many were drawn
- * (0 when there are none) with *out malloc'ed (free with pool_entries_free),
- * or -1 with err. */
+ * node but exclude_node (NULL excludes none); each node counts with at most
+ * max_per_node (its newest), whatever its counters claim. Returns how many
+ * were drawn (0 when there are none) with *out malloc'ed (free with
+ * pool_entries_free), or -1 with err. An entry over the record limit (see
+ * pool_limit_record) is not fetched: it comes back with data NULL and its
+ * length in len. */
 int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen);
 void pool_entries_free(pool_entry_t *e, int n);
 
@@ -55,6 +60,14 @@ void pool_entries_free(pool_entry_t *e, int n);
 long pool_size_total(pool_t *self);
 /* live entries of one node, or -1 */
 long pool_size_node(pool_t *self, const char *node);
+
+/* Whether node can be a node id (it becomes part of key names): 0, or -1
+ * with err. */
+int pool_node_ok(const char *node, char *err, size_t errlen);
+
+/* entries larger than max_bytes are left in Redis by pool_sample
+ * (default 16 MiB, the largest record the pool takes) */
+void pool_limit_record(pool_t *self, size_t max_bytes);
 
 /* seeds the uniform numbers sent with pool_sample */
 void pool_seed(pool_t *self, uint64_t seed);

@@ -1,0 +1,48 @@
+/* libFuzzer target: every record decoder on untrusted bytes, as they come
+ * from a socket or the pool: identification, the Verifier and each view,
+ * JSON printing, and the pool screen. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node/screen.h"
+#include "records.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static screen_t *screen;
+    if (!screen) {
+        screen_limits_t lim = {.node = "me", .completions = 4, .max_record = 1 << 20, .max_text = 4096, .dup_window = 64};
+        screen = screen_new(&lim);
+    }
+    void *buf = malloc(size ? size : 1);
+    memcpy(buf, data, size);
+    char err[256];
+    rec_identify(buf, size);
+    rec_verify(buf, size, err, sizeof err);
+    rec_task_t t;
+    rec_task_view(buf, size, &t, err, sizeof err);
+    rec_rollout_view_t v;
+    if (rec_rollout_view(buf, size, &v, err, sizeof err) == 0) {
+        rec_completion_t c;
+        for (size_t i = 0; i < v.r.n_completions; i++) rec_rollout_completion(&v, i, &c);
+        rec_completion_t *comps = calloc(v.r.n_completions + 1, sizeof *comps);
+        rec_rollout_t r;
+        rec_rollout_unpack(&v, &r, comps);
+        uint8_t *out;
+        size_t len;
+        if (rec_rollout_build(&r, &out, &len) == 0) rec_free(out);
+        free(comps);
+    }
+    rec_batch_view_t b;
+    if (rec_batch_view(buf, size, &b, err, sizeof err) == 0)
+        for (size_t i = 0; i < b.b.n_groups; i++) rec_batch_group(&b, i, &v);
+    rec_policy_t p;
+    rec_policy_view(buf, size, &p, err, sizeof err);
+    rec_metrics_t m;
+    rec_metrics_view(buf, size, &m, err, sizeof err);
+    free(rec_to_json(buf, size, err, sizeof err));
+    screen_check(screen, data, size);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,204 @@
+#include "node/screen.h"
+
+#include <cjson/cJSON.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool/pool.h"
+#include "records.h"
+#include "tasks/task.h"
+
+typedef struct {
+    uint64_t a, b;
+} digest_t;
+
+struct screen {
+    screen_limits_t lim;
+    char node[64];
+    long counts[SCREEN_NREASONS];
+    digest_t *seen; /* ring of the last dup_window contents */
+    int n_seen, next_seen;
+};
+
+static const char *const names[SCREEN_NREASONS] = {
+    "passed", "too_large", "malformed", "bad_node", "own", "wrong_size",
+    "text_too_long", "bad_utf8", "unknown_family", "bad_metadata", "duplicate",
+};
+
+screen_t *screen_new(const screen_limits_t *limits)
+{
+    if (sodium_init() < 0) return NULL;
+    screen_t *self = calloc(1, sizeof *self);
+    if (!self) return NULL;
+    self->lim = *limits;
+    snprintf(self->node, sizeof self->node, "%s", limits->node ? limits->node : "");
+    self->lim.node = self->node;
+    if (self->lim.dup_window < 1) self->lim.dup_window = 1;
+    self->seen = calloc((size_t)self->lim.dup_window, sizeof *self->seen);
+    if (!self->seen) {
+        free(self);
+        return NULL;
+    }
+    return self;
+}
+
+void screen_destroy(screen_t **self_p)
+{
+    if (!self_p || !*self_p) return;
+    free((*self_p)->seen);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+int utf8_valid(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int more;
+        unsigned cp, min;
+        if (c >= 0xC2 && c <= 0xDF) more = 1, cp = c & 0x1F, min = 0x80;
+        else if (c >= 0xE0 && c <= 0xEF) more = 2, cp = c & 0x0F, min = 0x800;
+        else if (c >= 0xF0 && c <= 0xF4) more = 3, cp = c & 0x07, min = 0x10000;
+        else return 0;
+        if (n - i <= (size_t)more) return 0;
+        for (int k = 1; k <= more; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        i += (size_t)more + 1;
+    }
+    return 1;
+}
+
+/* a text field: valid UTF-8 within the length limit */
+static screen_reason_t text_ok(const screen_t *self, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > self->lim.max_text) return SCREEN_TEXT_TOO_LONG;
+    return utf8_valid(s, n) ? SCREEN_OK : SCREEN_BAD_UTF8;
+}
+
+static void absorb(crypto_generichash_state *h, const char *s)
+{
+    uint64_t n = strlen(s);
+    crypto_generichash_update(h, (const unsigned char *)&n, sizeof n);
+    crypto_generichash_update(h, (const unsigned char *)s, n);
+}
+
+/* What makes two groups the same to a learner: the node, the question and
+ * the completion texts. Versions, timestamps and rewards are left out, so a
+ * flood of one group with those changed is still a flood. */
+static digest_t content_digest(const rec_rollout_view_t *v)
+{
+    crypto_generichash_state h;
+    crypto_generichash_init(&h, NULL, 0, 16);
+    absorb(&h, v->r.node);
+    absorb(&h, v->r.task.family);
+    absorb(&h, v->r.task.question);
+    absorb(&h, v->r.task.answer);
+    for (size_t i = 0; i < v->r.n_completions; i++) {
+        rec_completion_t c;
+        rec_rollout_completion(v, i, &c);
+        absorb(&h, c.text);
+    }
+    unsigned char out[16];
+    crypto_generichash_final(&h, out, sizeof out);
+    digest_t d;
+    memcpy(&d.a, out, 8);
+    memcpy(&d.b, out + 8, 8);
+    return d;
+}
+
+static int seen_before(screen_t *self, digest_t d)
+{
+    for (int i = 0; i < self->n_seen; i++)
+        if (self->seen[i].a == d.a && self->seen[i].b == d.b) return 1;
+    self->seen[self->next_seen] = d;
+    self->next_seen = (self->next_seen + 1) % self->lim.dup_window;
+    if (self->n_seen < self->lim.dup_window) self->n_seen++;
+    return 0;
+}
+
+static screen_reason_t metadata_ok(const char *json, const char *family)
+{
+    cJSON *m = cJSON_Parse(json);
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(m, "source_dataset");
+    screen_reason_t r = cJSON_IsObject(m) && cJSON_IsString(src) && strcmp(src->valuestring, family) == 0
+                            ? SCREEN_OK
+                            : SCREEN_BAD_METADATA;
+    cJSON_Delete(m);
+    return r;
+}
+
+static screen_reason_t check(screen_t *self, const void *buf, size_t len)
+{
+    if (len > self->lim.max_record) return SCREEN_TOO_LARGE;
+    rec_rollout_view_t v;
+    char err[256];
+    if (rec_rollout_view(buf, len, &v, err, sizeof err) != 0) return SCREEN_MALFORMED;
+    if (pool_node_ok(v.r.node, err, sizeof err) != 0) return SCREEN_BAD_NODE;
+    if (strcmp(v.r.node, self->node) == 0) return SCREEN_OWN;
+    if (v.r.n_completions != (size_t)self->lim.completions) return SCREEN_WRONG_SIZE;
+    const char *fields[] = {v.r.model, v.r.task.family, v.r.task.question, v.r.task.answer, v.r.task.metadata_json,
+                            v.r.task.node};
+    screen_reason_t r;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if ((r = text_ok(self, fields[i])) != SCREEN_OK) return r;
+    for (size_t i = 0; i < v.r.n_completions; i++) {
+        rec_completion_t c;
+        rec_rollout_completion(&v, i, &c);
+        if ((r = text_ok(self, c.text)) != SCREEN_OK) return r;
+    }
+    if (!task_family_find(v.r.task.family)) return SCREEN_UNKNOWN_FAMILY;
+    if ((r = metadata_ok(v.r.task.metadata_json, v.r.task.family)) != SCREEN_OK) return r;
+    return seen_before(self, content_digest(&v)) ? SCREEN_DUPLICATE : SCREEN_OK;
+}
+
+screen_reason_t screen_check(screen_t *self, const void *buf, size_t len)
+{
+    screen_reason_t r;
+    if (!buf || len > self->lim.max_record) {
+        r = SCREEN_TOO_LARGE;
+    } else {
+        void *copy = NULL;
+        const void *aligned = rec_aligned(buf, len, &copy);
+        r = aligned ? check(self, aligned, len) : SCREEN_MALFORMED;
+        free(copy);
+    }
+    self->counts[r]++;
+    return r;
+}
+
+long screen_count(const screen_t *self, screen_reason_t r) { return self->counts[r]; }
+
+long screen_rejected(const screen_t *self)
+{
+    long n = 0;
+    for (int r = SCREEN_OK + 1; r < SCREEN_NREASONS; r++)
+        if (r != SCREEN_OWN) n += self->counts[r];
+    return n;
+}
+
+const char *screen_reason_name(screen_reason_t r) { return r < SCREEN_NREASONS ? names[r] : "?"; }
+
+int screen_json(const screen_t *self, char *out, size_t outlen)
+{
+    size_t n = 0;
+    for (int r = 0; r <= SCREEN_NREASONS; r++) {
+        char *at = n < outlen ? out + n : NULL;
+        size_t room = n < outlen ? outlen - n : 0;
+        int k = r == SCREEN_NREASONS ? snprintf(at, room, "}")
+                                     : snprintf(at, room, "%s\"%s\":%ld", r ? "," : "{", names[r], self->counts[r]);
+        if (k > 0) n += (size_t)k;
+    }
+    return (int)n;
+}

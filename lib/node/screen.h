@@ -1,0 +1,61 @@
+/* Screening of rollout groups drawn from the swarm's pool. Every byte in the
+ * pool may come from a hostile peer, so a record is checked here before any
+ * field of it is used: size, FlatBuffers verification, node id, group size,
+ * text lengths, UTF-8, a task family this node can score, metadata that is a
+ * JSON object naming that family, and a window of recently seen contents
+ * (duplicate floods). Each rejection is counted by reason, and the counts
+ * go into the batch's stats (metrics.jsonl "sampler"). No sockets here. */
+#ifndef SAPO_SCREEN_H
+#define SAPO_SCREEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    SCREEN_OK = 0,
+    SCREEN_TOO_LARGE,      /* record over the size limit */
+    SCREEN_MALFORMED,      /* not a verifiable rollout record */
+    SCREEN_BAD_NODE,       /* node id that no pool key could hold */
+    SCREEN_OWN,            /* the node's own group (never external) */
+    SCREEN_WRONG_SIZE,     /* not L completions */
+    SCREEN_TEXT_TOO_LONG,  /* a question, answer, metadata or completion text over the limit */
+    SCREEN_BAD_UTF8,       /* a string that is not valid UTF-8 */
+    SCREEN_UNKNOWN_FAMILY, /* a family this node has no scorer for */
+    SCREEN_BAD_METADATA,   /* metadata not a JSON object naming the family */
+    SCREEN_DUPLICATE,      /* content seen within the duplicate window */
+    SCREEN_NREASONS
+} screen_reason_t;
+
+typedef struct {
+    const char *node;     /* this node: its own groups are refused */
+    int completions;      /* L */
+    size_t max_record;    /* bytes of one record */
+    size_t max_text;      /* bytes of one text field */
+    int dup_window;       /* contents remembered for duplicate detection */
+} screen_limits_t;
+
+typedef struct screen screen_t;
+
+screen_t *screen_new(const screen_limits_t *limits);
+void screen_destroy(screen_t **self_p);
+
+/* Checks one record as drawn from the pool (any alignment; buf NULL for an
+ * entry left in the pool for its size). SCREEN_OK, or the first reason it
+ * fails; the reason is counted either way. */
+screen_reason_t screen_check(screen_t *self, const void *buf, size_t len);
+
+/* How many records were refused for reason r (SCREEN_OK: passed). */
+long screen_count(const screen_t *self, screen_reason_t r);
+/* Sum of every refusal except SCREEN_OWN. */
+long screen_rejected(const screen_t *self);
+const char *screen_reason_name(screen_reason_t r);
+
+/* The counts as a JSON object {"passed":N,"too_large":N,...} into out;
+ * returns the length written (truncated like snprintf). */
+int screen_json(const screen_t *self, char *out, size_t outlen);
+
+/* Whether s[0..n) is valid UTF-8 (shortest forms, no surrogates, at most
+ * U+10FFFF). */
+int utf8_valid(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Per-node Redis ACL users (scripts/acl.sh) on a real redis-server: node a
+# publishes and samples through the pool functions, reads b's entries, but
+# cannot publish as b, delete or overwrite b's keys, raise the swarm's
+# bound, load functions or flush the database.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+[ -x "$bin/pool" ] || { echo "SKIP acl: $bin/pool not built"; exit 0; }
+for c in redis-server redis-cli; do command -v $c > /dev/null || { echo "SKIP acl: $c not installed"; exit 0; }; done
+tmp=$(mktemp -d)
+rpid=
+cleanup() { [ -n "$rpid" ] && kill "$rpid" 2> /dev/null && wait "$rpid" 2> /dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+check() { if (eval "$2"); then echo "PASS acl_$1"; else echo "FAIL acl_$1"; fi; }
+scripts/acl.sh --swarm s1 --out "$tmp/users.acl" a b > /dev/null
+port=6700
+while (exec 3<> /dev/tcp/127.0.0.1/$port) 2> /dev/null; do port=$((port + 1)); done
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --aclfile "$tmp/users.acl" > "$tmp/redis.log" 2>&1 &
+rpid=$!
+url() { grep "^$1 " "$tmp/users.acl.urls" | cut -d' ' -f2 | sed "s/HOST/127.0.0.1:$port/"; }
+pw() { url "$1" | sed 's|redis://[^:]*:\([^@]*\)@.*|\1|'; }
+cli() { local u=$1; shift; redis-cli -p "$port" --user "$u" --pass "$(pw "$u")" --no-auth-warning "$@" 2>&1; }
+for _ in $(seq 50); do cli admin ping | grep -q PONG && break; sleep 0.1; done
+printf 'record of a' > "$tmp/ra"; printf 'record of b' > "$tmp/rb"
+check no_anonymous_access '! redis-cli -p "$port" ping 2>&1 | grep -q PONG'
+check admin_loads_functions '"$bin/pool" size --redis "$(url admin)" --swarm s1 | grep -q "^0$"'
+cli admin SET s1:max_per_node 3 > /dev/null
+check node_publishes_own '"$bin/pool" publish --redis "$(url a)" --swarm s1 --node a "$tmp/ra" &&
+                          "$bin/pool" publish --redis "$(url b)" --swarm s1 --node b "$tmp/rb"'
+check node_cannot_publish_as_other '! "$bin/pool" publish --redis "$(url a)" --swarm s1 --node b "$tmp/ra" 2> "$tmp/err" && grep -q -i "no permissions\|NOPERM" "$tmp/err"'
+check node_reads_others '[ "$("$bin/pool" size --redis "$(url a)" --swarm s1 --node b)" = 1 ] &&
+                         [ "$(cli a HGET s1:n:b:e 1)" = "record of b" ] &&
+                         "$bin/pool" sample --redis "$(url a)" --swarm s1 --exclude a --count 2 2>&1 | grep -q "entry 1:"'
+check cannot_delete_others '[[ "$(cli a DEL s1:n:b:e)" == *NOPERM* ]] && [[ "$(cli a HDEL s1:n:b:e 1)" == *NOPERM* ]]'
+check cannot_overwrite_others '[[ "$(cli a HSET s1:n:b:e 1 forged)" == *NOPERM* ]] && [[ "$(cli a SET s1:n:b:hi 0)" == *NOPERM* ]]'
+check cannot_raise_bound '[[ "$(cli a SET s1:max_per_node 1000000)" == *NOPERM* ]]'
+check cannot_admin '[[ "$(cli a FUNCTION FLUSH)" == *NOPERM* ]] && [[ "$(cli a FLUSHALL)" == *NOPERM* ]] && [[ "$(cli a CONFIG SET save "")" == *NOPERM* ]]'
+check bound_holds 'for i in 1 2 3 4 5; do "$bin/pool" publish --redis "$(url a)" --swarm s1 --node a "$tmp/ra" || exit 1; done; [ "$("$bin/pool" size --redis "$(url a)" --swarm s1 --node a)" = 3 ]'
+check b_entries_intact '[ "$(cli admin HGET s1:n:b:e 1)" = "record of b" ]'

@@ -1,0 +1,95 @@
+/* Screening of pool records (lib/node/screen.c): one real group passes, and
+ * each way of bending it is refused for its own reason and counted. */
+#include "check.h"
+#include "node/screen.h"
+#include "records.h"
+#include "tasks/task.h"
+
+typedef struct {
+    const char *node, *family, *metadata, *text0;
+    int n;
+} shape_t;
+
+/* a group of n completions for a real basic_arithmetic question */
+static uint8_t *build(const shape_t *s, size_t *len)
+{
+    task_mix_t *mix = task_mix_new(NULL, 3, NULL, 0);
+    task_entry_t e = {0};
+    char err[256];
+    task_mix_draw(mix, 0, &e, err, sizeof err);
+    char *meta = cJSON_PrintUnformatted(e.metadata);
+    const char *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset")->valuestring;
+    rec_task_t t = {.family = s->family ? s->family : fam, .question = e.question, .answer = e.answer,
+                    .metadata_json = s->metadata ? s->metadata : meta};
+    rec_completion_t c[8];
+    for (int i = 0; i < s->n; i++) c[i] = (rec_completion_t){.text = i == 0 && s->text0 ? s->text0 : "<answer>1</answer>"};
+    rec_rollout_t r = {.node = s->node ? s->node : "peer", .task = t, .completions = c, .n_completions = (size_t)s->n};
+    uint8_t *buf = NULL;
+    EXPECT(rec_rollout_build(&r, &buf, len) == 0);
+    free(meta);
+    task_entry_free(&e);
+    task_mix_destroy(&mix);
+    return buf;
+}
+
+static screen_reason_t check_one(screen_t *sc, const shape_t *s)
+{
+    size_t len;
+    uint8_t *buf = build(s, &len);
+    screen_reason_t r = screen_check(sc, buf, len);
+    rec_free(buf);
+    return r;
+}
+
+static void test_utf8(void)
+{
+    EXPECT(utf8_valid("plain \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 17));
+    EXPECT(!utf8_valid("\xC0\x80", 2));          /* overlong NUL */
+    EXPECT(!utf8_valid("\xED\xA0\x80", 3));      /* surrogate */
+    EXPECT(!utf8_valid("\xF4\x90\x80\x80", 4));  /* past U+10FFFF */
+    EXPECT(!utf8_valid("\x80", 1));              /* lone continuation */
+    EXPECT(!utf8_valid("\xE2\x82", 2));          /* cut short */
+}
+
+static void test_reasons(void)
+{
+    screen_limits_t lim = {.node = "me", .completions = 4, .max_record = 8192, .max_text = 1000, .dup_window = 8};
+    screen_t *sc = screen_new(&lim);
+    char long_text[1100];
+    memset(long_text, 'x', sizeof long_text - 1);
+    long_text[sizeof long_text - 1] = '\0';
+    EXPECT(check_one(sc, &(shape_t){.n = 4}) == SCREEN_OK);
+    EXPECT(check_one(sc, &(shape_t){.n = 4}) == SCREEN_DUPLICATE);
+    EXPECT(check_one(sc, &(shape_t){.n = 4, .node = "me"}) == SCREEN_OWN);
+    EXPECT(check_one(sc, &(shape_t){.n = 4, .node = "a:b"}) == SCREEN_BAD_NODE);
+    EXPECT(check_one(sc, &(shape_t){.n = 5}) == SCREEN_WRONG_SIZE);
+    EXPECT(check_one(sc, &(shape_t){.n = 4, .text0 = long_text}) == SCREEN_TEXT_TOO_LONG);
+    EXPECT(check_one(sc, &(shape_t){.n = 4, .text0 = "<answer>\xC0\x80</answer>"}) == SCREEN_BAD_UTF8);
+    EXPECT(check_one(sc, &(shape_t){.n = 4, .family = "no_such_family"}) == SCREEN_UNKNOWN_FAMILY);
+    EXPECT(check_one(sc, &(shape_t){.n = 4, .metadata = "[1]"}) == SCREEN_BAD_METADATA);
+    EXPECT(check_one(sc, &(shape_t){.n = 4, .metadata = "{\"source_dataset\":\"other\"}"}) == SCREEN_BAD_METADATA);
+    EXPECT(screen_check(sc, NULL, 1 << 20) == SCREEN_TOO_LARGE);
+    uint8_t junk[64] = {0};
+    memcpy(junk + 4, "SROL", 4);
+    EXPECT(screen_check(sc, junk + 1, 40) == SCREEN_MALFORMED); /* misaligned junk is copied, then refused */
+    size_t len;
+    uint8_t *buf = build(&(shape_t){.n = 4, .node = "other"}, &len);
+    EXPECT(screen_check(sc, buf, len / 2) == SCREEN_MALFORMED);
+    rec_free(buf);
+    EXPECT(screen_count(sc, SCREEN_OK) == 1 && screen_count(sc, SCREEN_MALFORMED) == 2);
+    EXPECT(screen_rejected(sc) == 11);
+    char json[1024];
+    screen_json(sc, json, sizeof json);
+    EXPECTF(strstr(json, "\"passed\":1,\"too_large\":1,\"malformed\":2,") == json + 1, "%s", json);
+    char tiny[8];
+    EXPECT(screen_json(sc, tiny, sizeof tiny) == (int)strlen(json) && strlen(tiny) == 7);
+    screen_destroy(&sc);
+    EXPECT(sc == NULL);
+}
+
+int main(void)
+{
+    RUN_TEST(test_utf8);
+    RUN_TEST(test_reasons);
+    CHECK_EXIT();
+}

@@ -1,0 +1,146 @@
+/* hostile: writes the records a hostile peer would publish into a swarm's
+ * pool, one file each, for `pool publish` to send as they are.
+ *   hostile --kind KIND --count N --out DIR [--completions L] [--seed S] [--big BYTES] [--text BYTES]
+ * Kinds: random (random bytes), truncated (a real record cut short),
+ * oversized (a record of about --big bytes), long_text (completions of --text bytes),
+ * bad_utf8, unknown_family, bad_metadata (not an object, or naming another family),
+ * wrong_size (L + 1 completions), bad_node (a node id with ':'),
+ * wrong_type (a task record), forged (wrong answers claiming reward 1),
+ * duplicate (one real group, N times). Records are named as node
+ * "evil-KIND"; questions are real ones from the task library. */
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "records.h"
+#include "tasks/task.h"
+
+static const char *const kinds[] = {"random", "truncated", "oversized", "long_text", "bad_utf8", "unknown_family",
+                                    "bad_metadata", "wrong_size", "bad_node", "wrong_type", "forged", "duplicate"};
+#define NKINDS ((int)(sizeof kinds / sizeof kinds[0]))
+
+static uint64_t rng_state;
+
+static uint64_t next(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A group for a real question with L made-up completions; kind bends one
+ * part of it. Returns a malloc'ed record. */
+static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_t text, size_t *len)
+{
+    static task_mix_t *mix;
+    char err[256];
+    if (!mix && !(mix = task_mix_new(NULL, 7, err, sizeof err))) {
+        fprintf(stderr, "hostile: task mix: %s\n", err);
+        exit(1);
+    }
+    task_entry_t e = {0};
+    if (task_mix_draw(mix, index, &e, err, sizeof err) != 0) {
+        fprintf(stderr, "hostile: task %llu: %s\n", (unsigned long long)index, err);
+        exit(1);
+    }
+    char node[64];
+    snprintf(node, sizeof node, "evil-%s", kind);
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset");
+    char *meta = cJSON_PrintUnformatted(e.metadata);
+    rec_task_t t = {.task_id = index, .family = fam->valuestring, .question = e.question, .answer = e.answer,
+                    .metadata_json = meta, .seed = 7, .index = index, .node = node};
+    int n = !strcmp(kind, "wrong_size") ? L + 1 : L;
+    size_t text_len = !strcmp(kind, "long_text") ? text + index % 100 : !strcmp(kind, "oversized") ? big / (size_t)n : 40;
+    char **texts = calloc((size_t)n, sizeof *texts);
+    rec_completion_t *c = calloc((size_t)n, sizeof *c);
+    for (int i = 0; i < n; i++) {
+        texts[i] = malloc(text_len + 1);
+        int k = snprintf(texts[i], text_len + 1, "<answer>%llu</answer>", (unsigned long long)(next() % 1000000007));
+        for (size_t j = (size_t)k; j < text_len; j++) texts[i][j] = (char)('a' + next() % 26);
+        texts[i][text_len] = '\0';
+        c[i] = (rec_completion_t){.text = texts[i], .reward = 1.0f, .finished = true};
+    }
+    if (!strcmp(kind, "bad_utf8")) {
+        static const char *const bad[] = {"\xC0\x80", "\xED\xA0\x80", "\x80", "\xF5\x80\x80\x80", "\xE2\x82"};
+        const char *b = bad[index % 5];
+        memcpy(texts[0] + 20, b, strlen(b));
+    }
+    if (!strcmp(kind, "unknown_family")) t.family = "no_such_family";
+    if (!strcmp(kind, "bad_metadata")) t.metadata_json = index % 2 ? "[1, 2, 3]" : "{\"source_dataset\": \"no_such_family\"}";
+    if (!strcmp(kind, "bad_node")) t.node = "evil:other";
+    rec_rollout_t r = {.node = !strcmp(kind, "bad_node") ? "evil:other" : node, .policy_version = index,
+                       .round = index, .model = "forger", .task = t, .completions = c, .n_completions = (size_t)n,
+                       .created_ms = index, .scored = true};
+    uint8_t *buf = NULL;
+    if (!strcmp(kind, "wrong_type") ? rec_task_build(&t, &buf, len) : rec_rollout_build(&r, &buf, len)) {
+        fprintf(stderr, "hostile: %s record %llu could not be built\n", kind, (unsigned long long)index);
+        exit(1);
+    }
+    for (int i = 0; i < n; i++) free(texts[i]);
+    free(texts);
+    free(c);
+    free(meta);
+    task_entry_free(&e);
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    const char *kind = NULL, *out = NULL;
+    long count = 0;
+    int L = 8;
+    size_t big = (size_t)2 << 20, text = 16384;
+    for (int a = 1; a + 1 < argc; a += 2) {
+        if (!strcmp(argv[a], "--kind")) kind = argv[a + 1];
+        else if (!strcmp(argv[a], "--out")) out = argv[a + 1];
+        else if (!strcmp(argv[a], "--count")) count = atol(argv[a + 1]);
+        else if (!strcmp(argv[a], "--completions")) L = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--seed")) rng_state = strtoull(argv[a + 1], NULL, 10);
+        else if (!strcmp(argv[a], "--big")) big = strtoull(argv[a + 1], NULL, 10);
+        else if (!strcmp(argv[a], "--text")) text = strtoull(argv[a + 1], NULL, 10);
+        else {
+            fprintf(stderr, "hostile: unknown flag '%s'\n", argv[a]);
+            return 2;
+        }
+    }
+    int k = 0;
+    while (kind && k < NKINDS && strcmp(kind, kinds[k])) k++;
+    if (!kind || k == NKINDS || !out || count < 1 || L < 1 || big < 64 || big > REC_MAX_BYTES - 4096 || text < 64 ||
+        text > REC_MAX_BYTES / 64) {
+        fprintf(stderr, "usage: hostile --kind KIND --count N --out DIR [--completions L] [--seed S] [--big BYTES] "
+                        "[--text BYTES]\n"
+                        "kinds:");
+        for (int i = 0; i < NKINDS; i++) fprintf(stderr, " %s", kinds[i]);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    for (long i = 0; i < count; i++) {
+        size_t len;
+        uint8_t *buf;
+        if (!strcmp(kind, "random")) {
+            len = 1 + next() % 4096;
+            buf = malloc(len);
+            for (size_t j = 0; j < len; j++) buf[j] = (uint8_t)next();
+            /* some random buffers carry a rollout's identifier, so they reach the Verifier */
+            if (len >= 8 && i % 2) memcpy(buf + 4, "SROL", 4);
+        } else {
+            bool dup = !strcmp(kind, "duplicate");
+            uint64_t keep = rng_state;
+            buf = group(kind, dup ? 0 : (uint64_t)i, L, big, text, &len);
+            if (dup) rng_state = keep; /* the same completions every time */
+            if (!strcmp(kind, "truncated")) len = 1 + next() % (len - 1);
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s-%06ld.bin", out, kind, i);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+            fprintf(stderr, "hostile: %s: cannot write\n", path);
+            return 1;
+        }
+        free(buf);
+    }
+    return 0;
+}
