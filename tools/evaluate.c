@@ -30,6 +30,36 @@ typedef struct {
     int n;
 } heldout_t;
 
+/* The policy notices as they come, and the weights of the next version
+ * due, loaded as soon as its notice arrives: the learner deletes old
+ * versions a few rounds later, and an evaluation can take longer. */
+typedef struct {
+    const config_t *cfg;
+    wire_subscriber_t *sub;
+    uint64_t every, version, round, next;
+    char ckpt[4096];
+    policy_t *due;             /* weights of round due_round, when due_ready */
+    uint64_t due_round, due_version;
+    bool due_ready, last_loaded;
+} judge_t;
+
+static void judge_poll(judge_t *j, int timeout_ms)
+{
+    char err[512];
+    version_follow(j->sub, timeout_ms, NULL, &j->version, &j->round, j->ckpt, sizeof j->ckpt);
+    bool last = j->cfg->rounds && j->round >= (uint64_t)j->cfg->rounds;
+    if (j->version == UINT64_MAX || j->due_ready || j->last_loaded || (j->round < j->next && !last)) return;
+    if (j->due ? policy_reload(j->due, j->ckpt, err, sizeof err) != 0 : !(j->due = policy_open(j->ckpt, err, sizeof err))) {
+        log_error("round %llu not evaluated: %s", (unsigned long long)j->round, err);
+        return;
+    }
+    j->due_ready = true;
+    j->due_round = j->round;
+    j->due_version = j->version;
+    j->next = (j->round / j->every + 1) * j->every;
+    j->last_loaded = last;
+}
+
 static long positive(const char *s, const char *what)
 {
     char *end;
@@ -84,9 +114,10 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
     return n;
 }
 
-/* one evaluation: a JSON line (malloc'ed) */
-static char *evaluate(policy_t *pol, const config_t *cfg, const heldout_t *h, int nf, uint64_t round, uint64_t version)
+/* one evaluation: a JSON line (malloc'ed); notices are read between questions */
+static char *evaluate(policy_t *pol, judge_t *jd, const heldout_t *h, int nf, uint64_t round, uint64_t version)
 {
+    const config_t *cfg = jd->cfg;
     int64_t t0 = zclock_mono();
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}, .seed = 0};
     cJSON *j = cJSON_CreateObject(), *fams = cJSON_CreateObject();
@@ -98,6 +129,7 @@ static char *evaluate(policy_t *pol, const config_t *cfg, const heldout_t *h, in
     for (int f = 0; f < nf; f++) {
         long fp = 0;
         for (int k = 0; k < h[f].n; k++) {
+            judge_poll(jd, 0);
             completion_t c = {0};
             char err[512];
             double s = 0;
@@ -141,7 +173,7 @@ int main(int argc, char **argv)
     heldout_t *h;
     int nf = heldout_all(&cfg, per_family, &h);
 
-    char err[512], ckpt[4096] = "", path[PATH_MAX];
+    char err[512], path[PATH_MAX];
     endpoints_t ep;
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     wire_subscriber_t *sub = wire_subscriber_new(&ep, err, sizeof err);
@@ -151,27 +183,28 @@ int main(int argc, char **argv)
     if (!out) log_fatal("%s: cannot append", path);
     log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
 
+    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .version = UINT64_MAX};
     policy_t *pol = NULL;
-    uint64_t version = UINT64_MAX, round = 0, next = 0, done = UINT64_MAX;
+    uint64_t done = 0;
     while (!zsys_interrupted) {
-        version_follow(sub, 1000, NULL, &version, &round, ckpt, sizeof ckpt);
-        bool last = cfg.rounds && round >= (uint64_t)cfg.rounds;
-        if (version == UINT64_MAX || round == done || (round < next && !last)) continue;
-        if (pol ? policy_reload(pol, ckpt, err, sizeof err) != 0 : !(pol = policy_open(ckpt, err, sizeof err))) {
-            log_error("round %llu not evaluated: %s", (unsigned long long)round, err);
-            continue;
-        }
-        char *line = evaluate(pol, &cfg, h, nf, round, version);
+        judge_poll(&jd, 1000);
+        if (!jd.due_ready) continue;
+        policy_t *t = pol;
+        pol = jd.due;
+        jd.due = t;
+        jd.due_ready = false;
+        bool last = jd.last_loaded;
+        done = jd.due_round;
+        char *line = evaluate(pol, &jd, h, nf, jd.due_round, jd.due_version);
         fprintf(out, "%s\n", line);
         fflush(out);
         free(line);
-        done = round;
-        next = (round / (uint64_t)every + 1) * (uint64_t)every;
         if (last) break;
     }
-    log_info("stopping after round %llu", (unsigned long long)(done == UINT64_MAX ? 0 : done));
+    log_info("stopping after round %llu", (unsigned long long)done);
     fclose(out);
     policy_destroy(&pol);
+    policy_destroy(&jd.due);
     wire_subscriber_destroy(&sub);
     for (int f = 0; f < nf; f++) {
         for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]);
