@@ -82,6 +82,12 @@ int main(int argc, char **argv)
     wire_consumer_t *batches = pub ? wire_consumer_new(&ep, STREAM_BATCHES, 1, err, sizeof err) : NULL;
     if (!batches) log_fatal("%s", err);
     snprintf(path, sizeof path, "%s/metrics.jsonl", cfg.run);
+    /* rounds logged after the checkpoint resumed from were lost with the
+     * restart: said here, and counted in the next metrics line */
+    uint64_t logged = ckpt_last_logged_round(path), lost = logged > st.round ? logged - st.round : 0;
+    if (lost)
+        log_info("rounds %llu..%llu were trained after the checkpoint and are lost with the restart; training them again",
+                 (unsigned long long)st.round + 1, (unsigned long long)logged);
     FILE *metrics = fopen(path, "a");
     if (!metrics) log_fatal("%s: cannot append", path);
     announce(pub, &cfg, pol, &st);
@@ -98,6 +104,13 @@ int main(int argc, char **argv)
         } else if (b.b.round <= st.round) {
             log_info("round %llu already applied; batch skipped", (unsigned long long)b.b.round);
         } else {
+            /* a batch can go missing (a killed broker) or come late (one
+             * requeued from a killed learner): rounds are never waited for,
+             * and the gap is counted in the metrics line */
+            uint64_t skipped = b.b.round - st.round - 1;
+            if (skipped)
+                log_info("round %llu comes before rounds %llu..%llu: they are skipped", (unsigned long long)b.b.round,
+                         (unsigned long long)st.round + 1, (unsigned long long)b.b.round - 1);
             int64_t t0 = zclock_mono();
             if (learn_step(learn, &b, &ls, err, sizeof err) != 0) {
                 log_error("round %llu not applied: %s", (unsigned long long)b.b.round, err);
@@ -107,7 +120,13 @@ int main(int argc, char **argv)
                 st.version++;
                 announce(pub, &cfg, pol, &st);
                 char *line = metrics_line(cfg.node, &b, &ls, st.version, secs);
-                fprintf(metrics, "%s\n", line);
+                /* rounds_lost / rounds_skipped only where they happened, so
+                 * the lines say every round trained, lost or skipped */
+                fprintf(metrics, "%.*s", (int)strlen(line) - 1, line);
+                if (lost) fprintf(metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
+                if (skipped) fprintf(metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
+                fprintf(metrics, "}\n");
+                lost = 0;
                 fflush(metrics);
                 free(line);
                 log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)st.round,

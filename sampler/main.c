@@ -11,6 +11,7 @@
 
 #include "node/assembly.h"
 #include "node/config.h"
+#include "node/screen.h"
 #include "node/version.h"
 #include "pool/pool.h"
 #include "records.h"
@@ -22,6 +23,7 @@ typedef struct {
     config_t cfg;
     task_mix_t *mix;
     assembly_t *asm_;
+    screen_t *screen;         /* checks every record drawn from the pool */
     pool_t *pool;
     wire_producer_t *tasks, *external, *batches;
     wire_consumer_t *scored;
@@ -29,12 +31,15 @@ typedef struct {
     uint64_t version, round, next_task;
     uint64_t learner_round;   /* last round the learner applied */
     long in_flight;           /* own tasks sent, not yet back scored */
+    int64_t last_progress;    /* when a scored rollout or a learner notice last came */
     long external_pending;    /* external groups sent to the verifier */
-    long published, pool_errors, external_malformed, own_external;
+    long published, pool_errors, external_unscorable;
+    long pool_failing;        /* failed pool calls since the last that worked */
     bool pool_dry;            /* the pool has nothing more for us this round */
     int requests;             /* pool requests this round */
     bool fallback_logged;
     double pool_seconds;
+    double transport_seconds; /* generator done -> sampler, less verification */
 } sampler_t;
 
 static void send_task(sampler_t *s)
@@ -56,6 +61,20 @@ static void send_task(sampler_t *s)
     task_entry_free(&e);
 }
 
+/* An unreachable pool is logged once per outage; the node goes on with
+ * its own groups meanwhile, and the pool reconnects with backoff. */
+static void pool_failed(sampler_t *s, const char *err)
+{
+    s->pool_errors++;
+    if (s->pool_failing++ == 0) log_error("pool: %s (training on local groups until it is back)", err);
+}
+
+static void pool_worked(sampler_t *s)
+{
+    if (s->pool_failing) log_info("pool reachable again after %ld failed calls", s->pool_failing);
+    s->pool_failing = 0;
+}
+
 /* SampleExternal: other nodes' groups, marked external, to the verifier */
 static void request_external(sampler_t *s)
 {
@@ -66,25 +85,25 @@ static void request_external(sampler_t *s)
     int n = pool_sample(s->pool, s->cfg.node, want, &got, err, sizeof err);
     s->pool_seconds += (zclock_mono() - t0) / 1000.0;
     if (n < 0) {
-        if (s->pool_errors++ == 0) log_error("pool: %s (training on local groups until it is back)", err);
+        pool_failed(s, err);
         s->pool_dry = true;
         return;
     }
-    if (s->pool_errors) log_info("pool reachable again after %ld failed calls", s->pool_errors);
-    s->pool_errors = 0;
+    pool_worked(s);
     for (int i = 0; i < n; i++) {
-        void *copy = NULL;
-        const void *buf = rec_aligned(got[i].data, got[i].len, &copy);
+        /* pool_sample hands out 16-byte aligned copies */
         rec_rollout_view_t v;
         rec_completion_t *comps = NULL;
-        if (!buf || rec_rollout_view(buf, got[i].len, &v, err, sizeof err) != 0) {
-            s->external_malformed++;
-        } else if (strcmp(v.r.node, s->cfg.node) == 0) {
-            s->own_external++;
-        } else {
+        if (screen_check(s->screen, got[i].data, got[i].len) == SCREEN_OK &&
+            rec_rollout_view(got[i].data, got[i].len, &v, err, sizeof err) == 0) {
             rec_rollout_t r;
             comps = calloc(v.r.n_completions + 1, sizeof *comps);
             rec_rollout_unpack(&v, &r, comps);
+            /* another node's token ids and log-probs mean nothing here */
+            for (size_t c = 0; c < v.r.n_completions; c++) {
+                comps[c].token_ids = NULL, comps[c].n_tokens = 0;
+                comps[c].logprobs = NULL, comps[c].n_logprobs = 0;
+            }
             r.external = true;
             r.scored = false;
             uint8_t *out;
@@ -94,7 +113,6 @@ static void request_external(sampler_t *s)
             rec_free(out);
         }
         free(comps);
-        free(copy);
     }
     pool_entries_free(got, n);
     /* a few tries a round: entries can all turn out zero-advantage here */
@@ -112,15 +130,25 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
         free(buf);
         return;
     }
+    if (!v.r.scored) {
+        /* the verifier could not score it (an external group's metadata
+         * that no scorer takes): it still counts as back */
+        if (v.r.external) s->external_pending -= s->external_pending > 0, s->external_unscorable++;
+        else s->in_flight -= s->in_flight > 0;
+        free(buf);
+        return;
+    }
     if (v.r.external) {
-        s->external_pending--;
+        s->external_pending -= s->external_pending > 0;
     } else {
-        s->in_flight--;
+        s->in_flight -= s->in_flight > 0;
+        int64_t in_transit = zclock_time() - (int64_t)v.r.created_ms - (int64_t)v.r.verify_ms;
+        s->transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
         /* SelectSubset: what teaches something is worth sharing */
         if (strcmp(s->cfg.share, "all") == 0 || !group_zero_advantage(buf, r->size)) {
             int64_t t0 = zclock_mono();
-            if (pool_publish(s->pool, s->cfg.node, buf, r->size, err, sizeof err) == 0) s->published++;
-            else if (s->pool_errors++ == 0) log_error("pool: %s", err);
+            if (pool_publish(s->pool, s->cfg.node, buf, r->size, err, sizeof err) == 0) s->published++, pool_worked(s);
+            else pool_failed(s, err);
             s->pool_seconds += (zclock_mono() - t0) / 1000.0;
         }
     }
@@ -130,14 +158,16 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
 static void send_batch(sampler_t *s)
 {
     const assembly_stats_t *a = assembly_stats(s->asm_);
-    char stats[1024];
+    char stats[2048], screened[1024];
     long pool_size = pool_size_total(s->pool);
+    screen_json(s->screen, screened, sizeof screened);
     snprintf(stats, sizeof stats,
              "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"zero_adv_dropped\":%ld,"
-             "\"wrong_size_dropped\":%ld,\"external_malformed\":%ld,\"fallback_batches\":%ld,\"pool_errors\":%ld,"
-             "\"seconds\":{\"pool\":%.4f}}",
+             "\"wrong_size_dropped\":%ld,\"external_rejected\":%ld,\"external_unscorable\":%ld,\"screen\":%s,"
+             "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
              pool_size, s->published, a->stale_dropped, a->zero_adv_dropped, a->wrong_size_dropped,
-             s->external_malformed, a->fallback_batches, s->pool_errors, s->pool_seconds);
+             screen_rejected(s->screen), s->external_unscorable, screened, a->fallback_batches, s->pool_errors,
+             s->pool_seconds, s->transport_seconds);
     uint8_t *buf;
     size_t len;
     if (assembly_take(s->asm_, s->round, s->version, stats, &buf, &len) != 0) log_fatal("batch record too large");
@@ -150,7 +180,7 @@ static void send_batch(sampler_t *s)
     s->round++;
     s->pool_dry = false;
     s->requests = 0;
-    s->pool_seconds = 0;
+    s->pool_seconds = s->transport_seconds = 0;
 }
 
 int main(int argc, char **argv)
@@ -165,6 +195,7 @@ int main(int argc, char **argv)
     if (!s.mix) log_fatal("task mix (SAPO_TASK_MIX): %s", err);
     s.pool = pool_new(s.cfg.redis, s.cfg.swarm, s.cfg.pool_max, err, sizeof err);
     if (!s.pool) log_fatal("pool %s: %s", s.cfg.redis, err);
+    pool_limit_record(s.pool, (size_t)s.cfg.max_record);
     endpoints_t ep;
     if (endpoints_from_base(s.cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     if (!(s.tasks = wire_producer_new(&ep, STREAM_TASKS, err, sizeof err)) ||
@@ -174,6 +205,9 @@ int main(int argc, char **argv)
         !(s.policy = wire_subscriber_new(&ep, err, sizeof err)))
         log_fatal("%s", err);
     s.asm_ = assembly_new(&s.cfg);
+    screen_limits_t lim = {.node = s.cfg.node, .completions = s.cfg.completions, .max_record = (size_t)s.cfg.max_record,
+                           .max_text = (size_t)s.cfg.max_text, .dup_window = 4 * s.cfg.pool_max};
+    if (!(s.screen = screen_new(&lim))) log_fatal("out of memory (screen)");
 
     /* rounds continue from the learner's: its first notice says where */
     s.version = UINT64_MAX;
@@ -183,13 +217,17 @@ int main(int argc, char **argv)
     if (zsys_interrupted) return 0;
     s.round = s.learner_round + 1;
     s.next_task = s.round * (uint64_t)s.cfg.questions;
+    s.last_progress = zclock_mono();
     log_info("starting at round %llu (I=%d local, J=%d external, L=%d)", (unsigned long long)s.round,
              s.cfg.local_groups, s.cfg.external_groups, s.cfg.completions);
 
     while (!zsys_interrupted) {
-        if (version_follow(s.policy, 0, NULL, &s.version, &s.learner_round, NULL, 0) == 1 &&
-            s.round > s.learner_round + 2) {
-            /* the learner restarted from a checkpoint: continue its count */
+        uint64_t learner_before = s.learner_round;
+        int notice = version_follow(s.policy, 0, NULL, &s.version, &s.learner_round, NULL, 0);
+        if (notice == 1) s.last_progress = zclock_mono();
+        if (notice == 1 && (s.learner_round < learner_before || s.round > s.learner_round + 2)) {
+            /* the learner restarted from a checkpoint: continue its count (it
+             * drops the batches made before, which are ahead of it) */
             log_info("learner is back at round %llu; next batch is round %llu", (unsigned long long)s.learner_round,
                      (unsigned long long)s.learner_round + 1);
             s.round = s.learner_round + 1;
@@ -197,7 +235,19 @@ int main(int argc, char **argv)
         /* keep two rounds of questions in flight so generators never idle */
         while (s.in_flight + (long)assembly_local(s.asm_) < 2L * s.cfg.questions) send_task(&s);
         wire_record_t *r = wire_consumer_recv(s.scored, 100);
+        if (!r && zclock_mono() - s.last_progress > 1000L * s.cfg.stall_seconds) {
+            /* a broker killed with records queued loses them: after this
+             * long without news, what was sent counts as lost (a late one
+             * is still taken, and the learner skips a round it has) */
+            log_error("nothing back for %d s: %ld tasks and the batches after round %llu count as lost; going on",
+                      s.cfg.stall_seconds, s.in_flight, (unsigned long long)s.learner_round);
+            s.in_flight = 0;
+            s.external_pending = 0;
+            if (s.round > s.learner_round + 1) s.round = s.learner_round + 1;
+            s.last_progress = zclock_mono();
+        }
         if (r) {
+            s.last_progress = zclock_mono();
             on_scored(&s, r);
             wire_consumer_ack(s.scored, r->id);
             wire_record_destroy(&r);
@@ -211,6 +261,7 @@ int main(int argc, char **argv)
         if (learner_free && assembly_ready(s.asm_, s.version, fallback)) send_batch(&s);
     }
     log_info("stopping at round %llu: %ld groups published", (unsigned long long)s.round, s.published);
+    screen_destroy(&s.screen);
     assembly_destroy(&s.asm_);
     wire_subscriber_destroy(&s.policy);
     wire_consumer_destroy(&s.scored);

@@ -39,21 +39,25 @@ export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SA
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=t$$
 
 # a hostile peer: 50 groups of a real question, wrong answers claiming reward 1
+# (different ones each time: identical copies are dropped as a duplicate flood)
 "$bin/verifier" generate --family basic_arithmetic --seed 9 --count 1 > "$tmp/entry.jsonl"
-python3 - "$tmp/entry.jsonl" "$tmp/forged.json" <<'PY'
+mkdir -p "$tmp/forged"
+python3 - "$tmp/entry.jsonl" "$tmp/forged" <<'PY'
 import json, sys
 e = json.loads(open(sys.argv[1]).readline())
 task = {"task_id": 1, "family": "basic_arithmetic", "question": e["question"], "answer": e["answer"],
         "metadata_json": json.dumps(e["metadata"]), "node": "evil"}
-comps = [{"text": "<answer>%d</answer>" % (10**9 + i), "reward": 1.0, "finished": True} for i in range(4)]
-json.dump({"node": "evil", "model": "forger", "task": task, "completions": comps, "scored": True}, open(sys.argv[2], "w"))
+for k in range(50):
+    comps = [{"text": "<answer>%d</answer>" % (10**9 + 4 * k + i), "reward": 1.0, "finished": True} for i in range(4)]
+    json.dump({"node": "evil", "model": "forger", "task": task, "completions": comps, "scored": True},
+              open("%s/f%02d.json" % (sys.argv[2], k), "w"))
 PY
-flatc -b -o "$tmp" schemas/rollout.fbs "$tmp/forged.json" 2> "$tmp/flatc.log"
+flatc -b -o "$tmp/forged" schemas/rollout.fbs "$tmp"/forged/*.json 2> "$tmp/flatc.log"
 
 # 1. the swarm
 scripts/swarm.sh start --nodes 3 --ij 2/2,2/2,4/0 --rounds 8 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
 port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
-for i in $(seq 50); do "$bin/pool" publish --redis "$port" --node evil "$tmp/forged.bin"; done
+"$bin/pool" publish --redis "$port" --node evil "$tmp"/forged/*.bin
 for _ in $(seq 600); do
   alive=0
   while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$tmp/swarm/pids"

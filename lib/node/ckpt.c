@@ -60,18 +60,26 @@ int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, cha
 int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
               size_t errlen)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 320], name[64];
+    char dir[PATH_MAX], part[PATH_MAX + 8], path[PATH_MAX + 320], name[64];
     snprintf(dir, sizeof dir, "%s/ckpt", run);
     mkdir(dir, 0755);
     snprintf(name, sizeof name, "r%08llu", (unsigned long long)st->round);
     snprintf(dir, sizeof dir, "%s/ckpt/%s", run, name);
-    if (policy_save(pol, dir, err, errlen) != 0) return -1;
-    snprintf(path, sizeof path, "%s/optimizer.bin", dir);
+    /* the same round saved again (the final save after a periodic one) is
+     * the same state: only the link is renewed */
+    ckpt_state_t old;
+    char ignored[256];
+    if (read_state(dir, &old, ignored, sizeof ignored) == 0 && old.round == st->round && old.version == st->version)
+        goto link;
+    snprintf(part, sizeof part, "%s.part", dir);
+    fs_rm_tree(part);
+    if (policy_save(pol, part, err, errlen) != 0) return -1;
+    snprintf(path, sizeof path, "%s/optimizer.bin", part);
     if (adamw_save(opt, path) != 0) {
         snprintf(err, errlen, "%s: could not be written (see above)", path);
         return -1;
     }
-    snprintf(path, sizeof path, "%s/state.json", dir);
+    snprintf(path, sizeof path, "%s/state.json", part);
     FILE *f = fopen(path, "w");
     if (!f || fprintf(f, "{\"round\": %llu, \"version\": %llu}\n", (unsigned long long)st->round,
                       (unsigned long long)st->version) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
@@ -80,6 +88,14 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
         return -1;
     }
     fclose(f);
+    /* a folder of this name no link points at (a learner killed while
+     * renaming) gives way to the complete one */
+    fs_rm_tree(dir);
+    if (rename(part, dir) != 0) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+link:;
     char tmp[PATH_MAX + 16], link[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s/ckpt/latest.tmp", run);
     snprintf(link, sizeof link, "%s/ckpt/latest", run);
@@ -94,7 +110,7 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
     int n = scandir(dir, &list, NULL, alphasort), seen = 0;
     for (int i = n - 1; i >= 0; i--) {
         const char *d = list[i]->d_name;
-        if (d[0] == 'r' && strlen(d) == 9 && !strchr(d, '.') && ++seen > keep) {
+        if (d[0] == 'r' && strlen(d) == 9 && ++seen > keep) {
             snprintf(path, sizeof path, "%s/%s", dir, d);
             fs_rm_tree(path);
         }
@@ -102,4 +118,26 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
     }
     if (n >= 0) free(list);
     return 0;
+}
+
+uint64_t ckpt_last_logged_round(const char *metrics_path)
+{
+    FILE *f = fopen(metrics_path, "r");
+    if (!f) return 0;
+    char tail[8192];
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size > (long)sizeof tail - 1 ? size - (long)sizeof tail + 1 : 0, SEEK_SET);
+    size_t n = fread(tail, 1, sizeof tail - 1, f);
+    fclose(f);
+    tail[n] = '\0';
+    /* the last complete line: a learner killed mid-write leaves a partial one */
+    while (n > 0 && tail[n - 1] != '\n') tail[--n] = '\0';
+    if (n > 0) tail[--n] = '\0';
+    char *line = strrchr(tail, '\n');
+    cJSON *j = cJSON_Parse(line ? line + 1 : tail);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
+    uint64_t round = cJSON_IsNumber(r) && r->valuedouble > 0 ? (uint64_t)r->valuedouble : 0;
+    cJSON_Delete(j);
+    return round;
 }

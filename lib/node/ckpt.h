@@ -1,8 +1,8 @@
 /* The learner's checkpoints: run/<node>/ckpt/r<round>/ holds the model
  * (a Hugging Face folder), optimizer.bin and state.json {round, version},
  * and run/<node>/ckpt/latest is a link to the newest complete one. A
- * checkpoint is written into a temporary folder and renamed, and the link
- * is replaced by rename too, so a learner killed at any moment leaves the
+ * checkpoint is written into r<round>.part and renamed, and the link is
+ * replaced by rename too, so a learner killed at any moment leaves the
  * previous checkpoint intact. */
 #ifndef SAPO_CKPT_H
 #define SAPO_CKPT_H
@@ -24,5 +24,10 @@ int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, cha
 /* Saves and points latest at it; keeps the newest `keep` checkpoints. */
 int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
               size_t errlen);
+
+/* The round of the last complete line of the metrics file (0 when there
+ * is none). A learner that resumes from a checkpoint older than that has
+ * lost the rounds in between: they are trained again, and it says so. */
+uint64_t ckpt_last_logged_round(const char *metrics_path);
 
 #endif

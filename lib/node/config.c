@@ -43,7 +43,7 @@ static const field_t fields[] = {
     {"temperature", "SAPO_TEMPERATURE", F(temperature), "1.0", "sampling temperature"},
     {"top-p", "SAPO_TOP_P", F(top_p), "1.0", "nucleus sampling threshold (1 = off)"},
     {"top-k", "SAPO_TOP_K", I(top_k), "0", "top-k sampling (0 = off)"},
-    {"lr", "SAPO_LR", F(lr), "3e-4", "AdamW learning rate (suits the tiny model: 1e-3 collapses it; a Qwen checkpoint wants about 1e-6)"},
+    {"lr", "SAPO_LR", F(lr), "1e-4", "AdamW learning rate"},
     {"weight-decay", "SAPO_WEIGHT_DECAY", F(weight_decay), "0.0", "AdamW decoupled weight decay"},
     {"max-grad-norm", "SAPO_MAX_GRAD_NORM", F(max_grad_norm), "1.0", "global gradient norm clip (0 = off)"},
     {"eps-low", "SAPO_EPS_LOW", F(eps_low), "0.2", "GRPO lower clip epsilon"},
@@ -56,7 +56,10 @@ static const field_t fields[] = {
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
-    {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "250", "supervised steps that train the tiny base model (learner warmstart; about 7 minutes on 2 cores)"},
+    {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
+    {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
+    {"stall-seconds", "SAPO_STALL_S", I(stall_seconds), "120", "seconds without a scored rollout or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
+    {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "400", "supervised steps that train the tiny base model (learner warmstart)"},
     {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
     {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
@@ -143,6 +146,11 @@ static int check(const config_t *c)
     }
     if (c->max_new_tokens < 1 || c->micro_batch < 1) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1\n");
+        return -1;
+    }
+    if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1 || c->stall_seconds < 1) {
+        fprintf(stderr, "config: max-record (SAPO_MAX_RECORD) must be at least 1024, max-text (SAPO_MAX_TEXT) at least 64, "
+                        "pool-max (SAPO_POOL_MAX) and stall-seconds (SAPO_STALL_S) at least 1\n");
         return -1;
     }
     return 0;

@@ -38,6 +38,9 @@ typedef struct {
     int rounds;             /* stop after this many rounds (0 = run forever) */
     int checkpoint_every;   /* rounds between checkpoints */
     int pool_max;           /* pool entries kept per node */
+    int max_record;         /* bytes of one record drawn from the pool */
+    int max_text;           /* bytes of one text field of a record drawn from the pool */
+    int stall_seconds;      /* silence after which the sampler counts what it sent as lost */
     int warmstart_steps;    /* supervised steps that make the tiny base model */
     char share[16];         /* SelectSubset: "nonzero" (groups with an advantage) or "all" */
     char external_filter[16]; /* external groups kept after re-scoring: "nonzero" or "all" */

@@ -14,7 +14,9 @@
  * to its live count, then a uniform seq within it. Both run on the server as
  * Redis Functions (library "sapo_pool"), so each is atomic; the client draws
  * the uniform numbers, so a seeded client is reproducible. Every key of
- * node N starts with S:n:N:, which is what per-node ACL users restrict.
+ * node N starts with S:n:N:, which is what per-node ACL users restrict
+ * (scripts/acl.sh): such a user may not load functions, so an admin loads
+ * them once (bin/pool with the admin's URL) and nodes only call them.
  *
  * The pool never blocks a node: a call to an unreachable Redis fails at
  * once with an error, and the connection is retried on later calls with

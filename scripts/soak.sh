@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Soak: a 2-node swarm (scripts/swarm.sh) runs for a while; every process's
+# resident memory (VmRSS) and open file descriptors are sampled, and the
+# growth after the warm-up is reported per process, with the error lines
+# of the nodes' logs. Fails when a process dies, RSS grows by more than
+# --max-growth percent or descriptors grow after the warm-up.
+#
+#   scripts/soak.sh [--minutes M] [--warmup W] [--interval S] [--run DIR] [--max-growth P]
+#
+# Defaults: 120 minutes, 10 minutes of warm-up, a sample every 10 s,
+# 5 % growth allowed. Any SAPO_* variable reaches the nodes (SAPO_MODEL for
+# another model than the tiny one). Samples go to DIR/soak.tsv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+minutes=120 warmup=10 interval=10 run=run/soak max_growth=5
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) minutes=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
+    --interval) interval=$2; shift 2 ;;
+    --run) run=$2; shift 2 ;;
+    --max-growth) max_growth=$2; shift 2 ;;
+    *) echo "soak: unknown flag '$1'" >&2; exit 2 ;;
+  esac
+done
+scripts/swarm.sh start --nodes 2 --ij 2/2 --rounds 0 --run "$run" > "$run.start.log" 2>&1 ||
+  { cat "$run.start.log" >&2; exit 1; }
+trap 'scripts/swarm.sh stop --run "$run" > /dev/null' EXIT
+# every descendant of the swarm's foreman processes, as "pid node/name"
+procs() {
+  local roots
+  roots=$(awk '$1 == "foreman" {print $2}' "$run/pids")
+  ps -e -o pid=,ppid=,comm= | awk -v roots="$roots" '
+    BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = "n" (i - 1) }
+    { pid[NR] = $1; ppid[NR] = $2; comm[NR] = $3 }
+    END { changed = 1
+          while (changed) { changed = 0
+            for (i = 1; i <= NR; i++) if (!(pid[i] in keep) && (ppid[i] in keep)) { keep[pid[i]] = keep[ppid[i]]; changed = 1 } }
+          for (i = 1; i <= NR; i++) if ((pid[i] in keep) && comm[i] ~ /^(broker|learner|sampler|generator|verifier)$/)
+            print pid[i], keep[pid[i]] "/" comm[i] }'
+}
+out=$run/soak.tsv
+echo -e "t\tproc\tpid\trss_kb\tfds" > "$out"
+start=$(date +%s) end=$(( $(date +%s) + minutes * 60 ))
+while [ "$(date +%s)" -lt "$end" ]; do
+  t=$(( $(date +%s) - start ))
+  procs | while read -r pid name; do
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2> /dev/null) || continue
+    fds=$(ls "/proc/$pid/fd" 2> /dev/null | wc -l)
+    [ -n "$rss" ] && echo -e "$t\t$name\t$pid\t$rss\t$fds" >> "$out"
+  done
+  sleep "$interval"
+done
+python3 - "$out" "$warmup" "$max_growth" "$run" <<'PY'
+import sys, glob, collections
+path, warmup, max_growth, run = sys.argv[1], float(sys.argv[2]) * 60, float(sys.argv[3]), sys.argv[4]
+rows = [l.rstrip("\n").split("\t") for l in open(path)][1:]
+by = collections.defaultdict(list)
+for t, name, pid, rss, fds in rows: by[name].append((int(t), int(pid), int(rss), int(fds)))
+bad = False
+print("%-14s %8s %10s %10s %8s %6s %6s" % ("process", "pids", "rss_warm", "rss_max", "growth%", "fd_w", "fd_max"))
+for name in sorted(by):
+    s = by[name]
+    pids = {p for _, p, _, _ in s}
+    after = [x for x in s if x[0] >= warmup] or s[-1:]
+    first = after[0]
+    rss_max, fd_max = max(x[2] for x in after), max(x[3] for x in after)
+    growth = 100.0 * (rss_max - first[2]) / first[2]
+    bad |= len(pids) > 1 or growth > max_growth or fd_max > first[3]
+    print("%-14s %8d %10d %10d %8.1f %6d %6d" % (name, len(pids), first[2], rss_max, growth, first[3], fd_max))
+errors = [l for f in glob.glob(run + "/n*/node.log") for l in open(f, errors="replace") if " error: " in l]
+print("error lines in the node logs:", len(errors))
+for l in errors[:5]: print("  " + l.rstrip())
+print("soak: " + ("FAIL" if bad or errors else "OK") + " (restarted processes, RSS growth over %g %% or fd growth after %g min count as failures)" % (max_growth, warmup / 60))
+sys.exit(1 if bad or errors else 0)
+PY

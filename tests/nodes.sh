@@ -1,0 +1,47 @@
+# Helpers for shell tests that run nodes (sourced, not run):
+#   need NAME PROG...  SKIP the test NAME unless the programs (in $bin or on PATH) are there
+#   micro_model NAME   makes the micro model in $tmp/micro (2 layers, 64 wide, byte vocabulary)
+#   nodes_init NAME    both, and exports the small-node settings for nodes run by hand
+#   node_start N SEED  starts every process of node N (pids in pids[], pid_N_PROC)
+#   node_proc N PROC   (re)starts one process of node N
+#   rows N             metrics lines node N has written
+#   nodes_cleanup      SIGKILLs every process started here and $redis_pid, removes $tmp
+# The caller sets bin and tmp.
+pids=()
+redis_pid=
+need() {
+  local name=$1 p; shift
+  for p in "$@"; do
+    [ -x "$bin/$p" ] || command -v "$p" > /dev/null || { echo "SKIP $name: $p not built or installed"; exit 0; }
+  done
+}
+micro_model() {
+  cat > "$tmp/micro.json" <<'JSON'
+{"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+ "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 264, "rope_theta": 10000.0,
+ "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "max_position_embeddings": 1024, "eos_token_id": 256}
+JSON
+  "$bin/learner" init "$tmp/micro.json" "$tmp/micro" 2> "$tmp/init.log" || { cat "$tmp/init.log"; echo "FAIL $1_init"; exit 1; }
+}
+nodes_cleanup() {
+  for p in "${pids[@]}" $redis_pid; do kill -9 "$p" 2> /dev/null; done
+  for p in "${pids[@]}" $redis_pid; do wait "$p" 2> /dev/null; done
+  rm -rf "$tmp"
+}
+nodes_init() {
+  need "$1" broker learner sampler generator verifier redis-server redis-cli python3
+  micro_model "$1"
+  export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_EXTERNAL_FILTER=all \
+         SAPO_I=2 SAPO_J=2
+}
+node_proc() {
+  SAPO_NODE=$1 SAPO_RUN=$tmp/$1 SAPO_BROKER=$tmp/$1 SAPO_SEED=$(cat "$tmp/$1/seed") "$bin/$2" >> "$tmp/$1/$2.log" 2>&1 &
+  pids+=($!)
+  eval "pid_$1_$2=$!"
+}
+node_start() {
+  mkdir -p "$tmp/$1"
+  echo "$2" > "$tmp/$1/seed"
+  for p in broker learner sampler verifier generator; do node_proc "$1" $p; done
+}
+rows() { [ -f "$tmp/$1/metrics.jsonl" ] && wc -l < "$tmp/$1/metrics.jsonl" || echo 0; }
