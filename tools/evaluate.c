@@ -16,7 +16,7 @@
 
 #include "node/config.h"
 #include "node/policy.h"
-#include "node/version.h"
+#include "records.h"
 #include "tasks/task.h"
 #include "util/log.h"
 #include "wire/wire.h"
@@ -30,34 +30,61 @@ typedef struct {
     int n;
 } heldout_t;
 
-/* The policy notices as they come, and the weights of the next version
- * due, loaded as soon as its notice arrives: the learner deletes old
- * versions a few rounds later, and an evaluation can take longer. */
+/* The policy notices one by one, and the weights of the next version due,
+ * loaded as soon as its notice arrives: the learner deletes old versions
+ * a few rounds later, and an evaluation can take longer. */
 typedef struct {
     const config_t *cfg;
     wire_subscriber_t *sub;
-    uint64_t every, version, round, next;
-    char ckpt[4096];
+    uint64_t every, next;
     policy_t *due;             /* weights of round due_round, when due_ready */
     uint64_t due_round, due_version;
     bool due_ready, last_loaded;
+    rec_policy_t last;         /* the last round's notice, when it came while another version was due */
+    char last_ckpt[4096];
 } judge_t;
 
-static void judge_poll(judge_t *j, int timeout_ms)
+static void judge_notice(judge_t *j, const rec_policy_t *pn)
 {
     char err[512];
-    version_follow(j->sub, timeout_ms, NULL, &j->version, &j->round, j->ckpt, sizeof j->ckpt);
-    bool last = j->cfg->rounds && j->round >= (uint64_t)j->cfg->rounds;
-    if (j->version == UINT64_MAX || j->due_ready || j->last_loaded || (j->round < j->next && !last)) return;
-    if (j->due ? policy_reload(j->due, j->ckpt, err, sizeof err) != 0 : !(j->due = policy_open(j->ckpt, err, sizeof err))) {
-        log_error("round %llu not evaluated: %s", (unsigned long long)j->round, err);
+    bool last = j->cfg->rounds && pn->round >= (uint64_t)j->cfg->rounds;
+    if (last && j->due_ready && !j->last_loaded && pn != &j->last) {
+        /* the final version stays on disk: load it once the one due is scored */
+        snprintf(j->last_ckpt, sizeof j->last_ckpt, "%s", pn->checkpoint);
+        j->last = *pn;
+        j->last.checkpoint = j->last_ckpt;
+        j->last.node = NULL;
+    }
+    if (j->due_ready || j->last_loaded || (pn->round < j->next && !last)) return;
+    if (j->due ? policy_reload(j->due, pn->checkpoint, err, sizeof err) != 0
+               : !(j->due = policy_open(pn->checkpoint, err, sizeof err))) {
+        log_error("round %llu not evaluated: %s", (unsigned long long)pn->round, err);
         return;
     }
     j->due_ready = true;
-    j->due_round = j->round;
-    j->due_version = j->version;
-    j->next = (j->round / j->every + 1) * j->every;
+    j->due_round = pn->round;
+    j->due_version = pn->version;
+    j->next = (pn->round / j->every + 1) * j->every;
     j->last_loaded = last;
+}
+
+/* every waiting notice, waiting up to timeout_ms for the first */
+static void judge_poll(judge_t *j, int timeout_ms)
+{
+    wire_record_t *r;
+    while ((r = wire_subscriber_recv(j->sub, timeout_ms))) {
+        timeout_ms = 0;
+        void *copy = NULL;
+        const void *buf = rec_aligned(r->data, r->size, &copy);
+        rec_policy_t pn;
+        char err[512];
+        if (!buf || rec_policy_view(buf, r->size, &pn, err, sizeof err) != 0)
+            log_error("dropped a policy notice: %s", buf ? err : "out of memory");
+        else
+            judge_notice(j, &pn);
+        free(copy);
+        wire_record_destroy(&r);
+    }
 }
 
 static long positive(const char *s, const char *what)
@@ -183,7 +210,7 @@ int main(int argc, char **argv)
     if (!out) log_fatal("%s: cannot append", path);
     log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
 
-    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .version = UINT64_MAX};
+    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every};
     policy_t *pol = NULL;
     uint64_t done = 0;
     while (!zsys_interrupted) {
@@ -200,6 +227,7 @@ int main(int argc, char **argv)
         fflush(out);
         free(line);
         if (last) break;
+        if (jd.last.checkpoint) judge_notice(&jd, &jd.last);
     }
     log_info("stopping after round %llu", (unsigned long long)done);
     fclose(out);
