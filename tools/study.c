@@ -104,7 +104,7 @@ static void load_seed(cfg_t *c, int seed)
         if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof s->nodes[0].name) continue;
         node_t *n = &s->nodes[s->nn];
         memset(n, 0, sizeof *n);
-        snprintf(n->name, sizeof n->name, "%s", de->d_name);
+        snprintf(n->name, sizeof n->name, "%.63s", de->d_name);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/metrics.jsonl", exp_dir, c->dir, seed, de->d_name);
         if (load_jsonl(path, "reward_mean", &n->reward) == 0) continue;
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/eval.jsonl", exp_dir, c->dir, seed, de->d_name);
@@ -358,8 +358,17 @@ static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
             ok[q] = stats_welch(a, na, b, nbv, &w) == 0;
             p[q] = w.p;
         }
-        stats_holm(p, nb, holm);
-        stats_bh(p, nb, bh);
+        /* adjusted over the rounds that could be tested */
+        double tp[4096], th[4096], tb[4096];
+        int nt = 0;
+        for (int q = 0; q < nb; q++)
+            if (ok[q]) tp[nt++] = p[q];
+        stats_holm(tp, nt, th);
+        stats_bh(tp, nt, tb);
+        for (int q = 0, t = 0; q < nb; q++) {
+            holm[q] = ok[q] ? th[t] : 1;
+            bh[q] = ok[q] ? tb[t++] : 1;
+        }
         fprintf(md, "### %d/%d nodes against %d/%d (isolated) nodes\n\n| round | %d/%d pass@1 (nodes) | %d/%d pass@1 (nodes) | "
                     "difference | Welch p | Holm p | BH p |\n|---|---|---|---|---|---|---|\n",
                 cf->I, cf->J, base->I, base->J, cf->I, cf->J, base->I, base->J);
@@ -373,7 +382,9 @@ static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
                     stats_mean(b, nbv), nbv, stats_mean(a, na) - stats_mean(b, nbv), s1, s2, s3);
         }
         fprintf(md, "\nOne Welch test per round over nodes (all seeds); Holm and Benjamini-Hochberg adjust for the %d rounds "
-                    "tested. Nodes of one swarm see each other's rollouts, so they are not independent samples.\n\n", nb);
+                    "tested (a round where every node scored the same has no test). Nodes of one swarm see each other's "
+                    "rollouts, so they are not independent samples.\n\n",
+                nt);
     }
     return 0;
 }
