@@ -58,16 +58,23 @@ rows = [l.rstrip("\n").split("\t") for l in open(path)][1:]
 by = collections.defaultdict(list)
 for t, name, pid, rss, fds in rows: by[name].append((int(t), int(pid), int(rss), int(fds)))
 bad = False
-print("%-14s %8s %10s %10s %8s %6s %6s" % ("process", "pids", "rss_warm", "rss_max", "growth%", "fd_w", "fd_max"))
+# growth% from the first sample after the warm-up to the largest after it;
+# late% the same over the second half only (a step that stays flat is a
+# high-water mark, a slope shows in both); descriptors compare the first
+# sample with the fewest of the last three (a checkpoint file open while
+# sampling is not growth)
+print("%-14s %5s %9s %9s %8s %6s %5s %6s" % ("process", "pids", "rss_warm", "rss_max", "growth%", "late%", "fd_w", "fd_end"))
 for name in sorted(by):
     s = by[name]
     pids = {p for _, p, _, _ in s}
     after = [x for x in s if x[0] >= warmup] or s[-1:]
-    first = after[0]
-    rss_max, fd_max = max(x[2] for x in after), max(x[3] for x in after)
+    first, half = after[0], after[len(after) // 2]
+    rss_max = max(x[2] for x in after)
     growth = 100.0 * (rss_max - first[2]) / first[2]
-    bad |= len(pids) > 1 or growth > max_growth or fd_max > first[3]
-    print("%-14s %8d %10d %10d %8.1f %6d %6d" % (name, len(pids), first[2], rss_max, growth, first[3], fd_max))
+    late = 100.0 * (max(x[2] for x in after[len(after) // 2:]) - half[2]) / half[2]
+    fd_end = min(x[3] for x in after[-3:])
+    bad |= len(pids) > 1 or growth > max_growth or fd_end > first[3]
+    print("%-14s %5d %9d %9d %8.1f %6.1f %5d %6d" % (name, len(pids), first[2], rss_max, growth, late, first[3], fd_end))
 errors = [l for f in glob.glob(run + "/n*/node.log") for l in open(f, errors="replace") if " error: " in l]
 print("error lines in the node logs:", len(errors))
 for l in errors[:5]: print("  " + l.rstrip())
