@@ -8,15 +8,15 @@
 # by the margin.
 #
 # Measured before choosing it (later half minus rounds 1-3, 12 rounds):
-# seed 1 +0.22, seed 2 +0.07, seed 3 +0.05, seed 4 +0.14, +0.12 and
-# +0.13 (three runs), seed 5 -0.02. The first rounds are deterministic for a seed; later
-# ones vary a little with process timing (which policy version sampled a
-# rollout). Seed 4 with margin 0.05 leaves about 0.07 of headroom.
+# seed 1 +0.22, seed 2 +0.07, seed 3 +0.05, seed 4 +0.14, +0.12 and +0.13
+# (three runs), seed 5 -0.02. The first rounds are deterministic for a
+# seed; later ones vary a little with process timing (which policy version
+# sampled a rollout). Seed 4 with margin 0.05 leaves about 0.07 of headroom.
 #
 # Uses the release build (bin/, built here if needed: the sanitizer build is
 # several times slower) and the base model cached in build/learning-base
 # (trained here on the first run: about 7 minutes on 2 cores; then the test
-# takes about 3).
+# takes 3 to 5 minutes).
 set -u
 cd "$(dirname "$0")/.."
 for c in redis-server foreman python3; do
