@@ -79,7 +79,7 @@ manifest() {
     printf ' "nodes": %d, "rounds": %d, "seeds": [%s], "configs": %s,\n' "$nodes" "$rounds" "$seeds" "$(json_str "$configs")"
     printf ' "eval_every": %d, "eval_questions_per_family": %d, "omp_threads": %d,\n' "$every" "$per_family" "$OMP_NUM_THREADS"
     printf ' "node_seed": "seed * 1000 + node index", "settings": {%s},\n' "$settings"
-    printf ' "host": %s, "cores": %d, "started": "%s"' "$(json_str "$(uname -srm)")" "$(nproc)" "$(date -u -d @"$start" +%FT%TZ)"
+    printf ' "host": %s, "cores": %d, "started": "%s"' "$(json_str "$(uname -srm)")" "$(getconf _NPROCESSORS_ONLN)" "$(date -u -d @"$start" +%FT%TZ)"
     [ $# -gt 0 ] && printf ',\n "finished": "%s", "wall_seconds": %d, "seconds_per_configuration": {%s}' \
       "$(date -u +%FT%TZ)" "$(( $(date +%s) - start ))" "$1"
     printf '}\n'

@@ -407,14 +407,14 @@ static int write_plots(const cfg_t *cfgs, int nc, int window, int have_eval)
     for (int c = 0; c < nc; c++)
         for (int s = 0; s < cfgs[c].ns; s++)
             if (cfgs[c].seeds[s].nn > nodes) nodes = cfgs[c].seeds[s].nn;
-    fprintf(gp, "set terminal pngcairo size 900,520 font ',10'\nset grid\nset xlabel 'round'\nset key top left\n");
+    fprintf(gp, "set terminal pngcairo noenhanced size 900,520 font ',10'\nset grid\nset xlabel 'round'\nset key top left\n");
     fprintf(gp, "set output '%s/moving_average.png'\nset title 'mean reward per node, moving average over %d rounds'\n",
             res_dir, window);
     plot_configs(gp, cfgs, nc, "ma", 3, "lines lw 2");
     fprintf(gp, "set output '%s/cumulative.png'\nset title 'cumulative reward (sum over nodes, mean over seeds)'\n", res_dir);
     plot_configs(gp, cfgs, nc, "ma", 4, "lines lw 2");
     int cols = nodes <= 2 ? nodes : nodes <= 4 ? 2 : 4, rows = (nodes + cols - 1) / cols;
-    fprintf(gp, "set terminal pngcairo size %d,%d font ',9'\nset output '%s/grid.png'\nunset title\n"
+    fprintf(gp, "set terminal pngcairo noenhanced size %d,%d font ',9'\nset output '%s/grid.png'\nunset title\n"
                 "set multiplot layout %d,%d title 'reward per node, moving average over %d rounds (mean over seeds)'\n",
             300 * cols + 100, 240 * rows + 60, res_dir, rows, cols, window);
     for (int i = 0; i < nodes; i++) {
@@ -423,7 +423,7 @@ static int write_plots(const cfg_t *cfgs, int nc, int window, int have_eval)
     }
     fprintf(gp, "unset multiplot\n");
     if (have_eval) {
-        fprintf(gp, "set terminal pngcairo size 1200,480 font ',10'\nset output '%s/evaluation.png'\n"
+        fprintf(gp, "set terminal pngcairo noenhanced size 1200,480 font ',10'\nset output '%s/evaluation.png'\n"
                     "set multiplot layout 1,2\nset title 'training reward (moving average)'\n",
                 res_dir);
         plot_configs(gp, cfgs, nc, "ma", 3, "lines lw 2");
