@@ -6,7 +6,8 @@
 # trains. Ends with tools/study's report: EXP/results/summary.md (the
 # cumulative-reward table, ratios to J = 0, tests across seeds, evaluation
 # against isolated nodes) and its plots. EXP/manifest.json records what a
-# rerun needs: settings, seeds, git version, base model hash, wall time.
+# rerun needs: settings, seeds, git version, base model hash, wall time;
+# EXP/settings.md the node settings' defaults of the binaries used.
 #
 #   scripts/experiment.sh [--nodes N] [--rounds R] [--seeds S[,S...]]
 #       [--configs "I/J I/J ..."] [--model tiny|FOLDER] [--run EXP]
@@ -86,6 +87,8 @@ manifest() {
   } > "$exp/manifest.json"
 }
 manifest
+# the node settings' defaults as these binaries have them (the manifest holds the SAPO_* overrides)
+"$SAPO_BIN/sampler" --help-markdown > "$exp/settings.md"
 
 run=""
 eval_pids=()
