@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fault injection: 2 nodes (I/J 2/2, micro model, real redis-server) train
-# SAPO_CRASH_ROUNDS rounds (default 16, a checkpoint every 3) while
+# SAPO_CRASH_ROUNDS rounds (default 30, a checkpoint every 3) while
 # SAPO_CRASH_KILLS (default 8) random processes of random nodes get SIGKILL
 # at random moments and are restarted at once, as foreman or a supervisor
 # would. Invariants checked afterwards, per node:
@@ -20,7 +20,7 @@ tmp=$(mktemp -d)
 . tests/nodes.sh
 trap nodes_cleanup EXIT
 nodes_init crash
-rounds=${SAPO_CRASH_ROUNDS:-16}
+rounds=${SAPO_CRASH_ROUNDS:-30}
 kills=${SAPO_CRASH_KILLS:-8}
 port=6600
 while (exec 3<> /dev/tcp/127.0.0.1/$port) 2> /dev/null; do port=$((port + 1)); done
@@ -33,7 +33,7 @@ learner_done() { grep -q "stopping at round $rounds" "$tmp/$1/learner.log" 2> /d
 
 RANDOM=$$
 for k in $(seq "$kills"); do
-  sleep "$(python3 -c "import random; print(round(random.uniform(1.5, 5), 2))")"
+  sleep "$(python3 -c "import random; print(round(random.uniform(0.5, 3), 2))")"
   n=a$((RANDOM % 2))
   procs=(broker learner sampler verifier generator)
   p=${procs[$((RANDOM % 5))]}
