@@ -135,7 +135,7 @@ static void bench_adamw(int quick) {
 int main(void) {
     const char *q = getenv("SAPO_BENCH_QUICK");
     int quick = q && *q && *q != '0';
-    printf("bench train: %d threads%s\n", omp_get_max_threads(), quick ? " (quick)" : "");
+    printf("bench_train: %d threads%s\n", omp_get_max_threads(), quick ? " (quick)" : "");
     bench_rng(quick);
     bench_sample(quick);
     bench_grpo(quick);
