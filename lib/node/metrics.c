@@ -72,7 +72,9 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     } else {
         cJSON_Delete(sampler);
     }
-    cJSON_AddNumberToObject(j, "time", (double)time(NULL));
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    cJSON_AddNumberToObject(j, "time", (double)now.tv_sec + now.tv_nsec / 1e9);
     char *out = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return out;
