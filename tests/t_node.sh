@@ -83,8 +83,8 @@ ok("batches_I_plus_J", all(r["local_groups"] == 2 and r["external_groups"] == 2
                            for n in ("n0", "n1") for r in m[n][2:]) and len(m["n0"]) == 8)
 ok("never_own_external", all(n not in r["external_from"] for n in m for r in m[n]))
 ok("j0_uses_nothing_external", len(m["n2"]) == 8 and all(r["external_groups"] == 0 and r["local_groups"] == 4 for r in m["n2"]))
-evil = [r for n in ("n0", "n1") for r in m[n] if list(r["external_from"]) == ["evil"]]
-ok("forged_rewards_rescored", len(evil) > 0 and all(r["reward_external"] < 0.01 for r in evil))
+evil = [r["external_reward_from"]["evil"] for n in ("n0", "n1") for r in m[n] if "evil" in r["external_reward_from"]]
+ok("forged_rewards_rescored", len(evil) > 0 and all(x < 0.01 for x in evil))
 PY
 cat "$tmp/verdicts"
 grep -q FAIL "$tmp/verdicts" && { echo "--- swarm logs"; tail -n 20 "$tmp/swarm"/n*/node.log; }

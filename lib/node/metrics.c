@@ -4,6 +4,26 @@
 #include <string.h>
 #include <time.h>
 
+/* running sums per key, turned into means by means() */
+static void add_to(cJSON *sums, cJSON *counts, const char *key, double value)
+{
+    cJSON *sum = cJSON_GetObjectItemCaseSensitive(sums, key), *cnt = cJSON_GetObjectItemCaseSensitive(counts, key);
+    if (!sum) {
+        sum = cJSON_AddNumberToObject(sums, key, 0);
+        cnt = cJSON_AddNumberToObject(counts, key, 0);
+    }
+    cJSON_SetNumberValue(sum, sum->valuedouble + value);
+    cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
+}
+
+static cJSON *means(cJSON *sums, cJSON *counts)
+{
+    for (cJSON *s = sums->child; s; s = s->next)
+        cJSON_SetNumberValue(s, s->valuedouble / cJSON_GetObjectItemCaseSensitive(counts, s->string)->valuedouble);
+    cJSON_Delete(counts);
+    return sums;
+}
+
 char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_stats_t *st, uint64_t version,
                    double train_seconds)
 {
@@ -14,6 +34,7 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     double own = 0, ext = 0, gen_s = 0, verify_s = 0;
     long n_own = 0, n_ext = 0;
     cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject(), *from = cJSON_CreateObject();
+    cJSON *ext_r = cJSON_CreateObject(), *ext_n = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(batch, g, &rv);
@@ -29,28 +50,21 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
             rec_rollout_completion(&rv, i, &c);
             if (rv.r.external) {
                 ext += c.reward, n_ext++;
-                continue;
+                add_to(ext_r, ext_n, rv.r.node, c.reward);
+            } else {
+                own += c.reward, n_own++;
+                add_to(fam, fam_n, rv.r.task.family, c.reward);
             }
-            own += c.reward, n_own++;
-            const char *f = rv.r.task.family;
-            cJSON *sum = cJSON_GetObjectItemCaseSensitive(fam, f), *cnt = cJSON_GetObjectItemCaseSensitive(fam_n, f);
-            if (!sum) {
-                sum = cJSON_AddNumberToObject(fam, f, 0);
-                cnt = cJSON_AddNumberToObject(fam_n, f, 0);
-            }
-            cJSON_SetNumberValue(sum, sum->valuedouble + c.reward);
-            cJSON_SetNumberValue(cnt, cnt->valuedouble + 1);
         }
     }
-    for (cJSON *s = fam->child; s; s = s->next)
-        cJSON_SetNumberValue(s, s->valuedouble / cJSON_GetObjectItemCaseSensitive(fam_n, s->string)->valuedouble);
-    cJSON_Delete(fam_n);
+    means(fam, fam_n);
     cJSON_AddNumberToObject(j, "reward_mean", n_own ? own / n_own : 0);
     cJSON_AddNumberToObject(j, "reward_external", n_ext ? ext / n_ext : 0);
     cJSON_AddItemToObject(j, "family_accuracy", fam);
     cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
     cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
     cJSON_AddItemToObject(j, "external_from", from);
+    cJSON_AddItemToObject(j, "external_reward_from", means(ext_r, ext_n));
     cJSON_AddNumberToObject(j, "loss", st->loss);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);

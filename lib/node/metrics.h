@@ -2,6 +2,7 @@
  * {"node","round","version","reward_mean" (the node's own completions),
  *  "reward_external","family_accuracy":{family: mean reward},
  *  "local_groups","external_groups","external_from":{node: groups},
+ *  "external_reward_from":{node: mean local reward of its completions},
  *  "loss","grad_norm","tokens",
  *  "clip_region","seconds":{"train":...}, "sampler":{the batch's counters},
  *  "time"} */
