@@ -21,7 +21,7 @@ for t in "${programs[@]}"; do
   name=$(basename "$t")
   [ -n "$filter" ] && [[ "$name" != *$filter* ]] && continue
   start=$(date +%s)
-  out=$(timeout "${TEST_TIMEOUT:-900}" bash -c '"$0" 2>&1' "$t"; echo "rc=$?")
+  out=$(timeout "${TEST_TIMEOUT:-1800}" bash -c '"$0" 2>&1' "$t"; echo "rc=$?")
   rc=${out##*rc=}
   out=${out%rc=*}
   echo "$out" >> "$log"
