@@ -84,7 +84,10 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/metrics.jsonl", cfg.run);
     /* rounds logged after the checkpoint resumed from were lost with the
      * restart: said here, and counted in the next metrics line */
-    uint64_t logged = ckpt_last_logged_round(path), lost = logged > st.round ? logged - st.round : 0;
+    uint64_t logged_version, logged = ckpt_last_logged_round(path, &logged_version);
+    uint64_t lost = logged > st.round ? logged - st.round : 0;
+    /* rounds can have gaps (skipped batches), versions cannot: both are counted */
+    uint64_t versions_lost = logged_version > st.version ? logged_version - st.version : 0;
     if (lost)
         log_info("rounds %llu..%llu were trained after the checkpoint and are lost with the restart; training them again",
                  (unsigned long long)st.round + 1, (unsigned long long)logged);
@@ -124,9 +127,10 @@ int main(int argc, char **argv)
                  * the lines say every round trained, lost or skipped */
                 fprintf(metrics, "%.*s", (int)strlen(line) - 1, line);
                 if (lost) fprintf(metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
+                if (versions_lost) fprintf(metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
                 if (skipped) fprintf(metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
                 fprintf(metrics, "}\n");
-                lost = 0;
+                lost = versions_lost = 0;
                 fflush(metrics);
                 free(line);
                 log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)st.round,

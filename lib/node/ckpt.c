@@ -120,8 +120,9 @@ link:;
     return 0;
 }
 
-uint64_t ckpt_last_logged_round(const char *metrics_path)
+uint64_t ckpt_last_logged_round(const char *metrics_path, uint64_t *version)
 {
+    *version = 0;
     FILE *f = fopen(metrics_path, "r");
     if (!f) return 0;
     char tail[8192];
@@ -137,7 +138,9 @@ uint64_t ckpt_last_logged_round(const char *metrics_path)
     char *line = strrchr(tail, '\n');
     cJSON *j = cJSON_Parse(line ? line + 1 : tail);
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
     uint64_t round = cJSON_IsNumber(r) && r->valuedouble > 0 ? (uint64_t)r->valuedouble : 0;
+    if (cJSON_IsNumber(v) && v->valuedouble > 0) *version = (uint64_t)v->valuedouble;
     cJSON_Delete(j);
     return round;
 }

@@ -25,9 +25,9 @@ int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, cha
 int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
               size_t errlen);
 
-/* The round of the last complete line of the metrics file (0 when there
- * is none). A learner that resumes from a checkpoint older than that has
+/* The round (returned) and policy version (*version) of the last complete
+ * line of the metrics file (0 when there is none). A learner that resumes from a checkpoint older than that has
  * lost the rounds in between: they are trained again, and it says so. */
-uint64_t ckpt_last_logged_round(const char *metrics_path);
+uint64_t ckpt_last_logged_round(const char *metrics_path, uint64_t *version);
 
 #endif
