@@ -43,7 +43,7 @@ static const field_t fields[] = {
     {"temperature", "SAPO_TEMPERATURE", F(temperature), "1.0", "sampling temperature"},
     {"top-p", "SAPO_TOP_P", F(top_p), "1.0", "nucleus sampling threshold (1 = off)"},
     {"top-k", "SAPO_TOP_K", I(top_k), "0", "top-k sampling (0 = off)"},
-    {"lr", "SAPO_LR", F(lr), "3e-4", "AdamW learning rate (suits the tiny model: 1e-3 collapses it; a Qwen checkpoint wants about 1e-6)"},
+    {"lr", "SAPO_LR", F(lr), "1e-4", "AdamW learning rate (tiny model: 1e-3 collapses it, 3e-4 lowered the demo swarm's reward; a Qwen checkpoint wants about 1e-6)"},
     {"weight-decay", "SAPO_WEIGHT_DECAY", F(weight_decay), "0.0", "AdamW decoupled weight decay"},
     {"max-grad-norm", "SAPO_MAX_GRAD_NORM", F(max_grad_norm), "1.0", "global gradient norm clip (0 = off)"},
     {"eps-low", "SAPO_EPS_LOW", F(eps_low), "0.2", "GRPO lower clip epsilon"},
