@@ -12,14 +12,9 @@
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
-for p in broker learner sampler generator verifier pool tap; do
-  [ -x "$bin/$p" ] || { echo "SKIP node: $bin/$p not built"; exit 0; }
-done
-for c in redis-server foreman python3 flatc; do
-  command -v $c > /dev/null || { echo "SKIP node: $c not installed"; exit 0; }
-done
+. tests/nodes.sh
+need node broker learner sampler generator verifier pool tap redis-server foreman python3 flatc
 tmp=$(mktemp -d)
-pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; wait "$p" 2> /dev/null; done
   [ -f "$tmp/swarm/pids" ] && scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
@@ -29,12 +24,7 @@ trap cleanup EXIT
 check() { if eval "$2"; then echo "PASS node_$1"; else echo "FAIL node_$1"; fi; }
 export SAPO_BIN=$bin
 
-cat > "$tmp/micro.json" <<'JSON'
-{"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
- "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 264, "rope_theta": 10000.0,
- "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "max_position_embeddings": 1024, "eos_token_id": 256}
-JSON
-"$bin/learner" init "$tmp/micro.json" "$tmp/micro" 2> "$tmp/init.log" || { cat "$tmp/init.log"; echo "FAIL node_init"; exit 1; }
+micro_model node
 export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all \
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=t$$
 
@@ -103,8 +93,9 @@ start broker ""; start learner ""; start sampler ""; start verifier ""; start ge
 wait_rounds 2
 kill -9 "$pid_generator1"; wait "$pid_generator1" 2> /dev/null
 check generator_killed_node_continues 'wait_rounds 5'
-ckpt_round=$(python3 -c "import json;print(json.load(open('$tmp/k0/ckpt/latest/state.json'))['round'])" 2> /dev/null || echo none)
 kill -9 "$pid_learner"; wait "$pid_learner" 2> /dev/null
+# read after the kill: the learner may checkpoint until its last moment
+ckpt_round=$(python3 -c "import json;print(json.load(open('$tmp/k0/ckpt/latest/state.json'))['round'])" 2> /dev/null || echo none)
 lines_at_kill=$(metric_rounds)
 start learner ""
 check learner_resumes_from_checkpoint 'sleep 1; for _ in $(seq 100); do grep -q "at round $ckpt_round," "$tmp/k0/learner.log" && break; sleep 0.2; done; grep -q "ckpt/r0*$ckpt_round at round $ckpt_round," "$tmp/k0/learner.log"'
