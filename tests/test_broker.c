@@ -213,6 +213,24 @@ static void tally_key(uint64_t key, void *arg)
     if (t->first_life) t->held_by_killed[key] = 1;
 }
 
+/* reads consumer c's keys into t until it has n distinct ones or ms pass */
+static void collect(child_t *c, tally_t *t, long n, int ms)
+{
+    int64_t start = zclock_mono();
+    while (t->distinct < n && zclock_mono() - start < ms) {
+        struct pollfd pfd = {c->fd, POLLIN, 0};
+        if (poll(&pfd, 1, 100) > 0) read_keys(c, tally_key, t);
+    }
+}
+
+/* SIGTERM to a consumer child, which must exit cleanly */
+static void stop_consumer(child_t *c)
+{
+    kill(c->pid, SIGTERM);
+    EXPECT(wait_exit(c->pid, 5000) == 0);
+    close(c->fd);
+}
+
 static void tally_killed(uint64_t key, void *arg)
 {
     tally_t *t = arg;
@@ -354,10 +372,7 @@ static void test_silent_consumer(void)
     b.pid = spawn_consumer(dir, &b.fd);
     tally_t *t = calloc(1, sizeof *t);
     int64_t start = zclock_mono();
-    while (t->distinct < 2 * CREDIT && zclock_mono() - start < 10000) {
-        struct pollfd pfd = {b.fd, POLLIN, 0};
-        if (poll(&pfd, 1, 100) > 0) read_keys(&b, tally_key, t);
-    }
+    collect(&b, t, 2 * CREDIT, 10000);
     EXPECTF(t->distinct == 2 * CREDIT, "the live consumer got %ld of %d", t->distinct,
             2 * CREDIT);
     printf("  records of a stopped consumer taken over after %.1f s\n",
@@ -391,16 +406,10 @@ static void test_broker_restart(void)
     broker = start_broker(dir, "1000", log);
     pid_t prod = spawn_producer(dir, 0, 100);
     tally_t *t = calloc(1, sizeof *t);
-    int64_t start = zclock_mono();
-    while (t->distinct < 100 && zclock_mono() - start < 10000) {
-        struct pollfd pfd = {c.fd, POLLIN, 0};
-        if (poll(&pfd, 1, 100) > 0) read_keys(&c, tally_key, t);
-    }
+    collect(&c, t, 100, 10000);
     EXPECTF(t->distinct == 100, "after a broker restart the consumer got %ld of 100", t->distinct);
     EXPECT(wait_exit(prod, 5000) == 0);
-    kill(c.pid, SIGTERM);
-    EXPECT(wait_exit(c.pid, 5000) == 0);
-    close(c.fd);
+    stop_consumer(&c);
     kill(broker, SIGTERM);
     EXPECT(wait_exit(broker, 5000) == 0);
     free(t);
@@ -423,16 +432,10 @@ static void test_queue_bound(void)
     child_t c = {0};
     c.pid = spawn_consumer(dir, &c.fd);
     tally_t *t = calloc(1, sizeof *t);
-    int64_t start = zclock_mono();
-    while (t->distinct < N && zclock_mono() - start < 30000) {
-        struct pollfd pfd = {c.fd, POLLIN, 0};
-        if (poll(&pfd, 1, 100) > 0) read_keys(&c, tally_key, t);
-    }
+    collect(&c, t, N, 30000);
     EXPECTF(t->distinct == N, "the consumer got %ld of %d", t->distinct, N);
     EXPECT(wait_exit(prod, 10000) == 0);
-    kill(c.pid, SIGTERM);
-    EXPECT(wait_exit(c.pid, 5000) == 0);
-    close(c.fd);
+    stop_consumer(&c);
     kill(broker, SIGTERM);
     EXPECT(wait_exit(broker, 5000) == 0);
     free(t);
