@@ -214,6 +214,7 @@ broker_t *broker_new(const endpoints_t *ep, const broker_opts_t *opts, char *err
              * closed connection left in the pipe. */
             set_int(lane->in, ZMQ_ROUTER_HANDOVER, 1);
             zsock_set_linger(lane->in, 1000);
+            set_int(lane->in, ZMQ_RCVHWM, WIRE_PRODUCER_HWM); /* frames of up to a batch */
             /* a send to a consumer whose connection is gone fails instead
              * of vanishing: that is how lost consumers are found */
             set_int(lane->out, ZMQ_ROUTER_MANDATORY, 1);
@@ -281,8 +282,8 @@ static void capture(broker_t *self, stream_t s, zmq_msg_t *msg)
     if (zmq_msg_send(&copy, h, ZMQ_DONTWAIT) < 0) zmq_msg_close(&copy);
 }
 
-/* Receives one record without waiting: returns 0, 1 for a message that was
- * not a record (dropped, logged), -1 when none is waiting. On a ROUTER the
+/* Receives one frame without waiting: returns 0, 1 for a message that was
+ * not one frame (dropped, logged), -1 when none is waiting. On a ROUTER the
  * sender's routing id goes to rid. */
 static int recv_record(lane_t *lane, zmq_msg_t *rid, zmq_msg_t *msg)
 {
@@ -302,7 +303,7 @@ static int recv_record(lane_t *lane, zmq_msg_t *rid, zmq_msg_t *msg)
             more = zmq_msg_recv(&rest, h, 0) >= 0 && zmq_msg_more(&rest);
             zmq_msg_close(&rest);
         }
-        log_error("%s: dropped a multi-frame message from a producer (a record is one frame)",
+        log_error("%s: dropped a multi-frame message from a producer (a producer sends one frame at a time)",
                   stream_name(lane->s));
         return 1;
     }
@@ -354,6 +355,42 @@ static int lane_full(const broker_t *self, const lane_t *lane)
     return lane->queue.len >= (size_t)self->opts.hwm || lane->queued_bytes >= QUEUE_BYTES_MAX;
 }
 
+/* Queues the records of one producer frame (proto.h), each in a message
+ * of its own so it can be sent, held and requeued alone. Returns how many,
+ * or -1 for a frame that is not one (nothing queued). */
+static long queue_frame(broker_t *self, lane_t *lane, zmq_msg_t *frame)
+{
+    const uint8_t *p = zmq_msg_data(frame);
+    size_t size = zmq_msg_size(frame), off = 4;
+    if (size < 4) return -1;
+    uint32_t n = wire_get_u32(p);
+    if (n == 0 || n > WIRE_BATCH_MAX) return -1;
+    for (uint32_t k = 0; k < n; k++) {
+        if (size - off < 4 || wire_get_u32(p + off) > size - off - 4) return -1;
+        off += 4 + wire_get_u32(p + off);
+    }
+    if (off != size) return -1;
+    off = 4;
+    for (uint32_t k = 0; k < n; k++) {
+        size_t len = wire_get_u32(p + off);
+        zmq_msg_t msg;
+        if (zmq_msg_init_size(&msg, len) != 0) {
+            log_error("%s: out of memory, a record was dropped", stream_name(lane->s));
+            return -1;
+        }
+        memcpy(zmq_msg_data(&msg), p + off + 4, len);
+        off += 4 + len;
+        capture(self, lane->s, &msg);
+        if (deque_push(&lane->queue, lane->next_id++, &msg, 0) < 0)
+            log_error("%s: out of memory, a record was dropped", stream_name(lane->s));
+        else
+            lane->queued_bytes += len;
+        zmq_msg_close(&msg);
+    }
+    lane->received += n;
+    return n;
+}
+
 static void handle_in(broker_t *self, lane_t *lane)
 {
     int64_t now = zclock_mono();
@@ -362,20 +399,15 @@ static void handle_in(broker_t *self, lane_t *lane)
         zmq_msg_init(&rid);
         zmq_msg_init(&msg);
         int rc = recv_record(lane, &rid, &msg);
-        if (rc == 0) {
-            producer_t *p = find_producer(lane, &rid);
-            if (p) {
-                p->count++;
-                p->seen = now;
-                p->touched = 1;
-            }
-            capture(self, lane->s, &msg);
-            lane->received++;
-            size_t size = zmq_msg_size(&msg);
-            if (deque_push(&lane->queue, lane->next_id++, &msg, 0) < 0)
-                log_error("%s: out of memory, a record was dropped", stream_name(lane->s));
-            else
-                lane->queued_bytes += size;
+        long got = rc == 0 ? queue_frame(self, lane, &msg) : 0;
+        if (got < 0)
+            log_error("%s: dropped a malformed %zu-byte frame from a producer", stream_name(lane->s),
+                      zmq_msg_size(&msg));
+        producer_t *p = got > 0 ? find_producer(lane, &rid) : NULL;
+        if (p) {
+            p->count += (uint64_t)got;
+            p->seen = now;
+            p->touched = 1;
         }
         zmq_msg_close(&msg);
         zmq_msg_close(&rid);
@@ -582,40 +614,63 @@ static long next_consumer(lane_t *lane)
     return -1;
 }
 
-/* Sends queued records to consumers with free credit, up to
- * WIRE_BATCH_MAX to one consumer in one message. */
+/* How many of the queue's front records go to a consumer that may take
+ * up to n: one at least, then while the frame stays within
+ * WIRE_BATCH_BYTES. Their bytes go to *bytes. */
+static size_t batch_take(lane_t *lane, size_t n, size_t *bytes)
+{
+    size_t k = 0, sum = 0;
+    while (k < n && k < lane->queue.len) {
+        size_t size = zmq_msg_size(&deque_at(&lane->queue, k)->msg);
+        if (k > 0 && WIRE_BATCH_HEAD(k + 1) + sum + size > WIRE_BATCH_BYTES) break;
+        sum += size;
+        k++;
+    }
+    *bytes = sum;
+    return k;
+}
+
+/* Sends queued records to consumers with free credit, a batch of them in
+ * one frame (proto.h). The broker keeps each record's own message for a
+ * requeue; the frame is a copy. */
 static void dispatch(lane_t *lane)
 {
     void *h = zsock_resolve(lane->out);
-    uint8_t ids[8 * WIRE_BATCH_MAX];
     while (lane->queue.len > 0) {
         long i = next_consumer(lane);
         if (i < 0) return;
         consumer_t *c = lane->cons[i];
-        size_t n = c->window - c->nheld;
-        if (n > lane->queue.len) n = lane->queue.len;
+        size_t bytes, n = c->window - c->nheld;
         if (n > WIRE_BATCH_MAX) n = WIRE_BATCH_MAX;
+        n = batch_take(lane, n, &bytes);
+        zmq_msg_t frame;
+        if (zmq_msg_init_size(&frame, WIRE_BATCH_HEAD(n) + bytes) != 0) {
+            log_error("%s: out of memory for a batch of %zu records", stream_name(lane->s), n);
+            return;
+        }
         if (zmq_send(h, c->rid, c->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
-            if (errno == EHOSTUNREACH)
-                lose_consumer(lane, (size_t)i, "disconnected");
-            else
-                return;
+            zmq_msg_close(&frame);
+            if (errno != EHOSTUNREACH) return;
+            lose_consumer(lane, (size_t)i, "disconnected");
             continue;
         }
-        for (size_t k = 0; k < n; k++) wire_put_u64(ids + 8 * k, deque_at(&lane->queue, k)->id);
-        zmq_send(h, ids, 8 * n, ZMQ_SNDMORE);
+        uint8_t *head = zmq_msg_data(&frame), *body = head + WIRE_BATCH_HEAD(n);
+        wire_put_u32(head, (uint32_t)n);
         for (size_t k = 0; k < n; k++) {
-            zmq_msg_t msg, copy;
+            zmq_msg_t msg;
             zmq_msg_init(&msg);
-            zmq_msg_init(&copy);
             uint64_t id = deque_pop(&lane->queue, &msg);
-            lane->queued_bytes -= zmq_msg_size(&msg);
-            zmq_msg_copy(&copy, &msg);
-            if (zmq_msg_send(&copy, h, k + 1 < n ? ZMQ_SNDMORE : 0) < 0) zmq_msg_close(&copy);
+            size_t size = zmq_msg_size(&msg);
+            lane->queued_bytes -= size;
+            wire_put_u64(head + 4 + 12 * k, id);
+            wire_put_u32(head + 12 + 12 * k, (uint32_t)size);
+            memcpy(body, zmq_msg_data(&msg), size);
+            body += size;
             deque_push(&c->held, id, &msg, 0);
             c->nheld++;
             zmq_msg_close(&msg);
         }
+        if (zmq_msg_send(&frame, h, 0) < 0) zmq_msg_close(&frame);
     }
 }
 

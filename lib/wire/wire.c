@@ -2,18 +2,34 @@
 #include "wire/proto.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <time.h>
 
+/* Records handed to a producer gather in a frame that its sender thread
+ * takes and sends as one message while the caller fills the next. A
+ * producer the broker keeps up with sends each record at once, alone; one
+ * that outpaces the broker sends fewer, larger messages, which is where the
+ * time goes (ZeroMQ's cost is per message, not per byte). */
 struct wire_producer_t {
-    zsock_t *sock;
-    uint64_t sent, received; /* received: as the broker last confirmed */
+    zsock_t *sock;              /* the sender thread's alone while it runs */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, room;  /* wake: records or stop for the thread; room: the frame was taken */
+    uint8_t *fill;              /* n(u32), then each record as len(u32), bytes */
+    size_t fill_len, fill_cap;
+    uint32_t fill_n;
+    int stopping;
+    uint64_t sent, received;    /* records handed over; as the broker last confirmed */
 };
 
 struct wire_consumer_t {
     zsock_t *sock;
     int credit;
-    /* the rest of the last message from the broker, handed out one by one */
-    zmq_msg_t batch[WIRE_BATCH_MAX];
+    /* the last batch from the broker, its records handed out one by one */
+    zmq_msg_t frame;
     uint64_t batch_ids[WIRE_BATCH_MAX];
+    size_t batch_off[WIRE_BATCH_MAX];
+    uint32_t batch_size[WIRE_BATCH_MAX];
     int batch_len, batch_pos;
     int64_t last_hello;
     int pending;                        /* acks not yet sent */
@@ -142,6 +158,79 @@ static zsock_t *dealer_new(const char *endpoint, int consumer, const char *what,
     return sock;
 }
 
+/* Reads the broker's confirmations that are waiting, without blocking. */
+static void producer_confirmations(wire_producer_t *self)
+{
+    void *h = zsock_resolve(self->sock);
+    uint8_t body[16];
+    int n;
+    while ((n = zmq_recv(h, body, sizeof body, ZMQ_DONTWAIT)) >= 0)
+        if (n == 9 && body[0] == WIRE_RECEIVED) {
+            pthread_mutex_lock(&self->mu);
+            self->received = wire_get_u64(body + 1);
+            pthread_mutex_unlock(&self->mu);
+        }
+}
+
+/* Sends a frame, reading confirmations while the pipe is full; gives up
+ * (the frame is lost, as anything unsent is when a process is told to
+ * stop) on SIGINT/SIGTERM. */
+static void producer_send_frame(wire_producer_t *self, zmq_msg_t *frame)
+{
+    void *h = zsock_resolve(self->sock);
+    while (zmq_msg_send(frame, h, ZMQ_DONTWAIT) < 0) {
+        if ((errno != EAGAIN && errno != EINTR) || zsys_interrupted) {
+            zmq_msg_close(frame);
+            return;
+        }
+        zmq_pollitem_t item = {h, 0, ZMQ_POLLIN | ZMQ_POLLOUT, 0};
+        zmq_poll(&item, 1, 100);
+        producer_confirmations(self);
+    }
+    producer_confirmations(self);
+}
+
+static void free_frame(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+static void *producer_run(void *arg)
+{
+    wire_producer_t *self = arg;
+    pthread_mutex_lock(&self->mu);
+    for (;;) {
+        while (self->fill_n == 0 && !self->stopping) pthread_cond_wait(&self->wake, &self->mu);
+        if (self->fill_n == 0) break;
+        uint8_t *buf = self->fill;
+        size_t len = self->fill_len;
+        wire_put_u32(buf, self->fill_n);
+        self->fill = NULL;
+        self->fill_len = self->fill_cap = 0;
+        self->fill_n = 0;
+        pthread_cond_broadcast(&self->room);
+        pthread_mutex_unlock(&self->mu);
+        zmq_msg_t frame;
+        zmq_msg_init_data(&frame, buf, len, free_frame, NULL);
+        producer_send_frame(self, &frame);
+        pthread_mutex_lock(&self->mu);
+    }
+    /* stopping: wait (up to 30 s, or until SIGTERM) for the broker to
+     * confirm every record, because ZeroMQ's linger alone drops the tail of
+     * a backed-up pipe when the process exits */
+    int64_t deadline = zclock_mono() + 30000;
+    while (self->received < self->sent && !zsys_interrupted && zclock_mono() < deadline) {
+        pthread_mutex_unlock(&self->mu);
+        zmq_pollitem_t item = {zsock_resolve(self->sock), 0, ZMQ_POLLIN, 0};
+        zmq_poll(&item, 1, 100);
+        producer_confirmations(self);
+        pthread_mutex_lock(&self->mu);
+    }
+    pthread_mutex_unlock(&self->mu);
+    return NULL;
+}
+
 wire_producer_t *wire_producer_new(const endpoints_t *ep, stream_t s, char *err, size_t errlen)
 {
     if (work_stream(s, "producer", err, errlen) < 0) return NULL;
@@ -154,55 +243,87 @@ wire_producer_t *wire_producer_new(const endpoints_t *ep, stream_t s, char *err,
         free(self);
         return NULL;
     }
+    /* frames hold up to WIRE_BATCH_BYTES: a short pipe keeps the memory a
+     * stopped broker leaves in it bounded */
+    zsock_set_sndhwm(self->sock, WIRE_PRODUCER_HWM);
+    pthread_mutex_init(&self->mu, NULL);
+    pthread_cond_init(&self->wake, NULL);
+    pthread_cond_init(&self->room, NULL);
+    if (pthread_create(&self->thread, NULL, producer_run, self) != 0) {
+        snprintf(err, errlen, "%s: cannot start its sender thread", what);
+        pthread_mutex_destroy(&self->mu);
+        pthread_cond_destroy(&self->wake);
+        pthread_cond_destroy(&self->room);
+        zsock_destroy(&self->sock);
+        free(self);
+        return NULL;
+    }
     return self;
-}
-
-/* Reads the broker's confirmations that are waiting, without blocking. */
-static void producer_confirmations(wire_producer_t *self)
-{
-    void *h = zsock_resolve(self->sock);
-    uint8_t body[16];
-    int n;
-    while ((n = zmq_recv(h, body, sizeof body, ZMQ_DONTWAIT)) >= 0)
-        if (n == 9 && body[0] == WIRE_RECEIVED) self->received = wire_get_u64(body + 1);
 }
 
 void wire_producer_destroy(wire_producer_t **self_p)
 {
     wire_producer_t *self = *self_p;
     if (!self) return;
-    int64_t deadline = zclock_mono() + 30000;
-    producer_confirmations(self);
-    while (self->received < self->sent && !zsys_interrupted && zclock_mono() < deadline) {
-        zmq_pollitem_t item = {zsock_resolve(self->sock), 0, ZMQ_POLLIN, 0};
-        zmq_poll(&item, 1, 100);
-        producer_confirmations(self);
-    }
+    pthread_mutex_lock(&self->mu);
+    self->stopping = 1;
+    pthread_cond_signal(&self->wake);
+    pthread_mutex_unlock(&self->mu);
+    pthread_join(self->thread, NULL);
+    pthread_mutex_destroy(&self->mu);
+    pthread_cond_destroy(&self->wake);
+    pthread_cond_destroy(&self->room);
+    free(self->fill);
     zsock_destroy(&self->sock);
     free(self);
     *self_p = NULL;
 }
 
+/* Whether a record of len bytes must wait for the thread to take the
+ * frame: a frame past its first record stays within the batch limits. */
+static int frame_full(const wire_producer_t *self, size_t len)
+{
+    return self->fill_n > 0 &&
+           (self->fill_n >= WIRE_BATCH_MAX || self->fill_len + 4 + len > WIRE_BATCH_BYTES);
+}
+
 int wire_producer_send(wire_producer_t *self, const void *data, size_t len)
 {
     if (len > WIRE_RECORD_MAX) return -1;
-    void *h = zsock_resolve(self->sock);
-    zmq_msg_t msg;
-    if (zmq_msg_init_size(&msg, len) != 0) return -1;
-    if (len) memcpy(zmq_msg_data(&msg), data, len);
-    while (zmq_msg_send(&msg, h, 0) < 0) {
-        if (errno != EINTR || zsys_interrupted) {
-            zmq_msg_close(&msg);
+    pthread_mutex_lock(&self->mu);
+    while (frame_full(self, len)) {
+        if (zsys_interrupted) {
+            pthread_mutex_unlock(&self->mu);
             return -1;
         }
+        /* timed, so SIGTERM is noticed while the broker is full */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100000000;
+        if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&self->room, &self->mu, &until);
     }
-    if (++self->sent % 256 == 0) producer_confirmations(self);
+    size_t need = (self->fill_n ? self->fill_len : 4) + 4 + len;
+    if (need > self->fill_cap) {
+        size_t cap = self->fill_cap ? 2 * self->fill_cap : 4096;
+        while (cap < need) cap *= 2;
+        uint8_t *grown = realloc(self->fill, cap);
+        if (!grown) {
+            pthread_mutex_unlock(&self->mu);
+            return -1;
+        }
+        self->fill = grown;
+        self->fill_cap = cap;
+    }
+    if (self->fill_n == 0) self->fill_len = 4;
+    wire_put_u32(self->fill + self->fill_len, (uint32_t)len);
+    if (len) memcpy(self->fill + self->fill_len + 4, data, len);
+    self->fill_len += 4 + len;
+    self->fill_n++;
+    self->sent++;
+    pthread_cond_signal(&self->wake);
+    pthread_mutex_unlock(&self->mu);
     return 0;
-}
-
-zsock_t *wire_producer_sock(wire_producer_t *self)
-{
-    return self->sock;
 }
 
 static void consumer_hello(wire_consumer_t *self)
@@ -227,6 +348,7 @@ wire_consumer_t *wire_consumer_new(const endpoints_t *ep, stream_t s, int credit
     if (!self) return NULL;
     self->credit = credit;
     self->acks[0] = WIRE_ACK;
+    zmq_msg_init(&self->frame);
     char what[64];
     snprintf(what, sizeof what, "%s consumer", stream_name(s));
     self->sock = dealer_new(ep->out[s], 1, what, err, errlen);
@@ -253,11 +375,35 @@ void wire_consumer_destroy(wire_consumer_t **self_p)
     wire_consumer_t *self = *self_p;
     if (!self) return;
     consumer_flush(self);
-    while (self->batch_pos < self->batch_len) zmq_msg_close(&self->batch[self->batch_pos++]);
+    zmq_msg_close(&self->frame);
     zsock_set_linger(self->sock, 200);
     zsock_destroy(&self->sock);
     free(self);
     *self_p = NULL;
+}
+
+/* Reads a batch frame's table into self; 0, or -1 for a frame that is no
+ * batch (a probe is empty). */
+static int batch_parse(wire_consumer_t *self, const zmq_msg_t *frame)
+{
+    const uint8_t *p = zmq_msg_data((zmq_msg_t *)frame);
+    size_t size = zmq_msg_size((zmq_msg_t *)frame);
+    if (size < 4) return -1;
+    uint32_t n = wire_get_u32(p);
+    if (n == 0 || n > WIRE_BATCH_MAX || size < WIRE_BATCH_HEAD(n)) return -1;
+    size_t off = WIRE_BATCH_HEAD(n);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t len = wire_get_u32(p + 12 + 12 * k);
+        if (len > size - off) return -1;
+        self->batch_ids[k] = wire_get_u64(p + 4 + 12 * k);
+        self->batch_off[k] = off;
+        self->batch_size[k] = len;
+        off += len;
+    }
+    if (off != size) return -1;
+    self->batch_len = (int)n;
+    self->batch_pos = 0;
+    return 0;
 }
 
 /* The next record already received or waiting, or NULL when none is. */
@@ -265,37 +411,28 @@ static wire_record_t *consumer_take(wire_consumer_t *self)
 {
     void *h = zsock_resolve(self->sock);
     while (self->batch_pos == self->batch_len) {
-        zmq_msg_t head;
-        zmq_msg_init(&head);
-        if (zmq_msg_recv(&head, h, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&head);
-            return NULL;
-        }
-        size_t n = zmq_msg_size(&head) / 8;
-        if (!zmq_msg_more(&head) || n == 0 || n > WIRE_BATCH_MAX || zmq_msg_size(&head) % 8) {
-            drop_rest(h, &head); /* a probe, or nothing a broker sends */
-            zmq_msg_close(&head);
-            continue;
-        }
-        const uint8_t *ids = zmq_msg_data(&head);
-        int more = 1;
+        zmq_msg_close(&self->frame);
+        zmq_msg_init(&self->frame);
         self->batch_pos = self->batch_len = 0;
-        for (size_t k = 0; k < n && more; k++) {
-            zmq_msg_t *m = &self->batch[self->batch_len];
-            zmq_msg_init(m);
-            if (zmq_msg_recv(m, h, 0) < 0) {
-                zmq_msg_close(m);
-                break;
-            }
-            more = zmq_msg_more(m);
-            self->batch_ids[self->batch_len++] = wire_get_u64(ids + 8 * k);
+        if (zmq_msg_recv(&self->frame, h, ZMQ_DONTWAIT) < 0) return NULL;
+        if (zmq_msg_more(&self->frame) || batch_parse(self, &self->frame) < 0) {
+            drop_rest(h, &self->frame); /* a probe, or nothing a broker sends */
+            self->batch_len = 0;
         }
-        if (more) drop_rest(h, &self->batch[self->batch_len - 1]);
-        zmq_msg_close(&head);
     }
     int k = self->batch_pos++;
-    wire_record_t *r = record_new(&self->batch[k], self->batch_ids[k]);
-    zmq_msg_close(&self->batch[k]);
+    /* the record shares the frame's buffer (ZeroMQ counts references to
+     * it); a tiny frame is copied, so the offset is taken after the copy */
+    wire_record_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        self->batch_pos--;
+        return NULL;
+    }
+    zmq_msg_init(&r->msg_);
+    zmq_msg_copy(&r->msg_, &self->frame);
+    r->id = self->batch_ids[k];
+    r->data = (const uint8_t *)zmq_msg_data(&r->msg_) + self->batch_off[k];
+    r->size = self->batch_size[k];
     return r;
 }
 

@@ -45,10 +45,11 @@ wire_producer_t *wire_producer_new(const endpoints_t *ep, stream_t s, char *err,
 /* Waits (up to 30 s, or until SIGTERM) until the broker has confirmed
  * receiving every record sent. */
 void wire_producer_destroy(wire_producer_t **self_p);
-/* Blocks while the broker's queue is full. Returns 0, or -1 when len is over
- * WIRE_RECORD_MAX or the process was interrupted. */
+/* Copies the record out and returns; it goes to the broker from the
+ * producer's own thread, gathered with others that wait (see wire.c).
+ * Blocks while the broker's queue is full. Returns 0, or -1 when len is
+ * over WIRE_RECORD_MAX or the process was interrupted. */
 int wire_producer_send(wire_producer_t *self, const void *data, size_t len);
-zsock_t *wire_producer_sock(wire_producer_t *self);
 
 typedef struct wire_consumer_t wire_consumer_t;
 
