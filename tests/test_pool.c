@@ -1,8 +1,10 @@
 /* The rollout pool against a real redis-server on a free port: round trip,
  * a node never samples its own entries, the per-node bound, uniformity over
  * other nodes' entries (chi-square over 10^5 draws), keys a hostile node
- * could plant, and Redis going away and coming back. */
+ * could plant, node keys (first come, trust on first use, each draw naming
+ * its node), and Redis going away and coming back. */
 #include "check.h"
+#include "node/identity.h"
 #include "pool/pool.h"
 #include "redis_server.h"
 
@@ -262,6 +264,86 @@ static void test_redis_restart(void)
     pool_destroy(&p);
 }
 
+/* Each draw names the node it is stored under; an id too long to be a
+ * node's (planted with plain commands) comes back as "". */
+static void test_sample_names_node(void)
+{
+    pool_t *p = fresh_pool(100);
+    EXPECT(publish(p, "a", 0, 3) == 0 && publish(p, "bb", 0, 3) == 0);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    char longid[80], key[160];
+    memset(longid, 'x', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    snprintf(key, sizeof key, "t%d:n:%s:e", swarm_no, longid);
+    freeReplyObject(redisCommand(c, "HSET %s 1 %s/0", key, longid));
+    snprintf(key, sizeof key, "t%d:n:%s:hi", swarm_no, longid);
+    freeReplyObject(redisCommand(c, "SET %s 1", key));
+    snprintf(key, sizeof key, "t%d:nodes", swarm_no);
+    freeReplyObject(redisCommand(c, "SADD %s %s", key, longid));
+    redisFree(c);
+    pool_entry_t *e = NULL;
+    char err[256];
+    int n = pool_sample(p, "me", 200, &e, err, sizeof err);
+    EXPECTF(n == 200, "sampled %d: %s", n, n < 0 ? err : "");
+    int seen_a = 0, seen_b = 0, seen_long = 0, wrong = 0;
+    for (int i = 0; i < n; i++) {
+        const char *rec = e[i].data;
+        if (!strcmp(e[i].node, "a")) seen_a++, wrong += memcmp(rec, "a/", 2) != 0;
+        else if (!strcmp(e[i].node, "bb")) seen_b++, wrong += memcmp(rec, "bb/", 3) != 0;
+        else if (!e[i].node[0]) seen_long++, wrong += rec[0] != 'x';
+        else wrong++;
+    }
+    EXPECTF(seen_a && seen_b && seen_long && !wrong, "a %d, bb %d, long id %d, wrong %d", seen_a, seen_b, seen_long,
+            wrong);
+    pool_entries_free(e, n);
+    pool_destroy(&p);
+}
+
+/* First come: an id's key is set once; another key for it is refused with
+ * the holder's fingerprint; a pool keeps the first key it saw for a node
+ * even when the admin changes it in Redis. */
+static void test_node_keys(void)
+{
+    pool_t *p = fresh_pool(10);
+    char swarm[32], err[256], key[96], hex[65], fp[IDENTITY_FINGERPRINT_HEX + 1];
+    snprintf(swarm, sizeof swarm, "t%d", swarm_no);
+    identity_t *ka = identity_new(), *kb = identity_new();
+    const uint8_t *a = identity_public(ka), *b = identity_public(kb);
+    uint8_t got[32];
+    EXPECT(pool_node_key(p, "a", got, err, sizeof err) == 0);
+    EXPECTF(pool_register_key(p, "a", a, err, sizeof err) == 0, "%s", err);
+    EXPECT(pool_register_key(p, "a", a, err, sizeof err) == 0);
+    pool_t *q = pool_new(rs.url, swarm, 10, err, sizeof err);
+    EXPECT(pool_register_key(q, "a", b, err, sizeof err) == -2);
+    identity_fingerprint(a, fp, sizeof fp);
+    EXPECTF(strstr(err, "node id a is registered to another key") && strstr(err, fp), "%s", err);
+    EXPECT(pool_node_key(q, "a", got, err, sizeof err) == 1 && memcmp(got, a, 32) == 0);
+    EXPECT(pool_register_key(q, "b", b, err, sizeof err) == 0);
+    EXPECT(pool_node_key(p, "b", got, err, sizeof err) == 1 && memcmp(got, b, 32) == 0);
+    EXPECT(pool_node_key(p, "a:b", got, err, sizeof err) == -1);
+    /* the admin replaces a's key and plants junk for c; q saw a's key before */
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    identity_public_hex(b, hex, sizeof hex);
+    snprintf(key, sizeof key, "%s:n:a:key", swarm);
+    freeReplyObject(redisCommand(c, "SET %s %s", key, hex));
+    snprintf(key, sizeof key, "%s:n:c:key", swarm);
+    freeReplyObject(redisCommand(c, "SET %s not-a-key", key));
+    redisReply *r = redisCommand(c, "FCALL sapo_register 1 %s:n:d:key %s", swarm, "abc");
+    EXPECT(r && r->type == REDIS_REPLY_ERROR && strstr(r->str, "64 lowercase hex"));
+    freeReplyObject(r);
+    redisFree(c);
+    EXPECT(pool_node_key(q, "a", got, err, sizeof err) == 1 && memcmp(got, a, 32) == 0);
+    pool_t *fresh = pool_new(rs.url, swarm, 10, err, sizeof err);
+    EXPECT(pool_node_key(fresh, "a", got, err, sizeof err) == 1 && memcmp(got, b, 32) == 0);
+    EXPECT(pool_node_key(fresh, "c", got, err, sizeof err) == 0);
+    EXPECT(pool_register_key(fresh, "c", a, err, sizeof err) == -2 && strstr(err, "not a key"));
+    pool_destroy(&fresh);
+    pool_destroy(&q);
+    pool_destroy(&p);
+    identity_destroy(&ka);
+    identity_destroy(&kb);
+}
+
 static void test_bad_url(void)
 {
     char err[256];
@@ -285,6 +367,8 @@ int main(void)
     RUN_TEST(test_never_own);
     RUN_TEST(test_hostile_keys);
     RUN_TEST(test_bound);
+    RUN_TEST(test_sample_names_node);
+    RUN_TEST(test_node_keys);
     RUN_TEST(test_uniform_chi_square);
     RUN_TEST(test_bad_url);
     RUN_TEST(test_redis_restart);

@@ -1,6 +1,8 @@
 /* Screening of pool records (lib/node/screen.c): one real group passes, and
- * each way of bending it is refused for its own reason and counted. */
+ * each way of bending it is refused for its own reason and counted; signed
+ * entries pass only under their node's key, unchanged, naming that node. */
 #include "check.h"
+#include "node/identity.h"
 #include "node/screen.h"
 #include "records.h"
 #include "tasks/task.h"
@@ -87,9 +89,68 @@ static void test_reasons(void)
     EXPECT(sc == NULL);
 }
 
+/* env: a group of node `node`, signed by `by`, one byte flipped at `flip`
+ * when flip >= 0 (a signature byte below IDENTITY_SIGNATURE_BYTES, else a
+ * record byte) */
+static screen_reason_t check_signed(screen_t *sc, const identity_t *by, const char *node, const char *source,
+                                    const uint8_t *pub, long flip, const char *text0)
+{
+    size_t len, env_len;
+    uint8_t *rec = build(&(shape_t){.n = 4, .node = node, .text0 = text0}, &len);
+    uint8_t *env = identity_seal(by, rec, len, &env_len);
+    if (flip >= 0) env[flip] ^= 0x20;
+    screen_reason_t r = screen_entry(sc, env, env_len, source, pub);
+    free(env);
+    rec_free(rec);
+    return r;
+}
+
+static void test_signatures(void)
+{
+    screen_limits_t lim = {.node = "me", .completions = 4, .max_record = 8192, .max_text = 1000, .dup_window = 8};
+    screen_t *sc = screen_new(&lim);
+    identity_t *peer = identity_new(), *other = identity_new();
+    const uint8_t *pub = identity_public(peer);
+    EXPECT(check_signed(sc, peer, "peer", "peer", pub, -1, "<answer>1</answer>") == SCREEN_OK);
+    EXPECT(check_signed(sc, peer, "peer", "peer", pub, 3, "<answer>2</answer>") == SCREEN_BAD_SIGNATURE);
+    EXPECT(check_signed(sc, peer, "peer", "peer", pub, IDENTITY_SIGNATURE_BYTES + 40, "<answer>3</answer>") ==
+           SCREEN_BAD_SIGNATURE);
+    /* signed by a key that is not the one registered for the node */
+    EXPECT(check_signed(sc, other, "peer", "peer", pub, -1, "<answer>4</answer>") == SCREEN_BAD_SIGNATURE);
+    EXPECT(check_signed(sc, peer, "peer", "peer", NULL, -1, "<answer>5</answer>") == SCREEN_UNSIGNED);
+    /* a record of node "victim" published under the peer's id and key: a
+     * replay of the victim's group, or a lie about who made it */
+    EXPECT(check_signed(sc, peer, "victim", "peer", pub, -1, "<answer>6</answer>") == SCREEN_NODE_MISMATCH);
+    EXPECT(check_signed(sc, peer, "peer", "a:b", pub, -1, "<answer>7</answer>") == SCREEN_BAD_NODE);
+    /* the same content again, properly signed, is still a duplicate */
+    EXPECT(check_signed(sc, peer, "peer", "peer", pub, -1, "<answer>1</answer>") == SCREEN_DUPLICATE);
+    uint8_t shorty[IDENTITY_SIGNATURE_BYTES - 1] = {0};
+    EXPECT(screen_entry(sc, shorty, sizeof shorty, "peer", pub) == SCREEN_UNSIGNED);
+    EXPECT(screen_entry(sc, NULL, 1 << 20, "peer", pub) == SCREEN_TOO_LARGE);
+    /* a validly signed record that does not parse, at an odd address */
+    uint8_t junk[200] = {0};
+    memcpy(junk + 1 + IDENTITY_SIGNATURE_BYTES + 4, "SROL", 4);
+    identity_sign(peer, junk + 1 + IDENTITY_SIGNATURE_BYTES, 100, junk + 1);
+    EXPECT(screen_entry(sc, junk + 1, IDENTITY_SIGNATURE_BYTES + 100, "peer", pub) == SCREEN_MALFORMED);
+    /* a signed record over the size limit is refused before its signature is checked */
+    uint8_t *big = calloc(1, IDENTITY_SIGNATURE_BYTES + 8193);
+    EXPECT(screen_entry(sc, big, IDENTITY_SIGNATURE_BYTES + 8193, "peer", pub) == SCREEN_TOO_LARGE);
+    free(big);
+    EXPECT(screen_count(sc, SCREEN_OK) == 1 && screen_count(sc, SCREEN_BAD_SIGNATURE) == 3 &&
+           screen_count(sc, SCREEN_UNSIGNED) == 2 && screen_count(sc, SCREEN_NODE_MISMATCH) == 1);
+    EXPECT(screen_rejected(sc) == 11);
+    char json[1024];
+    screen_json(sc, json, sizeof json);
+    EXPECTF(strstr(json, "\"unsigned\":2,\"bad_signature\":3,\"node_mismatch\":1}") != NULL, "%s", json);
+    identity_destroy(&peer);
+    identity_destroy(&other);
+    screen_destroy(&sc);
+}
+
 int main(void)
 {
     RUN_TEST(test_utf8);
     RUN_TEST(test_reasons);
+    RUN_TEST(test_signatures);
     CHECK_EXIT();
 }

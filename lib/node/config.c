@@ -27,6 +27,7 @@ typedef struct {
 static const field_t fields[] = {
     {"node", "SAPO_NODE", S(node), "node0", "node id, unique in the swarm"},
     {"run", "SAPO_RUN", S(run), "", "run folder for checkpoints, metrics and ipc endpoints (default run/<node>)"},
+    {"key", "SAPO_KEY", S(key), "", "the node's Ed25519 secret key file, its identity in the pool; made (mode 600) when missing; keep it secret (default <run folder>/node.key)"},
     {"broker", "SAPO_BROKER", S(broker), "", "broker endpoint base: tcp:PORT, tcp://HOST:PORT or a folder (default: the run folder)"},
     {"redis", "SAPO_REDIS", S(redis), "redis://127.0.0.1:6379", "the swarm's shared rollout pool"},
     {"swarm", "SAPO_SWARM", S(swarm), "sapo", "key prefix in Redis; nodes with the same prefix share rollouts"},
@@ -246,6 +247,10 @@ int config_load(config_t *cfg, int *argc, char **argv)
     argv[kept] = NULL;
     if (load_task_mix(cfg) != 0) return -1;
     if (cfg->run[0] == '\0') snprintf(cfg->run, sizeof cfg->run, "run/%s", cfg->node);
+    if (cfg->key[0] == '\0' && snprintf(cfg->key, sizeof cfg->key, "%s/node.key", cfg->run) >= (int)sizeof cfg->key) {
+        fprintf(stderr, "config: key (SAPO_KEY): run folder '%s' too long for the default key file name\n", cfg->run);
+        return -1;
+    }
     if (cfg->broker[0] == '\0') snprintf(cfg->broker, sizeof cfg->broker, "%s", cfg->run);
     return check(cfg);
 }

@@ -12,6 +12,7 @@
 typedef struct {
     char node[64];        /* node id, unique in the swarm */
     char run[512];        /* run folder: checkpoints, metrics, ipc endpoints */
+    char key[512];        /* the node's Ed25519 secret key file (its identity in the pool) */
     char broker[512];     /* broker endpoint base (tcp:PORT or a folder) */
     char redis[512];      /* redis://[user:pass@]host:port of the shared pool */
     char swarm[64];       /* key prefix in Redis: one swarm per prefix */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "node/identity.h"
 #include "pool/pool.h"
 #include "records.h"
 #include "tasks/task.h"
@@ -24,7 +25,8 @@ struct screen {
 
 static const char *const names[SCREEN_NREASONS] = {
     "passed", "too_large", "malformed", "bad_node", "own", "wrong_size",
-    "text_too_long", "bad_utf8", "unknown_family", "bad_metadata", "duplicate",
+    "text_too_long", "bad_utf8", "unknown_family", "bad_metadata", "duplicate", "unsigned",
+    "bad_signature", "node_mismatch",
 };
 
 screen_t *screen_new(const screen_limits_t *limits)
@@ -139,13 +141,15 @@ static screen_reason_t metadata_ok(const char *json, const char *family)
     return r;
 }
 
-static screen_reason_t check(screen_t *self, const void *buf, size_t len)
+/* source: the node the record must name, NULL for any */
+static screen_reason_t check(screen_t *self, const void *buf, size_t len, const char *source)
 {
     if (len > self->lim.max_record) return SCREEN_TOO_LARGE;
     rec_rollout_view_t v;
     char err[256];
     if (rec_rollout_view(buf, len, &v, err, sizeof err) != 0) return SCREEN_MALFORMED;
     if (pool_node_ok(v.r.node, err, sizeof err) != 0) return SCREEN_BAD_NODE;
+    if (source && strcmp(v.r.node, source) != 0) return SCREEN_NODE_MISMATCH;
     if (strcmp(v.r.node, self->node) == 0) return SCREEN_OWN;
     if (v.r.n_completions != (size_t)self->lim.completions) return SCREEN_WRONG_SIZE;
     const char *fields[] = {v.r.model, v.r.task.family, v.r.task.question, v.r.task.answer, v.r.task.metadata_json,
@@ -163,17 +167,39 @@ static screen_reason_t check(screen_t *self, const void *buf, size_t len)
     return seen_before(self, content_digest(&v)) ? SCREEN_DUPLICATE : SCREEN_OK;
 }
 
+static screen_reason_t check_record(screen_t *self, const void *buf, size_t len, const char *source)
+{
+    if (!buf || len > self->lim.max_record) return SCREEN_TOO_LARGE;
+    void *copy = NULL;
+    const void *aligned = rec_aligned(buf, len, &copy);
+    screen_reason_t r = aligned ? check(self, aligned, len, source) : SCREEN_MALFORMED;
+    free(copy);
+    return r;
+}
+
 screen_reason_t screen_check(screen_t *self, const void *buf, size_t len)
 {
-    screen_reason_t r;
-    if (!buf || len > self->lim.max_record) {
-        r = SCREEN_TOO_LARGE;
-    } else {
-        void *copy = NULL;
-        const void *aligned = rec_aligned(buf, len, &copy);
-        r = aligned ? check(self, aligned, len) : SCREEN_MALFORMED;
-        free(copy);
-    }
+    screen_reason_t r = check_record(self, buf, len, NULL);
+    self->counts[r]++;
+    return r;
+}
+
+static screen_reason_t check_entry(screen_t *self, const uint8_t *entry, size_t len, const char *source,
+                                   const uint8_t *pub)
+{
+    char err[128];
+    if (!entry || len > self->lim.max_record + IDENTITY_SIGNATURE_BYTES) return SCREEN_TOO_LARGE;
+    if (pool_node_ok(source, err, sizeof err) != 0) return SCREEN_BAD_NODE;
+    if (len < IDENTITY_SIGNATURE_BYTES || !pub) return SCREEN_UNSIGNED;
+    const uint8_t *rec = entry + IDENTITY_SIGNATURE_BYTES;
+    size_t rec_len = len - IDENTITY_SIGNATURE_BYTES;
+    if (!identity_verify(pub, rec, rec_len, entry)) return SCREEN_BAD_SIGNATURE;
+    return check_record(self, rec, rec_len, source);
+}
+
+screen_reason_t screen_entry(screen_t *self, const void *entry, size_t len, const char *source, const uint8_t *pub)
+{
+    screen_reason_t r = check_entry(self, entry, len, source, pub);
     self->counts[r]++;
     return r;
 }

@@ -1,6 +1,9 @@
 /* Screening of rollout groups drawn from the swarm's pool. Every byte in the
- * pool may come from a hostile peer, so a record is checked here before any
- * field of it is used: size, FlatBuffers verification, node id, group size,
+ * pool may come from a hostile peer, so an entry is checked here before any
+ * field of it is used: size, the signature under the key registered for the
+ * node the entry is stored under (node/identity.h: an entry is signature ||
+ * record), FlatBuffers verification, node id, the record's node being that
+ * node (no replay of another node's records under one's own id), group size,
  * text lengths, UTF-8, a task family this node can score, metadata that is a
  * JSON object naming that family, and a window of recently seen contents
  * (duplicate floods). Each rejection is counted by reason, and the counts
@@ -23,6 +26,9 @@ typedef enum {
     SCREEN_UNKNOWN_FAMILY, /* a family this node has no scorer for */
     SCREEN_BAD_METADATA,   /* metadata not a JSON object naming the family */
     SCREEN_DUPLICATE,      /* content seen within the duplicate window */
+    SCREEN_UNSIGNED,       /* shorter than a signature, or no key registered for its node */
+    SCREEN_BAD_SIGNATURE,  /* signature does not verify under its node's key */
+    SCREEN_NODE_MISMATCH,  /* signed, but the record names another node than the one it is stored under */
     SCREEN_NREASONS
 } screen_reason_t;
 
@@ -39,9 +45,17 @@ typedef struct screen screen_t;
 screen_t *screen_new(const screen_limits_t *limits);
 void screen_destroy(screen_t **self_p);
 
-/* Checks one record as drawn from the pool (any alignment; buf NULL for an
- * entry left in the pool for its size). SCREEN_OK, or the first reason it
- * fails; the reason is counted either way. */
+/* Checks one pool entry (signature || record, any alignment; entry NULL
+ * for one left in the pool for its size) stored under node source, whose
+ * registered public key is pub (NULL: none). Order: size, source id,
+ * signature (before any parsing, so floods of junk cost one verification),
+ * then the record as screen_check, which must name source as its node.
+ * SCREEN_OK, or the first reason it fails; the reason is counted either
+ * way. */
+screen_reason_t screen_entry(screen_t *self, const void *entry, size_t len, const char *source, const uint8_t *pub);
+
+/* The record checks alone, on a bare record whose origin is not known
+ * (what screen_entry runs after the signature; fuzzing drives it). */
 screen_reason_t screen_check(screen_t *self, const void *buf, size_t len);
 
 /* How many records were refused for reason r (SCREEN_OK: passed). */

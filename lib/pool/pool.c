@@ -6,8 +6,14 @@
 #include <string.h>
 #include <time.h>
 
-/* no record larger than records.h's REC_MAX_BYTES enters the pool */
-#define REC_MAX_BYTES_STR "16777216"
+#include "node/identity.h"
+
+/* no entry larger than records.h's REC_MAX_BYTES and a 64-byte signature
+ * (node/identity.h) enters the pool */
+#define ENTRY_MAX_BYTES 16777280
+#define ENTRY_MAX_BYTES_STR "16777280"
+/* nodes whose keys a pool remembers (trust on first use) */
+#define KEYS_MAX 4096
 
 /* Redis Functions library, loaded (REPLACE) on every connect so a newer
  * sapo upgrades a running Redis. */
@@ -33,7 +39,7 @@ static const char POOL_LIBRARY[] =
     "  if swarm_max and (not maxlen or maxlen > swarm_max) then maxlen = swarm_max end\n"
     "  if not maxlen or maxlen < 1 then return redis.error_reply('sapo_publish: bound must be a positive number') end\n"
     "  for i = 4, #args do\n"
-    "    if #args[i] > " REC_MAX_BYTES_STR " then return redis.error_reply('sapo_publish: record over " REC_MAX_BYTES_STR " bytes') end\n"
+    "    if #args[i] > " ENTRY_MAX_BYTES_STR " then return redis.error_reply('sapo_publish: record over " ENTRY_MAX_BYTES_STR " bytes') end\n"
     "  end\n"
     "  local lo, hi = range(base)\n"
     "  for i = 4, #args do\n"
@@ -59,15 +65,16 @@ static const char POOL_LIBRARY[] =
     "      local lo, hi = range(base)\n"
     "      if hi >= lo then\n"
     "        local count = math.min(hi - lo + 1, cap)\n"
-    "        table.insert(list, {base, hi - count + 1, count})\n"
+    "        table.insert(list, {base, hi - count + 1, count, n})\n"
     "        total = total + count\n"
     "      end\n"
     "    end\n"
     "  end\n"
     "  return list, total\n"
     "end\n"
-    /* an entry over max_bytes is answered by its length, so the client
-     * counts it without receiving it */
+    /* each draw is answered by the node it is stored under, then the
+     * entry; one over max_bytes by its length, so the client counts it
+     * without receiving it */
     "redis.register_function{function_name = 'sapo_sample', flags = {'no-writes'}, callback = function(keys, args)\n"
     "  local cap, max_bytes = tonumber(args[2]) or 1, tonumber(args[3]) or 0\n"
     "  local list, total = live(string.sub(keys[1], 1, -2), args[1], cap)\n"
@@ -80,8 +87,10 @@ static const char POOL_LIBRARY[] =
     "      if r < e[3] then\n"
     "        local n = redis.call('HSTRLEN', e[1] .. ':e', e[2] + r)\n"
     "        if n > max_bytes then\n"
+    "          table.insert(out, e[4])\n"
     "          table.insert(out, n)\n"
     "        elseif n > 0 then\n"
+    "          table.insert(out, e[4])\n"
     "          table.insert(out, redis.call('HGET', e[1] .. ':e', e[2] + r))\n"
     "        end\n"
     "        break\n"
@@ -91,6 +100,15 @@ static const char POOL_LIBRARY[] =
     "  end\n"
     "  return out\n"
     "end}\n"
+    /* first come: a key once set is never replaced here, and the caller
+     * learns which key holds the id */
+    "redis.register_function('sapo_register', function(keys, args)\n"
+    "  if #args[1] ~= 64 or not string.match(args[1], '^[0-9a-f]+$') then\n"
+    "    return redis.error_reply('sapo_register: public key must be 64 lowercase hex digits')\n"
+    "  end\n"
+    "  redis.call('SET', keys[1], args[1], 'NX')\n"
+    "  return redis.call('GET', keys[1])\n"
+    "end)\n"
     "redis.register_function{function_name = 'sapo_size', flags = {'no-writes'}, callback = function(keys, args)\n"
     "  if args[1] then\n"
     "    local lo, hi = range(keys[1] .. 'n:' .. args[1])\n"
@@ -110,6 +128,8 @@ struct pool {
     int max_per_node;
     size_t max_bytes;  /* larger entries are not fetched by pool_sample */
     redisContext *c;
+    struct { char node[64]; uint8_t pub[32]; } *keys; /* first key seen per node */
+    int n_keys;
     time_t retry_at;   /* no connection attempt before this */
     int backoff_s;
     uint64_t rng;
@@ -178,7 +198,7 @@ pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err
     }
     snprintf(p->swarm, sizeof p->swarm, "%s", swarm);
     p->max_per_node = max_per_node;
-    p->max_bytes = (size_t)16 << 20;
+    p->max_bytes = ENTRY_MAX_BYTES;
     p->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
     return p;
 }
@@ -193,6 +213,7 @@ void pool_destroy(pool_t **self_p)
 {
     if (!self_p || !*self_p) return;
     disconnect(*self_p);
+    free((*self_p)->keys);
     free(*self_p);
     *self_p = NULL;
 }
@@ -370,10 +391,12 @@ int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **ou
         freeReplyObject(r);
         goto done;
     }
-    pool_entry_t *e = calloc(r->elements + 1, sizeof *e);
+    pool_entry_t *e = calloc(r->elements / 2 + 1, sizeof *e);
     n = 0;
-    for (size_t i = 0; e && i < r->elements; i++) {
-        const redisReply *x = r->element[i];
+    for (size_t i = 0; e && i + 1 < r->elements; i += 2) {
+        const redisReply *from = r->element[i], *x = r->element[i + 1];
+        if (from->type != REDIS_REPLY_STRING) continue;
+        if (from->len < sizeof e[n].node) memcpy(e[n].node, from->str, from->len + 1);
         if (x->type == REDIS_REPLY_INTEGER && x->integer > 0) {
             e[n].data = NULL;
             e[n++].len = (size_t)x->integer;
@@ -398,6 +421,65 @@ void pool_entries_free(pool_entry_t *e, int n)
 {
     for (int i = 0; e && i < n; i++) free(e[i].data);
     free(e);
+}
+
+static void remember_key(pool_t *self, const char *node, const uint8_t pub[32])
+{
+    if (!self->keys && !(self->keys = calloc(KEYS_MAX, sizeof *self->keys))) return;
+    if (self->n_keys == KEYS_MAX) return;
+    snprintf(self->keys[self->n_keys].node, sizeof self->keys[0].node, "%s", node);
+    memcpy(self->keys[self->n_keys++].pub, pub, 32);
+}
+
+static const uint8_t *known_key(const pool_t *self, const char *node)
+{
+    for (int i = 0; i < self->n_keys; i++)
+        if (strcmp(self->keys[i].node, node) == 0) return self->keys[i].pub;
+    return NULL;
+}
+
+int pool_register_key(pool_t *self, const char *node, const uint8_t pub[32], char *err, size_t errlen)
+{
+    if (pool_node_ok(node, err, errlen) < 0) return -1;
+    char key[256], hex[65];
+    snprintf(key, sizeof key, "%s:n:%s:key", self->swarm, node);
+    identity_public_hex(pub, hex, sizeof hex);
+    const char *argv[] = {"FCALL", "sapo_register", "1", key, hex};
+    size_t lens[] = {5, 13, 1, strlen(key), strlen(hex)};
+    redisReply *r = run(self, 5, argv, lens, err, errlen);
+    if (!r) return -1;
+    uint8_t held[32];
+    int parsed = r->type == REDIS_REPLY_STRING && identity_public_parse(r->str, r->len, held) == 0;
+    freeReplyObject(r);
+    if (parsed && memcmp(held, pub, 32) == 0) {
+        if (!known_key(self, node)) remember_key(self, node, pub);
+        return 0;
+    }
+    char fp[IDENTITY_FINGERPRINT_HEX + 1] = "not a key";
+    if (parsed) identity_fingerprint(held, fp, sizeof fp);
+    snprintf(err, errlen, "node id %s is registered to another key (fingerprint %s) at %s in redis %s:%d", node, fp,
+             key, self->host, self->port);
+    return -2;
+}
+
+int pool_node_key(pool_t *self, const char *node, uint8_t pub[32], char *err, size_t errlen)
+{
+    if (pool_node_ok(node, err, errlen) < 0) return -1;
+    const uint8_t *known = known_key(self, node);
+    if (known) {
+        memcpy(pub, known, 32);
+        return 1;
+    }
+    char key[256];
+    snprintf(key, sizeof key, "%s:n:%s:key", self->swarm, node);
+    const char *argv[] = {"GET", key};
+    size_t lens[] = {3, strlen(key)};
+    redisReply *r = run(self, 2, argv, lens, err, errlen);
+    if (!r) return -1;
+    int found = r->type == REDIS_REPLY_STRING && identity_public_parse(r->str, r->len, pub) == 0;
+    freeReplyObject(r);
+    if (found) remember_key(self, node, pub);
+    return found;
 }
 
 static long size_call(pool_t *self, const char *node)

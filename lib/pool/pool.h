@@ -7,6 +7,9 @@
  *   S:n:N:hi, :lo    newest and oldest live seq
  *   S:max_per_node   optional: the swarm's bound on any node's entries,
  *                    set by whoever runs the Redis (nodes cannot raise it)
+ *   S:n:N:key        the node's Ed25519 public key (64 hex digits): its
+ *                    identity, set once (first come) and never replaced
+ *                    by sapo; entries of N must be signed with it
  * A node's entries are a contiguous range of sequence numbers, so an entry
  * drawn uniformly from a node is one random number and one HGET, and the
  * bound (oldest entries fall out) is a counter move. Sampling "uniform over
@@ -30,8 +33,9 @@
 typedef struct pool pool_t;
 
 typedef struct {
-    void *data; /* malloc'ed, 16-byte aligned record */
+    void *data;    /* malloc'ed, 16-byte aligned entry as published */
     size_t len;
+    char node[64]; /* the node it is stored under ("" for an id too long to be one) */
 } pool_entry_t;
 
 /* url: redis://[[user]:password@]host[:port][/db]. Only a malformed URL
@@ -58,6 +62,19 @@ int pool_publish_many(pool_t *self, const char *node, const void *const *recs, c
 int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen);
 void pool_entries_free(pool_entry_t *e, int n);
 
+/* Registers pub (32 bytes) as node's public key unless one is registered:
+ * 0 when node's key is pub now, -1 with err when Redis failed, -2 with err
+ * "node id N is registered to another key (fingerprint F)" when node is
+ * another key's (a node may not take an existing id). Under per-node ACL
+ * users only N itself (or the admin) can write N's key. */
+int pool_register_key(pool_t *self, const char *node, const uint8_t pub[32], char *err, size_t errlen);
+
+/* node's public key into pub: 1, 0 when none (or not a key) is
+ * registered, -1 with err. Trust on first use: the first key this pool
+ * sees for a node is its key for the pool's lifetime, whatever Redis says
+ * later (up to 4096 nodes are remembered). */
+int pool_node_key(pool_t *self, const char *node, uint8_t pub[32], char *err, size_t errlen);
+
 /* live entries of every node, or -1 when Redis cannot be reached */
 long pool_size_total(pool_t *self);
 /* live entries of one node, or -1 */
@@ -68,7 +85,7 @@ long pool_size_node(pool_t *self, const char *node);
 int pool_node_ok(const char *node, char *err, size_t errlen);
 
 /* entries larger than max_bytes are left in Redis by pool_sample
- * (default 16 MiB, the largest record the pool takes) */
+ * (default 16 MiB and a signature, the largest entry the pool takes) */
 void pool_limit_record(pool_t *self, size_t max_bytes);
 
 /* seeds the uniform numbers sent with pool_sample */
