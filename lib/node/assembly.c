@@ -22,7 +22,20 @@ struct assembly {
     const config_t *cfg;
     queue_t local, external;
     assembly_stats_t st;
+    uint64_t seen[ASSEMBLY_SEEN_MAX]; /* task ids of the last local groups taken, a ring */
+    size_t nseen, seen_next;
 };
+
+/* Whether task_id was taken lately; remembers it when not. */
+static bool seen_before(assembly_t *self, uint64_t task_id)
+{
+    for (size_t i = 0; i < self->nseen; i++)
+        if (self->seen[i] == task_id) return true;
+    self->seen[self->seen_next] = task_id;
+    self->seen_next = (self->seen_next + 1) % ASSEMBLY_SEEN_MAX;
+    if (self->nseen < ASSEMBLY_SEEN_MAX) self->nseen++;
+    return false;
+}
 
 static void push(queue_t *q, group_t *g)
 {
@@ -99,6 +112,11 @@ bool assembly_add(assembly_t *self, void *buf, size_t len)
     }
     if (v.r.external && strcmp(self->cfg->external_filter, "nonzero") == 0 && group_zero_advantage(buf, len)) {
         self->st.zero_adv_dropped++;
+        free(buf);
+        return false;
+    }
+    if (!v.r.external && seen_before(self, v.r.task.task_id)) {
+        self->st.duplicate_dropped++;
         free(buf);
         return false;
     }

@@ -15,9 +15,13 @@ typedef struct {
     long stale_dropped;           /* local groups older than the staleness bound */
     long zero_adv_dropped;        /* external groups whose local rewards are all equal */
     long wrong_size_dropped;      /* groups without L completions */
+    long duplicate_dropped;       /* local groups of a task already taken (a record the broker
+                                     delivered again after a process was killed holding it) */
     long batches;
     long fallback_batches;        /* batches that took local groups for missing external ones */
 } assembly_stats_t;
+
+#define ASSEMBLY_SEEN_MAX 4096
 
 typedef struct assembly assembly_t;
 
@@ -29,7 +33,10 @@ void assembly_destroy(assembly_t **self_p);
 bool group_zero_advantage(const void *rollout_buf, size_t len);
 
 /* Takes ownership of a scored rollout record (REC_ALIGN-aligned, verified by
- * the caller). Returns true when it was kept. */
+ * the caller). Returns true when it was kept. The node's streams deliver at
+ * least once, so a local group whose task id is among the last
+ * ASSEMBLY_SEEN_MAX taken is a repeat and is dropped here: one group per
+ * question reaches training. */
 bool assembly_add(assembly_t *self, void *buf, size_t len);
 
 size_t assembly_local(const assembly_t *self);

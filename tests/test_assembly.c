@@ -1,0 +1,72 @@
+/* The sampler's batch assembly (lib/node/assembly.c) on real rollout
+ * records: a local group that comes again (the broker delivers at least
+ * once) is dropped and counted, an external group of the same task id is
+ * not, and a batch holds I local and J external groups, or I + J local ones
+ * when the pool is dry. */
+#include "check.h"
+#include "node/assembly.h"
+#include "node/config.h"
+#include "records.h"
+
+/* a scored group of L completions, rewards 0 and 1 alternating */
+static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool external, bool expect_kept)
+{
+    rec_completion_t c[16];
+    for (int i = 0; i < cfg->completions; i++)
+        c[i] = (rec_completion_t){.text = "<answer>2</answer>", .reward = (float)(i % 2)};
+    rec_rollout_t r = {.node = external ? "peer" : cfg->node, .policy_version = 0,
+                       .task = {.task_id = task_id, .family = "basic_arithmetic", .question = "1 + 1 =", .answer = "2"},
+                       .completions = c, .n_completions = (size_t)cfg->completions, .external = external,
+                       .scored = true};
+    uint8_t *built;
+    size_t len;
+    EXPECT(rec_rollout_build(&r, &built, &len) == 0);
+    void *buf = malloc(len); /* malloc'ed: assembly_add frees it */
+    memcpy(buf, built, len);
+    rec_free(built);
+    EXPECTF(assembly_add(a, buf, len) == expect_kept, "task %llu external %d: kept should be %d",
+            (unsigned long long)task_id, external, expect_kept);
+}
+
+static void test_duplicates_and_batches(void)
+{
+    char *argv[] = {"test_assembly", "--local", "2", "--external", "2", "--completions", "4", NULL};
+    int argc = 7;
+    config_t cfg;
+    EXPECT(config_load(&cfg, &argc, argv) == 0);
+    assembly_t *a = assembly_new(&cfg);
+    add(a, &cfg, 1, false, true);
+    add(a, &cfg, 1, false, false); /* the same task again */
+    add(a, &cfg, 2, false, true);
+    add(a, &cfg, 1, true, true);   /* another node's task 1 is another question */
+    EXPECT(assembly_stats(a)->duplicate_dropped == 1);
+    EXPECT(assembly_local(a) == 2 && assembly_external(a) == 1);
+    EXPECT(!assembly_ready(a, 0, false)); /* J = 2, one external */
+    add(a, &cfg, 3, false, true);
+    add(a, &cfg, 4, false, true);
+    EXPECT(assembly_ready(a, 0, true));  /* fallback: 4 local + 1 external */
+    uint8_t *buf;
+    size_t len;
+    EXPECT(assembly_take(a, 0, 0, "{}", &buf, &len) == 0);
+    rec_batch_view_t b;
+    char err[128];
+    EXPECT(rec_batch_view(buf, len, &b, err, sizeof err) == 0);
+    EXPECTF(b.b.local_count == 3 && b.b.external_count == 1, "batch of %u local, %u external",
+            b.b.local_count, b.b.external_count);
+    EXPECT(assembly_stats(a)->fallback_batches == 1);
+    rec_free(buf);
+    /* the ids taken stay remembered after the batch */
+    add(a, &cfg, 2, false, false);
+    EXPECT(assembly_stats(a)->duplicate_dropped == 2);
+    /* the memory is a window: an id older than ASSEMBLY_SEEN_MAX is new again */
+    for (uint64_t id = 100; id < 100 + ASSEMBLY_SEEN_MAX; id++) add(a, &cfg, id, false, true);
+    add(a, &cfg, 1, false, true);
+    assembly_destroy(&a);
+    EXPECT(a == NULL);
+}
+
+int main(void)
+{
+    RUN_TEST(test_duplicates_and_batches);
+    CHECK_EXIT();
+}
