@@ -19,6 +19,7 @@ struct wire_producer_t {
     size_t fill_len, fill_cap;
     uint32_t fill_n;
     int stopping;
+    int64_t stop_deadline;      /* when a stopping producer gives up on the broker */
     uint64_t sent, received;    /* records handed over; as the broker last confirmed */
 };
 
@@ -172,14 +173,23 @@ static void producer_confirmations(wire_producer_t *self)
         }
 }
 
+/* Whether a stopping producer's time to deliver is up. */
+static int producer_given_up(wire_producer_t *self)
+{
+    pthread_mutex_lock(&self->mu);
+    int up = self->stopping && zclock_mono() >= self->stop_deadline;
+    pthread_mutex_unlock(&self->mu);
+    return up;
+}
+
 /* Sends a frame, reading confirmations while the pipe is full; gives up
  * (the frame is lost, as anything unsent is when a process is told to
- * stop) on SIGINT/SIGTERM. */
+ * stop) on SIGINT/SIGTERM, or 30 s after the producer was destroyed. */
 static void producer_send_frame(wire_producer_t *self, zmq_msg_t *frame)
 {
     void *h = zsock_resolve(self->sock);
     while (zmq_msg_send(frame, h, ZMQ_DONTWAIT) < 0) {
-        if ((errno != EAGAIN && errno != EINTR) || zsys_interrupted) {
+        if ((errno != EAGAIN && errno != EINTR) || zsys_interrupted || producer_given_up(self)) {
             zmq_msg_close(frame);
             return;
         }
@@ -219,8 +229,7 @@ static void *producer_run(void *arg)
     /* stopping: wait (up to 30 s, or until SIGTERM) for the broker to
      * confirm every record, because ZeroMQ's linger alone drops the tail of
      * a backed-up pipe when the process exits */
-    int64_t deadline = zclock_mono() + 30000;
-    while (self->received < self->sent && !zsys_interrupted && zclock_mono() < deadline) {
+    while (self->received < self->sent && !zsys_interrupted && zclock_mono() < self->stop_deadline) {
         pthread_mutex_unlock(&self->mu);
         zmq_pollitem_t item = {zsock_resolve(self->sock), 0, ZMQ_POLLIN, 0};
         zmq_poll(&item, 1, 100);
@@ -267,6 +276,7 @@ void wire_producer_destroy(wire_producer_t **self_p)
     if (!self) return;
     pthread_mutex_lock(&self->mu);
     self->stopping = 1;
+    self->stop_deadline = zclock_mono() + 30000;
     pthread_cond_signal(&self->wake);
     pthread_mutex_unlock(&self->mu);
     pthread_join(self->thread, NULL);
