@@ -3,7 +3,10 @@
  * advantage to the swarm's Redis pool (SelectSubset + Communicate), samples
  * other nodes' groups from the pool and sends them through the local
  * verifier (their rewards are never trusted), and hands the learner batches
- * of I own + J external groups (SampleSelf + SampleExternal).
+ * of I own + J external groups (SampleSelf + SampleExternal). Groups are
+ * signed with the node's key (its identity, registered in the pool under
+ * its node id); drawn entries are kept only when signed by the key of the
+ * node they are stored under and naming that node.
  * Produces tasks, rollouts (external groups) and batches; consumes scored;
  * follows policy. */
 #include <czmq.h>
@@ -11,11 +14,13 @@
 
 #include "node/assembly.h"
 #include "node/config.h"
+#include "node/identity.h"
 #include "node/screen.h"
 #include "node/version.h"
 #include "pool/pool.h"
 #include "records.h"
 #include "tasks/task.h"
+#include "util/fs.h"
 #include "util/log.h"
 #include "wire/wire.h"
 
@@ -25,6 +30,8 @@ typedef struct {
     assembly_t *asm_;
     screen_t *screen;         /* checks every record drawn from the pool */
     pool_t *pool;
+    identity_t *id;
+    bool registered;          /* our key is in the pool's Redis as far as we know */
     wire_producer_t *tasks, *external, *batches;
     wire_consumer_t *scored;
     wire_subscriber_t *policy;
@@ -66,6 +73,7 @@ static void send_task(sampler_t *s)
 static void pool_failed(sampler_t *s, const char *err)
 {
     s->pool_errors++;
+    s->registered = false; /* a Redis that comes back may have lost our key */
     if (s->pool_failing++ == 0) log_error("pool: %s (training on local groups until it is back)", err);
 }
 
@@ -73,6 +81,35 @@ static void pool_worked(sampler_t *s)
 {
     if (s->pool_failing) log_info("pool reachable again after %ld failed calls", s->pool_failing);
     s->pool_failing = 0;
+}
+
+/* Our public key under our node id, before anything is published: a
+ * Redis restarted empty learns it again; an id held by another key ends
+ * the sampler (a node may not take an existing id). */
+static bool registered(sampler_t *s)
+{
+    if (s->registered) return true;
+    char err[512];
+    int rc = pool_register_key(s->pool, s->cfg.node, identity_public(s->id), err, sizeof err);
+    if (rc == -2) log_fatal("%s: choose another node id (SAPO_NODE) or use that id's key file (SAPO_KEY)", err);
+    if (rc < 0) {
+        pool_failed(s, err);
+        return false;
+    }
+    pool_worked(s);
+    s->registered = true;
+    return true;
+}
+
+/* The key of the node an entry is stored under: 1 found (pub set), 0 none
+ * or no node id (the screen counts it), -1 when Redis failed. */
+static int source_key(sampler_t *s, const char *node, uint8_t pub[IDENTITY_PUBLIC_BYTES])
+{
+    char err[512];
+    if (pool_node_ok(node, err, sizeof err) != 0) return 0;
+    int rc = pool_node_key(s->pool, node, pub, err, sizeof err);
+    if (rc < 0) pool_failed(s, err);
+    return rc;
 }
 
 /* SampleExternal: other nodes' groups, marked external, to the verifier */
@@ -91,11 +128,17 @@ static void request_external(sampler_t *s)
     }
     pool_worked(s);
     for (int i = 0; i < n; i++) {
-        /* pool_sample hands out 16-byte aligned copies */
+        uint8_t pub[IDENTITY_PUBLIC_BYTES];
+        int known = source_key(s, got[i].node, pub);
+        if (known < 0) continue;
+        if (screen_entry(s->screen, got[i].data, got[i].len, got[i].node, known ? pub : NULL) != SCREEN_OK) continue;
+        /* pool_sample hands out 16-byte aligned copies, and the signature
+         * before the record is 64 bytes */
+        const uint8_t *rec = (const uint8_t *)got[i].data + IDENTITY_SIGNATURE_BYTES;
+        size_t rec_len = got[i].len - IDENTITY_SIGNATURE_BYTES;
         rec_rollout_view_t v;
         rec_completion_t *comps = NULL;
-        if (screen_check(s->screen, got[i].data, got[i].len) == SCREEN_OK &&
-            rec_rollout_view(got[i].data, got[i].len, &v, err, sizeof err) == 0) {
+        if (rec_rollout_view(rec, rec_len, &v, err, sizeof err) == 0) {
             rec_rollout_t r;
             comps = calloc(v.r.n_completions + 1, sizeof *comps);
             rec_rollout_unpack(&v, &r, comps);
@@ -147,8 +190,13 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
         /* SelectSubset: what teaches something is worth sharing */
         if (strcmp(s->cfg.share, "all") == 0 || !group_zero_advantage(buf, r->size)) {
             int64_t t0 = zclock_mono();
-            if (pool_publish(s->pool, s->cfg.node, buf, r->size, err, sizeof err) == 0) s->published++, pool_worked(s);
-            else pool_failed(s, err);
+            size_t len;
+            uint8_t *entry = registered(s) ? identity_seal(s->id, buf, r->size, &len) : NULL;
+            if (entry && pool_publish(s->pool, s->cfg.node, entry, len, err, sizeof err) == 0)
+                s->published++, pool_worked(s);
+            else if (entry)
+                pool_failed(s, err);
+            free(entry);
             s->pool_seconds += (zclock_mono() - t0) / 1000.0;
         }
     }
@@ -195,7 +243,14 @@ int main(int argc, char **argv)
     if (!s.mix) log_fatal("task mix (SAPO_TASK_MIX): %s", err);
     s.pool = pool_new(s.cfg.redis, s.cfg.swarm, s.cfg.pool_max, err, sizeof err);
     if (!s.pool) log_fatal("pool %s: %s", s.cfg.redis, err);
-    pool_limit_record(s.pool, (size_t)s.cfg.max_record);
+    pool_limit_record(s.pool, (size_t)s.cfg.max_record + IDENTITY_SIGNATURE_BYTES);
+    if (fs_mkdirs(s.cfg.run) != 0) log_fatal("run folder %s: cannot create", s.cfg.run);
+    if (!(s.id = identity_load(s.cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
+    char fp[IDENTITY_FINGERPRINT_HEX + 1];
+    identity_fingerprint(identity_public(s.id), fp, sizeof fp);
+    log_info("identity: key %s, fingerprint %s", s.cfg.key, fp);
+    /* a taken node id ends the sampler now; an unreachable Redis is retried before publishing */
+    registered(&s);
     endpoints_t ep;
     if (endpoints_from_base(s.cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     if (!(s.tasks = wire_producer_new(&ep, STREAM_TASKS, err, sizeof err)) ||
@@ -269,6 +324,7 @@ int main(int argc, char **argv)
     wire_producer_destroy(&s.external);
     wire_producer_destroy(&s.tasks);
     pool_destroy(&s.pool);
+    identity_destroy(&s.id);
     task_mix_destroy(&s.mix);
     return 0;
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Per-node Redis ACL users (scripts/acl.sh) on a real redis-server: node a
 # publishes and samples through the pool functions, reads b's entries, but
-# cannot publish as b, delete or overwrite b's keys, raise the swarm's
-# bound, load functions or flush the database.
+# cannot publish as b, delete or overwrite b's keys, take b's node id with
+# its own public key (neither by plain SET nor through the pool function),
+# raise the swarm's bound, load functions or flush the database.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -38,3 +39,14 @@ check cannot_raise_bound '[[ "$(cli a SET s1:max_per_node 1000000)" == *NOPERM* 
 check cannot_admin '[[ "$(cli a FUNCTION FLUSH)" == *NOPERM* ]] && [[ "$(cli a FLUSHALL)" == *NOPERM* ]] && [[ "$(cli a CONFIG SET save "")" == *NOPERM* ]]'
 check bound_holds 'for i in 1 2 3 4 5; do "$bin/pool" publish --redis "$(url a)" --swarm s1 --node a "$tmp/ra" || exit 1; done; [ "$("$bin/pool" size --redis "$(url a)" --swarm s1 --node a)" = 3 ]'
 check b_entries_intact '[ "$(cli admin HGET s1:n:b:e 1)" = "record of b" ]'
+check registers_own_key '"$bin/pool" register --redis "$(url a)" --swarm s1 --node a --key "$tmp/a.key" &&
+                         "$bin/pool" register --redis "$(url b)" --swarm s1 --node b --key "$tmp/b.key"'
+check cannot_overwrite_others_key '[[ "$(cli b SET s1:n:a:key "$("$bin/pool" key --key "$tmp/b.key")")" == *NOPERM* ]] &&
+                                   [[ "$(cli b DEL s1:n:a:key)" == *NOPERM* ]]'
+check cannot_register_as_other '! "$bin/pool" register --redis "$(url b)" --swarm s1 --node a --key "$tmp/b.key" 2> "$tmp/err" &&
+                                grep -q -i "no permissions\|NOPERM" "$tmp/err"'
+check own_key_intact '[ "$(cli admin GET s1:n:a:key)" = "$("$bin/pool" key --key "$tmp/a.key")" ] &&
+                      ! "$bin/pool" register --redis "$(url a)" --swarm s1 --node a --key "$tmp/b.key" 2> "$tmp/err" &&
+                      grep -q "registered to another key" "$tmp/err"'
+check signed_entries_verify '"$bin/pool" publish --redis "$(url b)" --swarm s1 --node b --key "$tmp/b.key" "$tmp/rb" &&
+                             "$bin/pool" sample --redis "$(url a)" --swarm s1 --exclude a --count 20 2>&1 | grep -q "node b: record"'

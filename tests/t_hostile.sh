@@ -3,10 +3,15 @@
 # model, real redis-server) train while bin/pool publishes bad records of
 # every kind bin/hostile makes (SAPO_HOSTILE_COUNT in all, default 100,000:
 # about 40 s on 2 idle cores; half before the first round, half during)
-# under one evil node id per kind. Checks: no process dies or reports a
-# sanitizer error, every round is trained, no refused kind ever reaches a
-# training batch, forged rewards that are drawn are re-scored to 0, and
-# the sampler's metrics count every refusal reason.
+# under one evil node id per kind, each signed with that evil node's own
+# registered key (so they reach the checks past the signature), except the
+# unsigned ones (no key registered, or shorter than a signature) and
+# wrong_key (signed by a key that is not the one registered); impostor
+# records name the honest node n0 but are published under their own id.
+# Checks: no process dies or reports a sanitizer error, every round is
+# trained, no refused kind ever reaches a training batch, forged rewards
+# that are drawn are re-scored to 0, and the sampler's metrics count every
+# refusal reason.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -29,12 +34,13 @@ export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SA
 
 # the bad records: oversized ones are 40 kB each, so fewer of them; the
 # rest split evenly over the other kinds
-kinds="random truncated long_text bad_utf8 unknown_family bad_metadata wrong_size bad_node wrong_type forged duplicate"
+kinds="random truncated long_text bad_utf8 unknown_family bad_metadata wrong_size bad_node wrong_type forged duplicate
+       unsigned wrong_key impostor"
 nkinds=$(wc -w <<< "$kinds")
 each=$((total / (nkinds + 1) + 1))
 big=$((total - each * nkinds)); [ $big -lt 1 ] && big=1; [ $big -gt 2000 ] && big=2000
 each=$(((total - big) / nkinds))
-mkdir -p "$tmp/bad"
+mkdir -p "$tmp/bad" "$tmp/keys"
 made=0
 "$bin/hostile" --kind oversized --count $big --completions 4 --big 40000 --out "$tmp/bad" && made=$((made + big))
 for k in $kinds; do
@@ -46,11 +52,15 @@ scripts/swarm.sh start --nodes 2 --ij 2/6 --rounds "$rounds" --run "$tmp/swarm" 
 redis=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
 # the operator's bound on every node's entries: a hostile publisher's own bound is ignored
 redis-cli -p "${redis##*:}" SET "$SAPO_SWARM:max_per_node" 2000 > /dev/null
+# wrong_key's id has a key, just not the one its entries are signed with
+"$bin/pool" register --redis "$redis" --node evil-wrong_key --key "$tmp/keys/evil-wrong_key.key"
 # half the flood is in the pool before the first round, half arrives during training
 publish() {
+  local sign
   for k in oversized $kinds; do
+    case $k in unsigned | wrong_key) sign=() ;; *) sign=(--key "$tmp/keys/evil-$k.key") ;; esac
     (cd "$tmp/bad" && ls | grep "^$k-") | sed -n "$1" | sed "s|^|$tmp/bad/|" |
-      xargs -n 2000 "$bin/pool" publish --redis "$redis" --node "evil-$k"
+      xargs -n 2000 "$bin/pool" publish --redis "$redis" --node "evil-$k" "${sign[@]}"
   done
 }
 half=$((made / 2))
@@ -79,7 +89,9 @@ for n in ("n0", "n1"):
 ok("publish_accepted", os.path.getsize(perr) == 0 or print(open(perr).read()[:2000]))
 ok("rounds_trained", all([r["round"] for r in m[n]] == list(range(1, rounds + 1)) for n in m))
 # forged and duplicate records are well formed, and so is a truncated one
-# whose cut fell in the builder's trailing padding: those may be trained on
+# whose cut fell in the builder's trailing padding: those may be trained on.
+# An impostor group that got through would show up as n0's in n1's batches:
+# node_mismatch counts them refused, and test_screen checks the reason itself
 allowed = {"n0", "n1", "evil-forged", "evil-duplicate", "evil-truncated"}
 seen = {k for n in m for r in m[n] for k in r["external_from"]}
 ok("no_refused_record_trained", seen <= allowed or print("external from", seen))
@@ -97,7 +109,7 @@ print("  screened by the two samplers:", json.dumps(screen))
 # duplicates need the same content drawn twice within the window, which a
 # run may not do: test_screen checks that reason directly
 want = ["too_large", "malformed", "bad_node", "wrong_size", "text_too_long", "bad_utf8", "unknown_family",
-        "bad_metadata"]
+        "bad_metadata", "unsigned", "bad_signature", "node_mismatch"]
 print("  records drawn:", sum(v for v in screen.values()))
 ok("every_reason_counted", all(screen.get(k, 0) > 0 for k in want) or print("  reasons never counted:", [k for k in want if not screen.get(k)]))
 logs = "".join(open(f, errors="replace").read() for f in glob.glob(os.path.join(run, "*", "node.log")))

@@ -29,7 +29,8 @@ export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SA
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=t$$
 
 # a hostile peer: 50 groups of a real question, wrong answers claiming reward 1
-# (different ones each time: identical copies are dropped as a duplicate flood)
+# (different ones each time: identical copies are dropped as a duplicate
+# flood), signed with its own key so they pass the signature check
 "$bin/verifier" generate --family basic_arithmetic --seed 9 --count 1 > "$tmp/entry.jsonl"
 mkdir -p "$tmp/forged"
 python3 - "$tmp/entry.jsonl" "$tmp/forged" <<'PY'
@@ -47,7 +48,7 @@ flatc -b -o "$tmp/forged" schemas/rollout.fbs "$tmp"/forged/*.json 2> "$tmp/flat
 # 1. the swarm
 scripts/swarm.sh start --nodes 3 --ij 2/2,2/2,4/0 --rounds 8 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
 port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
-"$bin/pool" publish --redis "$port" --node evil "$tmp"/forged/*.bin
+"$bin/pool" publish --redis "$port" --node evil --key "$tmp/evil.key" "$tmp"/forged/*.bin
 for _ in $(seq 600); do
   alive=0
   while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$tmp/swarm/pids"

@@ -1,24 +1,33 @@
 /* hostile: writes the records a hostile peer would publish into a swarm's
- * pool, one file each, for `pool publish` to send as they are.
+ * pool, one file each, for `pool publish` to send.
  *   hostile --kind KIND --count N --out DIR [--completions L] [--seed S] [--big BYTES] [--text BYTES]
+ *           [--victim NODE]
  * Kinds: random (random bytes), truncated (a real record cut short),
  * oversized (a record of about --big bytes), long_text (completions of --text bytes),
  * bad_utf8, unknown_family, bad_metadata (not an object, or naming another family),
  * wrong_size (L + 1 completions), bad_node (a node id with ':'),
  * wrong_type (a task record), forged (wrong answers claiming reward 1),
- * duplicate (one real group, N times). Records are named as node
- * "evil-KIND"; questions are real ones from the task library. */
+ * duplicate (one real group, N times); and against signatures: unsigned
+ * (real groups, half of them cut shorter than a signature), wrong_key
+ * (real groups signed by a random key: the files are pool entries,
+ * signature || record), impostor (groups naming --victim, default n0, as
+ * their node). Records are named as node "evil-KIND"; questions are real
+ * ones from the task library. The hostile node signs its records with its
+ * own registered key (`pool publish --key`), so they reach the checks past
+ * the signature; unsigned and wrong_key files are published as they are. */
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "node/identity.h"
 #include "records.h"
 #include "tasks/task.h"
 
 static const char *const kinds[] = {"random", "truncated", "oversized", "long_text", "bad_utf8", "unknown_family",
-                                    "bad_metadata", "wrong_size", "bad_node", "wrong_type", "forged", "duplicate"};
+                                    "bad_metadata", "wrong_size", "bad_node", "wrong_type", "forged", "duplicate",
+                                    "unsigned", "wrong_key", "impostor"};
 #define NKINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
 static uint64_t rng_state;
@@ -33,7 +42,7 @@ static uint64_t next(void)
 
 /* A group for a real question with L made-up completions; kind bends one
  * part of it. Returns a malloc'ed record. */
-static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_t text, size_t *len)
+static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_t text, const char *victim, size_t *len)
 {
     static task_mix_t *mix;
     char err[256];
@@ -71,7 +80,8 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
     if (!strcmp(kind, "unknown_family")) t.family = "no_such_family";
     if (!strcmp(kind, "bad_metadata")) t.metadata_json = index % 2 ? "[1, 2, 3]" : "{\"source_dataset\": \"no_such_family\"}";
     if (!strcmp(kind, "bad_node")) t.node = "evil:other";
-    rec_rollout_t r = {.node = !strcmp(kind, "bad_node") ? "evil:other" : node, .policy_version = index,
+    if (!strcmp(kind, "impostor")) t.node = victim;
+    rec_rollout_t r = {.node = t.node, .policy_version = index,
                        .round = index, .model = "forger", .task = t, .completions = c, .n_completions = (size_t)n,
                        .created_ms = index, .scored = true};
     uint8_t *buf = NULL;
@@ -89,7 +99,7 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
 
 int main(int argc, char **argv)
 {
-    const char *kind = NULL, *out = NULL;
+    const char *kind = NULL, *out = NULL, *victim = "n0";
     long count = 0;
     int L = 8;
     size_t big = (size_t)2 << 20, text = 16384;
@@ -101,6 +111,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--seed")) rng_state = strtoull(argv[a + 1], NULL, 10);
         else if (!strcmp(argv[a], "--big")) big = strtoull(argv[a + 1], NULL, 10);
         else if (!strcmp(argv[a], "--text")) text = strtoull(argv[a + 1], NULL, 10);
+        else if (!strcmp(argv[a], "--victim")) victim = argv[a + 1];
         else {
             fprintf(stderr, "hostile: unknown flag '%s'\n", argv[a]);
             return 2;
@@ -111,11 +122,17 @@ int main(int argc, char **argv)
     if (!kind || k == NKINDS || !out || count < 1 || L < 1 || big < 64 || big > REC_MAX_BYTES - 4096 || text < 64 ||
         text > REC_MAX_BYTES / 64) {
         fprintf(stderr, "usage: hostile --kind KIND --count N --out DIR [--completions L] [--seed S] [--big BYTES] "
-                        "[--text BYTES]\n"
+                        "[--text BYTES] [--victim NODE]\n"
                         "kinds:");
         for (int i = 0; i < NKINDS; i++) fprintf(stderr, " %s", kinds[i]);
         fprintf(stderr, "\n");
         return 2;
+    }
+    /* wrong_key: signed, but by a key nobody registered */
+    identity_t *forger = !strcmp(kind, "wrong_key") ? identity_new() : NULL;
+    if (!strcmp(kind, "wrong_key") && !forger) {
+        fprintf(stderr, "hostile: libsodium failed to start\n");
+        return 1;
     }
     for (long i = 0; i < count; i++) {
         size_t len;
@@ -129,9 +146,20 @@ int main(int argc, char **argv)
         } else {
             bool dup = !strcmp(kind, "duplicate");
             uint64_t keep = rng_state;
-            buf = group(kind, dup ? 0 : (uint64_t)i, L, big, text, &len);
+            buf = group(kind, dup ? 0 : (uint64_t)i, L, big, text, victim, &len);
             if (dup) rng_state = keep; /* the same completions every time */
             if (!strcmp(kind, "truncated")) len = 1 + next() % (len - 1);
+            if (!strcmp(kind, "unsigned") && i % 2) len = 1 + next() % (IDENTITY_SIGNATURE_BYTES - 1);
+            if (forger) {
+                size_t env_len;
+                uint8_t *env = identity_seal(forger, buf, len, &env_len);
+                if (!env) {
+                    fprintf(stderr, "hostile: out of memory\n");
+                    return 1;
+                }
+                free(buf);
+                buf = env, len = env_len;
+            }
         }
         char path[4096];
         snprintf(path, sizeof path, "%s/%s-%06ld.bin", out, kind, i);
@@ -142,5 +170,6 @@ int main(int argc, char **argv)
         }
         free(buf);
     }
+    identity_destroy(&forger);
     return 0;
 }

@@ -1,21 +1,30 @@
 /* pool: looks at and feeds a swarm's Redis rollout pool.
  *   pool size [--redis URL] [--swarm S] [--node N]     live entries (all nodes, or one)
  *   pool sample [--redis URL] [--swarm S] [--exclude N] [--count K]
- *                                                      K draws as JSON lines
- *   pool publish --node N [--redis URL] [--swarm S] FILE...
+ *                                                      K draws as JSON lines (records whose
+ *                                                      signature verifies; others named on stderr)
+ *   pool publish --node N [--key FILE] [--redis URL] [--swarm S] FILE...
  *                                                      publishes record files as node N
+ *   pool register --node N --key FILE [--redis URL] [--swarm S]
+ *                                                      registers FILE's public key as N's
+ *   pool key --key FILE                                prints FILE's public key (64 hex digits),
+ *                                                      making the key file when missing
  * Defaults come from SAPO_REDIS and SAPO_SWARM as for the node. publish
- * sends bytes as they are, which is how tests play a hostile peer. */
+ * with --key registers the key as N's and signs each record as the node
+ * does; without it, publish sends bytes as they are, which is how tests
+ * play a hostile peer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "node/identity.h"
 #include "pool/pool.h"
 #include "records.h"
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pool size|sample|publish [--redis URL] [--swarm S] [--node N] [--exclude N] [--count K] [FILE...]\n");
+    fprintf(stderr, "usage: pool size|sample|publish|register|key [--redis URL] [--swarm S] [--node N] [--key FILE] "
+                    "[--exclude N] [--count K] [FILE...]\n");
 }
 
 static char *slurp(const char *path, size_t *len)
@@ -35,6 +44,21 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+/* 0, or 1/2 after a line on stderr (2: a usage error) */
+static int register_key(pool_t *pool, const char *node, const identity_t *id)
+{
+    char err[512];
+    if (!node || !id) {
+        fprintf(stderr, "pool: register needs --node N and --key FILE\n");
+        return 2;
+    }
+    if (pool_register_key(pool, node, identity_public(id), err, sizeof err) != 0) {
+        fprintf(stderr, "pool: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -42,7 +66,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    const char *redis = getenv("SAPO_REDIS"), *swarm = getenv("SAPO_SWARM"), *node = NULL, *exclude = NULL;
+    const char *redis = getenv("SAPO_REDIS"), *swarm = getenv("SAPO_SWARM"), *node = NULL, *exclude = NULL,
+               *key = NULL;
     if (!redis || !*redis) redis = "redis://127.0.0.1:6379";
     if (!swarm || !*swarm) swarm = "sapo";
     int count = 1, nfiles = 0;
@@ -53,6 +78,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--swarm") && v) swarm = argv[++a];
         else if (!strcmp(argv[a], "--node") && v) node = argv[++a];
         else if (!strcmp(argv[a], "--exclude") && v) exclude = argv[++a];
+        else if (!strcmp(argv[a], "--key") && v) key = argv[++a];
         else if (!strcmp(argv[a], "--count") && v) {
             count = atoi(argv[++a]);
             if (count < 1) {
@@ -65,13 +91,24 @@ int main(int argc, char **argv)
         } else files[nfiles++] = argv[a];
     }
     char err[512];
+    identity_t *id = NULL;
+    if (key && !(id = identity_load(key, err, sizeof err))) {
+        fprintf(stderr, "pool: %s\n", err);
+        return 2;
+    }
     pool_t *pool = pool_new(redis, swarm, 1 << 30, err, sizeof err);
     if (!pool) {
         fprintf(stderr, "pool: %s\n", err);
         return 2;
     }
     int rc = 0;
-    if (!strcmp(cmd, "size")) {
+    if (!strcmp(cmd, "key")) {
+        char hex[65];
+        if (id) identity_public_hex(identity_public(id), hex, sizeof hex), printf("%s\n", hex);
+        else fprintf(stderr, "pool: key needs --key FILE\n"), rc = 2;
+    } else if (!strcmp(cmd, "register")) {
+        rc = register_key(pool, node, id);
+    } else if (!strcmp(cmd, "size")) {
         long n = node ? pool_size_node(pool, node) : pool_size_total(pool);
         if (n < 0) {
             fprintf(stderr, "pool: %s unreachable\n", redis);
@@ -88,12 +125,26 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < n; i++) {
             if (!e[i].data) {
-                fprintf(stderr, "pool: entry %d: %zu bytes, over the record limit; not fetched\n", i, e[i].len);
+                fprintf(stderr, "pool: entry %d: node %s: %zu bytes, over the record limit; not fetched\n", i,
+                        e[i].node, e[i].len);
                 continue;
             }
-            char *json = rec_to_json(e[i].data, e[i].len, err, sizeof err);
+            uint8_t pub[IDENTITY_PUBLIC_BYTES];
+            int known = pool_node_key(pool, e[i].node, pub, err, sizeof err);
+            if (known != 1 || e[i].len < IDENTITY_SIGNATURE_BYTES) {
+                fprintf(stderr, "pool: entry %d: node %s: unsigned (%s)\n", i, e[i].node,
+                        known < 0 ? err : known == 0 ? "no key registered" : "shorter than a signature");
+                continue;
+            }
+            const uint8_t *sig = e[i].data, *rec = sig + IDENTITY_SIGNATURE_BYTES;
+            size_t rec_len = e[i].len - IDENTITY_SIGNATURE_BYTES;
+            if (!identity_verify(pub, rec, rec_len, sig)) {
+                fprintf(stderr, "pool: entry %d: node %s: signature does not verify under its key\n", i, e[i].node);
+                continue;
+            }
+            char *json = rec_to_json(rec, rec_len, err, sizeof err);
             if (json) printf("%s\n", json);
-            else fprintf(stderr, "pool: entry %d: %s\n", i, err);
+            else fprintf(stderr, "pool: entry %d: node %s: %s\n", i, e[i].node, err);
             free(json);
         }
         pool_entries_free(e, n);
@@ -101,17 +152,22 @@ int main(int argc, char **argv)
         if (!node || nfiles == 0) {
             fprintf(stderr, "pool: publish needs --node N and at least one FILE\n");
             rc = 2;
+        } else if (id) {
+            rc = register_key(pool, node, id);
         }
         for (int i = 0; rc == 0 && i < nfiles; i++) {
-            size_t len;
+            size_t len, entry_len;
             char *buf = slurp(files[i], &len);
+            uint8_t *entry = buf && id ? identity_seal(id, buf, len, &entry_len) : NULL;
             if (!buf) {
                 fprintf(stderr, "pool: %s: cannot read\n", files[i]);
                 rc = 1;
-            } else if (pool_publish(pool, node, buf, len, err, sizeof err) != 0) {
+            } else if (pool_publish(pool, node, entry ? entry : (uint8_t *)buf, entry ? entry_len : len, err,
+                                    sizeof err) != 0) {
                 fprintf(stderr, "pool: %s\n", err);
                 rc = 1;
             }
+            free(entry);
             free(buf);
         }
     } else {
@@ -120,6 +176,7 @@ int main(int argc, char **argv)
         rc = 2;
     }
     free(files);
+    identity_destroy(&id);
     pool_destroy(&pool);
     return rc;
 }
