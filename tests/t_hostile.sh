@@ -34,8 +34,10 @@ export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SA
 
 # the bad records: oversized ones are 40 kB each, so fewer of them; the
 # rest split evenly over the other kinds
-kinds="random truncated long_text bad_utf8 unknown_family bad_metadata wrong_size bad_node wrong_type forged duplicate
-       unsigned wrong_key impostor"
+# kinds are published in this order while the nodes already draw, so the
+# ones every_reason_counted needs come before forged and duplicate
+kinds="random truncated long_text bad_utf8 unknown_family bad_metadata wrong_size bad_node wrong_type unsigned wrong_key
+       impostor forged duplicate"
 nkinds=$(wc -w <<< "$kinds")
 each=$((total / (nkinds + 1) + 1))
 big=$((total - each * nkinds)); [ $big -lt 1 ] && big=1; [ $big -gt 2000 ] && big=2000
