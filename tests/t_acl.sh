@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Per-node Redis ACL users (scripts/acl.sh) on a real redis-server: node a
 # publishes and samples through the pool functions, reads b's entries, but
-# cannot publish as b, delete or overwrite b's keys, take b's node id with
-# its own public key (neither by plain SET nor through the pool function),
-# raise the swarm's bound, load functions or flush the database.
+# cannot publish as b, delete or overwrite b's keys, raise the swarm's
+# bound, load functions or flush the database. Node keys: b cannot take a's
+# node id with its own public key (neither by plain SET nor through the
+# pool function), and a sampler started under a node id held by another
+# key exits with that line.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -50,3 +52,6 @@ check own_key_intact '[ "$(cli admin GET s1:n:a:key)" = "$("$bin/pool" key --key
                       grep -q "registered to another key" "$tmp/err"'
 check signed_entries_verify '"$bin/pool" publish --redis "$(url b)" --swarm s1 --node b --key "$tmp/b.key" "$tmp/rb" &&
                              "$bin/pool" sample --redis "$(url a)" --swarm s1 --exclude a --count 20 2>&1 | grep -q "node b: record"'
+check sampler_refuses_taken_id 'SAPO_NODE=a SAPO_SWARM=s1 SAPO_RUN="$tmp/run-a" SAPO_KEY="$tmp/b.key" SAPO_REDIS="$(url a)" \
+                                  timeout 60 "$bin/sampler" 2> "$tmp/err"; rc=$?; cat "$tmp/err" | sed "s/^/  /";
+                                [ $rc = 1 ] && grep -q "node id a is registered to another key" "$tmp/err"'
