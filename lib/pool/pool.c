@@ -396,7 +396,10 @@ int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **ou
     for (size_t i = 0; e && i + 1 < r->elements; i += 2) {
         const redisReply *from = r->element[i], *x = r->element[i + 1];
         if (from->type != REDIS_REPLY_STRING) continue;
-        if (from->len < sizeof e[n].node) memcpy(e[n].node, from->str, from->len + 1);
+        /* an id too long to be a node's is "", which no key belongs to */
+        size_t nl = from->len < sizeof e[n].node ? from->len : 0;
+        memcpy(e[n].node, from->str, nl);
+        e[n].node[nl] = '\0';
         if (x->type == REDIS_REPLY_INTEGER && x->integer > 0) {
             e[n].data = NULL;
             e[n++].len = (size_t)x->integer;
