@@ -187,8 +187,10 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
         s->in_flight -= s->in_flight > 0;
         int64_t in_transit = zclock_time() - (int64_t)v.r.created_ms - (int64_t)v.r.verify_ms;
         s->transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
-        /* SelectSubset: what teaches something is worth sharing */
-        if (strcmp(s->cfg.share, "all") == 0 || !group_zero_advantage(buf, r->size)) {
+        /* SelectSubset: what teaches something is worth sharing (once: a
+         * repeat of a task is dropped by assembly_add below) */
+        if (!assembly_repeat(s->asm_, v.r.task.task_id) &&
+            (strcmp(s->cfg.share, "all") == 0 || !group_zero_advantage(buf, r->size))) {
             int64_t t0 = zclock_mono();
             size_t len;
             uint8_t *entry = registered(s) ? identity_seal(s->id, buf, r->size, &len) : NULL;
@@ -211,11 +213,12 @@ static void send_batch(sampler_t *s)
     screen_json(s->screen, screened, sizeof screened);
     snprintf(stats, sizeof stats,
              "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"zero_adv_dropped\":%ld,"
-             "\"wrong_size_dropped\":%ld,\"external_rejected\":%ld,\"external_unscorable\":%ld,\"screen\":%s,"
+             "\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
+             "\"external_unscorable\":%ld,\"screen\":%s,"
              "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
              pool_size, s->published, a->stale_dropped, a->zero_adv_dropped, a->wrong_size_dropped,
-             screen_rejected(s->screen), s->external_unscorable, screened, a->fallback_batches, s->pool_errors,
-             s->pool_seconds, s->transport_seconds);
+             a->duplicate_dropped, screen_rejected(s->screen), s->external_unscorable, screened,
+             a->fallback_batches, s->pool_errors, s->pool_seconds, s->transport_seconds);
     uint8_t *buf;
     size_t len;
     if (assembly_take(s->asm_, s->round, s->version, stats, &buf, &len) != 0) log_fatal("batch record too large");

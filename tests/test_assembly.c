@@ -40,6 +40,7 @@ static void test_duplicates_and_batches(void)
     add(a, &cfg, 2, false, true);
     add(a, &cfg, 1, true, true);   /* another node's task 1 is another question */
     EXPECT(assembly_stats(a)->duplicate_dropped == 1);
+    EXPECT(assembly_repeat(a, 1) && assembly_repeat(a, 2) && !assembly_repeat(a, 3));
     EXPECT(assembly_local(a) == 2 && assembly_external(a) == 1);
     EXPECT(!assembly_ready(a, 0, false)); /* J = 2, one external */
     add(a, &cfg, 3, false, true);

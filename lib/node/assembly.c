@@ -26,15 +26,18 @@ struct assembly {
     size_t nseen, seen_next;
 };
 
-/* Whether task_id was taken lately; remembers it when not. */
-static bool seen_before(assembly_t *self, uint64_t task_id)
+bool assembly_repeat(const assembly_t *self, uint64_t task_id)
 {
     for (size_t i = 0; i < self->nseen; i++)
         if (self->seen[i] == task_id) return true;
+    return false;
+}
+
+static void remember(assembly_t *self, uint64_t task_id)
+{
     self->seen[self->seen_next] = task_id;
     self->seen_next = (self->seen_next + 1) % ASSEMBLY_SEEN_MAX;
     if (self->nseen < ASSEMBLY_SEEN_MAX) self->nseen++;
-    return false;
 }
 
 static void push(queue_t *q, group_t *g)
@@ -115,10 +118,13 @@ bool assembly_add(assembly_t *self, void *buf, size_t len)
         free(buf);
         return false;
     }
-    if (!v.r.external && seen_before(self, v.r.task.task_id)) {
-        self->st.duplicate_dropped++;
-        free(buf);
-        return false;
+    if (!v.r.external) {
+        if (assembly_repeat(self, v.r.task.task_id)) {
+            self->st.duplicate_dropped++;
+            free(buf);
+            return false;
+        }
+        remember(self, v.r.task.task_id);
     }
     group_t *g = malloc(sizeof *g);
     *g = (group_t){buf, len, v.r.policy_version, NULL};

@@ -39,6 +39,10 @@ bool group_zero_advantage(const void *rollout_buf, size_t len);
  * question reaches training. */
 bool assembly_add(assembly_t *self, void *buf, size_t len);
 
+/* Whether a local group of task_id would be dropped as a repeat (the
+ * sampler does not share such a group again). */
+bool assembly_repeat(const assembly_t *self, uint64_t task_id);
+
 size_t assembly_local(const assembly_t *self);
 size_t assembly_external(const assembly_t *self);
 
