@@ -513,8 +513,14 @@ int main(int argc, char **argv)
         for (int s = 0; s < cfgs[c].ns; s++)
             for (int i = 0; i < cfgs[c].seeds[s].nn; i++) have_eval |= cfgs[c].seeds[s].nodes[i].eval.n > 0;
     }
-    /* the paper's window of 100 rounds, scaled down for shorter runs */
-    if (!window) window = longest >= 1000 ? 100 : longest / 10 > 1 ? longest / 10 : 1;
+    /* the paper's window of 100 rounds (a twentieth of its run), scaled
+     * down for shorter runs: a tenth of the rounds, but at least 4 rounds
+     * while that is under a quarter of them, so a short run is smoothed */
+    if (!window) {
+        int w = longest / 10 > 4 ? longest / 10 : 4;
+        if (w > longest / 4) w = longest / 4;
+        window = longest >= 1000 ? 100 : w > 1 ? w : 1;
+    }
     FILE *md = open_out("summary.md");
     if (!md) return 1;
     fprintf(md, "# Controlled study: %s\n\n", exp_dir);
