@@ -14,8 +14,8 @@
 #       [--eval-every E] [--eval-questions Q] [--quick]
 #
 # Defaults: 8 nodes, 8/0 6/2 4/4 2/6, 16 rounds, seed 1, the tiny model,
-# evaluation every rounds/4: about an hour on 2 cores (a node round took
-# about 7 s of wall time with 4 nodes sharing 2 cores). --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
+# evaluation every rounds/4: 1,992 s on 2 cores, measured while other work
+# shared them (docs/results/summary.md). --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
 # 4 held-out questions per family (minutes). Any SAPO_* variable reaches every node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
