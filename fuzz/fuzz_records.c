@@ -1,17 +1,22 @@
 /* libFuzzer target: every record decoder on untrusted bytes, as they come
  * from a socket or the pool: identification, the Verifier and each view,
- * JSON printing, and the pool screen. */
+ * JSON printing, and the pool screen: on the bytes as a pool entry (an
+ * envelope whose signature fails), and on them sealed with a key the screen
+ * trusts, so the record checks behind the signature see them too. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "node/identity.h"
 #include "node/screen.h"
 #include "records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static screen_t *screen;
+    static identity_t *id;
     if (!screen) {
+        id = identity_new();
         screen_limits_t lim = {.node = "me", .completions = 4, .max_record = 1 << 20, .max_text = 4096, .dup_window = 64};
         screen = screen_new(&lim);
     }
@@ -43,6 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rec_metrics_view(buf, size, &m, err, sizeof err);
     free(rec_to_json(buf, size, err, sizeof err));
     screen_check(screen, data, size);
+    screen_entry(screen, data, size, "peer", identity_public(id));
+    size_t sealed_len;
+    uint8_t *sealed = identity_seal(id, data, size, &sealed_len);
+    if (sealed) screen_entry(screen, sealed, sealed_len, "peer", identity_public(id));
+    free(sealed);
     free(buf);
     return 0;
 }
