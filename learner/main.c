@@ -17,6 +17,7 @@
 #include "records.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "warmstart.h"
 #include "wire/wire.h"
 
@@ -121,6 +122,7 @@ int main(int argc, char **argv)
                 double secs = (zclock_mono() - t0) / 1000.0;
                 st.round = b.b.round;
                 st.version++;
+                mem_release();
                 announce(pub, &cfg, pol, &st);
                 char *line = metrics_line(cfg.node, &b, &ls, st.version, secs);
                 /* rounds_lost / rounds_skipped only where they happened, so

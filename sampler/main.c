@@ -22,6 +22,7 @@
 #include "tasks/task.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "wire/wire.h"
 
 typedef struct {
@@ -224,6 +225,7 @@ static void send_batch(sampler_t *s)
     if (assembly_take(s->asm_, s->round, s->version, stats, &buf, &len) != 0) log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
+    mem_release();
     if (a->fallback_batches && !s->fallback_logged) {
         log_info("round %llu: too few external groups in the pool, filled with local ones", (unsigned long long)s->round);
         s->fallback_logged = true;

@@ -11,6 +11,7 @@
 #include "node/score.h"
 #include "records.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "wire/wire.h"
 
 int main(int argc, char **argv)
@@ -51,6 +52,7 @@ int main(int argc, char **argv)
         free(copy);
         wire_consumer_ack(in, r->id);
         wire_record_destroy(&r);
+        mem_release();
     }
     log_info("stopping: %ld rollouts, %ld completions scored, %ld dropped", st.scored, st.completions, st.malformed);
     wire_producer_destroy(&out);

@@ -2,6 +2,7 @@
 #include "wire/proto.h"
 #include "wire/wire.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 #include <czmq.h>
 #include <errno.h>
@@ -761,6 +762,7 @@ int broker_run(broker_t *self)
             for (int s = 0; s < STREAM_COUNT; s++)
                 if (s != STREAM_POLICY) dispatch(&self->lanes[s]);
             next_probe = now + hb / 2;
+            mem_release();
         }
         if (now >= next_stats) {
             log_stats(self);

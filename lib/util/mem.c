@@ -1,0 +1,18 @@
+#include "util/mem.h"
+
+#include <malloc.h>
+#include <stdint.h>
+#include <time.h>
+
+void mem_release(void)
+{
+    static int64_t last_ms = -1000;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (now_ms - last_ms < 1000) return;
+    last_ms = now_ms;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}

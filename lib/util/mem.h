@@ -1,0 +1,13 @@
+/* Resident memory that tracks what a process holds. glibc keeps the heap
+ * pages that a burst freed (a broker's queue after a backlog, a learner's
+ * activations after its longest batch) inside its arenas, so without this
+ * a long-running process's RSS records its largest burst so far and creeps
+ * up over hours, which hides a real leak behind noise. */
+#ifndef SAPO_UTIL_MEM_H
+#define SAPO_UTIL_MEM_H
+
+/* Hands the free pages of every malloc arena back to the kernel. Cheap to
+ * call after each unit of work: it does the work at most once a second. */
+void mem_release(void);
+
+#endif
