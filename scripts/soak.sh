@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Soak: a 2-node swarm (scripts/swarm.sh) runs for a while; every process's
-# resident memory (VmRSS) and open file descriptors are sampled, and the
-# growth after the warm-up is reported per process, with the error lines
+# resident memory (VmRSS, and RssAnon: its own part, without shared
+# library pages) and open file descriptors are sampled, and the growth
+# after the warm-up is reported per process, with the error lines
 # of the nodes' logs. Fails when a process dies, RSS grows by more than
 # --max-growth percent or descriptors grow after the warm-up.
 #
@@ -40,14 +41,16 @@ procs() {
             print pid[i], keep[pid[i]] "/" comm[i] }'
 }
 out=$run/soak.tsv
-echo -e "t\tproc\tpid\trss_kb\tfds" > "$out"
+echo -e "t\tproc\tpid\trss_kb\tanon_kb\tfds" > "$out"
 start=$(date +%s) end=$(( $(date +%s) + minutes * 60 ))
 while [ "$(date +%s)" -lt "$end" ]; do
   t=$(( $(date +%s) - start ))
   procs | while read -r pid name; do
-    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2> /dev/null) || continue
+    # VmRSS, and RssAnon: the process's own memory, without the pages of
+    # shared libraries it has touched so far (most of a small process)
+    read -r rss anon < <(awk '/^VmRSS/ {r = $2} /^RssAnon/ {a = $2} END {print r, a}' "/proc/$pid/status" 2> /dev/null) || continue
     fds=$(ls "/proc/$pid/fd" 2> /dev/null | wc -l)
-    [ -n "$rss" ] && echo -e "$t\t$name\t$pid\t$rss\t$fds" >> "$out"
+    [ -n "$rss" ] && echo -e "$t\t$name\t$pid\t$rss\t$anon\t$fds" >> "$out"
   done
   sleep "$interval"
 done
@@ -56,25 +59,26 @@ import sys, glob, collections
 path, warmup, max_growth, run = sys.argv[1], float(sys.argv[2]) * 60, float(sys.argv[3]), sys.argv[4]
 rows = [l.rstrip("\n").split("\t") for l in open(path)][1:]
 by = collections.defaultdict(list)
-for t, name, pid, rss, fds in rows: by[name].append((int(t), int(pid), int(rss), int(fds)))
+for t, name, pid, rss, anon, fds in rows: by[name].append((int(t), int(pid), int(rss), int(fds), int(anon)))
 bad = False
 # growth% from the first sample after the warm-up to the largest after it;
 # late% the same over the second half only (a step that stays flat is a
 # high-water mark, a slope shows in both); descriptors compare the first
 # sample with the fewest of the last three (a checkpoint file open while
 # sampling is not growth)
-print("%-14s %5s %9s %9s %8s %6s %5s %6s" % ("process", "pids", "rss_warm", "rss_max", "growth%", "late%", "fd_w", "fd_end"))
+print("%-14s %5s %9s %9s %8s %6s %7s %5s %6s" % ("process", "pids", "rss_warm", "rss_max", "growth%", "late%", "anon%", "fd_w", "fd_end"))
 for name in sorted(by):
     s = by[name]
-    pids = {p for _, p, _, _ in s}
+    pids = {x[1] for x in s}
     after = [x for x in s if x[0] >= warmup] or s[-1:]
     first, half = after[0], after[len(after) // 2]
     rss_max = max(x[2] for x in after)
     growth = 100.0 * (rss_max - first[2]) / first[2]
     late = 100.0 * (max(x[2] for x in after[len(after) // 2:]) - half[2]) / half[2]
     fd_end = min(x[3] for x in after[-3:])
+    anon = 100.0 * (max(x[4] for x in after) - first[4]) / max(first[4], 1)
     bad |= len(pids) > 1 or growth > max_growth or fd_end > first[3]
-    print("%-14s %5d %9d %9d %8.1f %6.1f %5d %6d" % (name, len(pids), first[2], rss_max, growth, late, first[3], fd_end))
+    print("%-14s %5d %9d %9d %8.1f %6.1f %7.1f %5d %6d" % (name, len(pids), first[2], rss_max, growth, late, anon, first[3], fd_end))
 errors = [l for f in glob.glob(run + "/n*/node.log") for l in open(f, errors="replace") if " error: " in l]
 print("error lines in the node logs:", len(errors))
 for l in errors[:5]: print("  " + l.rstrip())
