@@ -11,7 +11,6 @@
 #include "node/version.h"
 #include "records.h"
 #include "util/log.h"
-#include "util/mem.h"
 #include "wire/wire.h"
 
 static uint64_t now_ms(void) { return (uint64_t)zclock_time(); }
@@ -96,7 +95,6 @@ int main(int argc, char **argv)
         free(copy);
         wire_consumer_ack(tasks, r->id);
         wire_record_destroy(&r);
-        mem_release();
     }
     log_info("stopping after %ld rollouts", done);
     policy_destroy(&pol);

@@ -7,13 +7,14 @@
 # --max-growth percent or descriptors grow after the warm-up.
 #
 #   scripts/soak.sh [--minutes M] [--warmup W] [--interval S] [--run DIR] [--max-growth P]
+#   scripts/soak.sh --report [--run DIR] [--warmup W] [--max-growth P]   (the samples of a past run again)
 #
 # Defaults: 120 minutes, 10 minutes of warm-up, a sample every 10 s,
 # 5 % growth allowed. Any SAPO_* variable reaches the nodes (SAPO_MODEL for
 # another model than the tiny one). Samples go to DIR/soak.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=120 warmup=10 interval=10 run=run/soak max_growth=5
+minutes=120 warmup=10 interval=10 run=run/soak max_growth=5 report=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes=$2; shift 2 ;;
@@ -21,9 +22,13 @@ while [ $# -gt 0 ]; do
     --interval) interval=$2; shift 2 ;;
     --run) run=$2; shift 2 ;;
     --max-growth) max_growth=$2; shift 2 ;;
+    --report) report=1; shift ;;
     *) echo "soak: unknown flag '$1'" >&2; exit 2 ;;
   esac
 done
+out=$run/soak.tsv
+[ "$report" = 0 ] || [ -f "$out" ] || { echo "soak: --report: no samples at $out" >&2; exit 2; }
+if [ "$report" = 0 ]; then
 scripts/swarm.sh start --nodes 2 --ij 2/2 --rounds 0 --run "$run" > "$run.start.log" 2>&1 ||
   { cat "$run.start.log" >&2; exit 1; }
 trap 'scripts/swarm.sh stop --run "$run" > /dev/null' EXIT
@@ -40,7 +45,6 @@ procs() {
           for (i = 1; i <= NR; i++) if ((pid[i] in keep) && comm[i] ~ /^(broker|learner|sampler|generator|verifier)$/)
             print pid[i], keep[pid[i]] "/" comm[i] }'
 }
-out=$run/soak.tsv
 echo -e "t\tproc\tpid\trss_kb\tanon_kb\tfds" > "$out"
 start=$(date +%s) end=$(( $(date +%s) + minutes * 60 ))
 while [ "$(date +%s)" -lt "$end" ]; do
@@ -54,34 +58,47 @@ while [ "$(date +%s)" -lt "$end" ]; do
   done
   sleep "$interval"
 done
+fi
 python3 - "$out" "$warmup" "$max_growth" "$run" <<'PY'
-import sys, glob, collections
+import sys, glob, collections, statistics
 path, warmup, max_growth, run = sys.argv[1], float(sys.argv[2]) * 60, float(sys.argv[3]), sys.argv[4]
-rows = [l.rstrip("\n").split("\t") for l in open(path)][1:]
+rows = [l.rstrip("\n").split("\t") for l in open(path)]
+head, rows = rows[0], rows[1:]
+col = {name: i for i, name in enumerate(head)}
 by = collections.defaultdict(list)
-for t, name, pid, rss, anon, fds in rows: by[name].append((int(t), int(pid), int(rss), int(fds), int(anon)))
+for r in rows:
+    anon = int(r[col["anon_kb"]]) if "anon_kb" in col and r[col["anon_kb"]] else 0
+    by[r[col["proc"]]].append((int(r[col["t"]]), int(r[col["pid"]]), int(r[col["rss_kb"]]), int(r[col["fds"]]), anon))
 bad = False
-# growth% from the first sample after the warm-up to the largest after it;
-# late% the same over the second half only (a step that stays flat is a
-# high-water mark, a slope shows in both); descriptors compare the first
-# sample with the fewest of the last three (a checkpoint file open while
-# sampling is not growth)
-print("%-14s %5s %9s %9s %8s %6s %7s %5s %6s" % ("process", "pids", "rss_warm", "rss_max", "growth%", "late%", "anon%", "fd_w", "fd_end"))
+# A process's resident size moves with its work (a generator's KV cache
+# follows the longest prompt of the group at hand), so "flat" compares
+# levels, not single samples: growth% is the median RSS of the last tenth
+# of the run after the warm-up against the median of its first tenth; a
+# leak moves that level, a long task only lifts peak% for a while.
+# anon% is the same for RssAnon (the process's own pages). Descriptors
+# compare the first sample with the fewest of the last three (a checkpoint
+# file open while sampling is not growth).
+print("%-14s %5s %9s %9s %9s %8s %6s %6s %5s %6s" % ("process", "pids", "rss_start", "rss_end", "rss_max",
+      "growth%", "anon%", "peak%", "fd_w", "fd_end"))
 for name in sorted(by):
     s = by[name]
     pids = {x[1] for x in s}
     after = [x for x in s if x[0] >= warmup] or s[-1:]
-    first, half = after[0], after[len(after) // 2]
+    k = max(1, len(after) // 10)
+    level = lambda xs, i: statistics.median(x[i] for x in xs)
+    start, end = level(after[:k], 2), level(after[-k:], 2)
+    growth = 100.0 * (end - start) / start
+    a0, a1 = level(after[:k], 4), level(after[-k:], 4)
+    anon = 100.0 * (a1 - a0) / a0 if a0 else float("nan")
     rss_max = max(x[2] for x in after)
-    growth = 100.0 * (rss_max - first[2]) / first[2]
-    late = 100.0 * (max(x[2] for x in after[len(after) // 2:]) - half[2]) / half[2]
+    peak = 100.0 * (rss_max - start) / start
     fd_end = min(x[3] for x in after[-3:])
-    anon = 100.0 * (max(x[4] for x in after) - first[4]) / max(first[4], 1)
-    bad |= len(pids) > 1 or growth > max_growth or fd_end > first[3]
-    print("%-14s %5d %9d %9d %8.1f %6.1f %7.1f %5d %6d" % (name, len(pids), first[2], rss_max, growth, late, anon, first[3], fd_end))
+    bad |= len(pids) > 1 or growth > max_growth or fd_end > after[0][3]
+    print("%-14s %5d %9d %9d %9d %8.1f %6.1f %6.1f %5d %6d" % (name, len(pids), start, end, rss_max, growth, anon,
+          peak, after[0][3], fd_end))
 errors = [l for f in glob.glob(run + "/n*/node.log") for l in open(f, errors="replace") if " error: " in l]
 print("error lines in the node logs:", len(errors))
 for l in errors[:5]: print("  " + l.rstrip())
-print("soak: " + ("FAIL" if bad or errors else "OK") + " (restarted processes, RSS growth over %g %% or fd growth after %g min count as failures)" % (max_growth, warmup / 60))
+print("soak: " + ("FAIL" if bad or errors else "OK") + " (restarted processes, RSS level growth over %g %% or fd growth after %g min count as failures)" % (max_growth, warmup / 60))
 sys.exit(1 if bad or errors else 0)
 PY
