@@ -92,6 +92,13 @@ static void test_sign_verify(void)
     EXPECT(env && len == IDENTITY_SIGNATURE_BYTES + sizeof msg);
     EXPECT(memcmp(env + IDENTITY_SIGNATURE_BYTES, msg, sizeof msg) == 0);
     EXPECT(identity_verify(identity_public(a), env + IDENTITY_SIGNATURE_BYTES, sizeof msg, env));
+    const uint8_t *rec;
+    size_t rec_len;
+    EXPECT(identity_open(identity_public(a), env, len, &rec, &rec_len) == 1 && rec == env + IDENTITY_SIGNATURE_BYTES &&
+           rec_len == sizeof msg);
+    env[len - 1] ^= 1;
+    EXPECT(identity_open(identity_public(a), env, len, &rec, &rec_len) == 0);
+    EXPECT(identity_open(identity_public(a), env, IDENTITY_SIGNATURE_BYTES - 1, &rec, &rec_len) == -1 && !rec);
     free(env);
     char hex[65], fp[IDENTITY_FINGERPRINT_HEX + 1];
     uint8_t back[IDENTITY_PUBLIC_BYTES];

@@ -131,14 +131,15 @@ int main(int argc, char **argv)
             }
             uint8_t pub[IDENTITY_PUBLIC_BYTES];
             int known = pool_node_key(pool, e[i].node, pub, err, sizeof err);
-            if (known != 1 || e[i].len < IDENTITY_SIGNATURE_BYTES) {
+            const uint8_t *rec = NULL;
+            size_t rec_len = 0;
+            int opened = known == 1 ? identity_open(pub, e[i].data, e[i].len, &rec, &rec_len) : -1;
+            if (opened < 0) {
                 fprintf(stderr, "pool: entry %d: node %s: unsigned (%s)\n", i, e[i].node,
                         known < 0 ? err : known == 0 ? "no key registered" : "shorter than a signature");
                 continue;
             }
-            const uint8_t *sig = e[i].data, *rec = sig + IDENTITY_SIGNATURE_BYTES;
-            size_t rec_len = e[i].len - IDENTITY_SIGNATURE_BYTES;
-            if (!identity_verify(pub, rec, rec_len, sig)) {
+            if (!opened) {
                 fprintf(stderr, "pool: entry %d: node %s: signature does not verify under its key\n", i, e[i].node);
                 continue;
             }

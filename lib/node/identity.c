@@ -181,6 +181,17 @@ uint8_t *identity_seal(const identity_t *self, const void *rec, size_t len, size
     return out;
 }
 
+int identity_open(const uint8_t pub[IDENTITY_PUBLIC_BYTES], const void *entry, size_t len, const uint8_t **rec,
+                  size_t *rec_len)
+{
+    *rec = NULL;
+    *rec_len = 0;
+    if (len < IDENTITY_SIGNATURE_BYTES) return -1;
+    *rec = (const uint8_t *)entry + IDENTITY_SIGNATURE_BYTES;
+    *rec_len = len - IDENTITY_SIGNATURE_BYTES;
+    return identity_verify(pub, *rec, *rec_len, entry);
+}
+
 void identity_public_hex(const uint8_t pub[IDENTITY_PUBLIC_BYTES], char *out, size_t outlen)
 {
     static const char digits[] = "0123456789abcdef";

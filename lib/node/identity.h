@@ -41,6 +41,11 @@ int identity_verify(const uint8_t pub[IDENTITY_PUBLIC_BYTES], const void *msg, s
 /* The envelope signature || rec, malloc'ed (free()), its length in
  * *out_len; NULL when out of memory. */
 uint8_t *identity_seal(const identity_t *self, const void *rec, size_t len, size_t *out_len);
+/* Opens an envelope of identity_seal: the record inside goes to *rec and
+ * *rec_len. 1 when its signature verifies under pub, 0 when it does not,
+ * -1 when entry is shorter than a signature (*rec NULL). */
+int identity_open(const uint8_t pub[IDENTITY_PUBLIC_BYTES], const void *entry, size_t len, const uint8_t **rec,
+                  size_t *rec_len);
 
 /* The first IDENTITY_FINGERPRINT_HEX hex digits of the public key (what
  * `redis-cli GET <swarm>:n:<node>:key` starts with), for logs. */

@@ -190,10 +190,12 @@ static screen_reason_t check_entry(screen_t *self, const uint8_t *entry, size_t 
     char err[128];
     if (!entry || len > self->lim.max_record + IDENTITY_SIGNATURE_BYTES) return SCREEN_TOO_LARGE;
     if (pool_node_ok(source, err, sizeof err) != 0) return SCREEN_BAD_NODE;
-    if (len < IDENTITY_SIGNATURE_BYTES || !pub) return SCREEN_UNSIGNED;
-    const uint8_t *rec = entry + IDENTITY_SIGNATURE_BYTES;
-    size_t rec_len = len - IDENTITY_SIGNATURE_BYTES;
-    if (!identity_verify(pub, rec, rec_len, entry)) return SCREEN_BAD_SIGNATURE;
+    if (!pub) return SCREEN_UNSIGNED;
+    const uint8_t *rec;
+    size_t rec_len;
+    int opened = identity_open(pub, entry, len, &rec, &rec_len);
+    if (opened < 0) return SCREEN_UNSIGNED;
+    if (!opened) return SCREEN_BAD_SIGNATURE;
     return check_record(self, rec, rec_len, source);
 }
 
