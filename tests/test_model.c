@@ -517,6 +517,53 @@ static void test_threads(void)
     model_destroy(&m);
 }
 
+/* model_gemm's own few-row kernel (decode steps) against a double
+ * reference: every remainder of rows, columns and depth, beta 0 (C not
+ * read: it starts as NaN) and 1, on 1 and 2 threads */
+static void test_gemm_few(void)
+{
+    const int shapes[][3] = {{1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 33}, {8, 256, 256}, {8, 264, 256},
+                             {13, 37, 70}, {16, 768, 256}, {2, 1030, 260}, {7, 129, 768}};
+    int threads = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
+        float *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N);
+        double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
+        rng_philox_uniform(3 * s, 0, A, (size_t)M * K);
+        rng_philox_uniform(3 * s + 1, 0, B, (size_t)N * K);
+        rng_philox_uniform(3 * s + 2, 0, C0, (size_t)M * N);
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double acc = 0, abs_acc = 0;
+                for (int k = 0; k < K; k++) {
+                    double t = (double)(A[m * K + k] - 0.5f) * (B[n * K + k] - 0.5f);
+                    acc += t, abs_acc += fabs(t);
+                }
+                ref[m * N + n] = acc, mag[m * N + n] = abs_acc;
+            }
+        for (int i = 0; i < M * K; i++) A[i] -= 0.5f;
+        for (int i = 0; i < N * K; i++) B[i] -= 0.5f;
+        for (int th = 1; th <= 2; th++)
+            for (int beta = 0; beta <= 1; beta++) {
+                omp_set_num_threads(th);
+                for (int i = 0; i < M * N; i++) C[i] = beta ? C0[i] : NAN;
+                model_gemm(false, true, M, N, K, A, K, B, K, (float)beta, C, N);
+                double worst = 0;
+                for (int i = 0; i < M * N; i++) {
+                    /* error against the sum of |terms|: rounding is a
+                     * part of that, whatever cancels */
+                    double want = ref[i] + (beta ? C0[i] : 0), d = fabs(C[i] - want) / (mag[i] + C0[i]);
+                    worst = d > worst || d != d ? d : worst;
+                }
+                EXPECTF(worst < 1e-5, "M %d N %d K %d beta %d threads %d: error %.3g of the terms' size", M, N, K, beta,
+                        th, worst);
+            }
+        omp_set_num_threads(threads);
+        free(A); free(B); free(C); free(C0); free(ref); free(mag);
+    }
+}
+
 static bool stop_at_three(void *ctx, int seq, const int *tokens, int n)
 {
     (void)tokens;
@@ -567,6 +614,7 @@ int main(void)
     RUN_TEST(test_generate_batch);
     RUN_TEST(test_stop_and_tiny);
     RUN_TEST(test_threads);
+    RUN_TEST(test_gemm_few);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp_root);

@@ -18,14 +18,20 @@
 // ----------------------------------------------------------------------------
 // layers
 
-/* C (M, N) = alpha A B + beta C, row-major, split into one block of rows
- * (or, for few rows, of columns) per OpenMP thread, each a one-thread
- * OpenBLAS call: one thread pool does all the work, so idle OpenMP
- * threads never spin against OpenBLAS's own */
+/* C (M, N) = A B + beta C, row-major, split into one block of rows (or,
+ * for few rows, of columns) per OpenMP thread, each a one-thread OpenBLAS
+ * call: one thread pool does all the work, so idle OpenMP threads never
+ * spin against OpenBLAS's own. A few rows against transposed weights (a
+ * decode step) go to model_gemm_few, which does not repack the weights */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    /* below 2^18 multiply-adds OpenBLAS's own small-matrix kernel wins */
+    if (!ta && tb && M <= MODEL_FEW_ROWS && (double)M * N * K > (1 << 18)) {
+        model_gemm_few(M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     int nth = omp_get_max_threads();
     if ((double)M * N * K < 2e6 || nth == 1) {
         cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);

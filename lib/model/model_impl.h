@@ -111,6 +111,13 @@ void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
 void model_matmul(float *out, const float *inp, const float *w, const float *bias,
                     int N, int IN, int OUT);
+/* gemm_few.c: C (M, N) = A B^T + beta C for at most MODEL_FEW_ROWS rows,
+ * B read in place; model_gemm sends those calls here. Threads split the
+ * columns from MODEL_FEW_PAR_MIN multiply-adds on */
+#define MODEL_FEW_ROWS 16
+#define MODEL_FEW_PAR_MIN (1 << 20)
+void model_gemm_few(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                    int ldc);
 void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps);
 void model_swiglu(float *h, const float *g, const float *u, size_t n);
