@@ -517,6 +517,21 @@ static void test_threads(void)
     model_destroy(&m);
 }
 
+/* the vectorizable e^x the model's loops use, against expf over its
+ * whole range */
+static void test_exp(void)
+{
+    double worst = 0;
+    float at = 0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.000731f) {
+        double want = expf(x), d = fabs(model_exp_scalar(x) - want) / want;
+        if (d > worst) worst = d, at = x;
+    }
+    EXPECTF(worst < 5e-7, "e^x off by %.3g (relative) at %g", worst, at);
+    EXPECT(model_exp_scalar(-1000.0f) < 1e-37f && model_exp_scalar(-1000.0f) >= 0);
+    EXPECT(model_exp_scalar(0.0f) == 1.0f);
+}
+
 /* model_gemm's own few-row kernel (decode steps) against a double
  * reference: every remainder of rows, columns and depth, beta 0 (C not
  * read: it starts as NaN) and 1, on 1 and 2 threads */
@@ -615,6 +630,7 @@ int main(void)
     RUN_TEST(test_stop_and_tiny);
     RUN_TEST(test_threads);
     RUN_TEST(test_gemm_few);
+    RUN_TEST(test_exp);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp_root);

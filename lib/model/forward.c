@@ -137,18 +137,28 @@ static void rmsnorm_backward(float *dinp, float *dw, float *part, const float *d
 
 void model_swiglu(float *h, const float *g, const float *u, size_t n)
 {
-    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
-    for (size_t i = 0; i < n; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    if (n < MODEL_PAR_MIN) {
+        model_swiglu_loop(h, g, u, n);
+        return;
+    }
+    #pragma omp parallel
+    {
+        size_t per = (n + omp_get_num_threads() - 1) / omp_get_num_threads(), lo = per * omp_get_thread_num();
+        if (lo < n) model_swiglu_loop(h + lo, g + lo, u + lo, n - lo < per ? n - lo : per);
+    }
 }
 
 static void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u,
                             size_t n)
 {
-    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        float s = 1.0f / (1.0f + expf(-g[i]));
-        du[i] = dh[i] * g[i] * s;
-        dg[i] = dh[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    if (n < MODEL_PAR_MIN) {
+        model_swiglu_backward_loop(dg, du, dh, g, u, n);
+        return;
+    }
+    #pragma omp parallel
+    {
+        size_t per = (n + omp_get_num_threads() - 1) / omp_get_num_threads(), lo = per * omp_get_thread_num();
+        if (lo < n) model_swiglu_backward_loop(dg + lo, du + lo, dh + lo, g + lo, u + lo, n - lo < per ? n - lo : per);
     }
 }
 
@@ -203,14 +213,8 @@ static void attention_forward(float *y, float *att, const float *q, const float 
             float *p = att + ((size_t)b * NH + h) * T * T;
             sgemm1(false, true, T, T, HD, scale, qb, QD, kb, KD, 0.0f, p, T);
             for (int t = 0; t < T; t++) {
-                float *pr = p + (size_t)t * T, mx = -INFINITY, sum = 0;
-                for (int t2 = 0; t2 <= t; t2++) mx = fmaxf(mx, pr[t2]);
-                for (int t2 = 0; t2 <= t; t2++) {
-                    pr[t2] = expf(pr[t2] - mx);
-                    sum += pr[t2];
-                }
-                float inv = 1.0f / sum;
-                for (int t2 = 0; t2 <= t; t2++) pr[t2] *= inv;
+                float *pr = p + (size_t)t * T;
+                model_softmax_row(pr, t + 1);
                 for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
             }
             sgemm1(false, false, T, HD, T, 1.0f, p, T, vb, KD, 0.0f, y + (size_t)b * T * QD + h * HD, QD);
@@ -330,10 +334,7 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             const float *row = lg + (size_t)i * V;
-            float mx = -INFINITY, s = 0;
-            for (int j = 0; j < V; j++) mx = fmaxf(mx, row[j] * inv_t);
-            for (int j = 0; j < V; j++) s += expf(row[j] * inv_t - mx);
-            float lse = mx + logf(s);
+            float lse = model_logsumexp(row, V, inv_t);
             int tg = m->targets[r0 + i];
             m->a.lse[r0 + i] = lse;
             logp[r0 + i] = tg >= 0 ? row[tg] * inv_t - lse : 0.0f;
@@ -357,7 +358,10 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
             float *row = lg + (size_t)i * V;
             int tg = m->targets[r0 + i];
             float d = tg >= 0 ? dlogp[r0 + i] : 0.0f, lse = m->a.lse[r0 + i];
-            for (int j = 0; j < V; j++) row[j] = d ? -d * expf(row[j] * inv_t - lse) * inv_t : 0.0f;
+            if (d)
+                model_softmax_grad_row(row, V, inv_t, lse, d);
+            else
+                memset(row, 0, V * sizeof(float));
             if (d) row[tg] += d * inv_t;
         }
         matmul_backward(m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->a.lnf + (size_t)r0 * C,

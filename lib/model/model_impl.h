@@ -111,6 +111,17 @@ void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
 void model_matmul(float *out, const float *inp, const float *w, const float *bias,
                     int N, int IN, int OUT);
+/* vec.c: loops with e^x, vectorized (see there) */
+float model_exp_scalar(float x);
+void model_swiglu_loop(float *h, const float *g, const float *u, size_t n);
+void model_swiglu_backward_loop(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);
+/* p (n) = softmax(p) in place */
+void model_softmax_row(float *p, int n);
+/* log sum_i e^(scale x_i) */
+float model_logsumexp(const float *x, int n, float scale);
+/* x_i = -d scale e^(scale x_i - lse): the softmax part of a log-prob's
+ * gradient by the logits */
+void model_softmax_grad_row(float *x, int n, float scale, float lse, float d);
 /* gemm_few.c: C (M, N) = A B^T + beta C for at most MODEL_FEW_ROWS rows,
  * B read in place; model_gemm sends those calls here. Threads split the
  * columns from MODEL_FEW_PAR_MIN multiply-adds on */
