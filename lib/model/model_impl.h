@@ -112,7 +112,6 @@ void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
 void model_matmul(float *out, const float *inp, const float *w, const float *bias,
                     int N, int IN, int OUT);
 /* vec.c: loops with e^x, vectorized (see there) */
-float model_exp_scalar(float x);
 void model_swiglu_loop(float *h, const float *g, const float *u, size_t n);
 void model_swiglu_backward_loop(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);
 /* p (n) = softmax(p) in place */

@@ -14,6 +14,7 @@
  * fully sorted, and the kept set is every candidate at or after the
  * boundary in that order, filtered in token order. */
 #include "sampling/sample.h"
+#include "util/fastexp.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -62,37 +63,6 @@ static int argmax(const float *x, int V) {
     return i < V ? i : 0; /* all NaN: a model bug, but never an index past V */
 }
 
-/* e^x for x <= 0 within 2 ulp: x = k ln2 + r, |r| <= ln2 / 2, e^r by its
- * degree-7 Taylor polynomial, 2^k through the exponent bits; below -87 the
- * result (under FLT_MIN) is 0, so a masked -inf logit is never drawn, and
- * so is NaN's.
- * The clamp compares bit patterns (for x <= 0 a larger magnitude is a
- * larger unsigned pattern) and rounding adds and takes away 1.5 * 2^23:
- * no float compare and no libm call, which lets GCC vectorise the loop
- * while it honours float traps. */
-static inline float exp_nonpos(float x) {
-    const float log2e = 1.44269504f, ln2_hi = 0.693145751953125f, ln2_lo = 1.42860677e-06f;
-    const uint32_t minus87 = 0xC2AE0000u;
-    union { float f; uint32_t u; } in = { .f = x }, xc, out;
-    /* all ones when x < -87, or not a number (no x > 0 comes in) */
-    uint32_t under = -(uint32_t)((in.u > minus87) | (in.u - 1u < 0x7fffffffu));
-    xc.u = (in.u & ~under) | (minus87 & under);
-    float k = (xc.f * log2e + 12582912.0f) - 12582912.0f;
-    float r = (xc.f - k * ln2_hi) - k * ln2_lo;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    union { int32_t i; float f; } scale = { .i = ((int32_t)k + 127) << 23 };
-    out.f = p * scale.f;
-    out.u &= ~under;
-    return out.f;
-}
-
 /* sum over V of exp((logits - max) / T): float sums over blocks of 1024
  * (vectorised), added in double so the log-prob does not drift with V;
  * each term lands in probs when given */
@@ -104,13 +74,13 @@ static double partition(const float *logits, int V, float max, float T, float *p
         if (probs) {
 #pragma omp simd reduction(+ : zb)
             for (int i = b; i < end; i++) {
-                probs[i] = exp_nonpos((logits[i] - max) / T);
+                probs[i] = fastexp_nonpos((logits[i] - max) / T);
                 zb += probs[i];
             }
         } else {
 #pragma omp simd reduction(+ : zb)
             for (int i = b; i < end; i++)
-                zb += exp_nonpos((logits[i] - max) / T);
+                zb += fastexp_nonpos((logits[i] - max) / T);
         }
         z += zb;
     }
