@@ -11,9 +11,9 @@
 /* Hands the free pages of every malloc arena back to the kernel. Cheap to
  * call after each unit of work: it does the work at most once a second.
  * Not for a process whose working set follows each input (a generator's KV
- * cache follows the group's longest prompt): trimmed, its RSS swings with
- * every task (26 to 69 MB in a soak) where untrimmed it stays at its
- * high-water mark with rare short peaks. */
+ * cache follows the group's longest prompt): trimmed, its RSS swung with
+ * every task (26 to 69 MB in a soak). The generator maps that block per
+ * call instead (mem_map below). */
 void mem_release(void);
 
 /* A large scratch block that goes back to the kernel when unmapped,
