@@ -533,7 +533,8 @@ static void test_exp(void)
     EXPECT(fastexp(0.0f) == 1.0f);
 }
 
-/* model_gemm's own few-row kernel (decode steps) against a double
+/* model_gemm's own few-row kernel (decode steps), called directly so
+ * that small shapes reach it too, against a double
  * reference: every remainder of rows, columns and depth, beta 0 (C not
  * read: it starts as NaN) and 1, on 1 and 2 threads */
 static void test_gemm_few(void)
@@ -564,7 +565,7 @@ static void test_gemm_few(void)
             for (int beta = 0; beta <= 1; beta++) {
                 omp_set_num_threads(th);
                 for (int i = 0; i < M * N; i++) C[i] = beta ? C0[i] : NAN;
-                model_gemm(false, true, M, N, K, A, K, B, K, (float)beta, C, N);
+                model_gemm_few(M, N, K, A, K, B, K, (float)beta, C, N);
                 double worst = 0;
                 for (int i = 0; i < M * N; i++) {
                     /* error against the sum of |terms|: rounding is a

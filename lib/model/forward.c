@@ -135,31 +135,22 @@ static void rmsnorm_backward(float *dinp, float *dw, float *part, const float *d
         for (int i = 0; i < C; i++) dw[i] += part[(size_t)t * C + i];
 }
 
+/* in blocks of FW_BLOCK elements, one vectorized call each */
+#define FW_BLOCK 4096
+
 void model_swiglu(float *h, const float *g, const float *u, size_t n)
 {
-    if (n < MODEL_PAR_MIN) {
-        model_swiglu_loop(h, g, u, n);
-        return;
-    }
-    #pragma omp parallel
-    {
-        size_t per = (n + omp_get_num_threads() - 1) / omp_get_num_threads(), lo = per * omp_get_thread_num();
-        if (lo < n) model_swiglu_loop(h + lo, g + lo, u + lo, n - lo < per ? n - lo : per);
-    }
+    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
+    for (size_t lo = 0; lo < n; lo += FW_BLOCK)
+        model_swiglu_loop(h + lo, g + lo, u + lo, n - lo < FW_BLOCK ? n - lo : FW_BLOCK);
 }
 
 static void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u,
                             size_t n)
 {
-    if (n < MODEL_PAR_MIN) {
-        model_swiglu_backward_loop(dg, du, dh, g, u, n);
-        return;
-    }
-    #pragma omp parallel
-    {
-        size_t per = (n + omp_get_num_threads() - 1) / omp_get_num_threads(), lo = per * omp_get_thread_num();
-        if (lo < n) model_swiglu_backward_loop(dg + lo, du + lo, dh + lo, g + lo, u + lo, n - lo < per ? n - lo : per);
-    }
+    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
+    for (size_t lo = 0; lo < n; lo += FW_BLOCK)
+        model_swiglu_backward_loop(dg + lo, du + lo, dh + lo, g + lo, u + lo, n - lo < FW_BLOCK ? n - lo : FW_BLOCK);
 }
 
 /* rotate_half RoPE in place on x (N, H, HD): pairs (i, i + HD/2) turn by
@@ -358,11 +349,12 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
             float *row = lg + (size_t)i * V;
             int tg = m->targets[r0 + i];
             float d = tg >= 0 ? dlogp[r0 + i] : 0.0f, lse = m->a.lse[r0 + i];
-            if (d)
-                model_softmax_grad_row(row, V, inv_t, lse, d);
-            else
+            if (!d) {
                 memset(row, 0, V * sizeof(float));
-            if (d) row[tg] += d * inv_t;
+                continue;
+            }
+            model_softmax_grad_row(row, V, inv_t, lse, d);
+            row[tg] += d * inv_t;
         }
         matmul_backward(m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->a.lnf + (size_t)r0 * C,
                         lm_weight(m), n, C, V, false);

@@ -28,6 +28,16 @@
         FMA4(3, _mm512_maskz_loadu_ps(mk, a[3] + k));                                                   \
     } while (0)
 
+/* one row of A against the 4 rows of B */
+#define STEP1(mk, k)                                                                                    \
+    do {                                                                                                \
+        __m512 a_ = _mm512_maskz_loadu_ps(mk, a + k);                                                   \
+        c0 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[0] + k), c0);                              \
+        c1 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[1] + k), c1);                              \
+        c2 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[2] + k), c2);                              \
+        c3 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[3] + k), c3);                              \
+    } while (0)
+
 /* the first nn of 4 sums into a row of C */
 static inline void store(float *c, const float *s, int nn, float beta)
 {
@@ -72,21 +82,15 @@ static void block_avx512(int M, int n0, int n1, int K, const float *A, int lda, 
         for (; m < M; m++) {
             const float *a = A + (size_t)m * lda;
             __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-            for (int k = 0; k <= Kv; k += 16) {
-                __mmask16 mk = k < Kv ? (__mmask16)0xffff : tail;
-                if (!mk) break;
-                __m512 av = _mm512_maskz_loadu_ps(mk, a + k);
-                c0 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b[0] + k), c0);
-                c1 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b[1] + k), c1);
-                c2 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b[2] + k), c2);
-                c3 = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(mk, b[3] + k), c3);
-            }
+            for (int k = 0; k < Kv; k += 16) STEP1((__mmask16)0xffff, k);
+            if (tail) STEP1(tail, Kv);
             float s[ROWS] = {_mm512_reduce_add_ps(c0), _mm512_reduce_add_ps(c1), _mm512_reduce_add_ps(c2),
                              _mm512_reduce_add_ps(c3)};
             store(C + (size_t)m * ldc + n, s, nn, beta);
         }
     }
 }
+#undef STEP1
 #undef STEP
 #undef FMA4
 
@@ -107,17 +111,10 @@ static void block_plain(int M, int n0, int n1, int K, const float *A, int lda, c
 void model_gemm_few(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
                     int ldc)
 {
-    static int avx512 = -1;
-    if (avx512 < 0) avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
     void (*block)(int, int, int, int, const float *, int, const float *, int, float, float *, int) =
-        avx512 ? block_avx512 : block_plain;
+        __builtin_cpu_supports("avx512f") ? block_avx512 : block_plain;
     /* columns split between threads in whole blocks of 16 */
-    int nth = (double)M * N * K >= MODEL_FEW_PAR_MIN ? omp_get_max_threads() : 1;
-    if (nth == 1) {
-        block(M, 0, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    #pragma omp parallel num_threads(nth)
+    #pragma omp parallel if ((double)M * N * K >= MODEL_FEW_PAR_MIN)
     {
         int id = omp_get_thread_num(), n = omp_get_num_threads();
         int per = ((N + n - 1) / n + 15) / 16 * 16, lo = id * per, hi = lo + per < N ? lo + per : N;
