@@ -533,52 +533,148 @@ static void test_exp(void)
     EXPECT(fastexp(0.0f) == 1.0f);
 }
 
+/* x rounded to bfloat16 (to nearest, ties to even) */
+static double bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7fff + (u >> 16 & 1)) & 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* one of model_gemm's own kernels, C = op(A) op(B) + beta C, against a
+ * double reference (over bf16-rounded inputs for the AMX kernel, so only
+ * the fp32 sums may differ): beta 0 (C not read: it starts as NaN) and
+ * 1, on 1 and 2 threads */
+static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int K, uint64_t seed)
+{
+    int lda = ta ? M : K, ldb = tb ? K : N, threads = omp_get_max_threads();
+    float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
+    float *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N);
+    double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
+    rng_philox_uniform(seed, 0, A, (size_t)M * K);
+    rng_philox_uniform(seed + 1, 0, B, (size_t)N * K);
+    rng_philox_uniform(seed + 2, 0, C0, (size_t)M * N);
+    for (int i = 0; i < M * K; i++) A[i] -= 0.5f;
+    for (int i = 0; i < N * K; i++) B[i] -= 0.5f;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double acc = 0, abs_acc = 0;
+            for (int k = 0; k < K; k++) {
+                float a = ta ? A[(size_t)k * lda + m] : A[(size_t)m * lda + k];
+                float b = tb ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n];
+                double t = amx ? bf16_round(a) * bf16_round(b) : (double)a * b;
+                acc += t, abs_acc += fabs(t);
+            }
+            ref[m * N + n] = acc, mag[m * N + n] = abs_acc;
+        }
+    for (int th = 1; th <= 2; th++)
+        for (int beta = 0; beta <= 1; beta++) {
+            omp_set_num_threads(th);
+            for (int i = 0; i < M * N; i++) C[i] = beta ? C0[i] : NAN;
+            if (amx) model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, N);
+            else model_gemm_few(M, N, K, A, K, B, K, (float)beta, C, N);
+            double worst = 0;
+            for (int i = 0; i < M * N; i++) {
+                /* error against the sum of |terms|: rounding is a part of
+                 * that, whatever cancels */
+                double want = ref[i] + (beta ? C0[i] : 0), d = fabs(C[i] - want) / (mag[i] + C0[i]);
+                worst = d > worst || d != d ? d : worst;
+            }
+            EXPECTF(worst < 1e-5, "%s %c%c M %d N %d K %d beta %d threads %d: error %.3g of the terms' size",
+                    amx ? "amx" : "few", "NT"[ta], "NT"[tb], M, N, K, beta, th, worst);
+        }
+    omp_set_num_threads(threads);
+    free(A); free(B); free(C); free(C0); free(ref); free(mag);
+}
+
 /* model_gemm's own few-row kernel (decode steps), called directly so
- * that small shapes reach it too, against a double
- * reference: every remainder of rows, columns and depth, beta 0 (C not
- * read: it starts as NaN) and 1, on 1 and 2 threads */
+ * that small shapes reach it too: every remainder of rows, columns and
+ * depth */
 static void test_gemm_few(void)
 {
     const int shapes[][3] = {{1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 33}, {8, 256, 256}, {8, 264, 256},
                              {13, 37, 70}, {16, 768, 256}, {2, 1030, 260}, {7, 129, 768}};
-    int threads = omp_get_max_threads();
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
-        float *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N);
-        double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
-        rng_philox_uniform(3 * s, 0, A, (size_t)M * K);
-        rng_philox_uniform(3 * s + 1, 0, B, (size_t)N * K);
-        rng_philox_uniform(3 * s + 2, 0, C0, (size_t)M * N);
-        for (int m = 0; m < M; m++)
-            for (int n = 0; n < N; n++) {
-                double acc = 0, abs_acc = 0;
-                for (int k = 0; k < K; k++) {
-                    double t = (double)(A[m * K + k] - 0.5f) * (B[n * K + k] - 0.5f);
-                    acc += t, abs_acc += fabs(t);
-                }
-                ref[m * N + n] = acc, mag[m * N + n] = abs_acc;
-            }
-        for (int i = 0; i < M * K; i++) A[i] -= 0.5f;
-        for (int i = 0; i < N * K; i++) B[i] -= 0.5f;
-        for (int th = 1; th <= 2; th++)
-            for (int beta = 0; beta <= 1; beta++) {
-                omp_set_num_threads(th);
-                for (int i = 0; i < M * N; i++) C[i] = beta ? C0[i] : NAN;
-                model_gemm_few(M, N, K, A, K, B, K, (float)beta, C, N);
-                double worst = 0;
-                for (int i = 0; i < M * N; i++) {
-                    /* error against the sum of |terms|: rounding is a
-                     * part of that, whatever cancels */
-                    double want = ref[i] + (beta ? C0[i] : 0), d = fabs(C[i] - want) / (mag[i] + C0[i]);
-                    worst = d > worst || d != d ? d : worst;
-                }
-                EXPECTF(worst < 1e-5, "M %d N %d K %d beta %d threads %d: error %.3g of the terms' size", M, N, K, beta,
-                        th, worst);
-            }
-        omp_set_num_threads(threads);
-        free(A); free(B); free(C); free(C0); free(ref); free(mag);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        gemm_against_reference(false, false, true, shapes[s][0], shapes[s][1], shapes[s][2], 3 * s);
+}
+
+/* the AMX kernel of backend cpu-bf16: every layout (op(A) and op(B)
+ * plain or transposed), remainders of 32 rows, 32 columns and 32 depths,
+ * depths over one packed chunk */
+static void test_gemm_amx(void)
+{
+    if (!model_amx_available()) SKIP_TEST("this CPU has no AMX bf16 tiles (backend cpu-bf16 is refused)");
+    const int shapes[][5] = {{0, 1, 17, 5, 3},     {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},  {0, 0, 33, 17, 65},
+                             {1, 1, 40, 33, 70},   {0, 1, 64, 768, 700}, {1, 0, 96, 33, 5000}, {0, 0, 300, 256, 768},
+                             {1, 0, 768, 256, 1030}, {0, 1, 32, 32, 32}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        gemm_against_reference(true, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], 5 * s);
+}
+
+
+/* the tiny default model with random weights, or NULL after a failed check */
+static model_t *tiny_model(uint64_t seed)
+{
+    char err[512];
+    model_config_t c = model_config_tiny();
+    model_t *m = model_new_random(&c, seed, err, sizeof err);
+    EXPECTF(m, "%s", err);
+    return m;
+}
+
+/* backend cpu-bf16 against cpu on the tiny model: a batch large enough
+ * that every linear layer takes the tiles. Log-probs and the gradient
+ * agree to bf16's precision (and differ: the tiles were used); "cpu"
+ * goes back to fp32 exactly. Where the CPU has no tiles, the backend is
+ * refused with one line that names it. */
+static void test_cpu_bf16(void)
+{
+    char err[512];
+    model_t *m = tiny_model(7);
+    if (!m) return;
+    if (!model_amx_available()) {
+        EXPECT(model_set_backend(m, "cpu-bf16", err, sizeof err) == -1);
+        EXPECTF(strstr(err, "cpu-bf16") && strstr(err, "AMX"), "%s", err);
+        model_destroy(&m);
+        SKIP_TEST("this CPU has no AMX bf16 tiles");
     }
+    enum { B = 4, T = 96, N = B * T };
+    int tok[N], tg[N];
+    float lp[3][N], dl[N];
+    for (int i = 0; i < N; i++) {
+        tok[i] = (i * 37 + i / T) % 256;
+        tg[i] = i % T == T - 1 ? -1 : (i * 37 + (i + 1) / T) % 256;
+        dl[i] = (i % 7 - 3) / 10.0f;
+    }
+    size_t P = model_num_params(m);
+    float *g[3];
+    const char *backends[3] = {"cpu", "cpu-bf16", "cpu"};
+    for (int r = 0; r < 3; r++) {
+        EXPECTF(model_set_backend(m, backends[r], err, sizeof err) == 0, "%s", err);
+        model_zero_grad(m);
+        EXPECT(model_forward(m, tok, tg, B, T, 1.0f, lp[r], NULL) == 0);
+        model_backward(m, dl);
+        g[r] = malloc(P * sizeof(float));
+        memcpy(g[r], model_grads(m), P * sizeof(float));
+    }
+    double dlp = 0, d2 = 0, n2 = 0, same = 0;
+    for (int i = 0; i < N; i++) {
+        dlp = fmax(dlp, fabs(lp[1][i] - lp[0][i]));
+        same = fmax(same, fabs(lp[2][i] - lp[0][i]));
+    }
+    for (size_t i = 0; i < P; i++) {
+        d2 += ((double)g[1][i] - g[0][i]) * ((double)g[1][i] - g[0][i]), n2 += (double)g[0][i] * g[0][i];
+        same = fmax(same, fabs(g[2][i] - g[0][i]));
+    }
+    double rel = sqrt(d2 / n2);
+    EXPECTF(dlp > 0 && dlp < 0.05, "log-probs: bf16 differs from fp32 by up to %.3g", dlp);
+    EXPECTF(rel > 0 && rel < 0.05, "gradient: bf16 differs from fp32 by %.3g of its norm", rel);
+    EXPECTF(same == 0, "back on cpu: differs from the first fp32 pass by %.3g", same);
+    printf("cpu-bf16: log-probs within %.2g, gradient within %.2g of its norm\n", dlp, rel);
+    for (int r = 0; r < 3; r++) free(g[r]);
+    model_destroy(&m);
 }
 
 static bool stop_at_three(void *ctx, int seq, const int *tokens, int n)
@@ -591,9 +687,7 @@ static bool stop_at_three(void *ctx, int seq, const int *tokens, int n)
 static void test_stop_and_tiny(void)
 {
     char err[512];
-    model_config_t c = model_config_tiny();
-    model_t *m = model_new_random(&c, 42, err, sizeof err);
-    EXPECTF(m, "%s", err);
+    model_t *m = tiny_model(42);
     if (!m) return;
     EXPECTF(model_num_params(m) > 2000000 && model_num_params(m) < 8000000, "tiny has %zu parameters",
             model_num_params(m));
@@ -606,7 +700,7 @@ static void test_stop_and_tiny(void)
         bool eos = toks[s * 8 + lens[s] - 1] == 256;
         EXPECTF(lens[s] == 3 || (eos && lens[s] < 3), "length %d", lens[s]);
     }
-    model_config_t bad = c;
+    model_config_t bad = *model_config(m);
     bad.NKV = 3;
     model_t *b = model_new_random(&bad, 1, err, sizeof err);
     EXPECT(!b && strstr(err, "num_key_value_heads"));
@@ -632,6 +726,8 @@ int main(void)
     RUN_TEST(test_stop_and_tiny);
     RUN_TEST(test_threads);
     RUN_TEST(test_gemm_few);
+    RUN_TEST(test_gemm_amx);
+    RUN_TEST(test_cpu_bf16);
     RUN_TEST(test_exp);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);

@@ -1,5 +1,6 @@
-/* Where a model runs: "cpu" (forward.c, generate.c) or "cuda:N" (cuda/,
- * built when nvcc is present). The CPU arrays stay the model's identity
+/* Where a model runs: "cpu" (forward.c, generate.c), "cpu-bf16" (the same,
+ * its large matmuls in bf16 on the AMX tiles: gemm_amx.c) or "cuda:N"
+ * (cuda/, built when nvcc is present). The CPU arrays stay the model's identity
  * (checkpoints read and write them); a device holds its own copy, synced
  * both ways on request. */
 #include "model/model_impl.h"
@@ -12,10 +13,10 @@
 #include "model/cuda/cuda_model.h"
 #endif
 
-/* -1 for "cpu", N for "cuda:N", -2 for anything else */
+/* -1 for "cpu" and "cpu-bf16", N for "cuda:N", -2 for anything else */
 static int parse_backend(const char *s)
 {
-    if (strcmp(s, "cpu") == 0) return -1;
+    if (strcmp(s, "cpu") == 0 || strcmp(s, "cpu-bf16") == 0) return -1;
     if (strncmp(s, "cuda:", 5) != 0 || s[5] < '0' || s[5] > '9') return -2;
     char *end;
     long n = strtol(s + 5, &end, 10);
@@ -26,9 +27,16 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
 {
     int dev = parse_backend(backend);
     if (dev == -2) {
-        snprintf(err, errlen, "backend \"%s\": expected cpu or cuda:N", backend);
+        snprintf(err, errlen, "backend \"%s\": expected cpu, cpu-bf16 or cuda:N", backend);
         return -1;
     }
+    bool bf16 = strcmp(backend, "cpu-bf16") == 0;
+    if (bf16 && !model_amx_available()) {
+        snprintf(err, errlen, "backend cpu-bf16: this CPU has no AMX bf16 tiles (Intel Xeon of the 4th "
+                 "generation or later, Linux 5.16 or later); use cpu");
+        return -1;
+    }
+    self->bf16 = bf16;
     if (dev == model_device(self)) return 0;
 #ifdef SAPO_HAVE_CUDA
     if (self->cuda) {

@@ -23,10 +23,15 @@
  * call: one thread pool does all the work, so idle OpenMP threads never
  * spin against OpenBLAS's own. A few rows against transposed weights (a
  * decode step) go to model_gemm_few, which does not repack the weights */
-void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
+void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    /* the tiles need a few 32 x 32 blocks of C to pay for the packing */
+    if (bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_AMX_MIN) {
+        model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     /* below 2^18 multiply-adds OpenBLAS's own small-matrix kernel wins */
     if (!ta && tb && M <= MODEL_FEW_ROWS && (double)M * N * K > (1 << 18)) {
         model_gemm_few(M, N, K, A, lda, B, ldb, beta, C, ldc);
@@ -58,29 +63,29 @@ void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
 }
 
 /* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
-static void matmul_fw(float *out, const float *inp, const float *w, const float *bias,
+static void matmul_fw(bool bf16, float *out, const float *inp, const float *w, const float *bias,
                       int N, int IN, int OUT, bool acc)
 {
-    model_gemm(false, true, N, OUT, IN, inp, IN, w, IN, acc ? 1.0f : 0.0f, out, OUT);
+    model_gemm(bf16, false, true, N, OUT, IN, inp, IN, w, IN, acc ? 1.0f : 0.0f, out, OUT);
     if (!bias) return;
     #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OUT; o++) out[(size_t)n * OUT + o] += bias[o];
 }
 
-void model_matmul(float *out, const float *inp, const float *w, const float *bias,
-                    int N, int IN, int OUT)
+void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias,
+                  int N, int IN, int OUT)
 {
-    matmul_fw(out, inp, w, bias, N, IN, OUT, false);
+    matmul_fw(bf16, out, inp, w, bias, N, IN, OUT, false);
 }
 
 /* dinp (N, IN) = dout . w (or += when acc); dw (OUT, IN) += dout^T . inp;
  * dbias (OUT) += column sums of dout */
-static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
+static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, const float *dout,
                             const float *inp, const float *w, int N, int IN, int OUT, bool acc)
 {
-    if (dinp) model_gemm(false, false, N, IN, OUT, dout, OUT, w, IN, acc ? 1.0f : 0.0f, dinp, IN);
-    model_gemm(true, false, OUT, IN, N, dout, OUT, inp, IN, 1.0f, dw, IN);
+    if (dinp) model_gemm(bf16, false, false, N, IN, OUT, dout, OUT, w, IN, acc ? 1.0f : 0.0f, dinp, IN);
+    model_gemm(bf16, true, false, OUT, IN, N, dout, OUT, inp, IN, 1.0f, dw, IN);
     /* row by row: contiguous, and cheap next to the sgemms */
     for (int n = 0; dbias && n < N; n++)
         for (int o = 0; o < OUT; o++) dbias[o] += dout[(size_t)n * OUT + o];
@@ -321,7 +326,7 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
-        model_matmul(lg, m->a.lnf + (size_t)r0 * c->C, lm_weight(m), NULL, n, c->C, V);
+        model_matmul(m->bf16, lg, m->a.lnf + (size_t)r0 * c->C, lm_weight(m), NULL, n, c->C, V);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             const float *row = lg + (size_t)i * V;
@@ -343,7 +348,7 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = m->ga.logits;
-        model_matmul(lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V);
+        model_matmul(m->bf16, lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             float *row = lg + (size_t)i * V;
@@ -356,7 +361,7 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
             model_softmax_grad_row(row, V, inv_t, lse, d);
             row[tg] += d * inv_t;
         }
-        matmul_backward(m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->a.lnf + (size_t)r0 * C,
+        matmul_backward(m->bf16, m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->a.lnf + (size_t)r0 * C,
                         lm_weight(m), n, C, V, false);
     }
 }
@@ -405,9 +410,9 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
         model_rmsnorm(ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
         float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
         float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
-        model_matmul(qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD);
-        model_matmul(kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD);
-        model_matmul(v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD);
+        model_matmul(m->bf16, qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD);
+        model_matmul(m->bf16, kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD);
+        model_matmul(m->bf16, v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD);
         if (c->type == MODEL_QWEN3) {
             model_rmsnorm(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
             model_rmsnorm(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
@@ -417,15 +422,15 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
         float *y = a->y + nq, *xm = a->xm + nc;
         attention_forward(y, a->att, q, k, v, B, T, c->NH, c->NKV, HD);
         memcpy(xm, x, (size_t)N * C * sizeof(float));
-        matmul_fw(xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
+        matmul_fw(m->bf16, xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
         float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h;
         model_rmsnorm(ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
-        model_matmul(g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF);
-        model_matmul(u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF);
+        model_matmul(m->bf16, g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF);
+        model_matmul(m->bf16, u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF);
         model_swiglu(h, g, u, (size_t)N * FF);
         float *xn = a->x + nc + (size_t)N * C;
         memcpy(xn, xm, (size_t)N * C * sizeof(float));
-        matmul_fw(xn, h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+        matmul_fw(m->bf16, xn, h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
     }
     model_rmsnorm(a->lnf, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
     lm_head_forward(m, N, logp, logits);
@@ -455,17 +460,17 @@ void model_backward(model_t *m, const float *dlogp)
         size_t nf = (size_t)l * N * FF;
         // MLP: x_next = xm + (silu(g) * u) . wd^T
         model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
-        matmul_backward(ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h,
+        matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h,
                         w->wd + (size_t)l * C * FF, N, FF, C, false);
         swiglu_backward(ga->dg, ga->du, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
-        matmul_backward(ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
+        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
                         w->wg + (size_t)l * FF * C, N, C, FF, false);
-        matmul_backward(ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
+        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
                         w->wu + (size_t)l * FF * C, N, C, FF, true);
         rmsnorm_backward(ga->dx, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
                          a->r2 + (size_t)l * N, N, C, true);
         // attention: xm = x + y . wo^T (+ bo)
-        matmul_backward(ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
+        matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
                         ga->dx, a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
         /* the probabilities are recomputed (y comes out the same): keeping
          * them for every layer would cost L * B * NH * T * T floats */
@@ -485,11 +490,11 @@ void model_backward(model_t *m, const float *dlogp)
             dk = ga->dk2;
         }
         const float *ln1 = a->ln1 + nc;
-        matmul_backward(ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
+        matmul_backward(m->bf16, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
                         ln1, w->wq + (size_t)l * QD * C, N, C, QD, false);
-        matmul_backward(ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,
+        matmul_backward(m->bf16, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,
                         ln1, w->wk + (size_t)l * KD * C, N, C, KD, true);
-        matmul_backward(ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
+        matmul_backward(m->bf16, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
                         ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
         rmsnorm_backward(ga->dx, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
                          a->r1 + (size_t)l * N, N, C, true);

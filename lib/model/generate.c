@@ -116,9 +116,9 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
         memcpy(ws->x + (size_t)r * C, w->wte + (size_t)ws->tok[r] * C, C * sizeof(float));
     for (int l = 0; l < c->L; l++) {
         model_rmsnorm(ws->ln, ws->r, ws->x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
-        model_matmul(ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD);
-        model_matmul(ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD);
-        model_matmul(ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD);
+        model_matmul(m->bf16, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD);
+        model_matmul(m->bf16, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD);
+        model_matmul(m->bf16, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD);
         if (c->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q */
             memcpy(ws->y, ws->q, (size_t)R * QD * sizeof(float));
@@ -134,19 +134,19 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
             memcpy(ws->vc + at, ws->v + (size_t)r * KD, KD * sizeof(float));
         }
         cached_attention(ws, c, l, R);
-        model_gemm(false, true, R, C, QD, ws->y, QD, w->wo + (size_t)l * C * QD, QD, 1.0f, ws->x, C);
+        model_gemm(m->bf16, false, true, R, C, QD, ws->y, QD, w->wo + (size_t)l * C * QD, QD, 1.0f, ws->x, C);
         if (w->bo)
             for (int r = 0; r < R; r++)
                 for (int i = 0; i < C; i++) ws->x[(size_t)r * C + i] += w->bo[(size_t)l * C + i];
         model_rmsnorm(ws->ln, ws->r, ws->x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
-        model_matmul(ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
-        model_matmul(ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
+        model_matmul(m->bf16, ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
+        model_matmul(m->bf16, ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
         model_swiglu(ws->g, ws->g, ws->u, (size_t)R * FF);
-        model_gemm(false, true, R, C, FF, ws->g, FF, w->wd + (size_t)l * C * FF, FF, 1.0f, ws->x, C);
+        model_gemm(m->bf16, false, true, R, C, FF, ws->g, FF, w->wd + (size_t)l * C * FF, FF, 1.0f, ws->x, C);
     }
     float *xl = ws->x + (size_t)(R - nlog) * C;
     model_rmsnorm(ws->ln, ws->r, xl, w->lnf, nlog, C, c->rms_eps);
-    model_matmul(ws->logits, ws->ln, c->tie ? w->wte : w->lm, NULL, nlog, C, c->V);
+    model_matmul(m->bf16, ws->logits, ws->ln, c->tie ? w->wte : w->lm, NULL, nlog, C, c->V);
 }
 
 static bool is_eos(const model_config_t *c, int tok)

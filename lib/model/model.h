@@ -104,8 +104,11 @@ void model_backward(model_t *self, const float *dlogp);
  * loss, or -1 on an input error. Gradients accumulate as above. */
 float model_cross_entropy(model_t *self, const int *tokens, const int *targets, int B, int T);
 
-/* Backend: "cpu" (the default) or "cuda:N", device N of a build made
- * with nvcc. On a device, model_forward, model_backward,
+/* Backend: "cpu" (the default), "cpu-bf16" or "cuda:N", device N of a
+ * build made with nvcc. "cpu-bf16" is the CPU code with the large matmuls
+ * (over MODEL_AMX_MIN multiply-adds, more than 16 rows) taking bf16
+ * products with fp32 sums on Intel's AMX tiles; parameters, gradients
+ * and everything else stay fp32. It fails on a CPU without them. On a device, model_forward, model_backward,
  * model_cross_entropy, model_zero_grad and model_generate(_batch) run
  * there (bf16 matmuls with fp32 accumulation, fp32 master parameters and
  * gradients); model_params and model_grads are then a host mirror that

@@ -97,6 +97,8 @@ struct model {
      * when model_set_backend chose "cuda:N" (device), else NULL */
     struct cuda_model *cuda;
     int device;
+    /* "cpu-bf16": the large matmuls take bf16 products on the AMX tiles */
+    bool bf16;
 };
 
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */
@@ -107,10 +109,12 @@ int model_rope_ensure(model_t *m, int T);
 #define MODEL_PAR_MIN (1 << 17)
 
 /* shared kernels (forward.c) */
-void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
+/* bf16: products in bf16 on the AMX tiles where the matmul is large
+ * enough (the model's bf16 flag) */
+void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
-void model_matmul(float *out, const float *inp, const float *w, const float *bias,
-                    int N, int IN, int OUT);
+void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias,
+                  int N, int IN, int OUT);
 /* vec.c: loops with e^x, vectorized (see there) */
 void model_swiglu_loop(float *h, const float *g, const float *u, size_t n);
 void model_swiglu_backward_loop(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);
@@ -128,6 +132,13 @@ void model_softmax_grad_row(float *x, int n, float scale, float lse, float d);
 #define MODEL_FEW_PAR_MIN (1 << 20)
 void model_gemm_few(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
                     int ldc);
+/* gemm_amx.c: C (M, N) = op(A) op(B) + beta C with bf16 products and
+ * fp32 sums on the AMX tiles, when model_amx_available() */
+bool model_amx_available(void);
+/* below this many multiply-adds a bf16 matmul stays in fp32 sgemm */
+#define MODEL_AMX_MIN (1 << 21)
+void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc);
 void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps);
 void model_swiglu(float *h, const float *g, const float *u, size_t n);

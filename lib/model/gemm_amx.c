@@ -1,0 +1,283 @@
+/* C (M, N) = op(A) op(B) + beta C with bfloat16 products on the AMX tiles
+ * and fp32 sums: the matmuls of a training step in bf16 mode.
+ *
+ * A tile multiply takes A as 16 rows of 32 bf16 (depth contiguous) and B
+ * in pairs: row p of a B tile holds, for 16 columns, the two bf16 of depths
+ * 2p and 2p + 1 side by side (a 32-bit "unit"). So both operands are
+ * converted and repacked once per call (B) or per 32-row panel (A), with
+ * zeros past every edge, and the tiles then read the packed copies:
+ * 4 C tiles (a 32 x 32 block of C) against 2 A and 2 B tiles per step of
+ * 32 depths. Depth comes in chunks whose packed B stays in L2; C is the
+ * sum across chunks, loaded into the tiles and stored back.
+ *
+ * Operands in depth-major layout (a transposed A, a plain B) are turned
+ * into units from two source rows at a time; the others by a 16 x 16
+ * transpose of 32-bit units. */
+#include "model/model_impl.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512bf16,amx-tile,amx-bf16")))
+
+/* the Linux request for the tile data state */
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+static int amx_ok = -1;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void amx_probe(void)
+{
+    unsigned a, b, c, d;
+    amx_ok = 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    bool tile = d >> 24 & 1, bf16 = d >> 22 & 1, avx512 = b >> 16 & 1;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+    bool avx512bf16 = a >> 5 & 1;
+    if (tile && bf16 && avx512 && avx512bf16 && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0)
+        amx_ok = 1;
+}
+
+bool model_amx_available(void)
+{
+    pthread_once(&amx_once, amx_probe);
+    return amx_ok == 1;
+}
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config_t;
+
+/* tiles 0-3: C (rows 0-15 and 16-31 by columns 0-15 and 16-31);
+ * 4, 5: A (the two row halves); 6, 7: B (the two column halves) */
+TARGET static void tiles_configure(void)
+{
+    tile_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+    _tile_loadconfig(&cfg);
+}
+
+/* 16 units from two source rows: unit j = (bf16 r0[j], bf16 r1[j]); rows
+ * that are NULL read as zeros, lanes off the mask too */
+TARGET static inline __m512i units_of_rows(const float *r0, const float *r1, __mmask16 mk)
+{
+    __m512 x0 = r0 ? _mm512_maskz_loadu_ps(mk, r0) : _mm512_setzero_ps();
+    __m512 x1 = r1 ? _mm512_maskz_loadu_ps(mk, r1) : _mm512_setzero_ps();
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* 16 units from 32 consecutive floats of one row (NULL: zeros) */
+TARGET static inline __m512i units_of_row(const float *r, __mmask32 mk)
+{
+    if (!r) return _mm512_setzero_si512();
+    __m512 lo = _mm512_maskz_loadu_ps((__mmask16)mk, r), hi = _mm512_maskz_loadu_ps((__mmask16)(mk >> 16), r + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* r[i] lane j <-> r[j] lane i, for 32-bit lanes */
+TARGET static inline void transpose16(__m512i r[16])
+{
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* each 128-bit lane of r[i] now holds a 4 x 4 block; gather the blocks */
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+        r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+        r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
+    }
+}
+
+static inline __mmask16 mask16(int n) { return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+static inline __mmask32 mask32(int n) { return n >= 32 ? 0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1); }
+
+typedef struct {
+    bool ta, tb;
+    int M, N, K;
+    const float *A, *B;
+    int lda, ldb;
+} op_t;
+
+/* a panel of 32 rows of op(A) from row m0, depths [k0, k1), as kb blocks
+ * of 32 rows x 32 bf16 */
+TARGET static void pack_a(const op_t *o, int m0, int k0, int k1, uint16_t *ap)
+{
+    int nkb = (k1 - k0 + 31) / 32;
+    for (int kb = 0; kb < nkb; kb++) {
+        int k = k0 + kb * 32;
+        uint16_t *blk = ap + (size_t)kb * 32 * 32;
+        if (!o->ta) {
+            __mmask32 mk = mask32(k1 - k);
+            for (int r = 0; r < 32; r++) {
+                const float *row = m0 + r < o->M ? o->A + (size_t)(m0 + r) * o->lda + k : NULL;
+                _mm512_storeu_si512(blk + r * 32, units_of_row(row, mk));
+            }
+        } else {
+            for (int h = 0; h < 2; h++) {
+                int m = m0 + h * 16;
+                __mmask16 mk = mask16(o->M - m);
+                __m512i u[16];
+                for (int p = 0; p < 16; p++) {
+                    int ka = k + 2 * p;
+                    const float *r0 = ka < k1 ? o->A + (size_t)ka * o->lda + m : NULL;
+                    const float *r1 = ka + 1 < k1 ? o->A + (size_t)(ka + 1) * o->lda + m : NULL;
+                    u[p] = units_of_rows(r0, r1, mk);
+                }
+                transpose16(u);
+                for (int j = 0; j < 16; j++) _mm512_storeu_si512(blk + (h * 16 + j) * 32, u[j]);
+            }
+        }
+    }
+}
+
+/* the 16 columns from n0 of op(B), depths [k0, k1), as kp rows of units */
+TARGET static void pack_b(const op_t *o, int n0, int k0, int k1, uint16_t *bp)
+{
+    int nkb = (k1 - k0 + 31) / 32;
+    for (int kb = 0; kb < nkb; kb++) {
+        int k = k0 + kb * 32;
+        uint16_t *blk = bp + (size_t)kb * 16 * 32;
+        __m512i u[16];
+        if (!o->tb) {
+            __mmask16 mk = mask16(o->N - n0);
+            for (int p = 0; p < 16; p++) {
+                int ka = k + 2 * p;
+                const float *r0 = ka < k1 ? o->B + (size_t)ka * o->ldb + n0 : NULL;
+                const float *r1 = ka + 1 < k1 ? o->B + (size_t)(ka + 1) * o->ldb + n0 : NULL;
+                u[p] = units_of_rows(r0, r1, mk);
+            }
+        } else {
+            __mmask32 mk = mask32(k1 - k);
+            for (int j = 0; j < 16; j++)
+                u[j] = units_of_row(n0 + j < o->N ? o->B + (size_t)(n0 + j) * o->ldb + k : NULL, mk);
+            transpose16(u);
+        }
+        for (int p = 0; p < 16; p++) _mm512_storeu_si512(blk + p * 32, u[p]);
+    }
+}
+
+/* one 32 x 32 block of C at (m0, n0) over a packed depth chunk of nkb
+ * steps; first: the chunk is the call's first (C scaled by beta, else
+ * summed into) */
+TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const uint16_t *ap,
+                         const uint16_t *b0, const uint16_t *b1, int nkb, bool first, float beta)
+{
+    bool full = m0 + 32 <= M && n0 + 32 <= N;
+    float tmp[32 * 32];
+    float *c = C + (size_t)m0 * ldc + n0;
+    size_t stride = (size_t)ldc * sizeof(float);
+    if (!full) {
+        for (int i = 0; i < 32; i++)
+            for (int j = 0; j < 32; j++)
+                tmp[i * 32 + j] = m0 + i < M && n0 + j < N && !(first && beta == 0.0f) ? c[(size_t)i * ldc + j] : 0;
+        c = tmp, stride = 32 * sizeof(float);
+    }
+    if (first && beta == 0.0f) {
+        _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+    } else {
+        _tile_loadd(0, c, stride);
+        _tile_loadd(1, c + 16, stride);
+        _tile_loadd(2, (char *)c + 16 * stride, stride);
+        _tile_loadd(3, (char *)(c + 16) + 16 * stride, stride);
+    }
+    for (int kb = 0; kb < nkb; kb++) {
+        _tile_loadd(4, ap + (size_t)kb * 1024, 64);
+        _tile_loadd(5, ap + (size_t)kb * 1024 + 512, 64);
+        _tile_loadd(6, b0 + (size_t)kb * 512, 64);
+        _tile_loadd(7, b1 + (size_t)kb * 512, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, c, stride);
+    _tile_stored(1, c + 16, stride);
+    _tile_stored(2, (char *)c + 16 * stride, stride);
+    _tile_stored(3, (char *)(c + 16) + 16 * stride, stride);
+    if (!full) {
+        float *cc = C + (size_t)m0 * ldc + n0;
+        for (int i = 0; i < 32 && m0 + i < M; i++)
+            for (int j = 0; j < 32 && n0 + j < N; j++) cc[(size_t)i * ldc + j] = tmp[i * 32 + j];
+    }
+}
+
+/* the packed buffers, kept by the calling thread across calls */
+static _Thread_local struct {
+    uint16_t *p;
+    size_t cap;
+} ws;
+
+TARGET void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
+                           int ldb, float beta, float *C, int ldc)
+{
+    op_t o = {ta, tb, M, N, K, A, B, lda, ldb};
+    if (beta != 0.0f && beta != 1.0f)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
+    if (beta != 0.0f) beta = 1.0f;
+    int nb16 = (N + 31) / 32 * 2; /* 16-column blocks, an even count */
+    /* depth per chunk: its packed B about 512 KiB */
+    int kc = (int)((1 << 19) / ((size_t)nb16 * 16 * 2 * sizeof(uint16_t))) / 32 * 32;
+    kc = kc < 64 ? 64 : kc > K ? (K + 31) / 32 * 32 : kc;
+    int nth = omp_get_max_threads(), panels = (M + 31) / 32;
+    if (nth > panels) nth = panels;
+    size_t bsz = (size_t)nb16 * (kc / 2) * 32, asz = (size_t)kc * 32;
+    size_t need = bsz + (size_t)nth * asz + 32;
+    if (ws.cap < need) {
+        free(ws.p);
+        ws.p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) / 64 * 64);
+        ws.cap = ws.p ? need : 0;
+        if (!ws.p) abort();
+    }
+    uint16_t *bp = ws.p, *aps = ws.p + bsz; /* (ws is this thread's, not the team's) */
+    #pragma omp parallel num_threads(nth)
+    {
+        int id = omp_get_thread_num(), n = omp_get_num_threads();
+        uint16_t *ap = aps + (size_t)id * asz;
+        tiles_configure();
+        for (int k0 = 0; k0 < K; k0 += kc) {
+            int k1 = k0 + kc < K ? k0 + kc : K, nkb = (k1 - k0 + 31) / 32;
+            size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
+            #pragma omp for schedule(static)
+            for (int j = 0; j < nb16; j++) pack_b(&o, j * 16, k0, k1, bp + j * bstride);
+            /* implicit barrier: B is packed */
+            int per = (panels + n - 1) / n, p0 = id * per, p1 = p0 + per < panels ? p0 + per : panels;
+            for (int p = p0; p < p1; p++) {
+                pack_a(&o, p * 32, k0, k1, ap);
+                for (int j = 0; j < nb16; j += 2)
+                    block(C, ldc, M, N, p * 32, j * 16, ap, bp + j * bstride, bp + (j + 1) * bstride, nkb,
+                          k0 == 0, beta);
+            }
+            #pragma omp barrier
+        }
+        _tile_release();
+    }
+}
