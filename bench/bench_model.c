@@ -111,16 +111,16 @@ static double step_flops(const model_config_t *c, int N)
 }
 
 /* runs the peer script; its one line of output is
- * "train TOK/S gen TOK/S genb TOK/S" */
-static int peer(const char *dir, const char *args, double *train, double *gen, double *genb)
+ * "train TOK/S gen TOK/S genb TOK/S trainbf16 TOK/S" */
+static int peer(const char *dir, const char *args, double *train, double *gen, double *genb, double *train16)
 {
     if (access(".venv/bin/python", X_OK)) return -1;
     char cmd[1024];
     snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_torch.py %s %s 2>/dev/null", dir, args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
-    int n = fscanf(p, "train %lf gen %lf genb %lf", train, gen, genb);
-    return pclose(p) == 0 && n == 3 ? 0 : -1;
+    int n = fscanf(p, "train %lf gen %lf genb %lf trainbf16 %lf", train, gen, genb, train16);
+    return pclose(p) == 0 && n == 4 ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -146,25 +146,37 @@ int main(int argc, char **argv)
     if (!m) { fprintf(stderr, "%s\n", err); return 1; }
     int B = 64, T = quick ? 96 : 192, Q = quick ? 2 : 8, L = 8, P = 48, NEW = quick ? 32 : 128;
     batch_t b = batch_new(B, T, c.V, 1);
-    double ts = train_step(m, &b, reps);
+    double ts = train_step(m, &b, reps), ts16 = 0;
+    /* backend cpu-bf16, where the CPU has the tiles */
+    bool amx = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
+    if (amx) ts16 = train_step(m, &b, reps);
+    else printf("no cpu-bf16 figures: %s\n", err);
+    if (amx && model_set_backend(m, "cpu", err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double tg = generate(m, Q, P, L, NEW, false, quick ? 1 : 3);
     double tgb = generate(m, Q, P, L, NEW, true, quick ? 1 : 3);
     double train_tps = B * T / ts, gen_tps = (double)Q * L * NEW / tg, genb_tps = (double)Q * L * NEW / tgb;
     char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[256];
-    double p_train = 0, p_gen = 0, p_genb = 0;
+    double p_train = 0, p_gen = 0, p_genb = 0, p_train16 = 0;
     int have_peer = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
     /* transformers generate is slow enough that one prompt gives its rate */
     snprintf(args, sizeof args, "--threads %d --batch %d --seq %d --prompts %d --completions %d "
              "--prompt-len %d --new %d --reps %d", threads, B, T, Q, L, P, NEW, quick ? 1 : 3);
-    have_peer = have_peer && peer(dir, args, &p_train, &p_gen, &p_genb) == 0;
+    have_peer = have_peer && peer(dir, args, &p_train, &p_gen, &p_genb, &p_train16) == 0;
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
     printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
            "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n", model_num_params(m), B, T, Q, L, P, NEW);
     bench_line("train_step_tiny", train_tps, "tokens/s", have_peer ? "pytorch eager" : NULL, p_train, "tokens/s");
+    if (amx) {
+        /* against the same peer, and against the peer in bf16 too */
+        bench_line("train_step_tiny_bf16", B * T / ts16, "tokens/s", have_peer ? "pytorch eager" : NULL, p_train,
+                   "tokens/s");
+        bench_line("train_step_tiny_bf16_both", B * T / ts16, "tokens/s",
+                   have_peer ? "pytorch eager, bf16 autocast" : NULL, p_train16, "tokens/s");
+    }
     bench_line("generate_tiny", gen_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_gen, "tokens/s");
     bench_line("generate_round_tiny", genb_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_genb,
                "tokens/s");

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Peer figures for bench_model: the same checkpoint in PyTorch eager (transformers'
 default sdpa attention, fp32) with the same threads. Prints one line:
-    train TOKENS_PER_S gen TOKENS_PER_S genb TOKENS_PER_S
+    train TOKENS_PER_S gen TOKENS_PER_S genb TOKENS_PER_S trainbf16 TOKENS_PER_S
 train: median of forward + backward of sum(w * logp) over a (batch, seq) batch;
+trainbf16: the same with the forward under torch.autocast to bfloat16 (on a CPU
+with AMX tiles oneDNN runs the linear layers on them; parameters stay fp32);
 gen: median of transformers generate sampling `completions` completions of a
 `prompt-len` token prompt, exactly `new` tokens each; genb: the same for
 `prompts` prompts in one generate call."""
@@ -29,16 +31,22 @@ def main():
     targets = torch.roll(tokens, -1, 1)
     w = torch.randn(a.batch, a.seq) * 1e-2
     w[:, -1] = 0
-    times = []
-    for r in range(a.reps + 1):
-        t0 = time.perf_counter()
-        model.zero_grad(set_to_none=False)
-        logits = model(input_ids=tokens).logits
-        logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        (w * logp).sum().backward()
-        if r:
-            times.append(time.perf_counter() - t0)
-    train = a.batch * a.seq / statistics.median(times)
+
+    def train_rate(bf16):
+        times = []
+        for r in range(a.reps + 1):
+            t0 = time.perf_counter()
+            model.zero_grad(set_to_none=False)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(input_ids=tokens).logits
+            logp = torch.log_softmax(logits.float(), -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            (w * logp).sum().backward()
+            if r:
+                times.append(time.perf_counter() - t0)
+        return a.batch * a.seq / statistics.median(times)
+
+    train = train_rate(False)
+    train_bf16 = train_rate(True)
 
     model.eval()
 
@@ -60,7 +68,7 @@ def main():
     # one request per prompt: the rate of one such request stands for all
     gen = gen_rate(1, 1)
     genb = gen_rate(a.prompts, 1)
-    print(f"train {train:.1f} gen {gen:.1f} genb {genb:.1f}")
+    print(f"train {train:.1f} gen {gen:.1f} genb {genb:.1f} trainbf16 {train_bf16:.1f}")
 
 
 if __name__ == "__main__":

@@ -640,7 +640,7 @@ static void test_cpu_bf16(void)
         model_destroy(&m);
         SKIP_TEST("this CPU has no AMX bf16 tiles");
     }
-    enum { B = 4, T = 96, N = B * T };
+    enum { B = 2, T = 192, N = B * T }; /* T: attention takes the tiles too */
     int tok[N], tg[N];
     float lp[3][N], dl[N];
     for (int i = 0; i < N; i++) {

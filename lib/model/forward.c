@@ -184,9 +184,17 @@ void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t
     rope_apply(x, pos, cos_t, sin_t, N, H, HD, 1.0f);
 }
 
-static void sgemm1(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+/* one thread's matmul of attention: C = alpha op(A) op(B) + beta C, on
+ * the tiles in bf16 mode where large enough */
+static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc)
 {
+    if (bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_AMX_MIN && (alpha == 1.0f || beta == 0.0f)) {
+        model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        for (int i = 0; alpha != 1.0f && i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= alpha;
+        return;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
                 alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -195,7 +203,7 @@ static void sgemm1(bool ta, bool tb, int M, int N, int K, float alpha, const flo
  * att (B, NH, T, T) keeps the probabilities (zero above the diagonal);
  * y (B, T, NH, HD). Each (b, h) is two one-thread sgemms: the masked half
  * costs less than hand loops would */
-static void attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
+static void attention_forward(bool bf16, float *y, float *att, const float *q, const float *k, const float *v,
                               int B, int T, int NH, int NKV, int HD)
 {
     int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
@@ -207,20 +215,20 @@ static void attention_forward(float *y, float *att, const float *q, const float 
             const float *kb = k + (size_t)b * T * KD + (h / rep) * HD;
             const float *vb = v + (size_t)b * T * KD + (h / rep) * HD;
             float *p = att + ((size_t)b * NH + h) * T * T;
-            sgemm1(false, true, T, T, HD, scale, qb, QD, kb, KD, 0.0f, p, T);
+            sgemm1(bf16, false, true, T, T, HD, scale, qb, QD, kb, KD, 0.0f, p, T);
             for (int t = 0; t < T; t++) {
                 float *pr = p + (size_t)t * T;
                 model_softmax_row(pr, t + 1);
                 for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
             }
-            sgemm1(false, false, T, HD, T, 1.0f, p, T, vb, KD, 0.0f, y + (size_t)b * T * QD + h * HD, QD);
+            sgemm1(bf16, false, false, T, HD, T, 1.0f, p, T, vb, KD, 0.0f, y + (size_t)b * T * QD + h * HD, QD);
         }
 }
 
 /* dq, dk, dv are written (not accumulated). One thread owns each
  * (b, kv head), so the keys and values a group of heads shares are summed
  * without races; dp (threads, T, T) is scratch */
-static void attention_backward(float *dq, float *dk, float *dv, float *dp, const float *dy,
+static void attention_backward(bool bf16, float *dq, float *dk, float *dv, float *dp, const float *dy,
                                const float *att, const float *q, const float *k, const float *v,
                                int B, int T, int NH, int NKV, int HD)
 {
@@ -237,8 +245,8 @@ static void attention_backward(float *dq, float *dk, float *dv, float *dp, const
                 const float *dyb = dy + (size_t)b * T * QD + h * HD, *qb = q + (size_t)b * T * QD + h * HD;
                 float beta = h == kh * rep ? 0.0f : 1.0f;
                 // dv += p^T . dy ; dp = dy . v^T
-                sgemm1(true, false, T, HD, T, 1.0f, p, T, dyb, QD, beta, dvb, KD);
-                sgemm1(false, true, T, T, HD, 1.0f, dyb, QD, vb, KD, 0.0f, ds, T);
+                sgemm1(bf16, true, false, T, HD, T, 1.0f, p, T, dyb, QD, beta, dvb, KD);
+                sgemm1(bf16, false, true, T, T, HD, 1.0f, dyb, QD, vb, KD, 0.0f, ds, T);
                 for (int t = 0; t < T; t++) {
                     const float *pr = p + (size_t)t * T;
                     float *dr = ds + (size_t)t * T, sum = 0;
@@ -247,8 +255,8 @@ static void attention_backward(float *dq, float *dk, float *dv, float *dp, const
                     for (int t2 = t + 1; t2 < T; t2++) dr[t2] = 0;
                 }
                 // dq = ds . k ; dk += ds^T . q
-                sgemm1(false, false, T, HD, T, 1.0f, ds, T, kb, KD, 0.0f, dq + (size_t)b * T * QD + h * HD, QD);
-                sgemm1(true, false, T, HD, T, 1.0f, ds, T, qb, QD, beta, dkb, KD);
+                sgemm1(bf16, false, false, T, HD, T, 1.0f, ds, T, kb, KD, 0.0f, dq + (size_t)b * T * QD + h * HD, QD);
+                sgemm1(bf16, true, false, T, HD, T, 1.0f, ds, T, qb, QD, beta, dkb, KD);
             }
         }
 }
@@ -420,7 +428,7 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
         model_rope(q, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD);
         model_rope(k, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD);
         float *y = a->y + nq, *xm = a->xm + nc;
-        attention_forward(y, a->att, q, k, v, B, T, c->NH, c->NKV, HD);
+        attention_forward(m->bf16, y, a->att, q, k, v, B, T, c->NH, c->NKV, HD);
         memcpy(xm, x, (size_t)N * C * sizeof(float));
         matmul_fw(m->bf16, xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
         float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h;
@@ -474,8 +482,8 @@ void model_backward(model_t *m, const float *dlogp)
                         ga->dx, a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
         /* the probabilities are recomputed (y comes out the same): keeping
          * them for every layer would cost L * B * NH * T * T floats */
-        attention_forward(a->y + nq, a->att, a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
-        attention_backward(ga->dq, ga->dk, ga->dv, ga->dp, ga->dy, a->att,
+        attention_forward(m->bf16, a->y + nq, a->att, a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
+        attention_backward(m->bf16, ga->dq, ga->dk, ga->dv, ga->dp, ga->dy, a->att,
                            a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
         rope_apply(ga->dq, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
         rope_apply(ga->dk, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
