@@ -235,14 +235,45 @@ static _Thread_local struct {
     size_t cap;
 } ws;
 
-TARGET void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
-                           int ldb, float beta, float *C, int ldc)
+/* one thread's part: B packed together, then the thread's panels of A,
+ * chunk by chunk (its own function, with the tile instructions enabled:
+ * clang does not pass the target to an outlined parallel region) */
+TARGET static void team_part(const op_t *o, int kc, int nb16, uint16_t *bp, uint16_t *ap, float beta, float *C,
+                             int ldc)
+{
+    int id = omp_get_thread_num(), n = omp_get_num_threads(), panels = (o->M + 31) / 32;
+    tiles_configure();
+    for (int k0 = 0; k0 < o->K; k0 += kc) {
+        int k1 = k0 + kc < o->K ? k0 + kc : o->K, nkb = (k1 - k0 + 31) / 32;
+        size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
+        #pragma omp for schedule(static)
+        for (int j = 0; j < nb16; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
+        /* implicit barrier: B is packed */
+        int per = (panels + n - 1) / n, p0 = id * per, p1 = p0 + per < panels ? p0 + per : panels;
+        for (int p = p0; p < p1; p++) {
+            pack_a(o, p * 32, k0, k1, ap);
+            for (int j = 0; j < nb16; j += 2)
+                block(C, ldc, o->M, o->N, p * 32, j * 16, ap, bp + j * bstride, bp + (j + 1) * bstride, nkb, k0 == 0,
+                      beta);
+        }
+        #pragma omp barrier
+    }
+    _tile_release();
+}
+
+void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc)
 {
     op_t o = {ta, tb, M, N, K, A, B, lda, ldb};
+    if (M <= 0 || N <= 0) return;
     if (beta != 0.0f && beta != 1.0f)
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= beta;
     if (beta != 0.0f) beta = 1.0f;
+    if (K <= 0) { /* no products: C = beta C */
+        for (int i = 0; i < M && beta == 0.0f; i++) memset(C + (size_t)i * ldc, 0, N * sizeof(float));
+        return;
+    }
     int nb16 = (N + 31) / 32 * 2; /* 16-column blocks, an even count */
     /* depth per chunk: its packed B about 512 KiB */
     int kc = (int)((1 << 19) / ((size_t)nb16 * 16 * 2 * sizeof(uint16_t))) / 32 * 32;
@@ -250,7 +281,7 @@ TARGET void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A
     int nth = omp_get_max_threads(), panels = (M + 31) / 32;
     if (nth > panels) nth = panels;
     size_t bsz = (size_t)nb16 * (kc / 2) * 32, asz = (size_t)kc * 32;
-    size_t need = bsz + (size_t)nth * asz + 32;
+    size_t need = bsz + (size_t)nth * asz;
     if (ws.cap < need) {
         free(ws.p);
         ws.p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) / 64 * 64);
@@ -259,25 +290,5 @@ TARGET void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A
     }
     uint16_t *bp = ws.p, *aps = ws.p + bsz; /* (ws is this thread's, not the team's) */
     #pragma omp parallel num_threads(nth)
-    {
-        int id = omp_get_thread_num(), n = omp_get_num_threads();
-        uint16_t *ap = aps + (size_t)id * asz;
-        tiles_configure();
-        for (int k0 = 0; k0 < K; k0 += kc) {
-            int k1 = k0 + kc < K ? k0 + kc : K, nkb = (k1 - k0 + 31) / 32;
-            size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
-            #pragma omp for schedule(static)
-            for (int j = 0; j < nb16; j++) pack_b(&o, j * 16, k0, k1, bp + j * bstride);
-            /* implicit barrier: B is packed */
-            int per = (panels + n - 1) / n, p0 = id * per, p1 = p0 + per < panels ? p0 + per : panels;
-            for (int p = p0; p < p1; p++) {
-                pack_a(&o, p * 32, k0, k1, ap);
-                for (int j = 0; j < nb16; j += 2)
-                    block(C, ldc, M, N, p * 32, j * 16, ap, bp + j * bstride, bp + (j + 1) * bstride, nkb,
-                          k0 == 0, beta);
-            }
-            #pragma omp barrier
-        }
-        _tile_release();
-    }
+    team_part(&o, kc, nb16, bp, aps + (size_t)omp_get_thread_num() * asz, beta, C, ldc);
 }
