@@ -238,17 +238,21 @@ static _Thread_local struct {
 /* one thread's part: B packed together, then the thread's panels of A,
  * chunk by chunk (its own function, with the tile instructions enabled:
  * clang does not pass the target to an outlined parallel region) */
-TARGET static void team_part(const op_t *o, int kc, int nb16, uint16_t *bp, uint16_t *ap, float beta, float *C,
-                             int ldc)
+TARGET static void team_part(const op_t *o, int id, int n, int kc, int nb16, uint16_t *bp, uint16_t *ap, float beta,
+                             float *C, int ldc)
 {
-    int id = omp_get_thread_num(), n = omp_get_num_threads(), panels = (o->M + 31) / 32;
+    int panels = (o->M + 31) / 32;
     tiles_configure();
     for (int k0 = 0; k0 < o->K; k0 += kc) {
         int k1 = k0 + kc < o->K ? k0 + kc : o->K, nkb = (k1 - k0 + 31) / 32;
         size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
-        #pragma omp for schedule(static)
-        for (int j = 0; j < nb16; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
-        /* implicit barrier: B is packed */
+        if (n > 1) {
+            #pragma omp for schedule(static)
+            for (int j = 0; j < nb16; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
+            /* implicit barrier: B is packed */
+        } else {
+            for (int j = 0; j < nb16; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
+        }
         int per = (panels + n - 1) / n, p0 = id * per, p1 = p0 + per < panels ? p0 + per : panels;
         for (int p = p0; p < p1; p++) {
             pack_a(o, p * 32, k0, k1, ap);
@@ -256,7 +260,9 @@ TARGET static void team_part(const op_t *o, int kc, int nb16, uint16_t *bp, uint
                 block(C, ldc, o->M, o->N, p * 32, j * 16, ap, bp + j * bstride, bp + (j + 1) * bstride, nkb, k0 == 0,
                       beta);
         }
-        #pragma omp barrier
+        if (n > 1) {
+            #pragma omp barrier
+        }
     }
     _tile_release();
 }
@@ -278,7 +284,9 @@ void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int l
     /* depth per chunk: its packed B about 512 KiB */
     int kc = (int)((1 << 19) / ((size_t)nb16 * 16 * 2 * sizeof(uint16_t))) / 32 * 32;
     kc = kc < 64 ? 64 : kc > K ? (K + 31) / 32 * 32 : kc;
-    int nth = omp_get_max_threads(), panels = (M + 31) / 32;
+    /* inside a parallel region (attention's per-head calls) this thread
+     * does it all, without opening a nested team */
+    int nth = omp_in_parallel() ? 1 : omp_get_max_threads(), panels = (M + 31) / 32;
     if (nth > panels) nth = panels;
     size_t bsz = (size_t)nb16 * (kc / 2) * 32, asz = (size_t)kc * 32;
     size_t need = bsz + (size_t)nth * asz;
@@ -289,6 +297,13 @@ void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int l
         if (!ws.p) abort();
     }
     uint16_t *bp = ws.p, *aps = ws.p + bsz; /* (ws is this thread's, not the team's) */
+    if (nth == 1) {
+        team_part(&o, 0, 1, kc, nb16, bp, aps, beta, C, ldc);
+        return;
+    }
     #pragma omp parallel num_threads(nth)
-    team_part(&o, kc, nb16, bp, aps + (size_t)omp_get_thread_num() * asz, beta, C, ldc);
+    {
+        int id = omp_get_thread_num();
+        team_part(&o, id, omp_get_num_threads(), kc, nb16, bp, aps + (size_t)id * asz, beta, C, ldc);
+    }
 }
