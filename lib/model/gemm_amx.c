@@ -10,11 +10,14 @@
  * 32 depths. Depth comes in chunks whose packed B stays in L2; C is the
  * sum across chunks, loaded into the tiles and stored back.
  *
- * Operands in depth-major layout (a transposed A, a plain B) are turned
- * into units from two source rows at a time; the others by a 16 x 16
- * transpose of 32-bit units. */
+ * A source whose rows run along the depth (a plain A, a transposed B)
+ * gives 16 units per 32 floats of a row; one whose rows are depths (a
+ * transposed A, a plain B) gives 16 units from two rows. Where that puts
+ * the units across what the tile wants (a transposed A, a transposed B),
+ * 16 x 16 of them are transposed. */
 #include "model/model_impl.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <omp.h>
 #include <pthread.h>
@@ -33,16 +36,16 @@
 static int amx_ok = -1;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
+/* the CPU has the tiles and the AVX-512 parts used here, and Linux lets
+ * this process use the tiles' state */
 static void amx_probe(void)
 {
     unsigned a, b, c, d;
     amx_ok = 0;
-    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-    bool tile = d >> 24 & 1, bf16 = d >> 22 & 1, avx512 = b >> 16 & 1;
-    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
-    bool avx512bf16 = a >> 5 & 1;
-    if (tile && bf16 && avx512 && avx512bf16 && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0)
-        amx_ok = 1;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+    bool tile = d >> 24 & 1, bf16 = d >> 22 & 1, avx512 = (b >> 16 & 1) && (b >> 30 & 1);
+    if (!tile || !bf16 || !avx512 || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a >> 5 & 1)) return;
+    amx_ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 
 bool model_amx_available(void)
