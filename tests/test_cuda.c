@@ -47,11 +47,11 @@ static void test_backend_names(void)
     if (!m) return;
     EXPECT(model_set_backend(m, "cpu", err, sizeof err) == 0);
     EXPECT(model_device(m) == -1);
-    const char *bad[] = {"gpu", "cuda", "cuda:", "cuda:x", "cuda:1x", "cuda:-1", "CPU"};
+    const char *bad[] = {"gpu", "cuda", "cuda:", "cuda:x", "cuda:1x", "cuda:-1", "CPU", "cpu-bf", "cpu-bf16x"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = 0;
         EXPECTF(model_set_backend(m, bad[i], err, sizeof err) == -1, "%s", bad[i]);
-        EXPECTF(strstr(err, "expected cpu or cuda:N") && !strchr(err, '\n'), "%s: %s", bad[i], err);
+        EXPECTF(strstr(err, "expected cpu, cpu-bf16 or cuda:N") && !strchr(err, '\n'), "%s: %s", bad[i], err);
     }
     err[0] = 0;
     if (no_device()) {
