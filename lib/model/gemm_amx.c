@@ -284,7 +284,7 @@ void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int l
         return;
     }
     int nb16 = (N + 31) / 32 * 2; /* 16-column blocks, an even count */
-    /* depth per chunk: its packed B about 512 KiB */
+    /* depth per chunk: its packed B about 256 KiB */
     int kc = (int)((1 << 19) / ((size_t)nb16 * 16 * 2 * sizeof(uint16_t))) / 32 * 32;
     kc = kc < 64 ? 64 : kc > K ? (K + 31) / 32 * 32 : kc;
     /* inside a parallel region (attention's per-head calls) this thread

@@ -135,8 +135,10 @@ void model_gemm_few(int M, int N, int K, const float *A, int lda, const float *B
 /* gemm_amx.c: C (M, N) = op(A) op(B) + beta C with bf16 products and
  * fp32 sums on the AMX tiles, when model_amx_available() */
 bool model_amx_available(void);
-/* below this many multiply-adds a bf16 matmul stays in fp32 sgemm */
-#define MODEL_AMX_MIN (1 << 21)
+/* below this many multiply-adds a bf16 matmul stays in fp32 sgemm: one
+ * thread, 17 to 128 rows, the tiles were 1.36 to 4.9 times as fast as
+ * sgemm from 2^20 on, and from 0.5 to 3.8 times at 2^18 */
+#define MODEL_AMX_MIN (1 << 20)
 void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
                     int ldb, float beta, float *C, int ldc);
 void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
