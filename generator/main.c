@@ -11,6 +11,7 @@
 #include "node/version.h"
 #include "records.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "wire/wire.h"
 
 static uint64_t now_ms(void) { return (uint64_t)zclock_time(); }
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
     int rc = config_load(&cfg, &argc, argv);
     if (rc != 0) return rc < 0 ? 2 : 0;
     log_init("generator", cfg.node);
+    mem_fix_thresholds();
     zsys_init();
     endpoints_t ep;
     char err[512];

@@ -19,6 +19,15 @@ void mem_release(void)
 #endif
 }
 
+void mem_fix_thresholds(void)
+{
+#ifdef __GLIBC__
+    /* setting them turns off glibc's sliding of both */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+#endif
+}
+
 /* under AddressSanitizer the block is malloc'd, so overruns are caught */
 #ifdef __SANITIZE_ADDRESS__
 void *mem_map(size_t bytes) { return malloc(bytes ? bytes : 1); }
