@@ -76,7 +76,7 @@ bad = False
 # the warm-up (its 10th percentile) against the floor of its first tenth.
 # A leak lifts the floor; work in progress only lifts peak%. The median
 # was the level until a 75-minute soak: once completions grew long, a
-# generator was mid-call in most samples, and its median rose 7 % while
+# generator was mid-call in most samples, and its median rose 7.5 % while
 # its floor moved 0.1 % and its heap held under 1 MB. median% is the
 # median's growth, shown beside it. anon% is growth% for RssAnon (the
 # process's own pages). Descriptors
