@@ -6,7 +6,6 @@
  * runs once and is held once whatever L is. */
 #include "model/model_impl.h"
 #include "sampling/rng.h"
-#include "util/mem.h"
 
 #include <math.h>
 #include <omp.h>
@@ -187,8 +186,7 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
     gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
     int R = maxP > S ? maxP : S, nth = omp_get_max_threads();
     size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
-    /* mapped, not malloc'd: see mem_map (the KV cache is the big part) */
-    float *mem = mem_map(nf * sizeof(float));
+    float *mem = malloc(nf * sizeof(float));
     float *u = malloc((size_t)S * M * sizeof(float));
     int *imem = malloc((3 * (size_t)R + S) * sizeof(int));
     unsigned char *scratch = malloc(sbytes * nth);
@@ -259,7 +257,7 @@ done:
     free(scratch);
     free(imem);
     free(u);
-    mem_unmap(mem, nf * sizeof(float));
+    free(mem);
     return rc;
 }
 

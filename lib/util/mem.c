@@ -2,8 +2,6 @@
 
 #include <malloc.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <sys/mman.h>
 #include <time.h>
 
 void mem_release(void)
@@ -27,20 +25,3 @@ void mem_fix_thresholds(void)
     mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 #endif
 }
-
-/* under AddressSanitizer the block is malloc'd, so overruns are caught */
-#ifdef __SANITIZE_ADDRESS__
-void *mem_map(size_t bytes) { return malloc(bytes ? bytes : 1); }
-void mem_unmap(void *p, size_t bytes) { (void)bytes; free(p); }
-#else
-void *mem_map(size_t bytes)
-{
-    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-void mem_unmap(void *p, size_t bytes)
-{
-    if (p) munmap(p, bytes ? bytes : 1);
-}
-#endif

@@ -12,30 +12,21 @@
  * call after each unit of work: it does the work at most once a second.
  * Not for a process whose working set follows each input (a generator's KV
  * cache follows the group's longest prompt): trimmed, its RSS swung with
- * every task (26 to 69 MB in a soak). The generator maps that block per
- * call instead (mem_map below). */
+ * every task (26 to 69 MB in a soak). The generator fixes malloc's
+ * thresholds instead (mem_fix_thresholds below). */
 void mem_release(void);
 
 /* Fixes malloc's thresholds for the rest of the process: every block of
  * 256 KiB or more is mapped on its own (and unmapped when freed), and free
  * space over 1 MiB at the heap's top goes back to the kernel. glibc
- * otherwise slides both up after a large free (to 12.9 MB after a
- * generator frees a loaded checkpoint's parameters), and from then on
+ * otherwise slides both up after a large free (to 12.9 MB when a
+ * generator frees a reloaded checkpoint's parameters: the likely trigger
+ * in the soak below), and from then on
  * blocks of that size come from the heap, where one small allocation
  * above them pins the pages. For a process whose large blocks come and go
- * with each input (a generator): in a soak with only its KV cache mapped,
- * a generator's heap still stepped from 4.7 to 13.2 MB after 54 minutes
- * and stayed. */
+ * with each input (a generator, whose KV cache is one per call). Mapping
+ * only that block per call was not enough: in a soak a generator's heap
+ * still stepped from 4.7 to 13.2 MB after 54 minutes and stayed. */
 void mem_fix_thresholds(void);
-
-/* A large scratch block that goes back to the kernel when unmapped,
- * whatever malloc's heuristics. glibc raises its mmap threshold after a
- * large free, so a per-call block can come from the heap and pin it: in a
- * soak a generator's RSS stepped from 53 to 65 MB after 50 minutes and
- * stayed, its heap 12 MB above the other generator's; with its KV cache
- * mapped, the generators held 31.5 MB for an hour. NULL when the kernel
- * refuses. */
-void *mem_map(size_t bytes);
-void mem_unmap(void *p, size_t bytes);
 
 #endif
