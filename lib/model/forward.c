@@ -1,6 +1,8 @@
 /* Forward and backward of the whole model over a right-padded batch, as
  * x_forward / x_backward pairs. Every matmul is an OpenBLAS sgemm against
- * weights in Hugging Face's (out, in) layout; the rest are OpenMP loops.
+ * weights in Hugging Face's (out, in) layout (or, for backend cpu-bf16, a
+ * product on the AMX tiles where large enough: gemm_amx.c); the rest are
+ * OpenMP loops.
  * Workspaces are sized for the batch once and reused. */
 #include "model/model_impl.h"
 
@@ -27,8 +29,7 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-    /* the tiles need a few 32 x 32 blocks of C to pay for the packing */
-    if (bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_AMX_MIN) {
+    if (model_amx_takes(bf16, M, N, K)) {
         model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
@@ -189,7 +190,7 @@ void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t
 static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, float beta, float *C, int ldc)
 {
-    if (bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_AMX_MIN && (alpha == 1.0f || beta == 0.0f)) {
+    if (model_amx_takes(bf16, M, N, K) && (alpha == 1.0f || beta == 0.0f)) {
         model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         for (int i = 0; alpha != 1.0f && i < M; i++)
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= alpha;

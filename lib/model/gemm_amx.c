@@ -238,6 +238,14 @@ static _Thread_local struct {
     size_t cap;
 } ws;
 
+/* thread id's contiguous share [*lo, *hi) of count items among n */
+static void share(int count, int id, int n, int *lo, int *hi)
+{
+    int per = (count + n - 1) / n;
+    *lo = id * per < count ? id * per : count;
+    *hi = *lo + per < count ? *lo + per : count;
+}
+
 /* one thread's part: B packed together, then the thread's panels of A,
  * chunk by chunk (its own function, with the tile instructions enabled:
  * clang does not pass the target to an outlined parallel region) */
@@ -249,14 +257,15 @@ TARGET static void team_part(const op_t *o, int id, int n, int kc, int nb16, uin
     for (int k0 = 0; k0 < o->K; k0 += kc) {
         int k1 = k0 + kc < o->K ? k0 + kc : o->K, nkb = (k1 - k0 + 31) / 32;
         size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
+        /* split by hand, not by omp for: called alone inside another
+         * team's region, this thread must not share its loops */
+        int j0, j1, p0, p1;
+        share(nb16, id, n, &j0, &j1);
+        for (int j = j0; j < j1; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
         if (n > 1) {
-            #pragma omp for schedule(static)
-            for (int j = 0; j < nb16; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
-            /* implicit barrier: B is packed */
-        } else {
-            for (int j = 0; j < nb16; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
+            #pragma omp barrier
         }
-        int per = (panels + n - 1) / n, p0 = id * per, p1 = p0 + per < panels ? p0 + per : panels;
+        share(panels, id, n, &p0, &p1);
         for (int p = p0; p < p1; p++) {
             pack_a(o, p * 32, k0, k1, ap);
             for (int j = 0; j < nb16; j += 2)

@@ -141,6 +141,12 @@ bool model_amx_available(void);
 #define MODEL_AMX_MIN (1 << 20)
 void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
                     int ldb, float beta, float *C, int ldc);
+/* whether a matmul of a bf16 model goes to the tiles: they need a few
+ * 32 x 32 blocks of C to pay for the packing */
+static inline bool model_amx_takes(bool bf16, int M, int N, int K)
+{
+    return bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_AMX_MIN;
+}
 void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
                      int N, int C, float eps);
 void model_swiglu(float *h, const float *g, const float *u, size_t n);
