@@ -546,7 +546,8 @@ static double bf16_round(float x)
 /* one of model_gemm's own kernels, C = op(A) op(B) + beta C, against a
  * double reference (over bf16-rounded inputs for the AMX kernel, so only
  * the fp32 sums may differ): beta 0 (C not read: it starts as NaN) and
- * 1, on 1 and 2 threads */
+ * 1, on 1 and 2 threads. The AMX kernel also takes A and B already in
+ * bf16, each and both: the same C to the bit */
 static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int K, uint64_t seed)
 {
     int lda = ta ? M : K, ldb = tb ? K : N, threads = omp_get_max_threads();
@@ -558,6 +559,12 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
     rng_philox_uniform(seed + 2, 0, C0, (size_t)M * N);
     for (int i = 0; i < M * K; i++) A[i] -= 0.5f;
     for (int i = 0; i < N * K; i++) B[i] -= 0.5f;
+    float *C2 = malloc(sizeof(float) * M * N);
+    uint16_t *A16 = malloc(sizeof(uint16_t) * M * K), *B16 = malloc(sizeof(uint16_t) * N * K);
+    if (amx) {
+        model_bf16_round(A16, A, (size_t)M * K);
+        model_bf16_round(B16, B, (size_t)N * K);
+    }
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
             double acc = 0, abs_acc = 0;
@@ -573,8 +580,16 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
         for (int beta = 0; beta <= 1; beta++) {
             omp_set_num_threads(th);
             for (int i = 0; i < M * N; i++) C[i] = beta ? C0[i] : NAN;
-            if (amx) model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, N);
+            if (amx) model_gemm_amx(ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, (float)beta, C, N);
             else model_gemm_few(M, N, K, A, K, B, K, (float)beta, C, N);
+            for (int way = 1; amx && way <= 3; way++) {
+                for (int i = 0; i < M * N; i++) C2[i] = beta ? C0[i] : NAN;
+                model_gemm_amx(ta, tb, M, N, K, A, way & 1 ? A16 : NULL, lda, B, way & 2 ? B16 : NULL, ldb,
+                               (float)beta, C2, N);
+                EXPECTF(!memcmp(C, C2, sizeof(float) * M * N), "amx %c%c M %d N %d K %d beta %d threads %d: "
+                        "from bf16 %s, a different C", "NT"[ta], "NT"[tb], M, N, K, beta, th,
+                        (const char *[]){"", "A", "B", "A and B"}[way]);
+            }
             double worst = 0;
             for (int i = 0; i < M * N; i++) {
                 /* error against the sum of |terms|: rounding is a part of
@@ -586,7 +601,7 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
                     amx ? "amx" : "few", "NT"[ta], "NT"[tb], M, N, K, beta, th, worst);
         }
     omp_set_num_threads(threads);
-    free(A); free(B); free(C); free(C0); free(ref); free(mag);
+    free(A); free(B); free(C); free(C0); free(ref); free(mag); free(C2); free(A16); free(B16);
 }
 
 /* model_gemm's own few-row kernel (decode steps), called directly so
@@ -602,13 +617,15 @@ static void test_gemm_few(void)
 
 /* the AMX kernel of backend cpu-bf16: every layout (op(A) and op(B)
  * plain or transposed), remainders of 32 rows, 32 columns and 32 depths,
- * depths over one packed chunk */
+ * depths over one packed chunk; panels of an A16 read in place (depth a
+ * multiple of 32) and packed (a last partial panel, other depths) */
 static void test_gemm_amx(void)
 {
     if (!model_amx_available()) SKIP_TEST("this CPU has no AMX bf16 tiles (backend cpu-bf16 is refused)");
     const int shapes[][5] = {{0, 1, 17, 5, 3},     {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},  {0, 0, 33, 17, 65},
                              {1, 1, 40, 33, 70},   {0, 1, 64, 768, 700}, {1, 0, 96, 33, 5000}, {0, 0, 300, 256, 768},
-                             {1, 0, 768, 256, 1030}, {0, 1, 32, 32, 32}};
+                             {1, 0, 768, 256, 1030}, {0, 1, 32, 32, 32},  {0, 1, 192, 192, 64}, {1, 0, 64, 40, 4096},
+                             {0, 0, 80, 48, 96}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         gemm_against_reference(true, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], 5 * s);
 }

@@ -20,6 +20,13 @@
 // ----------------------------------------------------------------------------
 // layers
 
+/* elementwise loops go in blocks of FW_BLOCK elements, one vectorized
+ * call each */
+#define FW_BLOCK 4096
+
+/* p + off, or NULL for a bf16 copy the model does not keep */
+#define at16(p, off) ((p) ? (p) + (off) : NULL)
+
 /* C (M, N) = A B + beta C, row-major, split into one block of rows (or,
  * for few rows, of columns) per OpenMP thread, each a one-thread OpenBLAS
  * call: one thread pool does all the work, so idle OpenMP threads never
@@ -30,7 +37,7 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if (model_amx_takes(bf16, M, N, K)) {
-        model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        model_gemm_amx(ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
         return;
     }
     /* below 2^18 multiply-adds OpenBLAS's own small-matrix kernel wins */
@@ -63,37 +70,74 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
     }
 }
 
-/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
-static void matmul_fw(bool bf16, float *out, const float *inp, const float *w, const float *bias,
-                      int N, int IN, int OUT, bool acc)
+/* model_gemm, where A16 / B16 (NULL, or bf16 copies of A / B) go to the
+ * tiles */
+static void gemm16(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                   const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
-    model_gemm(bf16, false, true, N, OUT, IN, inp, IN, w, IN, acc ? 1.0f : 0.0f, out, OUT);
-    if (!bias) return;
+    if ((A16 || B16) && model_amx_takes(bf16, M, N, K))
+        model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+    else
+        model_gemm(bf16, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc; inp16:
+ * NULL or inp in bf16; out16: NULL or where out goes in bf16 too */
+static void matmul_fw(bool bf16, float *out, uint16_t *out16, const float *inp, const uint16_t *inp16,
+                      const float *w, const float *bias, int N, int IN, int OUT, bool acc)
+{
+    gemm16(bf16, false, true, N, OUT, IN, inp, inp16, IN, w, NULL, IN, acc ? 1.0f : 0.0f, out, OUT);
+    if (!bias && !out16) return;
     #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OUT; o++) out[(size_t)n * OUT + o] += bias[o];
+    for (int n = 0; n < N; n++) {
+        float *row = out + (size_t)n * OUT;
+        for (int o = 0; bias && o < OUT; o++) row[o] += bias[o];
+        if (out16) model_bf16_round(out16 + (size_t)n * OUT, row, OUT);
+    }
 }
 
 void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias,
                   int N, int IN, int OUT)
 {
-    matmul_fw(bf16, out, inp, w, bias, N, IN, OUT, false);
+    matmul_fw(bf16, out, NULL, inp, NULL, w, bias, N, IN, OUT, false);
 }
 
 /* dinp (N, IN) = dout . w (or += when acc); dw (OUT, IN) += dout^T . inp;
- * dbias (OUT) += column sums of dout */
+ * dbias (OUT) += column sums of dout. dout16, inp16: NULL or dout, inp in
+ * bf16 */
 static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, const float *dout,
-                            const float *inp, const float *w, int N, int IN, int OUT, bool acc)
+                            const uint16_t *dout16, const float *inp, const uint16_t *inp16, const float *w, int N,
+                            int IN, int OUT, bool acc)
 {
-    if (dinp) model_gemm(bf16, false, false, N, IN, OUT, dout, OUT, w, IN, acc ? 1.0f : 0.0f, dinp, IN);
-    model_gemm(bf16, true, false, OUT, IN, N, dout, OUT, inp, IN, 1.0f, dw, IN);
-    /* row by row: contiguous, and cheap next to the sgemms */
-    for (int n = 0; dbias && n < N; n++)
-        for (int o = 0; o < OUT; o++) dbias[o] += dout[(size_t)n * OUT + o];
+    if (dinp) gemm16(bf16, false, false, N, IN, OUT, dout, dout16, OUT, w, NULL, IN, acc ? 1.0f : 0.0f, dinp, IN);
+    gemm16(bf16, true, false, OUT, IN, N, dout, dout16, OUT, inp, inp16, IN, 1.0f, dw, IN);
+    if (!dbias) return;
+    /* each thread sums a range of columns, row by row (the order of one
+     * thread alone) */
+    #pragma omp parallel if ((size_t)N * OUT >= MODEL_PAR_MIN)
+    {
+        int lo, hi;
+        model_share(OUT, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int n = 0; n < N; n++)
+            for (int o = lo; o < hi; o++) dbias[o] += dout[(size_t)n * OUT + o];
+    }
 }
 
-void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
-                     int N, int C, float eps)
+/* dst (n) = src, by the threads */
+static void copy(float *dst, const float *src, size_t n)
+{
+    #pragma omp parallel if (n >= MODEL_PAR_MIN)
+    {
+        int lo, hi, blocks = (int)((n + FW_BLOCK - 1) / FW_BLOCK);
+        model_share(blocks, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        size_t a = (size_t)lo * FW_BLOCK, b = (size_t)hi * FW_BLOCK < n ? (size_t)hi * FW_BLOCK : n;
+        if (a < b) memcpy(dst + a, src + a, (b - a) * sizeof(float));
+    }
+}
+
+/* out16: NULL or where out goes rounded to bf16 too */
+static void rmsnorm_fw(float *out, uint16_t *out16, float *rstd, const float *inp, const float *w, int N, int C,
+                       float eps)
 {
     #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
@@ -104,15 +148,22 @@ void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
         for (int i = 0; i < C; i++) ss += x[i] * x[i];
         float r = 1.0f / sqrtf(ss / C + eps);
         for (int i = 0; i < C; i++) o[i] = w[i] * (x[i] * r);
+        if (out16) model_bf16_round(out16 + (size_t)n * C, o, C);
         rstd[n] = r;
     }
 }
 
-/* dinp (N, C) += (or = when !acc) the input gradient; dw (C) +=. Each
- * thread sums its rows' dw into its own row of part (threads, C), added in
- * thread order so the result does not depend on timing */
-static void rmsnorm_backward(float *dinp, float *dw, float *part, const float *dout, const float *inp,
-                             const float *w, const float *rstd, int N, int C, bool acc)
+void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps)
+{
+    rmsnorm_fw(out, NULL, rstd, inp, w, N, C, eps);
+}
+
+/* dinp (N, C) += (or = when !acc) the input gradient, and dinp16 (NULL
+ * or the same in bf16) =; dw (C) +=. Each thread sums its rows' dw into
+ * its own row of part (threads, C), added in thread order so the result
+ * does not depend on timing */
+static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *part, const float *dout,
+                             const float *inp, const float *w, const float *rstd, int N, int C, bool acc)
 {
     int nth = 1;
     #pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
@@ -135,33 +186,43 @@ static void rmsnorm_backward(float *dinp, float *dw, float *part, const float *d
                 dx[i] = acc ? dx[i] + g : g;
                 pw[i] += d[i] * x[i] * r;
             }
+            if (dinp16) model_bf16_round(dinp16 + (size_t)n * C, dx, C);
         }
     }
     for (int t = 0; t < nth; t++)
         for (int i = 0; i < C; i++) dw[i] += part[(size_t)t * C + i];
 }
 
-/* in blocks of FW_BLOCK elements, one vectorized call each */
-#define FW_BLOCK 4096
-
-void model_swiglu(float *h, const float *g, const float *u, size_t n)
+/* h16: NULL or where h goes rounded to bf16 too */
+static void swiglu_fw(float *h, uint16_t *h16, const float *g, const float *u, size_t n)
 {
     #pragma omp parallel for if (n >= MODEL_PAR_MIN)
-    for (size_t lo = 0; lo < n; lo += FW_BLOCK)
-        model_swiglu_loop(h + lo, g + lo, u + lo, n - lo < FW_BLOCK ? n - lo : FW_BLOCK);
+    for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
+        size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
+        model_swiglu_loop(h + lo, g + lo, u + lo, len);
+        if (h16) model_bf16_round(h16 + lo, h + lo, len);
+    }
 }
 
-static void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u,
-                            size_t n)
+void model_swiglu(float *h, const float *g, const float *u, size_t n) { swiglu_fw(h, NULL, g, u, n); }
+
+/* dg16, du16: NULL or where dg, du go in bf16 too */
+static void swiglu_backward(float *dg, float *du, uint16_t *dg16, uint16_t *du16, const float *dh, const float *g,
+                            const float *u, size_t n)
 {
     #pragma omp parallel for if (n >= MODEL_PAR_MIN)
-    for (size_t lo = 0; lo < n; lo += FW_BLOCK)
-        model_swiglu_backward_loop(dg + lo, du + lo, dh + lo, g + lo, u + lo, n - lo < FW_BLOCK ? n - lo : FW_BLOCK);
+    for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
+        size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
+        model_swiglu_backward_loop(dg + lo, du + lo, dh + lo, g + lo, u + lo, len);
+        if (dg16) model_bf16_round(dg16 + lo, dg + lo, len);
+        if (du16) model_bf16_round(du16 + lo, du + lo, len);
+    }
 }
 
 /* rotate_half RoPE in place on x (N, H, HD): pairs (i, i + HD/2) turn by
- * pos * theta^(-2i/HD); dir -1 turns back (the backward pass) */
-static void rope_apply(float *x, const int *pos, const float *cos_t, const float *sin_t,
+ * pos * theta^(-2i/HD); dir -1 turns back (the backward pass); x16: NULL
+ * or where x goes in bf16 too */
+static void rope_apply(float *x, uint16_t *x16, const int *pos, const float *cos_t, const float *sin_t,
                        int N, int H, int HD, float dir)
 {
     int half = HD / 2;
@@ -176,88 +237,124 @@ static void rope_apply(float *x, const int *pos, const float *cos_t, const float
                 v[i + half] = b * c[i] + a * si;
             }
         }
+        if (x16) model_bf16_round(x16 + (size_t)n * H * HD, x + (size_t)n * H * HD, (size_t)H * HD);
     }
 }
 
 void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t,
                   int N, int H, int HD)
 {
-    rope_apply(x, pos, cos_t, sin_t, N, H, HD, 1.0f);
+    rope_apply(x, NULL, pos, cos_t, sin_t, N, H, HD, 1.0f);
 }
 
-/* one thread's matmul of attention: C = alpha op(A) op(B) + beta C, on
- * the tiles in bf16 mode where large enough */
-static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-                   const float *B, int ldb, float beta, float *C, int ldc)
+/* one thread's matmul of attention: C = op(A) op(B) + beta C, on the
+ * tiles in bf16 mode where large enough (reading A16, B16 where not NULL:
+ * A, B in bf16) */
+static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                   const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
-    if (model_amx_takes(bf16, M, N, K) && (alpha == 1.0f || beta == 0.0f)) {
-        model_gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        for (int i = 0; alpha != 1.0f && i < M; i++)
-            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] *= alpha;
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
-                alpha, A, lda, B, ldb, beta, C, ldc);
+    if (model_amx_takes(bf16, M, N, K))
+        model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
+                    1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* causal GQA attention. q (B, T, NH, HD), k and v (B, T, NKV, HD);
+/* the inputs of attention: q (B, T, NH, HD), k and v (B, T, NKV, HD);
  * att (B, NH, T, T) keeps the probabilities (zero above the diagonal);
- * y (B, T, NH, HD). Each (b, h) is two one-thread sgemms: the masked half
- * costs less than hand loops would */
-static void attention_forward(bool bf16, float *y, float *att, const float *q, const float *k, const float *v,
-                              int B, int T, int NH, int NKV, int HD)
+ * each with its bf16 copy or NULL */
+typedef struct {
+    const float *q, *k, *v;
+    const uint16_t *q16, *k16, *v16;
+    float *att;
+    uint16_t *att16;
+    int B, T, NH, NKV, HD;
+} attn_t;
+
+static attn_t attn_of(const model_t *m, int l)
 {
-    int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
+    const model_config_t *c = &m->cfg;
+    const model_acts_t *a = &m->a;
+    size_t N = (size_t)m->B * m->T, nq = l * N * c->NH * c->HD, nk = l * N * c->NKV * c->HD;
+    return (attn_t){a->q + nq, a->k + nk, a->v + nk, at16(a->qh, nq), at16(a->kh, nk), at16(a->vh, nk),
+                    a->att, a->atth, m->B, m->T, c->NH, c->NKV, c->HD};
+}
+
+/* causal GQA attention: att, and y (B, T, NH, HD) unless NULL (for the
+ * probabilities alone), with y16 NULL or y in bf16. Each (b, h) is two
+ * one-thread sgemms: the masked half costs less than hand loops would */
+static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y16)
+{
+    int B = o->B, T = o->T, NH = o->NH, HD = o->HD, QD = NH * HD, KD = o->NKV * HD, rep = NH / o->NKV;
     float scale = 1.0f / sqrtf((float)HD);
     #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            const float *qb = q + (size_t)b * T * QD + h * HD;
-            const float *kb = k + (size_t)b * T * KD + (h / rep) * HD;
-            const float *vb = v + (size_t)b * T * KD + (h / rep) * HD;
-            float *p = att + ((size_t)b * NH + h) * T * T;
-            sgemm1(bf16, false, true, T, T, HD, scale, qb, QD, kb, KD, 0.0f, p, T);
+            size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / rep) * HD;
+            size_t po = ((size_t)b * NH + h) * T * T;
+            float *p = o->att + po;
+            uint16_t *p16 = at16(o->att16, po);
+            /* the scale goes into the softmax on the tiles (they have no
+             * alpha), into sgemm's alpha else */
+            bool tiles = model_amx_takes(bf16, T, T, HD);
+            if (tiles)
+                sgemm1(bf16, false, true, T, T, HD, o->q + qo, at16(o->q16, qo), QD, o->k + ko, at16(o->k16, ko), KD,
+                       0.0f, p, T);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD,
+                            0.0f, p, T);
             for (int t = 0; t < T; t++) {
                 float *pr = p + (size_t)t * T;
-                model_softmax_row(pr, t + 1);
+                model_softmax_row(pr, t + 1, tiles ? scale : 1.0f);
                 for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
+                if (p16) model_bf16_round(p16 + (size_t)t * T, pr, T);
             }
-            sgemm1(bf16, false, false, T, HD, T, 1.0f, p, T, vb, KD, 0.0f, y + (size_t)b * T * QD + h * HD, QD);
+            if (!y) continue;
+            sgemm1(bf16, false, false, T, HD, T, p, p16, T, o->v + ko, at16(o->v16, ko), KD, 0.0f, y + qo, QD);
+            for (int t = 0; y16 && t < T; t++) model_bf16_round(y16 + qo + (size_t)t * QD, y + qo + (size_t)t * QD, HD);
         }
 }
 
-/* dq, dk, dv are written (not accumulated). One thread owns each
- * (b, kv head), so the keys and values a group of heads shares are summed
- * without races; dp (threads, T, T) is scratch */
-static void attention_backward(bool bf16, float *dq, float *dk, float *dv, float *dp, const float *dy,
-                               const float *att, const float *q, const float *k, const float *v,
-                               int B, int T, int NH, int NKV, int HD)
+/* dq, dk, dv are written (not accumulated), dv16 (NULL or dv in bf16)
+ * too. One thread owns each (b, kv head), so the keys and values a group
+ * of heads shares are summed without races; dp (threads, T, T) is
+ * scratch, dp16 (NULL or the same in bf16) too */
+static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk, float *dv, uint16_t *dv16,
+                               float *dp, uint16_t *dp16, const float *dy)
 {
-    int QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
+    int B = o->B, T = o->T, NH = o->NH, NKV = o->NKV, HD = o->HD, QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
     #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int kh = 0; kh < NKV; kh++) {
-            float *ds = dp + (size_t)omp_get_thread_num() * T * T;
-            const float *kb = k + (size_t)b * T * KD + kh * HD, *vb = v + (size_t)b * T * KD + kh * HD;
-            float *dkb = dk + (size_t)b * T * KD + kh * HD, *dvb = dv + (size_t)b * T * KD + kh * HD;
+            size_t so = (size_t)omp_get_thread_num() * T * T, ko = (size_t)b * T * KD + kh * HD;
+            float *ds = dp + so;
+            uint16_t *ds16 = at16(dp16, so);
+            const float *kb = o->k + ko, *vb = o->v + ko;
+            const uint16_t *kb16 = at16(o->k16, ko), *vb16 = at16(o->v16, ko);
             for (int h = kh * rep; h < (kh + 1) * rep; h++) {
-                const float *p = att + ((size_t)b * NH + h) * T * T;
-                const float *dyb = dy + (size_t)b * T * QD + h * HD, *qb = q + (size_t)b * T * QD + h * HD;
+                size_t po = ((size_t)b * NH + h) * T * T, qo = (size_t)b * T * QD + h * HD;
+                const float *p = o->att + po, *dyb = dy + qo, *qb = o->q + qo;
+                const uint16_t *p16 = at16(o->att16, po), *qb16 = at16(o->q16, qo);
                 float beta = h == kh * rep ? 0.0f : 1.0f;
                 // dv += p^T . dy ; dp = dy . v^T
-                sgemm1(bf16, true, false, T, HD, T, 1.0f, p, T, dyb, QD, beta, dvb, KD);
-                sgemm1(bf16, false, true, T, T, HD, 1.0f, dyb, QD, vb, KD, 0.0f, ds, T);
+                sgemm1(bf16, true, false, T, HD, T, p, p16, T, dyb, NULL, QD, beta, dv + ko, KD);
+                sgemm1(bf16, false, true, T, T, HD, dyb, NULL, QD, vb, vb16, KD, 0.0f, ds, T);
                 for (int t = 0; t < T; t++) {
                     const float *pr = p + (size_t)t * T;
                     float *dr = ds + (size_t)t * T, sum = 0;
                     for (int t2 = 0; t2 <= t; t2++) sum += pr[t2] * dr[t2];
                     for (int t2 = 0; t2 <= t; t2++) dr[t2] = pr[t2] * (dr[t2] - sum) * scale;
                     for (int t2 = t + 1; t2 < T; t2++) dr[t2] = 0;
+                    if (ds16) model_bf16_round(ds16 + (size_t)t * T, dr, T);
                 }
                 // dq = ds . k ; dk += ds^T . q
-                sgemm1(bf16, false, false, T, HD, T, 1.0f, ds, T, kb, KD, 0.0f, dq + (size_t)b * T * QD + h * HD, QD);
-                sgemm1(bf16, true, false, T, HD, T, 1.0f, ds, T, qb, QD, beta, dkb, KD);
+                sgemm1(bf16, false, false, T, HD, T, ds, ds16, T, kb, kb16, KD, 0.0f, dq + qo, QD);
+                sgemm1(bf16, true, false, T, HD, T, ds, ds16, T, qb, qb16, QD, beta, dk + ko, KD);
+            }
+            for (int t = 0; dv16 && t < T; t++) {
+                size_t at = ((size_t)b * T + t) * KD + kh * HD;
+                model_bf16_round(dv16 + at, dv + at, HD);
             }
         }
 }
@@ -288,10 +385,23 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         {&g->part, (size_t)omp_get_max_threads() * (C > (size_t)c->HD ? C : (size_t)c->HD)},
         {&g->dp, (size_t)omp_get_max_threads() * T * T},
     };
-    size_t total = 0;
+    size_t total = 0; /* each from a 64-byte boundary */
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
         if (base) *t[i].p = t[i].n ? base + total : NULL;
-        total += t[i].n;
+        total += (t[i].n + 15) / 16 * 16;
+    }
+    size_t h = m->bf16; /* bf16 copies */
+    struct { uint16_t **p; size_t n; } t16[] = {
+        {&a->ln1h, h * L * N * C}, {&a->yh, h * L * N * QD}, {&a->ln2h, h * L * N * C},
+        {&a->hh, h * L * N * FF}, {&a->lnfh, h * N * C}, {&g->dx16, h * N * C}, {&g->dq16, h * N * QD},
+        {&g->dk16, h * N * KD}, {&g->dv16, h * N * KD}, {&g->dg16, h * N * FF}, {&g->du16, h * N * FF},
+        {&g->lg16, h * chunk * c->V}, {&a->qh, h * L * N * QD}, {&a->kh, h * L * N * KD},
+        {&a->vh, h * L * N * KD}, {&a->atth, h * B * c->NH * (size_t)T * T},
+        {&g->dp16, h * (size_t)omp_get_max_threads() * T * T},
+    };
+    for (size_t i = 0; i < sizeof t16 / sizeof *t16; i++) {
+        if (base) *t16[i].p = t16[i].n ? (uint16_t *)(base + total) : NULL;
+        total += (t16[i].n + 31) / 32 * 16;
     }
     return total;
 }
@@ -301,7 +411,8 @@ static int acts_ensure(model_t *m, int B, int T)
     size_t need = acts_layout(m, NULL, B, T), N = (size_t)B * T;
     if (need > m->acts_cap) {
         free(m->acts_mem);
-        m->acts_mem = malloc(need * sizeof(float));
+        /* 64-byte aligned: the tiles stream their stores only there */
+        m->acts_mem = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
         m->acts_cap = m->acts_mem ? need : 0;
     }
     if ((size_t)m->B * m->T < N || !m->tokens) {
@@ -335,7 +446,8 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
-        model_matmul(m->bf16, lg, m->a.lnf + (size_t)r0 * c->C, lm_weight(m), NULL, n, c->C, V);
+        matmul_fw(m->bf16, lg, NULL, m->a.lnf + (size_t)r0 * c->C, at16(m->a.lnfh, (size_t)r0 * c->C), lm_weight(m),
+                  NULL, n, c->C, V, false);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             const float *row = lg + (size_t)i * V;
@@ -357,7 +469,9 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = m->ga.logits;
-        model_matmul(m->bf16, lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V);
+        const float *lnf = m->a.lnf + (size_t)r0 * C;
+        uint16_t *lnfh = at16(m->a.lnfh, (size_t)r0 * C);
+        matmul_fw(m->bf16, lg, NULL, lnf, lnfh, lm_weight(m), NULL, n, C, V, false);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             float *row = lg + (size_t)i * V;
@@ -365,13 +479,14 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
             float d = tg >= 0 ? dlogp[r0 + i] : 0.0f, lse = m->a.lse[r0 + i];
             if (!d) {
                 memset(row, 0, V * sizeof(float));
-                continue;
+            } else {
+                model_softmax_grad_row(row, V, inv_t, lse, d);
+                row[tg] += d * inv_t;
             }
-            model_softmax_grad_row(row, V, inv_t, lse, d);
-            row[tg] += d * inv_t;
+            if (m->ga.lg16) model_bf16_round(m->ga.lg16 + (size_t)i * V, row, V);
         }
-        matmul_backward(m->bf16, m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->a.lnf + (size_t)r0 * C,
-                        lm_weight(m), n, C, V, false);
+        matmul_backward(m->bf16, m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->ga.lg16, lnf, lnfh, lm_weight(m),
+                        n, C, V, false);
     }
 }
 
@@ -416,32 +531,38 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
         float *x = a->x + nc, *ln1 = a->ln1 + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-        model_rmsnorm(ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
+        uint16_t *ln1h = at16(a->ln1h, nc), *yh = at16(a->yh, nq), *ln2h = at16(a->ln2h, nc), *hh = at16(a->hh, nf);
+        rmsnorm_fw(ln1, ln1h, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
         float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
         float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
-        model_matmul(m->bf16, qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD);
-        model_matmul(m->bf16, kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD);
-        model_matmul(m->bf16, v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD);
+        matmul_fw(m->bf16, qp, NULL, ln1, ln1h, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N,
+                  C, QD, false);
+        matmul_fw(m->bf16, kp, NULL, ln1, ln1h, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N,
+                  C, KD, false);
+        matmul_fw(m->bf16, v, at16(a->vh, nk), ln1, ln1h, w->wv + (size_t)l * KD * C,
+                  w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
         if (c->type == MODEL_QWEN3) {
             model_rmsnorm(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
             model_rmsnorm(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
         }
-        model_rope(q, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD);
-        model_rope(k, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD);
+        rope_apply(q, at16(a->qh, nq), m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, 1.0f);
+        rope_apply(k, at16(a->kh, nk), m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, 1.0f);
         float *y = a->y + nq, *xm = a->xm + nc;
-        attention_forward(m->bf16, y, a->att, q, k, v, B, T, c->NH, c->NKV, HD);
-        memcpy(xm, x, (size_t)N * C * sizeof(float));
-        matmul_fw(m->bf16, xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
+        attn_t ao = attn_of(m, l);
+        attention_forward(m->bf16, &ao, y, yh);
+        copy(xm, x, (size_t)N * C);
+        matmul_fw(m->bf16, xm, NULL, y, yh, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C,
+                  true);
         float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h;
-        model_rmsnorm(ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
-        model_matmul(m->bf16, g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF);
-        model_matmul(m->bf16, u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF);
-        model_swiglu(h, g, u, (size_t)N * FF);
+        rmsnorm_fw(ln2, ln2h, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
+        matmul_fw(m->bf16, g, NULL, ln2, ln2h, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
+        matmul_fw(m->bf16, u, NULL, ln2, ln2h, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
+        swiglu_fw(h, hh, g, u, (size_t)N * FF);
         float *xn = a->x + nc + (size_t)N * C;
-        memcpy(xn, xm, (size_t)N * C * sizeof(float));
-        matmul_fw(m->bf16, xn, h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+        copy(xn, xm, (size_t)N * C);
+        matmul_fw(m->bf16, xn, NULL, h, hh, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
     }
-    model_rmsnorm(a->lnf, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
+    rmsnorm_fw(a->lnf, a->lnfh, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
     lm_head_forward(m, N, logp, logits);
     return 0;
 }
@@ -463,50 +584,59 @@ void model_backward(model_t *m, const float *dlogp)
     model_grad_acts_t *ga = &m->ga;
 
     lm_head_backward(m, N, dlogp);
-    rmsnorm_backward(ga->dx, dw->lnf, ga->part, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf, N, C, false);
+    rmsnorm_backward(ga->dx, ga->dx16, dw->lnf, ga->part, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf, N, C,
+                     false);
     for (int l = c->L - 1; l >= 0; l--) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
-        // MLP: x_next = xm + (silu(g) * u) . wd^T
-        model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
-        matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h,
+        uint16_t *ln1h = at16(a->ln1h, nc), *yh = at16(a->yh, nq), *ln2h = at16(a->ln2h, nc), *hh = at16(a->hh, nf);
+        // MLP: x_next = xm + (silu(g) * u) . wd^T; h recomputed unless the
+        // tiles take its bf16 copy
+        if (!hh || !model_amx_takes(m->bf16, C, FF, N)) {
+            model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
+            hh = NULL;
+        }
+        matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, ga->dx16, a->h, hh,
                         w->wd + (size_t)l * C * FF, N, FF, C, false);
-        swiglu_backward(ga->dg, ga->du, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
-        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
+        swiglu_backward(ga->dg, ga->du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
+        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, ga->dg16, a->ln2 + nc, ln2h,
                         w->wg + (size_t)l * FF * C, N, C, FF, false);
-        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
+        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, ga->du16, a->ln2 + nc, ln2h,
                         w->wu + (size_t)l * FF * C, N, C, FF, true);
-        rmsnorm_backward(ga->dx, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
-                         a->r2 + (size_t)l * N, N, C, true);
+        rmsnorm_backward(ga->dx, ga->dx16, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc,
+                         w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N, N, C, true);
         // attention: xm = x + y . wo^T (+ bo)
         matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
-                        ga->dx, a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
-        /* the probabilities are recomputed (y comes out the same): keeping
-         * them for every layer would cost L * B * NH * T * T floats */
-        attention_forward(m->bf16, a->y + nq, a->att, a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
-        attention_backward(m->bf16, ga->dq, ga->dk, ga->dv, ga->dp, ga->dy, a->att,
-                           a->q + nq, a->k + nk, a->v + nk, B, T, c->NH, c->NKV, HD);
-        rope_apply(ga->dq, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
-        rope_apply(ga->dk, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
+                        ga->dx, ga->dx16, a->y + nq, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
+        /* the probabilities are recomputed: keeping them for every layer
+         * would cost L * B * NH * T * T floats */
+        attn_t ao = attn_of(m, l);
+        attention_forward(m->bf16, &ao, NULL, NULL);
+        attention_backward(m->bf16, &ao, ga->dq, ga->dk, ga->dv, ga->dv16, ga->dp, ga->dp16, ga->dy);
+        /* the bf16 copies of the gradients wq and wk take come from the
+         * last step before them: RoPE's, or Qwen3's norms' */
+        bool q3 = c->type == MODEL_QWEN3;
+        rope_apply(ga->dq, q3 ? NULL : ga->dq16, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
+        rope_apply(ga->dk, q3 ? NULL : ga->dk16, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
         float *dq = ga->dq, *dk = ga->dk;
-        if (c->type == MODEL_QWEN3) {
+        if (q3) {
             /* dy is free again: it takes dq before q_norm, dk2 dk */
-            rmsnorm_backward(ga->dy, dw->qn + (size_t)l * HD, ga->part, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
-                             a->rq + (size_t)l * N * c->NH, N * c->NH, HD, false);
-            rmsnorm_backward(ga->dk2, dw->kn + (size_t)l * HD, ga->part, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
-                             a->rk + (size_t)l * N * c->NKV, N * c->NKV, HD, false);
+            rmsnorm_backward(ga->dy, ga->dq16, dw->qn + (size_t)l * HD, ga->part, ga->dq, a->qpre + nq,
+                             w->qn + (size_t)l * HD, a->rq + (size_t)l * N * c->NH, N * c->NH, HD, false);
+            rmsnorm_backward(ga->dk2, ga->dk16, dw->kn + (size_t)l * HD, ga->part, ga->dk, a->kpre + nk,
+                             w->kn + (size_t)l * HD, a->rk + (size_t)l * N * c->NKV, N * c->NKV, HD, false);
             dq = ga->dy;
             dk = ga->dk2;
         }
         const float *ln1 = a->ln1 + nc;
         matmul_backward(m->bf16, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
-                        ln1, w->wq + (size_t)l * QD * C, N, C, QD, false);
+                        ga->dq16, ln1, ln1h, w->wq + (size_t)l * QD * C, N, C, QD, false);
         matmul_backward(m->bf16, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,
-                        ln1, w->wk + (size_t)l * KD * C, N, C, KD, true);
+                        ga->dk16, ln1, ln1h, w->wk + (size_t)l * KD * C, N, C, KD, true);
         matmul_backward(m->bf16, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
-                        ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
-        rmsnorm_backward(ga->dx, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
-                         a->r1 + (size_t)l * N, N, C, true);
+                        ga->dv16, ln1, ln1h, w->wv + (size_t)l * KD * C, N, C, KD, true);
+        rmsnorm_backward(ga->dx, ga->dx16, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc,
+                         w->ln1 + (size_t)l * C, a->r1 + (size_t)l * N, N, C, true);
     }
     /* rows of one token add into the same embedding row: each thread owns
      * a range of columns */

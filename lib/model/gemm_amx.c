@@ -14,7 +14,13 @@
  * gives 16 units per 32 floats of a row; one whose rows are depths (a
  * transposed A, a plain B) gives 16 units from two rows. Where that puts
  * the units across what the tile wants (a transposed A, a transposed B),
- * 16 x 16 of them are transposed. */
+ * 16 x 16 of them are transposed.
+ *
+ * An operand may come rounded to bf16 already (A16, B16: the activations
+ * and gradients that forward.c keeps in both precisions). Then it is read
+ * at half the bytes and not converted, with results the same to the bit;
+ * and a plain A16 whose depth is a multiple of 32 is not packed at all:
+ * the tiles load its full panels in place. */
 #include "model/model_impl.h"
 
 #include <cpuid.h>
@@ -27,7 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512bf16,amx-tile,amx-bf16")))
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
 
 /* the Linux request for the tile data state */
 #define ARCH_REQ_XCOMP_PERM 0x1023
@@ -43,7 +49,7 @@ static void amx_probe(void)
     unsigned a, b, c, d;
     amx_ok = 0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
-    bool tile = d >> 24 & 1, bf16 = d >> 22 & 1, avx512 = (b >> 16 & 1) && (b >> 30 & 1);
+    bool tile = d >> 24 & 1, bf16 = d >> 22 & 1, avx512 = (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1);
     if (!tile || !bf16 || !avx512 || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a >> 5 & 1)) return;
     amx_ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
@@ -79,6 +85,14 @@ TARGET static inline __m512i units_of_rows(const float *r0, const float *r1, __m
     __m512 x1 = r1 ? _mm512_maskz_loadu_ps(mk, r1) : _mm512_setzero_ps();
     __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
     __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* the same from two rows of bf16 */
+TARGET static inline __m512i units_of_rows16(const uint16_t *r0, const uint16_t *r1, __mmask16 mk)
+{
+    __m512i lo = r0 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, r0)) : _mm512_setzero_si512();
+    __m512i hi = r1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, r1)) : _mm512_setzero_si512();
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
@@ -126,8 +140,12 @@ typedef struct {
     bool ta, tb;
     int M, N, K;
     const float *A, *B;
+    const uint16_t *A16, *B16; /* the same rounded to bf16, or NULL */
     int lda, ldb;
 } op_t;
+
+/* whether the tiles read the panel of 32 rows from m0 of A16 in place */
+static bool a_in_place(const op_t *o, int m0) { return o->A16 && !o->ta && o->K % 32 == 0 && m0 + 32 <= o->M; }
 
 /* a panel of 32 rows of op(A) from row m0, depths [k0, k1), as kb blocks
  * of 32 rows x 32 bf16 */
@@ -140,8 +158,11 @@ TARGET static void pack_a(const op_t *o, int m0, int k0, int k1, uint16_t *ap)
         if (!o->ta) {
             __mmask32 mk = mask32(k1 - k);
             for (int r = 0; r < 32; r++) {
-                const float *row = m0 + r < o->M ? o->A + (size_t)(m0 + r) * o->lda + k : NULL;
-                _mm512_storeu_si512(blk + r * 32, units_of_row(row, mk));
+                bool in = m0 + r < o->M;
+                size_t at = (size_t)(m0 + r) * o->lda + k;
+                __m512i u = !in ? _mm512_setzero_si512()
+                          : o->A16 ? _mm512_maskz_loadu_epi16(mk, o->A16 + at) : units_of_row(o->A + at, mk);
+                _mm512_storeu_si512(blk + r * 32, u);
             }
         } else {
             for (int h = 0; h < 2; h++) {
@@ -150,9 +171,11 @@ TARGET static void pack_a(const op_t *o, int m0, int k0, int k1, uint16_t *ap)
                 __m512i u[16];
                 for (int p = 0; p < 16; p++) {
                     int ka = k + 2 * p;
-                    const float *r0 = ka < k1 ? o->A + (size_t)ka * o->lda + m : NULL;
-                    const float *r1 = ka + 1 < k1 ? o->A + (size_t)(ka + 1) * o->lda + m : NULL;
-                    u[p] = units_of_rows(r0, r1, mk);
+                    size_t at0 = (size_t)ka * o->lda + m, at1 = at0 + o->lda;
+                    if (o->A16)
+                        u[p] = units_of_rows16(ka < k1 ? o->A16 + at0 : NULL, ka + 1 < k1 ? o->A16 + at1 : NULL, mk);
+                    else
+                        u[p] = units_of_rows(ka < k1 ? o->A + at0 : NULL, ka + 1 < k1 ? o->A + at1 : NULL, mk);
                 }
                 transpose16(u);
                 for (int j = 0; j < 16; j++) _mm512_storeu_si512(blk + (h * 16 + j) * 32, u[j]);
@@ -173,25 +196,32 @@ TARGET static void pack_b(const op_t *o, int n0, int k0, int k1, uint16_t *bp)
             __mmask16 mk = mask16(o->N - n0);
             for (int p = 0; p < 16; p++) {
                 int ka = k + 2 * p;
-                const float *r0 = ka < k1 ? o->B + (size_t)ka * o->ldb + n0 : NULL;
-                const float *r1 = ka + 1 < k1 ? o->B + (size_t)(ka + 1) * o->ldb + n0 : NULL;
-                u[p] = units_of_rows(r0, r1, mk);
+                size_t at0 = (size_t)ka * o->ldb + n0, at1 = at0 + o->ldb;
+                if (o->B16)
+                    u[p] = units_of_rows16(ka < k1 ? o->B16 + at0 : NULL, ka + 1 < k1 ? o->B16 + at1 : NULL, mk);
+                else
+                    u[p] = units_of_rows(ka < k1 ? o->B + at0 : NULL, ka + 1 < k1 ? o->B + at1 : NULL, mk);
             }
         } else {
             __mmask32 mk = mask32(k1 - k);
-            for (int j = 0; j < 16; j++)
-                u[j] = units_of_row(n0 + j < o->N ? o->B + (size_t)(n0 + j) * o->ldb + k : NULL, mk);
+            for (int j = 0; j < 16; j++) {
+                size_t at = (size_t)(n0 + j) * o->ldb + k;
+                u[j] = n0 + j >= o->N ? _mm512_setzero_si512()
+                     : o->B16 ? _mm512_maskz_loadu_epi16(mk, o->B16 + at) : units_of_row(o->B + at, mk);
+            }
             transpose16(u);
         }
         for (int p = 0; p < 16; p++) _mm512_storeu_si512(blk + p * 32, u[p]);
     }
 }
 
-/* one 32 x 32 block of C at (m0, n0) over a packed depth chunk of nkb
- * steps; first: the chunk is the call's first (C scaled by beta, else
+/* one 32 x 32 block of C at (m0, n0) over a depth chunk of nkb steps of
+ * 32: A's 32 rows at ap, ald bf16 apart, each step akb further on (packed:
+ * 32 and 1024; in place: lda and 32); B's two packed 16-column blocks at
+ * b0, b1; first: the chunk is the call's first (C scaled by beta, else
  * summed into) */
-TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const uint16_t *ap,
-                         const uint16_t *b0, const uint16_t *b1, int nkb, bool first, float beta)
+TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const uint16_t *ap, size_t ald,
+                         size_t akb, const uint16_t *b0, const uint16_t *b1, int nkb, bool first, float beta)
 {
     bool full = m0 + 32 <= M && n0 + 32 <= N;
     float tmp[32 * 32];
@@ -212,8 +242,8 @@ TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const 
         _tile_loadd(3, (char *)(c + 16) + 16 * stride, stride);
     }
     for (int kb = 0; kb < nkb; kb++) {
-        _tile_loadd(4, ap + (size_t)kb * 1024, 64);
-        _tile_loadd(5, ap + (size_t)kb * 1024 + 512, 64);
+        _tile_loadd(4, ap + kb * akb, ald * 2);
+        _tile_loadd(5, ap + kb * akb + 16 * ald, ald * 2);
         _tile_loadd(6, b0 + (size_t)kb * 512, 64);
         _tile_loadd(7, b1 + (size_t)kb * 512, 64);
         _tile_dpbf16ps(0, 4, 6);
@@ -238,14 +268,6 @@ static _Thread_local struct {
     size_t cap;
 } ws;
 
-/* thread id's contiguous share [*lo, *hi) of count items among n */
-static void share(int count, int id, int n, int *lo, int *hi)
-{
-    int per = (count + n - 1) / n;
-    *lo = id * per < count ? id * per : count;
-    *hi = *lo + per < count ? *lo + per : count;
-}
-
 /* one thread's part: B packed together, then the thread's panels of A,
  * chunk by chunk (its own function, with the tile instructions enabled:
  * clang does not pass the target to an outlined parallel region) */
@@ -260,17 +282,22 @@ TARGET static void team_part(const op_t *o, int id, int n, int kc, int nb16, uin
         /* split by hand, not by omp for: called alone inside another
          * team's region, this thread must not share its loops */
         int j0, j1, p0, p1;
-        share(nb16, id, n, &j0, &j1);
+        model_share(nb16, id, n, &j0, &j1);
         for (int j = j0; j < j1; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
         if (n > 1) {
             #pragma omp barrier
         }
-        share(panels, id, n, &p0, &p1);
+        model_share(panels, id, n, &p0, &p1);
         for (int p = p0; p < p1; p++) {
-            pack_a(o, p * 32, k0, k1, ap);
+            const uint16_t *a = ap;
+            size_t ald = 32, akb = 1024;
+            if (a_in_place(o, p * 32))
+                a = o->A16 + (size_t)p * 32 * o->lda + k0, ald = o->lda, akb = 32;
+            else
+                pack_a(o, p * 32, k0, k1, ap);
             for (int j = 0; j < nb16; j += 2)
-                block(C, ldc, o->M, o->N, p * 32, j * 16, ap, bp + j * bstride, bp + (j + 1) * bstride, nkb, k0 == 0,
-                      beta);
+                block(C, ldc, o->M, o->N, p * 32, j * 16, a, ald, akb, bp + j * bstride, bp + (j + 1) * bstride, nkb,
+                      k0 == 0, beta);
         }
         if (n > 1) {
             #pragma omp barrier
@@ -279,10 +306,10 @@ TARGET static void team_part(const op_t *o, int id, int n, int kc, int nb16, uin
     _tile_release();
 }
 
-void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                    float beta, float *C, int ldc)
+void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                    const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
-    op_t o = {ta, tb, M, N, K, A, B, lda, ldb};
+    op_t o = {ta, tb, M, N, K, A, B, A16, B16, lda, ldb};
     if (M <= 0 || N <= 0) return;
     if (beta != 0.0f && beta != 1.0f)
         for (int i = 0; i < M; i++)
@@ -317,5 +344,13 @@ void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int l
     {
         int id = omp_get_thread_num();
         team_part(&o, id, omp_get_num_threads(), kc, nb16, bp, aps + (size_t)id * asz, beta, C, ldc);
+    }
+}
+
+TARGET void model_bf16_round(uint16_t *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mk = mask16(n - i < 16 ? (int)(n - i) : 16);
+        _mm256_mask_storeu_epi16(dst + i, mk, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mk, src + i)));
     }
 }

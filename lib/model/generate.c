@@ -72,7 +72,7 @@ static void attend_group(float *y, float *p, const float *q, const float *k1, co
             p[(size_t)h * n + t] = s * scale;
         }
     }
-    for (int h = 0; h < rep; h++) model_softmax_row(p + (size_t)h * n, n);
+    for (int h = 0; h < rep; h++) model_softmax_row(p + (size_t)h * n, n, 1.0f);
     memset(y, 0, (size_t)rep * HD * sizeof(float));
     for (int t = 0; t < n; t++) {
         const float *vr = t < n1 ? v1 + (size_t)t * KD : v2 + (size_t)(t - n1) * KD;

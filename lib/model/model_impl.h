@@ -52,6 +52,18 @@ typedef struct {
     float *lnf;  // (N, C)
     float *rf;   // (N)
     float *lse;  // (N) logsumexp of logits / temperature
+    /* backend cpu-bf16 only (else NULL): the matmuls' inputs rounded to
+     * bf16 by their producers, read by the tiles in the forward pass and
+     * for the weight gradients */
+    uint16_t *ln1h; // (L, N, C)
+    uint16_t *yh;   // (L, N, NH*HD)
+    uint16_t *ln2h; // (L, N, C)
+    uint16_t *hh;   // (L, N, FF) kept: not recomputed in backward
+    uint16_t *lnfh; // (N, C)
+    uint16_t *qh;   // (L, N, NH*HD) after RoPE
+    uint16_t *kh;   // (L, N, NKV*HD)
+    uint16_t *vh;   // (L, N, NKV*HD)
+    uint16_t *atth; // (B, NH, T, T)
 } model_acts_t;
 
 /* scratch for backward, one layer at a time */
@@ -69,6 +81,16 @@ typedef struct {
     float *logits;  // (chunk, V)
     float *part;    // (threads, max(C, HD)) per-thread norm weight gradients
     float *dp;      // (threads, T, T) attention backward scratch
+    /* backend cpu-bf16 only (else NULL): the gradients that go into
+     * matmuls, rounded to bf16 by their producers */
+    uint16_t *dx16;   // (N, C)
+    uint16_t *dq16;   // (N, NH*HD) the gradient wq's matmul takes
+    uint16_t *dk16;   // (N, NKV*HD) the same for wk
+    uint16_t *dv16;   // (N, NKV*HD)
+    uint16_t *dg16;   // (N, FF)
+    uint16_t *du16;   // (N, FF)
+    uint16_t *lg16;   // (chunk, V)
+    uint16_t *dp16;   // (threads, T, T)
 } model_grad_acts_t;
 
 struct model {
@@ -108,6 +130,14 @@ int model_rope_ensure(model_t *m, int T);
  * waking the team costs more than the work */
 #define MODEL_PAR_MIN (1 << 17)
 
+/* thread id's contiguous share [*lo, *hi) of count items among n */
+static inline void model_share(int count, int id, int n, int *lo, int *hi)
+{
+    int per = (count + n - 1) / n;
+    *lo = id * per < count ? id * per : count;
+    *hi = *lo + per < count ? *lo + per : count;
+}
+
 /* shared kernels (forward.c) */
 /* bf16: products in bf16 on the AMX tiles where the matmul is large
  * enough (the model's bf16 flag) */
@@ -118,8 +148,8 @@ void model_matmul(bool bf16, float *out, const float *inp, const float *w, const
 /* vec.c: loops with e^x, vectorized (see there) */
 void model_swiglu_loop(float *h, const float *g, const float *u, size_t n);
 void model_swiglu_backward_loop(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);
-/* p (n) = softmax(p) in place */
-void model_softmax_row(float *p, int n);
+/* p (n) = softmax(scale p) in place (scale > 0) */
+void model_softmax_row(float *p, int n, float scale);
 /* log sum_i e^(scale x_i) */
 float model_logsumexp(const float *x, int n, float scale);
 /* x_i = -d scale e^(scale x_i - lse): the softmax part of a log-prob's
@@ -139,8 +169,14 @@ bool model_amx_available(void);
  * thread, 17 to 128 rows, the tiles were 1.36 to 4.9 times as fast as
  * sgemm from 2^20 on, and from 0.5 to 3.8 times at 2^18 */
 #define MODEL_AMX_MIN (1 << 20)
-void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B,
-                    int ldb, float beta, float *C, int ldc);
+/* A16 and B16, where not NULL, hold A and B rounded to bf16 (as
+ * model_bf16_round does) with the same leading dimensions; they are read
+ * instead, and the result is the same */
+void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                    const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
+/* dst (n) = src rounded to bf16 as the tiles' packing rounds it (to
+ * nearest even; denormals to zero): needs model_amx_available() */
+void model_bf16_round(uint16_t *dst, const float *src, size_t n);
 /* whether a matmul of a bf16 model goes to the tiles: they need a few
  * 32 x 32 blocks of C to pay for the packing */
 static inline bool model_amx_takes(bool bf16, int M, int N, int K)

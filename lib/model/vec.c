@@ -28,14 +28,14 @@ CLONES void model_swiglu_backward_loop(float *dg, float *du, const float *dh, co
     }
 }
 
-CLONES void model_softmax_row(float *p, int n)
+CLONES void model_softmax_row(float *p, int n, float scale)
 {
     float mx = -INFINITY, sum = 0;
     #pragma omp simd reduction(max:mx)
     for (int i = 0; i < n; i++) mx = p[i] > mx ? p[i] : mx;
     #pragma omp simd reduction(+:sum)
     for (int i = 0; i < n; i++) {
-        p[i] = fastexp(p[i] - mx);
+        p[i] = fastexp((p[i] - mx) * scale);
         sum += p[i];
     }
     float inv = 1.0f / sum;
