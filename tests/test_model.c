@@ -617,8 +617,10 @@ static void test_gemm_few(void)
 
 /* the AMX kernel of backend cpu-bf16: every layout (op(A) and op(B)
  * plain or transposed), remainders of 32 rows, 32 columns and 32 depths,
- * depths over one packed chunk; panels of an A16 read in place (depth a
- * multiple of 32) and packed (a last partial panel, other depths) */
+ * depths over one packed chunk, depth split among the threads (a
+ * weight gradient's shape: K >= 8 M); panels of an A16 read in place
+ * (depth a multiple of 32) and packed (a last partial panel, other
+ * depths) */
 static void test_gemm_amx(void)
 {
     if (!model_amx_available()) SKIP_TEST("this CPU has no AMX bf16 tiles (backend cpu-bf16 is refused)");

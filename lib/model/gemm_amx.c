@@ -20,7 +20,10 @@
  * and gradients that forward.c keeps in both precisions). Then it is read
  * at half the bytes and not converted, with results the same to the bit;
  * and a plain A16 whose depth is a multiple of 32 is not packed at all:
- * the tiles load its full panels in place. */
+ * the tiles load its full panels in place.
+ *
+ * Threads split the rows of C, sharing B's packing; a product with far
+ * more depth than rows (a weight gradient) splits its depth instead. */
 #include "model/model_impl.h"
 
 #include <cpuid.h>
@@ -262,11 +265,35 @@ TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const 
     }
 }
 
-/* the packed buffers, kept by the calling thread across calls */
+/* each thread's buffers (packed operands, a C of its own), kept across
+ * calls */
 static _Thread_local struct {
     uint16_t *p;
     size_t cap;
 } ws;
+
+/* this thread's buffers, at least n bf16 (64-byte aligned) */
+static uint16_t *ws_ensure(size_t n)
+{
+    if (ws.cap < n) {
+        free(ws.p);
+        ws.p = aligned_alloc(64, (n * sizeof(uint16_t) + 63) / 64 * 64);
+        ws.cap = ws.p ? n : 0;
+        if (!ws.p) abort();
+    }
+    return ws.p;
+}
+
+/* the same product over depths [k0, k1) only */
+static op_t depth_range(const op_t *o, int k0, int k1)
+{
+    op_t s = *o;
+    size_t a = o->ta ? (size_t)k0 * o->lda : (size_t)k0, b = o->tb ? (size_t)k0 : (size_t)k0 * o->ldb;
+    s.A += a, s.B += b, s.K = k1 - k0;
+    if (s.A16) s.A16 += a;
+    if (s.B16) s.B16 += b;
+    return s;
+}
 
 /* one thread's part: B packed together, then the thread's panels of A,
  * chunk by chunk (its own function, with the tile instructions enabled:
@@ -306,6 +333,41 @@ TARGET static void team_part(const op_t *o, int id, int n, int kc, int nb16, uin
     _tile_release();
 }
 
+/* a product with much more depth than rows (a weight gradient: depth is
+ * the batch's positions) by nth threads, each over its own range of the
+ * depth into a C of its own (the first into C), summed into C after:
+ * none waits for another until the end, and none reads what another
+ * packed. bsz, asz: the bf16 a thread packs B and A into */
+static void split_depth(const op_t *o, int nth, int kc, int nb16, size_t bsz, size_t asz, float beta, float *C,
+                        int ldc)
+{
+    float *parts[64];
+    if (nth > 64) nth = 64;
+    #pragma omp parallel num_threads(nth)
+    {
+        int id = omp_get_thread_num(), n = omp_get_num_threads(), s0, s1, r0, r1, M = o->M, N = o->N;
+        model_share((o->K + 31) / 32, id, n, &s0, &s1);
+        int k0 = s0 * 32 < o->K ? s0 * 32 : o->K, k1 = s1 * 32 < o->K ? s1 * 32 : o->K;
+        size_t at = (bsz + asz + 31) / 32 * 32; /* the thread's C from a 64-byte boundary */
+        uint16_t *w = ws_ensure(at + (id ? (size_t)M * N * 2 : 0));
+        float *Ct = id ? (float *)(w + at) : C;
+        parts[id] = NULL;
+        if (k0 < k1) {
+            op_t s = depth_range(o, k0, k1);
+            team_part(&s, 0, 1, kc, nb16, w, w + bsz, id ? 0.0f : beta, Ct, id ? N : ldc);
+            parts[id] = Ct;
+        } else if (id == 0 && beta == 0.0f) {
+            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, N * sizeof(float));
+        }
+        #pragma omp barrier
+        /* rows by thread; the parts in thread order */
+        model_share(M, id, n, &r0, &r1);
+        for (int t = 1; t < n; t++)
+            for (int i = r0; parts[t] && i < r1; i++)
+                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] += parts[t][(size_t)i * N + j];
+    }
+}
+
 void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                     const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
@@ -328,13 +390,11 @@ void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const
     int nth = omp_in_parallel() ? 1 : omp_get_max_threads(), panels = (M + 31) / 32;
     if (nth > panels) nth = panels;
     size_t bsz = (size_t)nb16 * (kc / 2) * 32, asz = (size_t)kc * 32;
-    size_t need = bsz + (size_t)nth * asz;
-    if (ws.cap < need) {
-        free(ws.p);
-        ws.p = aligned_alloc(64, (need * sizeof(uint16_t) + 63) / 64 * 64);
-        ws.cap = ws.p ? need : 0;
-        if (!ws.p) abort();
+    if (nth > 1 && K >= 8 * M) { /* a weight gradient: the threads split the depth */
+        split_depth(&o, nth, kc, nb16, bsz, asz, beta, C, ldc);
+        return;
     }
+    ws_ensure(bsz + (size_t)nth * asz);
     uint16_t *bp = ws.p, *aps = ws.p + bsz; /* (ws is this thread's, not the team's) */
     if (nth == 1) {
         team_part(&o, 0, 1, kc, nb16, bp, aps, beta, C, ldc);
