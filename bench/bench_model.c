@@ -147,13 +147,14 @@ int main(int argc, char **argv)
     int B = 64, T = quick ? 96 : 192, Q = quick ? 2 : 8, L = 8, P = 48, NEW = quick ? 32 : 128;
     batch_t b = batch_new(B, T, c.V, 1);
     double ts = train_step(m, &b, reps), ts16 = 0;
+    struct rusage ru, ru16;
+    getrusage(RUSAGE_SELF, &ru); /* the peak after the fp32 steps, before any bf16 one */
     /* backend cpu-bf16, where the CPU has the tiles */
     bool amx = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
     if (amx) ts16 = train_step(m, &b, reps);
     else printf("no cpu-bf16 figures: %s\n", err);
+    getrusage(RUSAGE_SELF, &ru16);
     if (amx && model_set_backend(m, "cpu", err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
     double tg = generate(m, Q, P, L, NEW, false, quick ? 1 : 3);
     double tgb = generate(m, Q, P, L, NEW, true, quick ? 1 : 3);
     double train_tps = B * T / ts, gen_tps = (double)Q * L * NEW / tg, genb_tps = (double)Q * L * NEW / tgb;
@@ -182,8 +183,10 @@ int main(int argc, char **argv)
                "tokens/s");
     /* a round: its completions sampled in one batch, one training step over them */
     bench_line("round_tiny", tgb + ts, "s", NULL, 0, NULL);
-    /* process peak after the training steps (before any sampling) */
+    /* process peak after the training steps (before any sampling); in
+     * bf16 the activations going into matmuls are kept in bf16 as well */
     bench_line("train_step_peak_rss_tiny", ru.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
+    if (amx) bench_line("train_step_peak_rss_tiny_bf16", ru16.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
     batch_free(&b);
     model_destroy(&m);
 
