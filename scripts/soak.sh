@@ -70,8 +70,8 @@ for r in rows:
     anon = int(r[col["anon_kb"]]) if "anon_kb" in col and r[col["anon_kb"]] else 0
     by[r[col["proc"]]].append((int(r[col["t"]]), int(r[col["pid"]]), int(r[col["rss_kb"]]), int(r[col["fds"]]), anon))
 bad = False
-# A process's resident size moves with its work (a generator maps its KV
-# cache for each call and unmaps it after), so "flat" compares levels, not
+# A process's resident size moves with its work (a generator's KV cache
+# is allocated for each call, mapped on its own, and freed after), so "flat" compares levels, not
 # single samples: growth% is the floor of the last tenth of the run after
 # the warm-up (its 10th percentile) against the floor of its first tenth.
 # A leak lifts the floor; work in progress only lifts peak%. The median

@@ -75,7 +75,7 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
 static void gemm16(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                    const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
-    if ((A16 || B16) && model_amx_takes(bf16, M, N, K))
+    if (model_amx_takes(bf16, M, N, K))
         model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
     else
         model_gemm(bf16, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
@@ -298,8 +298,8 @@ static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y1
              * alpha), into sgemm's alpha else */
             bool tiles = model_amx_takes(bf16, T, T, HD);
             if (tiles)
-                sgemm1(bf16, false, true, T, T, HD, o->q + qo, at16(o->q16, qo), QD, o->k + ko, at16(o->k16, ko), KD,
-                       0.0f, p, T);
+                model_gemm_amx(false, true, T, T, HD, o->q + qo, at16(o->q16, qo), QD, o->k + ko, at16(o->k16, ko), KD,
+                               0.0f, p, T);
             else
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD,
                             0.0f, p, T);
@@ -411,7 +411,7 @@ static int acts_ensure(model_t *m, int B, int T)
     size_t need = acts_layout(m, NULL, B, T), N = (size_t)B * T;
     if (need > m->acts_cap) {
         free(m->acts_mem);
-        /* 64-byte aligned: the tiles stream their stores only there */
+        /* 64-byte aligned, so each array starts a cache line (acts_layout) */
         m->acts_mem = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
         m->acts_cap = m->acts_mem ? need : 0;
     }

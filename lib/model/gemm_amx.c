@@ -107,6 +107,22 @@ TARGET static inline __m512i units_of_row(const float *r, __mmask32 mk)
     return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
+/* 16 units from one row, 32 depths from offset at: of h (bf16) where
+ * given, else of f */
+TARGET static inline __m512i units_along(const float *f, const uint16_t *h, size_t at, __mmask32 mk)
+{
+    return h ? _mm512_maskz_loadu_epi16(mk, h + at) : units_of_row(f + at, mk);
+}
+
+/* 16 units from the rows at offsets at and at + ld, of which the first
+ * `rows` (0 to 2) exist: of h (bf16) where given, else of f */
+TARGET static inline __m512i units_across(const float *f, const uint16_t *h, size_t at, size_t ld, int rows,
+                                          __mmask16 mk)
+{
+    if (h) return units_of_rows16(rows > 0 ? h + at : NULL, rows > 1 ? h + at + ld : NULL, mk);
+    return units_of_rows(rows > 0 ? f + at : NULL, rows > 1 ? f + at + ld : NULL, mk);
+}
+
 /* r[i] lane j <-> r[j] lane i, for 32-bit lanes */
 TARGET static inline void transpose16(__m512i r[16])
 {
@@ -161,10 +177,8 @@ TARGET static void pack_a(const op_t *o, int m0, int k0, int k1, uint16_t *ap)
         if (!o->ta) {
             __mmask32 mk = mask32(k1 - k);
             for (int r = 0; r < 32; r++) {
-                bool in = m0 + r < o->M;
-                size_t at = (size_t)(m0 + r) * o->lda + k;
-                __m512i u = !in ? _mm512_setzero_si512()
-                          : o->A16 ? _mm512_maskz_loadu_epi16(mk, o->A16 + at) : units_of_row(o->A + at, mk);
+                __m512i u = m0 + r < o->M ? units_along(o->A, o->A16, (size_t)(m0 + r) * o->lda + k, mk)
+                                          : _mm512_setzero_si512();
                 _mm512_storeu_si512(blk + r * 32, u);
             }
         } else {
@@ -174,11 +188,7 @@ TARGET static void pack_a(const op_t *o, int m0, int k0, int k1, uint16_t *ap)
                 __m512i u[16];
                 for (int p = 0; p < 16; p++) {
                     int ka = k + 2 * p;
-                    size_t at0 = (size_t)ka * o->lda + m, at1 = at0 + o->lda;
-                    if (o->A16)
-                        u[p] = units_of_rows16(ka < k1 ? o->A16 + at0 : NULL, ka + 1 < k1 ? o->A16 + at1 : NULL, mk);
-                    else
-                        u[p] = units_of_rows(ka < k1 ? o->A + at0 : NULL, ka + 1 < k1 ? o->A + at1 : NULL, mk);
+                    u[p] = units_across(o->A, o->A16, (size_t)ka * o->lda + m, o->lda, k1 - ka, mk);
                 }
                 transpose16(u);
                 for (int j = 0; j < 16; j++) _mm512_storeu_si512(blk + (h * 16 + j) * 32, u[j]);
@@ -199,19 +209,13 @@ TARGET static void pack_b(const op_t *o, int n0, int k0, int k1, uint16_t *bp)
             __mmask16 mk = mask16(o->N - n0);
             for (int p = 0; p < 16; p++) {
                 int ka = k + 2 * p;
-                size_t at0 = (size_t)ka * o->ldb + n0, at1 = at0 + o->ldb;
-                if (o->B16)
-                    u[p] = units_of_rows16(ka < k1 ? o->B16 + at0 : NULL, ka + 1 < k1 ? o->B16 + at1 : NULL, mk);
-                else
-                    u[p] = units_of_rows(ka < k1 ? o->B + at0 : NULL, ka + 1 < k1 ? o->B + at1 : NULL, mk);
+                u[p] = units_across(o->B, o->B16, (size_t)ka * o->ldb + n0, o->ldb, k1 - ka, mk);
             }
         } else {
             __mmask32 mk = mask32(k1 - k);
-            for (int j = 0; j < 16; j++) {
-                size_t at = (size_t)(n0 + j) * o->ldb + k;
-                u[j] = n0 + j >= o->N ? _mm512_setzero_si512()
-                     : o->B16 ? _mm512_maskz_loadu_epi16(mk, o->B16 + at) : units_of_row(o->B + at, mk);
-            }
+            for (int j = 0; j < 16; j++)
+                u[j] = n0 + j < o->N ? units_along(o->B, o->B16, (size_t)(n0 + j) * o->ldb + k, mk)
+                                     : _mm512_setzero_si512();
             transpose16(u);
         }
         for (int p = 0; p < 16; p++) _mm512_storeu_si512(blk + p * 32, u[p]);
