@@ -643,22 +643,16 @@ static model_t *tiny_model(uint64_t seed)
     return m;
 }
 
-/* backend cpu-bf16 against cpu on the tiny model: a batch large enough
- * that every linear layer takes the tiles. Log-probs and the gradient
+/* backend cpu-bf16 against cpu on the tiny model, and on the same with
+ * Qwen3's q/k norms (the bf16 copies of q's and k's gradients come from
+ * those norms there, from RoPE in Qwen2): a batch large enough that every
+ * linear layer takes the tiles. Log-probs and the gradient
  * agree to bf16's precision (and differ: the tiles were used); "cpu"
  * goes back to fp32 exactly. Where the CPU has no tiles, the backend is
  * refused with one line that names it. */
-static void test_cpu_bf16(void)
+static void cpu_bf16_against_cpu(model_t *m, const char *arch)
 {
     char err[512];
-    model_t *m = tiny_model(7);
-    if (!m) return;
-    if (!model_amx_available()) {
-        EXPECT(model_set_backend(m, "cpu-bf16", err, sizeof err) == -1);
-        EXPECTF(strstr(err, "cpu-bf16") && strstr(err, "AMX"), "%s", err);
-        model_destroy(&m);
-        SKIP_TEST("this CPU has no AMX bf16 tiles");
-    }
     enum { B = 2, T = 192, N = B * T }; /* T: attention takes the tiles too */
     int tok[N], tg[N];
     float lp[3][N], dl[N];
@@ -688,11 +682,31 @@ static void test_cpu_bf16(void)
         same = fmax(same, fabs(g[2][i] - g[0][i]));
     }
     double rel = sqrt(d2 / n2);
-    EXPECTF(dlp > 0 && dlp < 0.05, "log-probs: bf16 differs from fp32 by up to %.3g", dlp);
-    EXPECTF(rel > 0 && rel < 0.05, "gradient: bf16 differs from fp32 by %.3g of its norm", rel);
-    EXPECTF(same == 0, "back on cpu: differs from the first fp32 pass by %.3g", same);
-    printf("cpu-bf16: log-probs within %.2g, gradient within %.2g of its norm\n", dlp, rel);
+    EXPECTF(dlp > 0 && dlp < 0.05, "%s log-probs: bf16 differs from fp32 by up to %.3g", arch, dlp);
+    EXPECTF(rel > 0 && rel < 0.05, "%s gradient: bf16 differs from fp32 by %.3g of its norm", arch, rel);
+    EXPECTF(same == 0, "%s back on cpu: differs from the first fp32 pass by %.3g", arch, same);
+    printf("cpu-bf16 (%s): log-probs within %.2g, gradient within %.2g of its norm\n", arch, dlp, rel);
     for (int r = 0; r < 3; r++) free(g[r]);
+}
+
+static void test_cpu_bf16(void)
+{
+    char err[512];
+    model_t *m = tiny_model(7);
+    if (!m) return;
+    if (!model_amx_available()) {
+        EXPECT(model_set_backend(m, "cpu-bf16", err, sizeof err) == -1);
+        EXPECTF(strstr(err, "cpu-bf16") && strstr(err, "AMX"), "%s", err);
+        model_destroy(&m);
+        SKIP_TEST("this CPU has no AMX bf16 tiles");
+    }
+    cpu_bf16_against_cpu(m, "qwen2");
+    model_destroy(&m);
+    model_config_t c = model_config_tiny();
+    c.type = MODEL_QWEN3, c.qkv_bias = false;
+    m = model_new_random(&c, 7, err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (m) cpu_bf16_against_cpu(m, "qwen3");
     model_destroy(&m);
 }
 
