@@ -260,9 +260,10 @@ static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, const float
                     1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* the inputs of attention: q (B, T, NH, HD), k and v (B, T, NKV, HD);
- * att (B, NH, T, T) keeps the probabilities (zero above the diagonal);
- * each with its bf16 copy or NULL */
+/* the inputs of attention: q (B, T, NH, HD), k and v (B, T, NKV, HD),
+ * each with its bf16 copy or NULL; att (threads, T, T) is scratch where
+ * each thread puts the probabilities of the head it works on, so they
+ * stay in its cache; att16 (NULL or the same in bf16) too */
 typedef struct {
     const float *q, *k, *v;
     const uint16_t *q16, *k16, *v16;
@@ -280,36 +281,43 @@ static attn_t attn_of(const model_t *m, int l)
                     a->att, a->atth, m->B, m->T, c->NH, c->NKV, c->HD};
 }
 
-/* causal GQA attention: att, and y (B, T, NH, HD) unless NULL (for the
- * probabilities alone), with y16 NULL or y in bf16. Each (b, h) is two
- * one-thread sgemms: the masked half costs less than hand loops would */
+/* the causal softmax probabilities of batch row b, head h into p (T, T),
+ * zero above the diagonal, and p16 (NULL or p in bf16). Scores are one
+ * one-thread sgemm: the masked half costs less than hand loops would */
+static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint16_t *p16)
+{
+    int T = o->T, HD = o->HD, QD = o->NH * HD, KD = o->NKV * HD;
+    size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / (o->NH / o->NKV)) * HD;
+    float scale = 1.0f / sqrtf((float)HD);
+    /* the scale goes into the softmax on the tiles (they have no alpha),
+     * into sgemm's alpha else */
+    bool tiles = model_amx_takes(bf16, T, T, HD);
+    if (tiles)
+        model_gemm_amx(false, true, T, T, HD, o->q + qo, at16(o->q16, qo), QD, o->k + ko, at16(o->k16, ko), KD, 0.0f,
+                       p, T);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD, 0.0f, p,
+                    T);
+    for (int t = 0; t < T; t++) {
+        float *pr = p + (size_t)t * T;
+        model_softmax_row(pr, t + 1, tiles ? scale : 1.0f);
+        for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
+        if (p16) model_bf16_round(p16 + (size_t)t * T, pr, T);
+    }
+}
+
+/* causal GQA attention: y (B, T, NH, HD), y16 NULL or y in bf16 */
 static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y16)
 {
     int B = o->B, T = o->T, NH = o->NH, HD = o->HD, QD = NH * HD, KD = o->NKV * HD, rep = NH / o->NKV;
-    float scale = 1.0f / sqrtf((float)HD);
     #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / rep) * HD;
-            size_t po = ((size_t)b * NH + h) * T * T;
-            float *p = o->att + po;
-            uint16_t *p16 = at16(o->att16, po);
-            /* the scale goes into the softmax on the tiles (they have no
-             * alpha), into sgemm's alpha else */
-            bool tiles = model_amx_takes(bf16, T, T, HD);
-            if (tiles)
-                model_gemm_amx(false, true, T, T, HD, o->q + qo, at16(o->q16, qo), QD, o->k + ko, at16(o->k16, ko), KD,
-                               0.0f, p, T);
-            else
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD,
-                            0.0f, p, T);
-            for (int t = 0; t < T; t++) {
-                float *pr = p + (size_t)t * T;
-                model_softmax_row(pr, t + 1, tiles ? scale : 1.0f);
-                for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
-                if (p16) model_bf16_round(p16 + (size_t)t * T, pr, T);
-            }
-            if (!y) continue;
+            size_t so = (size_t)omp_get_thread_num() * T * T;
+            float *p = o->att + so;
+            uint16_t *p16 = at16(o->att16, so);
+            attn_probs(bf16, o, b, h, p, p16);
             sgemm1(bf16, false, false, T, HD, T, p, p16, T, o->v + ko, at16(o->v16, ko), KD, 0.0f, y + qo, QD);
             for (int t = 0; y16 && t < T; t++) model_bf16_round(y16 + qo + (size_t)t * QD, y + qo + (size_t)t * QD, HD);
         }
@@ -317,8 +325,10 @@ static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y1
 
 /* dq, dk, dv are written (not accumulated), dv16 (NULL or dv in bf16)
  * too. One thread owns each (b, kv head), so the keys and values a group
- * of heads shares are summed without races; dp (threads, T, T) is
- * scratch, dp16 (NULL or the same in bf16) too */
+ * of heads shares are summed without races; it recomputes each head's
+ * probabilities (keeping them for every layer would cost L B NH T T
+ * floats). dp (threads, T, T) is scratch, dp16 (NULL or the same in
+ * bf16) too */
 static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk, float *dv, uint16_t *dv16,
                                float *dp, uint16_t *dp16, const float *dy)
 {
@@ -328,15 +338,16 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
     for (int b = 0; b < B; b++)
         for (int kh = 0; kh < NKV; kh++) {
             size_t so = (size_t)omp_get_thread_num() * T * T, ko = (size_t)b * T * KD + kh * HD;
-            float *ds = dp + so;
-            uint16_t *ds16 = at16(dp16, so);
+            float *ds = dp + so, *p = o->att + so;
+            uint16_t *ds16 = at16(dp16, so), *p16 = at16(o->att16, so);
             const float *kb = o->k + ko, *vb = o->v + ko;
             const uint16_t *kb16 = at16(o->k16, ko), *vb16 = at16(o->v16, ko);
             for (int h = kh * rep; h < (kh + 1) * rep; h++) {
-                size_t po = ((size_t)b * NH + h) * T * T, qo = (size_t)b * T * QD + h * HD;
-                const float *p = o->att + po, *dyb = dy + qo, *qb = o->q + qo;
-                const uint16_t *p16 = at16(o->att16, po), *qb16 = at16(o->q16, qo);
+                size_t qo = (size_t)b * T * QD + h * HD;
+                const float *dyb = dy + qo, *qb = o->q + qo;
+                const uint16_t *qb16 = at16(o->q16, qo);
                 float beta = h == kh * rep ? 0.0f : 1.0f;
+                attn_probs(bf16, o, b, h, p, p16);
                 // dv += p^T . dy ; dp = dy . v^T
                 sgemm1(bf16, true, false, T, HD, T, p, p16, T, dyb, NULL, QD, beta, dv + ko, KD);
                 sgemm1(bf16, false, true, T, T, HD, dyb, NULL, QD, vb, vb16, KD, 0.0f, ds, T);
@@ -376,7 +387,7 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         {&a->x, (L + 1) * N * C}, {&a->ln1, L * N * C}, {&a->r1, L * N},
         {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * c->NH},
         {&a->rk, q3 * L * N * c->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
-        {&a->att, B * c->NH * (size_t)T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
+        {&a->att, (size_t)omp_get_max_threads() * T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
         {&a->ln2, L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
         {&a->h, N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
         {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
@@ -396,7 +407,7 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         {&a->hh, h * L * N * FF}, {&a->lnfh, h * N * C}, {&g->dx16, h * N * C}, {&g->dq16, h * N * QD},
         {&g->dk16, h * N * KD}, {&g->dv16, h * N * KD}, {&g->dg16, h * N * FF}, {&g->du16, h * N * FF},
         {&g->lg16, h * chunk * c->V}, {&a->qh, h * L * N * QD}, {&a->kh, h * L * N * KD},
-        {&a->vh, h * L * N * KD}, {&a->atth, h * B * c->NH * (size_t)T * T},
+        {&a->vh, h * L * N * KD}, {&a->atth, h * (size_t)omp_get_max_threads() * T * T},
         {&g->dp16, h * (size_t)omp_get_max_threads() * T * T},
     };
     for (size_t i = 0; i < sizeof t16 / sizeof *t16; i++) {
@@ -608,10 +619,7 @@ void model_backward(model_t *m, const float *dlogp)
         // attention: xm = x + y . wo^T (+ bo)
         matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
                         ga->dx, ga->dx16, a->y + nq, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
-        /* the probabilities are recomputed: keeping them for every layer
-         * would cost L * B * NH * T * T floats */
         attn_t ao = attn_of(m, l);
-        attention_forward(m->bf16, &ao, NULL, NULL);
         attention_backward(m->bf16, &ao, ga->dq, ga->dk, ga->dv, ga->dv16, ga->dp, ga->dp16, ga->dy);
         /* the bf16 copies of the gradients wq and wk take come from the
          * last step before them: RoPE's, or Qwen3's norms' */

@@ -41,7 +41,7 @@ typedef struct {
     float *q;    // (L, N, NH*HD) after norm and RoPE
     float *k;    // (L, N, NKV*HD)
     float *v;    // (L, N, NKV*HD)
-    float *att;  // (B, NH, T, T) softmax probabilities of one layer
+    float *att;  // (threads, T, T) softmax probabilities of one head
     float *y;    // (L, N, NH*HD) attention output
     float *xm;   // (L, N, C) residual after attention
     float *ln2;  // (L, N, C)
@@ -63,7 +63,7 @@ typedef struct {
     uint16_t *qh;   // (L, N, NH*HD) after RoPE
     uint16_t *kh;   // (L, N, NKV*HD)
     uint16_t *vh;   // (L, N, NKV*HD)
-    uint16_t *atth; // (B, NH, T, T)
+    uint16_t *atth; // (threads, T, T)
 } model_acts_t;
 
 /* scratch for backward, one layer at a time */
