@@ -645,17 +645,20 @@ static model_t *tiny_model(uint64_t seed)
 
 /* backend cpu-bf16 against cpu on the tiny model, and on the same with
  * Qwen3's q/k norms (the bf16 copies of q's and k's gradients come from
- * those norms there, from RoPE in Qwen2): a batch large enough that every
- * linear layer takes the tiles. Log-probs and the gradient
+ * those norms there, from RoPE in Qwen2): a batch of 2 x 192, large enough
+ * that every matmul takes the tiles (so the model keeps no fp32 copy of
+ * ln1, ln2, h, and one layer's of y), and one of 1 x 24, where some do not
+ * (ln1 is kept: k and v's are too small). Log-probs and the gradient
  * agree to bf16's precision (and differ: the tiles were used); "cpu"
  * goes back to fp32 exactly. Where the CPU has no tiles, the backend is
  * refused with one line that names it. */
-static void cpu_bf16_against_cpu(model_t *m, const char *arch)
+static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T)
 {
     char err[512];
-    enum { B = 2, T = 192, N = B * T }; /* T: attention takes the tiles too */
-    int tok[N], tg[N];
-    float lp[3][N], dl[N];
+    enum { MAXN = 384 };
+    int N = B * T, tok[MAXN], tg[MAXN];
+    float lp[3][MAXN], dl[MAXN];
+    EXPECT(N <= MAXN);
     for (int i = 0; i < N; i++) {
         tok[i] = (i * 37 + i / T) % 256;
         tg[i] = i % T == T - 1 ? -1 : (i * 37 + (i + 1) / T) % 256;
@@ -682,10 +685,12 @@ static void cpu_bf16_against_cpu(model_t *m, const char *arch)
         same = fmax(same, fabs(g[2][i] - g[0][i]));
     }
     double rel = sqrt(d2 / n2);
-    EXPECTF(dlp > 0 && dlp < 0.05, "%s log-probs: bf16 differs from fp32 by up to %.3g", arch, dlp);
-    EXPECTF(rel > 0 && rel < 0.05, "%s gradient: bf16 differs from fp32 by %.3g of its norm", arch, rel);
-    EXPECTF(same == 0, "%s back on cpu: differs from the first fp32 pass by %.3g", arch, same);
-    printf("cpu-bf16 (%s): log-probs within %.2g, gradient within %.2g of its norm\n", arch, dlp, rel);
+    EXPECTF(dlp > 0 && dlp < 0.05, "%s %dx%d log-probs: bf16 differs from fp32 by up to %.3g", arch, B, T, dlp);
+    EXPECTF(rel > 0 && rel < 0.05, "%s %dx%d gradient: bf16 differs from fp32 by %.3g of its norm", arch, B, T,
+            rel);
+    EXPECTF(same == 0, "%s %dx%d back on cpu: differs from the first fp32 pass by %.3g", arch, B, T, same);
+    printf("cpu-bf16 (%s, %d x %d): log-probs within %.2g, gradient within %.2g of its norm\n", arch, B, T, dlp,
+           rel);
     for (int r = 0; r < 3; r++) free(g[r]);
 }
 
@@ -700,13 +705,14 @@ static void test_cpu_bf16(void)
         model_destroy(&m);
         SKIP_TEST("this CPU has no AMX bf16 tiles");
     }
-    cpu_bf16_against_cpu(m, "qwen2");
+    cpu_bf16_against_cpu(m, "qwen2", 2, 192); /* T: attention takes the tiles too */
+    cpu_bf16_against_cpu(m, "qwen2", 1, 24);
     model_destroy(&m);
     model_config_t c = model_config_tiny();
     c.type = MODEL_QWEN3, c.qkv_bias = false;
     m = model_new_random(&c, 7, err, sizeof err);
     EXPECTF(m, "%s", err);
-    if (m) cpu_bf16_against_cpu(m, "qwen3");
+    if (m) cpu_bf16_against_cpu(m, "qwen3", 2, 192);
     model_destroy(&m);
 }
 

@@ -24,8 +24,9 @@
  * call each */
 #define FW_BLOCK 4096
 
-/* p + off, or NULL for a bf16 copy the model does not keep */
-#define at16(p, off) ((p) ? (p) + (off) : NULL)
+/* p + off, or NULL for an array the model does not keep (a bf16 copy, or
+ * an fp32 activation only matmuls that take its bf16 copy read) */
+#define at(p, off) ((p) ? (p) + (off) : NULL)
 
 /* C (M, N) = A B + beta C, row-major, split into one block of rows (or,
  * for few rows, of columns) per OpenMP thread, each a one-thread OpenBLAS
@@ -135,20 +136,24 @@ static void copy(float *dst, const float *src, size_t n)
     }
 }
 
-/* out16: NULL or where out goes rounded to bf16 too */
+/* out16: NULL or where out goes rounded to bf16 too; out: NULL where
+ * only out16 is wanted */
 static void rmsnorm_fw(float *out, uint16_t *out16, float *rstd, const float *inp, const float *w, int N, int C,
                        float eps)
 {
     #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
-        float *o = out + (size_t)n * C;
-        float ss = 0;
+        float ss = 0, buf[256];
         #pragma omp simd reduction(+:ss)
         for (int i = 0; i < C; i++) ss += x[i] * x[i];
         float r = 1.0f / sqrtf(ss / C + eps);
-        for (int i = 0; i < C; i++) o[i] = w[i] * (x[i] * r);
-        if (out16) model_bf16_round(out16 + (size_t)n * C, o, C);
+        for (int i0 = 0; i0 < C; i0 += 256) {
+            int len = C - i0 < 256 ? C - i0 : 256;
+            float *o = out ? out + (size_t)n * C + i0 : buf;
+            for (int i = 0; i < len; i++) o[i] = w[i0 + i] * (x[i0 + i] * r);
+            if (out16) model_bf16_round(out16 + (size_t)n * C + i0, o, len);
+        }
         rstd[n] = r;
     }
 }
@@ -193,14 +198,16 @@ static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *pa
         for (int i = 0; i < C; i++) dw[i] += part[(size_t)t * C + i];
 }
 
-/* h16: NULL or where h goes rounded to bf16 too */
+/* h16: NULL or where h goes rounded to bf16 too; h: NULL where only h16
+ * is wanted */
 static void swiglu_fw(float *h, uint16_t *h16, const float *g, const float *u, size_t n)
 {
     #pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
         size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
-        model_swiglu_loop(h + lo, g + lo, u + lo, len);
-        if (h16) model_bf16_round(h16 + lo, h + lo, len);
+        float buf[FW_BLOCK], *o = h ? h + lo : buf;
+        model_swiglu_loop(o, g + lo, u + lo, len);
+        if (h16) model_bf16_round(h16 + lo, o, len);
     }
 }
 
@@ -277,7 +284,7 @@ static attn_t attn_of(const model_t *m, int l)
     const model_config_t *c = &m->cfg;
     const model_acts_t *a = &m->a;
     size_t N = (size_t)m->B * m->T, nq = l * N * c->NH * c->HD, nk = l * N * c->NKV * c->HD;
-    return (attn_t){a->q + nq, a->k + nk, a->v + nk, at16(a->qh, nq), at16(a->kh, nk), at16(a->vh, nk),
+    return (attn_t){a->q + nq, a->k + nk, a->v + nk, at(a->qh, nq), at(a->kh, nk), at(a->vh, nk),
                     a->att, a->atth, m->B, m->T, c->NH, c->NKV, c->HD};
 }
 
@@ -293,7 +300,7 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
      * into sgemm's alpha else */
     bool tiles = model_amx_takes(bf16, T, T, HD);
     if (tiles)
-        model_gemm_amx(false, true, T, T, HD, o->q + qo, at16(o->q16, qo), QD, o->k + ko, at16(o->k16, ko), KD, 0.0f,
+        model_gemm_amx(false, true, T, T, HD, o->q + qo, at(o->q16, qo), QD, o->k + ko, at(o->k16, ko), KD, 0.0f,
                        p, T);
     else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD, 0.0f, p,
@@ -316,9 +323,9 @@ static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y1
             size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / rep) * HD;
             size_t so = (size_t)omp_get_thread_num() * T * T;
             float *p = o->att + so;
-            uint16_t *p16 = at16(o->att16, so);
+            uint16_t *p16 = at(o->att16, so);
             attn_probs(bf16, o, b, h, p, p16);
-            sgemm1(bf16, false, false, T, HD, T, p, p16, T, o->v + ko, at16(o->v16, ko), KD, 0.0f, y + qo, QD);
+            sgemm1(bf16, false, false, T, HD, T, p, p16, T, o->v + ko, at(o->v16, ko), KD, 0.0f, y + qo, QD);
             for (int t = 0; y16 && t < T; t++) model_bf16_round(y16 + qo + (size_t)t * QD, y + qo + (size_t)t * QD, HD);
         }
 }
@@ -339,13 +346,13 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
         for (int kh = 0; kh < NKV; kh++) {
             size_t so = (size_t)omp_get_thread_num() * T * T, ko = (size_t)b * T * KD + kh * HD;
             float *ds = dp + so, *p = o->att + so;
-            uint16_t *ds16 = at16(dp16, so), *p16 = at16(o->att16, so);
+            uint16_t *ds16 = at(dp16, so), *p16 = at(o->att16, so);
             const float *kb = o->k + ko, *vb = o->v + ko;
-            const uint16_t *kb16 = at16(o->k16, ko), *vb16 = at16(o->v16, ko);
+            const uint16_t *kb16 = at(o->k16, ko), *vb16 = at(o->v16, ko);
             for (int h = kh * rep; h < (kh + 1) * rep; h++) {
                 size_t qo = (size_t)b * T * QD + h * HD;
                 const float *dyb = dy + qo, *qb = o->q + qo;
-                const uint16_t *qb16 = at16(o->q16, qo);
+                const uint16_t *qb16 = at(o->q16, qo);
                 float beta = h == kh * rep ? 0.0f : 1.0f;
                 attn_probs(bf16, o, b, h, p, p16);
                 // dv += p^T . dy ; dp = dy . v^T
@@ -383,13 +390,21 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
     size_t chunk = model_logits_chunk(m, (int)N);
     model_acts_t *a = &m->a;
     model_grad_acts_t *g = &m->ga;
+    /* fp32 activations that only matmuls read are not kept where every
+     * one of those takes the bf16 copy (forward and weight gradient) */
+    int n = (int)N, qd = (int)QD, kd = (int)KD, c_ = (int)C, ff = (int)FF;
+    bool b16 = m->bf16, ln1 = !(model_amx_takes(b16, n, qd, c_) && model_amx_takes(b16, n, kd, c_) &&
+                                model_amx_takes(b16, qd, c_, n) && model_amx_takes(b16, kd, c_, n));
+    bool ln2 = !(model_amx_takes(b16, n, ff, c_) && model_amx_takes(b16, ff, c_, n));
+    bool h32 = !(model_amx_takes(b16, n, c_, ff) && model_amx_takes(b16, c_, ff, n));
+    a->y_all = !(model_amx_takes(b16, n, c_, qd) && model_amx_takes(b16, c_, qd, n));
     struct { float **p; size_t n; } t[] = {
-        {&a->x, (L + 1) * N * C}, {&a->ln1, L * N * C}, {&a->r1, L * N},
+        {&a->x, (L + 1) * N * C}, {&a->ln1, ln1 * L * N * C}, {&a->r1, L * N},
         {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * c->NH},
         {&a->rk, q3 * L * N * c->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
-        {&a->att, (size_t)omp_get_max_threads() * T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
-        {&a->ln2, L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
-        {&a->h, N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
+        {&a->att, (size_t)omp_get_max_threads() * T * T}, {&a->y, (a->y_all ? L : 1) * N * QD},
+        {&a->xm, L * N * C}, {&a->ln2, ln2 * L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF},
+        {&a->u, L * N * FF}, {&a->h, h32 * N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
         {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
         {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
         {&g->dh, N * FF}, {&g->logits, chunk * c->V},
@@ -457,7 +472,7 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
-        matmul_fw(m->bf16, lg, NULL, m->a.lnf + (size_t)r0 * c->C, at16(m->a.lnfh, (size_t)r0 * c->C), lm_weight(m),
+        matmul_fw(m->bf16, lg, NULL, m->a.lnf + (size_t)r0 * c->C, at(m->a.lnfh, (size_t)r0 * c->C), lm_weight(m),
                   NULL, n, c->C, V, false);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
@@ -481,7 +496,7 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = m->ga.logits;
         const float *lnf = m->a.lnf + (size_t)r0 * C;
-        uint16_t *lnfh = at16(m->a.lnfh, (size_t)r0 * C);
+        uint16_t *lnfh = at(m->a.lnfh, (size_t)r0 * C);
         matmul_fw(m->bf16, lg, NULL, lnf, lnfh, lm_weight(m), NULL, n, C, V, false);
         #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
@@ -541,8 +556,8 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
     for (int l = 0; l < c->L; l++) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
-        float *x = a->x + nc, *ln1 = a->ln1 + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-        uint16_t *ln1h = at16(a->ln1h, nc), *yh = at16(a->yh, nq), *ln2h = at16(a->ln2h, nc), *hh = at16(a->hh, nf);
+        float *x = a->x + nc, *ln1 = at(a->ln1, nc), *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+        uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
         rmsnorm_fw(ln1, ln1h, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
         float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
         float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
@@ -550,21 +565,21 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
                   C, QD, false);
         matmul_fw(m->bf16, kp, NULL, ln1, ln1h, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N,
                   C, KD, false);
-        matmul_fw(m->bf16, v, at16(a->vh, nk), ln1, ln1h, w->wv + (size_t)l * KD * C,
+        matmul_fw(m->bf16, v, at(a->vh, nk), ln1, ln1h, w->wv + (size_t)l * KD * C,
                   w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
         if (c->type == MODEL_QWEN3) {
             model_rmsnorm(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
             model_rmsnorm(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
         }
-        rope_apply(q, at16(a->qh, nq), m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, 1.0f);
-        rope_apply(k, at16(a->kh, nk), m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, 1.0f);
-        float *y = a->y + nq, *xm = a->xm + nc;
+        rope_apply(q, at(a->qh, nq), m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, 1.0f);
+        rope_apply(k, at(a->kh, nk), m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, 1.0f);
+        float *y = a->y + (a->y_all ? nq : 0), *xm = a->xm + nc;
         attn_t ao = attn_of(m, l);
         attention_forward(m->bf16, &ao, y, yh);
         copy(xm, x, (size_t)N * C);
         matmul_fw(m->bf16, xm, NULL, y, yh, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C,
                   true);
-        float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf, *h = a->h;
+        float *ln2 = at(a->ln2, nc), *g = a->g + nf, *u = a->u + nf, *h = a->h;
         rmsnorm_fw(ln2, ln2h, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
         matmul_fw(m->bf16, g, NULL, ln2, ln2h, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
         matmul_fw(m->bf16, u, NULL, ln2, ln2h, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
@@ -600,7 +615,8 @@ void model_backward(model_t *m, const float *dlogp)
     for (int l = c->L - 1; l >= 0; l--) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
         size_t nf = (size_t)l * N * FF;
-        uint16_t *ln1h = at16(a->ln1h, nc), *yh = at16(a->yh, nq), *ln2h = at16(a->ln2h, nc), *hh = at16(a->hh, nf);
+        uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
+        const float *ln1 = at(a->ln1, nc), *ln2 = at(a->ln2, nc);
         // MLP: x_next = xm + (silu(g) * u) . wd^T; h recomputed unless the
         // tiles take its bf16 copy
         if (!hh || !model_amx_takes(m->bf16, C, FF, N)) {
@@ -610,15 +626,15 @@ void model_backward(model_t *m, const float *dlogp)
         matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, ga->dx16, a->h, hh,
                         w->wd + (size_t)l * C * FF, N, FF, C, false);
         swiglu_backward(ga->dg, ga->du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
-        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, ga->dg16, a->ln2 + nc, ln2h,
+        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, ga->dg16, ln2, ln2h,
                         w->wg + (size_t)l * FF * C, N, C, FF, false);
-        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, ga->du16, a->ln2 + nc, ln2h,
+        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, ga->du16, ln2, ln2h,
                         w->wu + (size_t)l * FF * C, N, C, FF, true);
         rmsnorm_backward(ga->dx, ga->dx16, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc,
                          w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N, N, C, true);
         // attention: xm = x + y . wo^T (+ bo)
         matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
-                        ga->dx, ga->dx16, a->y + nq, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
+                        ga->dx, ga->dx16, a->y_all ? a->y + nq : NULL, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
         attn_t ao = attn_of(m, l);
         attention_backward(m->bf16, &ao, ga->dq, ga->dk, ga->dv, ga->dv16, ga->dp, ga->dp16, ga->dy);
         /* the bf16 copies of the gradients wq and wk take come from the
@@ -636,7 +652,6 @@ void model_backward(model_t *m, const float *dlogp)
             dq = ga->dy;
             dk = ga->dk2;
         }
-        const float *ln1 = a->ln1 + nc;
         matmul_backward(m->bf16, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
                         ga->dq16, ln1, ln1h, w->wq + (size_t)l * QD * C, N, C, QD, false);
         matmul_backward(m->bf16, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,

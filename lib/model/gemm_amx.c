@@ -293,7 +293,9 @@ static op_t depth_range(const op_t *o, int k0, int k1)
 {
     op_t s = *o;
     size_t a = o->ta ? (size_t)k0 * o->lda : (size_t)k0, b = o->tb ? (size_t)k0 : (size_t)k0 * o->ldb;
-    s.A += a, s.B += b, s.K = k1 - k0;
+    s.K = k1 - k0;
+    if (s.A) s.A += a; /* NULL where the bf16 copy stands alone */
+    if (s.B) s.B += b;
     if (s.A16) s.A16 += a;
     if (s.B16) s.B16 += b;
     return s;

@@ -32,6 +32,8 @@ typedef struct {
 /* activations of the last forward, sized for N = B * T positions */
 typedef struct {
     float *x;    // (L+1, N, C) residual stream entering each layer, then the last
+    /* ln1, ln2, h: NULL and y one layer's (y_all false) where only
+     * matmuls that take their bf16 copies read them (acts_layout) */
     float *ln1;  // (L, N, C)
     float *r1;   // (L, N) 1/rms
     float *qpre; // (L, N, NH*HD) q_proj output (Qwen3: before q_norm)
@@ -42,7 +44,8 @@ typedef struct {
     float *k;    // (L, N, NKV*HD)
     float *v;    // (L, N, NKV*HD)
     float *att;  // (threads, T, T) softmax probabilities of one head
-    float *y;    // (L, N, NH*HD) attention output
+    float *y;    // (L, N, NH*HD) attention output, or (N, NH*HD)
+    bool y_all;  // whether y has every layer's
     float *xm;   // (L, N, C) residual after attention
     float *ln2;  // (L, N, C)
     float *r2;   // (L, N)
@@ -171,7 +174,7 @@ bool model_amx_available(void);
 #define MODEL_AMX_MIN (1 << 20)
 /* A16 and B16, where not NULL, hold A and B rounded to bf16 (as
  * model_bf16_round does) with the same leading dimensions; they are read
- * instead, and the result is the same */
+ * instead, and the result is the same (A or B may then be NULL) */
 void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                     const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 /* dst (n) = src rounded to bf16 as the tiles' packing rounds it (to
