@@ -92,7 +92,7 @@ static void matmul_fw(bool bf16, float *out, uint16_t *out16, const float *inp, 
     #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         float *row = out + (size_t)n * OUT;
-        for (int o = 0; bias && o < OUT; o++) row[o] += bias[o];
+        if (bias) model_add_row(row, bias, OUT);
         if (out16) model_bf16_round(out16 + (size_t)n * OUT, row, OUT);
     }
 }
@@ -119,8 +119,7 @@ static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, con
     {
         int lo, hi;
         model_share(OUT, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        for (int n = 0; n < N; n++)
-            for (int o = lo; o < hi; o++) dbias[o] += dout[(size_t)n * OUT + o];
+        for (int n = 0; lo < hi && n < N; n++) model_add_row(dbias + lo, dout + (size_t)n * OUT + lo, hi - lo);
     }
 }
 
@@ -144,14 +143,11 @@ static void rmsnorm_fw(float *out, uint16_t *out16, float *rstd, const float *in
     #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
-        float ss = 0, buf[256];
-        #pragma omp simd reduction(+:ss)
-        for (int i = 0; i < C; i++) ss += x[i] * x[i];
-        float r = 1.0f / sqrtf(ss / C + eps);
+        float buf[256], r = model_rms_inv(x, C, eps);
         for (int i0 = 0; i0 < C; i0 += 256) {
             int len = C - i0 < 256 ? C - i0 : 256;
             float *o = out ? out + (size_t)n * C + i0 : buf;
-            for (int i = 0; i < len; i++) o[i] = w[i0 + i] * (x[i0 + i] * r);
+            model_scale_mul(o, x + i0, w + i0, r, len);
             if (out16) model_bf16_round(out16 + (size_t)n * C + i0, o, len);
         }
         rstd[n] = r;
@@ -180,17 +176,8 @@ static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *pa
         memset(pw, 0, C * sizeof(float));
         #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {
-            const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
             float *dx = dinp + (size_t)n * C;
-            float r = rstd[n], s = 0;
-            #pragma omp simd reduction(+:s)
-            for (int i = 0; i < C; i++) s += d[i] * w[i] * x[i];
-            float k = r * r * r * s / C;
-            for (int i = 0; i < C; i++) {
-                float g = r * d[i] * w[i] - k * x[i];
-                dx[i] = acc ? dx[i] + g : g;
-                pw[i] += d[i] * x[i] * r;
-            }
+            model_rmsnorm_backward_row(dx, pw, dout + (size_t)n * C, inp + (size_t)n * C, w, rstd[n], C, acc);
             if (dinp16) model_bf16_round(dinp16 + (size_t)n * C, dx, C);
         }
     }
@@ -235,15 +222,8 @@ static void rope_apply(float *x, uint16_t *x16, const int *pos, const float *cos
     int half = HD / 2;
     #pragma omp parallel for if ((size_t)N * H * HD >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
-        const float *c = cos_t + (size_t)pos[n] * half, *s = sin_t + (size_t)pos[n] * half;
-        for (int h = 0; h < H; h++) {
-            float *v = x + ((size_t)n * H + h) * HD;
-            for (int i = 0; i < half; i++) {
-                float a = v[i], b = v[i + half], si = dir * s[i];
-                v[i] = a * c[i] - b * si;
-                v[i + half] = b * c[i] + a * si;
-            }
-        }
+        model_rope_row(x + (size_t)n * H * HD, cos_t + (size_t)pos[n] * half, sin_t + (size_t)pos[n] * half, H, HD,
+                       dir);
         if (x16) model_bf16_round(x16 + (size_t)n * H * HD, x + (size_t)n * H * HD, (size_t)H * HD);
     }
 }
@@ -359,12 +339,8 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
                 sgemm1(bf16, true, false, T, HD, T, p, p16, T, dyb, NULL, QD, beta, dv + ko, KD);
                 sgemm1(bf16, false, true, T, T, HD, dyb, NULL, QD, vb, vb16, KD, 0.0f, ds, T);
                 for (int t = 0; t < T; t++) {
-                    const float *pr = p + (size_t)t * T;
-                    float *dr = ds + (size_t)t * T, sum = 0;
-                    for (int t2 = 0; t2 <= t; t2++) sum += pr[t2] * dr[t2];
-                    for (int t2 = 0; t2 <= t; t2++) dr[t2] = pr[t2] * (dr[t2] - sum) * scale;
-                    for (int t2 = t + 1; t2 < T; t2++) dr[t2] = 0;
-                    if (ds16) model_bf16_round(ds16 + (size_t)t * T, dr, T);
+                    model_softmax_backward_row(ds + (size_t)t * T, p + (size_t)t * T, t + 1, T, scale);
+                    if (ds16) model_bf16_round(ds16 + (size_t)t * T, ds + (size_t)t * T, T);
                 }
                 // dq = ds . k ; dk += ds^T . q
                 sgemm1(bf16, false, false, T, HD, T, ds, ds16, T, kb, kb16, KD, 0.0f, dq + qo, QD);

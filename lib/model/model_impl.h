@@ -158,6 +158,18 @@ float model_logsumexp(const float *x, int n, float scale);
 /* x_i = -d scale e^(scale x_i - lse): the softmax part of a log-prob's
  * gradient by the logits */
 void model_softmax_grad_row(float *x, int n, float scale, float lse, float d);
+/* row kernels of the layers (vec.c): 1 / rms(x) of a row; o = w x r;
+ * RMSNorm's input gradient of a row into dx (= or += when acc) and its
+ * weight's into pw (+=); RoPE over the H heads of a row (dir -1 turns
+ * back); dst += src; softmax's backward for a row of probabilities p whose
+ * first n are not masked: dr = p (dr - p . dr) scale, zero from n to T */
+float model_rms_inv(const float *x, int n, float eps);
+void model_scale_mul(float *o, const float *x, const float *w, float r, int n);
+void model_rmsnorm_backward_row(float *dx, float *pw, const float *d, const float *x, const float *w, float r, int n,
+                                bool acc);
+void model_rope_row(float *x, const float *c, const float *s, int H, int HD, float dir);
+void model_add_row(float *dst, const float *src, int n);
+void model_softmax_backward_row(float *dr, const float *p, int n, int T, float scale);
 /* gemm_few.c: C (M, N) = A B^T + beta C for at most MODEL_FEW_ROWS rows,
  * B read in place; model_gemm sends those calls here. Threads split the
  * columns from MODEL_FEW_PAR_MIN multiply-adds on */

@@ -1,8 +1,9 @@
-/* The model's elementwise loops that need exp: SwiGLU forward and
- * backward, softmax rows and log-sum-exp. expf is a call that stops a
- * loop from vectorizing, so these use util/fastexp.h, and each is
- * built for AVX-512 and AVX2 too and picked at run time (the project's
- * baseline, x86-64-v2, has 4-wide vectors only). */
+/* The model's elementwise loops: those that need exp (SwiGLU forward and
+ * backward, softmax rows and log-sum-exp), then the row kernels of the
+ * other layers. expf is a call that stops a loop from vectorizing, so
+ * these use util/fastexp.h. Each is built for AVX-512 and AVX2 too and
+ * picked at run time (the project's baseline, x86-64-v2, has 4-wide
+ * vectors only). */
 #include "model/model_impl.h"
 
 #include "util/fastexp.h"
@@ -57,4 +58,70 @@ CLONES void model_softmax_grad_row(float *x, int n, float scale, float lse, floa
 {
     #pragma omp simd
     for (int i = 0; i < n; i++) x[i] = -d * fastexp(x[i] * scale - lse) * scale;
+}
+
+/* The row kernels of forward.c's loops: built here for the wider vectors
+ * too (forward.c is built for the baseline alone) */
+
+CLONES float model_rms_inv(const float *restrict x, int n, float eps)
+{
+    float ss = 0;
+    #pragma omp simd reduction(+:ss)
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    return 1.0f / sqrtf(ss / n + eps);
+}
+
+CLONES void model_scale_mul(float *restrict o, const float *restrict x, const float *restrict w, float r, int n)
+{
+    #pragma omp simd
+    for (int i = 0; i < n; i++) o[i] = w[i] * (x[i] * r);
+}
+
+CLONES void model_rmsnorm_backward_row(float *restrict dx, float *restrict pw, const float *restrict d,
+                                       const float *restrict x, const float *restrict w, float r, int n, bool acc)
+{
+    float s = 0;
+    #pragma omp simd reduction(+:s)
+    for (int i = 0; i < n; i++) s += d[i] * w[i] * x[i];
+    float k = r * r * r * s / n;
+    if (acc) {
+        #pragma omp simd
+        for (int i = 0; i < n; i++) dx[i] += r * d[i] * w[i] - k * x[i];
+    } else {
+        #pragma omp simd
+        for (int i = 0; i < n; i++) dx[i] = r * d[i] * w[i] - k * x[i];
+    }
+    #pragma omp simd
+    for (int i = 0; i < n; i++) pw[i] += d[i] * x[i] * r;
+}
+
+CLONES void model_rope_row(float *restrict x, const float *restrict c, const float *restrict s, int H, int HD,
+                           float dir)
+{
+    int half = HD / 2;
+    for (int h = 0; h < H; h++) {
+        float *restrict a = x + (size_t)h * HD, *restrict b = a + half;
+        #pragma omp simd
+        for (int i = 0; i < half; i++) {
+            float ai = a[i], bi = b[i], si = dir * s[i];
+            a[i] = ai * c[i] - bi * si;
+            b[i] = bi * c[i] + ai * si;
+        }
+    }
+}
+
+CLONES void model_add_row(float *restrict dst, const float *restrict src, int n)
+{
+    #pragma omp simd
+    for (int i = 0; i < n; i++) dst[i] += src[i];
+}
+
+CLONES void model_softmax_backward_row(float *restrict dr, const float *restrict p, int n, int T, float scale)
+{
+    float sum = 0;
+    #pragma omp simd reduction(+:sum)
+    for (int i = 0; i < n; i++) sum += p[i] * dr[i];
+    #pragma omp simd
+    for (int i = 0; i < n; i++) dr[i] = p[i] * (dr[i] - sum) * scale;
+    for (int i = n; i < T; i++) dr[i] = 0;
 }
