@@ -543,6 +543,47 @@ static double bf16_round(float x)
     return x;
 }
 
+/* attention's fused softmax (bf16 mode): against a softmax in double over
+ * the first n of T, zeros after, and its bf16 copy the rounding of p (the
+ * same whether p is kept or not) */
+static void test_softmax_causal(void)
+{
+    if (!model_amx_available()) SKIP_TEST("this CPU has no AMX bf16 tiles");
+    const int Ts[] = {1, 5, 16, 37, 192};
+    float p[192], q[192], in[192];
+    uint16_t h[192], h2[192];
+    uint64_t st = 3;
+    double worst = 0;
+    int bad_tail = 0, bad16 = 0;
+    for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++)
+        for (int n = 1; n <= Ts[ti]; n++) {
+            int T = Ts[ti];
+            for (int i = 0; i < T; i++) {
+                st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+                in[i] = (float)((double)(st >> 11) / (1ULL << 53) * 160.0 - 80.0);
+            }
+            memcpy(p, in, sizeof in);
+            memcpy(q, in, sizeof in);
+            model_softmax_causal(p, h, true, n, T, 0.125f);
+            model_softmax_causal(q, h2, false, n, T, 0.125f);
+            double mx = -1e300, sum = 0;
+            for (int i = 0; i < n; i++) mx = fmax(mx, in[i] * 0.125);
+            for (int i = 0; i < n; i++) sum += exp(in[i] * 0.125 - mx);
+            for (int i = 0; i < T; i++) {
+                double want = i < n ? exp(in[i] * 0.125 - mx) / sum : 0;
+                if (i < n && want > 1e-30) worst = fmax(worst, fabs(p[i] - want) / want);
+                bad_tail += i >= n && p[i] != 0.0f;
+                float r = (float)bf16_round(p[i]);
+                uint32_t u;
+                memcpy(&u, &r, 4);
+                bad16 += h[i] != (uint16_t)(u >> 16) || h2[i] != h[i];
+            }
+        }
+    EXPECTF(worst < 2e-6, "softmax off by %.3g (relative)", worst);
+    EXPECTF(bad_tail == 0, "%d masked entries are not 0", bad_tail);
+    EXPECTF(bad16 == 0, "%d bf16 copies differ from the rounded probabilities", bad16);
+}
+
 /* one of model_gemm's own kernels, C = op(A) op(B) + beta C, against a
  * double reference (over bf16-rounded inputs for the AMX kernel, so only
  * the fp32 sums may differ): beta 0 (C not read: it starts as NaN) and
@@ -768,6 +809,7 @@ int main(void)
     RUN_TEST(test_gemm_amx);
     RUN_TEST(test_cpu_bf16);
     RUN_TEST(test_exp);
+    RUN_TEST(test_softmax_causal);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp_root);

@@ -119,7 +119,7 @@ static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, con
     {
         int lo, hi;
         model_share(OUT, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        for (int n = 0; lo < hi && n < N; n++) model_add_row(dbias + lo, dout + (size_t)n * OUT + lo, hi - lo);
+        if (lo < hi) model_add_cols(dbias + lo, dout + lo, N, hi - lo, OUT);
     }
 }
 
@@ -269,9 +269,10 @@ static attn_t attn_of(const model_t *m, int l)
 }
 
 /* the causal softmax probabilities of batch row b, head h into p (T, T),
- * zero above the diagonal, and p16 (NULL or p in bf16). Scores are one
- * one-thread sgemm: the masked half costs less than hand loops would */
-static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint16_t *p16)
+ * zero above the diagonal, and p16 (NULL or p in bf16; then p is left
+ * undefined unless keep). Scores are one one-thread sgemm: the masked
+ * half costs less than hand loops would */
+static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint16_t *p16, bool keep)
 {
     int T = o->T, HD = o->HD, QD = o->NH * HD, KD = o->NKV * HD;
     size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / (o->NH / o->NKV)) * HD;
@@ -287,9 +288,12 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
                     T);
     for (int t = 0; t < T; t++) {
         float *pr = p + (size_t)t * T;
-        model_softmax_row(pr, t + 1, tiles ? scale : 1.0f);
-        for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
-        if (p16) model_bf16_round(p16 + (size_t)t * T, pr, T);
+        if (p16) {
+            model_softmax_causal(pr, p16 + (size_t)t * T, keep, t + 1, T, tiles ? scale : 1.0f);
+        } else {
+            model_softmax_row(pr, t + 1, tiles ? scale : 1.0f);
+            for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
+        }
     }
 }
 
@@ -304,7 +308,7 @@ static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y1
             size_t so = (size_t)omp_get_thread_num() * T * T;
             float *p = o->att + so;
             uint16_t *p16 = at(o->att16, so);
-            attn_probs(bf16, o, b, h, p, p16);
+            attn_probs(bf16, o, b, h, p, p16, !model_amx_takes(bf16, T, HD, T));
             sgemm1(bf16, false, false, T, HD, T, p, p16, T, o->v + ko, at(o->v16, ko), KD, 0.0f, y + qo, QD);
             for (int t = 0; y16 && t < T; t++) model_bf16_round(y16 + qo + (size_t)t * QD, y + qo + (size_t)t * QD, HD);
         }
@@ -334,7 +338,7 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
                 const float *dyb = dy + qo, *qb = o->q + qo;
                 const uint16_t *qb16 = at(o->q16, qo);
                 float beta = h == kh * rep ? 0.0f : 1.0f;
-                attn_probs(bf16, o, b, h, p, p16);
+                attn_probs(bf16, o, b, h, p, p16, true);
                 // dv += p^T . dy ; dp = dy . v^T
                 sgemm1(bf16, true, false, T, HD, T, p, p16, T, dyb, NULL, QD, beta, dv + ko, KD);
                 sgemm1(bf16, false, true, T, T, HD, dyb, NULL, QD, vb, vb16, KD, 0.0f, ds, T);
@@ -643,11 +647,8 @@ void model_backward(model_t *m, const float *dlogp)
     {
         int nth = omp_get_num_threads(), per = (C + nth - 1) / nth;
         int lo = omp_get_thread_num() * per, hi = lo + per < C ? lo + per : C;
-        for (int n = 0; n < N; n++) {
-            float *d = dw->wte + (size_t)m->tokens[n] * C;
-            const float *g = ga->dx + (size_t)n * C;
-            for (int i = lo; i < hi; i++) d[i] += g[i];
-        }
+        for (int n = 0; lo < hi && n < N; n++)
+            model_add_row(dw->wte + (size_t)m->tokens[n] * C + lo, ga->dx + (size_t)n * C + lo, hi - lo);
     }
 }
 

@@ -169,6 +169,9 @@ void model_rmsnorm_backward_row(float *dx, float *pw, const float *d, const floa
                                 bool acc);
 void model_rope_row(float *x, const float *c, const float *s, int H, int HD, float dir);
 void model_add_row(float *dst, const float *src, int n);
+/* dst (n) += the sums of the columns of src (rows, n; rows ld apart),
+ * each summed row by row */
+void model_add_cols(float *dst, const float *src, int rows, int n, size_t ld);
 void model_softmax_backward_row(float *dr, const float *p, int n, int T, float scale);
 /* gemm_few.c: C (M, N) = A B^T + beta C for at most MODEL_FEW_ROWS rows,
  * B read in place; model_gemm sends those calls here. Threads split the
@@ -192,6 +195,9 @@ void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const
 /* dst (n) = src rounded to bf16 as the tiles' packing rounds it (to
  * nearest even; denormals to zero): needs model_amx_available() */
 void model_bf16_round(uint16_t *dst, const float *src, size_t n);
+/* p (T) = softmax(scale p) over its first n (0 < n <= T), zeros after,
+ * kept in p when keep, and rounded into p16 (needs model_amx_available()) */
+void model_softmax_causal(float *p, uint16_t *p16, bool keep, int n, int T, float scale);
 /* whether a matmul of a bf16 model goes to the tiles: they need a few
  * 32 x 32 blocks of C to pay for the packing */
 static inline bool model_amx_takes(bool bf16, int M, int N, int K)

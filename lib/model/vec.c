@@ -116,6 +116,22 @@ CLONES void model_add_row(float *restrict dst, const float *restrict src, int n)
     for (int i = 0; i < n; i++) dst[i] += src[i];
 }
 
+/* 64 columns at a time, kept in registers down the rows */
+CLONES void model_add_cols(float *restrict dst, const float *restrict src, int rows, int n, size_t ld)
+{
+    for (int j0 = 0; j0 < n; j0 += 64) {
+        int len = n - j0 < 64 ? n - j0 : 64;
+        float acc[64];
+        for (int j = 0; j < len; j++) acc[j] = dst[j0 + j];
+        for (int r = 0; r < rows; r++) {
+            const float *row = src + (size_t)r * ld + j0;
+            #pragma omp simd
+            for (int j = 0; j < len; j++) acc[j] += row[j];
+        }
+        for (int j = 0; j < len; j++) dst[j0 + j] = acc[j];
+    }
+}
+
 CLONES void model_softmax_backward_row(float *restrict dr, const float *restrict p, int n, int T, float scale)
 {
     float sum = 0;
