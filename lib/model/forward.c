@@ -200,16 +200,18 @@ static void swiglu_fw(float *h, uint16_t *h16, const float *g, const float *u, s
 
 void model_swiglu(float *h, const float *g, const float *u, size_t n) { swiglu_fw(h, NULL, g, u, n); }
 
-/* dg16, du16: NULL or where dg, du go in bf16 too */
+/* dg16, du16: NULL or where dg, du go in bf16 too; dg, du: NULL where
+ * only those are wanted (both given or both NULL) */
 static void swiglu_backward(float *dg, float *du, uint16_t *dg16, uint16_t *du16, const float *dh, const float *g,
                             const float *u, size_t n)
 {
     #pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
         size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
-        model_swiglu_backward_loop(dg + lo, du + lo, dh + lo, g + lo, u + lo, len);
-        if (dg16) model_bf16_round(dg16 + lo, dg + lo, len);
-        if (du16) model_bf16_round(du16 + lo, du + lo, len);
+        float bg[FW_BLOCK], bu[FW_BLOCK], *og = dg ? dg + lo : bg, *ou = du ? du + lo : bu;
+        model_swiglu_backward_loop(og, ou, dh + lo, g + lo, u + lo, len);
+        if (dg16) model_bf16_round(dg16 + lo, og, len);
+        if (du16) model_bf16_round(du16 + lo, ou, len);
     }
 }
 
@@ -605,10 +607,13 @@ void model_backward(model_t *m, const float *dlogp)
         }
         matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, ga->dx16, a->h, hh,
                         w->wd + (size_t)l * C * FF, N, FF, C, false);
-        swiglu_backward(ga->dg, ga->du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
-        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, ga->dg16, ln2, ln2h,
+        /* dg and du in fp32 only where a matmul reads them */
+        bool d32 = !ga->dg16 || !model_amx_takes(m->bf16, N, C, FF) || !model_amx_takes(m->bf16, FF, C, N);
+        float *dg = d32 ? ga->dg : NULL, *du = d32 ? ga->du : NULL;
+        swiglu_backward(dg, du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
+        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, dg, ga->dg16, ln2, ln2h,
                         w->wg + (size_t)l * FF * C, N, C, FF, false);
-        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, ga->du16, ln2, ln2h,
+        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, du, ga->du16, ln2, ln2h,
                         w->wu + (size_t)l * FF * C, N, C, FF, true);
         rmsnorm_backward(ga->dx, ga->dx16, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc,
                          w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N, N, C, true);
