@@ -14,8 +14,10 @@
 # +0.13 (three runs), seed 5 -0.02. With the base after the vectorized e^x
 # and the decode kernel (commit d60b27f): seed 1 +0.28, +0.28 and +0.30,
 # seed 2 +0.06, seed 3 -0.01, seed 4 +0.03, +0.07 and +0.06, seed 5
-# collapsed (reward 0 from round 8). Seed 1 learned clearly with both
-# bases; with margin 0.05 it leaves about 0.2 of headroom. The first rounds
+# collapsed (reward 0 from round 8). With the base after the row loops
+# moved to AVX-512 (commit b1ed907): seed 1 +0.36 (three runs), seed 2
+# +0.07, seed 3 +0.05, seed 4 +0.10, seed 5 +0.06. Seed 1 learned clearly
+# with every base; with margin 0.05 it leaves about 0.2 of headroom. The first rounds
 # are deterministic for a seed; later ones vary a little with process
 # timing (which policy version sampled a rollout).
 #
