@@ -116,7 +116,8 @@ CLONES void model_add_row(float *restrict dst, const float *restrict src, int n)
     for (int i = 0; i < n; i++) dst[i] += src[i];
 }
 
-/* 64 columns at a time, kept in registers down the rows */
+/* 64 columns at a time, their sums in a small buffer (in L1) down the
+ * rows, rather than each row's pass reading and writing all of dst */
 CLONES void model_add_cols(float *restrict dst, const float *restrict src, int rows, int n, size_t ld)
 {
     for (int j0 = 0; j0 < n; j0 += 64) {
