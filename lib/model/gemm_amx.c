@@ -26,6 +26,8 @@
  * more depth than rows (a weight gradient) splits its depth instead. */
 #include "model/model_impl.h"
 
+#include "util/fastexp.h"
+
 #include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
@@ -422,31 +424,24 @@ TARGET void model_bf16_round(uint16_t *dst, const float *src, size_t n)
     }
 }
 
-/* e^x for x <= 0, 16 lanes: util/fastexp.h's method (x = k ln2 + r, a
- * degree-7 polynomial in r), with 2^k by scalef; below -87, e^-87 */
+/* e^x for x <= 0, 16 lanes: util/fastexp.h's (below -87, e^-87), on a
+ * block of exactly 16 so that it vectorizes whole */
 TARGET static inline __m512 exp16(__m512 x)
 {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.42860677e-06f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, k);
+    float v[16];
+    _mm512_storeu_ps(v, _mm512_max_ps(x, _mm512_set1_ps(-87.0f)));
+    #pragma omp simd
+    for (int j = 0; j < 16; j++) v[j] = fastexp_core(v[j]);
+    return _mm512_loadu_ps(v);
 }
 
 TARGET void model_softmax_causal(float *p, uint16_t *p16, bool keep, int n, int T, float scale)
 {
     __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
-    for (int i = 0; i < n; i += 16)
-        mx = _mm512_mask_max_ps(mx, mask16(n - i), mx, _mm512_maskz_loadu_ps(mask16(n - i), p + i));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 mk = mask16(n - i);
+        mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, p + i));
+    }
     __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), s = _mm512_set1_ps(scale);
     for (int i = 0; i < n; i += 16) {
         __mmask16 mk = mask16(n - i);
