@@ -29,7 +29,7 @@ static double sgemm_peak(int reps, int threads)
         openblas_set_num_threads(way ? 1 : threads);
         for (int r = -1; r < reps; r++) {
             double t0 = bench_now();
-            if (way) model_gemm(false, false, true, n, n, n, a, n, b, n, 0, c, n);
+            if (way) model_gemm(false, false, true, n, n, n, a, NULL, n, b, NULL, n, 0, c, n);
             else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
             if (r >= 0) t[r] = bench_now() - t0;
         }

@@ -32,13 +32,15 @@
  * for few rows, of columns) per OpenMP thread, each a one-thread OpenBLAS
  * call: one thread pool does all the work, so idle OpenMP threads never
  * spin against OpenBLAS's own. A few rows against transposed weights (a
- * decode step) go to model_gemm_few, which does not repack the weights */
-void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, int lda,
-                const float *B, int ldb, float beta, float *C, int ldc)
+ * decode step) go to model_gemm_few, which does not repack the weights.
+ * On the tiles, A16 and B16 (NULL, or bf16 copies of A and B) are read
+ * instead of A and B */
+void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     if (model_amx_takes(bf16, M, N, K)) {
-        model_gemm_amx(ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
+        model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
         return;
     }
     /* below 2^18 multiply-adds OpenBLAS's own small-matrix kernel wins */
@@ -71,23 +73,12 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
     }
 }
 
-/* model_gemm, where A16 / B16 (NULL, or bf16 copies of A / B) go to the
- * tiles */
-static void gemm16(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
-                   const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
-{
-    if (model_amx_takes(bf16, M, N, K))
-        model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
-    else
-        model_gemm(bf16, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-}
-
 /* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc; inp16:
  * NULL or inp in bf16; out16: NULL or where out goes in bf16 too */
 static void matmul_fw(bool bf16, float *out, uint16_t *out16, const float *inp, const uint16_t *inp16,
                       const float *w, const float *bias, int N, int IN, int OUT, bool acc)
 {
-    gemm16(bf16, false, true, N, OUT, IN, inp, inp16, IN, w, NULL, IN, acc ? 1.0f : 0.0f, out, OUT);
+    model_gemm(bf16, false, true, N, OUT, IN, inp, inp16, IN, w, NULL, IN, acc ? 1.0f : 0.0f, out, OUT);
     if (!bias && !out16) return;
     #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
@@ -110,8 +101,9 @@ static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, con
                             const uint16_t *dout16, const float *inp, const uint16_t *inp16, const float *w, int N,
                             int IN, int OUT, bool acc)
 {
-    if (dinp) gemm16(bf16, false, false, N, IN, OUT, dout, dout16, OUT, w, NULL, IN, acc ? 1.0f : 0.0f, dinp, IN);
-    gemm16(bf16, true, false, OUT, IN, N, dout, dout16, OUT, inp, inp16, IN, 1.0f, dw, IN);
+    if (dinp)
+        model_gemm(bf16, false, false, N, IN, OUT, dout, dout16, OUT, w, NULL, IN, acc ? 1.0f : 0.0f, dinp, IN);
+    model_gemm(bf16, true, false, OUT, IN, N, dout, dout16, OUT, inp, inp16, IN, 1.0f, dw, IN);
     if (!dbias) return;
     /* each thread sums a range of columns, row by row (the order of one
      * thread alone) */

@@ -133,7 +133,8 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
             memcpy(ws->vc + at, ws->v + (size_t)r * KD, KD * sizeof(float));
         }
         cached_attention(ws, c, l, R);
-        model_gemm(m->bf16, false, true, R, C, QD, ws->y, QD, w->wo + (size_t)l * C * QD, QD, 1.0f, ws->x, C);
+        model_gemm(m->bf16, false, true, R, C, QD, ws->y, NULL, QD, w->wo + (size_t)l * C * QD, NULL, QD, 1.0f, ws->x,
+                   C);
         if (w->bo)
             for (int r = 0; r < R; r++)
                 for (int i = 0; i < C; i++) ws->x[(size_t)r * C + i] += w->bo[(size_t)l * C + i];
@@ -141,7 +142,8 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
         model_matmul(m->bf16, ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
         model_matmul(m->bf16, ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
         model_swiglu(ws->g, ws->g, ws->u, (size_t)R * FF);
-        model_gemm(m->bf16, false, true, R, C, FF, ws->g, FF, w->wd + (size_t)l * C * FF, FF, 1.0f, ws->x, C);
+        model_gemm(m->bf16, false, true, R, C, FF, ws->g, NULL, FF, w->wd + (size_t)l * C * FF, NULL, FF, 1.0f, ws->x,
+                   C);
     }
     float *xl = ws->x + (size_t)(R - nlog) * C;
     model_rmsnorm(ws->ln, ws->r, xl, w->lnf, nlog, C, c->rms_eps);

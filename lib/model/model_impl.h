@@ -143,9 +143,9 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
 
 /* shared kernels (forward.c) */
 /* bf16: products in bf16 on the AMX tiles where the matmul is large
- * enough (the model's bf16 flag) */
-void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, int lda,
-                const float *B, int ldb, float beta, float *C, int ldc);
+ * enough (the model's bf16 flag), reading A16 / B16 where not NULL */
+void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias,
                   int N, int IN, int OUT);
 /* vec.c: loops with e^x, vectorized (see there) */
