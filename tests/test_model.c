@@ -693,13 +693,16 @@ static model_t *tiny_model(uint64_t seed)
  * agree to bf16's precision (and differ: the tiles were used); "cpu"
  * goes back to fp32 exactly. Where the CPU has no tiles, the backend is
  * refused with one line that names it. */
-static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T)
+static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T, bool keeps_ln1)
 {
     char err[512];
     enum { MAXN = 384 };
     int N = B * T, tok[MAXN], tg[MAXN];
     float lp[3][MAXN], dl[MAXN];
-    EXPECT(N <= MAXN);
+    if (N > MAXN) {
+        EXPECT(N <= MAXN);
+        return;
+    }
     for (int i = 0; i < N; i++) {
         tok[i] = (i * 37 + i / T) % 256;
         tg[i] = i % T == T - 1 ? -1 : (i * 37 + (i + 1) / T) % 256;
@@ -712,6 +715,14 @@ static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T)
         EXPECTF(model_set_backend(m, backends[r], err, sizeof err) == 0, "%s", err);
         model_zero_grad(m);
         EXPECT(model_forward(m, tok, tg, B, T, 1.0f, lp[r], NULL) == 0);
+        /* which fp32 activations the model kept */
+        const model_acts_t *a = &m->a;
+        if (r == 1)
+            EXPECTF((a->ln1 != NULL) == keeps_ln1 && !a->ln2 && !a->h && !a->y_all,
+                    "%s %dx%d bf16: kept ln1 %d ln2 %d h %d, every layer's y %d", arch, B, T, a->ln1 != NULL,
+                    a->ln2 != NULL, a->h != NULL, a->y_all);
+        else
+            EXPECTF(a->ln1 && a->ln2 && a->h && a->y_all, "%s %dx%d fp32: an activation not kept", arch, B, T);
         model_backward(m, dl);
         g[r] = malloc(P * sizeof(float));
         memcpy(g[r], model_grads(m), P * sizeof(float));
@@ -746,14 +757,14 @@ static void test_cpu_bf16(void)
         model_destroy(&m);
         SKIP_TEST("this CPU has no AMX bf16 tiles");
     }
-    cpu_bf16_against_cpu(m, "qwen2", 2, 192); /* T: attention takes the tiles too */
-    cpu_bf16_against_cpu(m, "qwen2", 1, 24);
+    cpu_bf16_against_cpu(m, "qwen2", 2, 192, false); /* T: attention takes the tiles too */
+    cpu_bf16_against_cpu(m, "qwen2", 1, 24, true);
     model_destroy(&m);
     model_config_t c = model_config_tiny();
     c.type = MODEL_QWEN3, c.qkv_bias = false;
     m = model_new_random(&c, 7, err, sizeof err);
     EXPECTF(m, "%s", err);
-    if (m) cpu_bf16_against_cpu(m, "qwen3", 2, 192);
+    if (m) cpu_bf16_against_cpu(m, "qwen3", 2, 192, false);
     model_destroy(&m);
 }
 

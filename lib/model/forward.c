@@ -354,6 +354,21 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
 // ----------------------------------------------------------------------------
 // workspaces
 
+/* whether a linear layer (in -> out features, over n positions) of
+ * model m reads its input only from the bf16 copy: its forward product
+ * and its weight gradient both on the tiles */
+static bool input_bf16_only(const model_t *m, int n, int in, int out)
+{
+    return model_amx_takes(m->bf16, n, out, in) && model_amx_takes(m->bf16, out, in, n);
+}
+
+/* the same for its output's gradient: the input gradient's product and
+ * the weight gradient both on the tiles */
+static bool dout_bf16_only(const model_t *m, int n, int in, int out)
+{
+    return model_amx_takes(m->bf16, n, in, out) && model_amx_takes(m->bf16, out, in, n);
+}
+
 /* points every activation into base (when not NULL) and returns the floats
  * they take for a batch of B x T */
 static size_t acts_layout(model_t *m, float *base, int B, int T)
@@ -364,14 +379,12 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
     size_t chunk = model_logits_chunk(m, (int)N);
     model_acts_t *a = &m->a;
     model_grad_acts_t *g = &m->ga;
-    /* fp32 activations that only matmuls read are not kept where every
-     * one of those takes the bf16 copy (forward and weight gradient) */
-    int n = (int)N, qd = (int)QD, kd = (int)KD, c_ = (int)C, ff = (int)FF;
-    bool b16 = m->bf16, ln1 = !(model_amx_takes(b16, n, qd, c_) && model_amx_takes(b16, n, kd, c_) &&
-                                model_amx_takes(b16, qd, c_, n) && model_amx_takes(b16, kd, c_, n));
-    bool ln2 = !(model_amx_takes(b16, n, ff, c_) && model_amx_takes(b16, ff, c_, n));
-    bool h32 = !(model_amx_takes(b16, n, c_, ff) && model_amx_takes(b16, c_, ff, n));
-    a->y_all = !(model_amx_takes(b16, n, c_, qd) && model_amx_takes(b16, c_, qd, n));
+    /* fp32 activations that only linear layers read are not kept where
+     * all of those read the bf16 copy */
+    int n = (int)N;
+    bool ln1 = !(input_bf16_only(m, n, c->C, (int)QD) && input_bf16_only(m, n, c->C, (int)KD));
+    bool ln2 = !input_bf16_only(m, n, c->C, c->FF), h32 = !input_bf16_only(m, n, c->FF, c->C);
+    a->y_all = !input_bf16_only(m, n, (int)QD, c->C);
     struct { float **p; size_t n; } t[] = {
         {&a->x, (L + 1) * N * C}, {&a->ln1, ln1 * L * N * C}, {&a->r1, L * N},
         {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * c->NH},
@@ -600,7 +613,7 @@ void model_backward(model_t *m, const float *dlogp)
         matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, ga->dx16, a->h, hh,
                         w->wd + (size_t)l * C * FF, N, FF, C, false);
         /* dg and du in fp32 only where a matmul reads them */
-        bool d32 = !ga->dg16 || !model_amx_takes(m->bf16, N, C, FF) || !model_amx_takes(m->bf16, FF, C, N);
+        bool d32 = !dout_bf16_only(m, N, C, FF);
         float *dg = d32 ? ga->dg : NULL, *du = d32 ? ga->du : NULL;
         swiglu_backward(dg, du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
         matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, dg, ga->dg16, ln2, ln2h,
