@@ -71,9 +71,10 @@ for r in rows:
     by[r[col["proc"]]].append((int(r[col["t"]]), int(r[col["pid"]]), int(r[col["rss_kb"]]), int(r[col["fds"]]), anon))
 bad = False
 # A process's resident size moves with its work (a generator's KV cache
-# is allocated for each call, mapped on its own, and freed after), so "flat" compares levels, not
-# single samples: growth% is the floor of the last tenth of the run after
-# the warm-up (its 10th percentile) against the floor of its first tenth.
+# is allocated for each call, mapped on its own, and freed after), so
+# "flat" compares levels, not single samples: growth% is the floor of the
+# last tenth of the run after the warm-up (its 10th percentile) against
+# the floor of its first tenth.
 # A leak lifts the floor; work in progress only lifts peak%. The median
 # was the level until a 75-minute soak: once completions grew long, a
 # generator was mid-call in most samples, and its median rose 7.5 % while
