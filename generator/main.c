@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     log_info("waiting for the learner's policy notice");
     while (!zsys_interrupted && version == UINT64_MAX) version_follow(policy_in, 1000, NULL, &version, NULL, ckpt, sizeof ckpt);
     if (zsys_interrupted) return 0;
-    policy_t *pol = policy_open(ckpt, err, sizeof err);
+    policy_t *pol = policy_open(ckpt, cfg.system_prompt, err, sizeof err);
     if (!pol || model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0) log_fatal("%s", err);
     log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, ckpt, pol->name,
              model_num_params(pol->model));

@@ -62,12 +62,12 @@ int main(int argc, char **argv)
     int have = ckpt_latest(cfg.run, dir, sizeof dir, &st, err, sizeof err);
     if (have < 0) log_fatal("%s", err);
     const char *source = have == 0 ? dir : policy_source(cfg.model, cfg.base);
-    policy_t *pol = policy_open(source, err, sizeof err);
+    policy_t *pol = policy_open(source, cfg.system_prompt, err, sizeof err);
     if (!pol) log_fatal("%s%s", err, strcmp(cfg.model, "tiny") == 0 && have ? " (make the base model: bin/learner warmstart)" : "");
     snprintf(path, sizeof path, "%s/optimizer.bin", dir);
     adamw_t *opt = have == 0 ? adamw_load(path, model_num_params(pol->model)) : adamw_new(model_num_params(pol->model));
     if (!opt) log_fatal("optimizer state: see the line above");
-    policy_t *ref = cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), err, sizeof err) : NULL;
+    policy_t *ref = cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), cfg.system_prompt, err, sizeof err) : NULL;
     if (cfg.beta > 0 && !ref) log_fatal("reference model: %s", err);
     if (model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0 ||
         (ref && model_set_backend(ref->model, cfg.backend, err, sizeof err) != 0))

@@ -1,4 +1,5 @@
 #include "warmstart.h"
+#include "working.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -24,14 +25,6 @@
  * those of RL rounds (which count up from 0) */
 #define SFT_INDEX0 (1ull << 40)
 #define EVAL_INDEX0 (1ull << 41)
-
-static char *answer_text(const char *answer)
-{
-    size_t n = strlen(answer) + 32;
-    char *s = malloc(n);
-    snprintf(s, n, " <answer>%s</answer>", answer);
-    return s;
-}
 
 /* greedy pass@1 per family of the mix on held-out questions drawn as RL
  * draws them, as a JSON object; "mean" is over all of them */
@@ -89,7 +82,7 @@ int warmstart(const config_t *cfg)
     }
     task_mix_t *mix = task_mix_new(cfg->task_mix[0] ? cfg->task_mix : NULL, cfg->seed, err, sizeof err);
     if (!mix) log_fatal("task mix: %s", err);
-    policy_t *pol = policy_new_tiny(cfg->seed, err, sizeof err);
+    policy_t *pol = policy_new_tiny(cfg->seed, cfg->system_prompt, err, sizeof err);
     adamw_t *opt = pol ? adamw_new(model_num_params(pol->model)) : NULL;
     if (!opt) log_fatal("tiny model: %s", pol ? "out of memory" : err);
     config_t sft = *cfg;
@@ -107,7 +100,7 @@ int warmstart(const config_t *cfg)
             if (task_mix_draw(mix, SFT_INDEX0 + (uint64_t)step * SFT_BATCH + i, &e[i], err, sizeof err) != 0)
                 log_fatal("task mix: %s", err);
             q[i] = e[i].question;
-            a[i] = answer_text(e[i].answer);
+            a[i] = working_answer(&e[i]);
         }
         float loss = learn_sft_step(learn, q, (const char *const *)a, SFT_BATCH);
         if (step % 50 == 0 || step + 1 == cfg->warmstart_steps)

@@ -213,11 +213,11 @@ static void send_batch(sampler_t *s)
     long pool_size = pool_size_total(s->pool);
     screen_json(s->screen, screened, sizeof screened);
     snprintf(stats, sizeof stats,
-             "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"zero_adv_dropped\":%ld,"
+             "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_dropped\":%ld,"
              "\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
              "\"external_unscorable\":%ld,\"screen\":%s,"
              "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
-             pool_size, s->published, a->stale_dropped, a->zero_adv_dropped, a->wrong_size_dropped,
+             pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped, a->wrong_size_dropped,
              a->duplicate_dropped, screen_rejected(s->screen), s->external_unscorable, screened,
              a->fallback_batches, s->pool_errors, s->pool_seconds, s->transport_seconds);
     uint8_t *buf;

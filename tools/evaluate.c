@@ -57,7 +57,7 @@ static void judge_notice(judge_t *j, const rec_policy_t *pn)
     }
     if (j->due_ready || j->last_loaded || (pn->round < j->next && !last)) return;
     if (j->due ? policy_reload(j->due, pn->checkpoint, err, sizeof err) != 0
-               : !(j->due = policy_open(pn->checkpoint, err, sizeof err))) {
+               : !(j->due = policy_open(pn->checkpoint, j->cfg->system_prompt, err, sizeof err))) {
         log_error("round %llu not evaluated: %s", (unsigned long long)pn->round, err);
         return;
     }

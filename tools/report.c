@@ -1,11 +1,14 @@
 /* report: turns a run folder into plots and a summary.
  * Reads <run>/<node>/metrics.jsonl for every node (or <run>/metrics.jsonl
  * for a single node), writes per-node data files, PNG plots drawn by
- * gnuplot (reward per round, its moving average, cumulative reward) and
- * summary.md, and prints the summary table. */
+ * gnuplot (reward per round, its moving average, cumulative reward, and
+ * the per-round diagnostics a GRPO run is judged by: entropy, completion
+ * length, truncated and formatted shares, zero-advantage share, largest
+ * importance ratio) and summary.md, and prints the summary table. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +16,37 @@
 
 #define MAX_NODES 256
 
+/* the diagnostics plotted beside the reward, by their metrics.jsonl key
+ * (a dot goes into an object); a line without one leaves a gap */
+static const struct {
+    const char *key, *file, *title;
+} diags[] = {
+    {"entropy", "entropy", "entropy of the sampled tokens (nats)"},
+    {"completion_length", "completion_length", "mean completion length (tokens)"},
+    {"truncated_share", "truncated_share", "share of completions cut by the length limit"},
+    {"format_share", "format_share", "share of completions with an answer tag"},
+    {"local.zero_adv_share", "zero_adv_share", "share of own groups with zero advantage"},
+    {"ratio_max", "ratio_max", "largest importance ratio"},
+};
+#define NDIAG (int)(sizeof diags / sizeof diags[0])
+
 typedef struct {
     char name[128];
     int n, cap;
     int *round;
     double *reward;
     double *external;
+    double *diag[NDIAG];
 } series_t;
+
+static const cJSON *lookup(const cJSON *j, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "%s", key);
+    char *dot = strchr(k, '.');
+    if (dot) *dot = '\0', j = cJSON_GetObjectItemCaseSensitive(j, k);
+    return cJSON_GetObjectItemCaseSensitive(j, dot ? dot + 1 : k);
+}
 
 static void usage(void)
 {
@@ -51,6 +78,11 @@ static int load_series(const char *path, const char *name, series_t *s)
             s->round = realloc(s->round, s->cap * sizeof *s->round);
             s->reward = realloc(s->reward, s->cap * sizeof *s->reward);
             s->external = realloc(s->external, s->cap * sizeof *s->external);
+            for (int d = 0; d < NDIAG; d++) s->diag[d] = realloc(s->diag[d], s->cap * sizeof *s->diag[d]);
+        }
+        for (int d = 0; d < NDIAG; d++) {
+            const cJSON *v = lookup(j, diags[d].key);
+            s->diag[d][s->n] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         }
         s->round[s->n] = r->valueint;
         s->reward[s->n] = w->valuedouble;
@@ -156,13 +188,19 @@ int main(int argc, char **argv)
         }
         double cum = 0, win = 0, first = 0, last = 0;
         int wn = window < s->n ? window : s->n;
-        fprintf(f, "# round reward moving_average cumulative\n");
+        fprintf(f, "# round reward moving_average cumulative");
+        for (int d = 0; d < NDIAG; d++) fprintf(f, " %s", diags[d].file);
+        fprintf(f, "\n");
         for (int k = 0; k < s->n; k++) {
             cum += s->reward[k];
             win += s->reward[k];
             if (k >= window) win -= s->reward[k - window];
             int denom = k + 1 < window ? k + 1 : window;
-            fprintf(f, "%d %.6f %.6f %.6f\n", s->round[k], s->reward[k], win / denom, cum);
+            fprintf(f, "%d %.6f %.6f %.6f", s->round[k], s->reward[k], win / denom, cum);
+            for (int d = 0; d < NDIAG; d++)
+                if (isnan(s->diag[d][k])) fprintf(f, " NaN");
+                else fprintf(f, " %.6g", s->diag[d][k]);
+            fprintf(f, "\n");
             if (k < wn) first += s->reward[k];
             if (k >= s->n - wn) last += s->reward[k];
         }
@@ -194,6 +232,13 @@ int main(int argc, char **argv)
                     plots[p].col, nodes[i].name);
         fprintf(gp, "\n");
     }
+    for (int d = 0; d < NDIAG; d++) {
+        fprintf(gp, "set output '%s/report/%s.png'\nset title '%s'\nplot ", outdir, diags[d].file, diags[d].title);
+        for (int i = 0; i < nn; i++)
+            fprintf(gp, "%s'%s/report/%s.dat' using 1:%d with lines title '%s'", i ? ", " : "", outdir, nodes[i].name,
+                    5 + d, nodes[i].name);
+        fprintf(gp, "\n");
+    }
     fclose(gp);
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "gnuplot '%s/report/plots.gp'", outdir);
@@ -205,11 +250,13 @@ int main(int argc, char **argv)
     char buf[1024];
     while (f && fgets(buf, sizeof buf, f)) fputs(buf, stdout);
     if (f) fclose(f);
-    printf("report: %s/report (reward.png, moving_average.png, cumulative.png, summary.md; window %d)\n", outdir, window);
+    printf("report: %s/report (reward.png, moving_average.png, cumulative.png, the diagnostics' plots, summary.md; "
+           "window %d)\n", outdir, window);
     for (int i = 0; i < nn; i++) {
         free(nodes[i].round);
         free(nodes[i].reward);
         free(nodes[i].external);
+        for (int d = 0; d < NDIAG; d++) free(nodes[i].diag[d]);
     }
     return rc == 0 ? 0 : 1;
 }

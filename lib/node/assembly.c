@@ -113,8 +113,10 @@ bool assembly_add(assembly_t *self, void *buf, size_t len)
         free(buf);
         return false;
     }
-    if (v.r.external && strcmp(self->cfg->external_filter, "nonzero") == 0 && group_zero_advantage(buf, len)) {
-        self->st.zero_adv_dropped++;
+    const char *filter = v.r.external ? self->cfg->external_filter : self->cfg->local_filter;
+    if (strcmp(filter, "nonzero") == 0 && group_zero_advantage(buf, len)) {
+        if (v.r.external) self->st.external_zero_adv_dropped++;
+        else self->st.local_zero_adv_dropped++;
         free(buf);
         return false;
     }

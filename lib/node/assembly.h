@@ -13,7 +13,8 @@
 typedef struct {
     long local_in, external_in;   /* scored groups received */
     long stale_dropped;           /* local groups older than the staleness bound */
-    long zero_adv_dropped;        /* external groups whose local rewards are all equal */
+    long external_zero_adv_dropped; /* external groups whose local rewards are all equal */
+    long local_zero_adv_dropped;  /* own groups whose rewards are all equal (local-filter nonzero) */
     long wrong_size_dropped;      /* groups without L completions */
     long duplicate_dropped;       /* local groups of a task already taken (a record the broker
                                      delivered again after a process was killed holding it) */

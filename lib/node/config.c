@@ -40,16 +40,20 @@ static const field_t fields[] = {
     {"external", "SAPO_J", I(external_groups), "4", "J: groups sampled from other nodes per batch (0 = no sharing)"},
     {"completions", "SAPO_L", I(completions), "8", "L: completions per question"},
     {"questions", "SAPO_QUESTIONS", I(questions), "8", "questions sampled per round"},
+    {"system-prompt", "SAPO_SYSTEM_PROMPT", S(system_prompt), "default", "instruction before every question: default (for a chat checkpoint, one that asks for the answer between <answer> tags; none for the tiny model), none, @FILE (the file's text) or the text itself"},
     {"max-new-tokens", "SAPO_MAX_NEW_TOKENS", I(max_new_tokens), "48", "longest completion in tokens"},
     {"temperature", "SAPO_TEMPERATURE", F(temperature), "1.0", "sampling temperature"},
     {"top-p", "SAPO_TOP_P", F(top_p), "1.0", "nucleus sampling threshold (1 = off)"},
     {"top-k", "SAPO_TOP_K", I(top_k), "0", "top-k sampling (0 = off)"},
     {"lr", "SAPO_LR", F(lr), "1e-4", "AdamW learning rate (tiny model: 1e-3 collapses it, 3e-4 lowered the demo swarm's reward; a Qwen checkpoint wants about 1e-6)"},
+    {"lr-warmup", "SAPO_LR_WARMUP", I(lr_warmup), "0", "rounds over which the learning rate rises linearly from lr/warmup to lr (0 = none)"},
+    {"lr-schedule", "SAPO_LR_SCHEDULE", S(lr_schedule), "constant", "learning rate after the warm-up: constant, or cosine (down to a tenth at --rounds, which must then be set)"},
     {"weight-decay", "SAPO_WEIGHT_DECAY", F(weight_decay), "0.0", "AdamW decoupled weight decay"},
     {"max-grad-norm", "SAPO_MAX_GRAD_NORM", F(max_grad_norm), "1.0", "global gradient norm clip (0 = off)"},
     {"eps-low", "SAPO_EPS_LOW", F(eps_low), "0.2", "GRPO lower clip epsilon"},
     {"eps-high", "SAPO_EPS_HIGH", F(eps_high), "0.28", "GRPO upper clip epsilon"},
     {"beta", "SAPO_BETA", F(beta), "0.0", "KL coefficient to the base model (0 = no reference model)"},
+    {"delta", "SAPO_DELTA", F(delta), "0", "upper bound on the importance ratio of tokens with negative advantage (TRL's two-sided GRPO; 0 = off, else above 1 + eps-high)"},
     {"loss-type", "SAPO_LOSS_TYPE", S(loss_type), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
     {"scale-rewards", "SAPO_SCALE_REWARDS", S(scale_rewards), "group", "advantage scaling: group, batch or none"},
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
@@ -61,6 +65,9 @@ static const field_t fields[] = {
     {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
     {"stall-seconds", "SAPO_STALL_S", I(stall_seconds), "120", "seconds without a scored rollout or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "250", "supervised steps that train the tiny base model (learner warmstart; about 7 minutes on 2 cores)"},
+    {"reward-floor", "SAPO_REWARD_FLOOR", F(reward_floor), "0", "a verifier score below this counts as reward 0 (partial credit for a wrong answer in the right form: 0.01 or 0.05 in reasoning-gym's scorers; 0 = every score as it is)"},
+    {"mask-truncated", "SAPO_MASK_TRUNCATED", I(mask_truncated), "0", "1: completions cut by max-new-tokens add nothing to the loss (TRL's mask_truncated_completions)"},
+    {"local-filter", "SAPO_LOCAL_FILTER", S(local_filter), "all", "own groups trained: all, or nonzero (groups whose rewards are all equal are dropped and replaced by fresh ones, DAPO's dynamic sampling)"},
     {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
     {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
@@ -122,6 +129,26 @@ static int check(const config_t *c)
     }
     if (strcmp(c->share, "nonzero") != 0 && strcmp(c->share, "all") != 0) {
         fprintf(stderr, "config: share (SAPO_SHARE): '%s' is not nonzero or all\n", c->share);
+        return -1;
+    }
+    if (strcmp(c->local_filter, "nonzero") != 0 && strcmp(c->local_filter, "all") != 0) {
+        fprintf(stderr, "config: local-filter (SAPO_LOCAL_FILTER): '%s' is not nonzero or all\n", c->local_filter);
+        return -1;
+    }
+    if (strcmp(c->lr_schedule, "constant") != 0 && strcmp(c->lr_schedule, "cosine") != 0) {
+        fprintf(stderr, "config: lr-schedule (SAPO_LR_SCHEDULE): '%s' is not constant or cosine\n", c->lr_schedule);
+        return -1;
+    }
+    if (strcmp(c->lr_schedule, "cosine") == 0 && c->rounds == 0) {
+        fprintf(stderr, "config: lr-schedule (SAPO_LR_SCHEDULE) cosine needs rounds (SAPO_ROUNDS) to end at\n");
+        return -1;
+    }
+    if (c->delta != 0 && !(c->delta > 1 + c->eps_high)) {
+        fprintf(stderr, "config: delta (SAPO_DELTA): %g must be 0 (off) or above 1 + eps-high (%g)\n", c->delta, 1 + c->eps_high);
+        return -1;
+    }
+    if (c->reward_floor < 0 || c->reward_floor > 1 || c->mask_truncated > 1) {
+        fprintf(stderr, "config: reward-floor (SAPO_REWARD_FLOOR) must be in [0, 1], mask-truncated (SAPO_MASK_TRUNCATED) 0 or 1\n");
         return -1;
     }
     if (strcmp(c->external_filter, "nonzero") != 0 && strcmp(c->external_filter, "all") != 0) {

@@ -24,14 +24,18 @@ typedef struct {
     int external_groups;  /* J: groups sampled from other nodes per batch */
     int completions;      /* L: completions per question */
     int questions;        /* questions sampled per round */
+    char system_prompt[2048]; /* "default", "none", "@FILE" or the text */
     int max_new_tokens;
     float temperature;
     float top_p;
     int top_k;
     float lr;
+    int lr_warmup;          /* rounds of linear warm-up */
+    char lr_schedule[16];   /* constant, cosine */
     float weight_decay;
     float max_grad_norm;
     float eps_low, eps_high, beta;
+    float delta;            /* upper clip of the ratio for negative advantages (0 = off) */
     char loss_type[16];     /* grpo, bnpo, dr_grpo, dapo */
     char scale_rewards[16]; /* group, batch, none */
     int micro_batch;        /* sequences per forward/backward pass */
@@ -43,6 +47,9 @@ typedef struct {
     int max_text;           /* bytes of one text field of a record drawn from the pool */
     int stall_seconds;      /* silence after which the sampler counts what it sent as lost */
     int warmstart_steps;    /* supervised steps that make the tiny base model */
+    float reward_floor;     /* scores below it count 0 */
+    int mask_truncated;     /* 1: truncated completions out of the loss */
+    char local_filter[16];  /* own groups trained: "all" or "nonzero" */
     char share[16];         /* SelectSubset: "nonzero" (groups with an advantage) or "all" */
     char external_filter[16]; /* external groups kept after re-scoring: "nonzero" or "all" */
     uint64_t seed;

@@ -24,6 +24,8 @@ typedef struct {
     int sequences;
     int groups;
     int skipped_groups;   /* unusable groups (no completions, unscored) */
+    int masked_truncated; /* completions left out of the loss (mask-truncated) */
+    float lr;             /* the learning rate of the step */
     grpo_stats_t grpo;
 } learn_stats_t;
 
@@ -35,6 +37,11 @@ void learn_destroy(learn_t **self_p);
 
 /* One optimizer step on the batch. 0, or -1 with err (nothing applied). */
 int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen);
+
+/* The learning rate of round `round` (counted from 1): linear warm-up over
+ * cfg->lr_warmup rounds, then constant or a cosine down to lr/10 at
+ * cfg->rounds. */
+float learn_rate(const config_t *cfg, uint64_t round);
 
 /* Supervised warm start: one step of cross-entropy on (question, answer)
  * pairs, the answer written as the policy should write it. Returns the

@@ -1,8 +1,12 @@
 #include "node/metrics.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "tasks/task.h"
 
 /* running sums per key, turned into means by means() */
 static void add_to(cJSON *sums, cJSON *counts, const char *key, double value)
@@ -24,9 +28,74 @@ static cJSON *means(cJSON *sums, cJSON *counts)
     return sums;
 }
 
+/* What the node's own completions look like, local and external groups'
+ * zero-advantage shares and ages (see metrics.h) */
+static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
+{
+    long n = 0, len_sum = 0, len_max = 0, truncated = 0, formatted = 0, logp_n = 0;
+    double logp_sum = 0;
+    long zero[2] = {0, 0}, groups[2] = {0, 0};
+    double age_v[2] = {0, 0}, age_r[2] = {0, 0}, age_s[2] = {0, 0}, age_v_max[2] = {0, 0};
+    for (size_t g = 0; g < batch->b.n_groups; g++) {
+        rec_rollout_view_t rv;
+        rec_batch_group(batch, g, &rv);
+        int e = rv.r.external;
+        groups[e]++;
+        float first = 0;
+        bool mixed = false;
+        for (size_t i = 0; i < rv.r.n_completions; i++) {
+            rec_completion_t c;
+            rec_rollout_completion(&rv, i, &c);
+            if (i == 0) first = c.reward;
+            else if (fabsf(c.reward - first) > 1e-6f) mixed = true;
+            if (e) continue;
+            long len = (long)c.n_tokens;
+            n++;
+            len_sum += len;
+            if (len > len_max) len_max = len;
+            truncated += !c.finished;
+            char *a = task_extract_answer(c.text);
+            formatted += a != NULL;
+            free(a);
+            for (size_t t = 0; t < c.n_logprobs; t++) {
+                float lp;
+                memcpy(&lp, c.logprobs + t, sizeof lp);
+                logp_sum += lp;
+            }
+            logp_n += (long)c.n_logprobs;
+        }
+        zero[e] += !mixed;
+        /* rounds count alike on every node (one per training step); policy
+         * versions are the node's own, so an external group's is not ours */
+        double v = batch->b.policy_version > rv.r.policy_version ? (double)(batch->b.policy_version - rv.r.policy_version) : 0;
+        age_v[e] += v;
+        if (v > age_v_max[e]) age_v_max[e] = v;
+        age_r[e] += batch->b.round > rv.r.task.round ? (double)(batch->b.round - rv.r.task.round) : 0;
+        double s = now_s - rv.r.created_ms / 1000.0;
+        age_s[e] += s > 0 ? s : 0;
+    }
+    cJSON_AddNumberToObject(j, "completion_length", n ? (double)len_sum / n : 0);
+    cJSON_AddNumberToObject(j, "completion_length_max", (double)len_max);
+    cJSON_AddNumberToObject(j, "truncated_share", n ? (double)truncated / n : 0);
+    cJSON_AddNumberToObject(j, "format_share", n ? (double)formatted / n : 0);
+    cJSON_AddNumberToObject(j, "entropy", logp_n ? -logp_sum / logp_n : 0);
+    static const char *const side[2] = {"local", "external"};
+    for (int e = 0; e < 2; e++) {
+        cJSON *o = cJSON_AddObjectToObject(j, side[e]);
+        cJSON_AddNumberToObject(o, "zero_adv_share", groups[e] ? (double)zero[e] / groups[e] : 0);
+        if (!e) cJSON_AddNumberToObject(o, "age_versions", groups[e] ? age_v[e] / groups[e] : 0);
+        if (!e) cJSON_AddNumberToObject(o, "age_versions_max", age_v_max[e]);
+        cJSON_AddNumberToObject(o, "age_rounds", groups[e] ? age_r[e] / groups[e] : 0);
+        cJSON_AddNumberToObject(o, "age_seconds", groups[e] ? age_s[e] / groups[e] : 0);
+    }
+}
+
 char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_stats_t *st, uint64_t version,
                    double train_seconds)
 {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "node", node);
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
@@ -57,10 +126,13 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
             }
         }
     }
+    cJSON *fam_count = cJSON_Duplicate(fam_n, true);
     means(fam, fam_n);
     cJSON_AddNumberToObject(j, "reward_mean", n_own ? own / n_own : 0);
     cJSON_AddNumberToObject(j, "reward_external", n_ext ? ext / n_ext : 0);
-    cJSON_AddItemToObject(j, "family_accuracy", fam);
+    cJSON_AddItemToObject(j, "family_reward", fam);
+    cJSON_AddItemToObject(j, "family_count", fam_count);
+    add_samples(j, batch, now_s);
     cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
     cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
     cJSON_AddItemToObject(j, "external_from", from);
@@ -69,8 +141,15 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
     cJSON_AddNumberToObject(j, "skipped_groups", st->skipped_groups);
+    cJSON_AddNumberToObject(j, "lr", st->lr);
+    cJSON_AddNumberToObject(j, "masked_truncated", st->masked_truncated);
     cJSON_AddNumberToObject(j, "clip_region", st->grpo.clip_region);
+    cJSON_AddNumberToObject(j, "clip_low", st->grpo.clip_low);
+    cJSON_AddNumberToObject(j, "clip_high", st->grpo.clip_high);
     cJSON_AddNumberToObject(j, "ratio", st->grpo.ratio);
+    cJSON_AddNumberToObject(j, "ratio_min", st->grpo.ratio_min);
+    cJSON_AddNumberToObject(j, "ratio_max", st->grpo.ratio_max);
+    cJSON_AddNumberToObject(j, "kl", st->grpo.kl);
     cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
     cJSON_AddNumberToObject(secs, "train", train_seconds);
     cJSON_AddNumberToObject(secs, "generate", gen_s);
@@ -86,9 +165,7 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     } else {
         cJSON_Delete(sampler);
     }
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    cJSON_AddNumberToObject(j, "time", (double)now.tv_sec + now.tv_nsec / 1e9);
+    cJSON_AddNumberToObject(j, "time", now_s);
     char *out = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return out;

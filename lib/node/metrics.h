@@ -1,11 +1,23 @@
 /* The per-round metrics line the learner appends to run/<node>/metrics.jsonl:
  * {"node","round","version","reward_mean" (the node's own completions),
- *  "reward_external","family_accuracy":{family: mean reward},
+ *  "reward_external","family_reward":{family: mean reward of own completions},
+ *  "family_count":{family: own completions},
+ *  what the node's own completions look like (what a GRPO practitioner
+ *  reads first): "completion_length" (mean tokens), "completion_length_max",
+ *  "truncated_share" (cut by max-new-tokens), "format_share" (an
+ *  <answer>...</answer> to score), "entropy" (minus the mean log-prob of
+ *  the sampled tokens under the policy that sampled them: an estimate of
+ *  the per-token entropy at the sampling temperature);
+ *  "local" and "external": {"zero_adv_share" (groups whose rewards are all
+ *  equal), "age_rounds" (batch round - the round its question was drawn
+ *  in), "age_seconds" (since it was generated), local also "age_versions"
+ *  and "age_versions_max" (policy versions behind the one trained)},
  *  "local_groups","external_groups","external_from":{node: groups},
  *  "external_reward_from":{node: mean local reward of its completions},
- *  "loss","grad_norm","tokens",
- *  "clip_region","seconds":{"train":...}, "sampler":{the batch's counters},
- *  "time"} */
+ *  "loss","grad_norm","tokens","lr","masked_truncated",
+ *  "clip_region","clip_low","clip_high","ratio","ratio_min","ratio_max",
+ *  "kl" (0 when beta is 0),
+ *  "seconds":{"train":...}, "sampler":{the batch's counters}, "time"} */
 #ifndef SAPO_METRICS_H
 #define SAPO_METRICS_H
 

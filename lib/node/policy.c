@@ -11,6 +11,42 @@
 
 static const char *const STOP_TEXT = "</answer>";
 
+const char *const POLICY_SYSTEM_DEFAULT =
+    "Solve the problem. You may reason briefly first. Then write your final answer, and nothing else, "
+    "between <answer> and </answer>, for example <answer>42</answer>.";
+
+/* p->system from the setting; 0, or -1 with err */
+static int set_system(policy_t *p, const char *setting, char *err, size_t errlen)
+{
+    free(p->system);
+    p->system = NULL;
+    if (!setting || strcmp(setting, "none") == 0) return 0;
+    if (strcmp(setting, "default") == 0) {
+        if (p->fmt == PROMPT_CHATML) p->system = strdup(POLICY_SYSTEM_DEFAULT);
+        return 0;
+    }
+    if (setting[0] != '@') {
+        p->system = strdup(setting);
+        return 0;
+    }
+    FILE *f = fopen(setting + 1, "r");
+    if (!f) {
+        snprintf(err, errlen, "system prompt (SAPO_SYSTEM_PROMPT) %s: %s", setting + 1, strerror(errno));
+        return -1;
+    }
+    char *text = NULL;
+    size_t cap = 0, n = getdelim(&text, &cap, '\0', f) > 0 ? strlen(text) : 0;
+    fclose(f);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r')) text[--n] = '\0';
+    if (n == 0) {
+        free(text);
+        snprintf(err, errlen, "system prompt (SAPO_SYSTEM_PROMPT) %s: empty file", setting + 1);
+        return -1;
+    }
+    p->system = text;
+    return 0;
+}
+
 const char *policy_source(const char *model_setting, const char *base_dir)
 {
     return strcmp(model_setting, "tiny") == 0 ? base_dir : model_setting;
@@ -29,7 +65,7 @@ static void name_policy(policy_t *p)
     snprintf(p->name, sizeof p->name, "%s-%dL-%dC-v%d", p->fmt == PROMPT_CHATML ? "qwen" : "bytes", c->L, c->C, c->V);
 }
 
-policy_t *policy_open(const char *dir, char *err, size_t errlen)
+policy_t *policy_open(const char *dir, const char *system, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -76,11 +112,15 @@ policy_t *policy_open(const char *dir, char *err, size_t errlen)
         policy_destroy(&p);
         return NULL;
     }
+    if (set_system(p, system, err, errlen) != 0) {
+        policy_destroy(&p);
+        return NULL;
+    }
     name_policy(p);
     return p;
 }
 
-policy_t *policy_new_tiny(uint64_t seed, char *err, size_t errlen)
+policy_t *policy_new_tiny(uint64_t seed, const char *system, char *err, size_t errlen)
 {
     policy_t *p = calloc(1, sizeof *p);
     model_config_t cfg = model_config_tiny();
@@ -90,6 +130,10 @@ policy_t *policy_new_tiny(uint64_t seed, char *err, size_t errlen)
     }
     p->tok = tokenizer_byte_new();
     p->fmt = PROMPT_PLAIN;
+    if (set_system(p, system, err, errlen) != 0) {
+        policy_destroy(&p);
+        return NULL;
+    }
     name_policy(p);
     return p;
 }
@@ -100,6 +144,7 @@ void policy_destroy(policy_t **self_p)
     policy_t *p = *self_p;
     model_destroy(&p->model);
     tokenizer_destroy(&p->tok);
+    free(p->system);
     free(p);
     *self_p = NULL;
 }
@@ -155,7 +200,7 @@ int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
 
 char *policy_prompt(const policy_t *self, const char *question)
 {
-    return prompt_format(self->fmt, NULL, question);
+    return prompt_format(self->fmt, self->system, question);
 }
 
 typedef struct {

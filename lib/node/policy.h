@@ -18,16 +18,27 @@ typedef struct {
     prompt_format_t fmt;
     char name[256];    /* recorded in rollouts: same name = same tokenizer and prompt */
     char tokdir[4096]; /* absolute folder of tokenizer.json, "" for the byte tokenizer */
+    char *system;      /* the instruction before every question, or NULL */
 } policy_t;
+
+/* The instruction a chat checkpoint gets when the system-prompt setting is
+ * "default": a Qwen chat model asked a bare question does not write
+ * <answer> tags, so every reward would be 0. */
+extern const char *const POLICY_SYSTEM_DEFAULT;
 
 /* The folder a node's policy starts from: the base model folder when the
  * model setting is "tiny", else the setting itself. */
 const char *policy_source(const char *model_setting, const char *base_dir);
 
-policy_t *policy_open(const char *dir, char *err, size_t errlen);
+/* system: the system-prompt setting (config.h): "default" (the
+ * instruction above for a chat checkpoint, none for the plain-prompted
+ * byte model), "none", "@PATH" (a file's text) or the text itself. Every
+ * process of a node opens its policy with the same setting, so the
+ * generator, the learner, the evaluator and the warm start prompt alike. */
+policy_t *policy_open(const char *dir, const char *system, char *err, size_t errlen);
 
 /* A freshly initialised tiny default model over the byte tokenizer. */
-policy_t *policy_new_tiny(uint64_t seed, char *err, size_t errlen);
+policy_t *policy_new_tiny(uint64_t seed, const char *system, char *err, size_t errlen);
 void policy_destroy(policy_t **self_p);
 
 /* Replaces the weights with those in dir (same architecture). 0 or -1 with err. */

@@ -15,7 +15,12 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int score_rollout(void *buf, size_t len, score_stats_t *st, char *err, size_t errlen)
+float score_reward(double score, float reward_floor)
+{
+    return score < reward_floor ? 0.0f : (float)score;
+}
+
+int score_rollout(void *buf, size_t len, float reward_floor, score_stats_t *st, char *err, size_t errlen)
 {
     int64_t t0 = now_us();
     rec_rollout_view_t v;
@@ -37,7 +42,7 @@ int score_rollout(void *buf, size_t len, score_stats_t *st, char *err, size_t er
         double s = task_score_entry(answer, &e, err, errlen);
         free(answer);
         if (s < 0) rc = -1;
-        rewards[i] = (float)s;
+        rewards[i] = score_reward(s, reward_floor);
     }
     cJSON_Delete(meta);
     if (rc == 0) rc = rec_rollout_score(buf, len, rewards, n, true, err, errlen);

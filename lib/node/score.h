@@ -13,8 +13,12 @@ typedef struct {
 } score_stats_t;
 
 /* buf is a rollout record the caller owns, REC_ALIGN-aligned. Scores it in
- * place and marks it scored. 0, or -1 with the reason in err (the record
- * must then be dropped). */
-int score_rollout(void *buf, size_t len, score_stats_t *st, char *err, size_t errlen);
+ * place and marks it scored; a score below reward_floor is written as 0
+ * (the node's reward rule: a hedge in the right form earns nothing). 0, or
+ * -1 with the reason in err (the record must then be dropped). */
+int score_rollout(void *buf, size_t len, float reward_floor, score_stats_t *st, char *err, size_t errlen);
+
+/* The reward of a verifier score under the node's floor. */
+float score_reward(double score, float reward_floor);
 
 #endif

@@ -39,6 +39,7 @@ typedef struct {
     float clip_region; /* either */
     float kl;          /* k3 estimate (times the ratio with bias correction); 0 when beta is 0 */
     float ratio;       /* mean importance ratio */
+    float ratio_min, ratio_max;
     long tokens;       /* unmasked tokens */
 } grpo_stats_t;
 

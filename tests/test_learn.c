@@ -1,0 +1,84 @@
+/* The learner's options on one real GRPO step of the tiny model
+ * (lib/node/learn.c): mask-truncated leaves a completion cut by the length
+ * limit out of the loss, and delta caps the ratio of tokens with negative
+ * advantage (the loss itself is checked against TRL in test_grpo; here,
+ * that the setting reaches it). */
+#include "check.h"
+#include "node/config.h"
+#include "node/learn.h"
+#include "node/policy.h"
+#include "records.h"
+
+/* one own group of 2 completions: "<answer>7</answer>" (reward 1,
+ * finished) and "<answer>9" (reward 0, cut by the limit); the sampling
+ * log-probs are -20 a token, far below the policy's, so every ratio is
+ * large */
+static int step(const char *const *flags, int nflags, learn_stats_t *st)
+{
+    char *argv[16] = {"test_learn"};
+    for (int i = 0; i < nflags; i++) argv[1 + i] = (char *)flags[i];
+    int argc = 1 + nflags;
+    config_t cfg;
+    if (config_load(&cfg, &argc, argv) != 0) return -1;
+    char err[256];
+    policy_t *pol = policy_new_tiny(3, cfg.system_prompt, err, sizeof err);
+    adamw_t *opt = adamw_new(model_num_params(pol->model));
+    learn_t *learn = learn_new(pol, NULL, &cfg, opt, err, sizeof err);
+    const char *text[2] = {"<answer>7</answer>", "<answer>9"};
+    int32_t ids[2][32];
+    float lp[2][32];
+    rec_completion_t c[2];
+    for (int k = 0; k < 2; k++) {
+        size_t n = strlen(text[k]);
+        for (size_t t = 0; t < n; t++) ids[k][t] = (unsigned char)text[k][t], lp[k][t] = -20.0f;
+        c[k] = (rec_completion_t){.text = text[k], .token_ids = ids[k], .n_tokens = n, .logprobs = lp[k],
+                                  .n_logprobs = n, .reward = (float)(k == 0), .finished = k == 0};
+    }
+    rec_rollout_t g = {.node = cfg.node, .model = pol->name, .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4."},
+                       .completions = c, .n_completions = 2, .scored = true};
+    rec_batch_t b = {.node = cfg.node, .round = 1, .groups = &g, .n_groups = 1, .local_count = 1, .stats_json = "{}"};
+    uint8_t *buf;
+    size_t len;
+    rec_batch_view_t v;
+    int rc = rec_batch_build(&b, &buf, &len) == 0 && rec_batch_view(buf, len, &v, err, sizeof err) == 0
+                 ? learn_step(learn, &v, st, err, sizeof err)
+                 : -1;
+    if (rc) fprintf(stderr, "%s\n", err);
+    rec_free(buf);
+    learn_destroy(&learn);
+    adamw_destroy(&opt);
+    policy_destroy(&pol);
+    return rc;
+}
+
+static void test_mask_truncated(void)
+{
+    learn_stats_t all, masked;
+    const char *off[] = {"--loss-type", "dapo"}, *on[] = {"--loss-type", "dapo", "--mask-truncated", "1"};
+    EXPECT(step(off, 2, &all) == 0);
+    EXPECT(step(on, 4, &masked) == 0);
+    /* 18 + 9 completion tokens (the byte model's EOS is not in the text) */
+    EXPECTF(all.grpo.tokens == 27 && all.masked_truncated == 0, "all: %ld tokens, %d masked", all.grpo.tokens, all.masked_truncated);
+    EXPECTF(masked.grpo.tokens == 18 && masked.masked_truncated == 1 && masked.tokens == 18,
+            "masked: %ld tokens in the loss, %ld counted, %d masked", masked.grpo.tokens, masked.tokens, masked.masked_truncated);
+}
+
+static void test_delta(void)
+{
+    learn_stats_t plain, capped;
+    const char *off[] = {"--loss-type", "dapo"}, *on[] = {"--loss-type", "dapo", "--delta", "2"};
+    EXPECT(step(off, 2, &plain) == 0);
+    EXPECT(step(on, 4, &capped) == 0);
+    /* every ratio is huge: the negative-advantage tokens' loss -A r becomes
+     * -A delta, so the loss falls by far; the positive side is clipped at
+     * 1 + eps-high either way */
+    EXPECTF(plain.grpo.ratio_max > 1e3f, "ratio max %g", plain.grpo.ratio_max);
+    EXPECTF(capped.loss < plain.loss - 1.0f, "loss with delta %g, without %g", capped.loss, plain.loss);
+}
+
+int main(void)
+{
+    RUN_TEST(test_mask_truncated);
+    RUN_TEST(test_delta);
+    CHECK_EXIT();
+}

@@ -1,0 +1,198 @@
+/* The learner's per-round diagnostics (lib/node/metrics.c) on a small
+ * batch whose values are worked out by hand below, and the options that
+ * change what is trained: the reward floor (lib/node/score.c), the local
+ * zero-advantage filter (lib/node/assembly.c) and the learning-rate
+ * schedule (lib/node/learn.c). */
+#include <cjson/cJSON.h>
+#include <time.h>
+
+#include "check.h"
+#include "node/assembly.h"
+#include "node/config.h"
+#include "node/learn.h"
+#include "node/metrics.h"
+#include "node/score.h"
+#include "records.h"
+
+static double num(const cJSON *j, const char *path)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s", path);
+    const cJSON *o = j;
+    for (char *k = strtok(key, "."); k && o; k = strtok(NULL, ".")) o = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(o)) {
+        fprintf(stderr, "metrics: no number at %s\n", path);
+        check_failures++;
+        return NAN;
+    }
+    return o->valuedouble;
+}
+
+/* Two local groups and one external, 2 completions each:
+ *   local A (basic_arithmetic, version 5, question of round 7): rewards 1, 0;
+ *     "<answer>3</answer>" 3 tokens, log-probs -0.5 -0.5 -1 (finished),
+ *     "3" 2 tokens, log-probs -2 -1 (cut by the length limit, no answer tag)
+ *   local B (bf, version 6, round 8): rewards 0, 0; "<answer>x</answer>"
+ *     1 token (-0.25) twice, both finished
+ *   external C (round 6): rewards 1, 1, no tokens
+ * batch: round 9, version 6.
+ * completion_length (3 + 2 + 1 + 1) / 4 = 1.75, max 3; truncated 1/4;
+ * format 3/4; entropy -(-0.5-0.5-1-2-1-0.25-0.25) / 7 = 5.5 / 7;
+ * local zero_adv 1/2 (B), external 1/1; local age_versions (1 + 0) / 2,
+ * max 1; age_rounds local (2 + 1) / 2, external 3; reward_mean 1/4,
+ * family_reward basic_arithmetic 0.5, bf 0, family_count 2 and 2. */
+static void test_diagnostics(void)
+{
+    float lpA0[] = {-0.5f, -0.5f, -1.0f}, lpA1[] = {-2.0f, -1.0f}, lpB[] = {-0.25f};
+    int32_t tA0[] = {1, 2, 3}, tA1[] = {4, 5}, tB[] = {6};
+    rec_completion_t cA[] = {{.text = "<answer>3</answer>", .token_ids = tA0, .n_tokens = 3, .logprobs = lpA0, .n_logprobs = 3, .reward = 1, .finished = true},
+                             {.text = "3", .token_ids = tA1, .n_tokens = 2, .logprobs = lpA1, .n_logprobs = 2, .reward = 0, .finished = false}};
+    rec_completion_t cB[] = {{.text = "<answer>x</answer>", .token_ids = tB, .n_tokens = 1, .logprobs = lpB, .n_logprobs = 1, .reward = 0, .finished = true},
+                             {.text = "<answer>x</answer>", .token_ids = tB, .n_tokens = 1, .logprobs = lpB, .n_logprobs = 1, .reward = 0, .finished = true}};
+    rec_completion_t cC[] = {{.text = "<answer>1</answer>", .reward = 1, .finished = true},
+                             {.text = "<answer>1</answer>", .reward = 1, .finished = true}};
+    uint64_t now_ms = (uint64_t)time(NULL) * 1000;
+    rec_rollout_t g[] = {
+        {.node = "n0", .policy_version = 5, .task = {.family = "basic_arithmetic", .round = 7}, .completions = cA, .n_completions = 2, .scored = true, .created_ms = now_ms},
+        {.node = "n0", .policy_version = 6, .task = {.family = "bf", .round = 8}, .completions = cB, .n_completions = 2, .scored = true, .created_ms = now_ms},
+        {.node = "n1", .policy_version = 40, .task = {.family = "bf", .round = 6}, .completions = cC, .n_completions = 2, .external = true, .scored = true, .created_ms = now_ms},
+    };
+    rec_batch_t b = {.node = "n0", .round = 9, .policy_version = 6, .groups = g, .n_groups = 3, .local_count = 2, .external_count = 1, .stats_json = "{}"};
+    uint8_t *buf;
+    size_t len;
+    EXPECT(rec_batch_build(&b, &buf, &len) == 0);
+    rec_batch_view_t v;
+    char err[128];
+    EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
+    learn_stats_t st = {.lr = 1e-4f, .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f}};
+    char *line = metrics_line("n0", &v, &st, 7, 1.0);
+    cJSON *j = cJSON_Parse(line);
+    EXPECT(j != NULL);
+    EXPECT_NEAR(num(j, "completion_length"), 1.75, 1e-9);
+    EXPECT_NEAR(num(j, "completion_length_max"), 3, 1e-9);
+    EXPECT_NEAR(num(j, "truncated_share"), 0.25, 1e-9);
+    EXPECT_NEAR(num(j, "format_share"), 0.75, 1e-9);
+    EXPECT_NEAR(num(j, "entropy"), 5.5 / 7, 1e-6);
+    EXPECT_NEAR(num(j, "local.zero_adv_share"), 0.5, 1e-9);
+    EXPECT_NEAR(num(j, "external.zero_adv_share"), 1.0, 1e-9);
+    EXPECT_NEAR(num(j, "local.age_versions"), 0.5, 1e-9);
+    EXPECT_NEAR(num(j, "local.age_versions_max"), 1, 1e-9);
+    EXPECT_NEAR(num(j, "local.age_rounds"), 1.5, 1e-9);
+    EXPECT_NEAR(num(j, "external.age_rounds"), 3, 1e-9);
+    EXPECT(num(j, "external.age_seconds") < 5);
+    EXPECT_NEAR(num(j, "reward_mean"), 0.25, 1e-9);
+    EXPECT_NEAR(num(j, "reward_external"), 1, 1e-9);
+    EXPECT_NEAR(num(j, "family_reward.basic_arithmetic"), 0.5, 1e-9);
+    EXPECT_NEAR(num(j, "family_reward.bf"), 0, 1e-9);
+    EXPECT_NEAR(num(j, "family_count.basic_arithmetic"), 2, 1e-9);
+    EXPECT_NEAR(num(j, "family_count.bf"), 2, 1e-9);
+    EXPECT_NEAR(num(j, "ratio_min"), 0.5, 1e-9);
+    EXPECT_NEAR(num(j, "ratio_max"), 2, 1e-9);
+    EXPECT_NEAR(num(j, "clip_low"), 0.25, 1e-9);
+    EXPECT_NEAR(num(j, "clip_high"), 0.125, 1e-9);
+    cJSON_Delete(j);
+    free(line);
+    rec_free(buf);
+}
+
+/* a verifier's scores under the floor: hedges (0.01, 0.05) count 0 */
+static void test_reward_floor(void)
+{
+    EXPECT(score_reward(0.05, 0.1f) == 0.0f);
+    EXPECT(score_reward(0.01, 0.1f) == 0.0f);
+    EXPECT(score_reward(1.0, 0.1f) == 1.0f);
+    EXPECT(score_reward(0.5, 0.1f) == 0.5f);
+    EXPECT(score_reward(0.05, 0.0f) == 0.05f);
+    /* score_rollout writes the floored rewards into the record */
+    rec_completion_t c[] = {{.text = "<answer>Tuesday</answer>"}, {.text = "<answer>friday</answer>"}};
+    rec_rollout_t r = {.node = "n0", .completions = c, .n_completions = 2,
+                       .task = {.family = "calendar_arithmetic", .question = "q", .answer = "Tuesday",
+                                .metadata_json = "{\"source_dataset\":\"calendar_arithmetic\",\"task\":\"weekday_offset\"}"}};
+    for (int pass = 0; pass < 2; pass++) {
+        uint8_t *built;
+        size_t len;
+        EXPECT(rec_rollout_build(&r, &built, &len) == 0);
+        void *buf = malloc(len);
+        memcpy(buf, built, len);
+        rec_free(built);
+        score_stats_t st = {0};
+        char err[256];
+        EXPECTF(score_rollout(buf, len, pass ? 0.1f : 0.0f, &st, err, sizeof err) == 0, "%s", err);
+        rec_rollout_view_t v;
+        EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
+        rec_completion_t got;
+        rec_rollout_completion(&v, 1, &got);
+        /* a weekday name in the wrong case is partial credit 0.05 in reasoning-gym; 0 under a floor of 0.1 */
+        EXPECTF(pass ? got.reward == 0.0f : fabsf(got.reward - 0.05f) < 1e-6f, "floor %d: reward %g", pass, got.reward);
+        rec_rollout_completion(&v, 0, &got);
+        EXPECT(got.reward == 1.0f);
+        free(buf);
+    }
+}
+
+static void add(assembly_t *a, uint64_t task_id, float r0, float r1)
+{
+    rec_completion_t c[] = {{.text = "a", .reward = r0}, {.text = "b", .reward = r1}};
+    rec_rollout_t r = {.node = "node0", .task = {.task_id = task_id, .family = "bf"}, .completions = c, .n_completions = 2, .scored = true};
+    uint8_t *built;
+    size_t len;
+    EXPECT(rec_rollout_build(&r, &built, &len) == 0);
+    void *buf = malloc(len);
+    memcpy(buf, built, len);
+    rec_free(built);
+    assembly_add(a, buf, len);
+}
+
+/* local-filter nonzero drops own groups whose rewards are all equal */
+static void test_local_filter(void)
+{
+    for (int nonzero = 0; nonzero < 2; nonzero++) {
+        char *argv[] = {"test_metrics", "--local", "1", "--external", "0", "--completions", "2", "--local-filter",
+                        nonzero ? "nonzero" : "all", NULL};
+        int argc = 9;
+        config_t cfg;
+        EXPECT(config_load(&cfg, &argc, argv) == 0);
+        assembly_t *a = assembly_new(&cfg);
+        add(a, 1, 0, 0);
+        add(a, 2, 1, 1);
+        add(a, 3, 0, 1);
+        EXPECTF(assembly_local(a) == (nonzero ? 1u : 3u), "local-filter %d: %zu groups kept", nonzero, assembly_local(a));
+        EXPECT(assembly_stats(a)->local_zero_adv_dropped == (nonzero ? 2 : 0));
+        assembly_destroy(&a);
+    }
+}
+
+static void test_lr_schedule(void)
+{
+    char *argv[] = {"test_metrics", "--lr", "1e-3", "--lr-warmup", "10", "--lr-schedule", "cosine", "--rounds", "110", NULL};
+    int argc = 9;
+    config_t cfg;
+    EXPECT(config_load(&cfg, &argc, argv) == 0);
+    EXPECT_NEAR(learn_rate(&cfg, 1), 1e-4, 1e-6);
+    EXPECT_NEAR(learn_rate(&cfg, 5), 5e-4, 1e-6);
+    EXPECT_NEAR(learn_rate(&cfg, 10), 1e-3, 1e-6);
+    EXPECT_NEAR(learn_rate(&cfg, 60), 0.55e-3, 1e-5); /* halfway down the cosine */
+    EXPECT_NEAR(learn_rate(&cfg, 110), 1e-4, 1e-5);
+    EXPECT_NEAR(learn_rate(&cfg, 500), 1e-4, 1e-5);
+    char *argv2[] = {"test_metrics", "--lr", "1e-3", NULL};
+    argc = 3;
+    EXPECT(config_load(&cfg, &argc, argv2) == 0);
+    EXPECT_NEAR(learn_rate(&cfg, 1), 1e-3, 1e-7);
+    EXPECT_NEAR(learn_rate(&cfg, 1000), 1e-3, 1e-7);
+    /* refused: cosine without an end, delta inside the clip range, a floor above 1 */
+    char *bad[][5] = {{"t", "--lr-schedule", "cosine", NULL}, {"t", "--delta", "1.1", NULL}, {"t", "--reward-floor", "2", NULL},
+                      {"t", "--local-filter", "some", NULL}};
+    for (int i = 0; i < 4; i++) {
+        argc = 3;
+        EXPECTF(config_load(&cfg, &argc, bad[i]) != 0, "%s %s accepted", bad[i][1], bad[i][2]);
+    }
+}
+
+int main(void)
+{
+    RUN_TEST(test_diagnostics);
+    RUN_TEST(test_reward_floor);
+    RUN_TEST(test_local_filter);
+    RUN_TEST(test_lr_schedule);
+    CHECK_EXIT();
+}

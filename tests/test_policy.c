@@ -1,0 +1,122 @@
+/* The instruction before every question (lib/node/policy.c): a Qwen-shaped
+ * model over the real Qwen tokenizer is prompted with ChatML and, by
+ * default, a system prompt that asks for <answer> tags; "none", "@FILE" and
+ * plain text set it otherwise; the byte model gets none by default. A
+ * completion written as the instruction asks is scored by the verifier. */
+#include <unistd.h>
+
+#include "check.h"
+#include "model/model.h"
+#include "node/policy.h"
+#include "node/score.h"
+#include "records.h"
+#include "util/fs.h"
+
+#define QWEN_TOKENIZER "tests/golden/tokenizer/qwen/tokenizer.json"
+
+/* a random Qwen2-shaped model folder beside the real Qwen tokenizer */
+static int make_qwen(const char *dir)
+{
+    char err[256], path[512], real[4096];
+    model_config_t c = model_config_tiny();
+    c.V = 151936, c.C = 16, c.L = 1, c.NH = 2, c.NKV = 1, c.HD = 8, c.FF = 32, c.eos_ids[0] = 151645;
+    model_t *m = model_new_random(&c, 1, err, sizeof err);
+    if (!m || model_save(m, dir, false, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        model_destroy(&m);
+        return -1;
+    }
+    model_destroy(&m);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (!realpath(QWEN_TOKENIZER, real) || symlink(real, path) != 0) return -1;
+    return 0;
+}
+
+static void test_chat_instruction(void)
+{
+    if (access(QWEN_TOKENIZER, R_OK) != 0) SKIP_TEST(QWEN_TOKENIZER " missing (make test unpacks it)");
+    char dir[] = "/tmp/test_policy_XXXXXX", err[512], file[600];
+    EXPECT(mkdtemp(dir) != NULL);
+    EXPECT(make_qwen(dir) == 0);
+    policy_t *p = policy_open(dir, "default", err, sizeof err);
+    EXPECTF(p != NULL, "%s", err);
+    if (!p) return;
+    EXPECT(p->fmt == PROMPT_CHATML);
+    char *prompt = policy_prompt(p, "Calculate 3 + 4.");
+    EXPECTF(strstr(prompt, "<|im_start|>system\n") && strstr(prompt, POLICY_SYSTEM_DEFAULT) &&
+                strstr(prompt, "<answer>") && strstr(prompt, "<|im_start|>user\nCalculate 3 + 4.<|im_end|>"),
+            "prompt: %s", prompt);
+    free(prompt);
+    policy_destroy(&p);
+
+    p = policy_open(dir, "none", err, sizeof err);
+    prompt = p ? policy_prompt(p, "q") : NULL;
+    EXPECTF(prompt && !strstr(prompt, "system"), "none: %s", prompt ? prompt : err);
+    free(prompt);
+    policy_destroy(&p);
+
+    snprintf(file, sizeof file, "%s/system.txt", dir);
+    FILE *f = fopen(file, "w");
+    fputs("Answer inside <answer></answer>.\n", f);
+    fclose(f);
+    char setting[610];
+    snprintf(setting, sizeof setting, "@%s", file);
+    p = policy_open(dir, setting, err, sizeof err);
+    prompt = p ? policy_prompt(p, "q") : NULL;
+    EXPECTF(prompt && strstr(prompt, "system\nAnswer inside <answer></answer>.<|im_end|>"), "@file: %s", prompt ? prompt : err);
+    free(prompt);
+    policy_destroy(&p);
+
+    /* a missing file names itself */
+    snprintf(setting, sizeof setting, "@%s/nowhere.txt", dir);
+    p = policy_open(dir, setting, err, sizeof err);
+    EXPECTF(!p && strstr(err, "nowhere.txt"), "missing file: %s", err);
+    policy_destroy(&p);
+    fs_rm_tree(dir);
+
+    /* the completion the instruction asks for is scored */
+    rec_completion_t c[] = {{.text = "3 + 4 is 7. <answer>7</answer>"}, {.text = "It is 7."}};
+    rec_rollout_t r = {.node = "n0", .completions = c, .n_completions = 2,
+                       .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4.", .answer = "7",
+                                .metadata_json = "{\"source_dataset\":\"basic_arithmetic\"}"}};
+    uint8_t *built;
+    size_t len;
+    EXPECT(rec_rollout_build(&r, &built, &len) == 0);
+    void *buf = malloc(len);
+    memcpy(buf, built, len);
+    rec_free(built);
+    score_stats_t st = {0};
+    EXPECTF(score_rollout(buf, len, 0, &st, err, sizeof err) == 0, "%s", err);
+    rec_rollout_view_t v;
+    rec_completion_t got;
+    EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
+    rec_rollout_completion(&v, 0, &got);
+    EXPECT(got.reward == 1.0f);
+    rec_rollout_completion(&v, 1, &got);
+    EXPECT(got.reward == 0.0f);
+    free(buf);
+}
+
+/* the byte model is trained without an instruction: none by default, the
+ * text when one is set */
+static void test_plain(void)
+{
+    char err[256];
+    policy_t *p = policy_new_tiny(1, "default", err, sizeof err);
+    char *prompt = policy_prompt(p, "Calculate 3 + 4.");
+    EXPECTF(strcmp(prompt, "Question: Calculate 3 + 4.\nAnswer:") == 0, "%s", prompt);
+    free(prompt);
+    policy_destroy(&p);
+    p = policy_new_tiny(1, "Be brief.", err, sizeof err);
+    prompt = policy_prompt(p, "q");
+    EXPECTF(strcmp(prompt, "Be brief.\n\nQuestion: q\nAnswer:") == 0, "%s", prompt);
+    free(prompt);
+    policy_destroy(&p);
+}
+
+int main(void)
+{
+    RUN_TEST(test_chat_instruction);
+    RUN_TEST(test_plain);
+    CHECK_EXIT();
+}
