@@ -8,6 +8,7 @@
 #include <czmq.h>
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "node/ckpt.h"
 #include "node/config.h"
@@ -64,9 +65,16 @@ int main(int argc, char **argv)
     const char *source = have == 0 ? dir : policy_source(cfg.model, cfg.base);
     policy_t *pol = policy_open(source, cfg.system_prompt, err, sizeof err);
     if (!pol) log_fatal("%s%s", err, strcmp(cfg.model, "tiny") == 0 && have ? " (make the base model: bin/learner warmstart)" : "");
-    snprintf(path, sizeof path, "%s/optimizer.bin", dir);
-    adamw_t *opt = have == 0 ? adamw_load(path, model_num_params(pol->model)) : adamw_new(model_num_params(pol->model));
-    if (!opt) log_fatal("optimizer state: see the line above");
+    /* AdamW's moments: the checkpoint's, else the warm start's when asked
+     * for, else fresh */
+    bool from_base = have != 0 && cfg.warmstart_optimizer && strcmp(cfg.model, "tiny") == 0;
+    snprintf(path, sizeof path, "%s/optimizer.bin", have == 0 ? dir : cfg.base);
+    if (from_base && access(path, R_OK) != 0)
+        log_fatal("%s: no warm start optimizer state (SAPO_WARMSTART_OPTIMIZER=1; a base model made before it was "
+                  "saved: delete %s and run bin/learner warmstart)", path, cfg.base);
+    adamw_t *opt = have == 0 || from_base ? adamw_load(path, model_num_params(pol->model))
+                                          : adamw_new(model_num_params(pol->model));
+    if (!opt) log_fatal("optimizer state %s: see the line above", path);
     policy_t *ref = cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), cfg.system_prompt, err, sizeof err) : NULL;
     if (cfg.beta > 0 && !ref) log_fatal("reference model: %s", err);
     if (model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0 ||

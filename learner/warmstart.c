@@ -1,5 +1,4 @@
 #include "warmstart.h"
-#include "working.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -25,6 +24,14 @@
  * those of RL rounds (which count up from 0) */
 #define SFT_INDEX0 (1ull << 40)
 #define EVAL_INDEX0 (1ull << 41)
+
+static char *answer_text(const char *answer)
+{
+    size_t n = strlen(answer) + 32;
+    char *s = malloc(n);
+    snprintf(s, n, " <answer>%s</answer>", answer);
+    return s;
+}
 
 /* greedy pass@1 per family of the mix on held-out questions drawn as RL
  * draws them, as a JSON object; "mean" is over all of them */
@@ -100,7 +107,7 @@ int warmstart(const config_t *cfg)
             if (task_mix_draw(mix, SFT_INDEX0 + (uint64_t)step * SFT_BATCH + i, &e[i], err, sizeof err) != 0)
                 log_fatal("task mix: %s", err);
             q[i] = e[i].question;
-            a[i] = working_answer(&e[i]);
+            a[i] = answer_text(e[i].answer);
         }
         float loss = learn_sft_step(learn, q, (const char *const *)a, SFT_BATCH);
         if (step % 50 == 0 || step + 1 == cfg->warmstart_steps)
@@ -122,6 +129,9 @@ int warmstart(const config_t *cfg)
     if (slash) *slash = '\0';
     if (slash && fs_mkdirs(parent) != 0) log_fatal("%s: cannot create: %s", parent, strerror(errno));
     if (policy_save(pol, cfg->base, err, sizeof err) != 0) log_fatal("%s", err);
+    /* RL may start from these moments (--warmstart-optimizer) */
+    snprintf(path, sizeof path, "%s/optimizer.bin", cfg->base);
+    if (adamw_save(opt, path) != 0) log_fatal("%s: cannot write", path);
     snprintf(path, sizeof path, "%s/accuracy.json", cfg->base);
     FILE *f = fopen(path, "w");
     if (f) fprintf(f, "%s\n", acc_text), fclose(f);

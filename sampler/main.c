@@ -46,6 +46,8 @@ typedef struct {
     bool pool_dry;            /* the pool has nothing more for us this round */
     int requests;             /* pool requests this round */
     bool fallback_logged;
+    double scored_reward;     /* sum of the rewards of own completions scored since the last batch */
+    long scored_completions;  /* and their count: the reward before local-filter picks groups */
     double pool_seconds;
     double transport_seconds; /* generator done -> sampler, less verification */
 } sampler_t;
@@ -186,6 +188,12 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
         s->external_pending -= s->external_pending > 0;
     } else {
         s->in_flight -= s->in_flight > 0;
+        for (size_t i = 0; i < v.r.n_completions; i++) {
+            rec_completion_t c;
+            rec_rollout_completion(&v, i, &c);
+            s->scored_reward += c.reward;
+            s->scored_completions++;
+        }
         int64_t in_transit = zclock_time() - (int64_t)v.r.created_ms - (int64_t)v.r.verify_ms;
         s->transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
         /* SelectSubset: what teaches something is worth sharing (once: a
@@ -216,10 +224,13 @@ static void send_batch(sampler_t *s)
              "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_dropped\":%ld,"
              "\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
              "\"external_unscorable\":%ld,\"screen\":%s,"
-             "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
+             "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
+             "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
              pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped, a->wrong_size_dropped,
              a->duplicate_dropped, screen_rejected(s->screen), s->external_unscorable, screened,
-             a->fallback_batches, s->pool_errors, s->pool_seconds, s->transport_seconds);
+             a->fallback_batches, s->pool_errors,
+             s->scored_completions ? s->scored_reward / (double)s->scored_completions : 0.0, s->scored_completions,
+             s->pool_seconds, s->transport_seconds);
     uint8_t *buf;
     size_t len;
     if (assembly_take(s->asm_, s->round, s->version, stats, &buf, &len) != 0) log_fatal("batch record too large");
@@ -234,6 +245,7 @@ static void send_batch(sampler_t *s)
     s->pool_dry = false;
     s->requests = 0;
     s->pool_seconds = s->transport_seconds = 0;
+    s->scored_reward = 0, s->scored_completions = 0;
 }
 
 int main(int argc, char **argv)

@@ -76,8 +76,62 @@ static void test_delta(void)
     EXPECTF(capped.loss < plain.loss - 1.0f, "loss with delta %g, without %g", capped.loss, plain.loss);
 }
 
+/* the warm start's step runs rows of similar length apart: its loss and
+ * gradient are those of the whole batch padded to its longest row */
+static void test_sft_rows(void)
+{
+    char *argv[] = {"test_learn", "--lr", "0", "--max-grad-norm", "0", NULL};
+    int argc = 5;
+    config_t cfg;
+    EXPECT(config_load(&cfg, &argc, argv) == 0);
+    char err[256];
+    policy_t *pol = policy_new_tiny(5, cfg.system_prompt, err, sizeof err);
+    adamw_t *opt = adamw_new(model_num_params(pol->model));
+    learn_t *learn = learn_new(pol, NULL, &cfg, opt, err, sizeof err);
+    const char *q[3] = {"Calculate 3 + 4.", "A much longer question, whose prompt is several times the length of the others, "
+                                            "so that it lands in a run of its own.", "Is 2024 a leap year?"};
+    const char *a[3] = {" <answer>7</answer>", " <answer>x</answer>", " <answer>Yes</answer>"};
+    float loss = learn_sft_step(learn, q, a, 3);
+    size_t n = model_num_params(pol->model);
+    float *g = malloc(n * sizeof *g);
+    memcpy(g, model_grads(pol->model), n * sizeof *g);
+    /* the same batch padded to its longest row, by model_cross_entropy */
+    int T = 0, N[3], P[3], ids[3][256];
+    for (int i = 0; i < 3; i++) {
+        char *prompt = policy_prompt(pol, q[i]);
+        int32_t *pi = NULL, *ai = NULL;
+        size_t np = 0, na = 0;
+        tokenizer_encode(pol->tok, prompt, strlen(prompt), &pi, &np);
+        tokenizer_encode(pol->tok, a[i], strlen(a[i]), &ai, &na);
+        for (size_t t = 0; t < np; t++) ids[i][t] = pi[t];
+        for (size_t t = 0; t < na; t++) ids[i][np + t] = ai[t];
+        ids[i][np + na] = tokenizer_eos_id(pol->tok);
+        P[i] = (int)np, N[i] = (int)(np + na + 1);
+        T = N[i] > T ? N[i] : T;
+        free(prompt), free(pi), free(ai);
+    }
+    int tokens[3 * 256], targets[3 * 256];
+    for (int i = 0; i < 3; i++)
+        for (int t = 0; t < T; t++) {
+            tokens[i * T + t] = t < N[i] ? ids[i][t] : 0;
+            targets[i * T + t] = t >= P[i] - 1 && t < N[i] - 1 ? ids[i][t + 1] : -1;
+        }
+    model_zero_grad(pol->model);
+    float want = model_cross_entropy(pol->model, tokens, targets, 3, T);
+    EXPECT_NEAR(loss, want, 1e-5);
+    const float *h = model_grads(pol->model);
+    double d = 0, s = 0;
+    for (size_t k = 0; k < n; k++) d += (g[k] - h[k]) * (double)(g[k] - h[k]), s += (double)h[k] * h[k];
+    EXPECTF(s > 0 && sqrt(d / s) < 1e-5, "gradient differs by %g of its norm", sqrt(d / s));
+    free(g);
+    learn_destroy(&learn);
+    adamw_destroy(&opt);
+    policy_destroy(&pol);
+}
+
 int main(void)
 {
+    RUN_TEST(test_sft_rows);
     RUN_TEST(test_mask_truncated);
     RUN_TEST(test_delta);
     CHECK_EXIT();

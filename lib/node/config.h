@@ -47,6 +47,7 @@ typedef struct {
     int max_text;           /* bytes of one text field of a record drawn from the pool */
     int stall_seconds;      /* silence after which the sampler counts what it sent as lost */
     int warmstart_steps;    /* supervised steps that make the tiny base model */
+    int warmstart_optimizer; /* 1: RL starts from the warm start's AdamW state */
     float reward_floor;     /* scores below it count 0 */
     int mask_truncated;     /* 1: truncated completions out of the loss */
     char local_filter[16];  /* own groups trained: "all" or "nonzero" */
