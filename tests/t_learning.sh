@@ -16,14 +16,22 @@
 # seed 2 +0.06, seed 3 -0.01, seed 4 +0.03, +0.07 and +0.06, seed 5
 # collapsed (reward 0 from round 8). With the base after the row loops
 # moved to AVX-512 (commit b1ed907): seed 1 +0.36 (three runs), seed 2
-# +0.07, seed 3 +0.05, seed 4 +0.10, seed 5 +0.06. Seed 1 learned clearly
-# with every base; with margin 0.05 it leaves about 0.2 of headroom. The first rounds
-# are deterministic for a seed; later ones vary a little with process
-# timing (which policy version sampled a rollout).
+# +0.07, seed 3 +0.05, seed 4 +0.10, seed 5 +0.06. With the warm start in
+# rows of similar length (2026-11-23, AMD EPYC Zen 3): seed 1 +0.34 (0.477
+# to 0.817). Seed 1 learned clearly with every base; with margin 0.05 it
+# leaves about 0.2 of headroom. The first rounds are deterministic for a
+# seed; later ones vary a little with process timing (which policy
+# version sampled a rollout).
+#
+# What rises is the share of sampled formulas that are entailed. At this
+# difficulty one formula, (P ∨ Q), is entailed by almost every question,
+# and the base model already answers it greedily (docs/learning.md): the
+# test shows GRPO moving the sampler onto a rewarded answer, not the model
+# learning logic. The default mix does not learn yet (docs/learning.md).
 #
 # Uses the release build (bin/, built here if needed: the sanitizer build is
 # several times slower) and the base model cached in build/learning-base
-# (trained here on the first run: about 7 minutes on 2 cores; then the test
+# (trained here on the first run: about 3.5 minutes on 2 cores; then the test
 # takes 3 to 5 minutes).
 set -u
 cd "$(dirname "$0")/.."
@@ -46,6 +54,24 @@ export SAPO_BIN=$bin SAPO_BASE=$base SAPO_SWARM=learning$$ SAPO_TASK_MIX=config/
 
 if [ ! -f "$base/config.json" ]; then
   SAPO_SEED=1 "$bin/learner" warmstart --warmstart-steps 250 > "$tmp/warmstart.log" 2>&1 || { tail -n 5 "$tmp/warmstart.log"; echo "FAIL learning_base"; exit 1; }
+fi
+# the warm start leaves its AdamW state for --warmstart-optimizer; a base
+# without one is refused with a line naming the file
+if [ -f "$base/optimizer.bin" ]; then echo "PASS learning_warmstart_optimizer_saved"; else echo "FAIL learning_warmstart_optimizer_saved"; fi
+mkdir -p "$tmp/bare"
+cp "$base/config.json" "$base/model.safetensors" "$tmp/bare/"
+SAPO_WARMSTART_OPTIMIZER=1 SAPO_BASE=$tmp/bare SAPO_RUN=$tmp/bare-run timeout 30 "$bin/learner" > "$tmp/bare.log" 2>&1
+if [ $? = 1 ] && grep -q "$tmp/bare/optimizer.bin: no warm start optimizer state" "$tmp/bare.log"; then
+  echo "PASS learning_warmstart_optimizer_missing"
+else
+  cat "$tmp/bare.log"; echo "FAIL learning_warmstart_optimizer_missing"
+fi
+mkdir -p "$tmp/with-run"
+SAPO_WARMSTART_OPTIMIZER=1 SAPO_BASE=$base SAPO_RUN=$tmp/with-run timeout 5 "$bin/learner" > "$tmp/with.log" 2>&1
+if [ $? = 124 ] && grep -q "policy .* from $base at round 0" "$tmp/with.log" && ! grep -q "error" "$tmp/with.log"; then
+  echo "PASS learning_warmstart_optimizer_loaded"
+else
+  cat "$tmp/with.log"; echo "FAIL learning_warmstart_optimizer_loaded"
 fi
 logic=$(python3 -c 'import json; m = json.load(open("config/tiny-mix.json")); print(json.dumps({"families": {"propositional_logic": m["families"]["propositional_logic"]}}))')
 SAPO_TASK_MIX=$logic SAPO_QUESTIONS=4 SAPO_L=8 SAPO_LR=3e-4 SAPO_TEMPERATURE=1 SAPO_MAX_NEW_TOKENS=48 \
