@@ -7,6 +7,7 @@
 #include "node/assembly.h"
 #include "node/config.h"
 #include "records.h"
+#include "rollout_buf.h"
 
 /* a scored group of L completions, rewards 0 and 1 alternating */
 static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool external, bool expect_kept)
@@ -18,12 +19,9 @@ static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool exter
                        .task = {.task_id = task_id, .family = "basic_arithmetic", .question = "1 + 1 =", .answer = "2"},
                        .completions = c, .n_completions = (size_t)cfg->completions, .external = external,
                        .scored = true};
-    uint8_t *built;
     size_t len;
-    EXPECT(rec_rollout_build(&r, &built, &len) == 0);
-    void *buf = malloc(len); /* malloc'ed: assembly_add frees it */
-    memcpy(buf, built, len);
-    rec_free(built);
+    void *buf = rollout_buf(&r, &len); /* malloc'ed: assembly_add frees it */
+    EXPECT(buf != NULL);
     EXPECTF(assembly_add(a, buf, len) == expect_kept, "task %llu external %d: kept should be %d",
             (unsigned long long)task_id, external, expect_kept);
 }

@@ -13,6 +13,7 @@
 #include "node/metrics.h"
 #include "node/score.h"
 #include "records.h"
+#include "rollout_buf.h"
 
 static double num(const cJSON *j, const char *path)
 {
@@ -109,12 +110,9 @@ static void test_reward_floor(void)
                        .task = {.family = "calendar_arithmetic", .question = "q", .answer = "Tuesday",
                                 .metadata_json = "{\"source_dataset\":\"calendar_arithmetic\",\"task\":\"weekday_offset\"}"}};
     for (int pass = 0; pass < 2; pass++) {
-        uint8_t *built;
         size_t len;
-        EXPECT(rec_rollout_build(&r, &built, &len) == 0);
-        void *buf = malloc(len);
-        memcpy(buf, built, len);
-        rec_free(built);
+        void *buf = rollout_buf(&r, &len);
+        EXPECT(buf != NULL);
         score_stats_t st = {0};
         char err[256];
         EXPECTF(score_rollout(buf, len, pass ? 0.1f : 0.0f, &st, err, sizeof err) == 0, "%s", err);
@@ -134,12 +132,9 @@ static void add(assembly_t *a, uint64_t task_id, float r0, float r1)
 {
     rec_completion_t c[] = {{.text = "a", .reward = r0}, {.text = "b", .reward = r1}};
     rec_rollout_t r = {.node = "node0", .task = {.task_id = task_id, .family = "bf"}, .completions = c, .n_completions = 2, .scored = true};
-    uint8_t *built;
     size_t len;
-    EXPECT(rec_rollout_build(&r, &built, &len) == 0);
-    void *buf = malloc(len);
-    memcpy(buf, built, len);
-    rec_free(built);
+    void *buf = rollout_buf(&r, &len);
+    EXPECT(buf != NULL);
     assembly_add(a, buf, len);
 }
 

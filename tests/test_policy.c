@@ -10,6 +10,7 @@
 #include "node/policy.h"
 #include "node/score.h"
 #include "records.h"
+#include "rollout_buf.h"
 #include "util/fs.h"
 
 #define QWEN_TOKENIZER "tests/golden/tokenizer/qwen/tokenizer.json"
@@ -79,12 +80,9 @@ static void test_chat_instruction(void)
     rec_rollout_t r = {.node = "n0", .completions = c, .n_completions = 2,
                        .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4.", .answer = "7",
                                 .metadata_json = "{\"source_dataset\":\"basic_arithmetic\"}"}};
-    uint8_t *built;
     size_t len;
-    EXPECT(rec_rollout_build(&r, &built, &len) == 0);
-    void *buf = malloc(len);
-    memcpy(buf, built, len);
-    rec_free(built);
+    void *buf = rollout_buf(&r, &len);
+    EXPECT(buf != NULL);
     score_stats_t st = {0};
     EXPECTF(score_rollout(buf, len, 0, &st, err, sizeof err) == 0, "%s", err);
     rec_rollout_view_t v;
