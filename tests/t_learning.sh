@@ -18,8 +18,9 @@
 # moved to AVX-512 (commit b1ed907): seed 1 +0.36 (three runs), seed 2
 # +0.07, seed 3 +0.05, seed 4 +0.10, seed 5 +0.06. With the warm start in
 # rows of similar length (2026-11-23, AMD EPYC Zen 3): seed 1 +0.34 (0.477
-# to 0.817). Seed 1 learned clearly with every base; with margin 0.05 it
-# leaves about 0.2 of headroom. The first rounds are deterministic for a
+# to 0.817, twice), seed 2 +0.10, seed 3 +0.00, seed 4 +0.05. Seed 1
+# learned clearly with every base; with margin 0.05 it leaves about 0.2 of
+# headroom. The first rounds are deterministic for a
 # seed; later ones vary a little with process timing (which policy
 # version sampled a rollout).
 #
