@@ -233,6 +233,16 @@ int main(int argc, char **argv)
         fprintf(gp, "\n");
     }
     for (int d = 0; d < NDIAG; d++) {
+        /* a diagnostic that never moved (no truncation at all) gets a range
+         * around its value: gnuplot warns about an empty one; one no line
+         * holds is not plotted */
+        double lo = INFINITY, hi = -INFINITY;
+        for (int i = 0; i < nn; i++)
+            for (int k = 0; k < nodes[i].n; k++)
+                if (!isnan(nodes[i].diag[d][k])) lo = fmin(lo, nodes[i].diag[d][k]), hi = fmax(hi, nodes[i].diag[d][k]);
+        if (lo > hi) continue; /* metrics from before the diagnostics */
+        if (hi - lo < 1e-9) fprintf(gp, "set yrange [%g:%g]\n", lo - 1, hi + 1);
+        else fprintf(gp, "set yrange [*:*]\n");
         fprintf(gp, "set output '%s/report/%s.png'\nset title '%s'\nplot ", outdir, diags[d].file, diags[d].title);
         for (int i = 0; i < nn; i++)
             fprintf(gp, "%s'%s/report/%s.dat' using 1:%d with lines title '%s'", i ? ", " : "", outdir, nodes[i].name,

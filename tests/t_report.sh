@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# bin/report on metrics written by hand: the reward plots and one plot per
+# diagnostic, the diagnostics as columns of each node's data file, no
+# gnuplot warning for a diagnostic that never moves, and metrics from
+# before the diagnostics still reported (their plots left out).
+set -u
+cd "$(dirname "$0")/.."
+r=${SAPO_BIN:-build/asan/bin}/report
+if [ ! -x "$r" ]; then echo "SKIP report: $r not built"; exit 0; fi
+command -v gnuplot > /dev/null || { echo "SKIP report: gnuplot not installed"; exit 0; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check() { if eval "$2"; then echo "PASS report_$1"; else echo "FAIL report_$1"; fi; }
+
+for n in n0 n1; do
+  mkdir -p "$tmp/run/$n"
+  for i in 1 2 3 4; do
+    printf '{"round":%d,"reward_mean":0.%d,"entropy":0.%d,"completion_length":%d,"truncated_share":0,"format_share":1,"local":{"zero_adv_share":0.5},"ratio_max":1.%d}\n' \
+      $i $i $((9 - i)) $((20 + i)) $i >> "$tmp/run/$n/metrics.jsonl"
+  done
+done
+"$r" "$tmp/run" > "$tmp/out" 2> "$tmp/err"; rc=$?
+check rc '[ $rc = 0 ]'
+check plots '[ $(ls "$tmp/run/report/"*.png | wc -l) = 9 ] && [ -s "$tmp/run/report/entropy.png" ] && [ -s "$tmp/run/report/zero_adv_share.png" ]'
+# round reward moving_average cumulative, then the diagnostics in the plots' order
+check columns 'awk "NR == 3 { exit !(\$5 == 0.7 && \$6 == 22 && \$7 == 0 && \$8 == 1 && \$9 == 0.5 && \$10 == 1.2) }" "$tmp/run/report/n0.dat"'
+check no_warning '! grep -qi warning "$tmp/err"'
+
+mkdir -p "$tmp/old/n0"
+printf '{"round":1,"reward_mean":0.1}\n{"round":2,"reward_mean":0.2}\n' > "$tmp/old/n0/metrics.jsonl"
+"$r" "$tmp/old" > "$tmp/out2" 2> "$tmp/err2"; rc=$?
+check old_metrics '[ $rc = 0 ] && [ $(ls "$tmp/old/report/"*.png | wc -l) = 3 ] && grep -q "NaN" "$tmp/old/report/n0.dat"'
