@@ -16,7 +16,8 @@
 # seed 2 +0.06, seed 3 -0.01, seed 4 +0.03, +0.07 and +0.06, seed 5
 # collapsed (reward 0 from round 8). With the base after the row loops
 # moved to AVX-512 (commit b1ed907): seed 1 +0.36 (three runs), seed 2
-# +0.07, seed 3 +0.05, seed 4 +0.10, seed 5 +0.06. With the warm start in
+# +0.07, seed 3 +0.05, seed 4 +0.10, seed 5 +0.06, and with
+# SAPO_BACKEND=cpu-bf16 (on an AMX machine) seed 1 +0.35, +0.35, +0.34. With the warm start in
 # rows of similar length (2026-11-23, AMD EPYC Zen 3): seed 1 +0.34 (0.477
 # to 0.817, twice), seed 2 +0.10, seed 3 +0.00, seed 4 +0.05. Seed 1
 # learned clearly with every base; with margin 0.05 it leaves about 0.2 of
