@@ -2,7 +2,8 @@
 # bin/report on metrics written by hand: the reward plots and one plot per
 # diagnostic, the diagnostics as columns of each node's data file, no
 # gnuplot warning for a diagnostic that never moves, and metrics from
-# before the diagnostics still reported (their plots left out).
+# before the diagnostics still reported (their plots left out), and the
+# summary's change from the first window of rounds to the last.
 set -u
 cd "$(dirname "$0")/.."
 r=${SAPO_BIN:-build/asan/bin}/report
@@ -25,6 +26,8 @@ check plots '[ $(ls "$tmp/run/report/"*.png | wc -l) = 9 ] && [ -s "$tmp/run/rep
 # round reward moving_average cumulative, then the diagnostics in the plots' order
 check columns 'awk "NR == 3 { exit !(\$5 == 0.7 && \$6 == 22 && \$7 == 0 && \$8 == 1 && \$9 == 0.5 && \$10 == 1.2) }" "$tmp/run/report/n0.dat"'
 check no_warning '! grep -qi warning "$tmp/err"'
+# window 1 here (4 rounds): the change is the last round's reward minus the first's
+check change 'grep -qF "| n0 | 4 | 0.2500 | 0.1000 | 0.4000 | +0.3000 | 1.00 |" "$tmp/run/report/summary.md"'
 
 mkdir -p "$tmp/old/n0"
 printf '{"round":1,"reward_mean":0.1}\n{"round":2,"reward_mean":0.2}\n' > "$tmp/old/n0/metrics.jsonl"

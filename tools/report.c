@@ -175,8 +175,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    fprintf(md, "| node | rounds | mean reward | first %d | last %d | cumulative reward |\n|---|---|---|---|---|---|\n",
-            window, window);
+    fprintf(md, "| node | rounds | mean reward | first %d | last %d | change | cumulative reward |\n"
+                "|---|---|---|---|---|---|---|\n", window, window);
     double swarm_total = 0;
     for (int i = 0; i < nn; i++) {
         series_t *s = &nodes[i];
@@ -206,9 +206,10 @@ int main(int argc, char **argv)
         }
         fclose(f);
         swarm_total += cum;
-        fprintf(md, "| %s | %d | %.4f | %.4f | %.4f | %.2f |\n", s->name, s->n, cum / s->n, first / wn, last / wn, cum);
+        fprintf(md, "| %s | %d | %.4f | %.4f | %.4f | %+.4f | %.2f |\n", s->name, s->n, cum / s->n, first / wn,
+                last / wn, (last - first) / wn, cum);
     }
-    fprintf(md, "| **swarm** | | | | | **%.2f** |\n", swarm_total);
+    fprintf(md, "| **swarm** | | | | | | **%.2f** |\n", swarm_total);
     fclose(md);
 
     snprintf(path, sizeof path, "%s/report/plots.gp", outdir);
