@@ -22,7 +22,7 @@ start=$(date +%s)
 if [ -f "$SAPO_BASE/config.json" ]; then
   echo "demo: base model $SAPO_BASE (cached; its accuracy: $(cat "$SAPO_BASE/accuracy.json" 2> /dev/null))"
 else
-  echo "demo: training the tiny base model into $SAPO_BASE (once; about 3.5 minutes on 2 cores)"
+  echo "demo: training the tiny base model into $SAPO_BASE (once; about 9 minutes on 2 cores)"
   "$SAPO_BIN/learner" warmstart
 fi
 
