@@ -26,7 +26,7 @@ if [ ! -f "$base/config.json" ]; then
   [ -f "$base/config.json" ] || "$bin/learner" warmstart --base "$base" --warmstart-steps 1 > "$tmp/warm.log" 2>&1 ||
     { cat "$tmp/warm.log" >&2; exit 1; }
 fi
-export SAPO_BASE=$base SAPO_BIN=$bin SAPO_SWARM=bench$$ SAPO_SHARE=all SAPO_EXTERNAL_FILTER=all
+export SAPO_BASE=$base SAPO_BIN=$bin SAPO_SWARM=bench$$ SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all
 
 run_swarm() { # run folder, nodes, I/J, generators
   scripts/swarm.sh start --run "$1" --nodes "$2" --ij "$3" --generators "$4" --rounds "$rounds" --wait > "$1.log" 2>&1

@@ -222,11 +222,12 @@ static void send_batch(sampler_t *s)
     screen_json(s->screen, screened, sizeof screened);
     snprintf(stats, sizeof stats,
              "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_dropped\":%ld,"
-             "\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
+             "\"local_zero_adv_kept\":%ld,\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
              "\"external_unscorable\":%ld,\"screen\":%s,"
              "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
              "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
-             pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped, a->wrong_size_dropped,
+             pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
+             a->local_zero_adv_kept, a->wrong_size_dropped,
              a->duplicate_dropped, screen_rejected(s->screen), s->external_unscorable, screened,
              a->fallback_batches, s->pool_errors,
              s->scored_completions ? s->scored_reward / (double)s->scored_completions : 0.0, s->scored_completions,

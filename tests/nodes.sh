@@ -31,7 +31,7 @@ nodes_cleanup() {
 nodes_init() {
   need "$1" broker learner sampler generator verifier redis-server redis-cli python3
   micro_model "$1"
-  export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_EXTERNAL_FILTER=all \
+  export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all \
          SAPO_I=2 SAPO_J=2
 }
 node_proc() {

@@ -30,7 +30,7 @@ cat > "$tmp/micro.json" <<'JSON'
 JSON
 "$bin/learner" init "$tmp/micro.json" "$tmp/micro" 2> "$tmp/init.log" || { cat "$tmp/init.log"; echo "FAIL experiment_init"; exit 1; }
 exp=$tmp/exp
-SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=t$$ \
+SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=t$$ \
   scripts/experiment.sh --quick --configs "4/0 2/2" --seeds 1,2 --rounds 3 --eval-every 2 --eval-questions 2 \
   --model "$tmp/micro" --run "$exp" > "$tmp/out.log" 2>&1
 rc=$?

@@ -29,7 +29,7 @@ total=${SAPO_HOSTILE_COUNT:-100000}
 rounds=${SAPO_HOSTILE_ROUNDS:-12}
 
 micro_model hostile
-export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all \
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all \
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=4 SAPO_SWARM=h$$ SAPO_MAX_RECORD=32768 SAPO_MAX_TEXT=4096
 
 # the bad records: oversized ones are 40 kB each, so fewer of them; the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A SAPO swarm end to end with real processes, a real redis-server and a
 # small random model (rewards are ~0, so sharing is forced on with
-# SAPO_SHARE=all and SAPO_EXTERNAL_FILTER=all to exercise the external path):
+# SAPO_SHARE=all, SAPO_LOCAL_FILTER=all and SAPO_EXTERNAL_FILTER=all to exercise the external path):
 #   - 3 nodes (2/2, 2/2, 4/0) run their rounds through foreman and the swarm
 #     script; versions advance, checkpoints and metrics appear, batches hold
 #     I local + J external groups once the pool has other nodes' entries,
@@ -25,7 +25,7 @@ check() { if eval "$2"; then echo "PASS node_$1"; else echo "FAIL node_$1"; fi; 
 export SAPO_BIN=$bin
 
 micro_model node
-export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all \
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all \
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=t$$
 
 # a hostile peer: 50 groups of a real question, wrong answers claiming reward 1

@@ -29,6 +29,12 @@ check no_warning '! grep -qi warning "$tmp/err"'
 # window 1 here (4 rounds): the change is the last round's reward minus the first's
 check change 'grep -qF "| n0 | 4 | 0.2500 | 0.1000 | 0.4000 | +0.3000 | 1.00 |" "$tmp/run/report/summary.md"'
 
+# a round's reward is every scored own completion's (sampler.scored_reward), not the trained groups'
+mkdir -p "$tmp/scored/n0"
+printf '{"round":1,"reward_mean":0.5,"sampler":{"scored_reward":0.25,"scored_completions":32}}\n{"round":2,"reward_mean":0.5,"sampler":{"scored_reward":0.75,"scored_completions":40}}\n' > "$tmp/scored/n0/metrics.jsonl"
+"$r" "$tmp/scored" --window 1 > /dev/null 2>&1
+check scored_reward 'grep -qF "| n0 | 2 | 0.5000 | 0.2500 | 0.7500 | +0.5000 | 1.00 |" "$tmp/scored/report/summary.md"'
+
 mkdir -p "$tmp/old/n0"
 printf '{"round":1,"reward_mean":0.1}\n{"round":2,"reward_mean":0.2}\n' > "$tmp/old/n0/metrics.jsonl"
 "$r" "$tmp/old" > "$tmp/out2" 2> "$tmp/err2"; rc=$?

@@ -157,6 +157,34 @@ static void test_local_filter(void)
     }
 }
 
+/* a policy whose every group has zero advantage still steps: after
+ * ASSEMBLY_ZERO_ADV_PATIENCE x I own zero-advantage groups dropped in a row
+ * the next is kept, and a batch starts the count again */
+static void test_local_filter_patience(void)
+{
+    char *argv[] = {"test_metrics", "--local", "2", "--external", "0", "--completions", "2", "--local-filter",
+                    "nonzero", NULL};
+    int argc = 9;
+    config_t cfg;
+    EXPECT(config_load(&cfg, &argc, argv) == 0);
+    assembly_t *a = assembly_new(&cfg);
+    int limit = ASSEMBLY_ZERO_ADV_PATIENCE * 2;
+    for (int i = 0; i < limit; i++) add(a, 10 + (uint64_t)i, 0, 0);
+    EXPECT(assembly_local(a) == 0 && assembly_stats(a)->local_zero_adv_dropped == limit);
+    add(a, 100, 0, 0);
+    add(a, 101, 1, 1);
+    EXPECTF(assembly_local(a) == 2 && assembly_stats(a)->local_zero_adv_kept == 2, "%zu kept",
+            assembly_local(a));
+    EXPECT(assembly_ready(a, 0, false));
+    uint8_t *buf;
+    size_t len;
+    EXPECT(assembly_take(a, 1, 0, "{}", &buf, &len) == 0);
+    free(buf);
+    add(a, 102, 0, 0);
+    EXPECT(assembly_local(a) == 0 && assembly_stats(a)->local_zero_adv_dropped == limit + 1);
+    assembly_destroy(&a);
+}
+
 static void test_lr_schedule(void)
 {
     char *argv[] = {"test_metrics", "--lr", "1e-3", "--lr-warmup", "10", "--lr-schedule", "cosine", "--rounds", "110", NULL};
@@ -188,6 +216,7 @@ int main(void)
     RUN_TEST(test_diagnostics);
     RUN_TEST(test_reward_floor);
     RUN_TEST(test_local_filter);
+    RUN_TEST(test_local_filter_patience);
     RUN_TEST(test_lr_schedule);
     CHECK_EXIT();
 }

@@ -4,7 +4,12 @@
  * gnuplot (reward per round, its moving average, cumulative reward, and
  * the per-round diagnostics a GRPO run is judged by: entropy, completion
  * length, truncated and formatted shares, zero-advantage share, largest
- * importance ratio) and summary.md, and prints the summary table. */
+ * importance ratio) and summary.md, and prints the summary table.
+ * A round's reward is that of every own completion the sampler scored for
+ * it (sampler.scored_reward): with local-filter nonzero the trained groups
+ * (reward_mean) are only those with mixed outcomes, whose mean says little
+ * about how good the policy is. Metrics without it fall back to
+ * reward_mean. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -85,7 +90,9 @@ static int load_series(const char *path, const char *name, series_t *s)
             s->diag[d][s->n] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         }
         s->round[s->n] = r->valueint;
-        s->reward[s->n] = w->valuedouble;
+        const cJSON *sr = lookup(j, "sampler.scored_reward"), *sc = lookup(j, "sampler.scored_completions");
+        s->reward[s->n] = cJSON_IsNumber(sr) && cJSON_IsNumber(sc) && sc->valuedouble > 0 ? sr->valuedouble
+                                                                                          : w->valuedouble;
         s->external[s->n] = cJSON_IsNumber(e) ? e->valuedouble : 0;
         s->n++;
         cJSON_Delete(j);

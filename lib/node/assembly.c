@@ -24,6 +24,7 @@ struct assembly {
     assembly_stats_t st;
     uint64_t seen[ASSEMBLY_SEEN_MAX]; /* task ids of the last local groups taken, a ring */
     size_t nseen, seen_next;
+    long zero_adv_streak; /* own zero-advantage groups dropped since the last batch */
 };
 
 bool assembly_repeat(const assembly_t *self, uint64_t task_id)
@@ -115,10 +116,14 @@ bool assembly_add(assembly_t *self, void *buf, size_t len)
     }
     const char *filter = v.r.external ? self->cfg->external_filter : self->cfg->local_filter;
     if (strcmp(filter, "nonzero") == 0 && group_zero_advantage(buf, len)) {
-        if (v.r.external) self->st.external_zero_adv_dropped++;
-        else self->st.local_zero_adv_dropped++;
-        free(buf);
-        return false;
+        if (!v.r.external && self->zero_adv_streak >= ASSEMBLY_ZERO_ADV_PATIENCE * (long)self->cfg->local_groups) {
+            self->st.local_zero_adv_kept++;
+        } else {
+            if (v.r.external) self->st.external_zero_adv_dropped++;
+            else self->st.local_zero_adv_dropped++, self->zero_adv_streak++;
+            free(buf);
+            return false;
+        }
     }
     if (!v.r.external) {
         if (assembly_repeat(self, v.r.task.task_id)) {
@@ -186,6 +191,7 @@ int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char
                      .stats_json = stats_json};
     rc = rec_batch_build(&b, buf, len);
     self->st.batches++;
+    self->zero_adv_streak = 0;
     if (nj < J) self->st.fallback_batches++;
 done:
     for (size_t i = 0; taken && i < n; i++)

@@ -15,6 +15,8 @@ typedef struct {
     long stale_dropped;           /* local groups older than the staleness bound */
     long external_zero_adv_dropped; /* external groups whose local rewards are all equal */
     long local_zero_adv_dropped;  /* own groups whose rewards are all equal (local-filter nonzero) */
+    long local_zero_adv_kept;     /* such groups kept anyway: ASSEMBLY_ZERO_ADV_PATIENCE x I of them
+                                     in a row had been dropped since the last batch */
     long wrong_size_dropped;      /* groups without L completions */
     long duplicate_dropped;       /* local groups of a task already taken (a record the broker
                                      delivered again after a process was killed holding it) */
@@ -23,6 +25,12 @@ typedef struct {
 } assembly_stats_t;
 
 #define ASSEMBLY_SEEN_MAX 4096
+/* local-filter nonzero drops at most this many times I own zero-advantage
+ * groups in a row between two batches; the next ones are kept. A policy
+ * whose every answer scores the same (a random model, a checkpoint that
+ * never writes the answer format) still steps, at this many times a
+ * round's sampling, instead of waiting forever. */
+#define ASSEMBLY_ZERO_ADV_PATIENCE 4
 
 typedef struct assembly assembly_t;
 
