@@ -1,35 +1,37 @@
 #!/usr/bin/env bash
 # Learning happens: one node (I = 4, J = 0, 4 questions x 8 completions a
-# round, lr 3e-4, temperature 1) runs 12 GRPO rounds on the CPU from the
-# tiny base model with a fixed seed, on propositional_logic at the
-# difficulty of the default mix (one family, so a round's reward depends on
-# the policy more than on which families the round drew). The mean reward
-# of rounds 7-12 must beat that of rounds 1-3 (sampled by the base model)
-# by the margin.
+# round, the default RL settings: lr 1e-4, delta 2, reward floor 0.6,
+# local-filter nonzero; temperature 1) runs 12 GRPO rounds on the CPU from
+# a tiny base model with a fixed seed, on propositional_logic at the
+# difficulty of config/five-family-mix.json (the earlier default mix; one
+# family, so a round's reward depends on the policy more than on which
+# families the round drew). The reward of every own completion scored in
+# rounds 7-12 must beat that of rounds 1-3 (sampled by the base model) by
+# the margin.
 #
-# Measured before choosing it (later half minus rounds 1-3, 12 rounds).
-# The base model is trained here, so any change to the kernels' rounding
-# gives another base and other trajectories. With the base of commit
-# 28d2e43: seed 1 +0.22, seed 2 +0.07, seed 3 +0.05, seed 4 +0.14, +0.12 and
-# +0.13 (three runs), seed 5 -0.02. With the base after the vectorized e^x
-# and the decode kernel (commit d60b27f): seed 1 +0.28, +0.28 and +0.30,
-# seed 2 +0.06, seed 3 -0.01, seed 4 +0.03, +0.07 and +0.06, seed 5
-# collapsed (reward 0 from round 8). With the base after the row loops
-# moved to AVX-512 (commit b1ed907): seed 1 +0.36 (three runs), seed 2
-# +0.07, seed 3 +0.05, seed 4 +0.10, seed 5 +0.06, and with
-# SAPO_BACKEND=cpu-bf16 (on an AMX machine) seed 1 +0.35, +0.35, +0.34. With the warm start in
-# rows of similar length (2026-11-23, AMD EPYC Zen 3): seed 1 +0.34 (0.477
-# to 0.817, twice), seed 2 +0.10, seed 3 +0.00, seed 4 +0.05. Seed 1
-# learned clearly with every base; with margin 0.05 it leaves about 0.2 of
-# headroom. The first rounds are deterministic for a
-# seed; later ones vary a little with process timing (which policy
-# version sampled a rollout).
+# The default mix (single-digit sums) is not tested here: its base takes 9
+# minutes to train, more than make test can spend beside the other tests.
+# Its learning was measured over 300 rounds and 3 seeds (docs/learning.md).
+#
+# The base model is trained here (250 steps on the five-family mix), so any
+# change to the kernels' rounding or to the warm start gives another base
+# and other trajectories. Margins measured before choosing it (rounds 7-12
+# minus rounds 1-3), with the base of the warm start at lr 3e-4
+# (2026-11-23, AMD EPYC Zen 3): seed 1 +0.147 and +0.148, seed 2 +0.011,
+# seed 3 -0.046, seed 4 -0.011. The earlier settings (lr 3e-4, no delta, no
+# floor, every group) collapsed this base by round 5 with seed 1 (reward 0
+# from round 5). With earlier bases and those settings seed 1 gained +0.22
+# to +0.36 and seeds 2-5 -0.02 to +0.14 (git history of this file). Seed 1
+# learns with every base measured (seeds 2-4 do not with this one); the
+# margin 0.05 leaves seed 1 about 0.1 of
+# headroom. The first rounds are deterministic for a seed; later ones vary
+# a little with process timing (which policy version sampled a rollout).
 #
 # What rises is the share of sampled formulas that are entailed. At this
 # difficulty one formula, (P ∨ Q), is entailed by almost every question,
 # and the base model already answers it greedily (docs/learning.md): the
 # test shows GRPO moving the sampler onto a rewarded answer, not the model
-# learning logic. The default mix does not learn yet (docs/learning.md).
+# learning logic.
 #
 # Uses the release build (bin/, built here if needed: the sanitizer build is
 # several times slower) and the base model cached in build/learning-base
@@ -52,7 +54,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-export SAPO_BIN=$bin SAPO_BASE=$base SAPO_SWARM=learning$$ SAPO_TASK_MIX=config/tiny-mix.json
+export SAPO_BIN=$bin SAPO_BASE=$base SAPO_SWARM=learning$$ SAPO_TASK_MIX=config/five-family-mix.json
 
 if [ ! -f "$base/config.json" ]; then
   SAPO_SEED=1 "$bin/learner" warmstart --warmstart-steps 250 > "$tmp/warmstart.log" 2>&1 || { tail -n 5 "$tmp/warmstart.log"; echo "FAIL learning_base"; exit 1; }
@@ -75,15 +77,17 @@ if [ $? = 124 ] && grep -q "policy .* from $base at round 0" "$tmp/with.log" && 
 else
   cat "$tmp/with.log"; echo "FAIL learning_warmstart_optimizer_loaded"
 fi
-logic=$(python3 -c 'import json; m = json.load(open("config/tiny-mix.json")); print(json.dumps({"families": {"propositional_logic": m["families"]["propositional_logic"]}}))')
-SAPO_TASK_MIX=$logic SAPO_QUESTIONS=4 SAPO_L=8 SAPO_LR=3e-4 SAPO_TEMPERATURE=1 SAPO_MAX_NEW_TOKENS=48 \
+logic=$(python3 -c 'import json; m = json.load(open("config/five-family-mix.json")); print(json.dumps({"families": {"propositional_logic": m["families"]["propositional_logic"]}}))')
+SAPO_TASK_MIX=$logic SAPO_QUESTIONS=4 SAPO_L=8 SAPO_LR=${LEARNING_LR:-1e-4} SAPO_TEMPERATURE=1 SAPO_MAX_NEW_TOKENS=48 \
   SAPO_CHECKPOINT_EVERY=1000 timeout 900 \
   scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds "$rounds" --seed "$seed" --run "$tmp/run" --wait > "$tmp/swarm.log" 2>&1
 python3 - "$tmp/run/n0/metrics.jsonl" "$rounds" "$margin" <<'PY'
 import json, sys
 path, rounds, margin = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 try:
-    r = [json.loads(l)["reward_mean"] for l in open(path)]
+    # every own completion scored for the round, before local-filter picks
+    # the groups with mixed outcomes (reward_mean is of those)
+    r = [json.loads(l)["sampler"]["scored_reward"] for l in open(path)]
 except OSError as e:
     sys.exit(print("FAIL learning_rounds: %s" % e))
 print(("PASS" if len(r) == rounds else "FAIL") + " learning_rounds (%d of %d)" % (len(r), rounds))
