@@ -66,8 +66,8 @@ static void test_mask_truncated(void)
 static void test_delta(void)
 {
     learn_stats_t plain, capped;
-    const char *off[] = {"--loss-type", "dapo"}, *on[] = {"--loss-type", "dapo", "--delta", "2"};
-    EXPECT(step(off, 2, &plain) == 0);
+    const char *off[] = {"--loss-type", "dapo", "--delta", "0"}, *on[] = {"--loss-type", "dapo", "--delta", "2"};
+    EXPECT(step(off, 4, &plain) == 0);
     EXPECT(step(on, 4, &capped) == 0);
     /* every ratio is huge: the negative-advantage tokens' loss -A r becomes
      * -A delta, so the loss falls by far; the positive side is clipped at
