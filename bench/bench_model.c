@@ -71,6 +71,40 @@ static double train_step(model_t *m, batch_t *b, int reps)
     return bench_median(t, reps);
 }
 
+/* median seconds of a GRPO step's forward and backward over the default
+ * round's batch: G groups of L completions of CL tokens after a prompt of
+ * P, in micro-batches of 16 sequences as the learner runs them: one row
+ * per completion, or (packed) one row per group with the prompt once and
+ * each completion a segment (model_forward_packed, the learner's
+ * shared-prompt) */
+static double group_step(model_t *m, int G, int L, int P, int CL, bool packed, int reps)
+{
+    int rows = packed ? 2 : 16, T = packed ? P - 1 + L * CL : P + CL, n = rows * T;
+    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n), *st = malloc(sizeof(int) * n);
+    float *lp = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * n);
+    for (int r = 0; r < rows; r++)
+        for (int t = 0; t < T; t++) {
+            int k = r * T + t, seg = packed && t >= P - 1 ? (t - (P - 1)) / CL : 0;
+            bool comp = packed ? t >= P - 1 : t >= P - 1 && t < T - 1;
+            tok[k] = 'a' + (t * 7 + r) % 26;
+            tgt[k] = comp ? 'a' + (t * 5 + r) % 26 : -1;
+            st[k] = packed && t >= P - 1 ? P - 1 + seg * CL : 0;
+            w[k] = comp ? 0.01f : 0.0f;
+        }
+    double t[16];
+    for (int r = -1; r < reps; r++) {
+        double t0 = bench_now();
+        model_zero_grad(m);
+        for (int mb = 0; mb < G * L / 16; mb++) {
+            if (model_forward_packed(m, tok, tgt, packed ? st : NULL, rows, T, 1.0f, lp, NULL)) exit(1);
+            model_backward(m, w);
+        }
+        if (r >= 0) t[r] = bench_now() - t0;
+    }
+    free(tok); free(tgt); free(st); free(lp); free(w);
+    return bench_median(t, reps);
+}
+
 /* median seconds to sample L completions of max_new tokens for each of Q
  * prompts: one request per prompt, or all Q in one decode batch */
 static double generate(model_t *m, int Q, int P, int L, int max_new, bool batched, int reps)
@@ -183,6 +217,12 @@ int main(int argc, char **argv)
                "tokens/s");
     /* a round: its completions sampled in one batch, one training step over them */
     bench_line("round_tiny", tgb + ts, "s", NULL, 0, NULL);
+    /* the default round's training batch: 4 groups x 8 completions of 20
+     * tokens after a prompt of 138 (basic_arithmetic's, byte tokens) */
+    double tgr = group_step(m, 4, 8, 138, 20, false, reps), tgp = group_step(m, 4, 8, 138, 20, true, reps);
+    printf("GRPO step of the default round: 4 groups x 8 completions of 20 tokens after a prompt of 138\n");
+    bench_line("train_step_group_tiny", 4 * 8 * 20 / tgp, "completion tokens/s", "one row per completion",
+               4 * 8 * 20 / tgr, "completion tokens/s");
     /* process peak after the training steps (before any sampling); in
      * bf16 the activations going into matmuls are kept in bf16 as well */
     bench_line("train_step_peak_rss_tiny", ru.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);

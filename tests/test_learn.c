@@ -129,10 +129,96 @@ static void test_sft_rows(void)
     policy_destroy(&pol);
 }
 
+/* shared-prompt: a batch of an own group (token ids and sampling
+ * log-probs, one completion cut by the limit) and an external group
+ * (re-encoded text), in micro-batches of 3 sequences, gives the loss, the
+ * statistics and the gradient that one row per completion gives, with
+ * every loss type and with a KL term to a reference; and it runs fewer
+ * positions */
+static void shared_step(const char *const *flags, int nflags, learn_stats_t *st, float **grads, size_t *n)
+{
+    char *argv[24] = {"test_learn", "--lr", "0", "--max-grad-norm", "0", "--micro-batch", "3"};
+    int argc = 7;
+    for (int i = 0; i < nflags; i++) argv[argc++] = (char *)flags[i];
+    config_t cfg;
+    EXPECT(config_load(&cfg, &argc, argv) == 0);
+    char err[256];
+    policy_t *pol = policy_new_tiny(9, cfg.system_prompt, err, sizeof err);
+    policy_t *ref = cfg.beta > 0 ? policy_new_tiny(10, cfg.system_prompt, err, sizeof err) : NULL;
+    adamw_t *opt = adamw_new(model_num_params(pol->model));
+    learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
+    const char *own[4] = {"<answer>7</answer>", "<answer>8</answer>", "7", "<answer>77777"};
+    const char *ext[3] = {"<answer>Yes</answer>", "<answer>No</answer>", "No, 2023 is not."};
+    int32_t ids[4][32];
+    float lp[4][32];
+    rec_completion_t a[4], b[3];
+    for (int k = 0; k < 4; k++) {
+        size_t len = strlen(own[k]);
+        for (size_t t = 0; t < len; t++) ids[k][t] = (unsigned char)own[k][t], lp[k][t] = -8.0f - 0.1f * (float)t;
+        a[k] = (rec_completion_t){.text = own[k], .token_ids = ids[k], .n_tokens = len, .logprobs = lp[k],
+                                  .n_logprobs = len, .reward = (float)(k == 0) + 0.25f * (float)(k == 2),
+                                  .finished = k != 3};
+    }
+    for (int k = 0; k < 3; k++) b[k] = (rec_completion_t){.text = ext[k], .reward = (float)(k != 0), .finished = true};
+    rec_rollout_t g[2] = {
+        {.node = cfg.node, .model = pol->name, .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4 and say it."},
+         .completions = a, .n_completions = 4, .scored = true},
+        {.node = "n9", .model = "another-model", .task = {.family = "leap_year", .question = "Was 2023 a leap year? Answer yes or no."},
+         .completions = b, .n_completions = 3, .scored = true},
+    };
+    rec_batch_t bt = {.node = cfg.node, .round = 1, .groups = g, .n_groups = 2, .local_count = 1, .external_count = 1,
+                      .stats_json = "{}"};
+    uint8_t *buf;
+    size_t len;
+    rec_batch_view_t v;
+    EXPECT(rec_batch_build(&bt, &buf, &len) == 0 && rec_batch_view(buf, len, &v, err, sizeof err) == 0);
+    EXPECTF(learn_step(learn, &v, st, err, sizeof err) == 0, "%s", err);
+    *n = model_num_params(pol->model);
+    *grads = malloc(*n * sizeof(float));
+    memcpy(*grads, model_grads(pol->model), *n * sizeof(float));
+    rec_free(buf);
+    learn_destroy(&learn);
+    adamw_destroy(&opt);
+    policy_destroy(&pol);
+    policy_destroy(&ref);
+}
+
+static void test_shared_prompt(void)
+{
+    const char *variants[][4] = {{"--loss-type", "grpo"}, {"--loss-type", "dapo"}, {"--loss-type", "dr_grpo"},
+                                 {"--beta", "0.04"}, {"--mask-truncated", "1"}};
+    for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) {
+        const char *rows[4] = {variants[i][0], variants[i][1], "--shared-prompt", "0"};
+        const char *packed[4] = {variants[i][0], variants[i][1], "--shared-prompt", "1"};
+        learn_stats_t sr, sp;
+        float *gr = NULL, *gp = NULL;
+        size_t n = 0;
+        shared_step(rows, 4, &sr, &gr, &n);
+        shared_step(packed, 4, &sp, &gp, &n);
+        if (!gr || !gp) return;
+        EXPECTF(sr.packed_groups == 0 && sp.packed_groups == 2, "%s: %d and %d groups packed", variants[i][1],
+                sr.packed_groups, sp.packed_groups);
+        EXPECTF(sp.positions * 2 < sr.positions, "%s: %ld positions packed, %ld in rows", variants[i][1], sp.positions,
+                sr.positions);
+        EXPECTF(sp.grpo.tokens == sr.grpo.tokens && sp.tokens == sr.tokens && sp.sequences == 7, "%s: tokens",
+                variants[i][1]);
+        EXPECTF(fabsf(sp.loss - sr.loss) <= 1e-5f * fmaxf(1.0f, fabsf(sr.loss)), "%s: loss %.7g packed, %.7g in rows",
+                variants[i][1], sp.loss, sr.loss);
+        EXPECTF(fabsf(sp.grpo.ratio_max - sr.grpo.ratio_max) < 1e-4f * sr.grpo.ratio_max && sr.grpo.ratio_max > 1.5f,
+                "%s: ratio max %g packed, %g in rows", variants[i][1], sp.grpo.ratio_max, sr.grpo.ratio_max);
+        double d = 0, s = 0;
+        for (size_t k = 0; k < n; k++) d += (gp[k] - gr[k]) * (double)(gp[k] - gr[k]), s += (double)gr[k] * gr[k];
+        EXPECTF(s > 0 && sqrt(d / s) < 1e-5, "%s: packed gradient differs by %g of its norm", variants[i][1],
+                sqrt(d / s));
+        free(gr), free(gp);
+    }
+}
+
 int main(void)
 {
     RUN_TEST(test_sft_rows);
     RUN_TEST(test_mask_truncated);
     RUN_TEST(test_delta);
+    RUN_TEST(test_shared_prompt);
     CHECK_EXIT();
 }

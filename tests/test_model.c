@@ -447,6 +447,104 @@ static void test_chunked_lm_head(void)
     }
 }
 
+/* model_forward_packed: one prompt's completions in one row (the prompt
+ * but its last token once, then each completion as a segment led by that
+ * token), beside a plain row, give each completion token the log-prob
+ * and the parameters the gradient that one row per completion gives:
+ * the same sums in another order */
+static void packed_against_rows(model_t *m, const char *what)
+{
+    enum { P = 7, L = 3, CMAX = 6 };
+    const int clen[L] = {4, 1, 6};
+    int prompt[P], comp[L][CMAX];
+    uint64_t r = 12345;
+    const int V = model_config(m)->V;
+    for (int t = 0; t < P; t++) prompt[t] = (int)((r = r * 6364136223846793005ULL + 1) >> 40) % V;
+    for (int i = 0; i < L; i++)
+        for (int t = 0; t < CMAX; t++) comp[i][t] = (int)((r = r * 6364136223846793005ULL + 1) >> 40) % V;
+    /* one row per completion, padded to T1 */
+    int T1 = P + CMAX, tk1[L * (P + CMAX)], tg1[L * (P + CMAX)];
+    float lp1[L * (P + CMAX)], d1[L * (P + CMAX)];
+    for (int i = 0; i < L; i++)
+        for (int t = 0; t < T1; t++) {
+            int k = i * T1 + t, j = t - (P - 1);
+            tk1[k] = t < P ? prompt[t] : (t - P < clen[i] ? comp[i][t - P] : 0);
+            tg1[k] = j >= 0 && j < clen[i] ? comp[i][j] : -1;
+            d1[k] = tg1[k] >= 0 ? 0.3f * (float)(i + 1) - 0.05f * (float)j : 0.0f;
+        }
+    /* packed: row 0 the prompt's first P-1 tokens, then per completion its
+     * segment [prompt[P-1], c_0 .. c_{C-2}] (targets c_0 .. c_{C-1}), then
+     * padding; row 1 completion 0 as a plain row */
+    enum { T2 = P - 1 + 4 + 1 + 6 + 2 };
+    int tk2[2 * T2], tg2[2 * T2], st2[2 * T2], at[L][CMAX];
+    float lp2[2 * T2], d2[2 * T2];
+    for (int k = 0; k < 2 * T2; k++) tk2[k] = 0, tg2[k] = -1, st2[k] = 0, d2[k] = 0;
+    int n = 0;
+    for (int t = 0; t < P - 1; t++) tk2[n++] = prompt[t];
+    for (int i = 0; i < L; i++) {
+        int a = n;
+        for (int j = 0; j < clen[i]; j++) {
+            tk2[n] = j == 0 ? prompt[P - 1] : comp[i][j - 1];
+            tg2[n] = comp[i][j];
+            st2[n] = a;
+            at[i][j] = n++;
+        }
+    }
+    for (; n < T2; n++) st2[n] = n; /* padding: segments of one */
+    for (int t = 0; t < T1 && t < T2; t++) tk2[T2 + t] = tk1[t], tg2[T2 + t] = tg1[t];
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < clen[i]; j++) d2[at[i][j]] = d1[i * T1 + P - 1 + j];
+    size_t np = model_num_params(m);
+    float *g1 = malloc(np * sizeof(float));
+    model_zero_grad(m);
+    EXPECT(model_forward(m, tk1, tg1, L, T1, 0.8f, lp1, NULL) == 0);
+    model_backward(m, d1);
+    memcpy(g1, model_grads(m), np * sizeof(float));
+    model_zero_grad(m);
+    EXPECT(model_forward_packed(m, tk2, tg2, st2, 2, T2, 0.8f, lp2, NULL) == 0);
+    /* the plain row's gradient is counted once above, so none here */
+    model_backward(m, d2);
+    double worst = 0;
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < clen[i]; j++) {
+            worst = fmax(worst, fabs((double)lp2[at[i][j]] - lp1[i * T1 + P - 1 + j]));
+            if (i == 0) worst = fmax(worst, fabs((double)lp2[T2 + P - 1 + j] - lp1[P - 1 + j]));
+        }
+    EXPECTF(worst < 1e-5, "%s: packed log-probs differ by %.3g", what, worst);
+    double rg = max_rel(model_grads(m), g1, np, 0.01 * max_abs(g1, np));
+    EXPECTF(rg < 1e-4 && max_abs(g1, np) > 0, "%s: packed gradients differ by %.3g", what, rg);
+    /* a segment that does not see its prefix is another function: a
+     * start that skips the prompt must change the log-probs */
+    int bad[2 * T2];
+    memcpy(bad, st2, sizeof bad);
+    EXPECT(model_forward_packed(m, tk2, tg2, NULL, 2, T2, 0.8f, lp2, NULL) == 0);
+    EXPECTF(fabs((double)lp2[at[2][5]] - lp1[2 * T1 + P - 1 + 5]) > 1e-4,
+            "%s: the causal row should differ from the segment's own", what);
+    /* malformed layouts are refused: a segment's start past its position,
+     * a position that goes back to an earlier segment */
+    bad[P + 1] = P + 3;
+    EXPECT(model_forward_packed(m, tk2, tg2, bad, 2, T2, 0.8f, lp2, NULL) == -1);
+    memcpy(bad, st2, sizeof bad);
+    bad[at[2][3]] = at[0][0];
+    EXPECT(model_forward_packed(m, tk2, tg2, bad, 2, T2, 0.8f, lp2, NULL) == -1);
+    free(g1);
+}
+
+static void test_packed(void)
+{
+    char err[512];
+    const char *names[2] = {"qwen2_tied", "qwen3_bias"};
+    for (int i = 0; i < 2; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, GOLD "/%s", names[i]);
+        model_t *m = model_load(dir, err, sizeof err);
+        EXPECTF(m, "%s", err);
+        if (!m) return;
+        packed_against_rows(m, names[i]);
+        model_destroy(&m);
+    }
+}
+
 /* three prompts of different lengths in one decode batch give what three
  * separate requests with the same seeds give */
 static void test_generate_batch(void)
@@ -862,6 +960,7 @@ int main(void)
     RUN_TEST(test_bad_input);
     RUN_TEST(test_cross_entropy);
     RUN_TEST(test_chunked_lm_head);
+    RUN_TEST(test_packed);
     RUN_TEST(test_sampling);
     RUN_TEST(test_generate_batch);
     RUN_TEST(test_stop_and_tiny);

@@ -250,6 +250,7 @@ typedef struct {
     const uint16_t *q16, *k16, *v16;
     float *att;
     uint16_t *att16;
+    const int *start, *prefix; /* packed rows (model_forward_packed), or NULL */
     int B, T, NH, NKV, HD;
 } attn_t;
 
@@ -259,7 +260,7 @@ static attn_t attn_of(const model_t *m, int l)
     const model_acts_t *a = &m->a;
     size_t N = (size_t)m->B * m->T, nq = l * N * c->NH * c->HD, nk = l * N * c->NKV * c->HD;
     return (attn_t){a->q + nq, a->k + nk, a->v + nk, at(a->qh, nq), at(a->kh, nk), at(a->vh, nk),
-                    a->att, a->atth, m->B, m->T, c->NH, c->NKV, c->HD};
+                    a->att, a->atth, m->start, m->prefix, m->B, m->T, c->NH, c->NKV, c->HD};
 }
 
 /* the causal softmax probabilities of batch row b, head h into p (T, T),
@@ -282,10 +283,20 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
                     T);
     for (int t = 0; t < T; t++) {
         float *pr = p + (size_t)t * T;
+        /* a packed row's segment sees the prefix [0, S) and itself [a, t]:
+         * the keys between are out of the softmax (e^-inf is e^-87 in
+         * fastexp, far under a sum of at least 1, and then made 0) */
+        int a = o->start ? o->start[(size_t)b * T + t] : 0, S = a > 0 ? o->prefix[b] : a;
+        for (int j = S; j < a; j++) pr[j] = -INFINITY;
         if (p16) {
             model_softmax_causal(pr, p16 + (size_t)t * T, keep, t + 1, T, tiles ? scale : 1.0f);
+            for (int j = S; j < a; j++) {
+                if (keep) pr[j] = 0;
+                p16[(size_t)t * T + j] = 0;
+            }
         } else {
             model_softmax_row(pr, t + 1, tiles ? scale : 1.0f);
+            for (int j = S; j < a; j++) pr[j] = 0;
             for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
         }
     }
@@ -430,7 +441,7 @@ static int acts_ensure(model_t *m, int B, int T)
     }
     if ((size_t)m->B * m->T < N || !m->tokens) {
         free(m->tokens);
-        m->tokens = malloc(3 * N * sizeof(int));
+        m->tokens = malloc(5 * N * sizeof(int));
     }
     if (!m->acts_mem || !m->tokens || model_rope_ensure(m, T)) {
         fprintf(stderr, "model: out of memory for a batch of %d x %d\n", B, T);
@@ -442,6 +453,8 @@ static int acts_ensure(model_t *m, int B, int T)
     acts_layout(m, m->acts_mem, B, T);
     m->targets = m->tokens + N;
     m->pos = m->tokens + 2 * N;
+    m->start = NULL;
+    m->prefix = m->tokens + 4 * N; /* B <= N */
     return 0;
 }
 
@@ -506,11 +519,44 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
 // ----------------------------------------------------------------------------
 // the model
 
+/* each row's prefix (the positions before its first segment) into
+ * prefix (B) and every position's RoPE position into pos (N); -1 after a
+ * line on stderr for a start that is not a packed layout or a position
+ * past max_pos */
+static int packed_layout(const int *start, int B, int T, int max_pos, int *prefix, int *pos)
+{
+    for (int b = 0; b < B; b++) {
+        const int *st = start + (size_t)b * T;
+        int S = 0;
+        while (S < T && st[S] == 0) S++;
+        prefix[b] = S;
+        for (int t = 0; t < T; t++) {
+            int a = st[t];
+            bool ok = t < S ? a == 0 : (a >= S && a <= t && (a == t || st[t - 1] == a) && S > 0);
+            int p = t < S ? t : S + t - a;
+            if (!ok || p >= max_pos) {
+                fprintf(stderr, "model_forward_packed: row %d position %d: start %d %s\n", b, t, a,
+                        ok ? "puts it past max_position_embeddings" : "is not a packed layout (0 in the prefix, "
+                        "then each segment's first position, after at least one prefix position)");
+                return -1;
+            }
+            pos[(size_t)b * T + t] = p;
+        }
+    }
+    return 0;
+}
+
 int model_forward(model_t *m, const int *tokens, const int *targets, int B, int T,
                   float temperature, float *logp, float *logits)
 {
+    return model_forward_packed(m, tokens, targets, NULL, B, T, temperature, logp, logits);
+}
+
+int model_forward_packed(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
+                         float temperature, float *logp, float *logits)
+{
     const model_config_t *c = &m->cfg;
-    if (B <= 0 || T <= 0 || T > c->max_pos || !(temperature > 0)) {
+    if (B <= 0 || T <= 0 || (!start && T > c->max_pos) || !(temperature > 0)) {
         fprintf(stderr, "model_forward: batch %d x %d, temperature %g: need B, T > 0, T <= %d, "
                 "temperature > 0\n", B, T, temperature, c->max_pos);
         return -1;
@@ -523,15 +569,26 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
             return -1;
         }
 #ifdef SAPO_HAVE_CUDA
+    if (m->cuda && start) {
+        fprintf(stderr, "model_forward_packed: packed rows run on the CPU only (the model is on cuda:%d)\n",
+                m->device);
+        return -1;
+    }
     if (m->cuda) return cuda_model_forward(m->cuda, tokens, targets, B, T, temperature, logp, logits);
 #endif
     if (acts_ensure(m, B, T)) return -1;
+    if (start) {
+        if (packed_layout(start, B, T, c->max_pos, m->prefix, m->pos)) return -1;
+        m->start = m->tokens + 3 * N;
+        memcpy(m->start, start, N * sizeof(int));
+    } else {
+        for (int n = 0; n < N; n++) m->pos[n] = n % T;
+    }
     m->B = B;
     m->T = T;
     m->temperature = temperature;
     memcpy(m->tokens, tokens, N * sizeof(int));
     memcpy(m->targets, targets, N * sizeof(int));
-    for (int n = 0; n < N; n++) m->pos[n] = n % T;
 
     int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
     const model_weights_t *w = &m->w;

@@ -94,6 +94,20 @@ void model_zero_grad(model_t *self);
 int model_forward(model_t *self, const int *tokens, const int *targets, int B, int T,
                   float temperature, float *logp, float *logits);
 
+/* model_forward over packed rows: the sequences that share a prompt ride
+ * in one row, the shared part once. start (B, T) says, per position,
+ * where its own part begins: 0 in the row's shared prefix (and everywhere
+ * in a row that holds one sequence), else the row index of its segment's
+ * first position. The prefix is the positions before a row's first
+ * segment (S of them; S >= 1 in a row with segments). A position t of a
+ * segment that starts at a attends to [0, S) and [a, t], at RoPE position
+ * S + t - a: what it would see, and where it would sit, were the prefix
+ * and its segment one sequence. start NULL is model_forward. T may pass
+ * max_position_embeddings where the positions do not. On the CPU only:
+ * a model on a device returns -1 with a line on stderr. */
+int model_forward_packed(model_t *self, const int *tokens, const int *targets, const int *start, int B, int T,
+                         float temperature, float *logp, float *logits);
+
 /* Backward of the last model_forward from dlogp (B, T), the gradient of a
  * loss with respect to each target's log-prob. Gradients accumulate into
  * model_grads, so micro-batches add up until model_zero_grad. */

@@ -112,6 +112,8 @@ struct model {
     int *tokens;        // (N) copies of the last forward's inputs
     int *targets;       // (N)
     int *pos;           // (N) position of each row, for RoPE
+    int *start;         // (N) model_forward_packed's start, or NULL (plain causal rows)
+    int *prefix;        // (B) the shared prefix of each packed row
     float *rope_cos;    // (rope_cap, HD/2)
     float *rope_sin;
     int rope_cap;

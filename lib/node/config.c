@@ -57,6 +57,7 @@ static const field_t fields[] = {
     {"loss-type", "SAPO_LOSS_TYPE", S(loss_type), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
     {"scale-rewards", "SAPO_SCALE_REWARDS", S(scale_rewards), "group", "advantage scaling: group, batch or none"},
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
+    {"shared-prompt", "SAPO_SHARED_PROMPT", I(shared_prompt), "1", "1: the learner runs a group's shared prompt forward and backward once for all its completions (one packed row) where the prompt is at least as long as the completions' mean, on the CPU; 0: one row per completion"},
     {"staleness", "SAPO_STALENESS", I(staleness), "2", "drop local rollouts more than this many policy versions old"},
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},

@@ -11,7 +11,16 @@ typedef struct {
     const float *old; /* C sampling log-probs, or NULL (on-policy) */
     float adv;
     bool masked;      /* out of the loss: truncated, with mask-truncated on */
+    int group;        /* the batch group it belongs to: the same prompt */
 } seq_t;
+
+/* a row of a micro-batch: one sequence, or (packed) the sequences of a
+ * group after their shared prompt, each a segment (model_forward_packed) */
+typedef struct {
+    int first, count; /* its sequences */
+    bool packed;
+    int len;          /* positions */
+} row_t;
 
 struct learn {
     policy_t *policy;
@@ -156,6 +165,7 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
             }
             s->old = keep_ids ? c.logprobs : NULL;
             s->masked = cfg->mask_truncated && !c.finished;
+            s->group = (int)g;
             st->masked_truncated += s->masked;
             free(cids);
         }
@@ -180,6 +190,139 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
     return 0;
 }
 
+/* The rows of a batch, in sequence order. A group's sequences share their
+ * prompt's P tokens; packed, the row holds the prompt's first P - 1 once,
+ * then per sequence a segment of its prompt's last token and its
+ * completion but the last token (targets: the completion), so each
+ * completion token sees what it would in a row of its own. Packing saves
+ * (P - 1)(n - 1) positions of n sequences but makes the attention of the
+ * row quadratic in all their completions, so a group is packed only where
+ * that saves at least as many positions as the completions take (prompt
+ * at least the completions' mean length), and only on the CPU. NULL when
+ * out of memory. */
+static row_t *plan_rows(const learn_t *self, const seq_t *seqs, int B, int *n_rows)
+{
+    row_t *rows = malloc(sizeof *rows * (size_t)B);
+    if (!rows) return NULL;
+    bool can_pack = self->cfg->shared_prompt && model_device(self->policy->model) < 0;
+    int n = 0;
+    for (int i = 0, j; i < B; i = j) {
+        long comp = 0;
+        for (j = i; j < B && seqs[j].group == seqs[i].group; j++) comp += seqs[j].masked ? 0 : seqs[j].C;
+        int P = seqs[i].P, count = j - i;
+        if (can_pack && P >= 2 && count >= 2 && (long)(P - 1) * (count - 1) >= comp) {
+            rows[n++] = (row_t){i, count, true, (int)(P - 1 + comp)};
+        } else {
+            for (int k = i; k < j; k++) rows[n++] = (row_t){k, 1, false, seqs[k].P + seqs[k].C};
+        }
+    }
+    *n_rows = n;
+    return rows;
+}
+
+/* One micro-batch: forward over its rows, GRPO's loss over its sequences'
+ * completion tokens (laid out one sequence a row, whatever the rows),
+ * backward. *loss gets its share of the batch's loss. 0, or -1 with err. */
+static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows, int nr,
+                      grpo_stats_t *gs, double *loss, char *err, size_t errlen)
+{
+    model_t *m = self->policy->model;
+    int s0 = rows[0].first, ns = rows[nr - 1].first + rows[nr - 1].count - s0, T = 1, Tc = 1;
+    bool packed = false;
+    long mtokens = 0;
+    for (int r = 0; r < nr; r++) {
+        T = rows[r].len > T ? rows[r].len : T;
+        packed |= rows[r].packed;
+    }
+    for (int i = s0; i < s0 + ns; i++) {
+        Tc = seqs[i].C > Tc ? seqs[i].C : Tc;
+        mtokens += seqs[i].masked ? 0 : seqs[i].C;
+    }
+    size_t cells = (size_t)nr * T, lcells = (size_t)ns * Tc;
+    int *tokens = malloc(sizeof(int) * cells), *targets = malloc(sizeof(int) * cells);
+    int *start = malloc(sizeof(int) * cells), *where = malloc(sizeof(int) * lcells);
+    float *logp = malloc(sizeof(float) * cells), *ref = malloc(sizeof(float) * cells);
+    float *dlogp = calloc(cells, sizeof(float)), *adv = malloc(sizeof(float) * ns);
+    float *lp = malloc(sizeof(float) * lcells), *old = malloc(sizeof(float) * lcells);
+    float *rf = malloc(sizeof(float) * lcells), *mask = malloc(sizeof(float) * lcells);
+    float *dl = malloc(sizeof(float) * lcells);
+    int rc = -1;
+    if (!tokens || !targets || !start || !where || !logp || !ref || !dlogp || !adv || !lp || !old || !rf || !mask ||
+        !dl) {
+        snprintf(err, errlen, "out of memory for a micro-batch of %d x %d", nr, T);
+        goto done;
+    }
+    /* where[i * Tc + j]: the cell whose target is completion token j of
+     * sequence s0 + i, -1 for none */
+    for (size_t k = 0; k < lcells; k++) where[k] = -1;
+    for (int r = 0; r < nr; r++) {
+        const row_t *w = &rows[r];
+        int *tk = tokens + (size_t)r * T, *tg = targets + (size_t)r * T, *st = start + (size_t)r * T;
+        for (int t = 0; t < T; t++) tk[t] = 0, tg[t] = -1, st[t] = 0;
+        if (!w->packed) {
+            const seq_t *s = &seqs[w->first];
+            for (int t = 0; t < s->P + s->C; t++) tk[t] = s->ids[t];
+            for (int j = 0; j < s->C && !s->masked; j++) {
+                tg[s->P - 1 + j] = s->ids[s->P + j];
+                where[(size_t)(w->first - s0) * Tc + j] = (int)((size_t)r * T + s->P - 1 + j);
+            }
+            continue;
+        }
+        const seq_t *s = &seqs[w->first];
+        int P = s->P, n = P - 1, a = 0;
+        for (int t = 0; t < P - 1; t++) tk[t] = s->ids[t];
+        for (int i = w->first; i < w->first + w->count; i++) {
+            s = &seqs[i];
+            if (s->masked || s->C == 0) continue;
+            a = n;
+            for (int j = 0; j < s->C; j++, n++) {
+                tk[n] = s->ids[P - 1 + j];
+                tg[n] = s->ids[P + j];
+                st[n] = a;
+                where[(size_t)(i - s0) * Tc + j] = (int)((size_t)r * T + n);
+            }
+        }
+        for (; n < T; n++) st[n] = a; /* padding joins the last segment */
+    }
+    float temp = self->cfg->temperature;
+    if (self->ref && model_forward_packed(self->ref->model, tokens, targets, packed ? start : NULL, nr, T, temp, ref,
+                                          NULL) != 0) {
+        snprintf(err, errlen, "reference forward failed (see above)");
+        goto done;
+    }
+    if (model_forward_packed(m, tokens, targets, packed ? start : NULL, nr, T, temp, logp, NULL) != 0) {
+        snprintf(err, errlen, "forward failed (see above)");
+        goto done;
+    }
+    for (int i = 0; i < ns; i++) {
+        const seq_t *s = &seqs[s0 + i];
+        adv[i] = s->adv;
+        for (int j = 0; j < Tc; j++) {
+            size_t k = (size_t)i * Tc + j;
+            int c = where[k];
+            mask[k] = c >= 0 ? 1.0f : 0.0f;
+            lp[k] = c >= 0 ? logp[c] : 0.0f;
+            rf[k] = c >= 0 ? ref[c] : 0.0f;
+            if (s->old && c >= 0) memcpy(&old[k], s->old + j, sizeof(float));
+            else old[k] = lp[k];
+        }
+    }
+    float l = grpo_loss(&self->gp, ns, Tc, lp, old, self->ref ? rf : NULL, mask, adv, dl, gs);
+    /* the micro-batch's normaliser -> the whole batch's */
+    double scale = (self->gp.loss_type == GRPO_LOSS_GRPO || self->gp.loss_type == GRPO_LOSS_DR_GRPO)
+                       ? (double)ns / B
+                       : (total_tokens ? (double)mtokens / total_tokens : 0);
+    for (size_t k = 0; k < lcells; k++)
+        if (where[k] >= 0) dlogp[where[k]] = (float)(dl[k] * scale);
+    *loss = l * scale;
+    model_backward(m, dlogp);
+    rc = 0;
+done:
+    free(tokens), free(targets), free(start), free(where), free(logp), free(ref), free(dlogp), free(adv);
+    free(lp), free(old), free(rf), free(mask), free(dl);
+    return rc;
+}
+
 int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen)
 {
     memset(st, 0, sizeof *st);
@@ -198,67 +341,27 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
     for (int i = 0; i < B; i++) total_tokens += seqs[i].masked ? 0 : seqs[i].C;
     model_t *m = self->policy->model;
     model_zero_grad(m);
-    const int MB = self->cfg->micro_batch;
-    int Tmax = 0;
-    for (int i = 0; i < B; i++) Tmax = seqs[i].P + seqs[i].C > Tmax ? seqs[i].P + seqs[i].C : Tmax;
-    size_t cells = (size_t)MB * Tmax;
-    int *tokens = malloc(sizeof(int) * cells), *targets = malloc(sizeof(int) * cells);
-    float *logp = malloc(sizeof(float) * cells), *old = malloc(sizeof(float) * cells);
-    float *ref = malloc(sizeof(float) * cells), *mask = malloc(sizeof(float) * cells);
-    float *dlogp = malloc(sizeof(float) * cells), *adv = malloc(sizeof(float) * MB);
-    int rc = -1;
-    if (!tokens || !targets || !logp || !old || !ref || !mask || !dlogp || !adv) {
-        snprintf(err, errlen, "out of memory for a micro-batch of %d x %d", MB, Tmax);
+    int n_rows = 0, rc = -1;
+    row_t *rows = plan_rows(self, seqs, B, &n_rows);
+    if (!rows) {
+        snprintf(err, errlen, "out of memory building the batch");
         goto done;
     }
     double loss = 0, w_clip_low = 0, w_clip_high = 0, w_region = 0, w_kl = 0, w_ratio = 0;
     st->grpo.ratio_min = INFINITY, st->grpo.ratio_max = -INFINITY;
-    for (int b0 = 0; b0 < B; b0 += MB) {
-        int mb = B - b0 < MB ? B - b0 : MB;
-        int T = 0;
-        long mtokens = 0;
-        for (int i = 0; i < mb; i++) {
-            const seq_t *s = &seqs[b0 + i];
-            T = s->P + s->C > T ? s->P + s->C : T;
-            mtokens += s->masked ? 0 : s->C;
+    for (int r0 = 0, r1; r0 < n_rows; r0 = r1) {
+        /* rows up to micro-batch sequences (one at least) */
+        int mb = rows[r0].count, T = rows[r0].len;
+        for (r1 = r0 + 1; r1 < n_rows && mb + rows[r1].count <= self->cfg->micro_batch; r1++) {
+            mb += rows[r1].count;
+            T = rows[r1].len > T ? rows[r1].len : T;
         }
-        for (int i = 0; i < mb; i++) {
-            const seq_t *s = &seqs[b0 + i];
-            adv[i] = s->adv;
-            for (int t = 0; t < T; t++) {
-                size_t k = (size_t)i * T + t;
-                tokens[k] = t < s->P + s->C ? s->ids[t] : 0;
-                bool in = !s->masked && t >= s->P - 1 && t < s->P + s->C - 1;
-                targets[k] = in ? s->ids[t + 1] : -1;
-                mask[k] = in ? 1.0f : 0.0f;
-            }
-        }
-        if (self->ref && model_forward(self->ref->model, tokens, targets, mb, T, self->cfg->temperature, ref, NULL) != 0) {
-            snprintf(err, errlen, "reference forward failed (see above)");
-            goto done;
-        }
-        if (model_forward(m, tokens, targets, mb, T, self->cfg->temperature, logp, NULL) != 0) {
-            snprintf(err, errlen, "forward failed (see above)");
-            goto done;
-        }
-        for (int i = 0; i < mb; i++) {
-            const seq_t *s = &seqs[b0 + i];
-            for (int t = 0; t < T; t++) {
-                size_t k = (size_t)i * T + t;
-                int j = t - (s->P - 1);
-                if (s->old && mask[k] > 0) memcpy(&old[k], s->old + j, sizeof(float));
-                else old[k] = logp[k];
-            }
-        }
+        for (int r = r0; r < r1; r++) st->packed_groups += rows[r].packed;
+        st->positions += (long)(r1 - r0) * T;
         grpo_stats_t gs;
-        float l = grpo_loss(&self->gp, mb, T, logp, old, self->ref ? ref : NULL, mask, adv, dlogp, &gs);
-        /* the micro-batch's normaliser -> the whole batch's */
-        double scale = (self->gp.loss_type == GRPO_LOSS_GRPO || self->gp.loss_type == GRPO_LOSS_DR_GRPO)
-                           ? (double)mb / B
-                           : (total_tokens ? (double)mtokens / total_tokens : 0);
-        for (size_t k = 0; k < (size_t)mb * T; k++) dlogp[k] *= (float)scale;
-        loss += l * scale;
-        model_backward(m, dlogp);
+        double l = 0;
+        if (micro_step(self, seqs, B, total_tokens, rows + r0, r1 - r0, &gs, &l, err, errlen)) goto done;
+        loss += l;
         w_clip_low += gs.clip_low * gs.tokens, w_clip_high += gs.clip_high * gs.tokens;
         w_region += gs.clip_region * gs.tokens, w_kl += gs.kl * gs.tokens, w_ratio += gs.ratio * gs.tokens;
         st->grpo.tokens += gs.tokens;
@@ -286,7 +389,7 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
 done:
     for (int i = 0; i < B; i++) free(seqs[i].ids);
     free(seqs);
-    free(tokens), free(targets), free(logp), free(old), free(ref), free(mask), free(dlogp), free(adv);
+    free(rows);
     return rc;
 }
 

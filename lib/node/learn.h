@@ -25,6 +25,8 @@ typedef struct {
     int groups;
     int skipped_groups;   /* unusable groups (no completions, unscored) */
     int masked_truncated; /* completions left out of the loss (mask-truncated) */
+    int packed_groups;    /* groups run over their shared prompt once (shared-prompt) */
+    long positions;       /* positions the forward pass ran, padding included */
     float lr;             /* the learning rate of the step */
     grpo_stats_t grpo;
 } learn_stats_t;

@@ -15,6 +15,8 @@
  *  "local_groups","external_groups","external_from":{node: groups},
  *  "external_reward_from":{node: mean local reward of its completions},
  *  "loss","grad_norm","tokens","lr","masked_truncated",
+ *  "packed_groups" (groups trained over their shared prompt once),
+ *  "positions" (that the forward pass ran, padding included),
  *  "clip_region","clip_low","clip_high","ratio","ratio_min","ratio_max",
  *  "kl" (0 when beta is 0),
  *  "seconds":{"train":...}, "sampler":{the batch's counters}, "time"} */
