@@ -215,6 +215,9 @@ int main(int argc, char **argv)
     bench_line("generate_tiny", gen_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_gen, "tokens/s");
     bench_line("generate_round_tiny", genb_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_genb,
                "tokens/s");
+    /* what a generator gains by sampling the queued questions together
+     * (generate-batch) over one request per question */
+    bench_line("generate_round_vs_requests_tiny", genb_tps, "tokens/s", "a request per prompt", gen_tps, "tokens/s");
     /* a round: its completions sampled in one batch, one training step over them */
     bench_line("round_tiny", tgb + ts, "s", NULL, 0, NULL);
     /* the default round's training batch: 4 groups x 8 completions of 20

@@ -2,7 +2,9 @@
  * policy and sends them on as one rollout record (policy version and
  * per-token log-probs included). Consumes the tasks stream, produces the
  * rollouts stream, follows the policy stream; any number can run, and a new
- * policy version is loaded between two questions without stopping. */
+ * policy version is loaded between two batches without stopping. It takes
+ * the queued questions, up to generate-batch, and samples them in one
+ * decode batch: small matmuls waste the CPU. */
 #include <czmq.h>
 #include <string.h>
 
@@ -16,38 +18,88 @@
 
 static uint64_t now_ms(void) { return (uint64_t)zclock_time(); }
 
-/* one task record in, one rollout record out (malloc'ed), or NULL */
-static uint8_t *roll_out(policy_t *pol, const config_t *cfg, uint64_t version, const void *task_buf, size_t task_len,
-                         size_t *out_len, char *err, size_t errlen)
+/* the tasks a generator takes at once: records, their views, aligned copies */
+typedef struct {
+    wire_record_t *rec[64];
+    rec_task_t task[64];
+    void *copy[64];
+    int n;
+} take_t;
+
+/* The first task within 200 ms, then what else is queued, up to cfg's
+ * generate-batch: a few ms apart, as the sampler sends a round's tasks one
+ * by one. A task that is not a record, or whose question the policy
+ * cannot take, is dropped with a line and acked. */
+static void take(wire_consumer_t *tasks, const policy_t *pol, const config_t *cfg, take_t *t)
 {
-    rec_task_t t;
-    if (rec_task_view(task_buf, task_len, &t, err, errlen) != 0) return NULL;
-    int L = cfg->completions;
-    completion_t *cs = calloc((size_t)L, sizeof *cs);
-    model_gen_params_t gp = {
-        .max_new = cfg->max_new_tokens,
-        .sample = {cfg->temperature, cfg->top_k, cfg->top_p},
-        .seed = cfg->seed * 1000003ull ^ t.task_id * 7919ull ^ version,
-    };
-    int64_t t0 = zclock_mono();
-    if (policy_sample(pol, t.question, L, &gp, cs, err, errlen) != 0) {
-        free(cs);
-        return NULL;
+    t->n = 0;
+    char err[512];
+    for (int wait = 200; t->n < cfg->generate_batch; wait = 5) {
+        wire_record_t *r = wire_consumer_recv(tasks, wait);
+        if (!r) break;
+        void *copy = NULL;
+        const void *buf = rec_aligned(r->data, r->size, &copy);
+        rec_task_t *v = &t->task[t->n];
+        if (buf && rec_task_view(buf, r->size, v, err, sizeof err) == 0 &&
+            policy_check(pol, v->question, cfg->max_new_tokens, err, sizeof err) == 0) {
+            t->rec[t->n] = r, t->copy[t->n++] = copy;
+            continue;
+        }
+        log_error("dropped a task: %s", buf ? err : "out of memory");
+        free(copy);
+        wire_consumer_ack(tasks, r->id);
+        wire_record_destroy(&r);
     }
+}
+
+/* L completions of each task taken, sampled together; one rollout record
+ * each sent on. Each rollout's gen_ms is its share of the batch's time. */
+static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_t *t, wire_producer_t *out)
+{
+    int L = cfg->completions, Q = t->n;
+    const char *questions[64];
+    uint64_t seeds[64];
+    for (int q = 0; q < Q; q++) {
+        questions[q] = t->task[q].question;
+        seeds[q] = cfg->seed * 1000003ull ^ t->task[q].task_id * 7919ull ^ version;
+    }
+    model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {cfg->temperature, cfg->top_k, cfg->top_p}};
+    completion_t *cs = calloc((size_t)Q * L, sizeof *cs);
     rec_completion_t *rc = calloc((size_t)L, sizeof *rc);
-    for (int l = 0; l < L; l++)
-        rc[l] = (rec_completion_t){.text = cs[l].text ? cs[l].text : "", .token_ids = (const int32_t *)cs[l].tokens,
-                                   .n_tokens = (size_t)cs[l].n, .logprobs = cs[l].logp, .n_logprobs = (size_t)cs[l].n,
-                                   .finished = cs[l].finished};
-    rec_rollout_t r = {.node = cfg->node, .policy_version = version, .round = t.round, .model = pol->name, .task = t,
-                       .completions = rc, .n_completions = (size_t)L, .created_ms = now_ms(),
-                       .gen_ms = (uint32_t)(zclock_mono() - t0)};
-    uint8_t *buf = NULL;
-    if (rec_rollout_build(&r, &buf, out_len) != 0) snprintf(err, errlen, "rollout record too large");
-    for (int l = 0; l < L; l++) completion_free(&cs[l]);
+    char err[512];
+    int64_t t0 = zclock_mono();
+    long sent = 0;
+    if (!cs || !rc) {
+        log_error("dropped %d tasks: out of memory", Q);
+    } else if (policy_sample_batch(pol, questions, seeds, Q, L, &gp, cs, err, sizeof err) != 0) {
+        log_error("dropped %d tasks: %s", Q, err);
+    } else {
+        uint32_t gen_ms = (uint32_t)((zclock_mono() - t0) / Q);
+        for (int q = 0; q < Q; q++) {
+            for (int l = 0; l < L; l++) {
+                const completion_t *c = &cs[(size_t)q * L + l];
+                rc[l] = (rec_completion_t){.text = c->text ? c->text : "", .token_ids = (const int32_t *)c->tokens,
+                                           .n_tokens = (size_t)c->n, .logprobs = c->logp,
+                                           .n_logprobs = (size_t)c->n, .finished = c->finished};
+            }
+            rec_rollout_t r = {.node = cfg->node, .policy_version = version, .round = t->task[q].round,
+                               .model = pol->name, .task = t->task[q], .completions = rc, .n_completions = (size_t)L,
+                               .created_ms = now_ms(), .gen_ms = gen_ms};
+            uint8_t *buf = NULL;
+            size_t len = 0;
+            if (rec_rollout_build(&r, &buf, &len) == 0) {
+                wire_producer_send(out, buf, len);
+                sent++;
+            } else {
+                log_error("dropped a task: rollout record too large");
+            }
+            rec_free(buf);
+        }
+    }
+    for (size_t i = 0; cs && i < (size_t)Q * L; i++) completion_free(&cs[i]);
     free(cs);
     free(rc);
-    return buf;
+    return sent;
 }
 
 int main(int argc, char **argv)
@@ -62,7 +114,7 @@ int main(int argc, char **argv)
     char err[512];
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     wire_subscriber_t *policy_in = wire_subscriber_new(&ep, err, sizeof err);
-    wire_consumer_t *tasks = policy_in ? wire_consumer_new(&ep, STREAM_TASKS, 1, err, sizeof err) : NULL;
+    wire_consumer_t *tasks = policy_in ? wire_consumer_new(&ep, STREAM_TASKS, cfg.generate_batch, err, sizeof err) : NULL;
     wire_producer_t *out = tasks ? wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err) : NULL;
     if (!out) log_fatal("%s", err);
 
@@ -78,25 +130,18 @@ int main(int argc, char **argv)
              model_num_params(pol->model));
 
     long done = 0;
+    take_t t;
     while (!zsys_interrupted) {
         if (version_follow(policy_in, 0, pol, &version, NULL, ckpt, sizeof ckpt) == 1)
             log_info("policy version %llu loaded", (unsigned long long)version);
-        wire_record_t *r = wire_consumer_recv(tasks, 200);
-        if (!r) continue;
-        void *copy = NULL;
-        const void *buf = rec_aligned(r->data, r->size, &copy);
-        size_t len = 0;
-        uint8_t *rollout = buf ? roll_out(pol, &cfg, version, buf, r->size, &len, err, sizeof err) : NULL;
-        if (rollout) {
-            wire_producer_send(out, rollout, len);
-            done++;
-        } else {
-            log_error("dropped a task: %s", buf ? err : "out of memory");
+        take(tasks, pol, &cfg, &t);
+        if (t.n) done += roll_out(pol, &cfg, version, &t, out);
+        /* acked once sent: a task in flight when the generator dies goes back to the queue */
+        for (int q = 0; q < t.n; q++) {
+            wire_consumer_ack(tasks, t.rec[q]->id);
+            wire_record_destroy(&t.rec[q]);
+            free(t.copy[q]);
         }
-        rec_free(rollout);
-        free(copy);
-        wire_consumer_ack(tasks, r->id);
-        wire_record_destroy(&r);
     }
     log_info("stopping after %ld rollouts", done);
     policy_destroy(&pol);

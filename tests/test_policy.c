@@ -112,9 +112,44 @@ static void test_plain(void)
     policy_destroy(&p);
 }
 
+/* policy_sample_batch: three questions of different lengths in one decode
+ * batch give what policy_sample gives each with the same seed; a question
+ * that is not UTF-8, or too long for the model, fails policy_check */
+static void test_sample_batch(void)
+{
+    char err[256];
+    policy_t *p = policy_new_tiny(4, "default", err, sizeof err);
+    const char *qs[3] = {"Calculate 3 + 4.", "Calculate 10 - 6. Answer with the integer result only.", "Is 7 odd?"};
+    uint64_t seeds[3] = {11, 12, 13};
+    enum { L = 4 };
+    model_gen_params_t gp = {.max_new = 24, .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}};
+    completion_t batch[3 * L], one[L];
+    EXPECTF(policy_sample_batch(p, qs, seeds, 3, L, &gp, batch, err, sizeof err) == 0, "%s", err);
+    int same = 0, differ = 0;
+    for (int q = 0; q < 3; q++) {
+        gp.seed = seeds[q];
+        EXPECTF(policy_sample(p, qs[q], L, &gp, one, err, sizeof err) == 0, "%s", err);
+        for (int l = 0; l < L; l++) {
+            const completion_t *b = &batch[q * L + l];
+            same += b->n == one[l].n && strcmp(b->text, one[l].text) == 0 && b->finished == one[l].finished;
+            for (int t = 0; t < b->n && t < one[l].n; t++) EXPECT_NEAR(b->logp[t], one[l].logp[t], 1e-4);
+            differ += q > 0 && strcmp(b->text, batch[l].text) != 0;
+            completion_free(&one[l]);
+        }
+    }
+    EXPECTF(same == 3 * L, "%d of %d completions as sampled alone", same, 3 * L);
+    EXPECTF(differ > 0, "the questions' completions should differ");
+    for (int i = 0; i < 3 * L; i++) completion_free(&batch[i]);
+    EXPECT(policy_check(p, qs[0], 24, err, sizeof err) == 0);
+    EXPECT(policy_check(p, "\xff\xfe", 24, err, sizeof err) == -1 && strstr(err, "UTF-8"));
+    EXPECT(policy_check(p, qs[0], 1 << 20, err, sizeof err) == -1 && strstr(err, "max_position_embeddings"));
+    policy_destroy(&p);
+}
+
 int main(void)
 {
     RUN_TEST(test_chat_instruction);
     RUN_TEST(test_plain);
+    RUN_TEST(test_sample_batch);
     CHECK_EXIT();
 }

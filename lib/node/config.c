@@ -57,6 +57,7 @@ static const field_t fields[] = {
     {"loss-type", "SAPO_LOSS_TYPE", S(loss_type), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
     {"scale-rewards", "SAPO_SCALE_REWARDS", S(scale_rewards), "group", "advantage scaling: group, batch or none"},
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
+    {"generate-batch", "SAPO_GENERATE_BATCH", I(generate_batch), "4", "questions a generator takes at once and samples in one decode batch (those already queued, up to this many)"},
     {"shared-prompt", "SAPO_SHARED_PROMPT", I(shared_prompt), "1", "1: the learner runs a group's shared prompt forward and backward once for all its completions (one packed row) where the prompt is at least as long as the completions' mean, on the CPU; 0: one row per completion"},
     {"staleness", "SAPO_STALENESS", I(staleness), "2", "drop local rollouts more than this many policy versions old"},
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
@@ -175,8 +176,8 @@ static int check(const config_t *c)
         fprintf(stderr, "config: node (SAPO_NODE): '%s' must be non-empty without ':', '/', '{', '}' or spaces\n", c->node);
         return -1;
     }
-    if (c->max_new_tokens < 1 || c->micro_batch < 1) {
-        fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1\n");
+    if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
+        fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
         return -1;
     }
     if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1 || c->stall_seconds < 1) {

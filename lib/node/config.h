@@ -39,6 +39,7 @@ typedef struct {
     char loss_type[16];     /* grpo, bnpo, dr_grpo, dapo */
     char scale_rewards[16]; /* group, batch, none */
     int micro_batch;        /* sequences per forward/backward pass */
+    int generate_batch;     /* tasks a generator samples in one decode batch */
     int shared_prompt;      /* 1: a group's completions run over their prompt once (packed rows) */
     int staleness;          /* drop local rollouts this many versions older than the policy */
     int rounds;             /* stop after this many rounds (0 = run forever) */

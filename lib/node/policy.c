@@ -228,50 +228,81 @@ void completion_free(completion_t *c)
     memset(c, 0, sizeof *c);
 }
 
-int policy_sample(policy_t *self, const char *question, int L, const model_gen_params_t *gp_in,
-                  completion_t *out, char *err, size_t errlen)
+/* the prompt's token ids of a question (malloc'ed) and their count, or
+ * NULL with err */
+static int32_t *prompt_ids(const policy_t *self, const char *question, int max_new, size_t *P, char *err,
+                           size_t errlen)
 {
     char *prompt = policy_prompt(self, question);
     int32_t *pids = NULL;
-    size_t P = 0;
-    if (!prompt || tokenizer_encode(self->tok, prompt, strlen(prompt), &pids, &P) != 0) {
+    if (!prompt || tokenizer_encode(self->tok, prompt, strlen(prompt), &pids, P) != 0) {
         snprintf(err, errlen, "question is not valid UTF-8");
         free(prompt);
-        return -1;
+        return NULL;
     }
     free(prompt);
     const model_config_t *c = model_config(self->model);
-    if ((int)P + gp_in->max_new > c->max_pos) {
-        snprintf(err, errlen, "prompt of %zu tokens + %d new is past max_position_embeddings %d", P, gp_in->max_new,
+    if ((int)*P + max_new > c->max_pos) {
+        snprintf(err, errlen, "prompt of %zu tokens + %d new is past max_position_embeddings %d", *P, max_new,
                  c->max_pos);
         free(pids);
-        return -1;
+        return NULL;
     }
+    return pids;
+}
+
+int policy_check(const policy_t *self, const char *question, int max_new, char *err, size_t errlen)
+{
+    size_t P = 0;
+    int32_t *pids = prompt_ids(self, question, max_new, &P, err, errlen);
+    free(pids);
+    return pids ? 0 : -1;
+}
+
+int policy_sample(policy_t *self, const char *question, int L, const model_gen_params_t *gp, completion_t *out,
+                  char *err, size_t errlen)
+{
+    if (policy_check(self, question, gp->max_new, err, errlen)) return -1;
+    return policy_sample_batch(self, &question, &gp->seed, 1, L, gp, out, err, errlen);
+}
+
+int policy_sample_batch(policy_t *self, const char *const *questions, const uint64_t *seeds, int Q, int L,
+                        const model_gen_params_t *gp_in, completion_t *out, char *err, size_t errlen)
+{
+    const model_config_t *c = model_config(self->model);
     stop_ctx_t sc = {self->tok};
     model_gen_params_t gp = *gp_in;
     gp.stop = stop_on_answer;
     gp.stop_ctx = &sc;
-    int M = gp.max_new;
-    int *tokens = malloc(sizeof(int) * L * M);
-    float *logp = malloc(sizeof(float) * L * M);
-    int *lengths = malloc(sizeof(int) * L);
-    int rc = -1;
-    if (!tokens || !logp || !lengths) {
+    int M = gp.max_new, rc = -1;
+    size_t R = (size_t)Q * L;
+    int32_t **pids = calloc((size_t)Q, sizeof *pids);
+    int *plen = malloc(sizeof(int) * Q);
+    int *tokens = malloc(sizeof(int) * R * M);
+    float *logp = malloc(sizeof(float) * R * M);
+    int *lengths = malloc(sizeof(int) * R);
+    if (!pids || !plen || !tokens || !logp || !lengths) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    if (model_generate(self->model, (const int *)pids, (int)P, L, &gp, tokens, logp, lengths) != 0) {
+    for (int q = 0; q < Q; q++) {
+        size_t P = 0;
+        if (!(pids[q] = prompt_ids(self, questions[q], M, &P, err, errlen))) goto done;
+        plen[q] = (int)P;
+    }
+    if (model_generate_batch(self->model, (const int *const *)pids, plen, seeds, Q, L, &gp, tokens, logp,
+                             lengths) != 0) {
         snprintf(err, errlen, "generation failed (see the line above)");
         goto done;
     }
-    for (int l = 0; l < L; l++) {
-        completion_t *o = &out[l];
-        int n = lengths[l];
+    for (size_t r = 0; r < R; r++) {
+        completion_t *o = &out[r];
+        int n = lengths[r];
         o->n = n;
         o->tokens = malloc(sizeof(int) * (n ? n : 1));
         o->logp = malloc(sizeof(float) * (n ? n : 1));
-        memcpy(o->tokens, tokens + (size_t)l * M, sizeof(int) * n);
-        memcpy(o->logp, logp + (size_t)l * M, sizeof(float) * n);
+        memcpy(o->tokens, tokens + r * M, sizeof(int) * n);
+        memcpy(o->logp, logp + r * M, sizeof(float) * n);
         bool eos = false;
         for (int e = 0; n > 0 && e < c->n_eos; e++) eos |= o->tokens[n - 1] == c->eos_ids[e];
         o->text = tokenizer_decode(self->tok, (const int32_t *)o->tokens, (size_t)(eos ? n - 1 : n));
@@ -279,7 +310,9 @@ int policy_sample(policy_t *self, const char *question, int L, const model_gen_p
     }
     rc = 0;
 done:
+    for (int q = 0; pids && q < Q; q++) free(pids[q]);
     free(pids);
+    free(plen);
     free(tokens);
     free(logp);
     free(lengths);

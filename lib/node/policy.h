@@ -65,6 +65,17 @@ typedef struct {
  * with completion_free. Generation stops a completion after "</answer>". */
 int policy_sample(policy_t *self, const char *question, int L, const model_gen_params_t *gp,
                   completion_t *out, char *err, size_t errlen);
+
+/* Whether a question can be sampled with max_new new tokens: 0, or -1
+ * with err (not UTF-8, or a prompt too long for the model). */
+int policy_check(const policy_t *self, const char *question, int max_new, char *err, size_t errlen);
+
+/* policy_sample for Q questions in one decode batch (model_generate_batch):
+ * question q's L completions are out[q * L .. q * L + L - 1], drawn from
+ * seeds[q] (gp->seed is not used), as policy_sample with that seed gives
+ * them up to float rounding. Every question must pass policy_check. */
+int policy_sample_batch(policy_t *self, const char *const *questions, const uint64_t *seeds, int Q, int L,
+                        const model_gen_params_t *gp, completion_t *out, char *err, size_t errlen);
 void completion_free(completion_t *c);
 
 #endif
