@@ -4,18 +4,20 @@
 # the redis line) with its own run folder and ipc endpoints.
 #
 #   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--rounds R] [--run DIR] [--seed S] [--wait]
+#                          [--generators G] [--redis URL]
 #   scripts/swarm.sh stop [--run DIR]
 #   scripts/swarm.sh progress [--run DIR]
 #
 # --ij gives each node its local/external split (the last one repeats), so
 # a mixed swarm is one flag. Any SAPO_* variable in the environment reaches
 # every node. With --wait the script shows a progress line until every node
-# has run its rounds, then stops the swarm.
+# has run its rounds, then stops the swarm. --redis joins the nodes to a
+# pool that is already running (not started, and not stopped, here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-nodes=2 ij="4/4" rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1
+nodes=2 ij="4/4" rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -24,6 +26,7 @@ while [ $# -gt 0 ]; do
     --run) run=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --generators) gens=$2; shift 2 ;;
+    --redis) redis=$2; shift 2 ;;
     --wait) wait=1; shift ;;
     *) echo "swarm: unknown flag '$1'" >&2; exit 2 ;;
   esac
@@ -69,24 +72,29 @@ case "$cmd" in
     [ -f "$run/pids" ] && { echo "swarm: $run/pids exists: a swarm runs there (scripts/swarm.sh stop --run $run)" >&2; exit 1; }
     mkdir -p "$run/redis"
     run=$(cd "$run" && pwd)
-    port=$(free_port 6390)
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$run/redis" --save "" --appendonly no \
-      --logfile "$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
-    echo "redis $!" > "$run/pids"
-    for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-    redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "swarm: redis-server did not start on port $port (see $run/redis/redis.log)" >&2; stop; exit 1; }
+    if [ -z "$redis" ]; then
+      port=$(free_port 6390)
+      redis-server --port "$port" --bind 127.0.0.1 --dir "$run/redis" --save "" --appendonly no \
+        --logfile "$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
+      echo "redis $!" > "$run/pids"
+      for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+      redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "swarm: redis-server did not start on port $port (see $run/redis/redis.log)" >&2; stop; exit 1; }
+      redis=redis://127.0.0.1:$port
+    else
+      : > "$run/pids"
+    fi
     IFS=, read -r -a splits <<< "$ij"
     for i in $(seq 0 $((nodes - 1))); do
       s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
       node=n$i
       mkdir -p "$run/$node"
-      SAPO_NODE=$node SAPO_RUN=$run/$node SAPO_BROKER=$run/$node SAPO_REDIS=redis://127.0.0.1:$port \
+      SAPO_NODE=$node SAPO_RUN=$run/$node SAPO_BROKER=$run/$node SAPO_REDIS=$redis \
       SAPO_I=${s%/*} SAPO_J=${s#*/} SAPO_ROUNDS=$rounds SAPO_SEED=$((seed * 1000 + i)) \
         setsid foreman start -f Procfile -d . -m "all=1,redis=0,generator=$gens" > "$run/$node/node.log" 2>&1 < /dev/null &
       echo "foreman $!" >> "$run/pids"
       echo "swarm: node $node (I/J ${s}) log $run/$node/node.log"
     done
-    echo "swarm: $nodes nodes, pool redis://127.0.0.1:$port, run folder $run"
+    echo "swarm: $nodes nodes, pool $redis, run folder $run"
     if [ $wait = 1 ]; then
       trap 'echo; stop; exit 130' INT TERM
       while :; do

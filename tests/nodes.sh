@@ -31,10 +31,6 @@ nodes_cleanup() {
 nodes_init() {
   need "$1" broker learner sampler generator verifier redis-server redis-cli python3
   micro_model "$1"
-  # the five-family mix these tests were written for: with the sums-only
-  # default, t_hostile's nodes drew none of its later bad kinds and one
-  # t_crash run did not finish its rounds (not yet understood)
-  export SAPO_TASK_MIX=config/five-family-mix.json
   export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all \
          SAPO_I=2 SAPO_J=2
 }

@@ -21,6 +21,7 @@ need hostile broker learner sampler generator verifier pool hostile redis-server
 cleanup() {
   [ -n "${flood:-}" ] && kill "$flood" 2> /dev/null && wait "$flood" 2> /dev/null
   [ -f "$tmp/swarm/pids" ] && scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+  [ -n "$redis_pid" ] && kill "$redis_pid" 2> /dev/null && wait "$redis_pid" 2> /dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -29,18 +30,11 @@ total=${SAPO_HOSTILE_COUNT:-100000}
 rounds=${SAPO_HOSTILE_ROUNDS:-12}
 
 micro_model hostile
-# the five-family mix, as before the default became sums only: with the
-# sums-only mix the nodes drew none of the later kinds (bad_node,
-# wrong_size, unsigned, bad_signature, node_mismatch) in their 12 rounds,
-# twice; why is not yet understood
-export SAPO_TASK_MIX=config/five-family-mix.json
 export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all \
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=4 SAPO_SWARM=h$$ SAPO_MAX_RECORD=32768 SAPO_MAX_TEXT=4096
 
 # the bad records: oversized ones are 40 kB each, so fewer of them; the
 # rest split evenly over the other kinds
-# kinds are published in this order while the nodes already draw, so the
-# ones every_reason_counted needs come before forged and duplicate
 kinds="random truncated long_text bad_utf8 unknown_family bad_metadata wrong_size bad_node wrong_type unsigned wrong_key
        impostor forged duplicate"
 nkinds=$(wc -w <<< "$kinds")
@@ -55,13 +49,17 @@ for k in $kinds; do
 done
 echo "hostile: $made bad records made ($SECONDS s)"
 
-scripts/swarm.sh start --nodes 2 --ij 2/6 --rounds "$rounds" --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
-redis=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
+# the pool first, so half the flood is in it before the nodes start
+port=6700
+while (exec 3<> /dev/tcp/127.0.0.1/$port) 2> /dev/null; do port=$((port + 1)); done
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no > "$tmp/redis.log" 2>&1 &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && break; sleep 0.1; done
+redis=redis://127.0.0.1:$port
 # the operator's bound on every node's entries: a hostile publisher's own bound is ignored
-redis-cli -p "${redis##*:}" SET "$SAPO_SWARM:max_per_node" 2000 > /dev/null
+redis-cli -p "$port" SET "$SAPO_SWARM:max_per_node" 2000 > /dev/null
 # wrong_key's id has a key, just not the one its entries are signed with
 "$bin/pool" register --redis "$redis" --node evil-wrong_key --key "$tmp/keys/evil-wrong_key.key"
-# half the flood is in the pool before the first round, half arrives during training
 publish() {
   local sign
   for k in oversized $kinds; do
@@ -70,9 +68,13 @@ publish() {
       xargs -n 2000 "$bin/pool" publish --redis "$redis" --node "evil-$k" "${sign[@]}"
   done
 }
+# half the flood is in the pool before the first round (every kind: when
+# the nodes drew while it went in, kind after kind, faster rounds drew none
+# of the later kinds), half arrives during training
 half=$((made / 2))
 publish "1~2p" 2>> "$tmp/publish.err"
 echo "hostile: first half published ($SECONDS s)"
+scripts/swarm.sh start --nodes 2 --ij 2/6 --rounds "$rounds" --run "$tmp/swarm" --redis "$redis" > "$tmp/swarm.log" 2>&1
 publish "2~2p" 2>> "$tmp/publish.err" &
 flood=$!
 for _ in $(seq 1200); do
