@@ -5,14 +5,15 @@
 # node's per round, shows a progress line while it runs, and ends with the
 # report: a summary table and PNG plots.
 #
-#   DEMO_ROUNDS  rounds per node (default 20)
+#   DEMO_ROUNDS  rounds per node (default 100: GRPO's gain on the default
+#                mix shows from about 50 rounds on; docs/learning.md)
 #   DEMO_RUN     run folder (default run/demo-<date>-<time>)
 #   SAPO_*       any node setting (see bin/sampler --help), e.g. SAPO_TASK_MIX
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
 export SAPO_BASE=${SAPO_BASE:-run/base}
-rounds=${DEMO_ROUNDS:-20}
+rounds=${DEMO_ROUNDS:-100}
 run=${DEMO_RUN:-run/demo-$(date +%Y%m%d-%H%M%S)}
 for p in broker learner sampler generator verifier report; do
   [ -x "$SAPO_BIN/$p" ] || { echo "demo: $SAPO_BIN/$p missing: run make first" >&2; exit 1; }
