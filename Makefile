@@ -152,7 +152,10 @@ test: deps $(QWEN_TOKENIZER)
 	@$(MAKE) --no-print-directory MODE=asan programs tests
 	@tests/run.sh build/asan/tests
 
+# the peers (PyTorch, transformers, reasoning-gym) run from .venv, set up
+# here from PyPI once; without it every figure still prints, without its peer
 bench: deps
+	@tests/oracle/setup.sh || echo "bench: could not set up the peers' Python environment (.venv, from PyPI): figures follow without PyTorch, transformers and reasoning-gym"
 	@$(MAKE) --no-print-directory MODE=release programs benches
 	@bench/run.sh
 

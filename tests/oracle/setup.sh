@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Recreates the Python venv (.venv at the repository root) that the golden-file
-# scripts in tests/oracle/ run in. Idempotent: an existing venv only gets what
-# it lacks. `make test` never needs it; only regenerating golden files does.
+# scripts in tests/oracle/ and the benchmarks' peers run in. Idempotent: an
+# existing venv only gets what it lacks. `make test` never needs it; `make
+# bench` sets it up, and regenerating golden files needs it.
 set -eu
 cd "$(dirname "$0")/../.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
