@@ -73,7 +73,8 @@ int policy_check(const policy_t *self, const char *question, int max_new, char *
 /* policy_sample for Q questions in one decode batch (model_generate_batch):
  * question q's L completions are out[q * L .. q * L + L - 1], drawn from
  * seeds[q] (gp->seed is not used), as policy_sample with that seed gives
- * them up to float rounding. Every question must pass policy_check. */
+ * them up to float rounding. A question that fails policy_check fails the
+ * whole batch, with its line in err. */
 int policy_sample_batch(policy_t *self, const char *const *questions, const uint64_t *seeds, int Q, int L,
                         const model_gen_params_t *gp, completion_t *out, char *err, size_t errlen);
 void completion_free(completion_t *c);
