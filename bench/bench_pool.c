@@ -27,7 +27,7 @@ static int fill(pool_t *p, long per_node)
         snprintf(node, sizeof node, "node%d", n);
         for (long done = 0; done < per_node; done += BATCH) {
             int want = per_node - done < BATCH ? (int)(per_node - done) : BATCH;
-            if (pool_publish_many(p, node, ptrs, lens, want, err, sizeof err) < 0) {
+            if (pool_publish_many(p, node, 0, ptrs, lens, want, err, sizeof err) < 0) {
                 fprintf(stderr, "bench_pool: fill: %s\n", err);
                 return -1;
             }

@@ -1,8 +1,8 @@
 /* sampler: runs a node's rounds. Draws questions from the task mix for the
  * generators (SampleBatch), publishes every fresh own group with nonzero
  * advantage to the swarm's Redis pool (SelectSubset + Communicate), samples
- * other nodes' groups from the pool and sends them through the local
- * verifier (their rewards are never trusted), and hands the learner batches
+ * other nodes' fresh groups from the pool (each once) and sends them
+ * through the local verifier (their rewards are never trusted), and hands the learner batches
  * of I own + J external groups (SampleSelf + SampleExternal). Groups are
  * signed with the node's key (its identity, registered in the pool under
  * its node id); drawn entries are kept only when signed by the key of the
@@ -115,14 +115,15 @@ static int source_key(sampler_t *s, const char *node, uint8_t pub[IDENTITY_PUBLI
     return rc;
 }
 
-/* SampleExternal: other nodes' groups, marked external, to the verifier */
+/* SampleExternal: other nodes' fresh groups, each once, marked external
+ * with their age, to the verifier */
 static void request_external(sampler_t *s)
 {
     int want = 2 * s->cfg.external_groups;
     pool_entry_t *got = NULL;
     int64_t t0 = zclock_mono();
     char err[512];
-    int n = pool_sample(s->pool, s->cfg.node, want, &got, err, sizeof err);
+    int n = pool_draw(s->pool, s->cfg.node, want, &got, err, sizeof err);
     s->pool_seconds += (zclock_mono() - t0) / 1000.0;
     if (n < 0) {
         pool_failed(s, err);
@@ -152,6 +153,8 @@ static void request_external(sampler_t *s)
             }
             r.external = true;
             r.scored = false;
+            r.pool_age_ms = got[i].age_ms;
+            r.pool_age_rounds = got[i].age_rounds > UINT32_MAX ? UINT32_MAX : (uint32_t)got[i].age_rounds;
             uint8_t *out;
             size_t len;
             if (rec_rollout_build(&r, &out, &len) == 0 && wire_producer_send(s->external, out, len) == 0)
@@ -203,7 +206,7 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
             int64_t t0 = zclock_mono();
             size_t len;
             uint8_t *entry = registered(s) ? identity_seal(s->id, buf, r->size, &len) : NULL;
-            if (entry && pool_publish(s->pool, s->cfg.node, entry, len, err, sizeof err) == 0)
+            if (entry && pool_publish(s->pool, s->cfg.node, s->round, entry, len, err, sizeof err) == 0)
                 s->published++, pool_worked(s);
             else if (entry)
                 pool_failed(s, err);
@@ -262,6 +265,7 @@ int main(int argc, char **argv)
     s.pool = pool_new(s.cfg.redis, s.cfg.swarm, s.cfg.pool_max, err, sizeof err);
     if (!s.pool) log_fatal("pool %s: %s", s.cfg.redis, err);
     pool_limit_record(s.pool, (size_t)s.cfg.max_record + IDENTITY_SIGNATURE_BYTES);
+    pool_window(s.pool, s.cfg.pool_window, s.cfg.pool_window_seconds);
     if (fs_mkdirs(s.cfg.run) != 0) log_fatal("run folder %s: cannot create", s.cfg.run);
     if (!(s.id = identity_load(s.cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
     char fp[IDENTITY_FINGERPRINT_HEX + 1];

@@ -150,7 +150,8 @@ Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t
     auto cvec = fbb.CreateVector(comps);
     auto sig = r->signature ? fbb.CreateVector(r->signature, r->signature_len) : 0;
     return sapo::CreateRollout(fbb, node, r->policy_version, r->round, model, task, cvec,
-                               r->created_ms, r->external, sig, r->scored, r->gen_ms, r->verify_ms);
+                               r->created_ms, r->external, sig, r->scored, r->gen_ms, r->verify_ms,
+                               r->pool_age_ms, r->pool_age_rounds);
 }
 
 // Builds with one builder per thread, reused so that steady traffic does not
@@ -214,6 +215,8 @@ void rollout_read(const sapo::Rollout *r, rec_rollout_view_t *o)
     o->r.scored = r->scored();
     o->r.gen_ms = r->gen_ms();
     o->r.verify_ms = r->verify_ms();
+    o->r.pool_age_ms = r->pool_age_ms();
+    o->r.pool_age_rounds = r->pool_age_rounds();
 }
 
 // A parser per record type, each holding the whole schema with its own root

@@ -76,6 +76,8 @@ typedef struct {
     bool scored;
     uint32_t gen_ms;    /* time the generator spent sampling the group */
     uint32_t verify_ms; /* time the verifier spent scoring it */
+    uint64_t pool_age_ms;     /* external: ms since it was published, when drawn */
+    uint32_t pool_age_rounds; /* external: the publisher's rounds since, when drawn */
 } rec_rollout_t;
 
 typedef struct {

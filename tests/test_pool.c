@@ -2,7 +2,9 @@
  * a node never samples its own entries, the per-node bound, uniformity over
  * other nodes' entries (chi-square over 10^5 draws), keys a hostile node
  * could plant, node keys (first come, trust on first use, each draw naming
- * its node), and Redis going away and coming back. */
+ * its node), freshness (pool_draw: only the window, never an entry twice,
+ * memory bounded by the window, each entry's age), and Redis going away
+ * and coming back. */
 #include "check.h"
 #include "node/identity.h"
 #include "pool/pool.h"
@@ -24,19 +26,22 @@ static pool_t *fresh_pool(int max_per_node)
     return p;
 }
 
-/* Publishes count records "node/i" for i in [first, first + count). */
-static int publish(pool_t *p, const char *node, int first, int count)
+/* Publishes count records "node/i" for i in [first, first + count), in
+ * the node's round. */
+static int publish_round(pool_t *p, const char *node, uint64_t round, int first, int count)
 {
     char rec[64], err[256];
     for (int i = first; i < first + count; i++) {
         int n = snprintf(rec, sizeof rec, "%s/%d", node, i);
-        if (pool_publish(p, node, rec, (size_t)n, err, sizeof err) < 0) {
+        if (pool_publish(p, node, round, rec, (size_t)n, err, sizeof err) < 0) {
             fprintf(stderr, "pool_publish: %s\n", err);
             return -1;
         }
     }
     return 0;
 }
+
+static int publish(pool_t *p, const char *node, int first, int count) { return publish_round(p, node, 0, first, count); }
 
 static void test_round_trip(void)
 {
@@ -58,7 +63,7 @@ static void test_round_trip(void)
     uint8_t bin[1000];
     for (size_t i = 0; i < sizeof bin; i++) bin[i] = (uint8_t)(i * 7);
     pool_t *q = fresh_pool(100);
-    EXPECT(pool_publish(q, "c", bin, sizeof bin, err, sizeof err) == 0);
+    EXPECT(pool_publish(q, "c", 0, bin, sizeof bin, err, sizeof err) == 0);
     n = pool_sample(q, "a", 1, &e, err, sizeof err);
     EXPECT(n == 1 && e[0].len == sizeof bin && memcmp(e[0].data, bin, sizeof bin) == 0);
     pool_entries_free(e, n);
@@ -94,7 +99,7 @@ static void test_hostile_keys(void)
     char big[2000];
     memset(big, 'x', sizeof big);
     pool_t *q = fresh_pool(10);
-    EXPECT(pool_publish(q, "b", big, sizeof big, err, sizeof err) == 0);
+    EXPECT(pool_publish(q, "b", 0, big, sizeof big, err, sizeof err) == 0);
     pool_limit_record(q, 1000);
     n = pool_sample(q, "me", 3, &e, err, sizeof err);
     EXPECT(n == 3 && e[0].data == NULL && e[0].len == sizeof big);
@@ -130,7 +135,7 @@ static void test_never_own(void)
         pool_entries_free(e, n);
     }
     EXPECTF(own == 0, "%ld of %ld sampled records were the caller's own", own, total);
-    EXPECT(pool_publish(p, "x:n:a", "r", 1, err, sizeof err) == -1 && strstr(err, "node id"));
+    EXPECT(pool_publish(p, "x:n:a", 0, "r", 1, err, sizeof err) == -1 && strstr(err, "node id"));
     pool_destroy(&p);
 }
 
@@ -163,7 +168,7 @@ static void test_bound(void)
         lens[i] = (size_t)snprintf(recs[i], sizeof recs[i], "c/%d", i);
         ptrs[i] = recs[i];
     }
-    EXPECT(pool_publish_many(p, "c", ptrs, lens, 25, err, sizeof err) == 0);
+    EXPECT(pool_publish_many(p, "c", 0, ptrs, lens, 25, err, sizeof err) == 0);
     EXPECT(pool_size_node(p, "c") == 10);
     n = pool_sample(p, "a", 200, &e, err, sizeof err);
     EXPECT(n == 200);
@@ -233,7 +238,7 @@ static void test_redis_restart(void)
     EXPECT(publish(p, "a", 0, 2) == 0);
     redis_server_stop(&rs);
     int64_t t0 = zclock_mono();
-    int rc = pool_publish(p, "a", "r", 1, err, sizeof err);
+    int rc = pool_publish(p, "a", 0, "r", 1, err, sizeof err);
     EXPECT(rc == -1);
     char where[64];
     snprintf(where, sizeof where, "redis 127.0.0.1:%d", rs.port);
@@ -253,7 +258,7 @@ static void test_redis_restart(void)
     int64_t t1 = zclock_mono();
     rc = -1;
     while (rc != 0 && zclock_mono() - t1 < 10000) {
-        rc = pool_publish(p, "a", "back", 4, err, sizeof err);
+        rc = pool_publish(p, "a", 0, "back", 4, err, sizeof err);
         if (rc != 0) zclock_sleep(100);
     }
     EXPECTF(rc == 0, "still failing 10 s after Redis came back: %s", err);
@@ -353,7 +358,174 @@ static void test_bad_url(void)
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", redis_server_free_port());
     pool_t *p = pool_new(url, "s", 10, err, sizeof err);
-    EXPECT(p && pool_publish(p, "a", "r", 1, err, sizeof err) == -1 && strstr(err, "redis 127.0.0.1"));
+    EXPECT(p && pool_publish(p, "a", 0, "r", 1, err, sizeof err) == -1 && strstr(err, "redis 127.0.0.1"));
+    pool_destroy(&p);
+}
+
+/* A second pool on the same swarm prefix as p (another node's view). */
+static pool_t *same_swarm(int max_per_node)
+{
+    char swarm[32], err[256];
+    snprintf(swarm, sizeof swarm, "t%d", swarm_no);
+    return pool_new(rs.url, swarm, max_per_node, err, sizeof err);
+}
+
+/* the number i of a record "node/i" */
+static int record_no(const pool_entry_t *e)
+{
+    char s[32] = {0};
+    memcpy(s, e->data, e->len < 31 ? e->len : 31);
+    const char *slash = strchr(s, '/');
+    return slash ? atoi(slash + 1) : -1;
+}
+
+/* A window of 2 rounds: the publisher keeps its last two rounds, a drawer
+ * gets each of them once and nothing older, each with its age; a drawer
+ * with a window of 1 gets only the newest round. */
+static void test_draw_window(void)
+{
+    pool_t *pub = fresh_pool(1000), *me = same_swarm(1000), *narrow = same_swarm(1000);
+    pool_window(pub, 2, 0);
+    pool_window(me, 2, 0);
+    pool_window(narrow, 1, 0);
+    /* round r holds records 10r .. 10r + 2 */
+    for (int r = 1; r <= 3; r++) EXPECT(publish_round(pub, "a", (uint64_t)r, 10 * r, 3) == 0);
+    EXPECTF(pool_size_node(pub, "a") == 6, "kept %ld entries, not rounds 2 and 3's 6", pool_size_node(pub, "a"));
+    pool_entry_t *e = NULL;
+    char err[256];
+    int n = pool_draw(me, "me", 10, &e, err, sizeof err);
+    EXPECTF(n == 6, "drew %d: %s", n, n < 0 ? err : "");
+    int seen[40] = {0};
+    for (int i = 0; i < n; i++) {
+        int no = record_no(&e[i]);
+        EXPECTF(no >= 20 && no < 33 && no % 10 < 3, "drew record %d", no);
+        if (no < 0 || no >= 40) continue;
+        EXPECTF(!seen[no]++, "record %d drawn twice", no);
+        EXPECT(e[i].round == (uint64_t)(no / 10) && e[i].age_rounds == 3 - e[i].round);
+        EXPECTF(e[i].age_ms < 5000, "age %llu ms", (unsigned long long)e[i].age_ms);
+        EXPECT(strcmp(e[i].node, "a") == 0);
+    }
+    pool_entries_free(e, n);
+    /* everything fresh was handed out */
+    n = pool_draw(me, "me", 10, &e, err, sizeof err);
+    EXPECTF(n == 0, "drew %d more", n);
+    pool_entries_free(e, n);
+    /* round 4 comes: only its entries are new (round 3's were drawn,
+     * round 2's are past the window) */
+    EXPECT(publish_round(pub, "a", 4, 40, 2) == 0);
+    n = pool_draw(me, "me", 10, &e, err, sizeof err);
+    EXPECTF(n == 2, "drew %d after round 4", n);
+    for (int i = 0; i < n; i++) EXPECT(record_no(&e[i]) >= 40 && e[i].age_rounds == 0);
+    pool_entries_free(e, n);
+    n = pool_draw(narrow, "me", 10, &e, err, sizeof err);
+    EXPECTF(n == 2, "a window of 1 drew %d", n);
+    for (int i = 0; i < n; i++) EXPECT(record_no(&e[i]) >= 40);
+    pool_entries_free(e, n);
+    /* two nodes: draws take from both, each entry once */
+    EXPECT(publish_round(pub, "b", 7, 70, 3) == 0);
+    n = pool_draw(me, "me", 10, &e, err, sizeof err);
+    EXPECTF(n == 3, "drew %d of b's 3", n);
+    pool_entries_free(e, n);
+    pool_destroy(&narrow);
+    pool_destroy(&me);
+    pool_destroy(&pub);
+}
+
+/* A node publishing round after round keeps about window x groups a round
+ * in Redis, not the per-node bound. */
+static void test_draw_memory_bounded(void)
+{
+    pool_t *p = fresh_pool(2000);
+    pool_window(p, 2, 0);
+    char key[64];
+    for (int r = 0; r < 200; r++) EXPECT(publish_round(p, "a", (uint64_t)r, 4 * r, 4) == 0);
+    EXPECTF(pool_size_node(p, "a") == 8, "a holds %ld entries", pool_size_node(p, "a"));
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    EXPECT(c && !c->err);
+    snprintf(key, sizeof key, "t%d:n:a:e", swarm_no);
+    redisReply *r = redisCommand(c, "HLEN %s", key);
+    EXPECT(r && r->type == REDIS_REPLY_INTEGER && r->integer == 8);
+    freeReplyObject(r);
+    snprintf(key, sizeof key, "t%d:n:a:m", swarm_no);
+    r = redisCommand(c, "HLEN %s", key);
+    EXPECT(r && r->type == REDIS_REPLY_INTEGER && r->integer == 8);
+    freeReplyObject(r);
+    redisFree(c);
+    pool_destroy(&p);
+}
+
+/* A window in seconds: nothing older is drawn, and a node that stops
+ * publishing leaves no entries behind. */
+static void test_draw_seconds(void)
+{
+    pool_t *p = fresh_pool(100), *me = same_swarm(100);
+    pool_window(p, 0, 0.4);
+    pool_window(me, 0, 0.4);
+    EXPECT(publish_round(p, "a", 1, 0, 3) == 0);
+    pool_entry_t *e = NULL;
+    char err[256], key[64];
+    int n = pool_draw(me, "me", 1, &e, err, sizeof err);
+    EXPECTF(n == 1 && e[0].age_ms < 400, "drew %d", n);
+    pool_entries_free(e, n);
+    zclock_sleep(600);
+    n = pool_draw(me, "me", 5, &e, err, sizeof err);
+    EXPECTF(n == 0, "drew %d entries older than the window", n);
+    pool_entries_free(e, n);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    snprintf(key, sizeof key, "t%d:n:a:e", swarm_no);
+    redisReply *r = redisCommand(c, "EXISTS %s", key);
+    EXPECT(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+    redisFree(c);
+    pool_destroy(&me);
+    pool_destroy(&p);
+}
+
+/* Without a window: every live entry, each once, and the first draw of a
+ * fresh pool is uniform over entries (a: 1 of 4 entries, within 4.5 sigma
+ * over 400 pools). Entries whose meta is missing or junk are not fresh
+ * under a window. */
+static void test_draw_once_uniform(void)
+{
+    pool_t *p = fresh_pool(1000);
+    EXPECT(publish(p, "a", 0, 1) == 0 && publish(p, "b", 0, 3) == 0 && publish(p, "c", 0, 46) == 0);
+    pool_entry_t *e = NULL;
+    char err[256];
+    int seen[50] = {0}, total = 0;
+    for (int i = 0; i < 60; i++) {
+        int n = pool_draw(p, "c", 1, &e, err, sizeof err);
+        for (int j = 0; j < n; j++) {
+            int no = record_no(&e[j]) + (e[j].node[0] == 'b' ? 1 : 0);
+            EXPECTF(no >= 0 && no < 4 && !seen[no]++, "drew %s/%d again", e[j].node, record_no(&e[j]));
+            total++;
+        }
+        pool_entries_free(e, n);
+    }
+    EXPECTF(total == 4, "drew %d of a's and b's 4 entries", total);
+    int a = 0;
+    for (int i = 0; i < 400; i++) {
+        pool_t *q = same_swarm(1000);
+        pool_seed(q, (uint64_t)i + 1);
+        int n = pool_draw(q, "c", 1, &e, err, sizeof err);
+        a += n == 1 && e[0].node[0] == 'a';
+        pool_entries_free(e, n);
+        pool_destroy(&q);
+    }
+    EXPECTF(a >= 61 && a <= 139, "a first in %d of 400 draws (expected 100)", a);
+    /* meta planted by hand: junk, or none */
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    char key[64];
+    snprintf(key, sizeof key, "t%d:n:a:m", swarm_no);
+    freeReplyObject(redisCommand(c, "HSET %s 1 junk", key));
+    snprintf(key, sizeof key, "t%d:n:b:m", swarm_no);
+    freeReplyObject(redisCommand(c, "DEL %s", key));
+    redisFree(c);
+    pool_t *q = same_swarm(1000);
+    pool_window(q, 5, 0);
+    int n = pool_draw(q, "c", 10, &e, err, sizeof err);
+    EXPECTF(n == 0, "drew %d entries without good meta", n);
+    pool_entries_free(e, n);
+    pool_destroy(&q);
     pool_destroy(&p);
 }
 
@@ -370,6 +542,10 @@ int main(void)
     RUN_TEST(test_sample_names_node);
     RUN_TEST(test_node_keys);
     RUN_TEST(test_uniform_chi_square);
+    RUN_TEST(test_draw_window);
+    RUN_TEST(test_draw_memory_bounded);
+    RUN_TEST(test_draw_seconds);
+    RUN_TEST(test_draw_once_uniform);
     RUN_TEST(test_bad_url);
     RUN_TEST(test_redis_restart);
     redis_server_cleanup(&rs);

@@ -3,8 +3,9 @@
  *   pool sample [--redis URL] [--swarm S] [--exclude N] [--count K]
  *                                                      K draws as JSON lines (records whose
  *                                                      signature verifies; others named on stderr)
- *   pool publish --node N [--key FILE] [--redis URL] [--swarm S] FILE...
+ *   pool publish --node N [--key FILE] [--round R] [--redis URL] [--swarm S] FILE...
  *                                                      publishes record files as node N
+ *                                                      in its round R (default 0)
  *   pool register --node N --key FILE [--redis URL] [--swarm S]
  *                                                      registers FILE's public key as N's
  *   pool key --key FILE                                prints FILE's public key (64 hex digits),
@@ -24,7 +25,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: pool size|sample|publish|register|key [--redis URL] [--swarm S] [--node N] [--key FILE] "
-                    "[--exclude N] [--count K] [FILE...]\n");
+                    "[--exclude N] [--count K] [--round R] [FILE...]\n");
 }
 
 static char *slurp(const char *path, size_t *len)
@@ -71,6 +72,7 @@ int main(int argc, char **argv)
     if (!redis || !*redis) redis = "redis://127.0.0.1:6379";
     if (!swarm || !*swarm) swarm = "sapo";
     int count = 1, nfiles = 0;
+    unsigned long long round = 0;
     const char **files = calloc((size_t)argc, sizeof *files);
     for (int a = 2; a < argc; a++) {
         const char *v = a + 1 < argc ? argv[a + 1] : NULL;
@@ -83,6 +85,13 @@ int main(int argc, char **argv)
             count = atoi(argv[++a]);
             if (count < 1) {
                 fprintf(stderr, "pool: --count '%s': expected a positive integer\n", argv[a]);
+                return 2;
+            }
+        } else if (!strcmp(argv[a], "--round") && v) {
+            char *end;
+            round = strtoull(argv[++a], &end, 10);
+            if (!*argv[a] || *end || argv[a][0] == '-') {
+                fprintf(stderr, "pool: --round '%s': expected a round number (0 or more)\n", argv[a]);
                 return 2;
             }
         } else if (argv[a][0] == '-') {
@@ -163,7 +172,7 @@ int main(int argc, char **argv)
             if (!buf) {
                 fprintf(stderr, "pool: %s: cannot read\n", files[i]);
                 rc = 1;
-            } else if (pool_publish(pool, node, entry ? entry : (uint8_t *)buf, entry ? entry_len : len, err,
+            } else if (pool_publish(pool, node, round, entry ? entry : (uint8_t *)buf, entry ? entry_len : len, err,
                                     sizeof err) != 0) {
                 fprintf(stderr, "pool: %s\n", err);
                 rc = 1;

@@ -45,6 +45,8 @@ typedef struct {
     int rounds;             /* stop after this many rounds (0 = run forever) */
     int checkpoint_every;   /* rounds between checkpoints */
     int pool_max;           /* pool entries kept per node */
+    int pool_window;        /* SampleExternal's freshness in the publisher's rounds (0 = none) */
+    double pool_window_seconds; /* and in seconds (0 = none) */
     int max_record;         /* bytes of one record drawn from the pool */
     int max_text;           /* bytes of one text field of a record drawn from the pool */
     int stall_seconds;      /* silence after which the sampler counts what it sent as lost */

@@ -101,7 +101,8 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
     cJSON_AddNumberToObject(j, "version", (double)version);
     double own = 0, ext = 0, gen_s = 0, verify_s = 0;
-    long n_own = 0, n_ext = 0;
+    double age_r = 0, age_s = 0, age_r_max = 0, age_s_max = 0;
+    long n_own = 0, n_ext = 0, n_ext_groups = 0;
     cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject(), *from = cJSON_CreateObject();
     cJSON *ext_r = cJSON_CreateObject(), *ext_n = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
@@ -113,6 +114,10 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
             cJSON *k = cJSON_GetObjectItemCaseSensitive(from, rv.r.node);
             if (k) cJSON_SetNumberValue(k, k->valuedouble + 1);
             else cJSON_AddNumberToObject(from, rv.r.node, 1);
+            double r = rv.r.pool_age_rounds, sec = rv.r.pool_age_ms / 1000.0;
+            age_r += r, age_s += sec, n_ext_groups++;
+            age_r_max = r > age_r_max ? r : age_r_max;
+            age_s_max = sec > age_s_max ? sec : age_s_max;
         }
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
@@ -137,6 +142,13 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
     cJSON_AddItemToObject(j, "external_from", from);
     cJSON_AddItemToObject(j, "external_reward_from", means(ext_r, ext_n));
+    /* how old the external groups were when drawn: in their publisher's
+     * rounds and in seconds since they entered the pool */
+    cJSON *age = cJSON_AddObjectToObject(j, "external_age");
+    cJSON_AddNumberToObject(age, "rounds_mean", n_ext_groups ? age_r / n_ext_groups : 0);
+    cJSON_AddNumberToObject(age, "rounds_max", age_r_max);
+    cJSON_AddNumberToObject(age, "seconds_mean", n_ext_groups ? age_s / n_ext_groups : 0);
+    cJSON_AddNumberToObject(age, "seconds_max", age_s_max);
     cJSON_AddNumberToObject(j, "loss", st->loss);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);

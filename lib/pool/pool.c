@@ -31,6 +31,29 @@ static const char POOL_LIBRARY[] =
     "  end\n"
     "  return lo, hi\n"
     "end\n"
+    /* entries meta: seq -> "round:ms", the publisher's round and the
+     * server's time when it was published. args: node, bound, bound key,
+     * window in rounds (0 = none), window in ms (0 = none), round, records */
+    "local function now_ms()\n"
+    "  local t = redis.call('TIME')\n"
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "end\n"
+    "local function meta(base, seq)\n"
+    "  local m = redis.call('HGET', base .. ':m', seq)\n"
+    "  if not m then return nil, nil end\n"
+    "  local r, t = string.match(m, '^(%d+):(%d+)$')\n"
+    "  return tonumber(r), tonumber(t)\n"
+    "end\n"
+    /* an entry is fresh when its round is among the publisher's last
+     * `rounds` (its newest entry's round counting) and it is younger than
+     * ms; an entry without meta is not */
+    "local function fresh(base, seq, newest, rounds, ms, now)\n"
+    "  local r, t = meta(base, seq)\n"
+    "  if not r then return false end\n"
+    "  if rounds > 0 and r + rounds <= newest then return false end\n"
+    "  if ms > 0 and now - t > ms then return false end\n"
+    "  return true\n"
+    "end\n"
     "redis.register_function('sapo_publish', function(keys, args)\n"
     /* S:max_per_node, when an operator set it, bounds every node whatever
      * bound the node sends */
@@ -38,20 +61,33 @@ static const char POOL_LIBRARY[] =
     "  local swarm_max = tonumber(redis.call('GET', args[3]) or '')\n"
     "  if swarm_max and (not maxlen or maxlen > swarm_max) then maxlen = swarm_max end\n"
     "  if not maxlen or maxlen < 1 then return redis.error_reply('sapo_publish: bound must be a positive number') end\n"
-    "  for i = 4, #args do\n"
+    "  local rounds, ms, round = tonumber(args[4]), tonumber(args[5]), tonumber(args[6])\n"
+    "  if not rounds or not ms or not round or rounds < 0 or ms < 0 or round < 0 then\n"
+    "    return redis.error_reply('sapo_publish: window and round must be numbers of at least 0')\n"
+    "  end\n"
+    "  for i = 7, #args do\n"
     "    if #args[i] > " ENTRY_MAX_BYTES_STR " then return redis.error_reply('sapo_publish: record over " ENTRY_MAX_BYTES_STR " bytes') end\n"
     "  end\n"
     "  local lo, hi = range(base)\n"
-    "  for i = 4, #args do\n"
+    "  local now = now_ms()\n"
+    "  for i = 7, #args do\n"
     "    hi = hi + 1\n"
     "    redis.call('HSET', base .. ':e', hi, args[i])\n"
+    "    redis.call('HSET', base .. ':m', hi, string.format('%d:%d', round, now))\n"
     "  end\n"
     "  redis.call('SET', base .. ':hi', hi)\n"
-    "  while hi - lo + 1 > maxlen do\n"
+    /* past the bound, and (with a window) past the window: the oldest go */
+    "  while hi - lo + 1 > maxlen or (lo <= hi and (rounds > 0 or ms > 0) and not fresh(base, lo, round, rounds, ms, now)) do\n"
     "    redis.call('HDEL', base .. ':e', lo)\n"
+    "    redis.call('HDEL', base .. ':m', lo)\n"
     "    lo = lo + 1\n"
     "  end\n"
     "  redis.call('SET', base .. ':lo', lo)\n"
+    /* a node that stops publishing leaves nothing behind past the window */
+    "  if ms > 0 then\n"
+    "    redis.call('PEXPIRE', base .. ':e', ms)\n"
+    "    redis.call('PEXPIRE', base .. ':m', ms)\n"
+    "  end\n"
     "  redis.call('SADD', keys[2], args[1])\n"
     "  return hi - lo + 1\n"
     "end)\n"
@@ -100,6 +136,44 @@ static const char POOL_LIBRARY[] =
     "  end\n"
     "  return out\n"
     "end}\n"
+    /* every other node's fresh range: node, first fresh seq, newest seq,
+     * the newest entry's round, as a flat list. args: exclude, cap, window
+     * in rounds, window in ms (0 = none; with both 0, a node's newest cap
+     * entries). The scan walks down from the newest entry, so it costs the
+     * window, not the node's live count. */
+    "redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, callback = function(keys, args)\n"
+    "  local cap, rounds, ms = tonumber(args[2]) or 1, tonumber(args[3]) or 0, tonumber(args[4]) or 0\n"
+    "  local list = live(string.sub(keys[1], 1, -2), args[1], cap)\n"
+    "  local now, out = now_ms(), {}\n"
+    "  for _, e in ipairs(list) do\n"
+    "    local base, lo, hi = e[1], e[2], e[2] + e[3] - 1\n"
+    "    local newest = meta(base, hi) or 0\n"
+    "    local first = lo\n"
+    "    if rounds > 0 or ms > 0 then\n"
+    "      first = hi + 1\n"
+    "      while first > lo and fresh(base, first - 1, newest, rounds, ms, now) do first = first - 1 end\n"
+    "    end\n"
+    "    if first <= hi then\n"
+    "      table.insert(out, e[4]); table.insert(out, first); table.insert(out, hi); table.insert(out, newest)\n"
+    "    end\n"
+    "  end\n"
+    "  return out\n"
+    "end}\n"
+    /* the entries named by (node, seq) pairs: per pair its meta ("round:ms"
+     * or "") and the entry, or its length when over max_bytes, or 0 when
+     * it is gone; and the server's time first. args: max_bytes, pairs */
+    "redis.register_function{function_name = 'sapo_get', flags = {'no-writes'}, callback = function(keys, args)\n"
+    "  local prefix, max_bytes = string.sub(keys[1], 1, -2), tonumber(args[1]) or 0\n"
+    "  local out = {now_ms()}\n"
+    "  for i = 2, #args - 1, 2 do\n"
+    "    local base = prefix .. ':n:' .. args[i]\n"
+    "    table.insert(out, redis.call('HGET', base .. ':m', args[i + 1]) or '')\n"
+    "    local n = redis.call('HSTRLEN', base .. ':e', args[i + 1])\n"
+    "    if n > max_bytes or n == 0 then table.insert(out, n)\n"
+    "    else table.insert(out, redis.call('HGET', base .. ':e', args[i + 1])) end\n"
+    "  end\n"
+    "  return out\n"
+    "end}\n"
     /* first come: a key once set is never replaced here, and the caller
      * learns which key holds the id */
     "redis.register_function('sapo_register', function(keys, args)\n"
@@ -118,6 +192,14 @@ static const char POOL_LIBRARY[] =
     "  return total\n"
     "end}\n";
 
+/* the seqs of one node's entries that pool_draw has handed out, sorted;
+ * those below the node's fresh range are forgotten */
+typedef struct {
+    char node[64];
+    uint64_t *seq;
+    int n, cap;
+} drawn_t;
+
 struct pool {
     char host[256];
     int port;
@@ -133,6 +215,10 @@ struct pool {
     time_t retry_at;   /* no connection attempt before this */
     int backoff_s;
     uint64_t rng;
+    int window_rounds;      /* 0 = none */
+    long window_ms;         /* 0 = none */
+    drawn_t *drawn;         /* per node, the seqs pool_draw handed out */
+    int n_drawn, cap_drawn;
 };
 
 static int parse_url(pool_t *p, const char *url, char *err, size_t errlen)
@@ -213,12 +299,20 @@ void pool_destroy(pool_t **self_p)
 {
     if (!self_p || !*self_p) return;
     disconnect(*self_p);
+    for (int i = 0; i < (*self_p)->n_drawn; i++) free((*self_p)->drawn[i].seq);
+    free((*self_p)->drawn);
     free((*self_p)->keys);
     free(*self_p);
     *self_p = NULL;
 }
 
 void pool_seed(pool_t *self, uint64_t seed) { self->rng = seed ? seed : 1; }
+
+void pool_window(pool_t *self, int rounds, double seconds)
+{
+    self->window_rounds = rounds > 0 ? rounds : 0;
+    self->window_ms = seconds > 0 ? (long)(seconds * 1000 + 0.5) : 0;
+}
 
 void pool_limit_record(pool_t *self, size_t max_bytes) { self->max_bytes = max_bytes; }
 
@@ -318,34 +412,38 @@ int pool_node_ok(const char *node, char *err, size_t errlen)
     return 0;
 }
 
-int pool_publish_many(pool_t *self, const char *node, const void *const *recs, const size_t *lens, int n,
-                      char *err, size_t errlen)
+int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void *const *recs, const size_t *lens,
+                      int n, char *err, size_t errlen)
 {
     if (pool_node_ok(node, err, errlen) < 0) return -1;
     if (n <= 0) return 0;
-    char base[512], nodes[256], bound[256], maxlen[32];
+    char base[512], nodes[256], bound[256], maxlen[32], wr[32], wms[32], rnd[32];
     snprintf(base, sizeof base, "%s:n:%s:", self->swarm, node);
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
     snprintf(bound, sizeof bound, "%s:max_per_node", self->swarm);
     snprintf(maxlen, sizeof maxlen, "%d", self->max_per_node);
-    const char **argv = malloc(sizeof *argv * (size_t)(n + 8));
-    size_t *alen = malloc(sizeof *alen * (size_t)(n + 8));
+    snprintf(wr, sizeof wr, "%d", self->window_rounds);
+    snprintf(wms, sizeof wms, "%ld", self->window_ms);
+    snprintf(rnd, sizeof rnd, "%llu", (unsigned long long)round);
+    const int head = 11;
+    const char **argv = malloc(sizeof *argv * (size_t)(n + head));
+    size_t *alen = malloc(sizeof *alen * (size_t)(n + head));
     if (!argv || !alen) {
         free(argv);
         free(alen);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *head[] = {"FCALL", "sapo_publish", "2", base, nodes, node, maxlen, bound};
-    for (int i = 0; i < 8; i++) {
-        argv[i] = head[i];
-        alen[i] = strlen(head[i]);
+    const char *first[] = {"FCALL", "sapo_publish", "2", base, nodes, node, maxlen, bound, wr, wms, rnd};
+    for (int i = 0; i < head; i++) {
+        argv[i] = first[i];
+        alen[i] = strlen(first[i]);
     }
     for (int i = 0; i < n; i++) {
-        argv[8 + i] = recs[i];
-        alen[8 + i] = lens[i];
+        argv[head + i] = recs[i];
+        alen[head + i] = lens[i];
     }
-    redisReply *r = run(self, n + 8, argv, alen, err, errlen);
+    redisReply *r = run(self, n + head, argv, alen, err, errlen);
     free(argv);
     free(alen);
     if (!r) return -1;
@@ -353,9 +451,10 @@ int pool_publish_many(pool_t *self, const char *node, const void *const *recs, c
     return 0;
 }
 
-int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen)
+int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec, size_t len, char *err,
+                 size_t errlen)
 {
-    return pool_publish_many(self, node, &rec, &len, 1, err, errlen);
+    return pool_publish_many(self, node, round, &rec, &len, 1, err, errlen);
 }
 
 int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen)
@@ -417,6 +516,202 @@ done:
     free(argv);
     free(lens);
     free(u);
+    return n;
+}
+
+static drawn_t *drawn_of(pool_t *self, const char *node)
+{
+    for (int i = 0; i < self->n_drawn; i++)
+        if (strcmp(self->drawn[i].node, node) == 0) return &self->drawn[i];
+    if (self->n_drawn == self->cap_drawn) {
+        int cap = self->cap_drawn ? 2 * self->cap_drawn : 16;
+        drawn_t *d = realloc(self->drawn, sizeof *d * (size_t)cap);
+        if (!d) return NULL;
+        self->drawn = d, self->cap_drawn = cap;
+    }
+    drawn_t *d = &self->drawn[self->n_drawn++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->node, sizeof d->node, "%s", node);
+    return d;
+}
+
+/* forgets the seqs below first; the rest, sorted, stay */
+static void drawn_prune(drawn_t *d, uint64_t first)
+{
+    int k = 0;
+    while (k < d->n && d->seq[k] < first) k++;
+    if (k == 0) return;
+    memmove(d->seq, d->seq + k, sizeof *d->seq * (size_t)(d->n - k));
+    d->n -= k;
+}
+
+static int drawn_add(drawn_t *d, uint64_t seq)
+{
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 16;
+        uint64_t *s = realloc(d->seq, sizeof *s * (size_t)cap);
+        if (!s) return -1;
+        d->seq = s, d->cap = cap;
+    }
+    int k = d->n;
+    while (k > 0 && d->seq[k - 1] > seq) {
+        d->seq[k] = d->seq[k - 1];
+        k--;
+    }
+    d->seq[k] = seq;
+    d->n++;
+    return 0;
+}
+
+/* the r-th (from 0) seq of [first, hi] that d has not handed out */
+static uint64_t drawn_nth_free(const drawn_t *d, uint64_t first, uint64_t r)
+{
+    uint64_t seq = first + r;
+    for (int k = 0; k < d->n; k++) {
+        if (d->seq[k] < first) continue;
+        if (d->seq[k] > seq) break;
+        seq++;
+    }
+    return seq;
+}
+
+static int drawn_count_in(const drawn_t *d, uint64_t first, uint64_t hi)
+{
+    int n = 0;
+    for (int k = 0; k < d->n; k++) n += d->seq[k] >= first && d->seq[k] <= hi;
+    return n;
+}
+
+typedef struct {
+    drawn_t *d;
+    uint64_t first, hi, newest, free;
+} range_t;
+
+int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (k <= 0) return 0;
+    char prefix[160], cap[32], wr[32], wms[32], max_bytes[32];
+    snprintf(prefix, sizeof prefix, "%s:", self->swarm);
+    snprintf(cap, sizeof cap, "%d", self->max_per_node);
+    snprintf(wr, sizeof wr, "%d", self->window_rounds);
+    snprintf(wms, sizeof wms, "%ld", self->window_ms);
+    snprintf(max_bytes, sizeof max_bytes, "%zu", self->max_bytes);
+    const char *fargv[] = {"FCALL_RO", "sapo_fresh", "1", prefix, exclude_node ? exclude_node : "", cap, wr, wms};
+    size_t flens[8];
+    for (int i = 0; i < 8; i++) flens[i] = strlen(fargv[i]);
+    redisReply *r = run(self, 8, fargv, flens, err, errlen);
+    if (!r) return -1;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "redis: sapo_fresh answered type %d, not an array", r->type);
+        freeReplyObject(r);
+        return -1;
+    }
+    int n = -1;
+    size_t nr = r->elements / 4;
+    range_t *ranges = calloc(nr + 1, sizeof *ranges);
+    const char **gargv = calloc(5 + 2 * (size_t)k, sizeof *gargv);
+    size_t *glens = calloc(5 + 2 * (size_t)k, sizeof *glens);
+    char (*seqs)[24] = calloc((size_t)k, sizeof *seqs);
+    range_t **from = calloc((size_t)k, sizeof *from);
+    redisReply *g = NULL;
+    if (!ranges || !gargv || !glens || !seqs || !from) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    /* the ranges, each checked: a name that cannot be a node's, or a
+     * range that is not one, is skipped */
+    uint64_t total = 0;
+    size_t m = 0;
+    for (size_t i = 0; i < nr; i++) {
+        redisReply **e = r->element + 4 * i;
+        if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER || e[2]->type != REDIS_REPLY_INTEGER ||
+            e[3]->type != REDIS_REPLY_INTEGER)
+            continue;
+        char ebuf[128];
+        if (e[0]->len >= 64 || strlen(e[0]->str) != e[0]->len || pool_node_ok(e[0]->str, ebuf, sizeof ebuf) != 0) continue;
+        if (e[1]->integer < 1 || e[2]->integer < e[1]->integer || e[2]->integer - e[1]->integer >= self->max_per_node)
+            continue;
+        range_t *rg = &ranges[m];
+        if (!(rg->d = drawn_of(self, e[0]->str))) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        rg->first = (uint64_t)e[1]->integer, rg->hi = (uint64_t)e[2]->integer;
+        rg->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
+        drawn_prune(rg->d, rg->first);
+        rg->free = rg->hi - rg->first + 1 - (uint64_t)drawn_count_in(rg->d, rg->first, rg->hi);
+        total += rg->free;
+        m++;
+    }
+    /* uniform over every fresh entry not handed out before, without
+     * replacement */
+    int want = total < (uint64_t)k ? (int)total : k;
+    gargv[0] = "FCALL_RO", gargv[1] = "sapo_get", gargv[2] = "1", gargv[3] = prefix;
+    gargv[4] = max_bytes;
+    int argc = 5;
+    for (int i = 0; i < want; i++) {
+        uint64_t x = (uint64_t)(uniform(self) * (double)total);
+        if (x >= total) x = total - 1;
+        size_t j = 0;
+        while (x >= ranges[j].free) x -= ranges[j++].free;
+        uint64_t seq = drawn_nth_free(ranges[j].d, ranges[j].first, x);
+        if (drawn_add(ranges[j].d, seq) != 0) {
+            want = i;
+            break;
+        }
+        ranges[j].free--, total--;
+        from[i] = &ranges[j];
+        snprintf(seqs[i], sizeof seqs[i], "%llu", (unsigned long long)seq);
+        gargv[argc++] = ranges[j].d->node;
+        gargv[argc++] = seqs[i];
+    }
+    if (want == 0) {
+        n = 0;
+        goto done;
+    }
+    for (int i = 0; i < argc; i++) glens[i] = strlen(gargv[i]);
+    g = run(self, argc, gargv, glens, err, errlen);
+    if (!g || g->type != REDIS_REPLY_ARRAY || g->elements != 1 + 2 * (size_t)want ||
+        g->element[0]->type != REDIS_REPLY_INTEGER) {
+        if (g) snprintf(err, errlen, "redis: sapo_get answered %zu elements, not %d", g->elements, 1 + 2 * want);
+        goto done;
+    }
+    long long now = g->element[0]->integer;
+    pool_entry_t *e = calloc((size_t)want + 1, sizeof *e);
+    n = 0;
+    for (int i = 0; e && i < want; i++) {
+        const redisReply *meta = g->element[1 + 2 * i], *x = g->element[2 + 2 * i];
+        pool_entry_t *o = &e[n];
+        snprintf(o->node, sizeof o->node, "%s", from[i]->d->node);
+        o->seq = strtoull(seqs[i], NULL, 10);
+        unsigned long long round = 0, ms = 0;
+        if (meta->type == REDIS_REPLY_STRING && sscanf(meta->str, "%llu:%llu", &round, &ms) == 2) {
+            o->round = round;
+            o->age_rounds = from[i]->newest > round ? from[i]->newest - round : 0;
+            o->age_ms = now > (long long)ms ? (uint64_t)(now - (long long)ms) : 0;
+        }
+        if (x->type == REDIS_REPLY_INTEGER) {
+            if (x->integer <= 0) continue; /* gone since the ranges were read */
+            o->len = (size_t)x->integer;
+            n++;
+            continue;
+        }
+        if (x->type != REDIS_REPLY_STRING) continue;
+        if (posix_memalign(&o->data, 16, x->len ? x->len : 1) != 0) break;
+        memcpy(o->data, x->str, x->len);
+        o->len = x->len;
+        n++;
+    }
+    *out = e;
+done:
+    if (g) freeReplyObject(g);
+    freeReplyObject(r);
+    free(ranges);
+    free(gargv);
+    free(glens);
+    free(seqs);
+    free(from);
     return n;
 }
 

@@ -4,6 +4,8 @@
  * Layout, per swarm prefix S and node N:
  *   S:nodes          set of node ids that ever published
  *   S:n:N:e          hash seq -> record, the node's live entries
+ *   S:n:N:m          hash seq -> "round:ms": the publisher's round and the
+ *                    server's time (ms) when the entry was published
  *   S:n:N:hi, :lo    newest and oldest live seq
  *   S:max_per_node   optional: the swarm's bound on any node's entries,
  *                    set by whoever runs the Redis (nodes cannot raise it)
@@ -21,6 +23,14 @@
  * (scripts/acl.sh): such a user may not load functions, so an admin loads
  * them once (bin/pool with the admin's URL) and nodes only call them.
  *
+ * Freshness (pool_window): SampleExternal, as in the paper, takes what the
+ * other nodes shared lately, not their whole history. An entry is fresh
+ * while its round is among its publisher's last `rounds` rounds and it is
+ * younger than `seconds`; pool_draw takes only fresh entries, never one
+ * it took before, and a publisher drops its own entries past the window,
+ * so Redis holds about nodes x window x groups a round. With seconds set,
+ * the entries of a node that stops publishing expire with it.
+ *
  * The pool never blocks a node: a call to an unreachable Redis fails at
  * once with an error, and the connection is retried on later calls with
  * backoff (1 s doubling to 30 s). */
@@ -36,6 +46,11 @@ typedef struct {
     void *data;    /* malloc'ed, 16-byte aligned entry as published */
     size_t len;
     char node[64]; /* the node it is stored under ("" for an id too long to be one) */
+    /* pool_draw only: */
+    uint64_t seq;        /* its number among the node's entries */
+    uint64_t round;      /* the publisher's round when it was published */
+    uint64_t age_rounds; /* the publisher's newest round less this one */
+    uint64_t age_ms;     /* milliseconds since it was published (server clock) */
 } pool_entry_t;
 
 /* url: redis://[[user]:password@]host[:port][/db]. Only a malformed URL
@@ -44,13 +59,30 @@ typedef struct {
 pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err, size_t errlen);
 void pool_destroy(pool_t **self_p);
 
-/* Adds a record under node. 0, or -1 with err. */
-int pool_publish(pool_t *self, const char *node, const void *rec, size_t len, char *err, size_t errlen);
+/* The freshness window of pool_draw and of what pool_publish keeps: the
+ * publisher's last `rounds` rounds (0 = no bound in rounds) and `seconds`
+ * (0 = no bound in time). Both 0: every live entry (the per-node bound). */
+void pool_window(pool_t *self, int rounds, double seconds);
+
+/* Adds a record under node, published in the node's round. Entries of
+ * node past the window (and past the bound) are dropped. 0, or -1 with
+ * err. */
+int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec, size_t len, char *err,
+                 size_t errlen);
 
 /* Adds n records under node in one call (one round trip, atomic). 0, or
  * -1 with err. */
-int pool_publish_many(pool_t *self, const char *node, const void *const *recs, const size_t *lens, int n,
-                      char *err, size_t errlen);
+int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void *const *recs, const size_t *lens,
+                      int n, char *err, size_t errlen);
+
+/* SampleExternal: draws up to k entries, uniformly without replacement,
+ * from the fresh entries of every node but exclude_node that this pool
+ * has not handed out before (a node never trains on one entry twice).
+ * Fewer come back when fewer are fresh. Returns how many, with *out
+ * malloc'ed (free with pool_entries_free) and each entry's age set, or -1
+ * with err. Two round trips: the fresh ranges, then the entries. An entry
+ * over the record limit comes back with data NULL and its length. */
+int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen);
 
 /* Draws k records (with replacement) uniformly from the entries of every
  * node but exclude_node (NULL excludes none); each node counts with at most
@@ -84,11 +116,11 @@ long pool_size_node(pool_t *self, const char *node);
  * with err. */
 int pool_node_ok(const char *node, char *err, size_t errlen);
 
-/* entries larger than max_bytes are left in Redis by pool_sample
+/* entries larger than max_bytes are left in Redis by pool_sample and pool_draw
  * (default 16 MiB and a signature, the largest entry the pool takes) */
 void pool_limit_record(pool_t *self, size_t max_bytes);
 
-/* seeds the uniform numbers sent with pool_sample */
+/* seeds the uniform numbers of pool_sample and pool_draw */
 void pool_seed(pool_t *self, uint64_t seed);
 
 #endif
