@@ -189,6 +189,8 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
     }
     if (v.r.external) {
         s->external_pending -= s->external_pending > 0;
+        /* how informative this peer's groups are here (pool-strategy useful) */
+        pool_feedback(s->pool, v.r.node, !group_zero_advantage(buf, r->size));
     } else {
         s->in_flight -= s->in_flight > 0;
         for (size_t i = 0; i < v.r.n_completions; i++) {
@@ -266,6 +268,7 @@ int main(int argc, char **argv)
     if (!s.pool) log_fatal("pool %s: %s", s.cfg.redis, err);
     pool_limit_record(s.pool, (size_t)s.cfg.max_record + IDENTITY_SIGNATURE_BYTES);
     pool_window(s.pool, s.cfg.pool_window, s.cfg.pool_window_seconds);
+    pool_strategy(s.pool, strcmp(s.cfg.pool_strategy, "useful") == 0 ? POOL_USEFUL : POOL_UNIFORM);
     if (fs_mkdirs(s.cfg.run) != 0) log_fatal("run folder %s: cannot create", s.cfg.run);
     if (!(s.id = identity_load(s.cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
     char fp[IDENTITY_FINGERPRINT_HEX + 1];

@@ -529,6 +529,50 @@ static void test_draw_once_uniform(void)
     pool_destroy(&p);
 }
 
+/* The useful strategy, by hand: a peer seen 3 times, informative twice,
+ * has decayed counts informative 0.9 + 1 = 1.9 (the second and third; the
+ * first was not), seen 0.81 + 0.9 + 1 = 2.71, weight 2.9 / 4.71 = 0.6157;
+ * an unseen peer 0.5; uniform: 1. A peer never informative in 5 groups
+ * weighs 1 / (2 + 1 + 0.9 + 0.81 + 0.729 + 0.6561) = 0.16407: with one
+ * entry each, it draws first with probability 0.16407 / 0.66407 = 0.247
+ * against an unseen peer (400 pools, within 4.5 sigma; uniform would be
+ * 0.5). */
+static void test_draw_useful(void)
+{
+    pool_t *p = fresh_pool(100);
+    EXPECT(publish(p, "a", 0, 1) == 0 && publish(p, "b", 0, 1) == 0);
+    EXPECT(pool_peer_weight(p, "a") == 1.0);
+    pool_strategy(p, POOL_USEFUL);
+    EXPECT(pool_feedback(p, "a", false) == 0 && pool_feedback(p, "a", true) == 0 && pool_feedback(p, "a", true) == 0);
+    double w = pool_peer_weight(p, "a");
+    EXPECTF(fabs(w - 2.9 / 4.71) < 1e-12, "weight %.6f, not 2.9 / 4.71", w);
+    EXPECT(pool_peer_weight(p, "b") == 0.5);
+    EXPECT(pool_feedback(p, "x:n:a", true) == -1);
+    pool_strategy(p, POOL_UNIFORM);
+    EXPECT(pool_peer_weight(p, "a") == 1.0);
+    int a = 0;
+    char err[256];
+    for (int i = 0; i < 400; i++) {
+        pool_t *q = same_swarm(100);
+        pool_seed(q, (uint64_t)i + 7);
+        pool_strategy(q, POOL_USEFUL);
+        for (int k = 0; k < 5; k++) pool_feedback(q, "a", false);
+        pool_entry_t *e = NULL;
+        int n = pool_draw(q, "me", 1, &e, err, sizeof err);
+        a += n == 1 && e[0].node[0] == 'a';
+        pool_entries_free(e, n);
+        /* the second draw takes the other one */
+        n = pool_draw(q, "me", 2, &e, err, sizeof err);
+        EXPECT(n == 1);
+        pool_entries_free(e, n);
+        pool_destroy(&q);
+    }
+    EXPECT(fabs(pool_peer_weight(p, "a") - 1.0) < 1e-12);
+    double pa = 0.16407 / 0.66407, sd = sqrt(400 * pa * (1 - pa));
+    EXPECTF(fabs(a - 400 * pa) < 4.5 * sd, "a first in %d of 400 draws (expected %.0f)", a, 400 * pa);
+    pool_destroy(&p);
+}
+
 int main(void)
 {
     if (redis_server_start(&rs, 0) < 0) {
@@ -546,6 +590,7 @@ int main(void)
     RUN_TEST(test_draw_memory_bounded);
     RUN_TEST(test_draw_seconds);
     RUN_TEST(test_draw_once_uniform);
+    RUN_TEST(test_draw_useful);
     RUN_TEST(test_bad_url);
     RUN_TEST(test_redis_restart);
     redis_server_cleanup(&rs);

@@ -64,6 +64,7 @@ static const field_t fields[] = {
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
     {"pool-window", "SAPO_POOL_WINDOW", I(pool_window), "2", "SampleExternal draws other nodes' groups of their last this many rounds (each node's own count; 2 = this round's and the one before, slack for asynchrony), never one twice, and a node drops its own older entries from the pool (0 = every entry up to pool-max)"},
+    {"pool-strategy", "SAPO_POOL_STRATEGY", S(pool_strategy), "uniform", "how SampleExternal weighs other nodes' fresh groups: uniform (all alike, the paper) or useful (a node's groups weigh the chance, from its last ten or so, that they are informative here: rewards not all equal under our verifier)"},
     {"pool-window-seconds", "SAPO_POOL_WINDOW_SECONDS", F(pool_window_seconds), "0", "and only groups published less than this many seconds ago; a node that stops publishing leaves nothing in Redis after it (0 = no bound in time)"},
     {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
     {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
@@ -180,6 +181,10 @@ static int check(const config_t *c)
     }
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
+        return -1;
+    }
+    if (strcmp(c->pool_strategy, "uniform") != 0 && strcmp(c->pool_strategy, "useful") != 0) {
+        fprintf(stderr, "config: pool-strategy (SAPO_POOL_STRATEGY): '%s' is not uniform or useful\n", c->pool_strategy);
         return -1;
     }
     if (c->pool_window < 0 || c->pool_window_seconds < 0) {

@@ -47,6 +47,7 @@ typedef struct {
     int pool_max;           /* pool entries kept per node */
     int pool_window;        /* SampleExternal's freshness in the publisher's rounds (0 = none) */
     double pool_window_seconds; /* and in seconds (0 = none) */
+    char pool_strategy[16];  /* uniform or useful: how SampleExternal weighs other nodes */
     int max_record;         /* bytes of one record drawn from the pool */
     int max_text;           /* bytes of one text field of a record drawn from the pool */
     int stall_seconds;      /* silence after which the sampler counts what it sent as lost */

@@ -192,13 +192,15 @@ static const char POOL_LIBRARY[] =
     "  return total\n"
     "end}\n";
 
-/* the seqs of one node's entries that pool_draw has handed out, sorted;
- * those below the node's fresh range are forgotten */
+/* What a pool knows of another node: the seqs of its entries pool_draw
+ * handed out, sorted (those below its fresh range are forgotten), and how
+ * informative its groups were (pool_feedback). */
 typedef struct {
     char node[64];
     uint64_t *seq;
     int n, cap;
-} drawn_t;
+    double informative, seen; /* decayed counts */
+} peer_t;
 
 struct pool {
     char host[256];
@@ -217,8 +219,9 @@ struct pool {
     uint64_t rng;
     int window_rounds;      /* 0 = none */
     long window_ms;         /* 0 = none */
-    drawn_t *drawn;         /* per node, the seqs pool_draw handed out */
-    int n_drawn, cap_drawn;
+    peer_t *peers;
+    int n_peers, cap_peers;
+    pool_strategy_t strategy;
 };
 
 static int parse_url(pool_t *p, const char *url, char *err, size_t errlen)
@@ -299,14 +302,16 @@ void pool_destroy(pool_t **self_p)
 {
     if (!self_p || !*self_p) return;
     disconnect(*self_p);
-    for (int i = 0; i < (*self_p)->n_drawn; i++) free((*self_p)->drawn[i].seq);
-    free((*self_p)->drawn);
+    for (int i = 0; i < (*self_p)->n_peers; i++) free((*self_p)->peers[i].seq);
+    free((*self_p)->peers);
     free((*self_p)->keys);
     free(*self_p);
     *self_p = NULL;
 }
 
 void pool_seed(pool_t *self, uint64_t seed) { self->rng = seed ? seed : 1; }
+
+void pool_strategy(pool_t *self, pool_strategy_t strategy) { self->strategy = strategy; }
 
 void pool_window(pool_t *self, int rounds, double seconds)
 {
@@ -519,24 +524,24 @@ done:
     return n;
 }
 
-static drawn_t *drawn_of(pool_t *self, const char *node)
+static peer_t *peer_of(pool_t *self, const char *node)
 {
-    for (int i = 0; i < self->n_drawn; i++)
-        if (strcmp(self->drawn[i].node, node) == 0) return &self->drawn[i];
-    if (self->n_drawn == self->cap_drawn) {
-        int cap = self->cap_drawn ? 2 * self->cap_drawn : 16;
-        drawn_t *d = realloc(self->drawn, sizeof *d * (size_t)cap);
+    for (int i = 0; i < self->n_peers; i++)
+        if (strcmp(self->peers[i].node, node) == 0) return &self->peers[i];
+    if (self->n_peers == self->cap_peers) {
+        int cap = self->cap_peers ? 2 * self->cap_peers : 16;
+        peer_t *d = realloc(self->peers, sizeof *d * (size_t)cap);
         if (!d) return NULL;
-        self->drawn = d, self->cap_drawn = cap;
+        self->peers = d, self->cap_peers = cap;
     }
-    drawn_t *d = &self->drawn[self->n_drawn++];
+    peer_t *d = &self->peers[self->n_peers++];
     memset(d, 0, sizeof *d);
     snprintf(d->node, sizeof d->node, "%s", node);
     return d;
 }
 
 /* forgets the seqs below first; the rest, sorted, stay */
-static void drawn_prune(drawn_t *d, uint64_t first)
+static void peer_forget_below(peer_t *d, uint64_t first)
 {
     int k = 0;
     while (k < d->n && d->seq[k] < first) k++;
@@ -545,7 +550,7 @@ static void drawn_prune(drawn_t *d, uint64_t first)
     d->n -= k;
 }
 
-static int drawn_add(drawn_t *d, uint64_t seq)
+static int peer_add_drawn(peer_t *d, uint64_t seq)
 {
     if (d->n == d->cap) {
         int cap = d->cap ? 2 * d->cap : 16;
@@ -564,7 +569,7 @@ static int drawn_add(drawn_t *d, uint64_t seq)
 }
 
 /* the r-th (from 0) seq of [first, hi] that d has not handed out */
-static uint64_t drawn_nth_free(const drawn_t *d, uint64_t first, uint64_t r)
+static uint64_t peer_nth_free(const peer_t *d, uint64_t first, uint64_t r)
 {
     uint64_t seq = first + r;
     for (int k = 0; k < d->n; k++) {
@@ -575,16 +580,50 @@ static uint64_t drawn_nth_free(const drawn_t *d, uint64_t first, uint64_t r)
     return seq;
 }
 
-static int drawn_count_in(const drawn_t *d, uint64_t first, uint64_t hi)
+static int peer_drawn_in(const peer_t *d, uint64_t first, uint64_t hi)
 {
     int n = 0;
     for (int k = 0; k < d->n; k++) n += d->seq[k] >= first && d->seq[k] <= hi;
     return n;
 }
 
+/* pool_feedback's forgetting: each new group of a peer weighs 1, the
+ * one before 0.9, ...: about its last ten groups count */
+#define PEER_DECAY 0.9
+
+/* The weight of a peer's entries in pool_draw: 1 under the uniform
+ * strategy; under "useful", the posterior mean of the chance that its next
+ * group is informative here, from a uniform prior and its decayed counts
+ * ((informative + 1) / (seen + 2)): 1/2 for a peer not seen yet, never 0,
+ * so a peer that improves is drawn again. */
+static double peer_weight(const pool_t *self, const peer_t *d)
+{
+    if (self->strategy == POOL_UNIFORM) return 1.0;
+    return (d->informative + 1.0) / (d->seen + 2.0);
+}
+
+int pool_feedback(pool_t *self, const char *node, bool informative)
+{
+    char err[128];
+    if (pool_node_ok(node, err, sizeof err) != 0) return -1;
+    peer_t *d = peer_of(self, node);
+    if (!d) return -1;
+    d->informative = PEER_DECAY * d->informative + (informative ? 1 : 0);
+    d->seen = PEER_DECAY * d->seen + 1;
+    return 0;
+}
+
+double pool_peer_weight(pool_t *self, const char *node)
+{
+    for (int i = 0; i < self->n_peers; i++)
+        if (strcmp(self->peers[i].node, node) == 0) return peer_weight(self, &self->peers[i]);
+    return self->strategy == POOL_UNIFORM ? 1.0 : 0.5;
+}
+
 typedef struct {
-    drawn_t *d;
+    peer_t *d;
     uint64_t first, hi, newest, free;
+    double w;
 } range_t;
 
 int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen)
@@ -622,6 +661,7 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     /* the ranges, each checked: a name that cannot be a node's, or a
      * range that is not one, is skipped */
     uint64_t total = 0;
+    double mass = 0;
     size_t m = 0;
     for (size_t i = 0; i < nr; i++) {
         redisReply **e = r->element + 4 * i;
@@ -633,34 +673,44 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
         if (e[1]->integer < 1 || e[2]->integer < e[1]->integer || e[2]->integer - e[1]->integer >= self->max_per_node)
             continue;
         range_t *rg = &ranges[m];
-        if (!(rg->d = drawn_of(self, e[0]->str))) {
+        if (!(rg->d = peer_of(self, e[0]->str))) {
             snprintf(err, errlen, "out of memory");
             goto done;
         }
         rg->first = (uint64_t)e[1]->integer, rg->hi = (uint64_t)e[2]->integer;
         rg->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
-        drawn_prune(rg->d, rg->first);
-        rg->free = rg->hi - rg->first + 1 - (uint64_t)drawn_count_in(rg->d, rg->first, rg->hi);
+        peer_forget_below(rg->d, rg->first);
+        rg->free = rg->hi - rg->first + 1 - (uint64_t)peer_drawn_in(rg->d, rg->first, rg->hi);
+        rg->w = peer_weight(self, rg->d);
         total += rg->free;
+        mass += rg->w * (double)rg->free;
         m++;
     }
-    /* uniform over every fresh entry not handed out before, without
-     * replacement */
+    /* each fresh entry not handed out before with probability proportional
+     * to its peer's weight (uniform: equal), without replacement */
     int want = total < (uint64_t)k ? (int)total : k;
     gargv[0] = "FCALL_RO", gargv[1] = "sapo_get", gargv[2] = "1", gargv[3] = prefix;
     gargv[4] = max_bytes;
     int argc = 5;
     for (int i = 0; i < want; i++) {
-        uint64_t x = (uint64_t)(uniform(self) * (double)total);
-        if (x >= total) x = total - 1;
+        double x = uniform(self) * mass;
         size_t j = 0;
-        while (x >= ranges[j].free) x -= ranges[j++].free;
-        uint64_t seq = drawn_nth_free(ranges[j].d, ranges[j].first, x);
-        if (drawn_add(ranges[j].d, seq) != 0) {
+        for (;;) {
+            double span = ranges[j].w * (double)ranges[j].free;
+            if (x < span || j + 1 == m) break;
+            x -= span;
+            j++;
+        }
+        while (ranges[j].free == 0) j--; /* rounding at the top end */
+        uint64_t r = (uint64_t)(x / ranges[j].w);
+        if (r >= ranges[j].free) r = ranges[j].free - 1;
+        uint64_t seq = peer_nth_free(ranges[j].d, ranges[j].first, r);
+        if (peer_add_drawn(ranges[j].d, seq) != 0) {
             want = i;
             break;
         }
         ranges[j].free--, total--;
+        mass -= ranges[j].w;
         from[i] = &ranges[j];
         snprintf(seqs[i], sizeof seqs[i], "%llu", (unsigned long long)seq);
         gargv[argc++] = ranges[j].d->node;

@@ -37,6 +37,7 @@
 #ifndef SAPO_POOL_H
 #define SAPO_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,8 +76,26 @@ int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec
 int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void *const *recs, const size_t *lens,
                       int n, char *err, size_t errlen);
 
-/* SampleExternal: draws up to k entries, uniformly without replacement,
- * from the fresh entries of every node but exclude_node that this pool
+/* How pool_draw weighs the other nodes' entries. POOL_UNIFORM: every
+ * fresh entry alike (the paper). POOL_USEFUL: a node's entries weigh the
+ * posterior mean of the chance that its next group is informative here
+ * (its rewards are not all equal under our own verifier), from a uniform
+ * prior and its last ten or so groups (pool_feedback): a peer whose groups
+ * teach us nothing is drawn less, never not at all. */
+typedef enum { POOL_UNIFORM = 0, POOL_USEFUL = 1 } pool_strategy_t;
+void pool_strategy(pool_t *self, pool_strategy_t strategy);
+
+/* Tells the pool whether a group drawn from node turned out informative
+ * after our verifier re-scored it. 0, or -1 for a name that is no node's
+ * (or no memory). */
+int pool_feedback(pool_t *self, const char *node, bool informative);
+
+/* node's weight in pool_draw now (1 under POOL_UNIFORM) */
+double pool_peer_weight(pool_t *self, const char *node);
+
+/* SampleExternal: draws up to k entries, without replacement, each with
+ * probability proportional to its node's weight (pool_strategy), from the
+ * fresh entries of every node but exclude_node that this pool
  * has not handed out before (a node never trains on one entry twice).
  * Fewer come back when fewer are fresh. Returns how many, with *out
  * malloc'ed (free with pool_entries_free) and each entry's age set, or -1
