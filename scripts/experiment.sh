@@ -13,15 +13,15 @@
 #       [--configs "I/J I/J ..."] [--model tiny|FOLDER] [--run EXP]
 #       [--eval-every E] [--eval-questions Q] [--quick]
 #
-# Defaults: 8 nodes, 8/0 6/2 4/4 2/6, 16 rounds, seed 1, the tiny model,
-# evaluation every rounds/4: 1,992 s on 2 cores, measured while other work
-# shared them (docs/results/summary.md). --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
+# Defaults: 4 nodes, 8/0 6/2 4/4 2/6, 100 rounds, seeds 1,2,3, the tiny model,
+# 40 held-out questions per family at rounds 0, rounds/2 and rounds (12
+# swarms; docs/results/ has the run and its time on 2 cores). --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
 # 4 held-out questions per family (minutes). Any SAPO_* variable reaches every node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
 export SAPO_BASE=${SAPO_BASE:-run/base}
-nodes=8 rounds=16 seeds=1 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-tiny} exp="" every="" per_family=8
+nodes=4 rounds=100 seeds=1,2,3 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-tiny} exp="" every="" per_family=40
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 done
 int() { [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] || { echo "experiment: $1: '$2' is not a positive integer" >&2; exit 2; }; }
 int --nodes "$nodes"; int --rounds "$rounds"; int --eval-questions "$per_family"
-every=${every:-$(( rounds / 4 > 1 ? rounds / 4 : 1 ))}
+every=${every:-$(( rounds / 2 > 1 ? rounds / 2 : 1 ))}
 int --eval-every "$every"
 IFS=, read -r -a seed_list <<< "$seeds"
 for s in "${seed_list[@]}"; do int --seeds "$s"; done
@@ -119,10 +119,12 @@ for c in $configs; do
       alive=0
       while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$run/pids"
       [ $alive = 0 ] && break
-      printf '\r  %s' "$(scripts/swarm.sh progress --run "$run" | cut -c1-150)"
+      line="  $(scripts/swarm.sh progress --run "$run" | cut -c1-150)"
+      # on a terminal in place; in a log, one line per change
+      if [ -t 1 ]; then printf '\r%s' "$line"; elif [ "$line" != "${shown:-}" ]; then echo "$line"; shown=$line; fi
       sleep 5
     done
-    echo
+    if [ -t 1 ]; then echo; fi
     scripts/swarm.sh stop --run "$run" > /dev/null
     # an evaluator finishes the last round it was sent, then exits
     for p in "${eval_pids[@]}"; do

@@ -39,6 +39,13 @@ free_port() {
   echo $p
 }
 
+# A progress line: rewritten in place on a terminal; elsewhere (a log
+# file, a pipe) printed once per change, one line each.
+show() {
+  if [ -t 1 ]; then printf '\r%s' "$1"
+  elif [ "$1" != "${shown:-}" ]; then echo "$1"; shown=$1; fi
+}
+
 progress() {
   local line="" f r w
   for f in "$run"/*/metrics.jsonl; do
@@ -100,11 +107,11 @@ case "$cmd" in
       while :; do
         alive=0
         while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2>/dev/null && alive=1; done < "$run/pids"
-        printf '\r%s' "$(progress | cut -c1-200)"
+        show "$(progress | cut -c1-200)"
         [ $alive = 0 ] && break
         sleep 2
       done
-      echo
+      if [ -t 1 ]; then echo; fi
       stop
     fi
     ;;
