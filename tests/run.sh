@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 bindir=${1:-build/asan/tests}
 export SAPO_BIN=${SAPO_BIN:-build/asan/bin}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 filter=${TESTS:-}

@@ -50,6 +50,10 @@ struct cuda_model {
     int rope_cap;
     int B, T;
     float temperature;
+    /* the first launch or library call that failed, sticky: every later
+     * forward, step, generation or download fails with it, so no step is
+     * taken on gradients a failed kernel left behind */
+    char failed[256];
 };
 
 static int cuda_fail(cudaError_t e, const char *what)
@@ -104,9 +108,64 @@ static void blas_load(void)
     blas_lib.lib = h;
 }
 
-static void blas_check(cublasStatus_t s, const char *what)
+/* records the first failure of c (one line on stderr) */
+static void failed(cuda_model_t *c, const char *what, const char *why)
 {
-    if (s != CUBLAS_STATUS_SUCCESS) fprintf(stderr, "cuda: %s: cuBLAS status %d\n", what, (int)s);
+    if (c->failed[0]) return;
+    snprintf(c->failed, sizeof c->failed, "cuda:%d: %s failed: %s", c->device, what, why);
+    fprintf(stderr, "%s\n", c->failed);
+}
+
+static void blas_check(cuda_model_t *c, cublasStatus_t s, const char *what)
+{
+    if (s == CUBLAS_STATUS_SUCCESS) return;
+    char why[64];
+    snprintf(why, sizeof why, "cuBLAS status %d", (int)s);
+    failed(c, what, why);
+}
+
+/* after a kernel launch: a launch the device refused (too many threads,
+ * too much shared memory, a bad grid) is recorded under the kernel's name */
+static void launched(cuda_model_t *c, const char *kernel)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) failed(c, kernel, cudaGetErrorString(e));
+}
+
+/* a synchronisation of c's stream: an error of any kernel before it
+ * (an illegal address, a trap) is recorded; 0 or -1 */
+static int synced(cuda_model_t *c, const char *where)
+{
+    cudaError_t e = cudaStreamSynchronize(c->st);
+    if (e != cudaSuccess) failed(c, where, cudaGetErrorString(e));
+    return c->failed[0] ? -1 : 0;
+}
+
+/* whether c can run work: after a failure nothing runs again on it (one
+ * line per refused call) */
+static bool usable(cuda_model_t *c)
+{
+    if (!c->failed[0]) return true;
+    fprintf(stderr, "%s earlier; the model on this device is unusable\n", c->failed);
+    return false;
+}
+
+/* lets kernel use bytes of dynamic shared memory, above the default 48 KB
+ * up to what the device allows a block; 0, or -1 recorded */
+static int shared_memory(cuda_model_t *c, const void *kernel, const char *name, size_t bytes)
+{
+    if (bytes <= 48 * 1024) return 0;
+    int most = 0;
+    cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device);
+    char why[160];
+    if (bytes > (size_t)most) {
+        snprintf(why, sizeof why, "needs %zu bytes of shared memory a block, the device allows %d", bytes, most);
+        failed(c, name, why);
+        return -1;
+    }
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess) failed(c, name, cudaGetErrorString(e));
+    return e == cudaSuccess ? 0 : -1;
 }
 
 static unsigned grid_for(size_t n)
@@ -121,6 +180,7 @@ static const bf16 *bw(const cuda_model_t *c, const float *fp) { return c->wb + (
 static void to_bf16(cuda_model_t *c, bf16 *out, const float *in, size_t n)
 {
     to_bf16_kernel<<<grid_for(n), 256, 0, c->st>>>(out, in, n);
+    launched(c, "to_bf16_kernel");
 }
 
 /* row-major C (M, N) = op(A) op(B) (+ beta C) with bf16 inputs and fp32
@@ -129,7 +189,7 @@ static void gemm(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, const b
                  int ldb, float beta, float *C, int ldc)
 {
     const float one = 1.0f;
-    blas_check(blas_lib.gemm(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one,
+    blas_check(c, blas_lib.gemm(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one,
                             B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
@@ -141,7 +201,7 @@ static void gemm_batched(cuda_model_t *c, bool ta, bool tb, int M, int N, int K,
                          long long sa, const bf16 *B, int ldb, long long sb, float *C, int ldc, long long sc, int batch)
 {
     const float zero = 0.0f;
-    blas_check(blas_lib.gemm_batched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+    blas_check(c, blas_lib.gemm_batched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
                                      &alpha, B, CUDA_R_16BF, ldb, sb, A, CUDA_R_16BF, lda, sa, &zero, C, CUDA_R_32F,
                                      ldc, sc, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
@@ -153,7 +213,10 @@ static void matmul_forward(cuda_model_t *c, float *out, const float *inp, const 
 {
     to_bf16(c, c->xb, inp, (size_t)N * IN);
     gemm(c, false, true, N, OUT, IN, c->xb, IN, bw(c, w), IN, acc ? 1.0f : 0.0f, out, OUT);
-    if (bias) bias_add_kernel<<<grid_for((size_t)N * OUT), 256, 0, c->st>>>(out, bias, N, OUT);
+    if (bias) {
+        bias_add_kernel<<<grid_for((size_t)N * OUT), 256, 0, c->st>>>(out, bias, N, OUT);
+        launched(c, "bias_add_kernel");
+    }
 }
 
 /* dinp (N, IN) = dout . w (or += when acc); dw += dout^T . inp; dbias += */
@@ -164,13 +227,17 @@ static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbia
     gemm(c, false, false, N, IN, OUT, c->yb, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
     to_bf16(c, c->xb, inp, (size_t)N * IN);
     gemm(c, true, false, OUT, IN, N, c->yb, OUT, c->xb, IN, 1.0f, dw, IN);
-    if (dbias) bias_backward_kernel<<<dim3((OUT + 255) / 256, N < 64 ? N : 64), 256, 0, c->st>>>(dbias, dout, N, OUT);
+    if (dbias) {
+        bias_backward_kernel<<<dim3((OUT + 255) / 256, N < 64 ? N : 64), 256, 0, c->st>>>(dbias, dout, N, OUT);
+        launched(c, "bias_backward_kernel");
+    }
 }
 
 static void rmsnorm_forward(cuda_model_t *c, float *out, float *rstd, const float *inp, const float *w, int N,
                             int C)
 {
     rmsnorm_forward_kernel<<<N, ROW_THREADS, 0, c->st>>>(out, rstd, inp, w, C, c->m->cfg.rms_eps);
+    launched(c, "rmsnorm_forward_kernel");
 }
 
 static void rmsnorm_backward(cuda_model_t *c, float *dinp, float *dw, const float *dout, const float *inp,
@@ -178,30 +245,36 @@ static void rmsnorm_backward(cuda_model_t *c, float *dinp, float *dw, const floa
 {
     /* enough blocks to fill the GPU, few enough that dw's atomics are rare */
     int blocks = N < 1024 ? N : 1024;
+    if (shared_memory(c, (const void *)rmsnorm_backward_kernel, "rmsnorm_backward_kernel", C * sizeof(float))) return;
     rmsnorm_backward_kernel<<<blocks, ROW_THREADS, C * sizeof(float), c->st>>>(dinp, dw, dout, inp, w, rstd, N, C, acc);
+    launched(c, "rmsnorm_backward_kernel");
 }
 
 static void rope(cuda_model_t *c, float *x, const int *pos, int N, int H, float dir)
 {
     int HD = c->m->cfg.HD;
     rope_kernel<<<grid_for((size_t)N * H * HD / 2), 256, 0, c->st>>>(x, pos, c->rope_cos, c->rope_sin, N, H, HD, dir);
+    launched(c, "rope_kernel");
 }
 
 static void swiglu(cuda_model_t *c, float *h, const float *g, const float *u, size_t n)
 {
     swiglu_forward_kernel<<<grid_for(n), 256, 0, c->st>>>(h, g, u, n);
+    launched(c, "swiglu_forward_kernel");
 }
 
 static void heads_split(cuda_model_t *c, bf16 *out, const float *in, int B, int T, int H)
 {
     const model_config_t *cf = &c->m->cfg;
     heads_split_kernel<<<grid_for((size_t)B * cf->NH * T * cf->HD), 256, 0, c->st>>>(out, in, B, T, H, cf->NH, cf->HD);
+    launched(c, "heads_split_kernel");
 }
 
 static void heads_merge(cuda_model_t *c, float *out, const float *in, int B, int T, int H)
 {
     const model_config_t *cf = &c->m->cfg;
     heads_merge_kernel<<<grid_for((size_t)B * T * H * cf->HD), 256, 0, c->st>>>(out, in, B, T, H, cf->NH, cf->HD);
+    launched(c, "heads_merge_kernel");
 }
 
 /* causal GQA attention as forward.c's: q (B, T, NH, HD), k and v
@@ -222,6 +295,7 @@ static void attention_forward(cuda_model_t *c, float *y, float *att, const float
     gemm_batched(c, false, true, T, T, HD, 1.0f / sqrtf((float)HD), qh, HD, (long long)T * HD, kh, HD,
                  (long long)T * HD, att, T, (long long)T * T, BH);
     causal_softmax_kernel<<<BH * T, 128, 0, c->st>>>(att, c->pb, T);
+    launched(c, "causal_softmax_kernel");
     gemm_batched(c, false, false, T, HD, T, 1.0f, c->pb, T, (long long)T * T, vh, HD, (long long)T * HD, c->hf, HD,
                  (long long)T * HD, BH);
     heads_merge(c, y, c->hf, B, T, NH);
@@ -247,6 +321,7 @@ static void attention_backward(cuda_model_t *c, float *dq, float *dk, float *dv,
     gemm_batched(c, true, false, T, HD, T, 1.0f, c->pb, T, sT, dyh, HD, sH, dvh, HD, sH, BH);
     gemm_batched(c, false, true, T, T, HD, 1.0f, dyh, HD, sH, vh, HD, sH, c->dsc, T, sT, BH);
     causal_softmax_backward_kernel<<<BH * T, 128, 0, c->st>>>(c->pb, c->dsc, att, T, 1.0f / sqrtf((float)HD));
+    launched(c, "causal_softmax_backward_kernel");
     // dq = ds . k ; dk = ds^T . q
     gemm_batched(c, false, false, T, HD, T, 1.0f, c->pb, T, sT, kh, HD, sH, dqh, HD, sH, BH);
     gemm_batched(c, true, false, T, HD, T, 1.0f, c->pb, T, sT, qh, HD, sH, dkh, HD, sH, BH);
@@ -263,7 +338,15 @@ int cuda_device_check(int device, char *err, size_t errlen)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "no CUDA device (%s)", cudaGetErrorString(e));
+        /* the driver found and the one this build's runtime needs, e.g.
+         * 12080 = CUDA 12.8 (0: no driver) */
+        int driver = 0, runtime = 0;
+        cudaDriverGetVersion(&driver);
+        cudaRuntimeGetVersion(&runtime);
+        char found[64] = "no CUDA driver is installed";
+        if (driver) snprintf(found, sizeof found, "the driver supports CUDA %d.%d", driver / 1000, driver % 1000 / 10);
+        snprintf(err, errlen, "no CUDA device (%s; %s, this build needs %d.%d)", cudaGetErrorString(e), found,
+                 runtime / 1000, runtime % 1000 / 10);
         return -1;
     }
     if (device < 0 || device >= n) {
@@ -332,8 +415,8 @@ cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
               cudaMalloc(&c->g, c->n * sizeof(float)) == cudaSuccess &&
               cudaMalloc(&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
               cudaMalloc(&c->norm, sizeof(double)) == cudaSuccess;
+    ok = ok && blas_lib.set_stream(c->blas, c->st) == CUBLAS_STATUS_SUCCESS;
     if (ok) {
-        blas_lib.set_stream(c->blas, c->st);
         model_weights_point(&c->w, c->p, m->sizes);
         model_weights_point(&c->dw, c->g, m->sizes);
         ok = cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st) == cudaSuccess && cuda_model_upload(c) == 0;
@@ -363,15 +446,15 @@ void cuda_model_destroy(cuda_model_t **self_p)
 
 int cuda_model_upload(cuda_model_t *c)
 {
-    cudaSetDevice(c->device);
+    if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
     if (CK(cudaMemcpyAsync(c->p, c->m->params, c->n * sizeof(float), cudaMemcpyHostToDevice, c->st))) return -1;
     to_bf16(c, c->wb, c->p, c->n);
-    return CK(cudaStreamSynchronize(c->st));
+    return synced(c, "model upload");
 }
 
 int cuda_model_download(cuda_model_t *c)
 {
-    cudaSetDevice(c->device);
+    if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
     if (CK(cudaMemcpyAsync(c->m->params, c->p, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
         CK(cudaMemcpyAsync(c->m->grads, c->g, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)))
         return -1;
@@ -379,13 +462,14 @@ int cuda_model_download(cuda_model_t *c)
         (CK(cudaMemcpyAsync(adamw_moment(c->opt, 0), c->am, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
          CK(cudaMemcpyAsync(adamw_moment(c->opt, 1), c->av, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st))))
         return -1;
-    return CK(cudaStreamSynchronize(c->st));
+    return synced(c, "model download");
 }
 
 void cuda_model_zero_grad(cuda_model_t *c)
 {
     cudaSetDevice(c->device);
-    CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st));
+    cudaError_t e = cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st);
+    if (e != cudaSuccess) failed(c, "model_zero_grad", cudaGetErrorString(e));
 }
 
 /* the host's RoPE tables (model.c computes them as transformers does)
@@ -494,7 +578,7 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
                        float *logp, float *logits)
 {
     const model_config_t *cf = &c->m->cfg;
-    cudaSetDevice(c->device);
+    if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
     int N = B * T;
     if (acts_ensure(c, B, T)) {
         fprintf(stderr, "model_forward: cuda:%d has no room for a batch of %d x %d\n", c->device, B, T);
@@ -514,6 +598,7 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
     const model_weights_t *w = &c->w;
     model_acts_t *a = &c->a;
     embed_forward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(a->x, w->wte, c->tokens, N, C);
+    launched(c, "embed_forward_kernel");
     for (int l = 0; l < cf->L; l++) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
         float *x = a->x + nc, *ln1 = a->ln1 + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
@@ -550,12 +635,13 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
         matmul_forward(c, lg, a->lnf + (size_t)r0 * C, lm_weight(c), NULL, n, C, V, false);
         logp_forward_kernel<<<n, ROW_THREADS, 0, c->st>>>(c->logp + r0, a->lse + r0, lg, c->targets + r0, V,
                                                           1.0f / temperature);
+        launched(c, "logp_forward_kernel");
         if (logits)
             CK(cudaMemcpyAsync(logits + (size_t)r0 * V, lg, (size_t)n * V * sizeof(float), cudaMemcpyDeviceToHost,
                                c->st));
     }
     CK(cudaMemcpyAsync(logp, c->logp, N * sizeof(float), cudaMemcpyDeviceToHost, c->st));
-    int rc = CK(cudaStreamSynchronize(c->st));
+    int rc = synced(c, "model_forward");
     free(pos);
     return rc;
 }
@@ -563,7 +649,7 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
 void cuda_model_backward(cuda_model_t *c, const float *dlogp)
 {
     const model_config_t *cf = &c->m->cfg;
-    cudaSetDevice(c->device);
+    if (!usable(c) || CK(cudaSetDevice(c->device))) return;
     int B = c->B, T = c->T, N = B * T;
     int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD, V = cf->V;
     const model_weights_t *w = &c->w;
@@ -579,6 +665,7 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
         float *lg = ga->logits;
         matmul_forward(c, lg, a->lnf + (size_t)r0 * C, lm_weight(c), NULL, n, C, V, false);
         logp_backward_kernel<<<n, ROW_THREADS, 0, c->st>>>(lg, c->dlogp + r0, a->lse + r0, c->targets + r0, V, inv_t);
+        launched(c, "logp_backward_kernel");
         matmul_backward(c, ga->dln + (size_t)r0 * C, lm_grad(c), NULL, lg, a->lnf + (size_t)r0 * C, lm_weight(c), n,
                         C, V, false);
     }
@@ -590,6 +677,7 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
                         FF, C, false);
         swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, a->g + nf,
                                                                            a->u + nf, (size_t)N * FF);
+        launched(c, "swiglu_backward_kernel");
         matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
                         w->wg + (size_t)l * FF * C, N, C, FF, false);
         matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
@@ -623,7 +711,8 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
                          a->r1 + (size_t)l * N, N, C, true);
     }
     embed_backward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(dw->wte, ga->dx, c->tokens, N, C);
-    CK(cudaStreamSynchronize(c->st));
+    launched(c, "embed_backward_kernel");
+    synced(c, "model_backward"); /* a failure here stops the next step */
 }
 
 // ----------------------------------------------------------------------------
@@ -649,18 +738,23 @@ static int moments_for(cuda_model_t *c, adamw_t *opt)
 
 int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm_out)
 {
-    cudaSetDevice(c->device);
+    /* a failed backward leaves gradients no step may take */
+    if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
     if (moments_for(c, opt)) return -1;
     double ss = 0;
-    cudaMemsetAsync(c->norm, 0, sizeof(double), c->st);
+    if (CK(cudaMemsetAsync(c->norm, 0, sizeof(double), c->st))) return -1;
     sumsq_kernel<<<1024, 256, 0, c->st>>>(c->norm, c->g, c->n);
+    launched(c, "sumsq_kernel");
     if (CK(cudaMemcpyAsync(&ss, c->norm, sizeof(double), cudaMemcpyDeviceToHost, c->st)) ||
-        CK(cudaStreamSynchronize(c->st)))
+        synced(c, "optimizer step (gradient norm)"))
         return -1;
     float norm = (float)sqrt(ss);
     if (max_norm > 0.0f) {
         float coef = (float)((double)max_norm / ((double)norm + 1e-6));
-        if (coef < 1.0f) scale_kernel<<<grid_for(c->n), 256, 0, c->st>>>(c->g, coef, c->n);
+        if (coef < 1.0f) {
+            scale_kernel<<<grid_for(c->n), 256, 0, c->st>>>(c->g, coef, c->n);
+            launched(c, "scale_kernel");
+        }
     }
     long step = adamw_steps(opt) + 1;
     double t = (double)step;
@@ -677,17 +771,21 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
     size_t at = 0;
     for (size_t i = 0; i <= nr; i++) {
         size_t lo = i < nr ? ranges[2 * i] : c->n, hi = i < nr ? lo + ranges[2 * i + 1] : c->n;
-        if (lo > at)
+        if (lo > at) {
             adamw_kernel<<<grid_for(lo - at), 256, 0, c->st>>>(c->p + at, c->am + at, c->av + at, c->g + at, lo - at, k,
                                                               k.decay);
-        if (hi > lo)
+            launched(c, "adamw_kernel");
+        }
+        if (hi > lo) {
             adamw_kernel<<<grid_for(hi - lo), 256, 0, c->st>>>(c->p + lo, c->am + lo, c->av + lo, c->g + lo, hi - lo, k,
                                                               1.0f);
+            launched(c, "adamw_kernel");
+        }
         at = hi > at ? hi : at;
     }
     free(ranges);
     to_bf16(c, c->wb, c->p, c->n);
-    if (CK(cudaStreamSynchronize(c->st))) return -1;
+    if (synced(c, "optimizer step")) return -1;
     adamw_set_steps(opt, step);
     *norm_out = norm;
     return 0;
@@ -737,6 +835,7 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
     int C = cf->C, HD = cf->HD, QD = cf->NH * HD, KD = cf->NKV * HD, FF = cf->FF;
     size_t layer = (size_t)ws->S * ws->maxT * KD;
     embed_forward_kernel<<<grid_for((size_t)R * C), 256, 0, c->st>>>(ws->x, w->wte, ws->tok, R, C);
+    launched(c, "embed_forward_kernel");
     for (int l = 0; l < cf->L; l++) {
         rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln1 + (size_t)l * C, R, C);
         matmul_forward(c, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD, false);
@@ -754,8 +853,13 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
         float *kc = ws->kc + l * layer, *vc = ws->vc + l * layer;
         cache_store_kernel<<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R,
                                                                        ws->maxT, KD);
+        launched(c, "cache_store_kernel");
+        if (shared_memory(c, (const void *)attention_cached_kernel, "attention_cached_kernel",
+                          (HD + ws->maxT) * sizeof(float)))
+            return;
         attention_cached_kernel<<<dim3(R, cf->NH), 128, (HD + ws->maxT) * sizeof(float), c->st>>>(
             ws->y, ws->q, kc, vc, ws->slot, ws->pos, ws->maxT, cf->NH, cf->NKV, HD);
+        launched(c, "attention_cached_kernel");
         matmul_forward(c, ws->x, ws->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C, true);
         rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln2 + (size_t)l * C, R, C);
         matmul_forward(c, ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
@@ -779,7 +883,7 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
                               float *logp, int *lengths)
 {
     const model_config_t *cf = &c->m->cfg;
-    cudaSetDevice(c->device);
+    if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
     int M = gp->max_new, maxP = 0;
     for (int q = 0; q < Q; q++) maxP = prompt_lens[q] > maxP ? prompt_lens[q] : maxP;
     int S = Q * L;
@@ -812,7 +916,10 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     ws.pos = imem + 2 * R;
     ws.uidx = imem + 3 * R;
     ws.out = imem + 4 * R;
-    curandSetStream(gen, c->st);
+    if (curandSetStream(gen, c->st) != CURAND_STATUS_SUCCESS) {
+        failed(c, "curandSetStream", "cuRAND error");
+        goto done;
+    }
     for (int q = 0; q < Q; q++)
         if (curandSetPseudoRandomGeneratorSeed(gen, seeds[q]) != CURAND_STATUS_SUCCESS ||
             curandSetGeneratorOffset(gen, 0) != CURAND_STATUS_SUCCESS ||
@@ -855,9 +962,10 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
             for (int i = 0; i < nlive; i++) huidx[i] = live[i] * M + t;
             CK(cudaMemcpyAsync(ws.uidx, huidx, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
             sample_kernel<<<nlive, SAMPLE_THREADS, 0, c->st>>>(ws.out, ws.lp, ws.logits, cf->V, ws.uni, ws.uidx, sa);
+            launched(c, "sample_kernel");
             CK(cudaMemcpyAsync(htok, ws.out, nlive * sizeof(int), cudaMemcpyDeviceToHost, c->st));
             CK(cudaMemcpyAsync(hlp, ws.lp, nlive * sizeof(float), cudaMemcpyDeviceToHost, c->st));
-            if (CK(cudaStreamSynchronize(c->st))) goto done;
+            if (synced(c, "model_generate (a decode step)")) goto done;
             int keep = 0;
             for (int i = 0; i < nlive; i++) {
                 int s = live[i], tok = htok[i];
@@ -881,7 +989,7 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
             gen_step(c, &ws, nlive, nlive);
         }
     }
-    rc = CK(cudaStreamSynchronize(c->st));
+    rc = synced(c, "model_generate");
 done:
     c->xb = oxb;
     c->yb = oyb;
