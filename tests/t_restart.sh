@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# A node run the way the README runs one (foreman, through scripts/swarm.sh)
+# survives its own crashes: SIGKILL of its learner, then of a generator,
+# then of its sampler. Each process is restarted by scripts/keep.sh with one
+# line naming it and the signal, the node's other processes keep their pids
+# (they kept serving), and the node finishes every round. Then keep.sh
+# alone: a crash loop gives up after SAPO_RESTARTS restarts in 60 s, and a
+# SIGTERM to keep ends the process it runs.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+tmp=$(mktemp -d)
+. tests/nodes.sh
+need restart broker learner sampler generator verifier redis-server foreman python3
+cleanup() {
+  [ -f "$tmp/swarm/pids" ] && scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null 2>&1
+  nodes_cleanup
+}
+trap cleanup EXIT
+check() { if eval "$2"; then echo "PASS restart_$1"; else echo "FAIL restart_$1"; fi; }
+export SAPO_BIN=$bin
+micro_model restart
+rounds=40
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_LOCAL_FILTER=all \
+       SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=r$$
+
+scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds $rounds --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
+log=$tmp/swarm/n0/node.log
+metrics=$tmp/swarm/n0/metrics.jsonl
+rows() { [ -f "$metrics" ] && wc -l < "$metrics" || echo 0; }
+wait_rows() { for _ in $(seq 900); do [ "$(rows)" -ge "$1" ] && return 0; sleep 0.2; done; return 1; }
+# the pid of process P of this node (the child of its keep.sh)
+proc() {
+  local k
+  for k in $(pgrep -f "scripts/keep.sh $1 $bin/$1"); do
+    tr '\0' '\n' < "/proc/$k/environ" 2> /dev/null | grep -qx "SAPO_RUN=$tmp/swarm/n0" || continue
+    pgrep -P "$k" -x "$1" | head -1
+    return
+  done
+}
+others() { for p in broker verifier; do proc $p; done | tr '\n' ' '; }
+
+wait_rows 3
+before=$(others)
+kill -9 "$(proc learner)"
+check learner_restarted 'for _ in $(seq 100); do grep -q "keep: learner was killed by signal 9 (KILL); restarting it" "$log" && break; sleep 0.2; done; grep -q "keep: learner was killed by signal 9" "$log"'
+at=$(rows)
+check learner_trains_again "wait_rows $((at + 3))"
+kill -9 "$(proc generator)"
+check generator_restarted 'for _ in $(seq 100); do grep -q "keep: generator was killed by signal 9" "$log" && break; sleep 0.2; done; grep -q "keep: generator was killed by signal 9" "$log"'
+at=$(rows)
+kill -9 "$(proc sampler)"
+check sampler_restarted 'for _ in $(seq 100); do grep -q "keep: sampler was killed by signal 9" "$log" && break; sleep 0.2; done; grep -q "keep: sampler was killed by signal 9" "$log"'
+check others_kept_serving '[ "$(others)" = "$before" ] && [ -n "${before// /}" ]'
+# the learner ends the node once it has trained every round
+for _ in $(seq 1500); do
+  alive=0
+  while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$tmp/swarm/pids"
+  [ $alive = 0 ] && break
+  sleep 0.2
+done
+check node_finishes_every_round "python3 -c \"
+import json; rs=[json.loads(l)['round'] for l in open('$metrics')]
+assert rs[-1] == $rounds, rs[-5:]\""
+check no_sanitizer_report '! grep -q "ERROR: AddressSanitizer\|runtime error" "$log"'
+
+# keep.sh alone: a crash loop, and SIGTERM
+out=$(SAPO_RESTARTS=2 scripts/keep.sh crasher sh -c 'exit 3' 2>&1)
+rc=$?
+check crash_loop_gives_up '[ $rc = 3 ] && [ "$(grep -c "restarting it" <<< "$out")" = 2 ] && grep -q "restarted 2 times in 60 s, giving up" <<< "$out"'
+scripts/keep.sh sleeper sleep 300 2> "$tmp/keep.log" &
+keep=$!
+sleep 0.5
+child=$(pgrep -P "$keep" -x sleep)
+kill -TERM "$keep"
+check term_ends_the_process 'for _ in $(seq 50); do kill -0 "$keep" 2> /dev/null || break; sleep 0.1; done; ! kill -0 "$keep" 2> /dev/null && [ -n "$child" ] && ! kill -0 "$child" 2> /dev/null && ! grep -q restarting "$tmp/keep.log"'
+echo "restart test: $SECONDS s"
