@@ -115,14 +115,11 @@ for c in $configs; do
         "$SAPO_BIN/evaluate" "$every" "$per_family" > "$run/n$i/eval.log" 2>&1 < /dev/null &
       eval_pids+=($!)
     done
-    while :; do
-      alive=0
-      while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$run/pids"
-      [ $alive = 0 ] && break
+    # a progress line every 5 s until every node has run its rounds
+    while ! scripts/swarm.sh wait --run "$run" --timeout 5; do
       line="  $(scripts/swarm.sh progress --run "$run" | cut -c1-150)"
       # on a terminal in place; in a log, one line per change
       if [ -t 1 ]; then printf '\r%s' "$line"; elif [ "$line" != "${shown:-}" ]; then echo "$line"; shown=$line; fi
-      sleep 5
     done
     if [ -t 1 ]; then echo; fi
     scripts/swarm.sh stop --run "$run" > /dev/null

@@ -5,19 +5,27 @@
 #
 #   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--rounds R] [--run DIR] [--seed S] [--wait]
 #                          [--generators G] [--redis URL]
-#   scripts/swarm.sh stop [--run DIR]
+#   scripts/swarm.sh stop [--run DIR] [--node NODE]
+#   scripts/swarm.sh restart --node NODE [--run DIR]
 #   scripts/swarm.sh progress [--run DIR]
+#   scripts/swarm.sh wait [--run DIR] [--timeout S]   until every node has
+#                          ended (its rounds run); status 1 after S seconds
 #
 # --ij gives each node its local/external split (the last one repeats), so
 # a mixed swarm is one flag. Any SAPO_* variable in the environment reaches
 # every node. With --wait the script shows a progress line until every node
 # has run its rounds, then stops the swarm. --redis joins the nodes to a
 # pool that is already running (not started, and not stopped, here).
+# Each node's processes run under scripts/keep.sh (the Procfile), which
+# restarts a crashed one; stop --node ends one node, restart --node starts
+# it again as it was started ($run/NODE/start holds its settings), and
+# stop ends whatever the swarm started, a Redis restarted by hand on its
+# port included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-nodes=2 ij="4/4" rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis=
+nodes=2 ij="4/4" rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -28,6 +36,8 @@ while [ $# -gt 0 ]; do
     --generators) gens=$2; shift 2 ;;
     --redis) redis=$2; shift 2 ;;
     --wait) wait=1; shift ;;
+    --timeout) timeout=$2; shift 2 ;;
+    --node) only=$2; shift 2 ;;
     *) echo "swarm: unknown flag '$1'" >&2; exit 2 ;;
   esac
 done
@@ -57,20 +67,59 @@ progress() {
   echo "${line:-waiting for the first round...}"
 }
 
+# whether any node's foreman still runs
+alive() {
+  local kind pid
+  [ -f "$run/pids" ] || return 1
+  while read -r kind pid _; do [ "$kind" = foreman ] && kill -0 "$pid" 2>/dev/null && return 0; done < "$run/pids"
+  return 1
+}
+
+# ends the foreman of one node (and its processes), and forgets it
+stop_node() {
+  local kind pid node
+  while read -r kind pid node; do
+    [ "$kind" = foreman ] && [ "$node" = "$1" ] && kill -TERM "$pid" 2>/dev/null
+  done < "$run/pids"
+  for _ in $(seq 100); do
+    local up=0
+    while read -r kind pid node; do [ "$kind" = foreman ] && [ "$node" = "$1" ] && kill -0 "$pid" 2>/dev/null && up=1; done < "$run/pids"
+    [ $up = 0 ] && break
+    sleep 0.2
+  done
+  grep -v "^foreman [0-9]* $1\$" "$run/pids" > "$run/pids.new" || true
+  mv "$run/pids.new" "$run/pids"
+}
+
 stop() {
   [ -f "$run/pids" ] || { echo "swarm: nothing running under $run"; return 0; }
-  while read -r kind pid; do
+  if [ -n "$only" ]; then
+    grep -q "^foreman [0-9]* $only\$" "$run/pids" || { echo "swarm: no node $only runs under $run" >&2; return 1; }
+    stop_node "$only"
+    echo "swarm: stopped node $only ($run)"
+    return 0
+  fi
+  while read -r kind pid node; do
     [ "$kind" = foreman ] && kill -TERM "$pid" 2>/dev/null || true
   done < "$run/pids"
   for _ in $(seq 50); do
-    alive=0
-    while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2>/dev/null && alive=1; done < "$run/pids"
-    [ $alive = 0 ] && break
+    alive || break
     sleep 0.2
   done
-  while read -r kind pid; do [ "$kind" = redis ] && kill -TERM "$pid" 2>/dev/null || true; done < "$run/pids"
+  # the Redis this script started, and one restarted by hand on its port
+  while read -r kind pid port; do
+    [ "$kind" = redis ] || continue
+    kill -TERM "$pid" 2>/dev/null || true
+    [ -n "$port" ] && redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  done < "$run/pids"
   rm -f "$run/pids"
   echo "swarm: stopped ($run)"
+}
+
+# starts node $1 from its start file and records its foreman
+launch() {
+  bash "$run/$1/start" &
+  echo "foreman $! $1" >> "$run/pids"
 }
 
 case "$cmd" in
@@ -83,7 +132,7 @@ case "$cmd" in
       port=$(free_port 6390)
       redis-server --port "$port" --bind 127.0.0.1 --dir "$run/redis" --save "" --appendonly no \
         --logfile "$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
-      echo "redis $!" > "$run/pids"
+      echo "redis $! $port" > "$run/pids"
       for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
       redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "swarm: redis-server did not start on port $port (see $run/redis/redis.log)" >&2; stop; exit 1; }
       redis=redis://127.0.0.1:$port
@@ -95,20 +144,27 @@ case "$cmd" in
       s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
       node=n$i
       mkdir -p "$run/$node"
-      SAPO_NODE=$node SAPO_RUN=$run/$node SAPO_BROKER=$run/$node SAPO_REDIS=$redis \
-      SAPO_I=${s%/*} SAPO_J=${s#*/} SAPO_ROUNDS=$rounds SAPO_SEED=$((seed * 1000 + i)) \
-        setsid foreman start -f Procfile -d . -m "all=1,redis=0,generator=$gens" > "$run/$node/node.log" 2>&1 < /dev/null &
-      echo "foreman $!" >> "$run/pids"
+      {
+        echo "# node $node as scripts/swarm.sh started it (swarm.sh restart --node $node runs this again)"
+        printf 'cd %q\n' "$PWD"
+        for v in $(compgen -e | grep '^SAPO_' | sort); do printf 'export %s=%q\n' "$v" "${!v}"; done
+        printf 'export SAPO_NODE=%q SAPO_RUN=%q SAPO_BROKER=%q SAPO_REDIS=%q\n' "$node" "$run/$node" "$run/$node" "$redis"
+        printf 'export SAPO_I=%q SAPO_J=%q SAPO_ROUNDS=%q SAPO_SEED=%q\n' "${s%/*}" "${s#*/}" "$rounds" "$((seed * 1000 + i))"
+        printf 'exec setsid foreman start -f Procfile -d . -m %q >> %q 2>&1 < /dev/null\n' \
+          "all=1,redis=0,generator=$gens" "$run/$node/node.log"
+      } > "$run/$node/start"
+      : > "$run/$node/node.log"
+      launch "$node"
       echo "swarm: node $node (I/J ${s}) log $run/$node/node.log"
     done
     echo "swarm: $nodes nodes, pool $redis, run folder $run"
     if [ $wait = 1 ]; then
       trap 'echo; stop; exit 130' INT TERM
       while :; do
-        alive=0
-        while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2>/dev/null && alive=1; done < "$run/pids"
+        running=0
+        alive && running=1
         show "$(progress | cut -c1-200)"
-        [ $alive = 0 ] && break
+        [ $running = 0 ] && break
         sleep 2
       done
       if [ -t 1 ]; then echo; fi
@@ -116,6 +172,20 @@ case "$cmd" in
     fi
     ;;
   stop) stop ;;
+  restart)
+    [ -n "$only" ] || { echo "swarm: restart needs --node NODE" >&2; exit 2; }
+    [ -f "$run/$only/start" ] || { echo "swarm: $run/$only/start missing: node $only was not started here" >&2; exit 1; }
+    [ -f "$run/pids" ] || { echo "swarm: nothing running under $run" >&2; exit 1; }
+    run=$(cd "$run" && pwd)
+    grep -q "^foreman [0-9]* $only\$" "$run/pids" && stop_node "$only"
+    launch "$only"
+    echo "swarm: node $only started again (log $run/$only/node.log)" ;;
   progress) progress ;;
-  *) echo "usage: scripts/swarm.sh start|stop|progress [flags] (see the top of this file)" >&2; exit 2 ;;
+  wait)
+    start_s=$SECONDS
+    while alive; do
+      [ "$timeout" != 0 ] && [ $((SECONDS - start_s)) -ge "$timeout" ] && exit 1
+      sleep 0.2
+    done ;;
+  *) echo "usage: scripts/swarm.sh start|stop|progress|wait [flags] (see the top of this file)" >&2; exit 2 ;;
 esac

@@ -77,12 +77,7 @@ echo "hostile: first half published ($SECONDS s)"
 scripts/swarm.sh start --nodes 2 --ij 2/6 --rounds "$rounds" --run "$tmp/swarm" --redis "$redis" > "$tmp/swarm.log" 2>&1
 publish "2~2p" 2>> "$tmp/publish.err" &
 flood=$!
-for _ in $(seq 1200); do
-  alive=0
-  while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$tmp/swarm/pids"
-  [ $alive = 0 ] && break
-  sleep 0.5
-done
+scripts/swarm.sh wait --run "$tmp/swarm" --timeout 600
 wait "$flood"; flood=
 sizes=$(for k in oversized $kinds; do echo "$k $("$bin/pool" size --redis "$redis" --node evil-$k 2> /dev/null || echo -1)"; done)
 scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null

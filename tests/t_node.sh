@@ -49,12 +49,7 @@ flatc -b -o "$tmp/forged" schemas/rollout.fbs "$tmp"/forged/*.json 2> "$tmp/flat
 scripts/swarm.sh start --nodes 3 --ij 2/2,2/2,4/0 --rounds 8 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
 port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
 "$bin/pool" publish --redis "$port" --node evil --key "$tmp/evil.key" "$tmp"/forged/*.bin
-for _ in $(seq 600); do
-  alive=0
-  while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$tmp/swarm/pids"
-  [ $alive = 0 ] && break
-  sleep 0.5
-done
+scripts/swarm.sh wait --run "$tmp/swarm" --timeout 300
 scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
 python3 - "$tmp/swarm" > "$tmp/verdicts" <<'PY'
 import json, sys, os

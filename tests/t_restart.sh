@@ -3,7 +3,10 @@
 # survives its own crashes: SIGKILL of its learner, then of a generator,
 # then of its sampler. Each process is restarted by scripts/keep.sh with one
 # line naming it and the signal, the node's other processes keep their pids
-# (they kept serving), and the node finishes every round. Then keep.sh
+# (they kept serving). Then `swarm.sh restart --node n0` stops the node and
+# starts it again as it was started, and the node still finishes every
+# round; `swarm.sh stop` ends a Redis restarted by hand on the swarm's
+# port. Then keep.sh
 # alone: a crash loop gives up after SAPO_RESTARTS restarts in 60 s, and a
 # SIGTERM to keep ends the process it runs.
 set -u
@@ -52,17 +55,27 @@ at=$(rows)
 kill -9 "$(proc sampler)"
 check sampler_restarted 'for _ in $(seq 100); do grep -q "keep: sampler was killed by signal 9" "$log" && break; sleep 0.2; done; grep -q "keep: sampler was killed by signal 9" "$log"'
 check others_kept_serving '[ "$(others)" = "$before" ] && [ -n "${before// /}" ]'
+at=$(rows)
+old_foreman=$(awk '$1 == "foreman" && $3 == "n0" {print $2}' "$tmp/swarm/pids")
+scripts/swarm.sh restart --node n0 --run "$tmp/swarm" >> "$tmp/swarm.log" 2>&1
+new_foreman=$(awk '$1 == "foreman" && $3 == "n0" {print $2}' "$tmp/swarm/pids")
+check node_restarted '[ -n "$new_foreman" ] && [ "$new_foreman" != "$old_foreman" ] && ! kill -0 "$old_foreman" 2> /dev/null && kill -0 "$new_foreman"'
+check node_trains_after_restart "wait_rows $((at + 2))"
 # the learner ends the node once it has trained every round
-for _ in $(seq 1500); do
-  alive=0
-  while read -r kind pid; do [ "$kind" = foreman ] && kill -0 "$pid" 2> /dev/null && alive=1; done < "$tmp/swarm/pids"
-  [ $alive = 0 ] && break
-  sleep 0.2
-done
+scripts/swarm.sh wait --run "$tmp/swarm" --timeout 300
 check node_finishes_every_round "python3 -c \"
 import json; rs=[json.loads(l)['round'] for l in open('$metrics')]
 assert rs[-1] == $rounds, rs[-5:]\""
 check no_sanitizer_report '! grep -q "ERROR: AddressSanitizer\|runtime error" "$log"'
+# Redis killed and started again by hand on the swarm's port: stop ends it too
+port=$(awk '$1 == "redis" {print $3}' "$tmp/swarm/pids")
+kill -9 "$(awk '$1 == "redis" {print $2}' "$tmp/swarm/pids")"
+sleep 0.3
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null 2>&1 &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && break; sleep 0.1; done
+scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+check stop_ends_redis_restarted_by_hand 'for _ in $(seq 50); do kill -0 "$redis_pid" 2> /dev/null || break; sleep 0.1; done; ! kill -0 "$redis_pid" 2> /dev/null'
 
 # keep.sh alone: a crash loop, and SIGTERM
 out=$(SAPO_RESTARTS=2 scripts/keep.sh crasher sh -c 'exit 3' 2>&1)
