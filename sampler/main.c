@@ -43,6 +43,9 @@ typedef struct {
     long external_pending;    /* external groups sent to the verifier */
     long published, pool_errors, external_unscorable;
     long pool_failing;        /* failed pool calls since the last that worked */
+    char pool_last_error[512]; /* the last pool error logged */
+    int64_t pool_failed_at;   /* when a pool call last failed */
+    bool pool_outage_logged;  /* a failure was logged since calls last worked */
     bool pool_dry;            /* the pool has nothing more for us this round */
     int requests;             /* pool requests this round */
     bool fallback_logged;
@@ -71,19 +74,32 @@ static void send_task(sampler_t *s)
     task_entry_free(&e);
 }
 
-/* An unreachable pool is logged once per outage; the node goes on with
- * its own groups meanwhile, and the pool reconnects with backoff. */
+/* A pool failure is logged once per outage: a line when calls start to
+ * fail (unless with the error logged last, within a minute of the last
+ * failure: a call that fails while others work), and one when they work
+ * again; the node goes on with its own groups
+ * meanwhile, and the pool reconnects with backoff. */
 static void pool_failed(sampler_t *s, const char *err)
 {
     s->pool_errors++;
     s->registered = false; /* a Redis that comes back may have lost our key */
-    if (s->pool_failing++ == 0) log_error("pool: %s (training on local groups until it is back)", err);
+    bool quiet = s->pool_failing++ > 0 || strcmp(err, s->pool_last_error) == 0;
+    s->pool_failed_at = zclock_mono();
+    if (!quiet) {
+        log_error("pool: %s (training on local groups until it is back)", err);
+        snprintf(s->pool_last_error, sizeof s->pool_last_error, "%s", err);
+        s->pool_outage_logged = true;
+    }
 }
 
 static void pool_worked(sampler_t *s)
 {
-    if (s->pool_failing) log_info("pool reachable again after %ld failed calls", s->pool_failing);
+    if (s->pool_failing && s->pool_outage_logged) {
+        log_info("pool works again after %ld failed calls", s->pool_failing);
+        s->pool_outage_logged = false;
+    }
     s->pool_failing = 0;
+    if (s->pool_last_error[0] && zclock_mono() - s->pool_failed_at > 60000) s->pool_last_error[0] = '\0';
 }
 
 /* Our public key under our node id, before anything is published: a
@@ -223,17 +239,18 @@ static void send_batch(sampler_t *s)
 {
     const assembly_stats_t *a = assembly_stats(s->asm_);
     char stats[2048], screened[1024];
-    long pool_size = pool_size_total(s->pool);
+    long pool_size = pool_size_total(s->pool), missing, bad_nodes;
+    pool_health(s->pool, &missing, &bad_nodes);
     screen_json(s->screen, screened, sizeof screened);
     snprintf(stats, sizeof stats,
              "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_dropped\":%ld,"
              "\"local_zero_adv_kept\":%ld,\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
-             "\"external_unscorable\":%ld,\"screen\":%s,"
+             "\"external_unscorable\":%ld,\"pool_missing\":%ld,\"pool_bad_nodes\":%ld,\"screen\":%s,"
              "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
              "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
              pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
              a->local_zero_adv_kept, a->wrong_size_dropped,
-             a->duplicate_dropped, screen_rejected(s->screen), s->external_unscorable, screened,
+             a->duplicate_dropped, screen_rejected(s->screen), s->external_unscorable, missing, bad_nodes, screened,
              a->fallback_batches, s->pool_errors,
              s->scored_completions ? s->scored_reward / (double)s->scored_completions : 0.0, s->scored_completions,
              s->pool_seconds, s->transport_seconds);

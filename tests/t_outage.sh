@@ -64,7 +64,9 @@ check sampler_does_not_spin 'python3 -c "import sys; sys.exit(0 if $cpu < 25 els
 redis_up || { echo "FAIL outage_redis_restart"; exit 1; }
 r0=$(rows a0) r1=$(rows a1)
 check sharing_resumes 'for _ in $(seq 900); do [ "$(shared_since a0 $r0)" -gt 0 ] && [ "$(shared_since a1 $r1)" -gt 0 ] && exit 0; sleep 0.2; done; exit 1'
-grep -h "reachable again" "$tmp"/a*/sampler.log | head -2 | sed 's/^/  /'
+grep -h "works again" "$tmp"/a*/sampler.log | head -2 | sed 's/^/  /'
+# one line per distinct failure per outage, not one per call
+check few_log_lines_per_outage '[ "$(grep -c "pool: " "$tmp/a0/sampler.log")" -le 4 ]'
 alive=1
 for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
 check no_process_died '[ $alive = 1 ]'

@@ -35,12 +35,14 @@ static double num(const cJSON *j, const char *path)
  *     "3" 2 tokens, log-probs -2 -1 (cut by the length limit, no answer tag)
  *   local B (bf, version 6, round 8): rewards 0, 0; "<answer>x</answer>"
  *     1 token (-0.25) twice, both finished
- *   external C (round 6): rewards 1, 1, no tokens
+ *   external C (its round 6, drawn 2 of its publisher's rounds behind the
+ *     publisher's newest, generated 10 s ago): rewards 1, 1, no tokens
  * batch: round 9, version 6.
  * completion_length (3 + 2 + 1 + 1) / 4 = 1.75, max 3; truncated 1/4;
  * format 3/4; entropy -(-0.5-0.5-1-2-1-0.25-0.25) / 7 = 5.5 / 7;
  * local zero_adv 1/2 (B), external 1/1; local age_versions (1 + 0) / 2,
- * max 1; age_rounds local (2 + 1) / 2, external 3; reward_mean 1/4,
+ * max 1; age_rounds local (2 + 1) / 2, max 2, external 2 (the pool's
+ * count, not our round 9 - 6), age_seconds external about 10; reward_mean 1/4,
  * family_reward basic_arithmetic 0.5, bf 0, family_count 2 and 2. */
 static void test_diagnostics(void)
 {
@@ -56,7 +58,7 @@ static void test_diagnostics(void)
     rec_rollout_t g[] = {
         {.node = "n0", .policy_version = 5, .task = {.family = "basic_arithmetic", .round = 7}, .completions = cA, .n_completions = 2, .scored = true, .created_ms = now_ms},
         {.node = "n0", .policy_version = 6, .task = {.family = "bf", .round = 8}, .completions = cB, .n_completions = 2, .scored = true, .created_ms = now_ms},
-        {.node = "n1", .policy_version = 40, .task = {.family = "bf", .round = 6}, .completions = cC, .n_completions = 2, .external = true, .scored = true, .created_ms = now_ms},
+        {.node = "n1", .policy_version = 40, .task = {.family = "bf", .round = 6}, .completions = cC, .n_completions = 2, .external = true, .scored = true, .created_ms = now_ms - 10000, .pool_age_rounds = 2},
     };
     rec_batch_t b = {.node = "n0", .round = 9, .policy_version = 6, .groups = g, .n_groups = 3, .local_count = 2, .external_count = 1, .stats_json = "{}"};
     uint8_t *buf;
@@ -79,8 +81,11 @@ static void test_diagnostics(void)
     EXPECT_NEAR(num(j, "local.age_versions"), 0.5, 1e-9);
     EXPECT_NEAR(num(j, "local.age_versions_max"), 1, 1e-9);
     EXPECT_NEAR(num(j, "local.age_rounds"), 1.5, 1e-9);
-    EXPECT_NEAR(num(j, "external.age_rounds"), 3, 1e-9);
-    EXPECT(num(j, "external.age_seconds") < 5);
+    EXPECT_NEAR(num(j, "local.age_rounds_max"), 2, 1e-9);
+    EXPECT_NEAR(num(j, "external.age_rounds"), 2, 1e-9);
+    EXPECT_NEAR(num(j, "external.age_rounds_max"), 2, 1e-9);
+    EXPECT(num(j, "external.age_seconds") >= 10 && num(j, "external.age_seconds") < 15);
+    EXPECT(num(j, "external.age_seconds_max") >= 10 && num(j, "local.age_seconds") < 5);
     EXPECT_NEAR(num(j, "reward_mean"), 0.25, 1e-9);
     EXPECT_NEAR(num(j, "reward_external"), 1, 1e-9);
     EXPECT_NEAR(num(j, "family_reward.basic_arithmetic"), 0.5, 1e-9);

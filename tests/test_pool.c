@@ -573,6 +573,69 @@ static void test_draw_useful(void)
     pool_destroy(&p);
 }
 
+/* What one node can plant in its own keys (with its ACL user) must not
+ * starve or stop anyone's draws: a counter claiming 2^52 entries, counters
+ * and entries of the wrong type, meta without entries; nor can a bound of
+ * 0 stop publishing. Each is skipped and counted (pool_health). */
+static void test_draw_hostile(void)
+{
+    pool_t *p = fresh_pool(100);
+    pool_window(p, 2, 0);
+    EXPECT(publish_round(p, "honest", 5, 0, 4) == 0);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    EXPECT(c && !c->err);
+    const char *plant[][5] = {
+        {"SET %s:n:%s:hi %s", "huge", "4503599627370496", NULL},
+        {"SET %s:n:%s:lo %s", "huge", "1", NULL},
+        {"HSET %s:n:%s:hi x %s", "hashhi", "1", NULL},
+        {"SET %s:n:%s:hi %s", "stringe", "3", NULL},
+        {"SET %s:n:%s:e %s", "stringe", "junk", NULL},
+        {"SET %s:n:%s:hi %s", "ghost", "3", NULL},
+    };
+    char sw[32];
+    snprintf(sw, sizeof sw, "t%d", swarm_no);
+    for (size_t i = 0; i < sizeof plant / sizeof plant[0]; i++) {
+        redisReply *r = redisCommand(c, plant[i][0], sw, plant[i][1], plant[i][2]);
+        freeReplyObject(r);
+    }
+    /* meta that claims fresh entries, for entries that are not there */
+    for (int seq = 1; seq <= 3; seq++) {
+        freeReplyObject(redisCommand(c, "HSET %s:n:ghost:m %d 5:%lld", sw, seq, (long long)time(NULL) * 1000));
+        freeReplyObject(redisCommand(c, "HSET %s:n:stringe:m %d 5:%lld", sw, seq, (long long)time(NULL) * 1000));
+    }
+    freeReplyObject(redisCommand(c, "SADD %s:nodes huge hashhi stringe ghost", sw));
+    pool_entry_t *e = NULL;
+    char err[256];
+    int n = pool_draw(p, "me", 20, &e, err, sizeof err);
+    EXPECTF(n == 4, "drew %d (the honest node's 4): %s", n, n < 0 ? err : "");
+    for (int i = 0; i < n; i++) EXPECT(strcmp(e[i].node, "honest") == 0);
+    pool_entries_free(e, n);
+    long missing, bad;
+    pool_health(p, &missing, &bad);
+    EXPECTF(bad == 1, "%ld nodes counted bad (hashhi)", bad);
+    EXPECTF(missing == 6, "%ld missing entries counted (ghost's and stringe's 3 each)", missing);
+    /* without a window the huge node weighs its 100 (the bound), all missing */
+    pool_t *q = same_swarm(100);
+    n = pool_draw(q, "me", 200, &e, err, sizeof err);
+    EXPECTF(n == 4, "drew %d without a window: %s", n, n < 0 ? err : "");
+    pool_entries_free(e, n);
+    pool_health(q, &missing, &bad);
+    EXPECTF(missing == 106, "%ld missing", missing);
+    /* sizing and the plain sample survive the wrong types too */
+    EXPECT(pool_size_total(q) >= 4);
+    n = pool_sample(q, "me", 50, &e, err, sizeof err);
+    EXPECTF(n >= 0, "pool_sample: %s", err);
+    pool_entries_free(e, n);
+    /* an operator's bound of 0 (or junk) is ignored, not a stop */
+    freeReplyObject(redisCommand(c, "SET %s:max_per_node 0", sw));
+    EXPECT(publish_round(p, "honest", 6, 10, 1) == 0);
+    freeReplyObject(redisCommand(c, "SET %s:max_per_node junk", sw));
+    EXPECT(publish_round(p, "honest", 6, 11, 1) == 0);
+    redisFree(c);
+    pool_destroy(&q);
+    pool_destroy(&p);
+}
+
 int main(void)
 {
     if (redis_server_start(&rs, 0) < 0) {
@@ -591,6 +654,7 @@ int main(void)
     RUN_TEST(test_draw_seconds);
     RUN_TEST(test_draw_once_uniform);
     RUN_TEST(test_draw_useful);
+    RUN_TEST(test_draw_hostile);
     RUN_TEST(test_bad_url);
     RUN_TEST(test_redis_restart);
     redis_server_cleanup(&rs);

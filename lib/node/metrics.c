@@ -36,6 +36,7 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
     double logp_sum = 0;
     long zero[2] = {0, 0}, groups[2] = {0, 0};
     double age_v[2] = {0, 0}, age_r[2] = {0, 0}, age_s[2] = {0, 0}, age_v_max[2] = {0, 0};
+    double age_r_max[2] = {0, 0}, age_s_max[2] = {0, 0};
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(batch, g, &rv);
@@ -70,9 +71,17 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
         double v = batch->b.policy_version > rv.r.policy_version ? (double)(batch->b.policy_version - rv.r.policy_version) : 0;
         age_v[e] += v;
         if (v > age_v_max[e]) age_v_max[e] = v;
-        age_r[e] += batch->b.round > rv.r.task.round ? (double)(batch->b.round - rv.r.task.round) : 0;
+        /* a local group's question was drawn so many rounds before this
+         * batch; an external group was so many of its publisher's rounds
+         * behind the publisher's newest when drawn (nodes run at their own
+         * pace, so our round and theirs do not compare) */
+        double r = e ? rv.r.pool_age_rounds
+                     : batch->b.round > rv.r.task.round ? (double)(batch->b.round - rv.r.task.round) : 0;
         double s = now_s - rv.r.created_ms / 1000.0;
-        age_s[e] += s > 0 ? s : 0;
+        s = s > 0 ? s : 0;
+        age_r[e] += r, age_s[e] += s;
+        if (r > age_r_max[e]) age_r_max[e] = r;
+        if (s > age_s_max[e]) age_s_max[e] = s;
     }
     cJSON_AddNumberToObject(j, "completion_length", n ? (double)len_sum / n : 0);
     cJSON_AddNumberToObject(j, "completion_length_max", (double)len_max);
@@ -87,6 +96,8 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
         if (!e) cJSON_AddNumberToObject(o, "age_versions_max", age_v_max[e]);
         cJSON_AddNumberToObject(o, "age_rounds", groups[e] ? age_r[e] / groups[e] : 0);
         cJSON_AddNumberToObject(o, "age_seconds", groups[e] ? age_s[e] / groups[e] : 0);
+        cJSON_AddNumberToObject(o, "age_rounds_max", age_r_max[e]);
+        cJSON_AddNumberToObject(o, "age_seconds_max", age_s_max[e]);
     }
 }
 
@@ -101,8 +112,7 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
     cJSON_AddNumberToObject(j, "version", (double)version);
     double own = 0, ext = 0, gen_s = 0, verify_s = 0;
-    double age_r = 0, age_s = 0, age_r_max = 0, age_s_max = 0;
-    long n_own = 0, n_ext = 0, n_ext_groups = 0;
+    long n_own = 0, n_ext = 0;
     cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject(), *from = cJSON_CreateObject();
     cJSON *ext_r = cJSON_CreateObject(), *ext_n = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
@@ -114,10 +124,6 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
             cJSON *k = cJSON_GetObjectItemCaseSensitive(from, rv.r.node);
             if (k) cJSON_SetNumberValue(k, k->valuedouble + 1);
             else cJSON_AddNumberToObject(from, rv.r.node, 1);
-            double r = rv.r.pool_age_rounds, sec = rv.r.pool_age_ms / 1000.0;
-            age_r += r, age_s += sec, n_ext_groups++;
-            age_r_max = r > age_r_max ? r : age_r_max;
-            age_s_max = sec > age_s_max ? sec : age_s_max;
         }
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
@@ -142,13 +148,6 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
     cJSON_AddItemToObject(j, "external_from", from);
     cJSON_AddItemToObject(j, "external_reward_from", means(ext_r, ext_n));
-    /* how old the external groups were when drawn: in their publisher's
-     * rounds and in seconds since they entered the pool */
-    cJSON *age = cJSON_AddObjectToObject(j, "external_age");
-    cJSON_AddNumberToObject(age, "rounds_mean", n_ext_groups ? age_r / n_ext_groups : 0);
-    cJSON_AddNumberToObject(age, "rounds_max", age_r_max);
-    cJSON_AddNumberToObject(age, "seconds_mean", n_ext_groups ? age_s / n_ext_groups : 0);
-    cJSON_AddNumberToObject(age, "seconds_max", age_s_max);
     cJSON_AddNumberToObject(j, "loss", st->loss);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);

@@ -9,9 +9,12 @@
  *  the sampled tokens under the policy that sampled them: an estimate of
  *  the per-token entropy at the sampling temperature);
  *  "local" and "external": {"zero_adv_share" (groups whose rewards are all
- *  equal), "age_rounds" (batch round - the round its question was drawn
- *  in), "age_seconds" (since it was generated), local also "age_versions"
- *  and "age_versions_max" (policy versions behind the one trained)},
+ *  equal), "age_rounds" (local: batch round - the round its question was
+ *  drawn in; external: how many of its publisher's rounds it was behind
+ *  the publisher's newest when drawn from the pool), "age_seconds" (since
+ *  it was generated), "age_rounds_max", "age_seconds_max", local also
+ *  "age_versions" and "age_versions_max" (policy versions behind the one
+ *  trained)},
  *  "local_groups","external_groups","external_from":{node: groups},
  *  "external_reward_from":{node: mean local reward of its completions},
  *  "loss","grad_norm","tokens","lr","masked_truncated",

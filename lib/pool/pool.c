@@ -19,17 +19,37 @@
  * sapo upgrades a running Redis. */
 static const char POOL_LIBRARY[] =
     "#!lua name=sapo_pool\n"
-    /* Any node can write its own counters with plain commands when its ACL
-     * user allows them, so every number read back is checked: a node whose
-     * range is not two sane integers is skipped, and its live count weighs
-     * at most the sampler's per-node bound. */
+    /* Any node can write its own keys with plain commands when its ACL
+     * user allows them: a number, or a key of the wrong type. So every
+     * read of a node's key is protected (pcall: a wrong type is a bad
+     * key, not a failed call), every number read back is checked, and a
+     * node whose range is not two sane integers is skipped and counted
+     * as bad; its live count weighs at most the sampler's per-node bound. */
+    "local function get(key)\n"
+    "  local v = redis.pcall('GET', key)\n"
+    "  if type(v) == 'table' then return nil, true end\n"
+    "  return v, false\n"
+    "end\n"
     "local function range(base)\n"
-    "  local hi = tonumber(redis.call('GET', base .. ':hi') or '0')\n"
-    "  local lo = tonumber(redis.call('GET', base .. ':lo') or '1')\n"
-    "  if not hi or not lo or hi ~= math.floor(hi) or lo ~= math.floor(lo) or lo < 1 or hi > 2^52 then\n"
-    "    return 1, 0\n"
+    "  local h, bad_h = get(base .. ':hi')\n"
+    "  local l, bad_l = get(base .. ':lo')\n"
+    "  local hi, lo = tonumber(h or '0'), tonumber(l or '1')\n"
+    "  if bad_h or bad_l or not hi or not lo or hi ~= math.floor(hi) or lo ~= math.floor(lo) or lo < 1 or hi > 2^52 then\n"
+    "    return 1, 0, true\n"
     "  end\n"
-    "  return lo, hi\n"
+    "  return lo, hi, false\n"
+    "end\n"
+    /* a field of a node's hash: nil when missing or the key is no hash */
+    "local function field(key, f)\n"
+    "  local v = redis.pcall('HGET', key, f)\n"
+    "  if type(v) ~= 'string' then return nil end\n"
+    "  return v\n"
+    "end\n"
+    /* a field's length: 0 when missing or the key is no hash */
+    "local function field_len(key, f)\n"
+    "  local n = redis.pcall('HSTRLEN', key, f)\n"
+    "  if type(n) ~= 'number' then return 0 end\n"
+    "  return n\n"
     "end\n"
     /* entries meta: seq -> "round:ms", the publisher's round and the
      * server's time when it was published. args: node, bound, bound key,
@@ -39,7 +59,7 @@ static const char POOL_LIBRARY[] =
     "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "end\n"
     "local function meta(base, seq)\n"
-    "  local m = redis.call('HGET', base .. ':m', seq)\n"
+    "  local m = field(base .. ':m', seq)\n"
     "  if not m then return nil, nil end\n"
     "  local r, t = string.match(m, '^(%d+):(%d+)$')\n"
     "  return tonumber(r), tonumber(t)\n"
@@ -58,8 +78,12 @@ static const char POOL_LIBRARY[] =
     /* S:max_per_node, when an operator set it, bounds every node whatever
      * bound the node sends */
     "  local base, maxlen = string.sub(keys[1], 1, -2), tonumber(args[2])\n"
-    "  local swarm_max = tonumber(redis.call('GET', args[3]) or '')\n"
-    "  if swarm_max and (not maxlen or maxlen > swarm_max) then maxlen = swarm_max end\n"
+    "  local swarm_max = tonumber(get(args[3]) or '')\n"
+    /* a bound that is no positive integer is ignored: it cannot stop
+     * publishing */
+    "  if swarm_max and swarm_max >= 1 and swarm_max == math.floor(swarm_max) and (not maxlen or maxlen > swarm_max) then\n"
+    "    maxlen = swarm_max\n"
+    "  end\n"
     "  if not maxlen or maxlen < 1 then return redis.error_reply('sapo_publish: bound must be a positive number') end\n"
     "  local rounds, ms, round = tonumber(args[4]), tonumber(args[5]), tonumber(args[6])\n"
     "  if not rounds or not ms or not round or rounds < 0 or ms < 0 or round < 0 then\n"
@@ -68,7 +92,8 @@ static const char POOL_LIBRARY[] =
     "  for i = 7, #args do\n"
     "    if #args[i] > " ENTRY_MAX_BYTES_STR " then return redis.error_reply('sapo_publish: record over " ENTRY_MAX_BYTES_STR " bytes') end\n"
     "  end\n"
-    "  local lo, hi = range(base)\n"
+    "  local lo, hi, broken = range(base)\n"
+    "  if broken then return redis.error_reply('sapo_publish: this node\\'s counters ' .. base .. ':hi and :lo are not sane integers') end\n"
     "  local now = now_ms()\n"
     "  for i = 7, #args do\n"
     "    hi = hi + 1\n"
@@ -94,11 +119,12 @@ static const char POOL_LIBRARY[] =
     "local function live(prefix, exclude, cap)\n"
     "  local nodes = redis.call('SMEMBERS', prefix .. ':nodes')\n"
     "  table.sort(nodes)\n"
-    "  local list, total = {}, 0\n"
+    "  local list, total, bad = {}, 0, 0\n"
     "  for _, n in ipairs(nodes) do\n"
     "    if n ~= exclude then\n"
     "      local base = prefix .. ':n:' .. n\n"
-    "      local lo, hi = range(base)\n"
+    "      local lo, hi, broken = range(base)\n"
+    "      if broken then bad = bad + 1 end\n"
     "      if hi >= lo then\n"
     "        local count = math.min(hi - lo + 1, cap)\n"
     "        table.insert(list, {base, hi - count + 1, count, n})\n"
@@ -106,7 +132,7 @@ static const char POOL_LIBRARY[] =
     "      end\n"
     "    end\n"
     "  end\n"
-    "  return list, total\n"
+    "  return list, total, bad\n"
     "end\n"
     /* each draw is answered by the node it is stored under, then the
      * entry; one over max_bytes by its length, so the client counts it
@@ -121,13 +147,13 @@ static const char POOL_LIBRARY[] =
     "    if r >= total then r = total - 1 end\n"
     "    for _, e in ipairs(list) do\n"
     "      if r < e[3] then\n"
-    "        local n = redis.call('HSTRLEN', e[1] .. ':e', e[2] + r)\n"
+    "        local n = field_len(e[1] .. ':e', e[2] + r)\n"
     "        if n > max_bytes then\n"
     "          table.insert(out, e[4])\n"
     "          table.insert(out, n)\n"
     "        elseif n > 0 then\n"
     "          table.insert(out, e[4])\n"
-    "          table.insert(out, redis.call('HGET', e[1] .. ':e', e[2] + r))\n"
+    "          table.insert(out, field(e[1] .. ':e', e[2] + r) or '')\n"
     "        end\n"
     "        break\n"
     "      end\n"
@@ -136,15 +162,16 @@ static const char POOL_LIBRARY[] =
     "  end\n"
     "  return out\n"
     "end}\n"
-    /* every other node's fresh range: node, first fresh seq, newest seq,
-     * the newest entry's round, as a flat list. args: exclude, cap, window
+    /* how many nodes were skipped for bad keys, then every other node's
+     * fresh range: node, first fresh seq, newest seq, the newest entry's
+     * round, as a flat list. args: exclude, cap, window
      * in rounds, window in ms (0 = none; with both 0, a node's newest cap
      * entries). The scan walks down from the newest entry, so it costs the
      * window, not the node's live count. */
     "redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, callback = function(keys, args)\n"
     "  local cap, rounds, ms = tonumber(args[2]) or 1, tonumber(args[3]) or 0, tonumber(args[4]) or 0\n"
-    "  local list = live(string.sub(keys[1], 1, -2), args[1], cap)\n"
-    "  local now, out = now_ms(), {}\n"
+    "  local list, _, bad = live(string.sub(keys[1], 1, -2), args[1], cap)\n"
+    "  local now, out = now_ms(), {bad}\n"
     "  for _, e in ipairs(list) do\n"
     "    local base, lo, hi = e[1], e[2], e[2] + e[3] - 1\n"
     "    local newest = meta(base, hi) or 0\n"
@@ -167,10 +194,10 @@ static const char POOL_LIBRARY[] =
     "  local out = {now_ms()}\n"
     "  for i = 2, #args - 1, 2 do\n"
     "    local base = prefix .. ':n:' .. args[i]\n"
-    "    table.insert(out, redis.call('HGET', base .. ':m', args[i + 1]) or '')\n"
-    "    local n = redis.call('HSTRLEN', base .. ':e', args[i + 1])\n"
+    "    table.insert(out, field(base .. ':m', args[i + 1]) or '')\n"
+    "    local n = field_len(base .. ':e', args[i + 1])\n"
     "    if n > max_bytes or n == 0 then table.insert(out, n)\n"
-    "    else table.insert(out, redis.call('HGET', base .. ':e', args[i + 1])) end\n"
+    "    else table.insert(out, field(base .. ':e', args[i + 1]) or 0) end\n"
     "  end\n"
     "  return out\n"
     "end}\n"
@@ -222,6 +249,8 @@ struct pool {
     peer_t *peers;
     int n_peers, cap_peers;
     pool_strategy_t strategy;
+    long missing;   /* drawn entries that were not there */
+    long bad_nodes; /* nodes with bad keys at the last draw */
 };
 
 static int parse_url(pool_t *p, const char *url, char *err, size_t errlen)
@@ -313,6 +342,12 @@ void pool_seed(pool_t *self, uint64_t seed) { self->rng = seed ? seed : 1; }
 
 void pool_strategy(pool_t *self, pool_strategy_t strategy) { self->strategy = strategy; }
 
+void pool_health(const pool_t *self, long *missing, long *bad_nodes)
+{
+    *missing = self->missing;
+    *bad_nodes = self->bad_nodes;
+}
+
 void pool_window(pool_t *self, int rounds, double seconds)
 {
     self->window_rounds = rounds > 0 ? rounds : 0;
@@ -336,7 +371,8 @@ static int connect_now(pool_t *p, char *err, size_t errlen)
 {
     time_t now = time(NULL);
     if (now < p->retry_at) {
-        snprintf(err, errlen, "redis %s:%d unreachable; next try in %ld s", p->host, p->port, (long)(p->retry_at - now));
+        /* one text for the whole wait, so a caller can log it once */
+        snprintf(err, errlen, "redis %s:%d unreachable (retried with backoff, every 30 s at most)", p->host, p->port);
         return -1;
     }
     struct timeval tv = {1, 0};
@@ -647,7 +683,13 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
         return -1;
     }
     int n = -1;
-    size_t nr = r->elements / 4;
+    if (r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER) {
+        snprintf(err, errlen, "redis: sapo_fresh answered no count of bad nodes");
+        freeReplyObject(r);
+        return -1;
+    }
+    self->bad_nodes = (long)r->element[0]->integer;
+    size_t nr = (r->elements - 1) / 4;
     range_t *ranges = calloc(nr + 1, sizeof *ranges);
     const char **gargv = calloc(5 + 2 * (size_t)k, sizeof *gargv);
     size_t *glens = calloc(5 + 2 * (size_t)k, sizeof *glens);
@@ -664,7 +706,7 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     double mass = 0;
     size_t m = 0;
     for (size_t i = 0; i < nr; i++) {
-        redisReply **e = r->element + 4 * i;
+        redisReply **e = r->element + 1 + 4 * i;
         if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER || e[2]->type != REDIS_REPLY_INTEGER ||
             e[3]->type != REDIS_REPLY_INTEGER)
             continue;
@@ -742,7 +784,10 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
             o->age_ms = now > (long long)ms ? (uint64_t)(now - (long long)ms) : 0;
         }
         if (x->type == REDIS_REPLY_INTEGER) {
-            if (x->integer <= 0) continue; /* gone since the ranges were read */
+            if (x->integer <= 0) { /* gone since the ranges were read, or planted meta without an entry */
+                self->missing++;
+                continue;
+            }
             o->len = (size_t)x->integer;
             n++;
             continue;

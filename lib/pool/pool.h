@@ -126,6 +126,13 @@ int pool_register_key(pool_t *self, const char *node, const uint8_t pub[32], cha
  * later (up to 4096 nodes are remembered). */
 int pool_node_key(pool_t *self, const char *node, uint8_t pub[32], char *err, size_t errlen);
 
+/* What pool_draw met that a node planted or lost: entries drawn that were
+ * not there (their meta without the entry, or a key of the wrong type;
+ * since this pool was made), and nodes skipped at the last draw because
+ * their counters are no sane integers or their keys have the wrong type.
+ * Neither fails a call or weighs in a draw. */
+void pool_health(const pool_t *self, long *missing, long *bad_nodes);
+
 /* live entries of every node, or -1 when Redis cannot be reached */
 long pool_size_total(pool_t *self);
 /* live entries of one node, or -1 */
