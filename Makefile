@@ -63,7 +63,7 @@ SCHEMA_FBS := $(wildcard schemas/*.fbs)
 SCHEMA_CC := $(if $(NO_SCHEMAS),,$(wildcard schemas/*.cc))
 LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o) $(LIB_CU:%.cu=$(B)/%.cu.o)
 GEN_H := $(if $(NO_SCHEMAS),,$(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h) \
-                                $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_fbs.inc))
+                                $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_fbs.inc)) $(B)/gen/pool_lua.inc
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 TESTS := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
 BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
@@ -90,6 +90,11 @@ $(B)/gen/%_generated.h: schemas/%.fbs
 $(B)/gen/%_fbs.inc: schemas/%.fbs
 	@mkdir -p $(@D)
 	{ printf 'R"fbs('; cat $<; printf ')fbs"\n'; } > $@
+
+# the pool's Lua library as C string literals, one per line
+$(B)/gen/pool_lua.inc: lib/pool/pool.lua
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 
 # generated files are named only in pattern rules; keep them between builds
 # (an empty .SECONDARY would mean every target)

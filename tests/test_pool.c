@@ -636,6 +636,21 @@ static void test_draw_hostile(void)
     pool_destroy(&p);
 }
 
+/* pool.lua's bound on a record is the entry limit of pool.c: a record of
+ * REC_MAX_BYTES and a signature goes in, one byte more does not. */
+static void test_record_limit(void)
+{
+    pool_t *p = fresh_pool(10);
+    size_t most = 16777280;
+    char *big = calloc(most + 1, 1), err[256];
+    EXPECT(big != NULL);
+    EXPECT(pool_publish(p, "a", 0, big, most, err, sizeof err) == 0);
+    EXPECTF(pool_publish(p, "a", 0, big, most + 1, err, sizeof err) == -1 && strstr(err, "record over 16777280 bytes"),
+            "%s", err);
+    free(big);
+    pool_destroy(&p);
+}
+
 int main(void)
 {
     if (redis_server_start(&rs, 0) < 0) {
@@ -655,6 +670,7 @@ int main(void)
     RUN_TEST(test_draw_once_uniform);
     RUN_TEST(test_draw_useful);
     RUN_TEST(test_draw_hostile);
+    RUN_TEST(test_record_limit);
     RUN_TEST(test_bad_url);
     RUN_TEST(test_redis_restart);
     redis_server_cleanup(&rs);

@@ -1,0 +1,205 @@
+#!lua name=sapo_pool
+-- The pool's Redis Functions (library sapo_pool), loaded by lib/pool/pool.c
+-- on every connect (FUNCTION LOAD REPLACE). The build embeds this file as a
+-- C string (Makefile: pool_lua.inc). 16777280 below is pool.c's
+-- ENTRY_MAX_BYTES: a record of records.h's REC_MAX_BYTES and a signature.
+
+-- Any node can write its own keys with plain commands when its ACL
+-- user allows them: a number, or a key of the wrong type. So every
+-- read of a node's key is protected (pcall: a wrong type is a bad
+-- key, not a failed call), every number read back is checked, and a
+-- node whose range is not two sane integers is skipped and counted
+-- as bad; its live count weighs at most the sampler's per-node bound.
+local function get(key)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' then return nil, true end
+  return v, false
+end
+local function range(base)
+  local h, bad_h = get(base .. ':hi')
+  local l, bad_l = get(base .. ':lo')
+  local hi, lo = tonumber(h or '0'), tonumber(l or '1')
+  if bad_h or bad_l or not hi or not lo or hi ~= math.floor(hi) or lo ~= math.floor(lo) or lo < 1 or hi > 2^52 then
+    return 1, 0, true
+  end
+  return lo, hi, false
+end
+-- a field of a node's hash: nil when missing or the key is no hash
+local function field(key, f)
+  local v = redis.pcall('HGET', key, f)
+  if type(v) ~= 'string' then return nil end
+  return v
+end
+-- a field's length: 0 when missing or the key is no hash
+local function field_len(key, f)
+  local n = redis.pcall('HSTRLEN', key, f)
+  if type(n) ~= 'number' then return 0 end
+  return n
+end
+-- entries meta: seq -> "round:ms", the publisher's round and the
+-- server's time when it was published. args: node, bound, bound key,
+-- window in rounds (0 = none), window in ms (0 = none), round, records
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function meta(base, seq)
+  local m = field(base .. ':m', seq)
+  if not m then return nil, nil end
+  local r, t = string.match(m, '^(%d+):(%d+)$')
+  return tonumber(r), tonumber(t)
+end
+-- an entry is fresh when its round is among the publisher's last
+-- `rounds` (its newest entry's round counting) and it is younger than
+-- ms; an entry without meta is not
+local function fresh(base, seq, newest, rounds, ms, now)
+  local r, t = meta(base, seq)
+  if not r then return false end
+  if rounds > 0 and r + rounds <= newest then return false end
+  if ms > 0 and now - t > ms then return false end
+  return true
+end
+redis.register_function('sapo_publish', function(keys, args)
+-- S:max_per_node, when an operator set it, bounds every node whatever
+-- bound the node sends
+  local base, maxlen = string.sub(keys[1], 1, -2), tonumber(args[2])
+  local swarm_max = tonumber(get(args[3]) or '')
+-- a bound that is no positive integer is ignored: it cannot stop
+-- publishing
+  if swarm_max and swarm_max >= 1 and swarm_max == math.floor(swarm_max) and (not maxlen or maxlen > swarm_max) then
+    maxlen = swarm_max
+  end
+  if not maxlen or maxlen < 1 then return redis.error_reply('sapo_publish: bound must be a positive number') end
+  local rounds, ms, round = tonumber(args[4]), tonumber(args[5]), tonumber(args[6])
+  if not rounds or not ms or not round or rounds < 0 or ms < 0 or round < 0 then
+    return redis.error_reply('sapo_publish: window and round must be numbers of at least 0')
+  end
+  for i = 7, #args do
+    if #args[i] > 16777280 then return redis.error_reply('sapo_publish: record over 16777280 bytes') end
+  end
+  local lo, hi, broken = range(base)
+  if broken then return redis.error_reply('sapo_publish: this node\'s counters ' .. base .. ':hi and :lo are not sane integers') end
+  local now = now_ms()
+  for i = 7, #args do
+    hi = hi + 1
+    redis.call('HSET', base .. ':e', hi, args[i])
+    redis.call('HSET', base .. ':m', hi, string.format('%d:%d', round, now))
+  end
+  redis.call('SET', base .. ':hi', hi)
+-- past the bound, and (with a window) past the window: the oldest go
+  while hi - lo + 1 > maxlen or (lo <= hi and (rounds > 0 or ms > 0) and not fresh(base, lo, round, rounds, ms, now)) do
+    redis.call('HDEL', base .. ':e', lo)
+    redis.call('HDEL', base .. ':m', lo)
+    lo = lo + 1
+  end
+  redis.call('SET', base .. ':lo', lo)
+-- a node that stops publishing leaves nothing behind past the window
+  if ms > 0 then
+    redis.call('PEXPIRE', base .. ':e', ms)
+    redis.call('PEXPIRE', base .. ':m', ms)
+  end
+  redis.call('SADD', keys[2], args[1])
+  return hi - lo + 1
+end)
+local function live(prefix, exclude, cap)
+  local nodes = redis.call('SMEMBERS', prefix .. ':nodes')
+  table.sort(nodes)
+  local list, total, bad = {}, 0, 0
+  for _, n in ipairs(nodes) do
+    if n ~= exclude then
+      local base = prefix .. ':n:' .. n
+      local lo, hi, broken = range(base)
+      if broken then bad = bad + 1 end
+      if hi >= lo then
+        local count = math.min(hi - lo + 1, cap)
+        table.insert(list, {base, hi - count + 1, count, n})
+        total = total + count
+      end
+    end
+  end
+  return list, total, bad
+end
+-- each draw is answered by the node it is stored under, then the
+-- entry; one over max_bytes by its length, so the client counts it
+-- without receiving it
+redis.register_function{function_name = 'sapo_sample', flags = {'no-writes'}, callback = function(keys, args)
+  local cap, max_bytes = tonumber(args[2]) or 1, tonumber(args[3]) or 0
+  local list, total = live(string.sub(keys[1], 1, -2), args[1], cap)
+  local out = {}
+  if total == 0 then return out end
+  for i = 4, #args do
+    local r = math.floor((tonumber(args[i]) or 0) * total)
+    if r >= total then r = total - 1 end
+    for _, e in ipairs(list) do
+      if r < e[3] then
+        local n = field_len(e[1] .. ':e', e[2] + r)
+        if n > max_bytes then
+          table.insert(out, e[4])
+          table.insert(out, n)
+        elseif n > 0 then
+          table.insert(out, e[4])
+          table.insert(out, field(e[1] .. ':e', e[2] + r) or '')
+        end
+        break
+      end
+      r = r - e[3]
+    end
+  end
+  return out
+end}
+-- how many nodes were skipped for bad keys, then every other node's
+-- fresh range: node, first fresh seq, newest seq, the newest entry's
+-- round, as a flat list. args: exclude, cap, window
+-- in rounds, window in ms (0 = none; with both 0, a node's newest cap
+-- entries). The scan walks down from the newest entry, so it costs the
+-- window, not the node's live count.
+redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, callback = function(keys, args)
+  local cap, rounds, ms = tonumber(args[2]) or 1, tonumber(args[3]) or 0, tonumber(args[4]) or 0
+  local list, _, bad = live(string.sub(keys[1], 1, -2), args[1], cap)
+  local now, out = now_ms(), {bad}
+  for _, e in ipairs(list) do
+    local base, lo, hi = e[1], e[2], e[2] + e[3] - 1
+    local newest = meta(base, hi) or 0
+    local first = lo
+    if rounds > 0 or ms > 0 then
+      first = hi + 1
+      while first > lo and fresh(base, first - 1, newest, rounds, ms, now) do first = first - 1 end
+    end
+    if first <= hi then
+      table.insert(out, e[4]); table.insert(out, first); table.insert(out, hi); table.insert(out, newest)
+    end
+  end
+  return out
+end}
+-- the entries named by (node, seq) pairs: per pair its meta ("round:ms"
+-- or "") and the entry, or its length when over max_bytes, or 0 when
+-- it is gone; and the server's time first. args: max_bytes, pairs
+redis.register_function{function_name = 'sapo_get', flags = {'no-writes'}, callback = function(keys, args)
+  local prefix, max_bytes = string.sub(keys[1], 1, -2), tonumber(args[1]) or 0
+  local out = {now_ms()}
+  for i = 2, #args - 1, 2 do
+    local base = prefix .. ':n:' .. args[i]
+    table.insert(out, field(base .. ':m', args[i + 1]) or '')
+    local n = field_len(base .. ':e', args[i + 1])
+    if n > max_bytes or n == 0 then table.insert(out, n)
+    else table.insert(out, field(base .. ':e', args[i + 1]) or 0) end
+  end
+  return out
+end}
+-- first come: a key once set is never replaced here, and the caller
+-- learns which key holds the id
+redis.register_function('sapo_register', function(keys, args)
+  if #args[1] ~= 64 or not string.match(args[1], '^[0-9a-f]+$') then
+    return redis.error_reply('sapo_register: public key must be 64 lowercase hex digits')
+  end
+  redis.call('SET', keys[1], args[1], 'NX')
+  return redis.call('GET', keys[1])
+end)
+redis.register_function{function_name = 'sapo_size', flags = {'no-writes'}, callback = function(keys, args)
+  if args[1] then
+    local lo, hi = range(keys[1] .. 'n:' .. args[1])
+    return math.max(hi - lo + 1, 0)
+  end
+  local _, total = live(string.sub(keys[1], 1, -2), '', 2^52)
+  return total
+end}
