@@ -139,7 +139,7 @@ int main(void)
     double tps = B * T / ts, peak = peak_flops(name);
     bench_line("cuda_train_tokens_per_s", tps, "tok/s", NULL, 0, NULL);
     if (peak > 0) bench_line("cuda_train_mfu", 100.0 * step_flops(&c, B, T) / ts / peak, "%", NULL, 0, NULL);
-    bench_line("cuda_train_memory", cuda_model_memory(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
+    bench_line("cuda_train_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
 
     int Q = quick ? 2 : 8, L = 8, P = 64, M = quick ? 32 : 128;
     double tg = generate(m, Q, P, L, M, reps), gen = (double)Q * L * M / tg;
@@ -151,7 +151,8 @@ int main(void)
     snprintf(gname, sizeof gname, "cuda_generate_%dx%d", Q, L);
     if (have_peer) bench_line(gname, gen, "tok/s", "transformers bf16", pgen, "tok/s");
     else bench_line(gname, gen, "tok/s", NULL, 0, NULL);
-    bench_line("cuda_memory", cuda_model_memory(m->cuda) / 1073741824.0, "GiB",
+    /* the model's own peak (training's included), against the peer's */
+    bench_line("cuda_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB",
                have_peer ? "transformers peak allocated" : NULL, pmem / 1073741824.0, "GiB");
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

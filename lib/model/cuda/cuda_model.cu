@@ -54,6 +54,7 @@ struct cuda_model {
      * forward, step, generation or download fails with it, so no step is
      * taken on gradients a failed kernel left behind */
     char failed[256];
+    size_t held, peak;   /* device bytes this model allocated, now and at most */
 };
 
 static int cuda_fail(cudaError_t e, const char *what)
@@ -64,6 +65,24 @@ static int cuda_fail(cudaError_t e, const char *what)
 }
 
 #define CK(call) cuda_fail((call), #call)
+
+/* cudaMalloc and cudaFree that keep c's own count of device bytes (what
+ * cuda_model_memory reports: not the device's use by every process) */
+static cudaError_t dev_alloc(cuda_model_t *c, void **p, size_t bytes)
+{
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e != cudaSuccess) return e;
+    c->held += bytes;
+    if (c->held > c->peak) c->peak = c->held;
+    return e;
+}
+
+static void dev_free(cuda_model_t *c, void *p, size_t bytes)
+{
+    if (!p) return;
+    cudaFree(p);
+    c->held -= bytes < c->held ? bytes : c->held;
+}
 
 /* cuBLAS is opened on first use: linked in, its 600 MB of libraries took
  * 0.5-1.5 s and 200 MB to load in every process that holds the model
@@ -384,13 +403,9 @@ int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, siz
     return rc;
 }
 
-size_t cuda_model_memory(const cuda_model_t *c)
-{
-    size_t f = 0, t = 0;
-    cudaSetDevice(c->device);
-    if (cudaMemGetInfo(&f, &t) != cudaSuccess) return 0;
-    return t - f;
-}
+size_t cuda_model_memory(const cuda_model_t *c) { return c->held; }
+
+size_t cuda_model_memory_peak(const cuda_model_t *c) { return c->peak; }
 
 cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
 {
@@ -411,10 +426,10 @@ cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
     c->n = m->n_params;
     cudaSetDevice(device);
     bool ok = cudaStreamCreate(&c->st) == cudaSuccess && blas_lib.create(&c->blas) == CUBLAS_STATUS_SUCCESS &&
-              cudaMalloc(&c->p, c->n * sizeof(float)) == cudaSuccess &&
-              cudaMalloc(&c->g, c->n * sizeof(float)) == cudaSuccess &&
-              cudaMalloc(&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
-              cudaMalloc(&c->norm, sizeof(double)) == cudaSuccess;
+              dev_alloc(c, (void **)&c->p, c->n * sizeof(float)) == cudaSuccess &&
+              dev_alloc(c, (void **)&c->g, c->n * sizeof(float)) == cudaSuccess &&
+              dev_alloc(c, (void **)&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
+              dev_alloc(c, (void **)&c->norm, sizeof(double)) == cudaSuccess;
     ok = ok && blas_lib.set_stream(c->blas, c->st) == CUBLAS_STATUS_SUCCESS;
     if (ok) {
         model_weights_point(&c->w, c->p, m->sizes);
@@ -480,11 +495,12 @@ static int rope_ensure(cuda_model_t *c, int T)
     model_t *m = c->m;
     if (model_rope_ensure(m, T)) return -1;
     size_t bytes = (size_t)m->rope_cap * (m->cfg.HD / 2) * sizeof(float);
-    cudaFree(c->rope_cos);
-    cudaFree(c->rope_sin);
+    size_t old = (size_t)c->rope_cap * (m->cfg.HD / 2) * sizeof(float);
+    dev_free(c, c->rope_cos, old);
+    dev_free(c, c->rope_sin, old);
     c->rope_cos = c->rope_sin = NULL;
     c->rope_cap = 0;
-    if (CK(cudaMalloc(&c->rope_cos, bytes)) || CK(cudaMalloc(&c->rope_sin, bytes)) ||
+    if (CK(dev_alloc(c, (void **)&c->rope_cos, bytes)) || CK(dev_alloc(c, (void **)&c->rope_sin, bytes)) ||
         CK(cudaMemcpy(c->rope_cos, m->rope_cos, bytes, cudaMemcpyHostToDevice)) ||
         CK(cudaMemcpy(c->rope_sin, m->rope_sin, bytes, cudaMemcpyHostToDevice)))
         return -1;
@@ -538,13 +554,13 @@ static size_t acts_layout(cuda_model_t *c, float *base, int B, int T, size_t *bf
 
 /* *p holds at least need elements of size bytes each, growing (contents
  * lost) when it does not; 0 or -1 */
-static int grow(void **p, size_t *cap, size_t need, size_t size)
+static int grow(cuda_model_t *c, void **p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap) return 0;
-    cudaFree(*p);
+    dev_free(c, *p, *cap * size);
     *p = NULL;
     *cap = 0;
-    if (CK(cudaMalloc(p, need * size))) return -1;
+    if (CK(dev_alloc(c, p, need * size))) return -1;
     *cap = need;
     return 0;
 }
@@ -553,13 +569,13 @@ static int acts_ensure(cuda_model_t *c, int B, int T)
 {
     size_t bfn, need = acts_layout(c, NULL, B, T, &bfn), N = (size_t)B * T;
     size_t ds = (size_t)B * c->m->cfg.NH * T * T, hs = (size_t)B * c->m->cfg.NH * T * c->m->cfg.HD;
-    if (grow((void **)&c->acts, &c->acts_cap, need, sizeof(float)) ||
-        grow((void **)&c->dsc, &c->dsc_cap, ds, sizeof(float)) || grow((void **)&c->pb, &c->pb_cap, ds, sizeof(bf16)) ||
-        grow((void **)&c->hb, &c->hb_cap, 4 * hs, sizeof(bf16)) ||
-        grow((void **)&c->hf, &c->hf_cap, 3 * hs, sizeof(float)) ||
-        grow((void **)&c->xb, &c->xb_cap, bfn, sizeof(bf16)) || grow((void **)&c->yb, &c->yb_cap, bfn, sizeof(bf16)) ||
-        grow((void **)&c->tokens, &c->icap, 3 * N, sizeof(int)) ||
-        grow((void **)&c->logp, &c->fcap, 2 * N, sizeof(float)))
+    if (grow(c, (void **)&c->acts, &c->acts_cap, need, sizeof(float)) ||
+        grow(c, (void **)&c->dsc, &c->dsc_cap, ds, sizeof(float)) || grow(c, (void **)&c->pb, &c->pb_cap, ds, sizeof(bf16)) ||
+        grow(c, (void **)&c->hb, &c->hb_cap, 4 * hs, sizeof(bf16)) ||
+        grow(c, (void **)&c->hf, &c->hf_cap, 3 * hs, sizeof(float)) ||
+        grow(c, (void **)&c->xb, &c->xb_cap, bfn, sizeof(bf16)) || grow(c, (void **)&c->yb, &c->yb_cap, bfn, sizeof(bf16)) ||
+        grow(c, (void **)&c->tokens, &c->icap, 3 * N, sizeof(int)) ||
+        grow(c, (void **)&c->logp, &c->fcap, 2 * N, sizeof(float)))
         return -1;
     acts_layout(c, c->acts, B, T, &bfn);
     c->targets = c->tokens + N;
@@ -728,7 +744,8 @@ static int moments_for(cuda_model_t *c, adamw_t *opt)
                 adamw_size(opt), c->n);
         return -1;
     }
-    if ((!c->am && (CK(cudaMalloc(&c->am, c->n * sizeof(float))) || CK(cudaMalloc(&c->av, c->n * sizeof(float))))) ||
+    if ((!c->am && (CK(dev_alloc(c, (void **)&c->am, c->n * sizeof(float))) ||
+                    CK(dev_alloc(c, (void **)&c->av, c->n * sizeof(float))))) ||
         CK(cudaMemcpyAsync(c->am, adamw_moment(opt, 0), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st)) ||
         CK(cudaMemcpyAsync(c->av, adamw_moment(opt, 1), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st)))
         return -1;
@@ -901,8 +918,9 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     int rc = -1;
     bf16 *oxb = c->xb, *oyb = c->yb;
     bf16 *gxb = NULL;
-    if (!h || !hlp || rope_ensure(c, ws.maxT) || CK(cudaMalloc(&mem, nf * sizeof(float))) ||
-        CK(cudaMalloc(&imem, 5 * (size_t)R * sizeof(int))) || CK(cudaMalloc(&gxb, bfn * sizeof(bf16))) ||
+    if (!h || !hlp || rope_ensure(c, ws.maxT) || CK(dev_alloc(c, (void **)&mem, nf * sizeof(float))) ||
+        CK(dev_alloc(c, (void **)&imem, 5 * (size_t)R * sizeof(int))) ||
+        CK(dev_alloc(c, (void **)&gxb, bfn * sizeof(bf16))) ||
         curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS) {
         fprintf(stderr, "model_generate: cuda:%d has no room for %d completions of %d tokens\n", c->device, S, ws.maxT);
         goto done;
@@ -994,9 +1012,9 @@ done:
     c->xb = oxb;
     c->yb = oyb;
     if (gen) curandDestroyGenerator(gen);
-    cudaFree(gxb);
-    cudaFree(imem);
-    cudaFree(mem);
+    dev_free(c, gxb, bfn * sizeof(bf16));
+    dev_free(c, imem, 5 * (size_t)R * sizeof(int));
+    dev_free(c, mem, nf * sizeof(float));
     free(hlp);
     free(h);
     return rc;

@@ -63,8 +63,11 @@ int cuda_model_generate_batch(cuda_model_t *self, const int *const *prompts, con
  * The bf16 copy is refreshed. 0 or -1 */
 int cuda_model_step(cuda_model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm);
 
-/* device bytes this model holds now */
+/* device bytes this model allocated and holds now, and the most it held
+ * at once (its own: not the CUDA context, cuBLAS's workspace or other
+ * processes) */
 size_t cuda_model_memory(const cuda_model_t *self);
+size_t cuda_model_memory_peak(const cuda_model_t *self);
 
 #ifdef __cplusplus
 }
