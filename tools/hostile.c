@@ -24,6 +24,7 @@
 #include "node/identity.h"
 #include "records.h"
 #include "tasks/task.h"
+#include "util/splitmix.h"
 
 static const char *const kinds[] = {"random", "truncated", "oversized", "long_text", "bad_utf8", "unknown_family",
                                     "bad_metadata", "wrong_size", "bad_node", "wrong_type", "forged", "duplicate",
@@ -32,13 +33,7 @@ static const char *const kinds[] = {"random", "truncated", "oversized", "long_te
 
 static uint64_t rng_state;
 
-static uint64_t next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t next(void) { return splitmix64(&rng_state); }
 
 /* A group for a real question with L made-up completions; kind bends one
  * part of it. Returns a malloc'ed record. */

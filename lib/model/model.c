@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/splitmix.h"
+
 #ifdef SAPO_HAVE_CUDA
 #include "model/cuda/cuda_model.h"
 #endif
@@ -62,21 +64,11 @@ size_t model_num_params_of(const model_config_t *cfg)
     return n;
 }
 
-/* splitmix64: a small seeded stream for initial weights only; sampling
- * uses rng.h */
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void fill_normal(float *p, size_t n, float std, uint64_t *s)
 {
     for (size_t i = 0; i < n; i += 2) {
-        double u1 = ((splitmix(s) >> 11) + 1.0) / 9007199254740993.0;
-        double u2 = (splitmix(s) >> 11) / 9007199254740992.0;
+        double u1 = ((splitmix64(s) >> 11) + 1.0) / 9007199254740993.0;
+        double u2 = (splitmix64(s) >> 11) / 9007199254740992.0;
         double r = sqrt(-2.0 * log(u1));
         p[i] = (float)(std * r * cos(2 * M_PI * u2));
         if (i + 1 < n) p[i + 1] = (float)(std * r * sin(2 * M_PI * u2));

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "node/identity.h"
+#include "util/splitmix.h"
 
 /* no entry larger than records.h's REC_MAX_BYTES and a 64-byte signature
  * (node/identity.h) enters the pool */
@@ -158,15 +159,8 @@ void pool_window(pool_t *self, int rounds, double seconds)
 
 void pool_limit_record(pool_t *self, size_t max_bytes) { self->max_bytes = max_bytes; }
 
-/* splitmix64 -> double in [0, 1) */
-static double uniform(pool_t *p)
-{
-    uint64_t z = (p->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
+/* a double in [0, 1) */
+static double uniform(pool_t *p) { return (double)(splitmix64(&p->rng) >> 11) * 0x1.0p-53; }
 
 
 static int connect_now(pool_t *p, char *err, size_t errlen)

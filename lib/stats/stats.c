@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/splitmix.h"
+
 double stats_mean(const double *x, int n)
 {
     double s = 0;
@@ -101,14 +103,6 @@ int stats_welch(const double *a, int na, const double *b, int nb, stats_welch_t 
     return 0;
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* |mean of the first na values - mean of the rest| */
 static double split_diff(const double *v, int na, int n, double total)
 {
@@ -153,7 +147,7 @@ double stats_permutation(const double *a, int na, const double *b, int nb, long 
         memcpy(pick, v, (size_t)n * sizeof *pick);
         for (long d = 0; d < max_draws; d++) {
             for (int i = n - 1; i > 0; i--) {
-                int j = (int)(splitmix(&s) % (uint64_t)(i + 1));
+                int j = (int)(splitmix64(&s) % (uint64_t)(i + 1));
                 double t = pick[i];
                 pick[i] = pick[j];
                 pick[j] = t;

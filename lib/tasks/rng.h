@@ -7,21 +7,16 @@
 
 #include <stdint.h>
 
-typedef struct { uint64_t s[4]; } task_rng_t;
+#include "util/splitmix.h"
 
-static inline uint64_t task_splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+typedef struct { uint64_t s[4]; } task_rng_t;
 
 static inline void task_rng_init(task_rng_t *r, uint64_t seed, uint64_t index) {
     /* mixing index through its own splitmix step keeps (seed, index) and
      * (seed + 1, index - 1) apart, unlike seed + idx */
     uint64_t x = index;
-    uint64_t k = seed ^ task_splitmix64(&x);
-    for (int i = 0; i < 4; i++) r->s[i] = task_splitmix64(&k);
+    uint64_t k = seed ^ splitmix64(&x);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&k);
 }
 
 static inline uint64_t task_rng_rotl(uint64_t v, int k) { return (v << k) | (v >> (64 - k)); }

@@ -249,7 +249,7 @@ static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const
     uint64_t k = mix->seed ^ h;
     p->family = f;
     p->config = config;
-    p->seed = task_splitmix64(&k);
+    p->seed = splitmix64(&k);
     p->cumulative = (mix->count ? mix->parts[mix->count - 1].cumulative : 0) + weight;
     mix->count++;
     return 0;
