@@ -148,9 +148,8 @@ Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t
     auto model = opt_string(fbb, r->model);
     auto task = task_offset(fbb, &r->task);
     auto cvec = fbb.CreateVector(comps);
-    auto sig = r->signature ? fbb.CreateVector(r->signature, r->signature_len) : 0;
     return sapo::CreateRollout(fbb, node, r->policy_version, r->round, model, task, cvec,
-                               r->created_ms, r->external, sig, r->scored, r->gen_ms, r->verify_ms,
+                               r->created_ms, r->external, /* signature, unused */ 0, r->scored, r->gen_ms, r->verify_ms,
                                r->pool_age_ms, r->pool_age_rounds);
 }
 
@@ -208,10 +207,6 @@ void rollout_read(const sapo::Rollout *r, rec_rollout_view_t *o)
     o->r.n_completions = r->completions() ? r->completions()->size() : 0;
     o->r.created_ms = r->created_ms();
     o->r.external = r->external();
-    if (auto sig = r->signature()) {
-        o->r.signature = sig->data();
-        o->r.signature_len = sig->size();
-    }
     o->r.scored = r->scored();
     o->r.gen_ms = r->gen_ms();
     o->r.verify_ms = r->verify_ms();

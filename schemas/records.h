@@ -71,8 +71,6 @@ typedef struct {
     size_t n_completions;
     uint64_t created_ms;
     bool external;
-    const uint8_t *signature;  /* signature_len bytes, or NULL */
-    size_t signature_len;
     bool scored;
     uint32_t gen_ms;    /* time the generator spent sampling the group */
     uint32_t verify_ms; /* time the verifier spent scoring it */

@@ -100,7 +100,6 @@ static int jbool(const cJSON *o, const char *k)
 
 static const int32_t ids0[] = {151644, 872, 198, 0, -1, 2147483647};
 static const float lps0[] = {-0.125f, -3.5f, 0.0f, -17.25f, -0.5f, -1.0f};
-static const uint8_t sig[] = {0, 1, 2, 254, 255};
 
 static const rec_task_t task1 = {
     .task_id = 9007199254740991ull, .family = "basic_arithmetic",
@@ -122,7 +121,7 @@ static rec_rollout_t rollout1(void)
     return (rec_rollout_t){
         .node = "n1", .policy_version = 17, .round = 5, .model = "qwen2.5-0.5b", .task = task1,
         .completions = comps1, .n_completions = 3, .created_ms = 1763750000123ull, .external = true,
-        .signature = sig, .signature_len = sizeof sig, .scored = false,
+        .scored = false, .pool_age_ms = 4321, .pool_age_rounds = 2,
     };
 }
 
@@ -165,9 +164,7 @@ static void expect_rollout(const rec_rollout_view_t *v, const rec_rollout_t *wan
     EXPECT(v->r.created_ms == want->created_ms);
     EXPECT(v->r.external == want->external);
     EXPECT(v->r.scored == want->scored);
-    EXPECT(v->r.signature_len == want->signature_len);
-    if (v->r.signature_len == want->signature_len && want->signature_len)
-        EXPECT(memcmp(v->r.signature, want->signature, want->signature_len) == 0);
+    EXPECT(v->r.pool_age_ms == want->pool_age_ms && v->r.pool_age_rounds == want->pool_age_rounds);
     EXPECT(v->r.n_completions == want->n_completions);
     for (size_t i = 0; i < v->r.n_completions && i < want->n_completions; i++) {
         rec_completion_t c;
@@ -199,10 +196,7 @@ static void expect_json_rollout(const cJSON *j, const rec_rollout_t *r)
     EXPECT(jnum(j, "created_ms") == (double)r->created_ms);
     EXPECT(jbool(j, "external") == r->external);
     EXPECT(jbool(j, "scored") == r->scored);
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "signature");
-    EXPECT(cJSON_GetArraySize(s) == (int)r->signature_len);
-    for (int i = 0; i < cJSON_GetArraySize(s) && i < (int)r->signature_len; i++)
-        EXPECT(cJSON_GetArrayItem(s, i)->valuedouble == r->signature[i]);
+    EXPECT(jnum(j, "pool_age_ms") == (double)r->pool_age_ms && jnum(j, "pool_age_rounds") == r->pool_age_rounds);
     const cJSON *cs = cJSON_GetObjectItemCaseSensitive(j, "completions");
     EXPECT(cJSON_GetArraySize(cs) == (int)r->n_completions);
     for (int i = 0; i < cJSON_GetArraySize(cs) && i < (int)r->n_completions; i++) {
@@ -290,7 +284,7 @@ static void test_rollout_from_flatc(void)
         "\"answer\":\"a\",\"seed\":2,\"index\":3,\"node\":\"n9\",\"round\":4},"
         "\"completions\":[{\"text\":\"x\",\"token_ids\":[1,2,-3],\"logprobs\":[-0.5,-1.25,-2],"
         "\"reward\":0.75,\"finished\":true},{\"text\":\"y\"}],\"created_ms\":1,\"external\":false,"
-        "\"signature\":[9,8],\"scored\":true}";
+        "\"pool_age_ms\":7,\"pool_age_rounds\":2,\"scored\":true}";
     size_t len;
     uint8_t *buf = flatc_bin("rollout.fbs", json, &len);
     EXPECT(buf != NULL);
@@ -306,7 +300,7 @@ static void test_rollout_from_flatc(void)
     EXPECT(strcmp(v.r.task.metadata_json, "") == 0);
     EXPECT(v.r.task.index == 3 && v.r.task.round == 4);
     EXPECT(v.r.scored && !v.r.external);
-    EXPECT(v.r.signature_len == 2 && v.r.signature[0] == 9 && v.r.signature[1] == 8);
+    EXPECT(v.r.pool_age_ms == 7 && v.r.pool_age_rounds == 2);
     EXPECT(v.r.n_completions == 2);
     rec_completion_t c;
     rec_rollout_completion(&v, 0, &c);
@@ -405,8 +399,8 @@ static void test_batch_round_trip(void)
     groups[1].node = "n2";
     groups[1].external = false;
     groups[1].n_completions = 1;
-    groups[1].signature = NULL;
-    groups[1].signature_len = 0;
+    groups[1].pool_age_ms = 0;
+    groups[1].pool_age_rounds = 0;
     rec_batch_t in = {.node = "n1", .round = 8, .policy_version = 17, .groups = groups,
                       .n_groups = 2, .local_count = 1, .external_count = 1,
                       .stats_json = "{\"dropped_stale\":2}"};
@@ -540,7 +534,7 @@ static size_t touch_rollout(const rec_rollout_view_t *v)
     size_t sum = touch_str(v->r.node) + touch_str(v->r.model) + touch_str(v->r.task.family) +
                  touch_str(v->r.task.question) + touch_str(v->r.task.answer) +
                  touch_str(v->r.task.metadata_json) + touch_str(v->r.task.node);
-    for (size_t i = 0; i < v->r.signature_len; i++) sum += v->r.signature[i];
+    sum += (size_t)v->r.pool_age_ms + v->r.pool_age_rounds;
     for (size_t i = 0; i < v->r.n_completions; i++) {
         rec_completion_t c;
         rec_rollout_completion(v, i, &c);

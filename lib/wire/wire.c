@@ -484,11 +484,6 @@ int wire_consumer_ack(wire_consumer_t *self, uint64_t id)
     return zsys_interrupted ? -1 : 0;
 }
 
-zsock_t *wire_consumer_sock(wire_consumer_t *self)
-{
-    return self->sock;
-}
-
 wire_publisher_t *wire_publisher_new(const endpoints_t *ep, char *err, size_t errlen)
 {
     wire_publisher_t *self = calloc(1, sizeof *self);
@@ -581,7 +576,3 @@ wire_record_t *wire_subscriber_recv(wire_subscriber_t *self, int timeout_ms)
     return NULL;
 }
 
-zsock_t *wire_subscriber_sock(wire_subscriber_t *self)
-{
-    return self->sock;
-}

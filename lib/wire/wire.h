@@ -64,7 +64,6 @@ wire_record_t *wire_consumer_recv(wire_consumer_t *self, int timeout_ms);
  * free again. Acks are batched: sent when a recv finds nothing waiting, or
  * 50 ms after the first unsent one. Returns 0, or -1 when interrupted. */
 int wire_consumer_ack(wire_consumer_t *self, uint64_t id);
-zsock_t *wire_consumer_sock(wire_consumer_t *self);
 
 typedef struct wire_publisher_t wire_publisher_t;
 
@@ -83,6 +82,5 @@ wire_subscriber_t *wire_subscriber_new(const endpoints_t *ep, char *err, size_t 
 void wire_subscriber_destroy(wire_subscriber_t **self_p);
 /* As wire_consumer_recv; the record's id is 0 and needs no ack. */
 wire_record_t *wire_subscriber_recv(wire_subscriber_t *self, int timeout_ms);
-zsock_t *wire_subscriber_sock(wire_subscriber_t *self);
 
 #endif
