@@ -162,11 +162,9 @@ static void request_external(sampler_t *s)
             rec_rollout_t r;
             comps = calloc(v.r.n_completions + 1, sizeof *comps);
             rec_rollout_unpack(&v, &r, comps);
-            /* another node's token ids and log-probs mean nothing here */
-            for (size_t c = 0; c < v.r.n_completions; c++) {
-                comps[c].token_ids = NULL, comps[c].n_tokens = 0;
-                comps[c].logprobs = NULL, comps[c].n_logprobs = 0;
-            }
+            /* token ids and sampling log-probs travel on: the learner uses
+             * them only where the publisher runs its model and the ids are
+             * its own encoding of the text (external-logprobs) */
             r.external = true;
             r.scored = false;
             r.pool_age_ms = got[i].age_ms;

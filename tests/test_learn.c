@@ -9,6 +9,11 @@
 #include "node/policy.h"
 #include "records.h"
 
+/* how step's group comes: own (the default), or external from a node
+ * running this model, with token ids that are (or are not) the encoding
+ * of its text */
+static bool step_external, step_bad_ids;
+
 /* one own group of 2 completions: "<answer>7</answer>" (reward 1,
  * finished) and "<answer>9" (reward 0, cut by the limit); the sampling
  * log-probs are -20 a token, far below the policy's, so every ratio is
@@ -31,12 +36,15 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
     for (int k = 0; k < 2; k++) {
         size_t n = strlen(text[k]);
         for (size_t t = 0; t < n; t++) ids[k][t] = (unsigned char)text[k][t], lp[k][t] = -20.0f;
+        if (step_bad_ids) ids[k][0] = 'X';
         c[k] = (rec_completion_t){.text = text[k], .token_ids = ids[k], .n_tokens = n, .logprobs = lp[k],
                                   .n_logprobs = n, .reward = (float)(k == 0), .finished = k == 0};
     }
-    rec_rollout_t g = {.node = cfg.node, .model = pol->name, .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4."},
-                       .completions = c, .n_completions = 2, .scored = true};
-    rec_batch_t b = {.node = cfg.node, .round = 1, .groups = &g, .n_groups = 1, .local_count = 1, .stats_json = "{}"};
+    rec_rollout_t g = {.node = step_external ? "peer" : cfg.node, .model = pol->name,
+                       .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4."},
+                       .completions = c, .n_completions = 2, .scored = true, .external = step_external};
+    rec_batch_t b = {.node = cfg.node, .round = 1, .groups = &g, .n_groups = 1, .local_count = !step_external,
+                     .external_count = step_external, .stats_json = "{}"};
     uint8_t *buf;
     size_t len;
     rec_batch_view_t v;
@@ -214,11 +222,36 @@ static void test_shared_prompt(void)
     }
 }
 
+/* An external group from a node running this model keeps its sampling
+ * log-probs (the ratio is large, as for the own group), unless
+ * external-logprobs is ignore or its token ids are not the encoding of
+ * its text: then every ratio is 1. */
+static void test_external_logprobs(void)
+{
+    learn_stats_t own, use, ignore, bad;
+    const char *on[] = {"--external-logprobs", "use"}, *off[] = {"--external-logprobs", "ignore"};
+    EXPECT(step(on, 2, &own) == 0);
+    step_external = true;
+    EXPECT(step(on, 2, &use) == 0);
+    EXPECT(step(off, 2, &ignore) == 0);
+    step_bad_ids = true;
+    EXPECT(step(on, 2, &bad) == 0);
+    step_external = step_bad_ids = false;
+    EXPECTF(use.external_logprobs == 2 && use.grpo.ratio_max > 1.5f &&
+                fabsf(use.grpo.ratio_max - own.grpo.ratio_max) < 1e-3f * own.grpo.ratio_max,
+            "use: %d completions, ratio max %g (own %g)", use.external_logprobs, use.grpo.ratio_max, own.grpo.ratio_max);
+    EXPECTF(ignore.external_logprobs == 0 && fabsf(ignore.grpo.ratio_max - 1) < 1e-6f, "ignore: %d, ratio max %g",
+            ignore.external_logprobs, ignore.grpo.ratio_max);
+    EXPECTF(bad.external_logprobs == 0 && fabsf(bad.grpo.ratio_max - 1) < 1e-6f, "other ids: %d, ratio max %g",
+            bad.external_logprobs, bad.grpo.ratio_max);
+}
+
 int main(void)
 {
     RUN_TEST(test_sft_rows);
     RUN_TEST(test_mask_truncated);
     RUN_TEST(test_delta);
     RUN_TEST(test_shared_prompt);
+    RUN_TEST(test_external_logprobs);
     CHECK_EXIT();
 }

@@ -75,6 +75,7 @@ static const field_t fields[] = {
     {"mask-truncated", "SAPO_MASK_TRUNCATED", I(mask_truncated), "0", "1: completions cut by max-new-tokens add nothing to the loss (TRL's mask_truncated_completions)"},
     {"local-filter", "SAPO_LOCAL_FILTER", S(local_filter), "nonzero", "own groups trained: nonzero (groups whose rewards are all equal are dropped and replaced by fresh ones, DAPO's dynamic sampling; after 4 x I such groups in a row the next are kept, so a policy that never scores still steps) or all"},
     {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
+    {"external-logprobs", "SAPO_EXTERNAL_LOGPROBS", S(external_logprobs), "use", "use: an external completion whose publisher runs this node's model (same name) and whose token ids are this node's encoding of its text keeps its sampling log-probs, so the importance ratio and its clipping apply to it (off-policy correction); ignore: every external completion counts as sampled by this policy (ratio 1, the paper's choice)"},
     {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
 };
@@ -181,6 +182,10 @@ static int check(const config_t *c)
     }
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
+        return -1;
+    }
+    if (strcmp(c->external_logprobs, "use") != 0 && strcmp(c->external_logprobs, "ignore") != 0) {
+        fprintf(stderr, "config: external-logprobs (SAPO_EXTERNAL_LOGPROBS): '%s' is not use or ignore\n", c->external_logprobs);
         return -1;
     }
     if (strcmp(c->pool_strategy, "uniform") != 0 && strcmp(c->pool_strategy, "useful") != 0) {

@@ -58,6 +58,7 @@ typedef struct {
     char local_filter[16];  /* own groups trained: "all" or "nonzero" */
     char share[16];         /* SelectSubset: "nonzero" (groups with an advantage) or "all" */
     char external_filter[16]; /* external groups kept after re-scoring: "nonzero" or "all" */
+    char external_logprobs[16]; /* "use" or "ignore": an external completion's sampling log-probs */
     uint64_t seed;
 } config_t;
 

@@ -99,6 +99,26 @@ static void group_advantages(const config_t *cfg, const float *r, int n, float *
     grpo_advantages(r, 1, n, strcmp(cfg->scale_rewards, "group") == 0 ? GRPO_SCALE_GROUP : GRPO_SCALE_NONE, adv);
 }
 
+/* Whether an external completion's sampling log-probs can stand for its
+ * behaviour policy here: its publisher runs our model (the caller checks
+ * the name), its token ids are exactly our encoding of the text our
+ * verifier scored (ids that say something else are not trained on), and
+ * every log-prob is a log-prob. Then the importance ratio and its clipping
+ * apply to it as to an own completion sampled a few versions back; without
+ * them it counts as on-policy (ratio 1), the paper's choice for any model. */
+static bool peer_behaviour(const rec_completion_t *c, const int32_t *ids, size_t C)
+{
+    if (!ids || C == 0 || c->n_tokens != C || c->n_logprobs != C) return false;
+    for (size_t t = 0; t < C; t++) {
+        int32_t id;
+        float lp;
+        memcpy(&id, c->token_ids + t, sizeof id);
+        memcpy(&lp, c->logprobs + t, sizeof lp);
+        if (id != ids[t] || !isfinite(lp) || lp > 0.0f) return false;
+    }
+    return true;
+}
+
 static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, learn_stats_t *st)
 {
     const config_t *cfg = self->cfg;
@@ -136,7 +156,8 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
             st->skipped_groups++;
             continue;
         }
-        bool own = strcmp(rv.r.model, pol->name) == 0;
+        bool same_model = strcmp(rv.r.model, pol->name) == 0;
+        bool peer_logprobs = rv.r.external && same_model && strcmp(cfg->external_logprobs, "use") == 0;
         for (int i = 0; i < n; i++) {
             rec_completion_t c;
             rec_rollout_completion(&rv, (size_t)i, &c);
@@ -144,12 +165,14 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
             seq_t *s = &seqs[ns + i];
             size_t C = 0;
             int32_t *cids = NULL;
-            bool keep_ids = own && c.n_tokens > 0 && c.n_logprobs == c.n_tokens;
+            bool keep_ids = same_model && !rv.r.external && c.n_tokens > 0 && c.n_logprobs == c.n_tokens;
+            const float *old = keep_ids ? c.logprobs : NULL;
             if (keep_ids) {
                 C = c.n_tokens;
             } else {
                 cids = encode(pol, c.text, &C);
                 if (!cids) C = 0;
+                if (peer_logprobs && peer_behaviour(&c, cids, C)) old = c.logprobs, st->external_logprobs++;
             }
             if ((int)C > max_comp) C = (size_t)max_comp;
             if ((int)(P + C) > max_pos) C = (size_t)(max_pos - (int)P);
@@ -163,7 +186,7 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
                 else id = cids[t];
                 s->ids[P + t] = id;
             }
-            s->old = keep_ids ? c.logprobs : NULL;
+            s->old = old;
             s->masked = cfg->mask_truncated && !c.finished;
             s->group = (int)g;
             st->masked_truncated += s->masked;

@@ -2,8 +2,10 @@
  * groups. Each group's question and completions are encoded with the
  * learner's own tokenizer and prompt format; completions this policy
  * sampled itself keep their token ids and sampling log-probs (the
- * importance ratio's denominator), others are re-encoded from text and
- * treated as on-policy. The batch runs forward and backward in
+ * importance ratio's denominator); others are re-encoded from text, and
+ * keep their publisher's sampling log-probs where it runs our model and
+ * its token ids are our encoding (external-logprobs use), else are treated
+ * as on-policy. The batch runs forward and backward in
  * micro-batches: GRPO's per-token gradient depends only on the token's own
  * log-prob and on normalisers known from the masks, so scaling each
  * micro-batch's loss gives exactly the whole batch's gradient with one
@@ -26,6 +28,7 @@ typedef struct {
     int skipped_groups;   /* unusable groups (no completions, unscored) */
     int masked_truncated; /* completions left out of the loss (mask-truncated) */
     int packed_groups;    /* groups run over their shared prompt once (shared-prompt) */
+    int external_logprobs; /* external completions trained with their publisher's log-probs (external-logprobs) */
     long positions;       /* positions the forward pass ran, padding included */
     float lr;             /* the learning rate of the step */
     grpo_stats_t grpo;

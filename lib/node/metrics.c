@@ -155,6 +155,7 @@ char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_
     cJSON_AddNumberToObject(j, "lr", st->lr);
     cJSON_AddNumberToObject(j, "masked_truncated", st->masked_truncated);
     cJSON_AddNumberToObject(j, "packed_groups", st->packed_groups);
+    cJSON_AddNumberToObject(j, "external_logprobs", st->external_logprobs);
     cJSON_AddNumberToObject(j, "positions", (double)st->positions);
     cJSON_AddNumberToObject(j, "clip_region", st->grpo.clip_region);
     cJSON_AddNumberToObject(j, "clip_low", st->grpo.clip_low);

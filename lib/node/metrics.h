@@ -19,6 +19,8 @@
  *  "external_reward_from":{node: mean local reward of its completions},
  *  "loss","grad_norm","tokens","lr","masked_truncated",
  *  "packed_groups" (groups trained over their shared prompt once),
+ *  "external_logprobs" (external completions trained with their
+ *  publisher's sampling log-probs),
  *  "positions" (that the forward pass ran, padding included),
  *  "clip_region","clip_low","clip_high","ratio","ratio_min","ratio_max",
  *  "kl" (0 when beta is 0),
