@@ -94,6 +94,7 @@ int warmstart(const config_t *cfg)
     adamw_t *opt = pol ? adamw_new(model_num_params(pol->model)) : NULL;
     if (!opt) log_fatal("tiny model: %s", pol ? "out of memory" : err);
     config_t sft = *cfg;
+    sft.beta = 0; /* supervised: no KL, no reference model */
     learn_t *learn = learn_new(pol, NULL, &sft, opt, err, sizeof err);
     if (!learn) log_fatal("%s", err);
     log_info("training the tiny base model: %d steps of %d pairs, %zu parameters", cfg->warmstart_steps, SFT_BATCH,

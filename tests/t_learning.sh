@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Learning happens: one node (I = 4, J = 0, 4 questions x 8 completions a
 # round, the default RL settings: lr 1e-4, delta 2, reward floor 0.6,
-# local-filter nonzero; temperature 1) runs 12 GRPO rounds on the CPU from
+# local-filter nonzero; beta 0, the default when its margins were measured;
+# temperature 1) runs 12 GRPO rounds on the CPU from
 # a tiny base model with a fixed seed, on propositional_logic at the
 # difficulty of config/five-family-mix.json (the earlier default mix; one
 # family, so a round's reward depends on the policy more than on which
@@ -78,7 +79,7 @@ else
   cat "$tmp/with.log"; echo "FAIL learning_warmstart_optimizer_loaded"
 fi
 logic=$(python3 -c 'import json; m = json.load(open("config/five-family-mix.json")); print(json.dumps({"families": {"propositional_logic": m["families"]["propositional_logic"]}}))')
-SAPO_TASK_MIX=$logic SAPO_QUESTIONS=4 SAPO_L=8 SAPO_LR=${LEARNING_LR:-1e-4} SAPO_TEMPERATURE=1 SAPO_MAX_NEW_TOKENS=48 \
+SAPO_TASK_MIX=$logic SAPO_BETA=0 SAPO_QUESTIONS=4 SAPO_L=8 SAPO_LR=${LEARNING_LR:-1e-4} SAPO_TEMPERATURE=1 SAPO_MAX_NEW_TOKENS=48 \
   SAPO_CHECKPOINT_EVERY=1000 timeout 900 \
   scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds "$rounds" --seed "$seed" --run "$tmp/run" --wait > "$tmp/swarm.log" 2>&1
 python3 - "$tmp/run/n0/metrics.jsonl" "$rounds" "$margin" <<'PY'
