@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 typedef enum { T_STR, T_INT, T_FLOAT, T_U64 } field_type_t;
@@ -118,34 +119,35 @@ static int set_field(config_t *cfg, const field_t *f, const char *value, const c
     return -1;
 }
 
+/* Whether value is one of the NULL-terminated choices; if not, one line
+ * naming the setting and the choices. */
+static bool one_of(const char *name, const char *env, const char *value, const char *const *choices)
+{
+    int n = 0;
+    for (; choices[n]; n++)
+        if (strcmp(value, choices[n]) == 0) return true;
+    fprintf(stderr, "config: %s (%s): '%s' is not ", name, env, value);
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", choices[i], i + 2 < n ? ", " : i + 1 < n ? " or " : "\n");
+    return false;
+}
+
 static int check(const config_t *c)
 {
-    static const char *const losses[] = {"grpo", "bnpo", "dr_grpo", "dapo"};
-    static const char *const scales[] = {"group", "batch", "none"};
-    int ok = 0;
-    for (int i = 0; i < 4; i++) ok |= strcmp(c->loss_type, losses[i]) == 0;
-    if (!ok) {
-        fprintf(stderr, "config: loss-type (SAPO_LOSS_TYPE): '%s' is not grpo, bnpo, dr_grpo or dapo\n", c->loss_type);
+    static const char *const losses[] = {"grpo", "bnpo", "dr_grpo", "dapo", NULL};
+    static const char *const scales[] = {"group", "batch", "none", NULL};
+    static const char *const filters[] = {"nonzero", "all", NULL};
+    static const char *const schedules[] = {"constant", "cosine", NULL};
+    static const char *const logprobs[] = {"use", "ignore", NULL};
+    static const char *const strategies[] = {"uniform", "useful", NULL};
+    if (!one_of("loss-type", "SAPO_LOSS_TYPE", c->loss_type, losses) ||
+        !one_of("scale-rewards", "SAPO_SCALE_REWARDS", c->scale_rewards, scales) ||
+        !one_of("share", "SAPO_SHARE", c->share, filters) ||
+        !one_of("local-filter", "SAPO_LOCAL_FILTER", c->local_filter, filters) ||
+        !one_of("external-filter", "SAPO_EXTERNAL_FILTER", c->external_filter, filters) ||
+        !one_of("lr-schedule", "SAPO_LR_SCHEDULE", c->lr_schedule, schedules) ||
+        !one_of("external-logprobs", "SAPO_EXTERNAL_LOGPROBS", c->external_logprobs, logprobs) ||
+        !one_of("pool-strategy", "SAPO_POOL_STRATEGY", c->pool_strategy, strategies))
         return -1;
-    }
-    ok = 0;
-    for (int i = 0; i < 3; i++) ok |= strcmp(c->scale_rewards, scales[i]) == 0;
-    if (!ok) {
-        fprintf(stderr, "config: scale-rewards (SAPO_SCALE_REWARDS): '%s' is not group, batch or none\n", c->scale_rewards);
-        return -1;
-    }
-    if (strcmp(c->share, "nonzero") != 0 && strcmp(c->share, "all") != 0) {
-        fprintf(stderr, "config: share (SAPO_SHARE): '%s' is not nonzero or all\n", c->share);
-        return -1;
-    }
-    if (strcmp(c->local_filter, "nonzero") != 0 && strcmp(c->local_filter, "all") != 0) {
-        fprintf(stderr, "config: local-filter (SAPO_LOCAL_FILTER): '%s' is not nonzero or all\n", c->local_filter);
-        return -1;
-    }
-    if (strcmp(c->lr_schedule, "constant") != 0 && strcmp(c->lr_schedule, "cosine") != 0) {
-        fprintf(stderr, "config: lr-schedule (SAPO_LR_SCHEDULE): '%s' is not constant or cosine\n", c->lr_schedule);
-        return -1;
-    }
     if (strcmp(c->lr_schedule, "cosine") == 0 && c->rounds == 0) {
         fprintf(stderr, "config: lr-schedule (SAPO_LR_SCHEDULE) cosine needs rounds (SAPO_ROUNDS) to end at\n");
         return -1;
@@ -157,10 +159,6 @@ static int check(const config_t *c)
     if (c->reward_floor < 0 || c->reward_floor > 1 || c->mask_truncated > 1 || c->warmstart_optimizer > 1) {
         fprintf(stderr, "config: reward-floor (SAPO_REWARD_FLOOR) must be in [0, 1], mask-truncated (SAPO_MASK_TRUNCATED) and "
                         "warmstart-optimizer (SAPO_WARMSTART_OPTIMIZER) 0 or 1\n");
-        return -1;
-    }
-    if (strcmp(c->external_filter, "nonzero") != 0 && strcmp(c->external_filter, "all") != 0) {
-        fprintf(stderr, "config: external-filter (SAPO_EXTERNAL_FILTER): '%s' is not nonzero or all\n", c->external_filter);
         return -1;
     }
     if (c->local_groups + c->external_groups == 0) {
@@ -182,14 +180,6 @@ static int check(const config_t *c)
     }
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
-        return -1;
-    }
-    if (strcmp(c->external_logprobs, "use") != 0 && strcmp(c->external_logprobs, "ignore") != 0) {
-        fprintf(stderr, "config: external-logprobs (SAPO_EXTERNAL_LOGPROBS): '%s' is not use or ignore\n", c->external_logprobs);
-        return -1;
-    }
-    if (strcmp(c->pool_strategy, "uniform") != 0 && strcmp(c->pool_strategy, "useful") != 0) {
-        fprintf(stderr, "config: pool-strategy (SAPO_POOL_STRATEGY): '%s' is not uniform or useful\n", c->pool_strategy);
         return -1;
     }
     if (c->pool_window < 0 || c->pool_window_seconds < 0) {
