@@ -132,7 +132,7 @@ int main(int argc, char **argv)
                 st.version++;
                 mem_release();
                 announce(pub, &cfg, pol, &st);
-                char *line = metrics_line(cfg.node, &b, &ls, st.version, secs);
+                char *line = metrics_line(cfg.node, pol->name, &b, &ls, st.version, secs);
                 /* rounds_lost / rounds_skipped only where they happened, so
                  * the lines say every round trained, lost or skipped */
                 fprintf(metrics, "%.*s", (int)strlen(line) - 1, line);

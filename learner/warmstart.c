@@ -90,15 +90,15 @@ int warmstart(const config_t *cfg)
     }
     task_mix_t *mix = task_mix_new(cfg->task_mix[0] ? cfg->task_mix : NULL, cfg->seed, err, sizeof err);
     if (!mix) log_fatal("task mix: %s", err);
-    policy_t *pol = policy_new_tiny(cfg->seed, cfg->system_prompt, err, sizeof err);
+    policy_t *pol = policy_new_bytes(cfg->warmstart_shape, cfg->seed, cfg->system_prompt, err, sizeof err);
     adamw_t *opt = pol ? adamw_new(model_num_params(pol->model)) : NULL;
-    if (!opt) log_fatal("tiny model: %s", pol ? "out of memory" : err);
+    if (!opt) log_fatal("base model: %s", pol ? "out of memory" : err);
     config_t sft = *cfg;
     sft.beta = 0; /* supervised: no KL, no reference model */
     learn_t *learn = learn_new(pol, NULL, &sft, opt, err, sizeof err);
     if (!learn) log_fatal("%s", err);
-    log_info("training the tiny base model: %d steps of %d pairs, %zu parameters", cfg->warmstart_steps, SFT_BATCH,
-             model_num_params(pol->model));
+    log_info("training the base model (shape %s): %d steps of %d pairs, %zu parameters", cfg->warmstart_shape,
+             cfg->warmstart_steps, SFT_BATCH, model_num_params(pol->model));
     int64_t t0 = zclock_mono();
     for (int step = 0; step < cfg->warmstart_steps && !zsys_interrupted; step++) {
         sft.lr = sft_lr(step, cfg->warmstart_steps);

@@ -10,12 +10,15 @@
 # EXP/settings.md the node settings' defaults of the binaries used.
 #
 #   scripts/experiment.sh [--nodes N] [--rounds R] [--seeds S[,S...]]
-#       [--configs "I/J I/J ..."] [--model tiny|FOLDER] [--run EXP]
+#       [--configs "I/J I/J ..."] [--model tiny|FOLDER[,...]] [--run EXP]
 #       [--eval-every E] [--eval-questions Q] [--quick]
 #
 # Defaults: 4 nodes, 8/0 6/2 4/4 2/6, 100 rounds, seeds 1,2,3, the tiny model,
 # 40 held-out questions per family at rounds 0, rounds/2 and rounds (12
-# swarms; docs/results/ has the run and its time on 2 cores). --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
+# swarms; docs/results/ has the run and its time on 2 cores). A list of
+# models gives each node its own (the last repeats: a heterogeneous swarm,
+# scripts/swarm.sh --models); the report then compares each kind of model
+# with itself across configurations. --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
 # 4 held-out questions per family (minutes). Any SAPO_* variable reaches every node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,16 +60,21 @@ export SAPO_MODEL=$model
 # a node's processes share the cores with every other node's: one thread each
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
-if [ "$model" = tiny ]; then
+if [[ ",$model," = *,tiny,* ]]; then
   if [ ! -f "$SAPO_BASE/config.json" ]; then
     echo "experiment: training the tiny base model into $SAPO_BASE (once)"
     "$SAPO_BIN/learner" warmstart
   fi
-  weights=$SAPO_BASE
-else
-  weights=$model
 fi
-hash=$(cat "$weights"/*.safetensors | sha256sum | cut -d' ' -f1)
+# each node's weights: the base model for tiny, else the folder
+IFS=, read -r -a kinds <<< "$model"
+weights="" hash=""
+for m in "${kinds[@]}"; do
+  [ "$m" = tiny ] && w=$SAPO_BASE || w=$m
+  [ -f "$w/config.json" ] || { echo "experiment: --model: '$m' is neither tiny nor a model folder" >&2; exit 1; }
+  weights+="${weights:+,}$w"
+  hash+="${hash:+,}$(cat "$w"/*.safetensors | sha256sum | cut -d' ' -f1)"
+done
 start=$(date +%s)
 
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
@@ -106,12 +114,12 @@ for c in $configs; do
     t0=$(date +%s)
     mkdir -p "$run"
     echo "experiment: $c, seed $s: $nodes nodes x $rounds rounds into $run"
-    scripts/swarm.sh start --nodes "$nodes" --ij "$c" --rounds "$rounds" --run "$run" --seed "$s" > "$run.log" 2>&1 ||
+    scripts/swarm.sh start --nodes "$nodes" --ij "$c" --models "$model" --rounds "$rounds" --run "$run" --seed "$s" > "$run.log" 2>&1 ||
       { cat "$run.log" >&2; exit 1; }
     run=$(cd "$run" && pwd)
     eval_pids=()
     for i in $(seq 0 $((nodes - 1))); do
-      SAPO_NODE=n$i SAPO_RUN=$run/n$i SAPO_BROKER=$run/n$i SAPO_ROUNDS=$rounds SAPO_SEED=$((s * 1000 + i)) \
+      SAPO_MODEL=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]} SAPO_NODE=n$i SAPO_RUN=$run/n$i SAPO_BROKER=$run/n$i SAPO_ROUNDS=$rounds SAPO_SEED=$((s * 1000 + i)) \
         "$SAPO_BIN/evaluate" "$every" "$per_family" > "$run/n$i/eval.log" 2>&1 < /dev/null &
       eval_pids+=($!)
     done

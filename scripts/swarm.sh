@@ -3,8 +3,8 @@
 # rollout pool) and, per node, its own foreman process set (Procfile without
 # the redis line) with its own run folder and ipc endpoints.
 #
-#   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--rounds R] [--run DIR] [--seed S] [--wait]
-#                          [--generators G] [--redis URL]
+#   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--models M[,M...]] [--rounds R] [--run DIR]
+#                          [--seed S] [--wait] [--generators G] [--redis URL]
 #   scripts/swarm.sh stop [--run DIR] [--node NODE]
 #   scripts/swarm.sh restart --node NODE [--run DIR]
 #   scripts/swarm.sh progress [--run DIR]
@@ -12,7 +12,11 @@
 #                          ended (its rounds run); status 1 after S seconds
 #
 # --ij gives each node its local/external split (the last one repeats), so
-# a mixed swarm is one flag. Any SAPO_* variable in the environment reaches
+# a mixed swarm is one flag; --models gives each node its model the same
+# way (tiny, or a model folder: a heterogeneous swarm, e.g. --models
+# tiny,run/base-2layer for the tiny model beside a smaller one made with
+# SAPO_WARMSTART_SHAPE=config/tiny-2layer.json SAPO_BASE=run/base-2layer
+# bin/learner warmstart). Any SAPO_* variable in the environment reaches
 # every node. With --wait the script shows a progress line until every node
 # has run its rounds, then stops the swarm. --redis joins the nodes to a
 # pool that is already running (not started, and not stopped, here).
@@ -25,11 +29,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-nodes=2 ij="4/4" rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
+nodes=2 ij="4/4" models=${SAPO_MODEL:-tiny} rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
     --ij) ij=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --run) run=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
@@ -140,8 +145,14 @@ case "$cmd" in
       : > "$run/pids"
     fi
     IFS=, read -r -a splits <<< "$ij"
+    IFS=, read -r -a kinds <<< "$models"
+    for m in "${kinds[@]}"; do
+      [ "$m" = tiny ] || [ -f "$m/config.json" ] || { echo "swarm: --models: '$m' is neither tiny nor a model folder" >&2; stop; exit 2; }
+    done
     for i in $(seq 0 $((nodes - 1))); do
       s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
+      m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
+      [ "$m" = tiny ] || m=$(cd "$m" && pwd)
       node=n$i
       mkdir -p "$run/$node"
       {
@@ -149,13 +160,14 @@ case "$cmd" in
         printf 'cd %q\n' "$PWD"
         for v in $(compgen -e | grep '^SAPO_' | sort); do printf 'export %s=%q\n' "$v" "${!v}"; done
         printf 'export SAPO_NODE=%q SAPO_RUN=%q SAPO_BROKER=%q SAPO_REDIS=%q\n' "$node" "$run/$node" "$run/$node" "$redis"
-        printf 'export SAPO_I=%q SAPO_J=%q SAPO_ROUNDS=%q SAPO_SEED=%q\n' "${s%/*}" "${s#*/}" "$rounds" "$((seed * 1000 + i))"
+        printf 'export SAPO_I=%q SAPO_J=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q\n' "${s%/*}" "${s#*/}" "$rounds" \
+          "$((seed * 1000 + i))" "$m"
         printf 'exec setsid foreman start -f Procfile -d . -m %q >> %q 2>&1 < /dev/null\n' \
           "all=1,redis=0,generator=$gens" "$run/$node/node.log"
       } > "$run/$node/start"
       : > "$run/$node/node.log"
       launch "$node"
-      echo "swarm: node $node (I/J ${s}) log $run/$node/node.log"
+      echo "swarm: node $node (I/J ${s}, model $m) log $run/$node/node.log"
     done
     echo "swarm: $nodes nodes, pool $redis, run folder $run"
     if [ $wait = 1 ]; then

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The controlled study end to end at --quick size with a micro random model
 # (rewards are ~0, so sharing is forced on as in t_node.sh): two
-# configurations x two seeds x two nodes through scripts/experiment.sh, then
-# every output file and its shape: the manifest (git version, model hash,
-# wall time), per-node metrics and evaluation lines, rewards.tsv,
-# cumulative.tsv (each value the sum of that run's rows in rewards.tsv),
-# the summary's tables and the PNGs.
+# configurations x two seeds x two nodes through scripts/experiment.sh, the
+# nodes of two kinds (a 2-layer and a 1-layer micro model: a heterogeneous
+# swarm), then every output file and its shape: the manifest (git version,
+# model hashes, wall time), per-node metrics and evaluation lines,
+# rewards.tsv, cumulative.tsv (each value the sum of that run's rows in
+# rewards.tsv), the summary's tables (the by-kind one against sums of
+# rewards.tsv per kind) and the PNGs.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -28,16 +30,18 @@ cat > "$tmp/micro.json" <<'JSON'
  "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 264, "rope_theta": 10000.0,
  "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "max_position_embeddings": 1024, "eos_token_id": 256}
 JSON
-"$bin/learner" init "$tmp/micro.json" "$tmp/micro" 2> "$tmp/init.log" || { cat "$tmp/init.log"; echo "FAIL experiment_init"; exit 1; }
+sed 's/"num_hidden_layers": 2/"num_hidden_layers": 1/' "$tmp/micro.json" > "$tmp/micro1.json"
+{ "$bin/learner" init "$tmp/micro.json" "$tmp/micro" && "$bin/learner" init "$tmp/micro1.json" "$tmp/micro1"; } 2> "$tmp/init.log" ||
+  { cat "$tmp/init.log"; echo "FAIL experiment_init"; exit 1; }
 exp=$tmp/exp
 SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=t$$ \
   scripts/experiment.sh --quick --configs "4/0 2/2" --seeds 1,2 --rounds 3 --eval-every 2 --eval-questions 2 \
-  --model "$tmp/micro" --run "$exp" > "$tmp/out.log" 2>&1
+  --model "$tmp/micro,$tmp/micro1" --run "$exp" > "$tmp/out.log" 2>&1
 rc=$?
 check runs '[ $rc = 0 ] || { tail -20 "$tmp/out.log"; false; }'
 
 m=$exp/manifest.json
-hash=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1)
+hash=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1),$(sha256sum "$tmp/micro1/model.safetensors" | cut -d' ' -f1)
 check manifest '[ -f "$m" ] && grep -q "\"model_sha256\": \"$hash\"" "$m" && grep -q "\"git_version\": \"[0-9a-f]" "$m" &&
   grep -q "\"wall_seconds\": [0-9]" "$m" && grep -q "\"seeds\": \[1,2\]" "$m" && grep -q "\"SAPO_L\": \"4\"" "$m" &&
   grep -q "^| \`--lr\` | \`SAPO_LR\` |" "$exp/settings.md"'
@@ -59,7 +63,8 @@ done
 check node_files '[ $ok = 1 ]'
 
 r=$exp/results
-check rewards_tsv '[ "$(head -1 "$r/rewards.tsv")" = "$(printf "config\tseed\tnode\tround\treward")" ] &&
+check rewards_tsv '[ "$(head -1 "$r/rewards.tsv")" = "$(printf "config\tseed\tnode\tround\treward\tmodel")" ] &&
+  [ "$(awk -F"\t" "NR > 1 { print \$3, \$6 }" "$r/rewards.tsv" | sort -u | tr "\n" " ")" = "n0 bytes-2L-64C-v264 n1 bytes-1L-64C-v264 " ] &&
   [ "$(wc -l < "$r/rewards.tsv")" = $((1 + 2 * 2 * 2 * 3)) ]'
 # each cumulative value is the sum over nodes and rounds of that run's rewards
 sums=$(awk -F'\t' 'NR > 1 { s[$1 " " $2] += $5 } END { for (k in s) printf "%s %.4f\n", k, s[k] }' "$r/rewards.tsv" | sort)
@@ -71,6 +76,12 @@ check summary 'grep -q "^| 4/0 | 2 | 3 | 2 | .* | 1 | n/a | n/a |$" "$r/summary.
   grep -q "^### 2/2 nodes against 4/0 (isolated) nodes" "$r/summary.md" &&
   [ "$(grep -cE "^\| [023] \| [0-9.]+ \(4\) \| [0-9.]+ \(4\) \|" "$r/summary.md")" = 3 ] &&
   grep -q "^- model_sha256: \`$hash\`" "$r/summary.md"'
+# the by-kind table: per kind and configuration, the per-seed sums of rewards.tsv
+want=$(awk -F'\t' 'NR > 1 { s[$6 " " $1 " " $2] += $5 } END { for (k in s) printf "%s %.2f\n", k, s[k] }' "$r/rewards.tsv" | sort)
+got=$(awk -F' [|] ' '/^\| bytes-/ { n = split($4, v, ", "); for (i = 1; i <= n; i++) printf "%s %s %d %s\n", substr($1, 3), $2, i, v[i] }' "$r/summary.md" | sort)
+check by_model 'grep -q "^## By kind of model" "$r/summary.md" && [ "$(grep -c "^| bytes-" "$r/summary.md")" = 4 ] &&
+  [ "$want" = "$got" ] && grep -qE "^\| bytes-1L-64C-v264 \| 4/0 \| 1 \| .* \| 1 \| n/a \| n/a \| [0-9.]+ \| [0-9.]+ \|$" "$r/summary.md" ||
+  { echo "want: $want"; echo "got: $got"; false; }'
 ok=1
 for p in moving_average cumulative grid evaluation; do
   [ "$(head -c 4 "$r/$p.png" | od -An -c | tr -d ' ')" = "211PNG" ] || { echo "$r/$p.png: not a PNG"; ok=0; }

@@ -27,7 +27,7 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
     if (config_load(&cfg, &argc, argv) != 0) return -1;
     cfg.beta = 0; /* no reference model here */
     char err[256];
-    policy_t *pol = policy_new_tiny(3, cfg.system_prompt, err, sizeof err);
+    policy_t *pol = policy_new_bytes(NULL, 3, cfg.system_prompt, err, sizeof err);
     adamw_t *opt = adamw_new(model_num_params(pol->model));
     learn_t *learn = learn_new(pol, NULL, &cfg, opt, err, sizeof err);
     const char *text[2] = {"<answer>7</answer>", "<answer>9"};
@@ -95,7 +95,7 @@ static void test_sft_rows(void)
     EXPECT(config_load(&cfg, &argc, argv) == 0);
     cfg.beta = 0; /* supervised: no reference model */
     char err[256];
-    policy_t *pol = policy_new_tiny(5, cfg.system_prompt, err, sizeof err);
+    policy_t *pol = policy_new_bytes(NULL, 5, cfg.system_prompt, err, sizeof err);
     adamw_t *opt = adamw_new(model_num_params(pol->model));
     learn_t *learn = learn_new(pol, NULL, &cfg, opt, err, sizeof err);
     const char *q[3] = {"Calculate 3 + 4.", "A much longer question, whose prompt is several times the length of the others, "
@@ -153,8 +153,8 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);
     char err[256];
-    policy_t *pol = policy_new_tiny(9, cfg.system_prompt, err, sizeof err);
-    policy_t *ref = cfg.beta > 0 ? policy_new_tiny(10, cfg.system_prompt, err, sizeof err) : NULL;
+    policy_t *pol = policy_new_bytes(NULL, 9, cfg.system_prompt, err, sizeof err);
+    policy_t *ref = cfg.beta > 0 ? policy_new_bytes(NULL, 10, cfg.system_prompt, err, sizeof err) : NULL;
     adamw_t *opt = adamw_new(model_num_params(pol->model));
     learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
     const char *own[4] = {"<answer>7</answer>", "<answer>8</answer>", "7", "<answer>77777"};

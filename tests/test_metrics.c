@@ -68,9 +68,10 @@ static void test_diagnostics(void)
     char err[128];
     EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
     learn_stats_t st = {.lr = 1e-4f, .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f}};
-    char *line = metrics_line("n0", &v, &st, 7, 1.0);
+    char *line = metrics_line("n0", "bytes-4L-256C-v264", &v, &st, 7, 1.0);
     cJSON *j = cJSON_Parse(line);
     EXPECT(j != NULL);
+    EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model")), "bytes-4L-256C-v264"));
     EXPECT_NEAR(num(j, "completion_length"), 1.75, 1e-9);
     EXPECT_NEAR(num(j, "completion_length_max"), 3, 1e-9);
     EXPECT_NEAR(num(j, "truncated_share"), 0.25, 1e-9);

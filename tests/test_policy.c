@@ -100,16 +100,47 @@ static void test_chat_instruction(void)
 static void test_plain(void)
 {
     char err[256];
-    policy_t *p = policy_new_tiny(1, "default", err, sizeof err);
+    policy_t *p = policy_new_bytes(NULL, 1, "default", err, sizeof err);
     char *prompt = policy_prompt(p, "Calculate 3 + 4.");
     EXPECTF(strcmp(prompt, "Question: Calculate 3 + 4.\nAnswer:") == 0, "%s", prompt);
     free(prompt);
     policy_destroy(&p);
-    p = policy_new_tiny(1, "Be brief.", err, sizeof err);
+    p = policy_new_bytes(NULL, 1, "Be brief.", err, sizeof err);
     prompt = policy_prompt(p, "q");
     EXPECTF(strcmp(prompt, "Be brief.\n\nQuestion: q\nAnswer:") == 0, "%s", prompt);
     free(prompt);
     policy_destroy(&p);
+}
+
+/* a second kind of byte model from a shape file (the heterogeneous swarm's
+ * smaller model): its layers, its parameter count, its name; a shape whose
+ * vocabulary cannot hold the byte tokenizer's ids is refused, naming it */
+static void test_shape(void)
+{
+    char err[256], path[] = "/tmp/sapo_shape_XXXXXX";
+    policy_t *p = policy_new_bytes("config/tiny-2layer.json", 2, "default", err, sizeof err);
+    EXPECTF(p != NULL, "%s", err);
+    if (!p) return;
+    const model_config_t *c = model_config(p->model);
+    EXPECT(c->L == 2 && c->C == 256 && c->V == 264);
+    /* embeddings 264 x 256, a final norm, per layer two norms, q/k/v/o with
+     * q, k, v biases and the 3 MLP matrices */
+    size_t layer = 2 * 256 + 256 * 256 + 256 + 2 * (256 * 128 + 128) + 256 * 256 + 3 * 256 * 768;
+    EXPECTF(model_num_params(p->model) == 264 * 256 + 256 + 2 * layer, "%zu", model_num_params(p->model));
+    EXPECTF(!strcmp(p->name, "bytes-2L-256C-v264"), "%s", p->name);
+    policy_destroy(&p);
+    int fd = mkstemp(path);
+    const char *small = "{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"num_hidden_layers\": 1, "
+                        "\"num_attention_heads\": 1, \"num_key_value_heads\": 1, \"head_dim\": 64, "
+                        "\"intermediate_size\": 64, \"vocab_size\": 100, \"eos_token_id\": 50}";
+    EXPECT(fd >= 0 && write(fd, small, strlen(small)) == (ssize_t)strlen(small));
+    close(fd);
+    p = policy_new_bytes(path, 2, "default", err, sizeof err);
+    EXPECT(p == NULL);
+    EXPECTF(strstr(err, path) && strstr(err, "vocab_size"), "%s", err);
+    unlink(path);
+    p = policy_new_bytes("/nonexistent/shape.json", 2, "default", err, sizeof err);
+    EXPECTF(p == NULL && strstr(err, "/nonexistent/shape.json"), "%s", err);
 }
 
 /* policy_sample_batch: three questions of different lengths in one decode
@@ -118,7 +149,7 @@ static void test_plain(void)
 static void test_sample_batch(void)
 {
     char err[256];
-    policy_t *p = policy_new_tiny(4, "default", err, sizeof err);
+    policy_t *p = policy_new_bytes(NULL, 4, "default", err, sizeof err);
     const char *qs[3] = {"Calculate 3 + 4.", "Calculate 10 - 6. Answer with the integer result only.", "Is 7 odd?"};
     uint64_t seeds[3] = {11, 12, 13};
     enum { L = 4 };
@@ -150,6 +181,7 @@ int main(void)
 {
     RUN_TEST(test_chat_instruction);
     RUN_TEST(test_plain);
+    RUN_TEST(test_shape);
     RUN_TEST(test_sample_batch);
     CHECK_EXIT();
 }

@@ -1,11 +1,13 @@
 /* study: the controlled study's report. Reads an experiment folder that
  * scripts/experiment.sh filled, EXP/I<i>J<j>/seed<s>/<node>/metrics.jsonl
  * (and eval.jsonl where an evaluator ran), and writes into EXP/results:
- *   rewards.tsv      config seed node round reward (mean reward of the node's own completions)
+ *   rewards.tsv      config seed node round reward model (mean reward of the node's own
+ *                    completions; model is the node's kind, its policy name)
  *   cumulative.tsv   config seed nodes rounds cumulative (sum over nodes and rounds)
  *   summary.md       the cumulative-reward table with each configuration's ratio to the
  *                    J = 0 one and tests across seeds; the evaluation table with a per-round
- *                    test of swarm nodes against isolated ones and adjusted p-values
+ *                    test of swarm nodes against isolated ones and adjusted p-values; in a
+ *                    swarm of several kinds of model, each kind against itself at J = 0
  *   *.dat, plots.gp and the PNGs gnuplot draws from them: moving_average, cumulative,
  *   grid (one panel per node, as the paper's Figure 1), evaluation (pass@1 next to reward)
  *
@@ -31,6 +33,7 @@ typedef struct {
 
 typedef struct {
     char name[64];
+    char model[64]; /* the policy's name in its metrics ("bytes-4L-256C-v264"): its kind */
     series_t reward, eval;
 } node_t;
 
@@ -80,6 +83,23 @@ static int load_jsonl(const char *path, const char *value_key, series_t *s)
     return s->n;
 }
 
+/* the "model" of a metrics file's first line ("" when none) */
+static void load_model(const char *path, char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    if (f && getline(&line, &cap, f) > 0) {
+        cJSON *j = cJSON_Parse(line);
+        const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "model"));
+        if (m) snprintf(out, len, "%s", m);
+        cJSON_Delete(j);
+    }
+    free(line);
+    if (f) fclose(f);
+}
+
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 static int cmp_node(const void *a, const void *b) { return strcmp(((const node_t *)a)->name, ((const node_t *)b)->name); }
@@ -107,6 +127,7 @@ static void load_seed(cfg_t *c, int seed)
         snprintf(n->name, sizeof n->name, "%.63s", de->d_name);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/metrics.jsonl", exp_dir, c->dir, seed, de->d_name);
         if (load_jsonl(path, "reward_mean", &n->reward) == 0) continue;
+        load_model(path, n->model, sizeof n->model);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/eval.jsonl", exp_dir, c->dir, seed, de->d_name);
         load_jsonl(path, "pass1", &n->eval);
         for (int k = 0; k < n->reward.n; k++)
@@ -182,7 +203,7 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
 {
     FILE *tsv = open_out("rewards.tsv"), *cum = open_out("cumulative.tsv");
     if (!tsv || !cum) return -1;
-    fprintf(tsv, "config\tseed\tnode\tround\treward\n");
+    fprintf(tsv, "config\tseed\tnode\tround\treward\tmodel\n");
     fprintf(cum, "config\tseed\tnodes\trounds\tcumulative\n");
     for (int c = 0; c < nc; c++) {
         cfg_t *cf = &cfgs[c];
@@ -199,7 +220,8 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
                 for (int r = 0; r < R; r++) {
                     double v = all[(size_t)i * R + r];
                     if (isnan(v)) continue;
-                    fprintf(tsv, "%d/%d\t%d\t%s\t%d\t%.6f\n", cf->I, cf->J, sr->seed, sr->nodes[i].name, r + 1, v);
+                    fprintf(tsv, "%d/%d\t%d\t%s\t%d\t%.6f\t%s\n", cf->I, cf->J, sr->seed, sr->nodes[i].name, r + 1, v,
+                            sr->nodes[i].model);
                     sum[r] += v, cnt[r] += 1;
                     node_sum[(size_t)i * R + r] += v, node_cnt[(size_t)i * R + r] += 1;
                 }
@@ -280,6 +302,109 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
                 "t-test (needs 2 seeds on each side) and an exact permutation test of the mean difference (its smallest "
                 "possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
     return 0;
+}
+
+/* the kinds of model in the experiment, in order of first appearance */
+static int model_kinds(const cfg_t *cfgs, int nc, char kinds[][64])
+{
+    int nk = 0;
+    for (int c = 0; c < nc; c++)
+        for (int s = 0; s < cfgs[c].ns; s++)
+            for (int i = 0; i < cfgs[c].seeds[s].nn; i++) {
+                const char *m = cfgs[c].seeds[s].nodes[i].model;
+                int k = 0;
+                while (k < nk && strcmp(kinds[k], m) != 0) k++;
+                if (k == nk && nk < MAX_ITEMS) snprintf(kinds[nk++], 64, "%s", m);
+            }
+    return nk;
+}
+
+/* per seed, the sum over rounds of the rewards of the configuration's
+ * nodes of one kind; their number (in the first seed) in *nodes */
+static void kind_cumulative(const cfg_t *cf, const char *kind, double *out, int *nodes)
+{
+    *nodes = 0;
+    for (int s = 0; s < cf->ns; s++) {
+        out[s] = 0;
+        for (int i = 0; i < cf->seeds[s].nn; i++) {
+            const node_t *n = &cf->seeds[s].nodes[i];
+            if (strcmp(n->model, kind) != 0) continue;
+            if (s == 0) (*nodes)++;
+            for (int k = 0; k < n->reward.n; k++)
+                if (n->reward.round[k] >= 1 && n->reward.round[k] <= cf->max_round) out[s] += n->reward.value[k];
+        }
+    }
+}
+
+/* mean held-out pass@1 of the kind's nodes (every seed) at their first or
+ * last evaluation; NaN when none was evaluated */
+static double kind_eval(const cfg_t *cf, const char *kind, int last)
+{
+    double sum = 0;
+    int n = 0;
+    for (int s = 0; s < cf->ns; s++)
+        for (int i = 0; i < cf->seeds[s].nn; i++) {
+            const node_t *nd = &cf->seeds[s].nodes[i];
+            if (strcmp(nd->model, kind) != 0 || nd->eval.n == 0) continue;
+            sum += nd->eval.value[last ? nd->eval.n - 1 : 0];
+            n++;
+        }
+    return n ? sum / n : NAN;
+}
+
+/* a swarm of several kinds of model (the paper's heterogeneous swarm):
+ * each kind's nodes in each configuration against the same kind at J = 0,
+ * where no node takes another's groups */
+static void write_by_model(const cfg_t *cfgs, int nc, FILE *md)
+{
+    static char kinds[MAX_ITEMS][64];
+    int nk = model_kinds(cfgs, nc, kinds);
+    if (nk < 2) return;
+    const cfg_t *base = NULL;
+    for (int c = 0; c < nc; c++)
+        if (cfgs[c].J == 0) base = &cfgs[c];
+    fprintf(md, "## By kind of model\n\nThe swarm holds %d kinds of model. For each, the cumulative reward of its nodes "
+                "(the sum over its nodes and rounds; one value per seed) against the same kind at %s, and their "
+                "held-out pass@1 (mean over its nodes and seeds) at the first and last evaluation.\n\n",
+            nk, base ? "J = 0, where no node takes another's groups" : "J = 0 (none run)");
+    fprintf(md, "| model | I/J | nodes | cumulative reward per seed | mean | ratio to J = 0 | Welch p | permutation p | "
+                "pass@1 first | pass@1 last |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int k = 0; k < nk; k++) {
+        double bc[MAX_ITEMS];
+        int bn = 0;
+        if (base) kind_cumulative(base, kinds[k], bc, &bn);
+        for (int c = 0; c < nc; c++) {
+            const cfg_t *cf = &cfgs[c];
+            double cum[MAX_ITEMS];
+            int nodes;
+            kind_cumulative(cf, kinds[k], cum, &nodes);
+            if (nodes == 0) continue;
+            char seeds[1024] = "", pw[32], pp[32], ratio[32] = "n/a", e0[16] = "n/a", e1[16] = "n/a";
+            size_t o = 0;
+            for (int s = 0; s < cf->ns && o < sizeof seeds - 32; s++)
+                o += (size_t)snprintf(seeds + o, sizeof seeds - o, "%s%.2f", s ? ", " : "", cum[s]);
+            double m = stats_mean(cum, cf->ns), perm = 1;
+            stats_welch_t w = {0, 0, 1};
+            int wok = 0, pok = 0;
+            if (base == cf) {
+                snprintf(ratio, sizeof ratio, "1");
+            } else if (base && bn > 0) {
+                double bm = stats_mean(bc, base->ns);
+                if (bm != 0) snprintf(ratio, sizeof ratio, "%.3f", m / bm);
+                wok = stats_welch(cum, cf->ns, bc, base->ns, &w) == 0;
+                pok = cf->ns + base->ns > 2;
+                perm = stats_permutation(cum, cf->ns, bc, base->ns, 100000, 1);
+            }
+            fmt_p(pw, sizeof pw, w.p, wok);
+            fmt_p(pp, sizeof pp, perm, pok);
+            double f = kind_eval(cf, kinds[k], 0), l = kind_eval(cf, kinds[k], 1);
+            if (!isnan(f)) snprintf(e0, sizeof e0, "%.3f", f);
+            if (!isnan(l)) snprintf(e1, sizeof e1, "%.3f", l);
+            fprintf(md, "| %s | %d/%d | %d | %s | %.2f | %s | %s | %s | %s | %s |\n", kinds[k][0] ? kinds[k] : "(unnamed)",
+                    cf->I, cf->J, nodes, seeds, m, ratio, pw, pp, e0, e1);
+        }
+    }
+    fprintf(md, "\n");
 }
 
 /* every round some node was evaluated at; an evaluator slower than its
@@ -525,7 +650,9 @@ int main(int argc, char **argv)
     if (!md) return 1;
     fprintf(md, "# Controlled study: %s\n\n", exp_dir);
     write_manifest(md);
-    int rc = write_rewards(cfgs, nc, window, md) || write_eval(cfgs, nc, md);
+    int rc = write_rewards(cfgs, nc, window, md);
+    if (!rc) write_by_model(cfgs, nc, md);
+    rc = rc || write_eval(cfgs, nc, md);
     fprintf(md, "Plots: moving_average.png (window %d), cumulative.png, grid.png%s.\n", window,
             have_eval ? ", evaluation.png" : "");
     fclose(md);

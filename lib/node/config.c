@@ -71,6 +71,7 @@ static const field_t fields[] = {
     {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
     {"stall-seconds", "SAPO_STALL_S", I(stall_seconds), "120", "seconds without a scored rollout or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "750", "supervised steps that train the tiny base model (learner warmstart; about 9 minutes on 2 cores)"},
+    {"warmstart-shape", "SAPO_WARMSTART_SHAPE", S(warmstart_shape), "tiny", "shape of the base model learner warmstart trains over the byte tokenizer: tiny (4 layers of 256, 3.2M parameters) or a config.json with Qwen2 fields, e.g. config/tiny-2layer.json, a second, smaller kind for a heterogeneous swarm"},
     {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", I(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
     {"reward-floor", "SAPO_REWARD_FLOOR", F(reward_floor), "0.6", "a verifier score below this counts as reward 0 (partial credit for a wrong answer: 0.5 for \"11\" when the answer is 1, 0.01 or 0.05 in reasoning-gym's scorers; 0 = every score as it is)"},
     {"mask-truncated", "SAPO_MASK_TRUNCATED", I(mask_truncated), "0", "1: completions cut by max-new-tokens add nothing to the loss (TRL's mask_truncated_completions)"},

@@ -53,6 +53,7 @@ typedef struct {
     int stall_seconds;      /* silence after which the sampler counts what it sent as lost */
     int warmstart_steps;    /* supervised steps that make the tiny base model */
     int warmstart_optimizer; /* 1: RL starts from the warm start's AdamW state */
+    char warmstart_shape[512]; /* "tiny" or a config.json: the shape learner warmstart trains */
     float reward_floor;     /* scores below it count 0 */
     int mask_truncated;     /* 1: truncated completions out of the loss */
     char local_filter[16];  /* own groups trained: "all" or "nonzero" */

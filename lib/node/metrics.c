@@ -101,14 +101,15 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
     }
 }
 
-char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_stats_t *st, uint64_t version,
-                   double train_seconds)
+char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
+                   uint64_t version, double train_seconds)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "node", node);
+    cJSON_AddStringToObject(j, "model", model);
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
     cJSON_AddNumberToObject(j, "version", (double)version);
     double own = 0, ext = 0, gen_s = 0, verify_s = 0;

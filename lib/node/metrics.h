@@ -1,5 +1,6 @@
 /* The per-round metrics line the learner appends to run/<node>/metrics.jsonl:
- * {"node","round","version","reward_mean" (the node's own completions),
+ * {"node","model" (the policy's name: its kind, "bytes-4L-256C-v264"),
+ *  "round","version","reward_mean" (the node's own completions),
  *  "reward_external","family_reward":{family: mean reward of own completions},
  *  "family_count":{family: own completions},
  *  what the node's own completions look like (what a GRPO practitioner
@@ -32,7 +33,7 @@
 #include "records.h"
 
 /* malloc'ed JSON text without a newline */
-char *metrics_line(const char *node, const rec_batch_view_t *batch, const learn_stats_t *st, uint64_t version,
-                   double train_seconds);
+char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
+                   uint64_t version, double train_seconds);
 
 #endif

@@ -120,16 +120,29 @@ policy_t *policy_open(const char *dir, const char *system, char *err, size_t err
     return p;
 }
 
-policy_t *policy_new_tiny(uint64_t seed, const char *system, char *err, size_t errlen)
+policy_t *policy_new_bytes(const char *shape_json, uint64_t seed, const char *system, char *err, size_t errlen)
 {
-    policy_t *p = calloc(1, sizeof *p);
     model_config_t cfg = model_config_tiny();
-    if (!p || !(p->model = model_new_random(&cfg, seed, err, errlen))) {
+    bool tiny = !shape_json || !shape_json[0] || strcmp(shape_json, "tiny") == 0;
+    if (!tiny && model_config_load(&cfg, shape_json, err, errlen) != 0) return NULL;
+    policy_t *p = calloc(1, sizeof *p);
+    if (!p || !(p->tok = tokenizer_byte_new())) {
         free(p);
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    p->tok = tokenizer_byte_new();
     p->fmt = PROMPT_PLAIN;
+    int eos = tokenizer_eos_id(p->tok);
+    if (cfg.V < tokenizer_vocab_size(p->tok) || cfg.n_eos != 1 || cfg.eos_ids[0] != eos) {
+        snprintf(err, errlen, "%s: a byte-tokenizer model needs vocab_size at least %d and eos_token_id %d", shape_json,
+                 tokenizer_vocab_size(p->tok), eos);
+        policy_destroy(&p);
+        return NULL;
+    }
+    if (!(p->model = model_new_random(&cfg, seed, err, errlen))) {
+        policy_destroy(&p);
+        return NULL;
+    }
     if (set_system(p, system, err, errlen) != 0) {
         policy_destroy(&p);
         return NULL;

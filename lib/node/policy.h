@@ -37,8 +37,10 @@ const char *policy_source(const char *model_setting, const char *base_dir);
  * generator, the learner, the evaluator and the warm start prompt alike. */
 policy_t *policy_open(const char *dir, const char *system, char *err, size_t errlen);
 
-/* A freshly initialised tiny default model over the byte tokenizer. */
-policy_t *policy_new_tiny(uint64_t seed, const char *system, char *err, size_t errlen);
+/* A freshly initialised model over the byte tokenizer: of the shape in
+ * shape_json (a config.json; its vocab_size must hold the byte tokenizer's
+ * 264 ids), or the tiny default's when shape_json is NULL or "tiny". */
+policy_t *policy_new_bytes(const char *shape_json, uint64_t seed, const char *system, char *err, size_t errlen);
 void policy_destroy(policy_t **self_p);
 
 /* Replaces the weights with those in dir (same architecture). 0 or -1 with err. */
