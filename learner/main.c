@@ -1,7 +1,9 @@
 /* learner: one per node, holding the CPU or a GPU. Takes each training
  * batch (I local + J external groups), re-encodes it with its own tokenizer,
  * takes a GRPO step, saves the new policy version and announces it to the
- * generators; checkpoints every N rounds and resumes from the last one.
+ * generators; checkpoints every N rounds and resumes from the last one,
+ * training again the batches applied after it (the broker keeps a batch
+ * until a checkpoint holds its step).
  * Consumes the batches stream, publishes the policy stream.
  * `learner warmstart` trains the tiny base model, `learner init` makes a
  * random one of any shape (warmstart.h). */
@@ -42,6 +44,30 @@ static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t 
     if (rec_policy_build(&n, &buf, &len) != 0 || wire_publisher_send(pub, buf, len, err, sizeof err) != 0)
         log_error("policy version %llu not announced: %s", (unsigned long long)st->version, err);
     rec_free(buf);
+}
+
+/* ids of the batches applied since the last checkpoint */
+typedef struct {
+    uint64_t *id;
+    int n, cap;
+} held_t;
+
+static void held_add(held_t *h, uint64_t id)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 16;
+        uint64_t *grown = realloc(h->id, (size_t)h->cap * sizeof *grown);
+        if (!grown) log_fatal("out of memory");
+        h->id = grown;
+    }
+    h->id[h->n++] = id;
+}
+
+/* a checkpoint holds their steps: the broker may forget them */
+static void held_ack(held_t *h, wire_consumer_t *c)
+{
+    for (int i = 0; i < h->n; i++) wire_consumer_ack(c, h->id[i]);
+    h->n = 0;
 }
 
 int main(int argc, char **argv)
@@ -88,17 +114,22 @@ int main(int argc, char **argv)
     endpoints_t ep;
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     wire_publisher_t *pub = wire_publisher_new(&ep, err, sizeof err);
-    wire_consumer_t *batches = pub ? wire_consumer_new(&ep, STREAM_BATCHES, 1, err, sizeof err) : NULL;
+    /* A batch is acked only once a checkpoint holds its step: until then
+     * the broker keeps it, and gives it back to a learner restarted from
+     * the checkpoint before, which trains it again. So a killed learner
+     * loses no batch, only its steps since the checkpoint; the credit
+     * leaves room for the batch the sampler queues behind them. */
+    int hold = cfg.checkpoint_every > 0 ? cfg.checkpoint_every : 0;
+    held_t held = {0};
+    wire_consumer_t *batches = pub ? wire_consumer_new(&ep, STREAM_BATCHES, hold + 2, err, sizeof err) : NULL;
     if (!batches) log_fatal("%s", err);
     snprintf(path, sizeof path, "%s/metrics.jsonl", cfg.run);
-    /* rounds logged after the checkpoint resumed from were lost with the
-     * restart: said here, and counted in the next metrics line */
+    /* rounds logged after the checkpoint resumed from come back from the
+     * broker and are trained again (not logged again); those that do not
+     * (a broker killed too) are lost, counted in the next metrics line */
     uint64_t logged_version, logged = ckpt_last_logged_round(path, &logged_version);
-    uint64_t lost = logged > st.round ? logged - st.round : 0;
-    /* rounds can have gaps (skipped batches), versions cannot: both are counted */
-    uint64_t versions_lost = logged_version > st.version ? logged_version - st.version : 0;
-    if (lost)
-        log_info("rounds %llu..%llu were trained after the checkpoint and are lost with the restart; training them again",
+    if (logged > st.round)
+        log_info("rounds %llu..%llu were trained after the checkpoint; training them again from their batches",
                  (unsigned long long)st.round + 1, (unsigned long long)logged);
     FILE *metrics = fopen(path, "a");
     if (!metrics) log_fatal("%s: cannot append", path);
@@ -111,6 +142,7 @@ int main(int argc, char **argv)
         const void *buf = rec_aligned(r->data, r->size, &copy);
         rec_batch_view_t b;
         learn_stats_t ls;
+        bool applied = false;
         if (!buf || rec_batch_view(buf, r->size, &b, err, sizeof err) != 0) {
             log_error("dropped a batch: %s", buf ? err : "out of memory");
         } else if (b.b.round <= st.round) {
@@ -119,43 +151,63 @@ int main(int argc, char **argv)
             /* a batch can go missing (a killed broker) or come late (one
              * requeued from a killed learner): rounds are never waited for,
              * and the gap is counted in the metrics line */
-            uint64_t skipped = b.b.round - st.round - 1;
-            if (skipped)
+            uint64_t before = st.round, before_version = st.version;
+            if (b.b.round - st.round > 1)
                 log_info("round %llu comes before rounds %llu..%llu: they are skipped", (unsigned long long)b.b.round,
                          (unsigned long long)st.round + 1, (unsigned long long)b.b.round - 1);
             int64_t t0 = zclock_mono();
             if (learn_step(learn, &b, &ls, err, sizeof err) != 0) {
                 log_error("round %llu not applied: %s", (unsigned long long)b.b.round, err);
             } else {
+                applied = true;
                 double secs = (zclock_mono() - t0) / 1000.0;
                 st.round = b.b.round;
                 st.version++;
                 mem_release();
                 announce(pub, &cfg, pol, &st);
-                char *line = metrics_line(cfg.node, pol->name, &b, &ls, st.version, secs);
-                /* rounds_lost / rounds_skipped only where they happened, so
-                 * the lines say every round trained, lost or skipped */
-                fprintf(metrics, "%.*s", (int)strlen(line) - 1, line);
-                if (lost) fprintf(metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
-                if (versions_lost) fprintf(metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
-                if (skipped) fprintf(metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
-                fprintf(metrics, "}\n");
-                lost = versions_lost = 0;
-                fflush(metrics);
-                free(line);
-                log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)st.round,
-                         b.b.local_count, b.b.external_count, ls.loss, secs);
-                if (cfg.checkpoint_every && st.round % (uint64_t)cfg.checkpoint_every == 0 &&
-                    ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0)
-                    log_error("checkpoint of round %llu: %s", (unsigned long long)st.round, err);
+                if (st.round <= logged) {
+                    log_info("round %llu trained again from its batch (%.1f s)", (unsigned long long)st.round, secs);
+                } else {
+                    char *line = metrics_line(cfg.node, pol->name, &b, &ls, st.version, secs);
+                    /* against the last line logged: rounds it has that this
+                     * state lacks (lost), and rounds neither trained (skipped),
+                     * so the lines say every round trained, lost or skipped */
+                    uint64_t lost = logged > before ? logged - before : 0, skipped = st.round - before - 1;
+                    uint64_t versions_lost = logged_version > before_version ? logged_version - before_version : 0;
+                    fprintf(metrics, "%.*s", (int)strlen(line) - 1, line);
+                    if (lost) fprintf(metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
+                    if (versions_lost) fprintf(metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
+                    if (skipped) fprintf(metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
+                    fprintf(metrics, "}\n");
+                    fflush(metrics);
+                    free(line);
+                    logged = st.round;
+                    logged_version = st.version;
+                    log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)st.round,
+                             b.b.local_count, b.b.external_count, ls.loss, secs);
+                }
             }
         }
         free(copy);
-        wire_consumer_ack(batches, r->id);
+        if (applied && hold > 0) {
+            held_add(&held, r->id);
+            /* every checkpoint_every rounds, and whenever that many batches
+             * wait (rounds can skip a multiple of it) */
+            if (st.round % (uint64_t)hold == 0 || held.n >= hold) {
+                if (ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0)
+                    log_error("checkpoint of round %llu: %s", (unsigned long long)st.round, err);
+                else
+                    held_ack(&held, batches);
+            }
+        } else {
+            wire_consumer_ack(batches, r->id);
+        }
         wire_record_destroy(&r);
     }
     if (ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0) log_error("final checkpoint: %s", err);
+    else held_ack(&held, batches);
     log_info("stopping at round %llu", (unsigned long long)st.round);
+    free(held.id);
     fclose(metrics);
     wire_consumer_destroy(&batches);
     wire_publisher_destroy(&pub);

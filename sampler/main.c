@@ -320,13 +320,14 @@ int main(int argc, char **argv)
         uint64_t learner_before = s.learner_round;
         int notice = version_follow(s.policy, 0, NULL, &s.version, &s.learner_round, NULL, 0);
         if (notice == 1) s.last_progress = zclock_mono();
-        if (notice == 1 && (s.learner_round < learner_before || s.round > s.learner_round + 2)) {
-            /* the learner restarted from a checkpoint: continue its count (it
-             * drops the batches made before, which are ahead of it) */
-            log_info("learner is back at round %llu; next batch is round %llu", (unsigned long long)s.learner_round,
-                     (unsigned long long)s.learner_round + 1);
-            s.round = s.learner_round + 1;
-        }
+        if (notice == 1 && s.learner_round < learner_before)
+            /* the learner restarted from a checkpoint: the broker gives it
+             * back the batches it applied after that, and it trains them
+             * again; the rounds here go on (new batches wait until it has
+             * caught up, and after stall-seconds count as lost) */
+            log_info("learner is back at round %llu: it trains rounds %llu..%llu again from their batches",
+                     (unsigned long long)s.learner_round, (unsigned long long)s.learner_round + 1,
+                     (unsigned long long)s.round - 1);
         /* keep two rounds of questions in flight so generators never idle */
         while (s.in_flight + (long)assembly_local(s.asm_) < 2L * s.cfg.questions) send_task(&s);
         wire_record_t *r = wire_consumer_recv(s.scored, 100);

@@ -6,9 +6,10 @@
 # would. Invariants checked afterwards, per node:
 #   - the learner finishes every round, and its last checkpoint is the last round;
 #   - metrics rounds go up one at a time, except where a restarted learner
-#     went back to its checkpoint (the line says rounds_lost: how many were
-#     trained again) or a batch went missing with a killed broker or came
-#     late (rounds_skipped): round = previous + 1 - rounds_lost + rounds_skipped;
+#     went back to its checkpoint and did not get back every batch it had
+#     applied after it (the broker killed too: the line says rounds_lost)
+#     or a batch went missing with a killed broker or came late
+#     (rounds_skipped): round = previous + 1 - rounds_lost + rounds_skipped;
 #   - the policy version goes up by one per line, back by rounds_lost (no
 #     batch applied twice to one state);
 #   - no leftover partial checkpoint is ever the latest, and no process
@@ -69,7 +70,7 @@ for n in ("a0", "a1"):
     link = os.readlink(os.path.join(tmp, n, "ckpt", "latest"))
     state = json.load(open(os.path.join(tmp, n, "ckpt", link, "state.json")))
     latest &= not link.endswith(".part") and state["round"] == rounds
-print("  rounds lost to learner kills and trained again: %d; rounds skipped (batches lost or late): %d" % (lost_total, skipped_total))
+print("  rounds lost (applied, then not given back to a restarted learner): %d; rounds skipped (batches lost or late): %d" % (lost_total, skipped_total))
 ok("every_round_trained", finished)
 ok("rounds_stepwise_or_gap_recorded", stepwise)
 ok("versions_stepwise", versions)

@@ -3,7 +3,11 @@
 # survives its own crashes: SIGKILL of its learner, then of a generator,
 # then of its sampler. Each process is restarted by scripts/keep.sh with one
 # line naming it and the signal, the node's other processes keep their pids
-# (they kept serving). Then `swarm.sh restart --node n0` stops the node and
+# (they kept serving). Nothing is lost: the batches the learner applied
+# after its last checkpoint come back from the broker and are trained again
+# (its log says so), and the metrics hold every round once, in order, with
+# no round or version lost or skipped.
+# Then `swarm.sh restart --node n0` stops the node and
 # starts it again as it was started, and the node still finishes every
 # round; `swarm.sh stop` ends a Redis restarted by hand on the swarm's
 # port. Then keep.sh
@@ -25,7 +29,7 @@ export SAPO_BIN=$bin
 micro_model restart
 rounds=40
 export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_LOCAL_FILTER=all \
-       SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=r$$
+       SAPO_CHECKPOINT_EVERY=4 SAPO_SWARM=r$$
 
 scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds $rounds --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
 log=$tmp/swarm/n0/node.log
@@ -43,7 +47,8 @@ proc() {
 }
 others() { for p in broker verifier; do proc $p; done | tr '\n' ' '; }
 
-wait_rows 3
+# round 5 or a little after: past the checkpoint of round 4
+wait_rows 5
 before=$(others)
 kill -9 "$(proc learner)"
 check learner_restarted 'for _ in $(seq 100); do grep -q "keep: learner was killed by signal 9 (KILL); restarting it" "$log" && break; sleep 0.2; done; grep -q "keep: learner was killed by signal 9" "$log"'
@@ -66,6 +71,15 @@ scripts/swarm.sh wait --run "$tmp/swarm" --timeout 300
 check node_finishes_every_round "python3 -c \"
 import json; rs=[json.loads(l)['round'] for l in open('$metrics')]
 assert rs[-1] == $rounds, rs[-5:]\""
+check nothing_lost "python3 -c \"
+import json; rs=[json.loads(l) for l in open('$metrics')]
+assert [r['round'] for r in rs] == list(range(1, $rounds + 1)), [r['round'] for r in rs]
+assert [r['version'] for r in rs] == list(range(1, $rounds + 1)), [r['version'] for r in rs]
+assert not [r for r in rs if 'rounds_lost' in r or 'versions_lost' in r or 'rounds_skipped' in r]\""
+again=$(grep -o "rounds [0-9]*\.\.[0-9]* were trained after the checkpoint; training them again" "$log" | head -1)
+last=$(sed 's/rounds [0-9]*\.\.\([0-9]*\) .*/\1/' <<< "$again")
+echo "  learner restart: ${again:-the kill came at a checkpoint}"
+check batches_trained_again '[ -z "$again" ] || grep -q "round $last trained again from its batch" "$log"'
 check no_sanitizer_report '! grep -q "ERROR: AddressSanitizer\|runtime error" "$log"'
 # Redis killed and started again by hand on the swarm's port: stop ends it too
 port=$(awk '$1 == "redis" {print $3}' "$tmp/swarm/pids")
