@@ -379,6 +379,32 @@ static int record_no(const pool_entry_t *e)
     return slash ? atoi(slash + 1) : -1;
 }
 
+/* One draw that meets more new nodes than the pool has room for (its
+ * peers are 16 at first): every node's entry comes back once. The load
+ * generator found draws over 20 nodes reading peers moved by the growth. */
+static void test_draw_many_nodes(void)
+{
+    pool_t *p = fresh_pool(1000);
+    char node[16], err[256];
+    for (int i = 0; i < 40; i++) {
+        snprintf(node, sizeof node, "n%d", i);
+        EXPECT(publish(p, node, i, 1) == 0);
+    }
+    pool_t *q = same_swarm(1000);
+    pool_window(q, 2, 0);
+    pool_entry_t *e = NULL;
+    int n = pool_draw(q, "n0", 100, &e, err, sizeof err);
+    EXPECTF(n == 39, "drew %d of 39: %s", n, n < 0 ? err : "");
+    int seen[40] = {0};
+    for (int i = 0; i < n; i++) {
+        int no = atoi(e[i].node + 1);
+        EXPECTF(no == record_no(&e[i]) && no > 0 && no < 40 && !seen[no]++, "%s/%d", e[i].node, record_no(&e[i]));
+    }
+    pool_entries_free(e, n);
+    pool_destroy(&q);
+    pool_destroy(&p);
+}
+
 /* A window of 2 rounds: the publisher keeps its last two rounds, a drawer
  * gets each of them once and nothing older, each with its age; a drawer
  * with a window of 1 gets only the newest round. */
@@ -665,6 +691,7 @@ int main(void)
     RUN_TEST(test_node_keys);
     RUN_TEST(test_uniform_chi_square);
     RUN_TEST(test_draw_window);
+    RUN_TEST(test_draw_many_nodes);
     RUN_TEST(test_draw_memory_bounded);
     RUN_TEST(test_draw_seconds);
     RUN_TEST(test_draw_once_uniform);

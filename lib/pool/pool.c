@@ -453,7 +453,8 @@ double pool_peer_weight(pool_t *self, const char *node)
 }
 
 typedef struct {
-    peer_t *d;
+    peer_t *d;   /* set once every range's peer exists: peer_of may move them */
+    size_t peer; /* its index in self->peers */
     uint64_t first, hi, newest, free;
     double w;
 } range_t;
@@ -511,19 +512,22 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
         if (e[1]->integer < 1 || e[2]->integer < e[1]->integer || e[2]->integer - e[1]->integer >= self->max_per_node)
             continue;
         range_t *rg = &ranges[m];
-        if (!(rg->d = peer_of(self, e[0]->str))) {
+        peer_t *d = peer_of(self, e[0]->str);
+        if (!d) {
             snprintf(err, errlen, "out of memory");
             goto done;
         }
+        rg->peer = (size_t)(d - self->peers);
         rg->first = (uint64_t)e[1]->integer, rg->hi = (uint64_t)e[2]->integer;
         rg->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
-        peer_forget_below(rg->d, rg->first);
-        rg->free = rg->hi - rg->first + 1 - (uint64_t)peer_drawn_in(rg->d, rg->first, rg->hi);
-        rg->w = peer_weight(self, rg->d);
+        peer_forget_below(d, rg->first);
+        rg->free = rg->hi - rg->first + 1 - (uint64_t)peer_drawn_in(d, rg->first, rg->hi);
+        rg->w = peer_weight(self, d);
         total += rg->free;
         mass += rg->w * (double)rg->free;
         m++;
     }
+    for (size_t i = 0; i < m; i++) ranges[i].d = &self->peers[ranges[i].peer];
     /* each fresh entry not handed out before with probability proportional
      * to its peer's weight (uniform: equal), without replacement */
     int want = total < (uint64_t)k ? (int)total : k;

@@ -1,0 +1,308 @@
+/* loadgen: a swarm's load on the rollout pool, without the swarm. N
+ * simulated nodes share a real redis-server the way N sapo nodes do: each
+ * publishes G signed groups of B bytes per round (pool_publish, one call a
+ * group, as a sampler publishes) and draws J fresh groups of the others
+ * (pool_draw, SampleExternal), its rounds R seconds apart and the nodes'
+ * rounds spread evenly over R. Reports Redis's memory (used_memory, its
+ * largest sample and at the end), the latency of publish and draw calls
+ * (p50, p99, max), the server's CPU (used_cpu_user + sys over the run),
+ * the errors, what the draws returned, and how far the generator fell
+ * behind its schedule (a generator that cannot keep up measures less load
+ * than asked). Ends with one JSON line of the same figures.
+ *
+ *   loadgen [--redis URL] [--nodes N] [--seconds T] [--round-seconds R]
+ *           [--groups G] [--bytes B] [--draw J] [--window W] [--clients C]
+ *           [--seed S]
+ *
+ * Defaults: 1000 nodes, 60 s, rounds of 10 s, 8 groups of 22,000 bytes (a
+ * default-mix group of 8 completions is 3 to 22 KB), J = 4, window 2
+ * rounds. The N nodes share C pool clients (default min(N, 256)): one
+ * process cannot hold a client per node at 10,000 nodes, and a shared
+ * client's never-twice memory is shared by its nodes. The records are 64
+ * random payloads signed by one key, reused: the server neither reads nor
+ * checks them. The swarm prefix is loadgen<pid>; its keys are deleted at
+ * the end. */
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "node/identity.h"
+#include "pool/pool.h"
+#include "util/splitmix.h"
+
+#define PAYLOADS 64
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+typedef struct {
+    double *v;
+    size_t n, cap;
+} samples_t;
+
+static void add(samples_t *s, double v)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 4096;
+        double *grown = realloc(s->v, s->cap * sizeof *grown);
+        if (!grown) {
+            fprintf(stderr, "loadgen: out of memory\n");
+            exit(1);
+        }
+        s->v = grown;
+    }
+    s->v[s->n++] = v;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the q-quantile (nearest rank) of sorted samples, in ms */
+static double quantile_ms(const samples_t *s, double q)
+{
+    if (s->n == 0) return 0;
+    size_t i = (size_t)(q * (double)s->n);
+    if (i >= s->n) i = s->n - 1;
+    return 1000 * s->v[i];
+}
+
+typedef struct {
+    long long used_memory, peak_memory;
+    double cpu;
+} server_t;
+
+/* INFO's used_memory and used_cpu_user + used_cpu_sys; -1 fields when it fails */
+static int server_stats(redisContext *c, server_t *s)
+{
+    redisReply *r = redisCommand(c, "INFO");
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        if (r) freeReplyObject(r);
+        return -1;
+    }
+    const char *m = strstr(r->str, "\nused_memory:"), *u = strstr(r->str, "\nused_cpu_user:"),
+               *y = strstr(r->str, "\nused_cpu_sys:");
+    s->used_memory = m ? atoll(m + 13) : -1;
+    s->cpu = (u ? atof(u + 15) : 0) + (y ? atof(y + 14) : 0);
+    freeReplyObject(r);
+    return m ? 0 : -1;
+}
+
+static redisContext *admin_connect(const char *url)
+{
+    /* host and port of redis://[user:pass@]host[:port][/db]; the tool
+     * needs INFO and the deletion of its own keys, so no ACL user */
+    char host[256] = "127.0.0.1";
+    int port = 6379;
+    const char *p = strncmp(url, "redis://", 8) == 0 ? url + 8 : url;
+    const char *at = strchr(p, '@');
+    if (at) p = at + 1;
+    size_t n = strcspn(p, ":/");
+    if (n > 0 && n < sizeof host) memcpy(host, p, n), host[n] = '\0';
+    if (p[n] == ':') port = atoi(p + n + 1);
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (!c || c->err) {
+        fprintf(stderr, "loadgen: redis %s:%d: %s\n", host, port, c ? c->errstr : "out of memory");
+        if (c) redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* deletes every key under prefix */
+static void clean(redisContext *c, const char *prefix)
+{
+    char cursor[32] = "0", pattern[160];
+    snprintf(pattern, sizeof pattern, "%s:*", prefix);
+    do {
+        redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            if (r) freeReplyObject(r);
+            return;
+        }
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        for (size_t i = 0; i < r->element[1]->elements; i++) {
+            redisReply *d = redisCommand(c, "UNLINK %s", r->element[1]->element[i]->str);
+            if (d) freeReplyObject(d);
+        }
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+}
+
+static long parse_long(const char *flag, const char *v, long min, long max)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || !end || *end || x < min || x > max) {
+        fprintf(stderr, "loadgen: %s: '%s' is not an integer in [%ld, %ld]\n", flag, v ? v : "", min, max);
+        exit(2);
+    }
+    return x;
+}
+
+int main(int argc, char **argv)
+{
+    const char *url = getenv("SAPO_REDIS") ? getenv("SAPO_REDIS") : "redis://127.0.0.1:6379";
+    long nodes = 1000, seconds = 60, round_s = 10, groups = 8, bytes = 22000, draw = 4, window = 2, clients = -1;
+    uint64_t seed = 1;
+    for (int a = 1; a < argc; a++) {
+        const char *f = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
+        if (!strcmp(f, "--redis") && v) url = v;
+        else if (!strcmp(f, "--nodes")) nodes = parse_long(f, v, 2, 1000000);
+        else if (!strcmp(f, "--seconds")) seconds = parse_long(f, v, 1, 86400);
+        else if (!strcmp(f, "--round-seconds")) round_s = parse_long(f, v, 1, 3600);
+        else if (!strcmp(f, "--groups")) groups = parse_long(f, v, 1, 1000);
+        else if (!strcmp(f, "--bytes")) bytes = parse_long(f, v, 1, 16 << 20);
+        else if (!strcmp(f, "--draw")) draw = parse_long(f, v, 0, 1000);
+        else if (!strcmp(f, "--window")) window = parse_long(f, v, 0, 1000000);
+        else if (!strcmp(f, "--clients")) clients = parse_long(f, v, 1, 100000);
+        else if (!strcmp(f, "--seed")) seed = (uint64_t)parse_long(f, v, 0, 1L << 40);
+        else {
+            fprintf(stderr, "loadgen: unknown flag '%s'\nusage: loadgen [--redis URL] [--nodes N] [--seconds T] "
+                            "[--round-seconds R] [--groups G] [--bytes B] [--draw J] [--window W] [--clients C] "
+                            "[--seed S]\n", f);
+            return 2;
+        }
+        if (strcmp(f, "--redis") == 0 || v) a++;
+    }
+    if (clients < 0) clients = nodes < 256 ? nodes : 256;
+    if (clients > nodes) clients = nodes;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    char swarm[64], err[512];
+    snprintf(swarm, sizeof swarm, "loadgen%d", (int)getpid());
+    redisContext *admin = admin_connect(url);
+    if (!admin) return 1;
+    pool_t **pools = calloc((size_t)clients, sizeof *pools);
+    for (long i = 0; i < clients; i++) {
+        if (!(pools[i] = pool_new(url, swarm, 2000, err, sizeof err))) {
+            fprintf(stderr, "loadgen: %s\n", err);
+            return 1;
+        }
+        pool_window(pools[i], (int)window, 0);
+        pool_seed(pools[i], seed * 1000003u + (uint64_t)i);
+        /* connected (and the functions loaded) before the clock starts */
+        if (pool_size_total(pools[i]) < 0) {
+            fprintf(stderr, "loadgen: cannot reach %s\n", url);
+            return 1;
+        }
+    }
+    /* signed payloads, as a node seals its records */
+    identity_t *id = identity_new();
+    uint8_t *payload[PAYLOADS];
+    size_t payload_len[PAYLOADS];
+    uint64_t rng = seed;
+    uint8_t *raw = malloc((size_t)bytes);
+    for (int k = 0; k < PAYLOADS; k++) {
+        for (long b = 0; b < bytes; b++) raw[b] = (uint8_t)splitmix64(&rng);
+        payload[k] = identity_seal(id, raw, (size_t)bytes, &payload_len[k]);
+    }
+    free(raw);
+
+    server_t s0 = {0}, s = {0};
+    if (server_stats(admin, &s0) != 0) {
+        fprintf(stderr, "loadgen: INFO failed on %s\n", url);
+        return 1;
+    }
+    long long mem_base = s0.used_memory, mem_max = s0.used_memory;
+    samples_t pub = {0}, drw = {0};
+    long errors = 0, drawn = 0, draws_short = 0;
+    char last_err[512] = "";
+    double period = (double)round_s / (double)nodes, behind_max = 0;
+    double t0 = now_s(), next_stats = t0 + 1, next_line = t0 + 10;
+    fprintf(stderr, "loadgen: %ld nodes, %ld groups of %ld bytes and a draw of %ld each per %ld s round, window %ld "
+                    "rounds, %ld clients, %ld s against %s\n",
+            nodes, groups, bytes, draw, round_s, window, clients, seconds, url);
+    for (uint64_t e = 0; !stop; e++) {
+        double due = t0 + (double)e * period;
+        if (due >= t0 + (double)seconds) break;
+        double t = now_s();
+        if (due > t) {
+            double wait = due - t;
+            struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+            nanosleep(&ts, NULL);
+        } else if (t - due > behind_max) {
+            behind_max = t - due;
+        }
+        long node = (long)(e % (uint64_t)nodes);
+        uint64_t round = e / (uint64_t)nodes + 1;
+        char name[32];
+        snprintf(name, sizeof name, "n%ld", node);
+        pool_t *p = pools[node % clients];
+        for (long g = 0; g < groups; g++) {
+            int k = (int)((e * (uint64_t)groups + (uint64_t)g) % PAYLOADS);
+            double a = now_s();
+            int rc = pool_publish(p, name, round, payload[k], payload_len[k], err, sizeof err);
+            add(&pub, now_s() - a);
+            if (rc != 0) errors++, snprintf(last_err, sizeof last_err, "%s", err);
+        }
+        if (draw > 0) {
+            pool_entry_t *got = NULL;
+            double a = now_s();
+            int n = pool_draw(p, name, (int)draw, &got, err, sizeof err);
+            add(&drw, now_s() - a);
+            if (n < 0) errors++, snprintf(last_err, sizeof last_err, "%s", err);
+            else drawn += n, draws_short += n < draw && round > 1;
+            pool_entries_free(got, n > 0 ? n : 0);
+        }
+        t = now_s();
+        if (t >= next_stats) {
+            if (server_stats(admin, &s) == 0 && s.used_memory > mem_max) mem_max = s.used_memory;
+            next_stats = t + 1;
+        }
+        if (t >= next_line) {
+            fprintf(stderr, "loadgen: %.0f s: %zu publishes, %zu draws, used_memory %.1f MB, %ld errors\n", t - t0,
+                    pub.n, drw.n, (double)s.used_memory / 1e6, errors);
+            next_line = t + 10;
+        }
+    }
+    double wall = now_s() - t0;
+    server_stats(admin, &s);
+    if (s.used_memory > mem_max) mem_max = s.used_memory;
+    qsort(pub.v, pub.n, sizeof *pub.v, cmp_double);
+    qsort(drw.v, drw.n, sizeof *drw.v, cmp_double);
+    double cpu = (s.cpu - s0.cpu) / wall;
+    printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %.0f s\n", nodes, round_s, groups,
+           bytes, draw, window, wall);
+    printf("publish: %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub.n, quantile_ms(&pub, 0.5),
+           quantile_ms(&pub, 0.99), pub.n ? 1000 * pub.v[pub.n - 1] : 0);
+    printf("draw:    %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms; %.2f groups a draw, %ld short after round 1\n",
+           drw.n, quantile_ms(&drw, 0.5), quantile_ms(&drw, 0.99), drw.n ? 1000 * drw.v[drw.n - 1] : 0,
+           drw.n ? (double)drawn / (double)drw.n : 0, draws_short);
+    printf("redis:   used_memory %.1f MB at the end, %.1f MB at most (%.1f MB before), CPU %.0f %% of a core\n",
+           (double)s.used_memory / 1e6, (double)mem_max / 1e6, (double)mem_base / 1e6, 100 * cpu);
+    printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", errors, errors ? ", last: " : "", last_err, behind_max);
+    printf("{\"nodes\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%ld,\"seconds\":%.1f,"
+           "\"publish\":{\"calls\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f},\"draw\":{\"calls\":%zu,\"p50_ms\":%.4f,"
+           "\"p99_ms\":%.4f,\"groups\":%.3f},\"used_memory_max\":%lld,\"used_memory_end\":%lld,"
+           "\"server_cpu\":%.3f,\"errors\":%ld,\"behind_max_s\":%.3f}\n",
+           nodes, round_s, groups, bytes, draw, window, wall, pub.n, quantile_ms(&pub, 0.5), quantile_ms(&pub, 0.99),
+           drw.n, quantile_ms(&drw, 0.5), quantile_ms(&drw, 0.99), drw.n ? (double)drawn / (double)drw.n : 0, mem_max,
+           s.used_memory, cpu, errors, behind_max);
+    clean(admin, swarm);
+    redisFree(admin);
+    for (long i = 0; i < clients; i++) pool_destroy(&pools[i]);
+    free(pools);
+    for (int k = 0; k < PAYLOADS; k++) free(payload[k]);
+    identity_destroy(&id);
+    free(pub.v);
+    free(drw.v);
+    return errors ? 1 : 0;
+}
