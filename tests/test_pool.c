@@ -405,6 +405,36 @@ static void test_draw_many_nodes(void)
     pool_destroy(&p);
 }
 
+/* A swarm of 200 nodes of an entry each, more than a draw reads whole: 30
+ * draws of 4 bring 4 entries each, never one twice, from more nodes than
+ * one draw reads (its 64 are picked anew each time) */
+static void test_draw_large_swarm(void)
+{
+    pool_t *p = fresh_pool(1000);
+    char node[16], err[256];
+    for (int i = 0; i < 200; i++) {
+        snprintf(node, sizeof node, "n%d", i);
+        EXPECT(publish(p, node, i, 1) == 0);
+    }
+    pool_t *q = same_swarm(1000);
+    pool_window(q, 2, 0);
+    int seen[200] = {0}, nodes = 0, full = 0;
+    for (int d = 0; d < 30; d++) {
+        pool_entry_t *e = NULL;
+        int n = pool_draw(q, "n0", 4, &e, err, sizeof err);
+        full += n == 4;
+        for (int i = 0; i < n; i++) {
+            int no = atoi(e[i].node + 1);
+            EXPECTF(no > 0 && no < 200 && no == record_no(&e[i]) && !seen[no]++, "%s/%d", e[i].node, record_no(&e[i]));
+            nodes++;
+        }
+        pool_entries_free(e, n);
+    }
+    EXPECTF(full == 30 && nodes == 120, "%d full draws, %d entries", full, nodes);
+    pool_destroy(&q);
+    pool_destroy(&p);
+}
+
 /* A window of 2 rounds: the publisher keeps its last two rounds, a drawer
  * gets each of them once and nothing older, each with its age; a drawer
  * with a window of 1 gets only the newest round. */
@@ -692,6 +722,7 @@ int main(void)
     RUN_TEST(test_uniform_chi_square);
     RUN_TEST(test_draw_window);
     RUN_TEST(test_draw_many_nodes);
+    RUN_TEST(test_draw_large_swarm);
     RUN_TEST(test_draw_memory_bounded);
     RUN_TEST(test_draw_seconds);
     RUN_TEST(test_draw_once_uniform);

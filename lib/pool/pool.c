@@ -12,6 +12,9 @@
 /* no entry larger than records.h's REC_MAX_BYTES and a 64-byte signature
  * (node/identity.h) enters the pool */
 #define ENTRY_MAX_BYTES 16777280 /* pool.lua's sapo_publish refuses larger ones */
+/* pool_draw reads a swarm of up to this many nodes whole, and a larger
+ * one by this many picked at random */
+#define POOL_CANDIDATES 64
 /* nodes whose keys a pool remembers (trust on first use) */
 #define KEYS_MAX 4096
 
@@ -51,6 +54,8 @@ struct pool {
     long window_ms;         /* 0 = none */
     peer_t *peers;
     int n_peers, cap_peers;
+    int *slot;    /* open-addressing index of peers by name: peer + 1, 0 = empty */
+    int n_slots;  /* a power of two, at least twice n_peers */
     pool_strategy_t strategy;
     long missing;   /* drawn entries that were not there */
     long bad_nodes; /* nodes with bad keys at the last draw */
@@ -136,6 +141,7 @@ void pool_destroy(pool_t **self_p)
     disconnect(*self_p);
     for (int i = 0; i < (*self_p)->n_peers; i++) free((*self_p)->peers[i].seq);
     free((*self_p)->peers);
+    free((*self_p)->slot);
     free((*self_p)->keys);
     free(*self_p);
     *self_p = NULL;
@@ -356,19 +362,54 @@ done:
     return n;
 }
 
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* the slot of node in the index: its peer's, or the empty one it would take */
+static int *peer_slot(const pool_t *self, const char *node)
+{
+    size_t mask = (size_t)self->n_slots - 1;
+    for (size_t i = name_hash(node) & mask;; i = (i + 1) & mask)
+        if (self->slot[i] == 0 || strcmp(self->peers[self->slot[i] - 1].node, node) == 0) return &self->slot[i];
+}
+
+/* the peer record of node, NULL when none */
+static peer_t *peer_find(const pool_t *self, const char *node)
+{
+    if (!self->slot) return NULL;
+    int i = *peer_slot(self, node);
+    return i ? &self->peers[i - 1] : NULL;
+}
+
+/* the peer record of node, made when new (a draw over thousands of nodes
+ * looks one up per range: by hash, not by a scan); NULL when out of memory.
+ * Making one may move the others. */
 static peer_t *peer_of(pool_t *self, const char *node)
 {
-    for (int i = 0; i < self->n_peers; i++)
-        if (strcmp(self->peers[i].node, node) == 0) return &self->peers[i];
+    peer_t *found = peer_find(self, node);
+    if (found) return found;
     if (self->n_peers == self->cap_peers) {
         int cap = self->cap_peers ? 2 * self->cap_peers : 16;
         peer_t *d = realloc(self->peers, sizeof *d * (size_t)cap);
         if (!d) return NULL;
         self->peers = d, self->cap_peers = cap;
     }
+    if (2 * (self->n_peers + 1) > self->n_slots) {
+        int n = self->n_slots ? 2 * self->n_slots : 64;
+        int *slot = calloc((size_t)n, sizeof *slot);
+        if (!slot) return NULL;
+        free(self->slot);
+        self->slot = slot, self->n_slots = n;
+        for (int i = 0; i < self->n_peers; i++) *peer_slot(self, self->peers[i].node) = i + 1;
+    }
     peer_t *d = &self->peers[self->n_peers++];
     memset(d, 0, sizeof *d);
     snprintf(d->node, sizeof d->node, "%s", node);
+    *peer_slot(self, d->node) = self->n_peers;
     return d;
 }
 
@@ -447,8 +488,8 @@ int pool_feedback(pool_t *self, const char *node, bool informative)
 
 double pool_peer_weight(pool_t *self, const char *node)
 {
-    for (int i = 0; i < self->n_peers; i++)
-        if (strcmp(self->peers[i].node, node) == 0) return peer_weight(self, &self->peers[i]);
+    const peer_t *d = peer_find(self, node);
+    if (d) return peer_weight(self, d);
     return self->strategy == POOL_UNIFORM ? 1.0 : 0.5;
 }
 
@@ -469,10 +510,14 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     snprintf(wr, sizeof wr, "%d", self->window_rounds);
     snprintf(wms, sizeof wms, "%ld", self->window_ms);
     snprintf(max_bytes, sizeof max_bytes, "%zu", self->max_bytes);
-    const char *fargv[] = {"FCALL_RO", "sapo_fresh", "1", prefix, exclude_node ? exclude_node : "", cap, wr, wms};
-    size_t flens[8];
-    for (int i = 0; i < 8; i++) flens[i] = strlen(fargv[i]);
-    redisReply *r = run(self, 8, fargv, flens, err, errlen);
+    /* the swarm whole up to POOL_CANDIDATES nodes (or 8 k), else that many
+     * nodes at random: exact for a small swarm, O(k) for a large one */
+    char cand[32];
+    snprintf(cand, sizeof cand, "%d", 8 * k > POOL_CANDIDATES ? 8 * k : POOL_CANDIDATES);
+    const char *fargv[] = {"FCALL_RO", "sapo_fresh", "1", prefix, exclude_node ? exclude_node : "", cap, wr, wms, cand};
+    size_t flens[9];
+    for (int i = 0; i < 9; i++) flens[i] = strlen(fargv[i]);
+    redisReply *r = run(self, 9, fargv, flens, err, errlen);
     if (!r) return -1;
     if (r->type != REDIS_REPLY_ARRAY) {
         snprintf(err, errlen, "redis: sapo_fresh answered type %d, not an array", r->type);

@@ -147,28 +147,53 @@ redis.register_function{function_name = 'sapo_sample', flags = {'no-writes'}, ca
   end
   return out
 end}
--- how many nodes were skipped for bad keys, then every other node's
--- fresh range: node, first fresh seq, newest seq, the newest entry's
--- round, as a flat list. args: exclude, cap, window
--- in rounds, window in ms (0 = none; with both 0, a node's newest cap
--- entries). The scan walks down from the newest entry, so it costs the
--- window, not the node's live count.
+-- how many nodes were skipped for bad keys, then other nodes' fresh
+-- ranges: node, first fresh seq, newest seq, the newest entry's round,
+-- as a flat list. args: exclude, cap, window in rounds, window in ms
+-- (0 = none; with both 0, a node's newest cap entries), candidates.
+-- A swarm of at most `candidates` nodes is read whole (the draw is
+-- exact); a larger one by that many nodes picked at random
+-- (SRANDMEMBER), so a draw costs the same at 10 or 10,000 nodes. A
+-- node's entries get older with their seq, so its first fresh one is
+-- found by bisection: O(log window) reads a node.
+local function first_fresh(base, lo, hi, newest, rounds, ms, now)
+  if not fresh(base, hi, newest, rounds, ms, now) then return hi + 1 end
+  local a, b = lo, hi -- the answer is in [a, b]; b is fresh
+  while a < b do
+    local mid = math.floor((a + b) / 2)
+    if fresh(base, mid, newest, rounds, ms, now) then b = mid else a = mid + 1 end
+  end
+  return a
+end
 redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, callback = function(keys, args)
+  local prefix = string.sub(keys[1], 1, -2)
   local cap, rounds, ms = tonumber(args[2]) or 1, tonumber(args[3]) or 0, tonumber(args[4]) or 0
-  local list, _, bad = live(string.sub(keys[1], 1, -2), args[1], cap)
-  local now, out = now_ms(), {bad}
-  for _, e in ipairs(list) do
-    local base, lo, hi = e[1], e[2], e[2] + e[3] - 1
-    local newest = meta(base, hi) or 0
-    local first = lo
-    if rounds > 0 or ms > 0 then
-      first = hi + 1
-      while first > lo and fresh(base, first - 1, newest, rounds, ms, now) do first = first - 1 end
-    end
-    if first <= hi then
-      table.insert(out, e[4]); table.insert(out, first); table.insert(out, hi); table.insert(out, newest)
+  local want = tonumber(args[5]) or 0
+  local nodes
+  if want > 0 and redis.call('SCARD', prefix .. ':nodes') > want then
+    nodes = redis.call('SRANDMEMBER', prefix .. ':nodes', want + 1)
+  else
+    nodes = redis.call('SMEMBERS', prefix .. ':nodes')
+  end
+  table.sort(nodes)
+  local now, out, bad = now_ms(), {0}, 0
+  for _, n in ipairs(nodes) do
+    if n ~= args[1] then
+      local base = prefix .. ':n:' .. n
+      local lo, hi, broken = range(base)
+      if broken then bad = bad + 1 end
+      if hi >= lo then
+        lo = math.max(lo, hi - cap + 1)
+        local newest = meta(base, hi) or 0
+        local first = lo
+        if rounds > 0 or ms > 0 then first = first_fresh(base, lo, hi, newest, rounds, ms, now) end
+        if first <= hi then
+          table.insert(out, n); table.insert(out, first); table.insert(out, hi); table.insert(out, newest)
+        end
+      end
     end
   end
+  out[1] = bad
   return out
 end}
 -- the entries named by (node, seq) pairs: per pair its meta ("round:ms"
