@@ -537,6 +537,62 @@ static void test_draw_seconds(void)
     pool_destroy(&p);
 }
 
+/* The swarm-wide memory cap: a Redis with maxmemory 8 MB over what it
+ * holds and maxmemory-policy volatile-ttl takes 40 nodes x 4 entries of
+ * 100 KB (16 MB) without a failed publish, stays under its cap, keeps
+ * every node's identity key, and the newest publisher's entries; the
+ * oldest publishers' windows are what went. */
+static void test_memory_cap(void)
+{
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    redisReply *r = redisCommand(c, "INFO memory");
+    long long used = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "used_memory:")
+                         ? atoll(strstr(r->str, "used_memory:") + 12) : 0;
+    freeReplyObject(r);
+    long long cap = used + (8ll << 20);
+    freeReplyObject(redisCommand(c, "CONFIG SET maxmemory %lld", cap));
+    freeReplyObject(redisCommand(c, "CONFIG SET maxmemory-policy volatile-ttl"));
+    pool_t *p = fresh_pool(100);
+    char *rec = calloc(1, 100000), node[16], err[256], key[64];
+    uint8_t pub[32] = {1};
+    int failed = 0;
+    for (int i = 0; i < 40; i++) {
+        snprintf(node, sizeof node, "m%d", i);
+        pub[1] = (uint8_t)i;
+        EXPECTF(pool_register_key(p, node, pub, err, sizeof err) == 0, "%s", err);
+        for (int j = 0; j < 4; j++) failed += pool_publish(p, node, 1, rec, 100000, err, sizeof err) != 0;
+    }
+    EXPECTF(failed == 0, "%d publishes failed: %s", failed, err);
+    r = redisCommand(c, "INFO memory");
+    long long now = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "used_memory:")
+                        ? atoll(strstr(r->str, "used_memory:") + 12) : 0;
+    freeReplyObject(r);
+    EXPECTF(now <= cap, "used_memory %lld over the cap %lld", now, cap);
+    int keys = 0, windows_first_half = 0;
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "t%d:n:m%d:key", swarm_no, i);
+        r = redisCommand(c, "EXISTS %s", key);
+        keys += r && r->integer == 1;
+        freeReplyObject(r);
+        snprintf(key, sizeof key, "t%d:n:m%d:e", swarm_no, i);
+        r = redisCommand(c, "EXISTS %s", key);
+        windows_first_half += i < 20 && r && r->integer == 1;
+        freeReplyObject(r);
+    }
+    EXPECTF(keys == 40, "%d of 40 identity keys left", keys);
+    EXPECTF(windows_first_half < 20, "all 20 first publishers kept their entries");
+    EXPECT(pool_size_node(p, "m39") == 4);
+    snprintf(key, sizeof key, "t%d:n:m39:e", swarm_no);
+    r = redisCommand(c, "HLEN %s", key);
+    EXPECTF(r && r->integer == 4, "the newest publisher holds %lld entries", r ? r->integer : -1);
+    freeReplyObject(r);
+    freeReplyObject(redisCommand(c, "CONFIG SET maxmemory 0"));
+    freeReplyObject(redisCommand(c, "CONFIG SET maxmemory-policy noeviction"));
+    redisFree(c);
+    free(rec);
+    pool_destroy(&p);
+}
+
 /* Without a window: every live entry, each once, and the first draw of a
  * fresh pool is uniform over entries (a: 1 of 4 entries, within 4.5 sigma
  * over 400 pools). Entries whose meta is missing or junk are not fresh
@@ -725,6 +781,7 @@ int main(void)
     RUN_TEST(test_draw_large_swarm);
     RUN_TEST(test_draw_memory_bounded);
     RUN_TEST(test_draw_seconds);
+    RUN_TEST(test_memory_cap);
     RUN_TEST(test_draw_once_uniform);
     RUN_TEST(test_draw_useful);
     RUN_TEST(test_draw_hostile);

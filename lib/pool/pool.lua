@@ -94,10 +94,13 @@ redis.register_function('sapo_publish', function(keys, args)
   end
   redis.call('SET', base .. ':lo', lo)
 -- a node that stops publishing leaves nothing behind past the window
-  if ms > 0 then
-    redis.call('PEXPIRE', base .. ':e', ms)
-    redis.call('PEXPIRE', base .. ':m', ms)
-  end
+-- (an hour without one). So its entries are the only keys with a TTL,
+-- and a Redis run with maxmemory and maxmemory-policy volatile-ttl,
+-- when full, drops whole windows of the nodes that published least
+-- recently first, never an identity or a counter.
+  local ttl = ms > 0 and ms or 3600000
+  redis.call('PEXPIRE', base .. ':e', ttl)
+  redis.call('PEXPIRE', base .. ':m', ttl)
   redis.call('SADD', keys[2], args[1])
   return hi - lo + 1
 end)
