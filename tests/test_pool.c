@@ -407,7 +407,7 @@ static void test_draw_many_nodes(void)
 
 /* A swarm of 200 nodes of an entry each, more than a draw reads whole: 30
  * draws of 4 bring 4 entries each, never one twice, from more nodes than
- * one draw reads (its 64 are picked anew each time) */
+ * one draw reads (its 32 are picked anew each time) */
 static void test_draw_large_swarm(void)
 {
     pool_t *p = fresh_pool(1000);

@@ -14,7 +14,7 @@
 #define ENTRY_MAX_BYTES 16777280 /* pool.lua's sapo_publish refuses larger ones */
 /* pool_draw reads a swarm of up to this many nodes whole, and a larger
  * one by this many picked at random */
-#define POOL_CANDIDATES 64
+#define POOL_CANDIDATES 32
 /* nodes whose keys a pool remembers (trust on first use) */
 #define KEYS_MAX 4096
 

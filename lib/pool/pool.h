@@ -97,7 +97,7 @@ double pool_peer_weight(pool_t *self, const char *node);
  * probability proportional to its node's weight (pool_strategy), from the
  * fresh entries of every node but exclude_node that this pool
  * has not handed out before (a node never trains on one entry twice).
- * In a swarm of more than max(64, 8 k) nodes, the server first picks that
+ * In a swarm of more than max(32, 8 k) nodes, the server first picks that
  * many nodes at random (each alike; Redis's own random numbers, so such a
  * draw is not reproduced by pool_seed) and the entries are drawn as above
  * from theirs: a draw costs O(k), not O(nodes).
