@@ -1,8 +1,11 @@
 /* study: the controlled study's report. Reads an experiment folder that
  * scripts/experiment.sh filled, EXP/I<i>J<j>/seed<s>/<node>/metrics.jsonl
  * (and eval.jsonl where an evaluator ran), and writes into EXP/results:
- *   rewards.tsv      config seed node round reward model (mean reward of the node's own
- *                    completions; model is the node's kind, its policy name)
+ *   rewards.tsv      config seed node round reward model (mean reward of every own
+ *                    completion the node's sampler scored for the round, sampler.scored_reward,
+ *                    as bin/report takes it: with local-filter nonzero the trained groups'
+ *                    reward_mean is of those with mixed outcomes only; reward_mean where the
+ *                    metrics lack it; model is the node's kind, its policy name)
  *   cumulative.tsv   config seed nodes rounds cumulative (sum over nodes and rounds)
  *   summary.md       the cumulative-reward table with each configuration's ratio to the
  *                    J = 0 one and tests across seeds; the evaluation table with a per-round
@@ -74,6 +77,14 @@ static int load_jsonl(const char *path, const char *value_key, series_t *s)
         lineno++;
         cJSON *j = cJSON_Parse(line);
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round"), *v = cJSON_GetObjectItemCaseSensitive(j, value_key);
+        if (strcmp(value_key, "reward_mean") == 0) {
+            /* the round's reward as bin/report takes it: every own
+             * completion scored for it, where the metrics have that */
+            const cJSON *smp = cJSON_GetObjectItemCaseSensitive(j, "sampler");
+            const cJSON *sr = cJSON_GetObjectItemCaseSensitive(smp, "scored_reward");
+            const cJSON *sc = cJSON_GetObjectItemCaseSensitive(smp, "scored_completions");
+            if (cJSON_IsNumber(sr) && cJSON_IsNumber(sc) && sc->valuedouble > 0) v = sr;
+        }
         if (cJSON_IsNumber(r) && cJSON_IsNumber(v)) series_add(s, r->valueint, v->valuedouble);
         else fprintf(stderr, "study: %s:%d: no round and %s, line skipped\n", path, lineno, value_key);
         cJSON_Delete(j);
@@ -268,8 +279,9 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
     const cfg_t *base = NULL;
     for (int c = 0; c < nc; c++)
         if (cfgs[c].J == 0) base = &cfgs[c];
-    fprintf(md, "## Cumulative reward\n\nCumulative reward = the sum over nodes and rounds of the mean reward of each node's own "
-                "completions in that round; one value per seed.\n\n");
+    fprintf(md, "## Cumulative reward\n\nCumulative reward = the sum over nodes and rounds of the mean reward of every own "
+                "completion a node's sampler scored for that round (sampler.scored_reward: trained or not); one value "
+                "per seed.\n\n");
     fprintf(md, "| I/J | nodes | rounds | seeds | cumulative reward per seed | mean | sd | per node-round | ratio to %s | "
                 "Welch p | permutation p |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
             base ? "J = 0" : "J = 0 (none run)");
