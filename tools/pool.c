@@ -1,8 +1,11 @@
 /* pool: looks at and feeds a swarm's Redis rollout pool.
  *   pool size [--redis URL] [--swarm S] [--node N]     live entries (all nodes, or one)
- *   pool sample [--redis URL] [--swarm S] [--exclude N] [--count K]
+ *   pool sample [--redis URL] [--swarm S] [--exclude N] [--count K] [--window R]
  *                                                      K draws as JSON lines (records whose
- *                                                      signature verifies; others named on stderr)
+ *                                                      signature verifies; others named on stderr);
+ *                                                      with --window, as a node's SampleExternal
+ *                                                      draws: fresh entries of the publishers'
+ *                                                      last R rounds, without replacement
  *   pool publish --node N [--key FILE] [--round R] [--redis URL] [--swarm S] FILE...
  *                                                      publishes record files as node N
  *                                                      in its round R (default 0)
@@ -25,7 +28,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: pool size|sample|publish|register|key [--redis URL] [--swarm S] [--node N] [--key FILE] "
-                    "[--exclude N] [--count K] [--round R] [FILE...]\n");
+                    "[--exclude N] [--count K] [--window R] [--round R] [FILE...]\n");
 }
 
 static char *slurp(const char *path, size_t *len)
@@ -71,7 +74,7 @@ int main(int argc, char **argv)
                *key = NULL;
     if (!redis || !*redis) redis = "redis://127.0.0.1:6379";
     if (!swarm || !*swarm) swarm = "sapo";
-    int count = 1, nfiles = 0;
+    int count = 1, nfiles = 0, window = 0;
     unsigned long long round = 0;
     const char **files = calloc((size_t)argc, sizeof *files);
     for (int a = 2; a < argc; a++) {
@@ -85,6 +88,12 @@ int main(int argc, char **argv)
             count = atoi(argv[++a]);
             if (count < 1) {
                 fprintf(stderr, "pool: --count '%s': expected a positive integer\n", argv[a]);
+                return 2;
+            }
+        } else if (!strcmp(argv[a], "--window") && v) {
+            window = atoi(argv[++a]);
+            if (window < 1) {
+                fprintf(stderr, "pool: --window '%s': expected a positive integer\n", argv[a]);
                 return 2;
             }
         } else if (!strcmp(argv[a], "--round") && v) {
@@ -127,7 +136,9 @@ int main(int argc, char **argv)
         }
     } else if (!strcmp(cmd, "sample")) {
         pool_entry_t *e;
-        int n = pool_sample(pool, exclude, count, &e, err, sizeof err);
+        if (window) pool_window(pool, window, 0);
+        int n = window ? pool_draw(pool, exclude, count, &e, err, sizeof err)
+                       : pool_sample(pool, exclude, count, &e, err, sizeof err);
         if (n < 0) {
             fprintf(stderr, "pool: %s\n", err);
             rc = 1;
