@@ -435,6 +435,42 @@ static void test_draw_large_swarm(void)
     pool_destroy(&p);
 }
 
+/* A draw reads a node's range from the summary its publishes keep
+ * (S:n:N:s). The same fresh entries come back from a node whose summary
+ * is gone or junk (read from its counters and meta instead), and the
+ * summary says what the publishes left: rounds 2 and 3 of three, each
+ * round's first seq. */
+static void test_draw_summary(void)
+{
+    pool_t *pub = fresh_pool(1000);
+    pool_window(pub, 2, 0);
+    for (int r = 1; r <= 3; r++) EXPECT(publish_round(pub, "a", (uint64_t)r, 10 * r, 3) == 0);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    char key[64], err[256];
+    snprintf(key, sizeof key, "t%d:n:a:s", swarm_no);
+    redisReply *r = redisCommand(c, "GET %s", key);
+    unsigned long long lo = 0, hi = 0, r1 = 0, s1 = 0, t1 = 0, r2 = 0, s2 = 0, t2 = 0;
+    EXPECTF(r && r->type == REDIS_REPLY_STRING &&
+                sscanf(r->str, "%llu %llu %llu %llu %llu %llu %llu %llu", &lo, &hi, &r1, &s1, &t1, &r2, &s2, &t2) == 8 &&
+                lo == 4 && hi == 9 && r1 == 2 && s1 == 4 && r2 == 3 && s2 == 7 && t1 <= t2 && t1 > 0,
+            "summary '%s'", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    const char *states[] = {"DEL %s", "SET %s junk", "SET %s 9 4 1 1 1"};
+    for (int k = 0; k < 3; k++) {
+        freeReplyObject(redisCommand(c, states[k], key));
+        pool_t *me = same_swarm(1000);
+        pool_window(me, 2, 0);
+        pool_entry_t *e = NULL;
+        int n = pool_draw(me, "me", 10, &e, err, sizeof err), fresh = 0;
+        for (int i = 0; i < n; i++) fresh += record_no(&e[i]) >= 20 && record_no(&e[i]) % 10 < 3;
+        EXPECTF(n == 6 && fresh == 6, "%s: drew %d, %d of rounds 2 and 3", states[k], n, fresh);
+        pool_entries_free(e, n);
+        pool_destroy(&me);
+    }
+    redisFree(c);
+    pool_destroy(&pub);
+}
+
 /* A window of 2 rounds: the publisher keeps its last two rounds, a drawer
  * gets each of them once and nothing older, each with its age; a drawer
  * with a window of 1 gets only the newest round. */
@@ -777,6 +813,7 @@ int main(void)
     RUN_TEST(test_node_keys);
     RUN_TEST(test_uniform_chi_square);
     RUN_TEST(test_draw_window);
+    RUN_TEST(test_draw_summary);
     RUN_TEST(test_draw_many_nodes);
     RUN_TEST(test_draw_large_swarm);
     RUN_TEST(test_draw_memory_bounded);

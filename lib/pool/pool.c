@@ -627,6 +627,11 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
             o->round = round;
             o->age_rounds = from[i]->newest > round ? from[i]->newest - round : 0;
             o->age_ms = now > (long long)ms ? (uint64_t)(now - (long long)ms) : 0;
+        } else if (self->window_rounds > 0 || self->window_ms > 0) {
+            /* no fresh entry lacks its publisher's round and time: one
+             * planted (or half-lost) is skipped and counted */
+            self->missing++;
+            continue;
         }
         if (x->type == REDIS_REPLY_INTEGER) {
             if (x->integer <= 0) { /* gone since the ranges were read, or planted meta without an entry */

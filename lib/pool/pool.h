@@ -7,6 +7,10 @@
  *   S:n:N:m          hash seq -> "round:ms": the publisher's round and the
  *                    server's time (ms) when the entry was published
  *   S:n:N:hi, :lo    newest and oldest live seq
+ *   S:n:N:s          the node's summary, kept by its publishes: "lo hi", then
+ *                    per publisher round in its range "round seq ms" (first
+ *                    seq and publish time): a draw reads a node's fresh
+ *                    range from it with one MGET
  *   S:max_per_node   optional: the swarm's bound on any node's entries,
  *                    set by whoever runs the Redis (nodes cannot raise it)
  *   S:n:N:key        the node's Ed25519 public key (64 hex digits): its

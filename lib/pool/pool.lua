@@ -59,6 +59,54 @@ local function fresh(base, seq, newest, rounds, ms, now)
   if ms > 0 and now - t > ms then return false end
   return true
 end
+-- A node's summary, S:n:N:s, kept by its own publishes so that a draw
+-- reads a node with one MGET: "lo hi", then per publisher round in the
+-- live range "round seq ms" (the round, its first seq, that entry's
+-- publish time), oldest first, at most 64 (the oldest two merge, keeping
+-- the older round and time: an entry can look older than it is, never
+-- fresher). nil when it is not one (a node may write its own keys).
+local function summary_parse(s)
+  if type(s) ~= 'string' or #s > 4096 then return nil end
+  local t = {}
+  for x in string.gmatch(s, '%S+') do
+    local v = tonumber(x)
+    if not v or v ~= math.floor(v) or v < 0 or v > 2^52 then return nil end
+    t[#t + 1] = v
+  end
+  if #t < 5 or (#t - 2) % 3 ~= 0 or t[1] < 1 or t[2] < t[1] or t[4] ~= t[1] then return nil end
+  local rounds = {}
+  for i = 3, #t, 3 do
+    if t[i + 1] > t[2] or (i > 3 and t[i + 1] <= t[i - 2]) then return nil end
+    rounds[#rounds + 1] = {t[i], t[i + 1], t[i + 2]}
+  end
+  return t[1], t[2], rounds
+end
+-- after a publish of seqs first..hi in round at now, with lo the oldest
+-- live seq
+local function summary_write(base, lo, hi, first, round, now, ttl)
+  local _, _, rounds = summary_parse((get(base .. ':s')))
+  if not rounds then
+-- none yet (or not one): the entries kept from before count as of the
+-- oldest one's round and time
+    rounds = {}
+    if lo < first then
+      local r, t = meta(base, lo)
+      rounds[1] = {r or round, lo, t or now}
+    end
+  end
+  if #rounds == 0 or rounds[#rounds][1] ~= round then rounds[#rounds + 1] = {round, first, now} end
+  while #rounds >= 2 and rounds[2][2] <= lo do table.remove(rounds, 1) end
+  rounds[1][2] = lo
+  while #rounds > 64 do
+    rounds[2] = {rounds[1][1], rounds[1][2], rounds[1][3]}
+    table.remove(rounds, 1)
+  end
+  local out = {lo, hi}
+  for _, r in ipairs(rounds) do
+    out[#out + 1] = r[1]; out[#out + 1] = r[2]; out[#out + 1] = r[3]
+  end
+  redis.call('SET', base .. ':s', table.concat(out, ' '), 'PX', ttl)
+end
 redis.register_function('sapo_publish', function(keys, args)
 -- S:max_per_node, when an operator set it, bounds every node whatever
 -- bound the node sends
@@ -79,7 +127,7 @@ redis.register_function('sapo_publish', function(keys, args)
   end
   local lo, hi, broken = range(base)
   if broken then return redis.error_reply('sapo_publish: this node\'s counters ' .. base .. ':hi and :lo are not sane integers') end
-  local now = now_ms()
+  local now, first = now_ms(), hi + 1
   for i = 7, #args do
     hi = hi + 1
     redis.call('HSET', base .. ':e', hi, args[i])
@@ -101,6 +149,7 @@ redis.register_function('sapo_publish', function(keys, args)
   local ttl = ms > 0 and ms or 3600000
   redis.call('PEXPIRE', base .. ':e', ttl)
   redis.call('PEXPIRE', base .. ':m', ttl)
+  summary_write(base, lo, hi, first, round, now, ttl)
   redis.call('SADD', keys[2], args[1])
   return hi - lo + 1
 end)
@@ -156,9 +205,10 @@ end}
 -- (0 = none; with both 0, a node's newest cap entries), candidates.
 -- A swarm of at most `candidates` nodes is read whole (the draw is
 -- exact); a larger one by that many nodes picked at random
--- (SRANDMEMBER), so a draw costs the same at 10 or 10,000 nodes. A
--- node's entries get older with their seq, so its first fresh one is
--- found by bisection: O(log window) reads a node.
+-- (SRANDMEMBER), so a draw costs the same at 10 or 10,000 nodes. Each
+-- node's summary (one MGET for all) gives its fresh range; a node
+-- without one is read from its counters and entries' meta, its first
+-- fresh entry found by bisection (entries get older with their seq).
 local function first_fresh(base, lo, hi, newest, rounds, ms, now)
   if not fresh(base, hi, newest, rounds, ms, now) then return hi + 1 end
   local a, b = lo, hi -- the answer is in [a, b]; b is fresh
@@ -180,20 +230,42 @@ redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, cal
   end
   table.sort(nodes)
   local now, out, bad = now_ms(), {0}, 0
+  local names, skeys = {}, {}
   for _, n in ipairs(nodes) do
     if n ~= args[1] then
-      local base = prefix .. ':n:' .. n
-      local lo, hi, broken = range(base)
-      if broken then bad = bad + 1 end
-      if hi >= lo then
-        lo = math.max(lo, hi - cap + 1)
-        local newest = meta(base, hi) or 0
-        local first = lo
-        if rounds > 0 or ms > 0 then first = first_fresh(base, lo, hi, newest, rounds, ms, now) end
-        if first <= hi then
-          table.insert(out, n); table.insert(out, first); table.insert(out, hi); table.insert(out, newest)
-        end
+      names[#names + 1] = n
+      skeys[#skeys + 1] = prefix .. ':n:' .. n .. ':s'
+    end
+  end
+  local summaries = #skeys > 0 and redis.pcall('MGET', unpack(skeys)) or {}
+  if type(summaries) ~= 'table' or summaries.err then summaries = {} end
+  for i, n in ipairs(names) do
+    local base = prefix .. ':n:' .. n
+    local lo, hi, first, newest
+    local slo, shi, rs = summary_parse(summaries[i])
+    if rs then
+-- the summary: the newest round, and the oldest fresh round's first seq
+      lo, hi, newest = slo, shi, rs[#rs][1]
+      first = hi + 1
+      for k = #rs, 1, -1 do
+        local r = rs[k]
+        if (rounds > 0 and r[1] + rounds <= newest) or (ms > 0 and now - r[3] > ms) then break end
+        first = r[2]
       end
+      if rounds == 0 and ms == 0 then first = lo end
+    else
+-- no summary (a node of an older sapo, or one planted): the counters,
+-- and the entries' meta
+      local broken
+      lo, hi, broken = range(base)
+      if broken then bad = bad + 1 end
+      newest = hi >= lo and (meta(base, hi) or 0) or 0
+      first = lo
+      if hi >= lo and (rounds > 0 or ms > 0) then first = first_fresh(base, lo, hi, newest, rounds, ms, now) end
+    end
+    first = math.max(first, hi - cap + 1)
+    if hi >= lo and first <= hi then
+      table.insert(out, n); table.insert(out, first); table.insert(out, hi); table.insert(out, newest)
     end
   end
   out[1] = bad
