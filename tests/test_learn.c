@@ -174,7 +174,7 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
         {.node = cfg.node, .model = pol->name, .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4 and say it."},
          .completions = a, .n_completions = 4, .scored = true},
         {.node = "n9", .model = "another-model", .task = {.family = "leap_year", .question = "Was 2023 a leap year? Answer yes or no."},
-         .completions = b, .n_completions = 3, .scored = true},
+         .completions = b, .n_completions = 3, .external = true, .scored = true},
     };
     rec_batch_t bt = {.node = cfg.node, .round = 1, .groups = g, .n_groups = 2, .local_count = 1, .external_count = 1,
                       .stats_json = "{}"};
@@ -248,6 +248,26 @@ static void test_external_logprobs(void)
             bad.external_logprobs, bad.grpo.ratio_max);
 }
 
+/* external-kl exclude: the KL term to the base model leaves the external
+ * group out (its tokens count 0 in it), so it is smaller than with
+ * include, and above 0 (the own group's); the gradients differ */
+static void test_external_kl(void)
+{
+    const char *inc[] = {"--external-kl", "include"}, *exc[] = {"--external-kl", "exclude"};
+    learn_stats_t a, b;
+    float *ga = NULL, *gb = NULL;
+    size_t n = 0;
+    shared_step(inc, 2, &a, &ga, &n);
+    shared_step(exc, 2, &b, &gb, &n);
+    if (!ga || !gb) return;
+    EXPECTF(a.grpo.kl > 0 && b.grpo.kl > 0 && b.grpo.kl < a.grpo.kl, "kl %g with the external group, %g without",
+            a.grpo.kl, b.grpo.kl);
+    double d = 0;
+    for (size_t k = 0; k < n; k++) d += fabs((double)ga[k] - gb[k]);
+    EXPECT(d > 0);
+    free(ga), free(gb);
+}
+
 int main(void)
 {
     RUN_TEST(test_sft_rows);
@@ -255,5 +275,6 @@ int main(void)
     RUN_TEST(test_delta);
     RUN_TEST(test_shared_prompt);
     RUN_TEST(test_external_logprobs);
+    RUN_TEST(test_external_kl);
     CHECK_EXIT();
 }

@@ -78,6 +78,7 @@ static const field_t fields[] = {
     {"local-filter", "SAPO_LOCAL_FILTER", S(local_filter), "nonzero", "own groups trained: nonzero (groups whose rewards are all equal are dropped and replaced by fresh ones, DAPO's dynamic sampling; after 4 x I such groups in a row the next are kept, so a policy that never scores still steps) or all"},
     {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
     {"external-logprobs", "SAPO_EXTERNAL_LOGPROBS", S(external_logprobs), "ignore", "use: an external completion whose publisher runs this node's model (same name) and whose token ids are this node's encoding of its text keeps its sampling log-probs, so the importance ratio and its clipping apply to it (off-policy correction); ignore: every external completion counts as sampled by this policy (ratio 1, the paper's choice; use lost a node's format by round 23 in a first run, docs/learning.md)"},
+    {"external-kl", "SAPO_EXTERNAL_KL", S(external_kl), "include", "include: the KL term to the base model covers every completion trained (TRL's); exclude: only the node's own. Its estimator exp(ref - logp) - (ref - logp) - 1 assumes tokens this policy sampled; on another policy's tokens that this one finds unlikely, it and its gradient grow without bound"},
     {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
 };
@@ -140,6 +141,7 @@ static int check(const config_t *c)
     static const char *const schedules[] = {"constant", "cosine", NULL};
     static const char *const logprobs[] = {"use", "ignore", NULL};
     static const char *const strategies[] = {"uniform", "useful", NULL};
+    static const char *const kl_scopes[] = {"include", "exclude", NULL};
     if (!one_of("loss-type", "SAPO_LOSS_TYPE", c->loss_type, losses) ||
         !one_of("scale-rewards", "SAPO_SCALE_REWARDS", c->scale_rewards, scales) ||
         !one_of("share", "SAPO_SHARE", c->share, filters) ||
@@ -147,7 +149,8 @@ static int check(const config_t *c)
         !one_of("external-filter", "SAPO_EXTERNAL_FILTER", c->external_filter, filters) ||
         !one_of("lr-schedule", "SAPO_LR_SCHEDULE", c->lr_schedule, schedules) ||
         !one_of("external-logprobs", "SAPO_EXTERNAL_LOGPROBS", c->external_logprobs, logprobs) ||
-        !one_of("pool-strategy", "SAPO_POOL_STRATEGY", c->pool_strategy, strategies))
+        !one_of("pool-strategy", "SAPO_POOL_STRATEGY", c->pool_strategy, strategies) ||
+        !one_of("external-kl", "SAPO_EXTERNAL_KL", c->external_kl, kl_scopes))
         return -1;
     if (strcmp(c->lr_schedule, "cosine") == 0 && c->rounds == 0) {
         fprintf(stderr, "config: lr-schedule (SAPO_LR_SCHEDULE) cosine needs rounds (SAPO_ROUNDS) to end at\n");

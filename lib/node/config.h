@@ -60,6 +60,7 @@ typedef struct {
     char share[16];         /* SelectSubset: "nonzero" (groups with an advantage) or "all" */
     char external_filter[16]; /* external groups kept after re-scoring: "nonzero" or "all" */
     char external_logprobs[16]; /* "use" or "ignore": an external completion's sampling log-probs */
+    char external_kl[16];   /* "include" or "exclude": external completions in the KL term */
     uint64_t seed;
 } config_t;
 

@@ -11,6 +11,7 @@ typedef struct {
     const float *old; /* C sampling log-probs, or NULL (on-policy) */
     float adv;
     bool masked;      /* out of the loss: truncated, with mask-truncated on */
+    bool no_kl;       /* out of the KL term (another policy's, with external-kl exclude) */
     int group;        /* the batch group it belongs to: the same prompt */
 } seq_t;
 
@@ -188,6 +189,7 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
             }
             s->old = old;
             s->masked = cfg->mask_truncated && !c.finished;
+            s->no_kl = rv.r.external && strcmp(cfg->external_kl, "exclude") == 0;
             s->group = (int)g;
             st->masked_truncated += s->masked;
             free(cids);
@@ -325,7 +327,8 @@ static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens
             int c = where[k];
             mask[k] = c >= 0 ? 1.0f : 0.0f;
             lp[k] = c >= 0 ? logp[c] : 0.0f;
-            rf[k] = c >= 0 ? ref[c] : 0.0f;
+            /* ref = logp: a KL term of 0 and no gradient from it */
+            rf[k] = c >= 0 ? (s->no_kl ? logp[c] : ref[c]) : 0.0f;
             if (s->old && c >= 0) memcpy(&old[k], s->old + j, sizeof(float));
             else old[k] = lp[k];
         }
