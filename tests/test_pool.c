@@ -379,17 +379,25 @@ static int record_no(const pool_entry_t *e)
     return slash ? atoi(slash + 1) : -1;
 }
 
+/* nodes n0 .. n<count - 1>, each with its one record "n<i>/<i>" */
+static int publish_nodes(pool_t *p, int count)
+{
+    char node[16];
+    for (int i = 0; i < count; i++) {
+        snprintf(node, sizeof node, "n%d", i);
+        if (publish(p, node, i, 1) != 0) return -1;
+    }
+    return 0;
+}
+
 /* One draw that meets more new nodes than the pool has room for (its
  * peers are 16 at first): every node's entry comes back once. The load
  * generator found draws over 20 nodes reading peers moved by the growth. */
 static void test_draw_many_nodes(void)
 {
     pool_t *p = fresh_pool(1000);
-    char node[16], err[256];
-    for (int i = 0; i < 40; i++) {
-        snprintf(node, sizeof node, "n%d", i);
-        EXPECT(publish(p, node, i, 1) == 0);
-    }
+    char err[256];
+    EXPECT(publish_nodes(p, 40) == 0);
     pool_t *q = same_swarm(1000);
     pool_window(q, 2, 0);
     pool_entry_t *e = NULL;
@@ -411,11 +419,8 @@ static void test_draw_many_nodes(void)
 static void test_draw_large_swarm(void)
 {
     pool_t *p = fresh_pool(1000);
-    char node[16], err[256];
-    for (int i = 0; i < 200; i++) {
-        snprintf(node, sizeof node, "n%d", i);
-        EXPECT(publish(p, node, i, 1) == 0);
-    }
+    char err[256];
+    EXPECT(publish_nodes(p, 200) == 0);
     pool_t *q = same_swarm(1000);
     pool_window(q, 2, 0);
     int seen[200] = {0}, nodes = 0, full = 0;

@@ -5,11 +5,8 @@
  * the per-round diagnostics a GRPO run is judged by: entropy, completion
  * length, truncated and formatted shares, zero-advantage share, largest
  * importance ratio) and summary.md, and prints the summary table.
- * A round's reward is that of every own completion the sampler scored for
- * it (sampler.scored_reward): with local-filter nonzero the trained groups
- * (reward_mean) are only those with mixed outcomes, whose mean says little
- * about how good the policy is. Metrics without it fall back to
- * reward_mean. */
+ * A round's reward is metrics_round_reward's (node/metrics.h): every own
+ * completion the sampler scored for it, trained or not. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "node/metrics.h"
 
 #define MAX_NODES 256
 
@@ -71,7 +70,7 @@ static int load_series(const char *path, const char *name, series_t *s)
         lineno++;
         cJSON *j = cJSON_Parse(line);
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
-        const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "reward_mean");
+        const cJSON *w = metrics_round_reward(j);
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "external_groups");
         if (!cJSON_IsNumber(r) || !cJSON_IsNumber(w)) {
             fprintf(stderr, "report: %s:%d: not a metrics line (needs round and reward_mean), skipped\n", path, lineno);
@@ -90,9 +89,7 @@ static int load_series(const char *path, const char *name, series_t *s)
             s->diag[d][s->n] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         }
         s->round[s->n] = r->valueint;
-        const cJSON *sr = lookup(j, "sampler.scored_reward"), *sc = lookup(j, "sampler.scored_completions");
-        s->reward[s->n] = cJSON_IsNumber(sr) && cJSON_IsNumber(sc) && sc->valuedouble > 0 ? sr->valuedouble
-                                                                                          : w->valuedouble;
+        s->reward[s->n] = w->valuedouble;
         s->external[s->n] = cJSON_IsNumber(e) ? e->valuedouble : 0;
         s->n++;
         cJSON_Delete(j);

@@ -1,11 +1,9 @@
 /* study: the controlled study's report. Reads an experiment folder that
  * scripts/experiment.sh filled, EXP/I<i>J<j>/seed<s>/<node>/metrics.jsonl
  * (and eval.jsonl where an evaluator ran), and writes into EXP/results:
- *   rewards.tsv      config seed node round reward model (mean reward of every own
- *                    completion the node's sampler scored for the round, sampler.scored_reward,
- *                    as bin/report takes it: with local-filter nonzero the trained groups'
- *                    reward_mean is of those with mixed outcomes only; reward_mean where the
- *                    metrics lack it; model is the node's kind, its policy name)
+ *   rewards.tsv      config seed node round reward model (the round's reward as
+ *                    metrics_round_reward takes it, as bin/report does: every own completion
+ *                    scored; model is the node's kind, its policy name)
  *   cumulative.tsv   config seed nodes rounds cumulative (sum over nodes and rounds)
  *   summary.md       the cumulative-reward table with each configuration's ratio to the
  *                    J = 0 one and tests across seeds; the evaluation table with a per-round
@@ -24,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "node/metrics.h"
 #include "stats/stats.h"
 
 #define MAX_ITEMS 64
@@ -65,8 +64,11 @@ static void series_add(series_t *s, int round, double v)
     s->value[s->n++] = v;
 }
 
-/* every line of a JSON-lines file with numbers under both keys; 0 when the file is missing */
-static int load_jsonl(const char *path, const char *value_key, series_t *s)
+static const cJSON *pass1(const cJSON *line) { return cJSON_GetObjectItemCaseSensitive(line, "pass1"); }
+
+/* every line of a JSON-lines file with a round and a value (what value()
+ * finds, named what); 0 when the file is missing */
+static int load_jsonl(const char *path, const cJSON *(*value)(const cJSON *), const char *what, series_t *s)
 {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
@@ -76,17 +78,9 @@ static int load_jsonl(const char *path, const char *value_key, series_t *s)
     while (getline(&line, &cap, f) > 0) {
         lineno++;
         cJSON *j = cJSON_Parse(line);
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round"), *v = cJSON_GetObjectItemCaseSensitive(j, value_key);
-        if (strcmp(value_key, "reward_mean") == 0) {
-            /* the round's reward as bin/report takes it: every own
-             * completion scored for it, where the metrics have that */
-            const cJSON *smp = cJSON_GetObjectItemCaseSensitive(j, "sampler");
-            const cJSON *sr = cJSON_GetObjectItemCaseSensitive(smp, "scored_reward");
-            const cJSON *sc = cJSON_GetObjectItemCaseSensitive(smp, "scored_completions");
-            if (cJSON_IsNumber(sr) && cJSON_IsNumber(sc) && sc->valuedouble > 0) v = sr;
-        }
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round"), *v = value(j);
         if (cJSON_IsNumber(r) && cJSON_IsNumber(v)) series_add(s, r->valueint, v->valuedouble);
-        else fprintf(stderr, "study: %s:%d: no round and %s, line skipped\n", path, lineno, value_key);
+        else fprintf(stderr, "study: %s:%d: no round and %s, line skipped\n", path, lineno, what);
         cJSON_Delete(j);
     }
     free(line);
@@ -137,10 +131,10 @@ static void load_seed(cfg_t *c, int seed)
         memset(n, 0, sizeof *n);
         snprintf(n->name, sizeof n->name, "%.63s", de->d_name);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/metrics.jsonl", exp_dir, c->dir, seed, de->d_name);
-        if (load_jsonl(path, "reward_mean", &n->reward) == 0) continue;
+        if (load_jsonl(path, metrics_round_reward, "a reward", &n->reward) == 0) continue;
         load_model(path, n->model, sizeof n->model);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/eval.jsonl", exp_dir, c->dir, seed, de->d_name);
-        load_jsonl(path, "pass1", &n->eval);
+        load_jsonl(path, pass1, "pass1", &n->eval);
         for (int k = 0; k < n->reward.n; k++)
             if (n->reward.round[k] > c->max_round) c->max_round = n->reward.round[k];
         s->nn++;

@@ -185,3 +185,13 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
     cJSON_Delete(j);
     return out;
 }
+
+const cJSON *metrics_round_reward(const cJSON *line)
+{
+    const cJSON *smp = cJSON_GetObjectItemCaseSensitive(line, "sampler");
+    const cJSON *sr = cJSON_GetObjectItemCaseSensitive(smp, "scored_reward");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(smp, "scored_completions");
+    if (cJSON_IsNumber(sr) && cJSON_IsNumber(sc) && sc->valuedouble > 0) return sr;
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(line, "reward_mean");
+    return cJSON_IsNumber(w) ? w : NULL;
+}

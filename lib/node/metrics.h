@@ -29,11 +29,21 @@
 #ifndef SAPO_METRICS_H
 #define SAPO_METRICS_H
 
+#include <cjson/cJSON.h>
+
 #include "node/learn.h"
 #include "records.h"
 
 /* malloc'ed JSON text without a newline */
 char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
                    uint64_t version, double train_seconds);
+
+/* A round's reward as reports and studies take it from a metrics line:
+ * every own completion the sampler scored for the round
+ * (sampler.scored_reward, when it scored any), trained or not; with
+ * local-filter nonzero the trained groups' reward_mean is of those with
+ * mixed outcomes only, and says little about the policy. reward_mean for
+ * lines without it; NULL when the line has neither. */
+const cJSON *metrics_round_reward(const cJSON *line);
 
 #endif
