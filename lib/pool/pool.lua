@@ -273,7 +273,10 @@ redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, cal
 end}
 -- the entries named by (node, seq) pairs: per pair its meta ("round:ms"
 -- or "") and the entry, or its length when over max_bytes, or 0 when
--- it is gone; and the server's time first. args: max_bytes, pairs
+-- it is gone; and the server's time first. args: max_bytes, pairs.
+-- This sapo reads entries with pipelined HGETs (pool.c, fetch: no copy
+-- through Lua); the function stays for nodes of older versions that
+-- share the Redis, since any node's connect replaces the library
 redis.register_function{function_name = 'sapo_get', flags = {'no-writes'}, callback = function(keys, args)
   local prefix, max_bytes = string.sub(keys[1], 1, -2), tonumber(args[1]) or 0
   local out = {now_ms()}
