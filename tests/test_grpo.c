@@ -340,8 +340,26 @@ static void test_gradient_finite_differences(void) {
     }
 }
 
+/* ratio_min and where it is, on a batch of 2 x 3 by hand: the ratios
+ * exp(logp - old) are 1, e^-1, (masked: e^-5), e^0.5, e^-2, 1; the
+ * smallest counted is e^-2, at cell 4 */
+static void test_ratio_min_at(void) {
+    grpo_params_t p = grpo_params_default(3);
+    const float logp[6] = {-1, -2, -6, -0.5f, -3, -1}, old[6] = {-1, -1, -1, -1, -1, -1};
+    const float mask[6] = {1, 1, 0, 1, 1, 1}, adv[2] = {1, -1};
+    float d[6];
+    grpo_stats_t st;
+    grpo_loss(&p, 2, 3, logp, old, NULL, mask, adv, d, &st);
+    EXPECTF(st.ratio_min_at == 4 && fabsf(st.ratio_min - expf(-2)) < 1e-7f, "ratio_min %g at %ld", st.ratio_min,
+            st.ratio_min_at);
+    const float none[6] = {0};
+    grpo_loss(&p, 2, 3, logp, old, NULL, none, adv, d, &st);
+    EXPECTF(st.ratio_min_at == -1, "no token counted: at %ld", st.ratio_min_at);
+}
+
 int main(void) {
     RUN_TEST(test_advantages);
+    RUN_TEST(test_ratio_min_at);
     RUN_TEST(test_loss_against_trl);
     RUN_TEST(test_adamw_against_torch);
     RUN_TEST(test_adamw_state_file);

@@ -12,7 +12,7 @@
 /* how step's group comes: own (the default), or external from a node
  * running this model, with token ids that are (or are not) the encoding
  * of its text */
-static bool step_external, step_bad_ids;
+static bool step_external, step_bad_ids, step_one_likely;
 
 /* one own group of 2 completions: "<answer>7</answer>" (reward 1,
  * finished) and "<answer>9" (reward 0, cut by the limit); the sampling
@@ -38,6 +38,7 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
         size_t n = strlen(text[k]);
         for (size_t t = 0; t < n; t++) ids[k][t] = (unsigned char)text[k][t], lp[k][t] = -20.0f;
         if (step_bad_ids) ids[k][0] = 'X';
+        if (step_one_likely && k == 1) lp[k][8] = 0.0f; /* the '9': its ratio the one below 1 */
         c[k] = (rec_completion_t){.text = text[k], .token_ids = ids[k], .n_tokens = n, .logprobs = lp[k],
                                   .n_logprobs = n, .reward = (float)(k == 0), .finished = k == 0};
     }
@@ -268,6 +269,25 @@ static void test_external_kl(void)
     free(ga), free(gb);
 }
 
+/* the step names the token with the lowest ratio: the one sampled at
+ * log-prob 0 (every other at -20), with its completion's text before it
+ * and its advantage (reward 0 of {1, 0}: -0.707) */
+static void test_ratio_min_at(void)
+{
+    learn_stats_t st;
+    const char *flags[] = {"--loss-type", "dapo"};
+    step_one_likely = true;
+    EXPECT(step(flags, 2, &st) == 0);
+    step_one_likely = false;
+    const ratio_min_at_t *a = &st.ratio_min_at;
+    EXPECT(a->found);
+    EXPECTF(!strcmp(a->token, "9") && a->token_id == '9' && a->position == 8 && !strcmp(a->before, "<answer>"),
+            "token '%s' (%d) at %d after '%s'", a->token, a->token_id, a->position, a->before);
+    EXPECTF(a->logp_sampled == 0.0f && a->logp < 0.0f && fabsf(expf(a->logp) - st.grpo.ratio_min) < 1e-6f,
+            "logp %g, sampled %g, ratio_min %g", a->logp, a->logp_sampled, st.grpo.ratio_min);
+    EXPECTF(fabsf(a->advantage + 0.70706f) < 1e-3f, "advantage %g", a->advantage);
+}
+
 int main(void)
 {
     RUN_TEST(test_sft_rows);
@@ -276,5 +296,6 @@ int main(void)
     RUN_TEST(test_shared_prompt);
     RUN_TEST(test_external_logprobs);
     RUN_TEST(test_external_kl);
+    RUN_TEST(test_ratio_min_at);
     CHECK_EXIT();
 }

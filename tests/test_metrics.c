@@ -67,7 +67,9 @@ static void test_diagnostics(void)
     rec_batch_view_t v;
     char err[128];
     EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
-    learn_stats_t st = {.lr = 1e-4f, .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f}};
+    learn_stats_t st = {.lr = 1e-4f, .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f},
+                        .ratio_min_at = {.found = 1, .token_id = 62, .position = 9, .logp = -3.5f, .logp_sampled = -2.75f,
+                                         .advantage = -0.5f, .token = ">", .before = "<answer>7</answer\\x0a"}};
     char *line = metrics_line("n0", "bytes-4L-256C-v264", &v, &st, 7, 1.0);
     cJSON *j = cJSON_Parse(line);
     EXPECT(j != NULL);
@@ -95,6 +97,14 @@ static void test_diagnostics(void)
     EXPECT_NEAR(num(j, "family_count.bf"), 2, 1e-9);
     EXPECT_NEAR(num(j, "ratio_min"), 0.5, 1e-9);
     EXPECT_NEAR(num(j, "ratio_max"), 2, 1e-9);
+    EXPECT_NEAR(num(j, "ratio_min_at.position"), 9, 1e-9);
+    EXPECT_NEAR(num(j, "ratio_min_at.token_id"), 62, 1e-9);
+    EXPECT_NEAR(num(j, "ratio_min_at.logp"), -3.5, 1e-9);
+    EXPECT_NEAR(num(j, "ratio_min_at.logp_sampled"), -2.75, 1e-9);
+    EXPECT_NEAR(num(j, "ratio_min_at.advantage"), -0.5, 1e-9);
+    cJSON *at = cJSON_GetObjectItem(j, "ratio_min_at");
+    EXPECT(at && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(at, "token")), ">") &&
+           !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(at, "before")), "<answer>7</answer\\x0a"));
     EXPECT_NEAR(num(j, "clip_low"), 0.25, 1e-9);
     EXPECT_NEAR(num(j, "clip_high"), 0.125, 1e-9);
     cJSON_Delete(j);

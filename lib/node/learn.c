@@ -86,6 +86,25 @@ float learn_rate(const config_t *cfg, uint64_t round)
 }
 
 /* Encodes text with the policy's tokenizer; NULL for invalid UTF-8. */
+/* ids decoded into out (size n) with every byte outside printable ASCII
+ * written \xNN, so a metrics line stays plain text whatever a BPE
+ * token's bytes are; the start is dropped when it does not fit */
+static void printable(const policy_t *p, const int32_t *ids, size_t count, char *out, size_t n)
+{
+    out[0] = 0;
+    char *text = count ? tokenizer_decode(p->tok, ids, count) : NULL;
+    if (!text) return;
+    char buf[512];
+    size_t k = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c && k + 5 < sizeof buf; c++) {
+        if (*c >= 0x20 && *c < 0x7f && *c != '\\') buf[k++] = (char)*c;
+        else k += (size_t)snprintf(buf + k, sizeof buf - k, "\\x%02x", *c);
+    }
+    buf[k] = 0;
+    free(text);
+    snprintf(out, n, "%s", k + 1 > n ? buf + (k + 1 - n) : buf);
+}
+
 static int32_t *encode(const policy_t *p, const char *text, size_t *n)
 {
     int32_t *ids = NULL;
@@ -249,7 +268,7 @@ static row_t *plan_rows(const learn_t *self, const seq_t *seqs, int B, int *n_ro
  * completion tokens (laid out one sequence a row, whatever the rows),
  * backward. *loss gets its share of the batch's loss. 0, or -1 with err. */
 static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows, int nr,
-                      grpo_stats_t *gs, double *loss, char *err, size_t errlen)
+                      grpo_stats_t *gs, ratio_min_at_t *at, double *loss, char *err, size_t errlen)
 {
     model_t *m = self->policy->model;
     int s0 = rows[0].first, ns = rows[nr - 1].first + rows[nr - 1].count - s0, T = 1, Tc = 1;
@@ -334,6 +353,16 @@ static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens
         }
     }
     float l = grpo_loss(&self->gp, ns, Tc, lp, old, self->ref ? rf : NULL, mask, adv, dl, gs);
+    if (gs->ratio_min_at >= 0) {
+        long c = gs->ratio_min_at;
+        const seq_t *s = &seqs[s0 + c / Tc];
+        int j = (int)(c % Tc), from = j > 24 ? j - 24 : 0;
+        at->found = 1, at->token_id = s->ids[s->P + j], at->position = j;
+        at->logp = lp[c], at->logp_sampled = old[c], at->advantage = s->adv;
+        if (at->token_id == tokenizer_eos_id(self->policy->tok)) snprintf(at->token, sizeof at->token, "<eos>");
+        else printable(self->policy, s->ids + s->P + j, 1, at->token, sizeof at->token);
+        printable(self->policy, s->ids + s->P + from, (size_t)(j - from), at->before, sizeof at->before);
+    }
     /* the micro-batch's normaliser -> the whole batch's */
     double scale = (self->gp.loss_type == GRPO_LOSS_GRPO || self->gp.loss_type == GRPO_LOSS_DR_GRPO)
                        ? (double)ns / B
@@ -385,13 +414,15 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
         for (int r = r0; r < r1; r++) st->packed_groups += rows[r].packed;
         st->positions += (long)(r1 - r0) * T;
         grpo_stats_t gs;
+        ratio_min_at_t at = {0};
         double l = 0;
-        if (micro_step(self, seqs, B, total_tokens, rows + r0, r1 - r0, &gs, &l, err, errlen)) goto done;
+        if (micro_step(self, seqs, B, total_tokens, rows + r0, r1 - r0, &gs, &at, &l, err, errlen)) goto done;
         loss += l;
         w_clip_low += gs.clip_low * gs.tokens, w_clip_high += gs.clip_high * gs.tokens;
         w_region += gs.clip_region * gs.tokens, w_kl += gs.kl * gs.tokens, w_ratio += gs.ratio * gs.tokens;
         st->grpo.tokens += gs.tokens;
         if (gs.tokens > 0) {
+            if (at.found && (!st->ratio_min_at.found || gs.ratio_min < st->grpo.ratio_min)) st->ratio_min_at = at;
             st->grpo.ratio_min = fminf(st->grpo.ratio_min, gs.ratio_min);
             st->grpo.ratio_max = fmaxf(st->grpo.ratio_max, gs.ratio_max);
         }

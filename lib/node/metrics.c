@@ -164,6 +164,17 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
     cJSON_AddNumberToObject(j, "ratio", st->grpo.ratio);
     cJSON_AddNumberToObject(j, "ratio_min", st->grpo.ratio_min);
     cJSON_AddNumberToObject(j, "ratio_max", st->grpo.ratio_max);
+    if (st->ratio_min_at.found) {
+        const ratio_min_at_t *a = &st->ratio_min_at;
+        cJSON *at = cJSON_AddObjectToObject(j, "ratio_min_at");
+        cJSON_AddStringToObject(at, "token", a->token);
+        cJSON_AddNumberToObject(at, "token_id", a->token_id);
+        cJSON_AddStringToObject(at, "before", a->before);
+        cJSON_AddNumberToObject(at, "position", a->position);
+        cJSON_AddNumberToObject(at, "logp", a->logp);
+        cJSON_AddNumberToObject(at, "logp_sampled", a->logp_sampled);
+        cJSON_AddNumberToObject(at, "advantage", a->advantage);
+    }
     cJSON_AddNumberToObject(j, "kl", st->grpo.kl);
     cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
     cJSON_AddNumberToObject(secs, "train", train_seconds);

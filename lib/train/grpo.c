@@ -77,6 +77,7 @@ float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const f
     const float lo = 1.0f - p->epsilon_low, hi = 1.0f + p->epsilon_high;
     double loss = 0.0, n_low = 0, n_high = 0, n_region = 0, kl_sum = 0.0, ratio_sum = 0.0;
     float r_min = INFINITY, r_max = -INFINITY;
+    long r_min_at = -1;
     for (int b = 0; b < B; b++) {
         double seq_tokens = 0.0;
         for (int t = 0; t < T; t++)
@@ -116,7 +117,7 @@ float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const f
             n_high += high * mask[i];
             n_region += (low || high) * mask[i];
             ratio_sum += (double)r * mask[i];
-            r_min = fminf(r_min, r);
+            if (r < r_min || r_min_at < 0) r_min = r, r_min_at = (long)i;
             r_max = fmaxf(r_max, r);
         }
     }
@@ -129,6 +130,7 @@ float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const f
         stats->ratio = (float)(ratio_sum / n);
         stats->ratio_min = batch_tokens > 0 ? r_min : 1.0f;
         stats->ratio_max = batch_tokens > 0 ? r_max : 1.0f;
+        stats->ratio_min_at = r_min_at;
         stats->tokens = (long)batch_tokens;
     }
     return (float)loss;

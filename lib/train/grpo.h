@@ -40,6 +40,7 @@ typedef struct {
     float kl;          /* k3 estimate (times the ratio with bias correction); 0 when beta is 0 */
     float ratio;       /* mean importance ratio */
     float ratio_min, ratio_max;
+    long ratio_min_at; /* the cell (b * T + t) of ratio_min, -1 when no token counted */
     long tokens;       /* unmasked tokens */
 } grpo_stats_t;
 
