@@ -2,8 +2,10 @@
  * can be downloaded): training step tokens/s and MFU against the GPU's
  * dense bf16 peak, generation tokens/s for 8 prompts x 8 completions
  * against transformers generate on the same GPU (bench/peer_cuda.py, bf16;
- * left out when the venv or its CUDA is absent), device memory held.
- * Without a GPU it prints one SKIP line and exits 0. */
+ * left out when the venv or its CUDA is absent), device memory held, and
+ * the memory of training at B 8 x T 1,024 against what cuda_train_bytes
+ * computes (docs/cuda.md). Without a GPU it prints one SKIP line and
+ * exits 0. */
 #include "bench.h"
 #include "model/model_impl.h"
 
@@ -127,6 +129,18 @@ int main(void)
     cuda_device_name(0, name, sizeof name);
     int quick = bench_quick(), reps = quick ? 1 : 3;
     model_config_t c = qwen05();
+    if (!quick) {
+        /* a model of its own, so its peak is this batch's alone */
+        model_t *f = model_new_random(&c, 2, err, sizeof err);
+        if (!f || model_set_backend(f, "cuda:0", err, sizeof err)) {
+            fprintf(stderr, "bench_cuda: %s\n", err);
+            return 1;
+        }
+        train_step(f, 8, 1024, 1);
+        bench_line("cuda_train_memory_8x1024", cuda_model_memory_peak(f->cuda) / 1073741824.0, "GiB",
+                   "cuda_train_bytes", cuda_train_bytes(&c, 8, 1024) / 1073741824.0, "GiB");
+        model_destroy(&f);
+    }
     model_t *m = model_new_random(&c, 1, err, sizeof err);
     if (!m || model_set_backend(m, "cuda:0", err, sizeof err)) {
         fprintf(stderr, "bench_cuda: %s\n", err);

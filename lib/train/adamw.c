@@ -30,6 +30,8 @@ struct adamw {
     float *v; // (n) second moment
     range_t *no_decay; // sorted by offset
     size_t n_no_decay;
+    void *holder;      /* a device holding the moments (adamw_hold), or NULL */
+    adamw_holder_fn ask;
 };
 
 adamw_params_t adamw_params_default(void) {
@@ -52,10 +54,50 @@ adamw_t *adamw_new(size_t n) {
     return self;
 }
 
+/* the holder, if any, pulled (when pull) and then dropped; 0, or -1 when
+ * the pull failed (the holder is dropped all the same: its copy is not
+ * one to trust) */
+static int let_go(adamw_t *self, int pull) {
+    if (!self->holder)
+        return 0;
+    void *holder = self->holder;
+    adamw_holder_fn ask = self->ask;
+    int rc = pull ? ask(holder, self, ADAMW_PULL) : 0;
+    self->holder = NULL;
+    self->ask = NULL;
+    ask(holder, self, ADAMW_DROP);
+    return rc;
+}
+
+int adamw_hold(adamw_t *self, void *holder, adamw_holder_fn fn) {
+    if (self->holder == holder)
+        return 0;
+    if (let_go(self, 1) != 0) {
+        log_error("adamw: the moments of %zu parameters could not be brought back from where they "
+                  "were stepped", self->n);
+        return -1;
+    }
+    self->holder = holder;
+    self->ask = fn;
+    return 0;
+}
+
+void adamw_unhold(adamw_t *self, const void *holder) {
+    if (self->holder != holder)
+        return;
+    self->holder = NULL;
+    self->ask = NULL;
+}
+
+const void *adamw_holder(const adamw_t *self) {
+    return self->holder;
+}
+
 void adamw_destroy(adamw_t **self_p) {
     if (!self_p || !*self_p)
         return;
     adamw_t *self = *self_p;
+    let_go(self, 0);
     free(self->m);
     free(self->v);
     free(self->no_decay);
@@ -139,7 +181,11 @@ size_t adamw_no_decay_ranges(const adamw_t *self, size_t *pairs, size_t max) {
     return self->n_no_decay;
 }
 
-void adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads) {
+int adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads) {
+    if (let_go(self, 1) != 0) {
+        log_error("adamw: no step: the moments could not be brought back from where they were stepped");
+        return -1;
+    }
     self->step++;
     double t = (double)self->step;
     coef_t c = {
@@ -159,6 +205,7 @@ void adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const flo
         at = nd->offset + nd->n;
     }
     update(self, &c, c.decay, params, grads, at, self->n);
+    return 0;
 }
 
 float grad_clip_norm(float *grads, size_t n, float max_norm) {
@@ -199,6 +246,13 @@ typedef struct {
 } header_t;
 
 int adamw_save(const adamw_t *self, const char *path) {
+    /* a holder's moments are the current ones and the file must have
+     * them: copying them home changes where the state lives, not what it
+     * is, so self stays const to the caller */
+    if (self->holder && self->ask(self->holder, (adamw_t *)self, ADAMW_PULL) != 0) {
+        log_error("adamw: cannot write optimizer state %s: its moments could not be brought back", path);
+        return -1;
+    }
     size_t len = strlen(path);
     char *tmp = malloc(len + 5);
     if (!tmp) {

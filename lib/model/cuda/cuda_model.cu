@@ -31,7 +31,12 @@ struct cuda_model {
     float *p, *g;        // (n) fp32 master parameters, gradients
     bf16 *wb;            // (n) bf16 copy
     float *am, *av;      // (n) AdamW moments, allocated by the first step
-    adamw_t *opt;        /* whose moments am and av hold */
+    /* the optimizer whose moments am and av hold, registered with it as
+     * their holder (adamw_hold): it tells c when it steps on the host or
+     * goes away, so this pointer is never stale; moments_newer: the device
+     * stepped since they were last copied to the host */
+    adamw_t *opt;
+    bool moments_newer;
     double *norm;        // (1) clip's sum of squares
     model_weights_t w, dw; /* into p and g */
     /* forward state */
@@ -40,7 +45,7 @@ struct cuda_model {
     model_acts_t a;
     model_grad_acts_t ga;
     float *dsc;          // (B, NH, T, T) attention backward scratch
-    bf16 *pb;            // (B, NH, T, T) probabilities, then their gradient, in bf16
+    bf16 *pb;            // (B, NH, T, T) one layer's probabilities, then their gradient, in bf16
     bf16 *hb;            // (4, B, NH, T, HD) q, k, v, dy by head
     float *hf;           // (3, B, NH, T, HD) y, or dq, dk, dv, by head
     bf16 *xb, *yb;       // bf16 copies of a matmul's two inputs
@@ -57,21 +62,20 @@ struct cuda_model {
     size_t held, peak;   /* device bytes this model allocated, now and at most */
 };
 
-static int cuda_fail(cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess) return 0;
-    fprintf(stderr, "cuda: %s: %s\n", what, cudaGetErrorString(e));
-    return -1;
-}
-
-#define CK(call) cuda_fail((call), #call)
-
 /* cudaMalloc and cudaFree that keep c's own count of device bytes (what
- * cuda_model_memory reports: not the device's use by every process) */
+ * cuda_model_memory reports: not the device's use by every process). A
+ * failed allocation is the caller's to report and is not c's failure (a
+ * smaller batch may fit), so the runtime's last error is cleared: the
+ * next launch must not be blamed for it */
 static cudaError_t dev_alloc(cuda_model_t *c, void **p, size_t bytes)
 {
     cudaError_t e = cudaMalloc(p, bytes);
-    if (e != cudaSuccess) return e;
+    if (e != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        fprintf(stderr, "cuda:%d: cannot allocate %zu bytes: %s\n", c->device, bytes, cudaGetErrorString(e));
+        return e;
+    }
     c->held += bytes;
     if (c->held > c->peak) c->peak = c->held;
     return e;
@@ -135,12 +139,32 @@ static void failed(cuda_model_t *c, const char *what, const char *why)
     fprintf(stderr, "%s\n", c->failed);
 }
 
+/* a runtime call's error as c's failure, named by the call; 0 or -1 */
+static int ck(cuda_model_t *c, cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return 0;
+    failed(c, what, cudaGetErrorString(e));
+    return -1;
+}
+
+#define CK(call) ck(c, (call), #call)
+
 static void blas_check(cuda_model_t *c, cublasStatus_t s, const char *what)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return;
     char why[64];
     snprintf(why, sizeof why, "cuBLAS status %d", (int)s);
     failed(c, what, why);
+}
+
+/* a cuRAND call's error as c's failure; 0 or -1 */
+static int rand_check(cuda_model_t *c, curandStatus_t s, const char *what)
+{
+    if (s == CURAND_STATUS_SUCCESS) return 0;
+    char why[64];
+    snprintf(why, sizeof why, "cuRAND status %d", (int)s);
+    failed(c, what, why);
+    return -1;
 }
 
 /* after a kernel launch: a launch the device refused (too many threads,
@@ -175,7 +199,7 @@ static int shared_memory(cuda_model_t *c, const void *kernel, const char *name, 
 {
     if (bytes <= 48 * 1024) return 0;
     int most = 0;
-    cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device);
+    if (CK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device))) return -1;
     char why[160];
     if (bytes > (size_t)most) {
         snprintf(why, sizeof why, "needs %zu bytes of shared memory a block, the device allows %d", bytes, most);
@@ -297,16 +321,20 @@ static void heads_merge(cuda_model_t *c, float *out, const float *in, int B, int
 }
 
 /* causal GQA attention as forward.c's: q (B, T, NH, HD), k and v
- * (B, T, NKV, HD); att (B, NH, T, T) keeps the probabilities; y (B, T,
- * NH, HD). The heads go to (B, NH, T, HD) in bf16, keys and values
- * repeated per query head, so scores and mixes are two batched matmuls
- * (the masked half is computed and thrown away: tensor cores still win) */
-static void attention_forward(cuda_model_t *c, float *y, float *att, const float *q, const float *k, const float *v,
-                              int B, int T)
+ * (B, T, NKV, HD) of one layer; y (B, T, NH, HD). The heads go to (B, NH,
+ * T, HD) in bf16 (c->hb), keys and values repeated per query head, so
+ * scores and mixes are two batched matmuls (the masked half is computed
+ * and thrown away: tensor cores still win). The probabilities are left in
+ * c->a.att (fp32) and c->pb (bf16) for this layer only: model_backward
+ * runs this again per layer rather than keep every layer's (L B NH T^2
+ * floats, 10.5 GiB at the 0.5B shape and B 8 x T 1,024: docs/cuda.md) */
+static void attention_forward(cuda_model_t *c, float *y, const float *q, const float *k, const float *v, int B,
+                              int T)
 {
     const model_config_t *cf = &c->m->cfg;
     int NH = cf->NH, HD = cf->HD, BH = B * NH;
     size_t hs = (size_t)BH * T * HD;
+    float *att = c->a.att;
     bf16 *qh = c->hb, *kh = qh + hs, *vh = kh + hs;
     heads_split(c, qh, q, B, T, NH);
     heads_split(c, kh, k, B, T, cf->NKV);
@@ -321,21 +349,19 @@ static void attention_forward(cuda_model_t *c, float *y, float *att, const float
 }
 
 /* dq (B, T, NH, HD), dk and dv (B, T, NKV, HD) written, not accumulated;
- * the key/value gradients of a group's query heads add up in heads_merge */
-static void attention_backward(cuda_model_t *c, float *dq, float *dk, float *dv, const float *dy, const float *att,
-                               const float *q, const float *k, const float *v, int B, int T)
+ * the key/value gradients of a group's query heads add up in heads_merge.
+ * Reads the heads and probabilities attention_forward left for this layer
+ * (run again just before, with only matmuls between) */
+static void attention_backward(cuda_model_t *c, float *dq, float *dk, float *dv, const float *dy, int B, int T)
 {
     const model_config_t *cf = &c->m->cfg;
     int NH = cf->NH, HD = cf->HD, BH = B * NH;
     size_t hs = (size_t)BH * T * HD;
     long long sT = (long long)T * T, sH = (long long)T * HD;
+    const float *att = c->a.att;
     bf16 *qh = c->hb, *kh = qh + hs, *vh = kh + hs, *dyh = vh + hs;
     float *dqh = c->hf, *dkh = dqh + hs, *dvh = dkh + hs;
-    heads_split(c, qh, q, B, T, NH);
-    heads_split(c, kh, k, B, T, cf->NKV);
-    heads_split(c, vh, v, B, T, cf->NKV);
     heads_split(c, dyh, dy, B, T, NH);
-    to_bf16(c, c->pb, att, (size_t)BH * T * T);
     // dv = p^T . dy ; dp = dy . v^T
     gemm_batched(c, true, false, T, HD, T, 1.0f, c->pb, T, sT, dyh, HD, sH, dvh, HD, sH, BH);
     gemm_batched(c, false, true, T, T, HD, 1.0f, dyh, HD, sH, vh, HD, sH, c->dsc, T, sT, BH);
@@ -350,22 +376,82 @@ static void attention_backward(cuda_model_t *c, float *dq, float *dk, float *dv,
 }
 
 // ----------------------------------------------------------------------------
+// the optimizer's moments, held on its behalf (adamw_hold)
+
+/* the device's moments into the optimizer's arrays, when it stepped since
+ * they last went there; 0 or -1 */
+static int moments_pull(cuda_model_t *c)
+{
+    if (!c->opt || !c->moments_newer) return 0;
+    if (!usable(c) || CK(cudaSetDevice(c->device)) ||
+        CK(cudaMemcpyAsync(adamw_moment(c->opt, 0), c->am, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
+        CK(cudaMemcpyAsync(adamw_moment(c->opt, 1), c->av, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
+        synced(c, "optimizer moments to the host"))
+        return -1;
+    c->moments_newer = false;
+    return 0;
+}
+
+/* what the optimizer asks of c (adamw_holder_fn) */
+static int moments_asked(void *holder, adamw_t *opt, adamw_ask_t ask)
+{
+    cuda_model_t *c = (cuda_model_t *)holder;
+    if (c->opt != opt) return 0;
+    if (ask == ADAMW_PULL) return moments_pull(c);
+    c->opt = NULL;
+    c->moments_newer = false;
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
 // life cycle
+
+/* the Linux driver branch that first supports CUDA major version v (the
+ * toolkit's release notes); 0 when not known here */
+static int driver_branch_for(int major)
+{
+    return major == 11 ? 450 : major == 12 ? 525 : major == 13 ? 580 : 0;
+}
+
+/* the loaded NVIDIA kernel module's version ("580.65.06") into v, or "" */
+static void driver_loaded(char *v, size_t len)
+{
+    v[0] = 0;
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f) return;
+    char line[256];
+    const char *at;
+    if (fgets(line, sizeof line, f) && (at = strstr(line, "Kernel Module"))) {
+        at += strlen("Kernel Module");
+        while (*at == ' ') at++;
+        snprintf(v, len, "%.*s", (int)strcspn(at, " \n"), at);
+    }
+    fclose(f);
+}
 
 int cuda_device_check(int device, char *err, size_t errlen)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        /* the driver found and the one this build's runtime needs, e.g.
-         * 12080 = CUDA 12.8 (0: no driver) */
+        /* which driver was found, and which one this build needs: CUDA
+         * versions as 12080 = 12.8 (driver 0: none found) */
         int driver = 0, runtime = 0;
         cudaDriverGetVersion(&driver);
         cudaRuntimeGetVersion(&runtime);
-        char found[64] = "no CUDA driver is installed";
-        if (driver) snprintf(found, sizeof found, "the driver supports CUDA %d.%d", driver / 1000, driver % 1000 / 10);
-        snprintf(err, errlen, "no CUDA device (%s; %s, this build needs %d.%d)", cudaGetErrorString(e), found,
-                 runtime / 1000, runtime % 1000 / 10);
+        char module[64], found[128], needed[96];
+        driver_loaded(module, sizeof module);
+        if (driver)
+            snprintf(found, sizeof found, "driver %s for CUDA %d.%d", module[0] ? module : "(version unknown)",
+                     driver / 1000, driver % 1000 / 10);
+        else
+            snprintf(found, sizeof found, "%s", module[0] ? "an NVIDIA kernel module without libcuda"
+                                                           : "no NVIDIA driver");
+        int branch = driver_branch_for(runtime / 1000);
+        snprintf(needed, sizeof needed, "a driver for CUDA %d.%d", runtime / 1000, runtime % 1000 / 10);
+        if (branch) snprintf(needed + strlen(needed), sizeof needed - strlen(needed), " (R%d or later)", branch);
+        snprintf(err, errlen, "no CUDA device (%s): found %s, this build needs %s", cudaGetErrorString(e), found,
+                 needed);
         return -1;
     }
     if (device < 0 || device >= n) {
@@ -386,7 +472,11 @@ int cuda_device_name(int device, char *name, size_t len)
 int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, size_t errlen)
 {
     if (cuda_device_check(device, err, errlen)) return -1;
-    cudaSetDevice(device);
+    cudaError_t e = cudaSetDevice(device);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cuda:%d: cudaSetDevice failed: %s", device, cudaGetErrorString(e));
+        return -1;
+    }
     curandGenerator_t gen = NULL;
     float *d = NULL;
     int rc = -1;
@@ -424,21 +514,29 @@ cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
     c->m = m;
     c->device = device;
     c->n = m->n_params;
-    cudaSetDevice(device);
-    bool ok = cudaStreamCreate(&c->st) == cudaSuccess && blas_lib.create(&c->blas) == CUBLAS_STATUS_SUCCESS &&
-              dev_alloc(c, (void **)&c->p, c->n * sizeof(float)) == cudaSuccess &&
-              dev_alloc(c, (void **)&c->g, c->n * sizeof(float)) == cudaSuccess &&
-              dev_alloc(c, (void **)&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
-              dev_alloc(c, (void **)&c->norm, sizeof(double)) == cudaSuccess;
-    ok = ok && blas_lib.set_stream(c->blas, c->st) == CUBLAS_STATUS_SUCCESS;
+    /* each step names itself in c->failed (or dev_alloc's line) */
+    bool ok = CK(cudaSetDevice(device)) == 0 && CK(cudaStreamCreate(&c->st)) == 0;
+    if (ok) {
+        cublasStatus_t bs = blas_lib.create(&c->blas);
+        blas_check(c, bs, "cublasCreate");
+        if (bs == CUBLAS_STATUS_SUCCESS) blas_check(c, blas_lib.set_stream(c->blas, c->st), "cublasSetStream");
+        ok = !c->failed[0];
+    }
+    ok = ok && dev_alloc(c, (void **)&c->p, c->n * sizeof(float)) == cudaSuccess &&
+         dev_alloc(c, (void **)&c->g, c->n * sizeof(float)) == cudaSuccess &&
+         dev_alloc(c, (void **)&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
+         dev_alloc(c, (void **)&c->norm, sizeof(double)) == cudaSuccess;
     if (ok) {
         model_weights_point(&c->w, c->p, m->sizes);
         model_weights_point(&c->dw, c->g, m->sizes);
-        ok = cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st) == cudaSuccess && cuda_model_upload(c) == 0;
+        ok = CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st)) == 0 && cuda_model_upload(c) == 0;
     }
     if (!ok) {
-        snprintf(err, errlen, "cuda:%d: cannot hold %zu parameters (%s)", device, c->n,
-                 cudaGetErrorString(cudaGetLastError()));
+        if (c->failed[0])
+            snprintf(err, errlen, "%s", c->failed);
+        else
+            snprintf(err, errlen, "cuda:%d: no room for %zu parameters (%.2f GiB with their gradients and bf16 copy)",
+                     device, c->n, c->n * 10.0 / 1073741824.0);
         cuda_model_destroy(&c);
     }
     return c;
@@ -450,6 +548,13 @@ void cuda_model_destroy(cuda_model_t **self_p)
     if (!c) return;
     cudaSetDevice(c->device);
     if (c->st) cudaStreamSynchronize(c->st);
+    /* the optimizer gets the moments of steps not yet synced, and forgets
+     * c (which it would otherwise call on its next step or destroy) */
+    if (c->opt) {
+        if (!c->failed[0]) moments_pull(c);
+        adamw_unhold(c->opt, c);
+        c->opt = NULL;
+    }
     void *bufs[] = {c->p, c->g, c->wb, c->am, c->av, c->norm, c->acts, c->dsc, c->pb, c->hb, c->hf, c->xb, c->yb, c->tokens,
                     c->logp, c->rope_cos, c->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cudaFree(bufs[i]);
@@ -473,18 +578,13 @@ int cuda_model_download(cuda_model_t *c)
     if (CK(cudaMemcpyAsync(c->m->params, c->p, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
         CK(cudaMemcpyAsync(c->m->grads, c->g, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)))
         return -1;
-    if (c->opt &&
-        (CK(cudaMemcpyAsync(adamw_moment(c->opt, 0), c->am, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
-         CK(cudaMemcpyAsync(adamw_moment(c->opt, 1), c->av, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st))))
-        return -1;
-    return synced(c, "model download");
+    return synced(c, "model download") || moments_pull(c) ? -1 : 0;
 }
 
 void cuda_model_zero_grad(cuda_model_t *c)
 {
-    cudaSetDevice(c->device);
-    cudaError_t e = cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st);
-    if (e != cudaSuccess) failed(c, "model_zero_grad", cudaGetErrorString(e));
+    if (!usable(c) || CK(cudaSetDevice(c->device))) return;
+    CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st));
 }
 
 /* the host's RoPE tables (model.c computes them as transformers does)
@@ -500,12 +600,17 @@ static int rope_ensure(cuda_model_t *c, int T)
     dev_free(c, c->rope_sin, old);
     c->rope_cos = c->rope_sin = NULL;
     c->rope_cap = 0;
-    if (CK(dev_alloc(c, (void **)&c->rope_cos, bytes)) || CK(dev_alloc(c, (void **)&c->rope_sin, bytes)) ||
-        CK(cudaMemcpy(c->rope_cos, m->rope_cos, bytes, cudaMemcpyHostToDevice)) ||
-        CK(cudaMemcpy(c->rope_sin, m->rope_sin, bytes, cudaMemcpyHostToDevice)))
+    if (dev_alloc(c, (void **)&c->rope_cos, bytes) != cudaSuccess) return -1;
+    if (dev_alloc(c, (void **)&c->rope_sin, bytes) != cudaSuccess) {
+        dev_free(c, c->rope_cos, bytes);
+        c->rope_cos = NULL;
         return -1;
+    }
     c->rope_cap = m->rope_cap;
-    return 0;
+    return CK(cudaMemcpyAsync(c->rope_cos, m->rope_cos, bytes, cudaMemcpyHostToDevice, c->st)) ||
+                   CK(cudaMemcpyAsync(c->rope_sin, m->rope_sin, bytes, cudaMemcpyHostToDevice, c->st))
+               ? -1
+               : 0;
 }
 
 // ----------------------------------------------------------------------------
@@ -513,33 +618,47 @@ static int rope_ensure(cuda_model_t *c, int T)
 
 /* lm_head rows per chunk: about 64M logits unless the model sets its own
  * chunk (the CPU's 4M would cut a 150k vocabulary into matmuls of 27 rows) */
-static size_t chunk_rows(const cuda_model_t *c, int N)
+static size_t chunk_rows(int chunk, int V, int N)
 {
-    const model_t *m = c->m;
-    size_t rows = m->chunk > 0 ? (size_t)m->chunk : (size_t)(64u << 20) / (size_t)m->cfg.V;
+    size_t rows = chunk > 0 ? (size_t)chunk : (size_t)(64u << 20) / (size_t)V;
     if (rows < 1) rows = 1;
     return rows < (size_t)N ? rows : (size_t)N;
 }
 
-/* floats of activations for B x T (pointed into base when given), and in
- * *bfn the elements of each bf16 scratch */
-static size_t acts_layout(cuda_model_t *c, float *base, int B, int T, size_t *bfn)
+/* element counts of a forward and backward pass's workspaces */
+typedef struct {
+    size_t acts; /* floats of activations and gradient scratch (c->acts) */
+    size_t ds;   /* (B, NH, T, T): dsc in fp32, pb in bf16 */
+    size_t hs;   /* (B, NH, T, HD): hb holds 4 in bf16, hf 3 in fp32 */
+    size_t bfn;  /* each of xb and yb, bf16 */
+    size_t N;    /* positions: tokens, targets, pos (int); logp, dlogp */
+} ws_sizes_t;
+
+/* The workspaces of B x T, the activations pointed into base when given.
+ * Per layer the device keeps what backward cannot cheaply get again: the
+ * residual stream (x, xm), q, k and v after RoPE (and Qwen3's before its
+ * norms), the gate and up projections, the norms' 1/rms. ln1, ln2, the
+ * attention's output y and its probabilities are one layer's, computed
+ * again in backward (forward.c recomputes the probabilities per head too):
+ * every layer's probabilities alone are L B NH T^2 floats, 10.5 GiB at the
+ * Qwen2.5-0.5B shape and B 8 x T 1,024, where training now holds 20.1 GiB
+ * in all (cuda_train_bytes; the arithmetic is in docs/cuda.md) */
+static void ws_layout(const model_config_t *cf, int chunk, int B, int T, model_acts_t *a, model_grad_acts_t *g,
+                      float *base, ws_sizes_t *z)
 {
-    const model_config_t *cf = &c->m->cfg;
     size_t N = (size_t)B * T, L = cf->L, C = cf->C, QD = (size_t)cf->NH * cf->HD, KD = (size_t)cf->NKV * cf->HD;
-    size_t FF = cf->FF, q3 = cf->type == MODEL_QWEN3, chunk = chunk_rows(c, (int)N);
-    model_acts_t *a = &c->a;
-    model_grad_acts_t *g = &c->ga;
+    size_t FF = cf->FF, q3 = cf->type == MODEL_QWEN3, ch = chunk_rows(chunk, cf->V, (int)N);
+    size_t ds = (size_t)B * cf->NH * T * T;
     struct { float **p; size_t n; } t[] = {
-        {&a->x, (L + 1) * N * C}, {&a->ln1, L * N * C}, {&a->r1, L * N},
+        {&a->x, (L + 1) * N * C}, {&a->ln1, N * C}, {&a->r1, L * N},
         {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * cf->NH},
         {&a->rk, q3 * L * N * cf->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
-        {&a->att, L * B * cf->NH * (size_t)T * T}, {&a->y, L * N * QD}, {&a->xm, L * N * C},
-        {&a->ln2, L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
+        {&a->att, ds}, {&a->y, N * QD}, {&a->xm, L * N * C},
+        {&a->ln2, N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
         {&a->h, N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
         {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
         {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
-        {&g->dh, N * FF}, {&g->logits, chunk * cf->V},
+        {&g->dh, N * FF}, {&g->logits, ch * cf->V},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -548,8 +667,34 @@ static size_t acts_layout(cuda_model_t *c, float *base, int B, int T, size_t *bf
     }
     size_t widest = C > QD ? C : QD;
     widest = widest > FF ? widest : FF;
-    *bfn = N * widest > chunk * cf->V ? N * widest : chunk * cf->V;
-    return total;
+    z->acts = total;
+    z->ds = ds;
+    z->hs = (size_t)B * cf->NH * T * cf->HD;
+    z->bfn = N * widest > ch * cf->V ? N * widest : ch * cf->V;
+    z->N = N;
+}
+
+/* device bytes of what acts_ensure allocates for z */
+static size_t ws_bytes(const ws_sizes_t *z)
+{
+    return z->acts * sizeof(float) + z->ds * (sizeof(float) + sizeof(bf16)) +
+           z->hs * (4 * sizeof(bf16) + 3 * sizeof(float)) + 2 * z->bfn * sizeof(bf16) +
+           z->N * (3 * sizeof(int) + 2 * sizeof(float));
+}
+
+size_t cuda_train_bytes(const model_config_t *cfg, int B, int T)
+{
+    size_t sizes[MODEL_NUM_TENSORS], n = 0;
+    model_sizes(cfg, sizes);
+    for (int i = 0; i < MODEL_NUM_TENSORS; i++) n += sizes[i];
+    model_acts_t a;
+    model_grad_acts_t g;
+    ws_sizes_t z;
+    ws_layout(cfg, 0, B, T, &a, &g, NULL, &z);
+    /* fp32 masters, gradients and two moments, the bf16 copy; the clip's
+     * sum; the RoPE tables of T positions */
+    return n * (4 * sizeof(float) + sizeof(bf16)) + sizeof(double) + ws_bytes(&z) +
+           2 * (size_t)T * (cfg->HD / 2) * sizeof(float);
 }
 
 /* *p holds at least need elements of size bytes each, growing (contents
@@ -560,27 +705,29 @@ static int grow(cuda_model_t *c, void **p, size_t *cap, size_t need, size_t size
     dev_free(c, *p, *cap * size);
     *p = NULL;
     *cap = 0;
-    if (CK(dev_alloc(c, p, need * size))) return -1;
+    if (dev_alloc(c, p, need * size) != cudaSuccess) return -1;
     *cap = need;
     return 0;
 }
 
 static int acts_ensure(cuda_model_t *c, int B, int T)
 {
-    size_t bfn, need = acts_layout(c, NULL, B, T, &bfn), N = (size_t)B * T;
-    size_t ds = (size_t)B * c->m->cfg.NH * T * T, hs = (size_t)B * c->m->cfg.NH * T * c->m->cfg.HD;
-    if (grow(c, (void **)&c->acts, &c->acts_cap, need, sizeof(float)) ||
-        grow(c, (void **)&c->dsc, &c->dsc_cap, ds, sizeof(float)) || grow(c, (void **)&c->pb, &c->pb_cap, ds, sizeof(bf16)) ||
-        grow(c, (void **)&c->hb, &c->hb_cap, 4 * hs, sizeof(bf16)) ||
-        grow(c, (void **)&c->hf, &c->hf_cap, 3 * hs, sizeof(float)) ||
-        grow(c, (void **)&c->xb, &c->xb_cap, bfn, sizeof(bf16)) || grow(c, (void **)&c->yb, &c->yb_cap, bfn, sizeof(bf16)) ||
-        grow(c, (void **)&c->tokens, &c->icap, 3 * N, sizeof(int)) ||
-        grow(c, (void **)&c->logp, &c->fcap, 2 * N, sizeof(float)))
+    ws_sizes_t z;
+    ws_layout(&c->m->cfg, c->m->chunk, B, T, &c->a, &c->ga, NULL, &z);
+    if (grow(c, (void **)&c->acts, &c->acts_cap, z.acts, sizeof(float)) ||
+        grow(c, (void **)&c->dsc, &c->dsc_cap, z.ds, sizeof(float)) ||
+        grow(c, (void **)&c->pb, &c->pb_cap, z.ds, sizeof(bf16)) ||
+        grow(c, (void **)&c->hb, &c->hb_cap, 4 * z.hs, sizeof(bf16)) ||
+        grow(c, (void **)&c->hf, &c->hf_cap, 3 * z.hs, sizeof(float)) ||
+        grow(c, (void **)&c->xb, &c->xb_cap, z.bfn, sizeof(bf16)) ||
+        grow(c, (void **)&c->yb, &c->yb_cap, z.bfn, sizeof(bf16)) ||
+        grow(c, (void **)&c->tokens, &c->icap, 3 * z.N, sizeof(int)) ||
+        grow(c, (void **)&c->logp, &c->fcap, 2 * z.N, sizeof(float)))
         return -1;
-    acts_layout(c, c->acts, B, T, &bfn);
-    c->targets = c->tokens + N;
-    c->pos = c->tokens + 2 * N;
-    c->dlogp = c->logp + N;
+    ws_layout(&c->m->cfg, c->m->chunk, B, T, &c->a, &c->ga, c->acts, &z);
+    c->targets = c->tokens + z.N;
+    c->pos = c->tokens + 2 * z.N;
+    c->dlogp = c->logp + z.N;
     return rope_ensure(c, T);
 }
 
@@ -617,34 +764,37 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
     launched(c, "embed_forward_kernel");
     for (int l = 0; l < cf->L; l++) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
-        float *x = a->x + nc, *ln1 = a->ln1 + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-        rmsnorm_forward(c, ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C);
+        float *x = a->x + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+        rmsnorm_forward(c, a->ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C);
         float *qp = cf->type == MODEL_QWEN3 ? a->qpre + nq : q;
         float *kp = cf->type == MODEL_QWEN3 ? a->kpre + nk : k;
-        matmul_forward(c, qp, ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD, false);
-        matmul_forward(c, kp, ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD, false);
-        matmul_forward(c, v, ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
+        matmul_forward(c, qp, a->ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD,
+                       false);
+        matmul_forward(c, kp, a->ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD,
+                       false);
+        matmul_forward(c, v, a->ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD,
+                       false);
         if (cf->type == MODEL_QWEN3) {
             rmsnorm_forward(c, q, a->rq + (size_t)l * N * cf->NH, qp, w->qn + (size_t)l * HD, N * cf->NH, HD);
             rmsnorm_forward(c, k, a->rk + (size_t)l * N * cf->NKV, kp, w->kn + (size_t)l * HD, N * cf->NKV, HD);
         }
         rope(c, q, c->pos, N, cf->NH, 1.0f);
         rope(c, k, c->pos, N, cf->NKV, 1.0f);
-        float *y = a->y + nq, *xm = a->xm + nc;
-        attention_forward(c, y, a->att + (size_t)l * B * cf->NH * T * T, q, k, v, B, T);
+        float *xm = a->xm + nc;
+        attention_forward(c, a->y, q, k, v, B, T);
         CK(cudaMemcpyAsync(xm, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-        matmul_forward(c, xm, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
-        float *ln2 = a->ln2 + nc, *g = a->g + nf, *u = a->u + nf;
-        rmsnorm_forward(c, ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C);
-        matmul_forward(c, g, ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
-        matmul_forward(c, u, ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
+        matmul_forward(c, xm, a->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
+        float *g = a->g + nf, *u = a->u + nf;
+        rmsnorm_forward(c, a->ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C);
+        matmul_forward(c, g, a->ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
+        matmul_forward(c, u, a->ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
         swiglu(c, a->h, g, u, (size_t)N * FF);
         float *xn = a->x + nc + (size_t)N * C;
         CK(cudaMemcpyAsync(xn, xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
         matmul_forward(c, xn, a->h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
     }
     rmsnorm_forward(c, a->lnf, a->rf, a->x + (size_t)cf->L * N * C, w->lnf, N, C);
-    int V = cf->V, chunk = (int)chunk_rows(c, N);
+    int V = cf->V, chunk = (int)chunk_rows(c->m->chunk, V, N);
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = c->ga.logits;
@@ -675,7 +825,7 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
     float inv_t = 1.0f / c->temperature;
     CK(cudaMemcpyAsync(c->dlogp, dlogp, N * sizeof(float), cudaMemcpyHostToDevice, c->st));
 
-    int chunk = (int)chunk_rows(c, N);
+    int chunk = (int)chunk_rows(c->m->chunk, V, N);
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = ga->logits;
@@ -688,22 +838,27 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
     rmsnorm_backward(c, ga->dx, dw->lnf, ga->dln, a->x + (size_t)cf->L * N * C, w->lnf, a->rf, N, C, false);
     for (int l = cf->L - 1; l >= 0; l--) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
-        swiglu(c, a->h, a->g + nf, a->u + nf, (size_t)N * FF);
+        const float *x = a->x + nc, *xm = a->xm + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+        const float *g = a->g + nf, *u = a->u + nf;
+        /* the MLP's input and hidden activation again */
+        rmsnorm_forward(c, a->ln2, NULL, xm, w->ln2 + (size_t)l * C, N, C);
+        swiglu(c, a->h, g, u, (size_t)N * FF);
         matmul_backward(c, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h, w->wd + (size_t)l * C * FF, N,
                         FF, C, false);
-        swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, a->g + nf,
-                                                                           a->u + nf, (size_t)N * FF);
+        swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, g, u,
+                                                                           (size_t)N * FF);
         launched(c, "swiglu_backward_kernel");
-        matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2 + nc,
-                        w->wg + (size_t)l * FF * C, N, C, FF, false);
-        matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2 + nc,
-                        w->wu + (size_t)l * FF * C, N, C, FF, true);
-        rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
+        matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2, w->wg + (size_t)l * FF * C, N,
+                        C, FF, false);
+        matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2, w->wu + (size_t)l * FF * C, N,
+                        C, FF, true);
+        rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, xm, w->ln2 + (size_t)l * C,
                          a->r2 + (size_t)l * N, N, C, true);
-        matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx,
-                        a->y + nq, w->wo + (size_t)l * C * QD, N, QD, C, false);
-        const float *att = a->att + (size_t)l * B * cf->NH * T * T;
-        attention_backward(c, ga->dq, ga->dk, ga->dv, ga->dy, att, a->q + nq, a->k + nk, a->v + nk, B, T);
+        /* the attention's probabilities and output again */
+        attention_forward(c, a->y, q, k, v, B, T);
+        matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx, a->y,
+                        w->wo + (size_t)l * C * QD, N, QD, C, false);
+        attention_backward(c, ga->dq, ga->dk, ga->dv, ga->dy, B, T);
         rope(c, ga->dq, c->pos, N, cf->NH, -1.0f);
         rope(c, ga->dk, c->pos, N, cf->NKV, -1.0f);
         float *dq = ga->dq, *dk = ga->dk;
@@ -716,14 +871,15 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
             dq = ga->dy;
             dk = ga->dk2;
         }
-        const float *ln1 = a->ln1 + nc;
-        matmul_backward(c, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq, ln1,
+        /* the attention's input again */
+        rmsnorm_forward(c, a->ln1, NULL, x, w->ln1 + (size_t)l * C, N, C);
+        matmul_backward(c, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq, a->ln1,
                         w->wq + (size_t)l * QD * C, N, C, QD, false);
-        matmul_backward(c, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk, ln1,
+        matmul_backward(c, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk, a->ln1,
                         w->wk + (size_t)l * KD * C, N, C, KD, true);
         matmul_backward(c, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
-                        ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
-        rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
+                        a->ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
+        rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, x, w->ln1 + (size_t)l * C,
                          a->r1 + (size_t)l * N, N, C, true);
     }
     embed_backward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(dw->wte, ga->dx, c->tokens, N, C);
@@ -734,22 +890,35 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
 // ----------------------------------------------------------------------------
 // optimizer
 
-/* the device moments hold opt's: allocated and copied up when opt is not
- * the optimizer of the last step */
+/* the device moments hold opt's. c stays opt's holder from one step to
+ * the next; when it is not (a first step, opt stepped on the host or
+ * pulled by another device meanwhile, another optimizer), the optimizer c
+ * held gets its moments back, and opt's are copied up after any other
+ * holder handed them home */
 static int moments_for(cuda_model_t *c, adamw_t *opt)
 {
-    if (c->opt == opt) return 0;
+    if (adamw_holder(opt) == c && c->opt == opt) return 0;
     if (adamw_size(opt) != c->n) {
         fprintf(stderr, "cuda:%d: optimizer state for %zu parameters, the model has %zu\n", c->device,
                 adamw_size(opt), c->n);
         return -1;
     }
-    if ((!c->am && (CK(dev_alloc(c, (void **)&c->am, c->n * sizeof(float))) ||
-                    CK(dev_alloc(c, (void **)&c->av, c->n * sizeof(float))))) ||
-        CK(cudaMemcpyAsync(c->am, adamw_moment(opt, 0), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st)) ||
-        CK(cudaMemcpyAsync(c->av, adamw_moment(opt, 1), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st)))
-        return -1;
+    if (c->opt) {
+        if (moments_pull(c)) return -1;
+        adamw_unhold(c->opt, c);
+        c->opt = NULL;
+    }
+    if (!c->am && dev_alloc(c, (void **)&c->am, c->n * sizeof(float)) != cudaSuccess) return -1;
+    if (!c->av && dev_alloc(c, (void **)&c->av, c->n * sizeof(float)) != cudaSuccess) return -1;
+    if (adamw_hold(opt, c, moments_asked)) return -1;
     c->opt = opt;
+    c->moments_newer = false;
+    if (CK(cudaMemcpyAsync(c->am, adamw_moment(opt, 0), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st)) ||
+        CK(cudaMemcpyAsync(c->av, adamw_moment(opt, 1), c->n * sizeof(float), cudaMemcpyHostToDevice, c->st))) {
+        adamw_unhold(opt, c);
+        c->opt = NULL;
+        return -1;
+    }
     return 0;
 }
 
@@ -801,6 +970,7 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
         at = hi > at ? hi : at;
     }
     free(ranges);
+    c->moments_newer = true;
     to_bf16(c, c->wb, c->p, c->n);
     if (synced(c, "optimizer step")) return -1;
     adamw_set_steps(opt, step);
@@ -871,11 +1041,11 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
         cache_store_kernel<<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R,
                                                                        ws->maxT, KD);
         launched(c, "cache_store_kernel");
-        if (shared_memory(c, (const void *)attention_cached_kernel, "attention_cached_kernel",
-                          (HD + ws->maxT) * sizeof(float)))
-            return;
-        attention_cached_kernel<<<dim3(R, cf->NH), 128, (HD + ws->maxT) * sizeof(float), c->st>>>(
-            ws->y, ws->q, kc, vc, ws->slot, ws->pos, ws->maxT, cf->NH, cf->NKV, HD);
+        /* a fixed tile of positions at a time: any context length fits */
+        size_t smem = attend_smem_bytes(HD);
+        if (shared_memory(c, (const void *)attention_cached_kernel, "attention_cached_kernel", smem)) return;
+        attention_cached_kernel<<<dim3(R, cf->NH), 128, smem, c->st>>>(ws->y, ws->q, kc, vc, ws->slot, ws->pos,
+                                                                       ws->maxT, cf->NH, cf->NKV, HD);
         launched(c, "attention_cached_kernel");
         matmul_forward(c, ws->x, ws->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C, true);
         rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln2 + (size_t)l * C, R, C);
@@ -918,9 +1088,9 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     int rc = -1;
     bf16 *oxb = c->xb, *oyb = c->yb;
     bf16 *gxb = NULL;
-    if (!h || !hlp || rope_ensure(c, ws.maxT) || CK(dev_alloc(c, (void **)&mem, nf * sizeof(float))) ||
-        CK(dev_alloc(c, (void **)&imem, 5 * (size_t)R * sizeof(int))) ||
-        CK(dev_alloc(c, (void **)&gxb, bfn * sizeof(bf16))) ||
+    if (!h || !hlp || rope_ensure(c, ws.maxT) || dev_alloc(c, (void **)&mem, nf * sizeof(float)) != cudaSuccess ||
+        dev_alloc(c, (void **)&imem, 5 * (size_t)R * sizeof(int)) != cudaSuccess ||
+        dev_alloc(c, (void **)&gxb, bfn * sizeof(bf16)) != cudaSuccess ||
         curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS) {
         fprintf(stderr, "model_generate: cuda:%d has no room for %d completions of %d tokens\n", c->device, S, ws.maxT);
         goto done;
@@ -934,17 +1104,13 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     ws.pos = imem + 2 * R;
     ws.uidx = imem + 3 * R;
     ws.out = imem + 4 * R;
-    if (curandSetStream(gen, c->st) != CURAND_STATUS_SUCCESS) {
-        failed(c, "curandSetStream", "cuRAND error");
-        goto done;
-    }
+    if (rand_check(c, curandSetStream(gen, c->st), "curandSetStream")) goto done;
     for (int q = 0; q < Q; q++)
-        if (curandSetPseudoRandomGeneratorSeed(gen, seeds[q]) != CURAND_STATUS_SUCCESS ||
-            curandSetGeneratorOffset(gen, 0) != CURAND_STATUS_SUCCESS ||
-            curandGenerateUniform(gen, ws.uni + (size_t)q * L * M, (size_t)L * M) != CURAND_STATUS_SUCCESS) {
-            fprintf(stderr, "model_generate: cuRAND failed on cuda:%d\n", c->device);
+        if (rand_check(c, curandSetPseudoRandomGeneratorSeed(gen, seeds[q]), "curandSetPseudoRandomGeneratorSeed") ||
+            rand_check(c, curandSetGeneratorOffset(gen, 0), "curandSetGeneratorOffset") ||
+            rand_check(c, curandGenerateUniform(gen, ws.uni + (size_t)q * L * M, (size_t)L * M),
+                       "curandGenerateUniform"))
             goto done;
-        }
     {
         size_t KD = (size_t)cf->NKV * cf->HD, layer = (size_t)S * ws.maxT * KD;
         int *htok = h, *hslot = h + R, *hpos = h + 2 * R, *huidx = h + 3 * R, *live = h + 4 * R;
@@ -1024,27 +1190,42 @@ int cuda_sample(int device, const float *logits, int n, int V, const sample_para
                 float *lp, char *err, size_t errlen)
 {
     if (cuda_device_check(device, err, errlen)) return -1;
-    cudaSetDevice(device);
     float *dl = NULL, *du = NULL, *dlp = NULL;
     int *di = NULL;
-    int rc = -1;
     sample_args_t sa = {sp->temperature, sp->top_k, sp->top_p};
     int *idx = (int *)malloc((size_t)n * sizeof(int));
     for (int i = 0; idx && i < n; i++) idx[i] = i;
-    if (idx && cudaMalloc(&dl, (size_t)n * V * sizeof(float)) == cudaSuccess &&
-        cudaMalloc(&du, (size_t)n * sizeof(float)) == cudaSuccess &&
-        cudaMalloc(&dlp, (size_t)n * sizeof(float)) == cudaSuccess &&
-        cudaMalloc(&di, 2 * (size_t)n * sizeof(int)) == cudaSuccess &&
-        cudaMemcpy(dl, logits, (size_t)n * V * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-        cudaMemcpy(du, u, (size_t)n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-        cudaMemcpy(di + n, idx, (size_t)n * sizeof(int), cudaMemcpyHostToDevice) == cudaSuccess) {
-        sample_kernel<<<n, SAMPLE_THREADS>>>(di, dlp, dl, V, du, di + n, sa);
-        if (cudaMemcpy(tok, di, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess &&
-            cudaMemcpy(lp, dlp, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess)
-            rc = 0;
+    /* the first call that fails names itself in err */
+    const char *what = "cudaSetDevice";
+    cudaError_t e = cudaSetDevice(device);
+    size_t nb = (size_t)n * sizeof(float), lb = nb * V;
+    if (e == cudaSuccess) {
+        what = "cudaMalloc";
+        e = cudaMalloc(&dl, lb);
     }
-    if (rc) snprintf(err, errlen, "cuda:%d: sampling %d rows failed (%s)", device, n,
-                     cudaGetErrorString(cudaGetLastError()));
+    if (e == cudaSuccess) e = cudaMalloc(&du, nb);
+    if (e == cudaSuccess) e = cudaMalloc(&dlp, nb);
+    if (e == cudaSuccess) e = cudaMalloc(&di, 2 * (size_t)n * sizeof(int));
+    if (e == cudaSuccess) {
+        what = "cudaMemcpy";
+        e = cudaMemcpy(dl, logits, lb, cudaMemcpyHostToDevice);
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(du, u, nb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && !idx) e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMemcpy(di + n, idx, (size_t)n * sizeof(int), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) {
+        what = "sample_kernel";
+        sample_kernel<<<n, SAMPLE_THREADS>>>(di, dlp, dl, V, du, di + n, sa);
+        e = cudaGetLastError();
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    }
+    if (e == cudaSuccess) {
+        what = "cudaMemcpy";
+        e = cudaMemcpy(tok, di, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost);
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(lp, dlp, nb, cudaMemcpyDeviceToHost);
+    int rc = e == cudaSuccess ? 0 : -1;
+    if (rc) snprintf(err, errlen, "cuda:%d: sampling %d rows: %s failed: %s", device, n, what, cudaGetErrorString(e));
     cudaFree(dl);
     cudaFree(du);
     cudaFree(dlp);

@@ -44,7 +44,7 @@ void cuda_model_destroy(cuda_model_t **self_p);
 /* host parameters to the device (fp32 master and bf16 copy); 0 or -1 */
 int cuda_model_upload(cuda_model_t *self);
 /* device parameters and gradients into the host arrays, and the moments
- * into the optimizer of the last step; 0 or -1 */
+ * into the optimizer whose moments the device holds (if any); 0 or -1 */
 int cuda_model_download(cuda_model_t *self);
 void cuda_model_zero_grad(cuda_model_t *self);
 
@@ -57,10 +57,12 @@ int cuda_model_generate_batch(cuda_model_t *self, const int *const *prompts, con
                               int *tokens, float *logp, int *lengths);
 
 /* model_optimizer_step on the device: global-norm clip and one AdamW step
- * (adamw_step's formulas and no-decay ranges) on device moments, copied
- * from opt when opt is not the optimizer of the last step; opt's step
- * count follows, and cuda_model_download copies the moments into opt.
- * The bf16 copy is refreshed. 0 or -1 */
+ * (adamw_step's formulas and no-decay ranges) on device moments. The
+ * device holds them on opt's behalf (adamw_hold): copied up from opt when
+ * it does not hold them yet, handed back by cuda_model_download, when opt
+ * asks (adamw_save, a host adamw_step, another holder) and when the model
+ * is destroyed; dropped, never written, once opt is destroyed. opt's step
+ * count follows. The bf16 copy is refreshed. 0 or -1 */
 int cuda_model_step(cuda_model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm);
 
 /* device bytes this model allocated and holds now, and the most it held
@@ -68,6 +70,13 @@ int cuda_model_step(cuda_model_t *self, adamw_t *opt, const adamw_params_t *p, f
  * processes) */
 size_t cuda_model_memory(const cuda_model_t *self);
 size_t cuda_model_memory_peak(const cuda_model_t *self);
+
+/* the device bytes a model of cfg holds to train on B x T (the default
+ * lm_head chunk): fp32 parameters, gradients and AdamW moments, the bf16
+ * copy, activations and scratch, RoPE tables for T positions; what
+ * cuda_model_memory reports after a forward, backward and optimizer step
+ * of a fresh model. Arithmetic: no device needed */
+size_t cuda_train_bytes(const model_config_t *cfg, int B, int T);
 
 #ifdef __cplusplus
 }

@@ -261,39 +261,60 @@ __global__ void causal_softmax_backward_kernel(bf16 *ds, const float *dp, const 
         ds[row * T + j] = __float2bfloat16_rn(j <= t ? pr[j] * (dr[j] - dot) * scale : 0.0f);
 }
 
+/* positions a block of attend scores at once */
+#define ATTEND_TILE 1024
+
 /* softmax(q . k_t * scale) over the P cached positions, then y = sum_t
  * p_t v_t, for one query row q (HD) against keys and values KS floats
- * apart. Dynamic shared memory: HD + P floats */
+ * apart. The positions go by tiles of ATTEND_TILE with a running maximum
+ * and sum (each tile's weights rescaled by exp(old max - new max)), so
+ * shared memory is 2 HD + ATTEND_TILE floats whatever P: a long context is
+ * not bounded by the device's shared memory per block, as it was when
+ * every score sat there at once (about 12,200 positions at HD 64) */
 __device__ void attend(float *y, const float *q, const float *kb, const float *vb, int KS, int P, int HD,
                        float scale, float *smem)
 {
     __shared__ float sh[32];
-    float *qs = smem, *s = smem + HD;
-    for (int i = threadIdx.x; i < HD; i += blockDim.x) qs[i] = q[i];
-    __syncthreads();
-    float mx = -INFINITY;
-    for (int t = threadIdx.x; t < P; t += blockDim.x) {
-        const float *kr = kb + (size_t)t * KS;
-        float d = 0;
-        for (int i = 0; i < HD; i++) d += qs[i] * kr[i];
-        s[t] = d * scale;
-        mx = fmaxf(mx, s[t]);
-    }
-    mx = block_max(mx, sh);
-    float sum = 0;
-    for (int t = threadIdx.x; t < P; t += blockDim.x) {
-        s[t] = expf(s[t] - mx);
-        sum += s[t];
-    }
-    float inv = 1.0f / block_sum(sum, sh);
-    for (int t = threadIdx.x; t < P; t += blockDim.x) s[t] *= inv;
-    __syncthreads();
+    float *qs = smem, *acc = smem + HD, *s = smem + 2 * HD;
+    /* acc[i] is only ever touched by thread i % blockDim.x */
     for (int i = threadIdx.x; i < HD; i += blockDim.x) {
-        float acc = 0;
-        for (int t = 0; t < P; t++) acc += s[t] * vb[(size_t)t * KS + i];
-        y[i] = acc;
+        qs[i] = q[i];
+        acc[i] = 0;
     }
+    __syncthreads();
+    float mx = -INFINITY, sum = 0; /* over the tiles so far, alike in every thread */
+    for (int t0 = 0; t0 < P; t0 += ATTEND_TILE) {
+        int n = min(ATTEND_TILE, P - t0);
+        float tm = -INFINITY;
+        for (int t = threadIdx.x; t < n; t += blockDim.x) {
+            const float *kr = kb + (size_t)(t0 + t) * KS;
+            float d = 0;
+            for (int i = 0; i < HD; i++) d += qs[i] * kr[i];
+            s[t] = d * scale;
+            tm = fmaxf(tm, s[t]);
+        }
+        float nm = fmaxf(mx, block_max(tm, sh));
+        float ts = 0;
+        for (int t = threadIdx.x; t < n; t += blockDim.x) {
+            s[t] = expf(s[t] - nm);
+            ts += s[t];
+        }
+        float r = expf(mx - nm); /* 0 on the first tile */
+        sum = sum * r + block_sum(ts, sh);
+        mx = nm;
+        __syncthreads();
+        for (int i = threadIdx.x; i < HD; i += blockDim.x) {
+            float a = acc[i] * r;
+            for (int t = 0; t < n; t++) a += s[t] * vb[(size_t)(t0 + t) * KS + i];
+            acc[i] = a;
+        }
+        __syncthreads(); /* the next tile rewrites s */
+    }
+    for (int i = threadIdx.x; i < HD; i += blockDim.x) y[i] = acc[i] / sum;
 }
+
+/* attend's dynamic shared memory for head size HD */
+static inline size_t attend_smem_bytes(int HD) { return (2 * (size_t)HD + ATTEND_TILE) * sizeof(float); }
 
 /* decode: row r (its query heads) against its slot's cached positions
  * [0, pos[r]]; kc and vc (S, maxT, KD) of one layer. grid (R, NH) */
