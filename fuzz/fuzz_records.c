@@ -44,8 +44,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < b.b.n_groups; i++) rec_batch_group(&b, i, &v);
     rec_policy_t p;
     rec_policy_view(buf, size, &p, err, sizeof err);
-    rec_metrics_t m;
-    rec_metrics_view(buf, size, &m, err, sizeof err);
     free(rec_to_json(buf, size, err, sizeof err));
     screen_check(screen, data, size);
     screen_entry(screen, data, size, "peer", identity_public(id));

@@ -218,7 +218,7 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
         /* SelectSubset: what teaches something is worth sharing (once: a
          * repeat of a task is dropped by assembly_add below) */
         if (!assembly_repeat(s->asm_, v.r.task.task_id) &&
-            (strcmp(s->cfg.share, "all") == 0 || !group_zero_advantage(buf, r->size))) {
+            (s->cfg.share == FILTER_ALL || !group_zero_advantage(buf, r->size))) {
             int64_t t0 = zclock_mono();
             size_t len;
             uint8_t *entry = registered(s) ? identity_seal(s->id, buf, r->size, &len) : NULL;
@@ -283,7 +283,7 @@ int main(int argc, char **argv)
     if (!s.pool) log_fatal("pool %s: %s", s.cfg.redis, err);
     pool_limit_record(s.pool, (size_t)s.cfg.max_record + IDENTITY_SIGNATURE_BYTES);
     pool_window(s.pool, s.cfg.pool_window, s.cfg.pool_window_seconds);
-    pool_strategy(s.pool, strcmp(s.cfg.pool_strategy, "useful") == 0 ? POOL_USEFUL : POOL_UNIFORM);
+    pool_strategy(s.pool, s.cfg.pool_strategy);
     if (fs_mkdirs(s.cfg.run) != 0) log_fatal("run folder %s: cannot create", s.cfg.run);
     if (!(s.id = identity_load(s.cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
     char fp[IDENTITY_FINGERPRINT_HEX + 1];

@@ -13,7 +13,6 @@
 
 #include "flatbuffers/idl.h"
 #include "batch_generated.h"
-#include "metrics_generated.h"
 #include "policy_generated.h"
 #include "rollout_generated.h"
 #include "task_generated.h"
@@ -26,9 +25,11 @@ namespace {
 using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
 
-const char *const kind_names[] = {"unknown", "task", "rollout", "batch", "policy", "metrics"};
-const char *const root_types[] = {nullptr, "sapo.Task", "sapo.Rollout", "sapo.Batch",
-                                  "sapo.PolicyNotice", "sapo.Metrics"};
+// the last record kind: kinds run from REC_TASK to it
+constexpr rec_kind_t kLastKind = REC_POLICY;
+const char *const kind_names[] = {"unknown", "task", "rollout", "batch", "policy"};
+const char *const root_types[] = {nullptr, "sapo.Task", "sapo.Rollout", "sapo.Batch", "sapo.PolicyNotice"};
+static_assert(sizeof kind_names / sizeof *kind_names == kLastKind + 1, "a name per record kind");
 
 const char *identifier(rec_kind_t kind)
 {
@@ -37,7 +38,6 @@ const char *identifier(rec_kind_t kind)
     case REC_ROLLOUT: return sapo::RolloutIdentifier();
     case REC_BATCH: return sapo::BatchIdentifier();
     case REC_POLICY: return sapo::PolicyNoticeIdentifier();
-    case REC_METRICS: return sapo::MetricsIdentifier();
     default: return nullptr;
     }
 }
@@ -59,9 +59,36 @@ bool verify_kind(rec_kind_t kind, flatbuffers::Verifier &v)
     case REC_ROLLOUT: return sapo::VerifyRolloutBuffer(v);
     case REC_BATCH: return sapo::VerifyBatchBuffer(v);
     case REC_POLICY: return sapo::VerifyPolicyNoticeBuffer(v);
-    case REC_METRICS: return sapo::VerifyMetricsBuffer(v);
     default: return false;
     }
+}
+
+// Rollout.signature (schemas/common.fbs) is deprecated: flatc generates
+// no accessor for it and its Verifier skips it, but GenerateText prints a
+// present one, so a planted offset would send rec_to_json outside the
+// buffer. It is verified here as the Verifier did before. Its slot is the
+// one between external and scored.
+const flatbuffers::voffset_t kSignatureField = sapo::Rollout::VT_EXTERNAL + sizeof(flatbuffers::voffset_t);
+static_assert(sapo::Rollout::VT_SCORED == kSignatureField + sizeof(flatbuffers::voffset_t),
+              "Rollout.signature sits between external and scored");
+
+bool signature_ok(const sapo::Rollout *r, flatbuffers::Verifier &v)
+{
+    // a generated table is a flatbuffers::Table (privately), as GetRoot takes it
+    const auto *t = reinterpret_cast<const flatbuffers::Table *>(r);
+    return t->VerifyOffset(v, kSignatureField) &&
+           v.VerifyVector(t->GetPointer<const flatbuffers::Vector<uint8_t> *>(kSignatureField));
+}
+
+// the deprecated fields of a record the Verifier passed
+bool deprecated_ok(rec_kind_t kind, const void *buf, flatbuffers::Verifier &v)
+{
+    if (kind == REC_ROLLOUT) return signature_ok(sapo::GetRollout(buf), v);
+    if (kind != REC_BATCH) return true;
+    const auto *groups = sapo::GetBatch(buf)->groups();
+    for (flatbuffers::uoffset_t i = 0; groups && i < groups->size(); i++)
+        if (!signature_ok(groups->Get(i), v)) return false;
+    return true;
 }
 
 void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -108,7 +135,7 @@ rec_kind_t check(const void *buf, size_t len, rec_kind_t want, char *err, size_t
         return REC_UNKNOWN;
     }
     flatbuffers::Verifier v(static_cast<const uint8_t *>(buf), len, verifier_options());
-    if (!verify_kind(kind, v)) {
+    if (!verify_kind(kind, v) || !deprecated_ok(kind, buf, v)) {
         set_err(err, errlen, "%s record of %zu bytes fails FlatBuffers verification",
                 kind_names[kind], len);
         return REC_UNKNOWN;
@@ -149,8 +176,8 @@ Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t
     auto task = task_offset(fbb, &r->task);
     auto cvec = fbb.CreateVector(comps);
     return sapo::CreateRollout(fbb, node, r->policy_version, r->round, model, task, cvec,
-                               r->created_ms, r->external, /* signature, unused */ 0, r->scored, r->gen_ms, r->verify_ms,
-                               r->pool_age_ms, r->pool_age_rounds);
+                               r->created_ms, r->external, r->scored, r->gen_ms, r->verify_ms, r->pool_age_ms,
+                               r->pool_age_rounds);
 }
 
 // Builds with one builder per thread, reused so that steady traffic does not
@@ -217,14 +244,14 @@ void rollout_read(const sapo::Rollout *r, rec_rollout_view_t *o)
 // A parser per record type, each holding the whole schema with its own root
 // type: GenerateText reads the root from the parser.
 struct Printers {
-    flatbuffers::Parser parsers[REC_METRICS + 1];
+    flatbuffers::Parser parsers[kLastKind + 1];
     bool ok = true;
     Printers()
     {
         static const char schema[] =
 #include "common_fbs.inc"
             ;
-        for (int k = REC_TASK; k <= REC_METRICS; k++) {
+        for (int k = REC_TASK; k <= kLastKind; k++) {
             flatbuffers::Parser &p = parsers[k];
             p.opts.strict_json = true;
             p.opts.output_default_scalars_in_json = true;
@@ -298,21 +325,12 @@ int rec_policy_build(const rec_policy_t *in, uint8_t **buf, size_t *len)
     });
 }
 
-int rec_metrics_build(const rec_metrics_t *in, uint8_t **buf, size_t *len)
-{
-    return build(REC_METRICS, buf, len, [in](FlatBufferBuilder &fbb) {
-        auto node = opt_string(fbb, in->node);
-        auto json = opt_string(fbb, in->json);
-        return sapo::CreateMetrics(fbb, node, in->round, json);
-    });
-}
-
 void rec_free(uint8_t *buf) { free(buf); }
 
 rec_kind_t rec_identify(const void *buf, size_t len)
 {
     if (!buf || len < 8) return REC_UNKNOWN;
-    for (int k = REC_TASK; k <= REC_METRICS; k++)
+    for (int k = REC_TASK; k <= kLastKind; k++)
         if (memcmp(static_cast<const char *>(buf) + 4, identifier(static_cast<rec_kind_t>(k)), 4) == 0)
             return static_cast<rec_kind_t>(k);
     return REC_UNKNOWN;
@@ -320,7 +338,7 @@ rec_kind_t rec_identify(const void *buf, size_t len)
 
 const char *rec_kind_name(rec_kind_t kind)
 {
-    return kind >= REC_TASK && kind <= REC_METRICS ? kind_names[kind] : kind_names[0];
+    return kind >= REC_TASK && kind <= kLastKind ? kind_names[kind] : kind_names[0];
 }
 
 const void *rec_aligned(const void *buf, size_t len, void **copy)
@@ -378,16 +396,6 @@ int rec_policy_view(const void *buf, size_t len, rec_policy_t *out, char *err, s
     out->round = p->round();
     out->checkpoint = str(p->checkpoint());
     out->created_ms = p->created_ms();
-    return 0;
-}
-
-int rec_metrics_view(const void *buf, size_t len, rec_metrics_t *out, char *err, size_t errlen)
-{
-    if (check(buf, len, REC_METRICS, err, errlen) == REC_UNKNOWN) return -1;
-    const sapo::Metrics *m = sapo::GetMetrics(buf);
-    out->node = str(m->node());
-    out->round = m->round();
-    out->json = str(m->json());
     return 0;
 }
 

@@ -36,7 +36,6 @@ typedef enum {
     REC_ROLLOUT,  /* "SROL" */
     REC_BATCH,    /* "SBAT" */
     REC_POLICY,   /* "SPOL" */
-    REC_METRICS,  /* "SMET" */
 } rec_kind_t;
 
 typedef struct {
@@ -97,12 +96,6 @@ typedef struct {
     uint64_t created_ms;
 } rec_policy_t;
 
-typedef struct {
-    const char *node;
-    uint64_t round;
-    const char *json;
-} rec_metrics_t;
-
 /* Views of verified buffers. The values are zero-copy; completions and
  * groups are read one at a time through the functions below, so r.completions
  * and b.groups are NULL while the counts are set. */
@@ -122,7 +115,6 @@ int rec_task_build(const rec_task_t *in, uint8_t **buf, size_t *len);
 int rec_rollout_build(const rec_rollout_t *in, uint8_t **buf, size_t *len);
 int rec_batch_build(const rec_batch_t *in, uint8_t **buf, size_t *len);
 int rec_policy_build(const rec_policy_t *in, uint8_t **buf, size_t *len);
-int rec_metrics_build(const rec_metrics_t *in, uint8_t **buf, size_t *len);
 void rec_free(uint8_t *buf);
 
 /* The record type by file identifier alone, without verifying anything. */
@@ -144,7 +136,6 @@ int rec_task_view(const void *buf, size_t len, rec_task_t *out, char *err, size_
 int rec_rollout_view(const void *buf, size_t len, rec_rollout_view_t *out, char *err, size_t errlen);
 int rec_batch_view(const void *buf, size_t len, rec_batch_view_t *out, char *err, size_t errlen);
 int rec_policy_view(const void *buf, size_t len, rec_policy_t *out, char *err, size_t errlen);
-int rec_metrics_view(const void *buf, size_t len, rec_metrics_t *out, char *err, size_t errlen);
 
 /* Completion i (< v->r.n_completions) with zero-copy text, token ids and
  * log-probs. */

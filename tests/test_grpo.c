@@ -36,18 +36,34 @@ static void test_advantages(void) {
     const char *names[] = { "group", "batch", "none" };
     const grpo_scale_t scales[] = { GRPO_SCALE_GROUP, GRPO_SCALE_BATCH, GRPO_SCALE_NONE };
     float *adv = malloc(n * sizeof *adv);
+    int *eights = malloc(n * sizeof *eights), *ones = malloc(n * sizeof *ones);
+    for (int i = 0; i < n; i++)
+        eights[i] = 8, ones[i] = 1;
     for (int s = 0; s < 3; s++) {
         float *want = golden("advantages.txt", names[s], &k);
         EXPECT(want && k == n);
-        grpo_advantages(rewards, n / 8, 8, scales[s], adv);
+        grpo_advantages(rewards, eights, n / 8, scales[s], adv);
         for (int i = 0; want && i < n; i++)
             EXPECT_CLOSE(adv[i], want[i], 1e-5, 1e-6);
         free(want);
     }
     /* a group of one has std 0, as TRL sets it: advantage 0, no division by 0 */
-    grpo_advantages(rewards, n, 1, GRPO_SCALE_GROUP, adv);
+    grpo_advantages(rewards, ones, n, GRPO_SCALE_GROUP, adv);
     for (int i = 0; i < n; i++)
         EXPECT(adv[i] == 0.0f);
+    /* groups of different sizes: each centred on its own mean, the batch's
+     * std over every reward */
+    const float r[5] = { 1, 0, 0.5f, 1, 1 };
+    const int sizes[2] = { 2, 3 };
+    float a[5];
+    grpo_advantages(r, sizes, 2, GRPO_SCALE_BATCH, a);
+    double sd = sqrt((0.09 + 0.49 + 0.04 + 0.09 + 0.09) / 4); /* about the batch's mean, 0.7 */
+    EXPECT_CLOSE(a[0], 0.5 / (sd + 1e-4), 1e-6, 1e-7);
+    EXPECT_CLOSE(a[2], (0.5 - 2.5 / 3) / (sd + 1e-4), 1e-6, 1e-7);
+    grpo_advantages(r, sizes, 2, GRPO_SCALE_GROUP, a);
+    EXPECT_CLOSE(a[4], (1 - 2.5 / 3) / (sqrt((1.0 / 9 + 2.0 / 36) / 2) + 1e-4), 1e-6, 1e-7);
+    free(eights);
+    free(ones);
     free(adv);
     free(rewards);
 }

@@ -86,6 +86,15 @@ static void test_delta(void)
     EXPECTF(capped.loss < plain.loss - 1.0f, "loss with delta %g, without %g", capped.loss, plain.loss);
 }
 
+/* how far gradient g times k is from h, relative to h's norm; infinite
+ * when h is 0, so that a comparison with nothing fails */
+static double grad_gap(const float *g, double k, const float *h, size_t n)
+{
+    double d = 0, s = 0;
+    for (size_t i = 0; i < n; i++) d += (k * g[i] - h[i]) * (k * g[i] - h[i]), s += (double)h[i] * h[i];
+    return s > 0 ? sqrt(d / s) : INFINITY;
+}
+
 /* the warm start's step runs rows of similar length apart: its loss and
  * gradient are those of the whole batch padded to its longest row */
 static void test_sft_rows(void)
@@ -131,9 +140,8 @@ static void test_sft_rows(void)
     float want = model_cross_entropy(pol->model, tokens, targets, 3, T);
     EXPECT_NEAR(loss, want, 1e-5);
     const float *h = model_grads(pol->model);
-    double d = 0, s = 0;
-    for (size_t k = 0; k < n; k++) d += (g[k] - h[k]) * (double)(g[k] - h[k]), s += (double)h[k] * h[k];
-    EXPECTF(s > 0 && sqrt(d / s) < 1e-5, "gradient differs by %g of its norm", sqrt(d / s));
+    double gap = grad_gap(g, 1, h, n);
+    EXPECTF(gap < 1e-5, "gradient differs by %g of its norm", gap);
     free(g);
     learn_destroy(&learn);
     adamw_destroy(&opt);
@@ -194,6 +202,20 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
     policy_destroy(&ref);
 }
 
+/* shared_step under two sets of nflags flags each: their statistics and
+ * gradients (n floats each, for the caller to free); false when a step
+ * did not run */
+static bool shared_pair(const char *const *fa, const char *const *fb, int nflags, learn_stats_t *a, learn_stats_t *b,
+                        float **ga, float **gb, size_t *n)
+{
+    *ga = *gb = NULL;
+    shared_step(fa, nflags, a, ga, n);
+    shared_step(fb, nflags, b, gb, n);
+    if (*ga && *gb) return true;
+    free(*ga), free(*gb);
+    return false;
+}
+
 static void test_shared_prompt(void)
 {
     const char *variants[][4] = {{"--loss-type", "grpo"}, {"--loss-type", "dapo"}, {"--loss-type", "dr_grpo"},
@@ -202,11 +224,9 @@ static void test_shared_prompt(void)
         const char *rows[4] = {variants[i][0], variants[i][1], "--shared-prompt", "0"};
         const char *packed[4] = {variants[i][0], variants[i][1], "--shared-prompt", "1"};
         learn_stats_t sr, sp;
-        float *gr = NULL, *gp = NULL;
+        float *gr, *gp;
         size_t n = 0;
-        shared_step(rows, 4, &sr, &gr, &n);
-        shared_step(packed, 4, &sp, &gp, &n);
-        if (!gr || !gp) return;
+        if (!shared_pair(rows, packed, 4, &sr, &sp, &gr, &gp, &n)) return;
         EXPECTF(sr.packed_groups == 0 && sp.packed_groups == 2, "%s: %d and %d groups packed", variants[i][1],
                 sr.packed_groups, sp.packed_groups);
         EXPECTF(sp.positions * 2 < sr.positions, "%s: %ld positions packed, %ld in rows", variants[i][1], sp.positions,
@@ -217,10 +237,8 @@ static void test_shared_prompt(void)
                 variants[i][1], sp.loss, sr.loss);
         EXPECTF(fabsf(sp.grpo.ratio_max - sr.grpo.ratio_max) < 1e-4f * sr.grpo.ratio_max && sr.grpo.ratio_max > 1.5f,
                 "%s: ratio max %g packed, %g in rows", variants[i][1], sp.grpo.ratio_max, sr.grpo.ratio_max);
-        double d = 0, s = 0;
-        for (size_t k = 0; k < n; k++) d += (gp[k] - gr[k]) * (double)(gp[k] - gr[k]), s += (double)gr[k] * gr[k];
-        EXPECTF(s > 0 && sqrt(d / s) < 1e-5, "%s: packed gradient differs by %g of its norm", variants[i][1],
-                sqrt(d / s));
+        double gap = grad_gap(gp, 1, gr, n);
+        EXPECTF(gap < 1e-5, "%s: packed gradient differs by %g of its norm", variants[i][1], gap);
         free(gr), free(gp);
     }
 }
@@ -256,16 +274,43 @@ static void test_external_kl(void)
 {
     const char *inc[] = {"--external-kl", "include"}, *exc[] = {"--external-kl", "exclude"};
     learn_stats_t a, b;
-    float *ga = NULL, *gb = NULL;
+    float *ga, *gb;
     size_t n = 0;
-    shared_step(inc, 2, &a, &ga, &n);
-    shared_step(exc, 2, &b, &gb, &n);
-    if (!ga || !gb) return;
+    if (!shared_pair(inc, exc, 2, &a, &b, &ga, &gb, &n)) return;
     EXPECTF(a.grpo.kl > 0 && b.grpo.kl > 0 && b.grpo.kl < a.grpo.kl, "kl %g with the external group, %g without",
             a.grpo.kl, b.grpo.kl);
     double d = 0;
     for (size_t k = 0; k < n; k++) d += fabs((double)ga[k] - gb[k]);
     EXPECT(d > 0);
+    free(ga), free(gb);
+}
+
+/* scale-rewards batch: each advantage is the reward less its group's mean
+ * over the std of every reward of the batch (shared_step's groups of 4 and
+ * 3: {1, 0, 0.25, 0} and {0, 1, 1}) plus 1e-4. Without a KL term the
+ * clipped objective is linear in the advantages, so the loss, the
+ * gradient and the lowest ratio's advantage are scale-rewards none's over
+ * that one number. */
+static void test_scale_rewards_batch(void)
+{
+    const char *none[] = {"--beta", "0", "--scale-rewards", "none"};
+    const char *batch[] = {"--beta", "0", "--scale-rewards", "batch"};
+    learn_stats_t a, b;
+    float *ga, *gb;
+    size_t n = 0;
+    if (!shared_pair(none, batch, 4, &a, &b, &ga, &gb, &n)) return;
+    const double r[7] = {1, 0, 0.25, 0, 0, 1, 1};
+    double mean = 0, ss = 0;
+    for (int i = 0; i < 7; i++) mean += r[i] / 7;
+    for (int i = 0; i < 7; i++) ss += (r[i] - mean) * (r[i] - mean);
+    double k = sqrt(ss / 6) + 1e-4;
+    EXPECTF(fabs(b.loss * k - a.loss) <= 1e-5 * fabs(a.loss) && a.loss != 0, "loss %.7g with batch, %.7g without",
+            b.loss, a.loss);
+    EXPECTF(a.ratio_min_at.found && b.ratio_min_at.found &&
+                fabs(b.ratio_min_at.advantage * k - a.ratio_min_at.advantage) < 1e-5,
+            "advantage %g with batch, %g without", b.ratio_min_at.advantage, a.ratio_min_at.advantage);
+    double gap = grad_gap(gb, k, ga, n);
+    EXPECTF(gap < 1e-5, "gradient times %g differs by %g of its norm", k, gap);
     free(ga), free(gb);
 }
 
@@ -297,5 +342,6 @@ int main(void)
     RUN_TEST(test_external_logprobs);
     RUN_TEST(test_external_kl);
     RUN_TEST(test_ratio_min_at);
+    RUN_TEST(test_scale_rewards_batch);
     CHECK_EXIT();
 }

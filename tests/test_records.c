@@ -66,16 +66,25 @@ static cJSON *flatc_json(const char *fbs, const uint8_t *buf, size_t len)
     return j;
 }
 
-/* flatc -b of a JSON text: the binary record, or NULL */
-static uint8_t *flatc_bin(const char *fbs, const char *json_text, size_t *len)
+/* flatc -b of a JSON text by the schema file at path: the binary record,
+ * or NULL */
+static uint8_t *flatc_bin_by(const char *schema, const char *json_text, size_t *len)
 {
     char json[128], bin[128], cmd[512];
     snprintf(json, sizeof json, "%s/in.json", tmpdir);
     snprintf(bin, sizeof bin, "%s/in.bin", tmpdir);
     write_file(json, json_text, strlen(json_text));
-    snprintf(cmd, sizeof cmd, "flatc -b -o %s schemas/%s %s", tmpdir, fbs, json);
+    snprintf(cmd, sizeof cmd, "flatc -b -o %s %s %s", tmpdir, schema, json);
     if (sh(cmd)) return NULL;
     return read_file(bin, len);
+}
+
+/* the same by schemas/<fbs> */
+static uint8_t *flatc_bin(const char *fbs, const char *json_text, size_t *len)
+{
+    char schema[128];
+    snprintf(schema, sizeof schema, "schemas/%s", fbs);
+    return flatc_bin_by(schema, json_text, len);
 }
 
 static const char *jstr(const cJSON *o, const char *k)
@@ -450,11 +459,10 @@ static void test_batch_round_trip(void)
     free(buf);
 }
 
-static void test_policy_metrics_round_trip(void)
+static void test_policy_round_trip(void)
 {
     rec_policy_t p = {.node = "n4", .version = 12, .round = 11, .checkpoint = "run/n4/ckpt/v12",
                       .created_ms = 1763750000999ull};
-    rec_metrics_t m = {.node = "n4", .round = 11, .json = "{\"reward_mean\":0.5,\"loss\":-0.01}"};
     uint8_t *buf;
     size_t len;
     char err[256] = "";
@@ -474,27 +482,50 @@ static void test_policy_metrics_round_trip(void)
     cJSON_Delete(j);
     rec_free(buf);
 
-    EXPECT(rec_metrics_build(&m, &buf, &len) == 0);
-    rec_metrics_t mv;
-    EXPECTF(rec_metrics_view(buf, len, &mv, err, sizeof err) == 0, "%s", err);
-    EXPECT(strcmp(mv.node, "n4") == 0 && mv.round == 11 && strcmp(mv.json, m.json) == 0);
-    j = flatc_json("metrics.fbs", buf, len);
-    EXPECT(j != NULL);
-    if (j) {
-        EXPECT(strcmp(jstr(j, "json"), m.json) == 0 && jnum(j, "round") == 11);
-        expect_same_json_as_flatc(buf, len, j);
-    }
-    cJSON_Delete(j);
-    rec_free(buf);
-
     buf = flatc_bin("policy.fbs", "{\"node\":\"x\",\"version\":3,\"checkpoint\":\"/c\"}", &len);
     EXPECT(buf && rec_policy_view(buf, len, &pv, err, sizeof err) == 0);
     if (buf) EXPECT(pv.version == 3 && strcmp(pv.checkpoint, "/c") == 0 && pv.round == 0);
     free(buf);
-    buf = flatc_bin("metrics.fbs", "{\"node\":\"y\",\"round\":4,\"json\":\"{}\"}", &len);
-    EXPECT(buf && rec_metrics_view(buf, len, &mv, err, sizeof err) == 0);
-    if (buf) EXPECT(mv.round == 4 && strcmp(mv.json, "{}") == 0 && strcmp(mv.node, "y") == 0);
-    free(buf);
+}
+
+/* Rollout.signature is deprecated: nothing writes it and the generated
+ * Verifier skips it, but a producer built from the schema before could
+ * plant one, and the JSON printer follows it. One that fits is read and
+ * printed; one whose length runs past the buffer is refused, in a rollout
+ * and in a batch's group, before anything prints it. */
+static void test_deprecated_signature(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/old && sed 's/ (deprecated)//' schemas/common.fbs > %s/old/common.fbs && "
+             "cp schemas/rollout.fbs schemas/batch.fbs %s/old/",
+             tmpdir, tmpdir, tmpdir);
+    EXPECT(sh(cmd) == 0);
+    const char *group = "{\"node\":\"n1\",\"signature\":[171,205,239,1],\"completions\":[{\"text\":\"x\"}]}";
+    char batch[256];
+    snprintf(batch, sizeof batch, "{\"node\":\"n1\",\"groups\":[%s]}", group);
+    const struct { const char *fbs, *json; } cases[] = {{"rollout.fbs", group}, {"batch.fbs", batch}};
+    for (int k = 0; k < 2; k++) {
+        char schema[128], err[256] = "";
+        snprintf(schema, sizeof schema, "%s/old/%s", tmpdir, cases[k].fbs);
+        size_t len;
+        uint8_t *buf = flatc_bin_by(schema, cases[k].json, &len);
+        EXPECT(buf != NULL);
+        if (!buf) continue;
+        char *json = rec_to_json(buf, len, err, sizeof err);
+        EXPECTF(json && strstr(json, "\"signature\": [171,205,239,1]"), "%s: %s", cases[k].fbs, json ? json : err);
+        free(json);
+        /* the vector's length prefix, then its bytes */
+        const uint8_t sig[] = {4, 0, 0, 0, 171, 205, 239, 1};
+        uint8_t *at = memmem(buf, len, sig, sizeof sig);
+        EXPECT(at != NULL);
+        if (at) {
+            at[3] = 0x7f;
+            EXPECT(rec_verify(buf, len, err, sizeof err) == REC_UNKNOWN && strstr(err, "fails FlatBuffers verification"));
+            EXPECT(rec_to_json(buf, len, err, sizeof err) == NULL);
+        }
+        free(buf);
+    }
 }
 
 static void test_json_nonfinite(void)
@@ -581,12 +612,6 @@ static int read_all(const uint8_t *buf, size_t len, size_t *sink)
         *sink += touch_str(p.node) + touch_str(p.checkpoint);
         break;
     }
-    case REC_METRICS: {
-        rec_metrics_t m;
-        if (rec_metrics_view(buf, len, &m, err, sizeof err)) return 0;
-        *sink += touch_str(m.node) + touch_str(m.json);
-        break;
-    }
     default:
         return rec_verify(buf, len, err, sizeof err) != REC_UNKNOWN;
     }
@@ -597,24 +622,22 @@ static int read_all(const uint8_t *buf, size_t len, size_t *sink)
 }
 
 /* one built record of every type */
-static size_t all_records(uint8_t *bufs[5], size_t lens[5])
+static size_t all_records(uint8_t *bufs[4], size_t lens[4])
 {
     rec_rollout_t r = rollout1();
     rec_rollout_t groups[2] = {rollout1(), rollout1()};
     rec_batch_t b = {.node = "n1", .round = 1, .groups = groups, .n_groups = 2, .local_count = 2};
     rec_policy_t p = {.node = "n1", .version = 2, .round = 3, .checkpoint = "ck", .created_ms = 4};
-    rec_metrics_t m = {.node = "n1", .round = 5, .json = "{\"a\":1}"};
     int rc = rec_task_build(&task1, &bufs[0], &lens[0]) | rec_rollout_build(&r, &bufs[1], &lens[1]) |
-             rec_batch_build(&b, &bufs[2], &lens[2]) | rec_policy_build(&p, &bufs[3], &lens[3]) |
-             rec_metrics_build(&m, &bufs[4], &lens[4]);
+             rec_batch_build(&b, &bufs[2], &lens[2]) | rec_policy_build(&p, &bufs[3], &lens[3]);
     EXPECT(rc == 0);
-    return 5;
+    return 4;
 }
 
 static void test_truncated(void)
 {
-    uint8_t *bufs[5];
-    size_t lens[5], sink = 0;
+    uint8_t *bufs[4];
+    size_t lens[4], sink = 0;
     size_t n = all_records(bufs, lens);
     for (size_t k = 0; k < n; k++) {
         /* the builder pads its first object (at the end of the buffer), so
@@ -639,8 +662,8 @@ static void test_truncated(void)
 
 static void test_bit_flips(void)
 {
-    uint8_t *bufs[5];
-    size_t lens[5], sink = 0;
+    uint8_t *bufs[4];
+    size_t lens[4], sink = 0;
     size_t n = all_records(bufs, lens);
     uint64_t s = 0x9E3779B97F4A7C15ull;
     for (size_t k = 0; k < n; k++) {
@@ -733,7 +756,8 @@ int main(void)
     RUN_TEST(test_rollout_score_in_place);
     RUN_TEST(test_task_round_trip);
     RUN_TEST(test_batch_round_trip);
-    RUN_TEST(test_policy_metrics_round_trip);
+    RUN_TEST(test_policy_round_trip);
+    RUN_TEST(test_deprecated_signature);
     RUN_TEST(test_json_nonfinite);
     RUN_TEST(test_truncated);
     RUN_TEST(test_bit_flips);

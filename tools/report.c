@@ -7,7 +7,6 @@
  * importance ratio) and summary.md, and prints the summary table.
  * A round's reward is metrics_round_reward's (node/metrics.h): every own
  * completion the sampler scored for it, trained or not. */
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -17,6 +16,8 @@
 #include <sys/stat.h>
 
 #include "node/metrics.h"
+#include "stats/series.h"
+#include "stats/stats.h"
 
 #define MAX_NODES 256
 
@@ -33,75 +34,177 @@ static const struct {
     {"ratio_max", "ratio_max", "largest importance ratio"},
 };
 #define NDIAG (int)(sizeof diags / sizeof diags[0])
+_Static_assert(NDIAG <= SERIES_MAX_COLUMNS, "a series column per diagnostic");
 
+/* a node's rewards, the diagnostics in s.col */
 typedef struct {
     char name[128];
-    int n, cap;
-    int *round;
-    double *reward;
-    double *external;
-    double *diag[NDIAG];
-} series_t;
-
-static const cJSON *lookup(const cJSON *j, const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "%s", key);
-    char *dot = strchr(k, '.');
-    if (dot) *dot = '\0', j = cJSON_GetObjectItemCaseSensitive(j, k);
-    return cJSON_GetObjectItemCaseSensitive(j, dot ? dot + 1 : k);
-}
+    series_t s;
+} node_t;
 
 static void usage(void)
 {
     fprintf(stderr, "usage: report RUN_FOLDER [--window N] [--out FOLDER]\n");
 }
 
-static int load_series(const char *path, const char *name, series_t *s)
+/* the node's metrics.jsonl: its number of rounds, or -1 when missing */
+static int load_node(const char *path, const char *name, node_t *nd)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "%s", name);
-    char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0;
-    while (getline(&line, &cap, f) > 0) {
-        lineno++;
-        cJSON *j = cJSON_Parse(line);
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
-        const cJSON *w = metrics_round_reward(j);
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "external_groups");
-        if (!cJSON_IsNumber(r) || !cJSON_IsNumber(w)) {
-            fprintf(stderr, "report: %s:%d: not a metrics line (needs round and reward_mean), skipped\n", path, lineno);
-            cJSON_Delete(j);
-            continue;
-        }
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 256;
-            s->round = realloc(s->round, s->cap * sizeof *s->round);
-            s->reward = realloc(s->reward, s->cap * sizeof *s->reward);
-            s->external = realloc(s->external, s->cap * sizeof *s->external);
-            for (int d = 0; d < NDIAG; d++) s->diag[d] = realloc(s->diag[d], s->cap * sizeof *s->diag[d]);
-        }
-        for (int d = 0; d < NDIAG; d++) {
-            const cJSON *v = lookup(j, diags[d].key);
-            s->diag[d][s->n] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-        }
-        s->round[s->n] = r->valueint;
-        s->reward[s->n] = w->valuedouble;
-        s->external[s->n] = cJSON_IsNumber(e) ? e->valuedouble : 0;
-        s->n++;
-        cJSON_Delete(j);
-    }
-    free(line);
-    fclose(f);
-    return 0;
+    const char *keys[NDIAG];
+    for (int d = 0; d < NDIAG; d++) keys[d] = diags[d].key;
+    snprintf(nd->name, sizeof nd->name, "%s", name);
+    return series_load(&nd->s, path, metrics_round_reward, keys, NDIAG, "report",
+                       "not a metrics line (needs round and reward_mean), skipped");
 }
 
 static int cmp_name(const void *a, const void *b)
 {
-    return strcmp(((const series_t *)a)->name, ((const series_t *)b)->name);
+    return strcmp(((const node_t *)a)->name, ((const node_t *)b)->name);
+}
+
+/* RUN/metrics.jsonl as one node named for the folder, else every
+ * RUN/<node>/metrics.jsonl with a round in it, sorted by name; how many */
+static int load_nodes(const char *run, node_t *nodes)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    const char *base = strrchr(run, '/');
+    if (load_node(path, base ? base + 1 : run, &nodes[0]) >= 0) return 1;
+    DIR *d = opendir(run);
+    if (!d) {
+        fprintf(stderr, "report: %s: %s\n", run, strerror(errno));
+        return -1;
+    }
+    int nn = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && nn < MAX_NODES) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s/metrics.jsonl", run, de->d_name);
+        if (load_node(path, de->d_name, &nodes[nn]) > 0) nn++;
+    }
+    closedir(d);
+    qsort(nodes, nn, sizeof nodes[0], cmp_name);
+    return nn;
+}
+
+/* a node's data file (round, reward, its moving average, cumulative, the
+ * diagnostics) and its row of the summary; its cumulative reward, or NaN
+ * when the file cannot be written */
+static double write_node(const char *outdir, const node_t *nd, int window, FILE *md)
+{
+    const series_t *s = &nd->s;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/report/%.127s.dat", outdir, nd->name);
+    FILE *f = fopen(path, "w");
+    double *ma = malloc((size_t)(s->n ? s->n : 1) * sizeof *ma);
+    if (!f || !ma) {
+        fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        free(ma);
+        return NAN;
+    }
+    stats_moving_average(s->value, s->n, window, ma);
+    double cum = 0, first = 0, last = 0;
+    int wn = window < s->n ? window : s->n;
+    fprintf(f, "# round reward moving_average cumulative");
+    for (int d = 0; d < NDIAG; d++) fprintf(f, " %s", diags[d].file);
+    fprintf(f, "\n");
+    for (int k = 0; k < s->n; k++) {
+        cum += s->value[k];
+        fprintf(f, "%d %.6f %.6f %.6f", s->round[k], s->value[k], ma[k], cum);
+        for (int d = 0; d < NDIAG; d++)
+            if (isnan(s->col[d][k])) fprintf(f, " NaN");
+            else fprintf(f, " %.6g", s->col[d][k]);
+        fprintf(f, "\n");
+        if (k < wn) first += s->value[k];
+        if (k >= s->n - wn) last += s->value[k];
+    }
+    fclose(f);
+    free(ma);
+    fprintf(md, "| %s | %d | %.4f | %.4f | %.4f | %+.4f | %.2f |\n", nd->name, s->n, cum / s->n, first / wn, last / wn,
+            (last - first) / wn, cum);
+    return cum;
+}
+
+/* OUT/report/summary.md and a data file per node; 0 or -1 */
+static int write_summary(const char *outdir, const node_t *nodes, int nn, int window)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/report/summary.md", outdir);
+    FILE *md = fopen(path, "w");
+    if (!md) {
+        fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fprintf(md, "| node | rounds | mean reward | first %d | last %d | change | cumulative reward |\n"
+                "|---|---|---|---|---|---|---|\n", window, window);
+    double swarm_total = 0;
+    for (int i = 0; i < nn; i++) {
+        double cum = write_node(outdir, &nodes[i], window, md);
+        if (isnan(cum)) {
+            fclose(md);
+            return -1;
+        }
+        swarm_total += cum;
+    }
+    fprintf(md, "| **swarm** | | | | | | **%.2f** |\n", swarm_total);
+    fclose(md);
+    return 0;
+}
+
+/* one curve per node from column col of its data file */
+static void plot_nodes(FILE *gp, const char *outdir, const node_t *nodes, int nn, int col)
+{
+    fprintf(gp, "plot ");
+    for (int i = 0; i < nn; i++) {
+        char data[4096];
+        snprintf(data, sizeof data, "%s/report/%.127s.dat", outdir, nodes[i].name);
+        series_plot_curve(gp, i, data, col, "lines", nodes[i].name);
+    }
+    fprintf(gp, "\n");
+}
+
+/* OUT/report/plots.gp, then gnuplot draws it: 0, 1 when gnuplot failed,
+ * -1 when the script could not be written */
+static int write_plots(const char *outdir, const node_t *nodes, int nn, int window)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/report/plots.gp", outdir);
+    FILE *gp = fopen(path, "w");
+    if (!gp) {
+        fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    static const struct { const char *file, *title; int col; } plots[] = {
+        {"reward", "reward per round", 2},
+        {"moving_average", "reward, moving average", 3},
+        {"cumulative", "cumulative reward", 4},
+    };
+    fprintf(gp, "set terminal pngcairo size 1000,600\nset key outside right\nset xlabel 'round'\nset grid\n");
+    for (size_t p = 0; p < sizeof plots / sizeof plots[0]; p++) {
+        fprintf(gp, "set output '%s/report/%s.png'\nset title '%s", outdir, plots[p].file, plots[p].title);
+        if (plots[p].col == 3) fprintf(gp, " (window %d rounds)", window);
+        fprintf(gp, "'\n");
+        plot_nodes(gp, outdir, nodes, nn, plots[p].col);
+    }
+    for (int d = 0; d < NDIAG; d++) {
+        /* a diagnostic that never moved (no truncation at all) gets a range
+         * around its value: gnuplot warns about an empty one; one no line
+         * holds is not plotted */
+        double lo = INFINITY, hi = -INFINITY;
+        for (int i = 0; i < nn; i++)
+            for (int k = 0; k < nodes[i].s.n; k++)
+                if (!isnan(nodes[i].s.col[d][k])) lo = fmin(lo, nodes[i].s.col[d][k]), hi = fmax(hi, nodes[i].s.col[d][k]);
+        if (lo > hi) continue; /* metrics from before the diagnostics */
+        if (hi - lo < 1e-9) fprintf(gp, "set yrange [%g:%g]\n", lo - 1, hi + 1);
+        else fprintf(gp, "set yrange [*:*]\n");
+        fprintf(gp, "set output '%s/report/%s.png'\nset title '%s'\n", outdir, diags[d].file, diags[d].title);
+        plot_nodes(gp, outdir, nodes, nn, 5 + d);
+    }
+    fclose(gp);
+    int rc = series_plot_run(path);
+    if (rc != 0) fprintf(stderr, "report: gnuplot failed (status %d); data and summary are in %s/report\n", rc, outdir);
+    return rc == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -133,34 +236,14 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    static series_t nodes[MAX_NODES];
-    int nn = 0;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
-    const char *base = strrchr(run, '/');
-    if (load_series(path, base ? base + 1 : run, &nodes[0]) == 0) {
-        nn = 1;
-    } else {
-        DIR *d = opendir(run);
-        if (!d) {
-            fprintf(stderr, "report: %s: %s\n", run, strerror(errno));
-            return 1;
-        }
-        struct dirent *de;
-        while ((de = readdir(d)) && nn < MAX_NODES) {
-            if (de->d_name[0] == '.') continue;
-            snprintf(path, sizeof path, "%s/%s/metrics.jsonl", run, de->d_name);
-            if (load_series(path, de->d_name, &nodes[nn]) == 0 && nodes[nn].n > 0) nn++;
-        }
-        closedir(d);
-    }
+    static node_t nodes[MAX_NODES];
+    int nn = load_nodes(run, nodes);
+    if (nn < 0) return 1;
     if (nn == 0) {
         fprintf(stderr, "report: %s: no metrics.jsonl found (expected RUN/metrics.jsonl or RUN/<node>/metrics.jsonl)\n", run);
         return 1;
     }
-    qsort(nodes, nn, sizeof nodes[0], cmp_name);
-
-    char outdir[1024];
+    char outdir[1024], path[1100];
     if (snprintf(outdir, sizeof outdir, "%s", out ? out : run) >= (int)sizeof outdir) {
         fprintf(stderr, "report: output folder path longer than %zu bytes\n", sizeof outdir - 1);
         return 2;
@@ -170,96 +253,12 @@ int main(int argc, char **argv)
     mkdir(path, 0755);
     int longest = 0;
     for (int i = 0; i < nn; i++)
-        if (nodes[i].n > longest) longest = nodes[i].n;
+        if (nodes[i].s.n > longest) longest = nodes[i].s.n;
     if (!window) window = longest >= 1000 ? 100 : longest / 10 > 1 ? longest / 10 : 1;
 
-    snprintf(path, sizeof path, "%s/report/summary.md", outdir);
-    FILE *md = fopen(path, "w");
-    if (!md) {
-        fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    fprintf(md, "| node | rounds | mean reward | first %d | last %d | change | cumulative reward |\n"
-                "|---|---|---|---|---|---|---|\n", window, window);
-    double swarm_total = 0;
-    for (int i = 0; i < nn; i++) {
-        series_t *s = &nodes[i];
-        snprintf(path, sizeof path, "%s/report/%.127s.dat", outdir, s->name);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
-            return 1;
-        }
-        double cum = 0, win = 0, first = 0, last = 0;
-        int wn = window < s->n ? window : s->n;
-        fprintf(f, "# round reward moving_average cumulative");
-        for (int d = 0; d < NDIAG; d++) fprintf(f, " %s", diags[d].file);
-        fprintf(f, "\n");
-        for (int k = 0; k < s->n; k++) {
-            cum += s->reward[k];
-            win += s->reward[k];
-            if (k >= window) win -= s->reward[k - window];
-            int denom = k + 1 < window ? k + 1 : window;
-            fprintf(f, "%d %.6f %.6f %.6f", s->round[k], s->reward[k], win / denom, cum);
-            for (int d = 0; d < NDIAG; d++)
-                if (isnan(s->diag[d][k])) fprintf(f, " NaN");
-                else fprintf(f, " %.6g", s->diag[d][k]);
-            fprintf(f, "\n");
-            if (k < wn) first += s->reward[k];
-            if (k >= s->n - wn) last += s->reward[k];
-        }
-        fclose(f);
-        swarm_total += cum;
-        fprintf(md, "| %s | %d | %.4f | %.4f | %.4f | %+.4f | %.2f |\n", s->name, s->n, cum / s->n, first / wn,
-                last / wn, (last - first) / wn, cum);
-    }
-    fprintf(md, "| **swarm** | | | | | | **%.2f** |\n", swarm_total);
-    fclose(md);
-
-    snprintf(path, sizeof path, "%s/report/plots.gp", outdir);
-    FILE *gp = fopen(path, "w");
-    if (!gp) {
-        fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    static const struct { const char *file, *title; int col; } plots[] = {
-        {"reward", "reward per round", 2},
-        {"moving_average", "reward, moving average", 3},
-        {"cumulative", "cumulative reward", 4},
-    };
-    fprintf(gp, "set terminal pngcairo size 1000,600\nset key outside right\nset xlabel 'round'\nset grid\n");
-    for (size_t p = 0; p < sizeof plots / sizeof plots[0]; p++) {
-        fprintf(gp, "set output '%s/report/%s.png'\nset title '%s", outdir, plots[p].file, plots[p].title);
-        if (plots[p].col == 3) fprintf(gp, " (window %d rounds)", window);
-        fprintf(gp, "'\nplot ");
-        for (int i = 0; i < nn; i++)
-            fprintf(gp, "%s'%s/report/%s.dat' using 1:%d with lines title '%s'", i ? ", " : "", outdir, nodes[i].name,
-                    plots[p].col, nodes[i].name);
-        fprintf(gp, "\n");
-    }
-    for (int d = 0; d < NDIAG; d++) {
-        /* a diagnostic that never moved (no truncation at all) gets a range
-         * around its value: gnuplot warns about an empty one; one no line
-         * holds is not plotted */
-        double lo = INFINITY, hi = -INFINITY;
-        for (int i = 0; i < nn; i++)
-            for (int k = 0; k < nodes[i].n; k++)
-                if (!isnan(nodes[i].diag[d][k])) lo = fmin(lo, nodes[i].diag[d][k]), hi = fmax(hi, nodes[i].diag[d][k]);
-        if (lo > hi) continue; /* metrics from before the diagnostics */
-        if (hi - lo < 1e-9) fprintf(gp, "set yrange [%g:%g]\n", lo - 1, hi + 1);
-        else fprintf(gp, "set yrange [*:*]\n");
-        fprintf(gp, "set output '%s/report/%s.png'\nset title '%s'\nplot ", outdir, diags[d].file, diags[d].title);
-        for (int i = 0; i < nn; i++)
-            fprintf(gp, "%s'%s/report/%s.dat' using 1:%d with lines title '%s'", i ? ", " : "", outdir, nodes[i].name,
-                    5 + d, nodes[i].name);
-        fprintf(gp, "\n");
-    }
-    fclose(gp);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s/report/plots.gp'", outdir);
-    int rc = system(cmd);
-    if (rc != 0) fprintf(stderr, "report: gnuplot failed (status %d); data and summary are in %s/report\n", rc, outdir);
-
+    if (write_summary(outdir, nodes, nn, window) != 0) return 1;
+    int rc = write_plots(outdir, nodes, nn, window);
+    if (rc < 0) return 1;
     snprintf(path, sizeof path, "%s/report/summary.md", outdir);
     FILE *f = fopen(path, "r");
     char buf[1024];
@@ -267,11 +266,6 @@ int main(int argc, char **argv)
     if (f) fclose(f);
     printf("report: %s/report (reward.png, moving_average.png, cumulative.png, the diagnostics' plots, summary.md; "
            "window %d)\n", outdir, window);
-    for (int i = 0; i < nn; i++) {
-        free(nodes[i].round);
-        free(nodes[i].reward);
-        free(nodes[i].external);
-        for (int d = 0; d < NDIAG; d++) free(nodes[i].diag[d]);
-    }
-    return rc == 0 ? 0 : 1;
+    for (int i = 0; i < nn; i++) series_free(&nodes[i].s);
+    return rc;
 }

@@ -23,15 +23,10 @@
 #include <sys/stat.h>
 
 #include "node/metrics.h"
+#include "stats/series.h"
 #include "stats/stats.h"
 
 #define MAX_ITEMS 64
-
-typedef struct {
-    int n, cap;
-    int *round;
-    double *value;
-} series_t;
 
 typedef struct {
     char name[64];
@@ -53,40 +48,7 @@ typedef struct {
 
 static char exp_dir[2048], res_dir[2100];
 
-static void series_add(series_t *s, int round, double v)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->round = realloc(s->round, (size_t)s->cap * sizeof *s->round);
-        s->value = realloc(s->value, (size_t)s->cap * sizeof *s->value);
-    }
-    s->round[s->n] = round;
-    s->value[s->n++] = v;
-}
-
 static const cJSON *pass1(const cJSON *line) { return cJSON_GetObjectItemCaseSensitive(line, "pass1"); }
-
-/* every line of a JSON-lines file with a round and a value (what value()
- * finds, named what); 0 when the file is missing */
-static int load_jsonl(const char *path, const cJSON *(*value)(const cJSON *), const char *what, series_t *s)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0;
-    while (getline(&line, &cap, f) > 0) {
-        lineno++;
-        cJSON *j = cJSON_Parse(line);
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round"), *v = value(j);
-        if (cJSON_IsNumber(r) && cJSON_IsNumber(v)) series_add(s, r->valueint, v->valuedouble);
-        else fprintf(stderr, "study: %s:%d: no round and %s, line skipped\n", path, lineno, what);
-        cJSON_Delete(j);
-    }
-    free(line);
-    fclose(f);
-    return s->n;
-}
 
 /* the "model" of a metrics file's first line ("" when none) */
 static void load_model(const char *path, char *out, size_t len)
@@ -131,10 +93,11 @@ static void load_seed(cfg_t *c, int seed)
         memset(n, 0, sizeof *n);
         snprintf(n->name, sizeof n->name, "%.63s", de->d_name);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/metrics.jsonl", exp_dir, c->dir, seed, de->d_name);
-        if (load_jsonl(path, metrics_round_reward, "a reward", &n->reward) == 0) continue;
+        const char *skip = "no round and a reward, line skipped";
+        if (series_load(&n->reward, path, metrics_round_reward, NULL, 0, "study", skip) <= 0) continue;
         load_model(path, n->model, sizeof n->model);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/eval.jsonl", exp_dir, c->dir, seed, de->d_name);
-        load_jsonl(path, pass1, "pass1", &n->eval);
+        series_load(&n->eval, path, pass1, NULL, 0, "study", "no round and pass1, line skipped");
         for (int k = 0; k < n->reward.n; k++)
             if (n->reward.round[k] > c->max_round) c->max_round = n->reward.round[k];
         s->nn++;
@@ -524,9 +487,12 @@ static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
 static void plot_configs(FILE *gp, const cfg_t *cfgs, int nc, const char *prefix, int col, const char *style)
 {
     fprintf(gp, "plot ");
-    for (int c = 0; c < nc; c++)
-        fprintf(gp, "%s'%s/%s_%s.dat' using 1:%d with %s title '%d/%d'", c ? ", " : "", res_dir, prefix, cfgs[c].dir, col,
-                style, cfgs[c].I, cfgs[c].J);
+    for (int c = 0; c < nc; c++) {
+        char data[4200], title[32];
+        snprintf(data, sizeof data, "%s/%s_%s.dat", res_dir, prefix, cfgs[c].dir);
+        snprintf(title, sizeof title, "%d/%d", cfgs[c].I, cfgs[c].J);
+        series_plot_curve(gp, c, data, col, style, title);
+    }
     fprintf(gp, "\n");
 }
 
@@ -563,9 +529,9 @@ static int write_plots(const cfg_t *cfgs, int nc, int window, int have_eval)
         fprintf(gp, "unset multiplot\n");
     }
     fclose(gp);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s/plots.gp'", res_dir);
-    int rc = system(cmd);
+    char script[4200];
+    snprintf(script, sizeof script, "%s/plots.gp", res_dir);
+    int rc = series_plot_run(script);
     if (rc != 0) fprintf(stderr, "study: gnuplot failed (status %d); the data files are in %s\n", rc, res_dir);
     return rc == 0 ? 0 : -1;
 }
@@ -673,7 +639,7 @@ int main(int argc, char **argv)
         for (int s = 0; s < cfgs[c].ns; s++)
             for (int i = 0; i < cfgs[c].seeds[s].nn; i++) {
                 node_t *n = &cfgs[c].seeds[s].nodes[i];
-                free(n->reward.round), free(n->reward.value), free(n->eval.round), free(n->eval.value);
+                series_free(&n->reward), series_free(&n->eval);
             }
     return rc ? 1 : 0;
 }

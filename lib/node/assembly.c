@@ -2,7 +2,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "records.h"
 
@@ -114,8 +113,8 @@ bool assembly_add(assembly_t *self, void *buf, size_t len)
         free(buf);
         return false;
     }
-    const char *filter = v.r.external ? self->cfg->external_filter : self->cfg->local_filter;
-    if (strcmp(filter, "nonzero") == 0 && group_zero_advantage(buf, len)) {
+    group_filter_t filter = v.r.external ? self->cfg->external_filter : self->cfg->local_filter;
+    if (filter == FILTER_NONZERO && group_zero_advantage(buf, len)) {
         if (!v.r.external && self->zero_adv_streak >= ASSEMBLY_ZERO_ADV_PATIENCE * (long)self->cfg->local_groups) {
             self->st.local_zero_adv_kept++;
         } else {

@@ -5,25 +5,45 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdbool.h>
 #include <string.h>
 
-typedef enum { T_STR, T_INT, T_FLOAT, T_U64 } field_type_t;
+typedef enum { T_STR, T_INT, T_FLOAT, T_U64, T_ENUM } field_type_t;
 
 typedef struct {
     const char *flag; /* without the leading -- */
     const char *env;
     field_type_t type;
     size_t offset;
-    size_t size; /* for strings */
+    size_t size;               /* for strings */
+    const char *const *names;  /* for enums: the values' names in the enum's order, NULL-terminated */
     const char *dflt;
     const char *doc;
 } field_t;
 
-#define S(f) T_STR, offsetof(config_t, f), sizeof(((config_t *)0)->f)
-#define I(f) T_INT, offsetof(config_t, f), 0
-#define F(f) T_FLOAT, offsetof(config_t, f), 0
-#define U(f) T_U64, offsetof(config_t, f), 0
+#define S(f) T_STR, offsetof(config_t, f), sizeof(((config_t *)0)->f), NULL
+#define I(f) T_INT, offsetof(config_t, f), 0, NULL
+#define F(f) T_FLOAT, offsetof(config_t, f), 0, NULL
+#define U(f) T_U64, offsetof(config_t, f), 0, NULL
+/* an enum setting, stored as an int */
+#define E(f, names) T_ENUM, offsetof(config_t, f), 0, names
+
+_Static_assert(sizeof(lr_schedule_t) == sizeof(int) && sizeof(grpo_loss_type_t) == sizeof(int) &&
+                   sizeof(grpo_scale_t) == sizeof(int) && sizeof(pool_strategy_t) == sizeof(int) &&
+                   sizeof(group_filter_t) == sizeof(int) && sizeof(external_logprobs_t) == sizeof(int) &&
+                   sizeof(external_kl_t) == sizeof(int),
+               "enum settings are stored as int");
+_Static_assert(GRPO_LOSS_GRPO == 0 && GRPO_LOSS_BNPO == 1 && GRPO_LOSS_DR_GRPO == 2 && GRPO_LOSS_DAPO == 3 &&
+                   GRPO_SCALE_GROUP == 0 && GRPO_SCALE_BATCH == 1 && GRPO_SCALE_NONE == 2 && POOL_UNIFORM == 0 &&
+                   POOL_USEFUL == 1,
+               "the names below are in the enums' order");
+
+static const char *const schedules[] = {"constant", "cosine", NULL};
+static const char *const losses[] = {"grpo", "bnpo", "dr_grpo", "dapo", NULL};
+static const char *const scales[] = {"group", "batch", "none", NULL};
+static const char *const strategies[] = {"uniform", "useful", NULL};
+static const char *const filters[] = {"nonzero", "all", NULL};
+static const char *const logprobs[] = {"use", "ignore", NULL};
+static const char *const kl_scopes[] = {"include", "exclude", NULL};
 
 static const field_t fields[] = {
     {"node", "SAPO_NODE", S(node), "node0", "node id, unique in the swarm"},
@@ -48,15 +68,15 @@ static const field_t fields[] = {
     {"top-k", "SAPO_TOP_K", I(top_k), "0", "top-k sampling (0 = off)"},
     {"lr", "SAPO_LR", F(lr), "1e-4", "AdamW learning rate (tiny model: 1e-3 collapses it, 3e-4 lowered the demo swarm's reward; a Qwen checkpoint wants about 1e-6)"},
     {"lr-warmup", "SAPO_LR_WARMUP", I(lr_warmup), "0", "rounds over which the learning rate rises linearly from lr/warmup to lr (0 = none)"},
-    {"lr-schedule", "SAPO_LR_SCHEDULE", S(lr_schedule), "constant", "learning rate after the warm-up: constant, or cosine (down to a tenth at --rounds, which must then be set)"},
+    {"lr-schedule", "SAPO_LR_SCHEDULE", E(lr_schedule, schedules), "constant", "learning rate after the warm-up: constant, or cosine (down to a tenth at --rounds, which must then be set)"},
     {"weight-decay", "SAPO_WEIGHT_DECAY", F(weight_decay), "0.0", "AdamW decoupled weight decay"},
     {"max-grad-norm", "SAPO_MAX_GRAD_NORM", F(max_grad_norm), "1.0", "global gradient norm clip (0 = off)"},
     {"eps-low", "SAPO_EPS_LOW", F(eps_low), "0.2", "GRPO lower clip epsilon"},
     {"eps-high", "SAPO_EPS_HIGH", F(eps_high), "0.28", "GRPO upper clip epsilon"},
     {"beta", "SAPO_BETA", F(beta), "0.04", "KL coefficient to the base model (0 = no reference model); with sharing at 0, 4 of 12 nodes lost the answer format for good within 150 rounds, at 0.04 the nodes that lost it got it back within 3 rounds (docs/learning.md)"},
     {"delta", "SAPO_DELTA", F(delta), "2", "upper bound on the importance ratio of tokens with negative advantage (TRL's two-sided GRPO; 0 = off, else above 1 + eps-high; own groups sampled 2 versions back reached ratios of 6 to 60 without it)"},
-    {"loss-type", "SAPO_LOSS_TYPE", S(loss_type), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
-    {"scale-rewards", "SAPO_SCALE_REWARDS", S(scale_rewards), "group", "advantage scaling: group, batch or none"},
+    {"loss-type", "SAPO_LOSS_TYPE", E(loss_type, losses), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
+    {"scale-rewards", "SAPO_SCALE_REWARDS", E(scale_rewards, scales), "group", "advantage scaling: group, batch or none"},
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
     {"generate-batch", "SAPO_GENERATE_BATCH", I(generate_batch), "4", "questions a generator takes at once and samples in one decode batch (those already queued, up to this many)"},
     {"shared-prompt", "SAPO_SHARED_PROMPT", I(shared_prompt), "1", "1: the learner runs a group's shared prompt forward and backward once for all its completions (one packed row) where the prompt is at least as long as the completions' mean, on the CPU; 0: one row per completion"},
@@ -65,7 +85,7 @@ static const field_t fields[] = {
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
     {"pool-window", "SAPO_POOL_WINDOW", I(pool_window), "2", "SampleExternal draws other nodes' groups of their last this many rounds (each node's own count; 2 = this round's and the one before, slack for asynchrony), never one twice, and a node drops its own older entries from the pool (0 = every entry up to pool-max)"},
-    {"pool-strategy", "SAPO_POOL_STRATEGY", S(pool_strategy), "uniform", "how SampleExternal weighs other nodes' fresh groups: uniform (all alike, the paper) or useful (a node's groups weigh the chance, from its last ten or so, that they are informative here: rewards not all equal under our verifier)"},
+    {"pool-strategy", "SAPO_POOL_STRATEGY", E(pool_strategy, strategies), "uniform", "how SampleExternal weighs other nodes' fresh groups: uniform (all alike, the paper) or useful (a node's groups weigh the chance, from its last ten or so, that they are informative here: rewards not all equal under our verifier)"},
     {"pool-window-seconds", "SAPO_POOL_WINDOW_SECONDS", F(pool_window_seconds), "0", "and only groups published less than this many seconds ago; a node that stops publishing leaves nothing in Redis after it (0 = no bound in time)"},
     {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
     {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
@@ -75,21 +95,27 @@ static const field_t fields[] = {
     {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", I(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
     {"reward-floor", "SAPO_REWARD_FLOOR", F(reward_floor), "0.6", "a verifier score below this counts as reward 0 (partial credit for a wrong answer: 0.5 for \"11\" when the answer is 1, 0.01 or 0.05 in reasoning-gym's scorers; 0 = every score as it is)"},
     {"mask-truncated", "SAPO_MASK_TRUNCATED", I(mask_truncated), "0", "1: completions cut by max-new-tokens add nothing to the loss (TRL's mask_truncated_completions)"},
-    {"local-filter", "SAPO_LOCAL_FILTER", S(local_filter), "nonzero", "own groups trained: nonzero (groups whose rewards are all equal are dropped and replaced by fresh ones, DAPO's dynamic sampling; after 4 x I such groups in a row the next are kept, so a policy that never scores still steps) or all"},
-    {"share", "SAPO_SHARE", S(share), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
-    {"external-logprobs", "SAPO_EXTERNAL_LOGPROBS", S(external_logprobs), "ignore", "use: an external completion whose publisher runs this node's model (same name) and whose token ids are this node's encoding of its text keeps its sampling log-probs, so the importance ratio and its clipping apply to it (off-policy correction); ignore: every external completion counts as sampled by this policy (ratio 1, the paper's choice; use lost a node's format by round 23 in a first run, docs/learning.md)"},
-    {"external-kl", "SAPO_EXTERNAL_KL", S(external_kl), "include", "include: the KL term to the base model covers every completion trained (TRL's); exclude: only the node's own. Its estimator exp(ref - logp) - (ref - logp) - 1 assumes tokens this policy sampled; on another policy's tokens that this one finds unlikely, it and its gradient grow without bound, and that pull is what brings back a node that drops the answer format: with exclude, 5 of 12 nodes at 4/4 lost it, 2 for good (docs/learning.md)"},
-    {"external-filter", "SAPO_EXTERNAL_FILTER", S(external_filter), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
+    {"local-filter", "SAPO_LOCAL_FILTER", E(local_filter, filters), "nonzero", "own groups trained: nonzero (groups whose rewards are all equal are dropped and replaced by fresh ones, DAPO's dynamic sampling; after 4 x I such groups in a row the next are kept, so a policy that never scores still steps) or all"},
+    {"share", "SAPO_SHARE", E(share, filters), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
+    {"external-logprobs", "SAPO_EXTERNAL_LOGPROBS", E(external_logprobs, logprobs), "ignore", "use: an external completion whose publisher runs this node's model (same name) and whose token ids are this node's encoding of its text keeps its sampling log-probs, so the importance ratio and its clipping apply to it (off-policy correction); ignore: every external completion counts as sampled by this policy (ratio 1, the paper's choice; use lost a node's format by round 23 in a first run, docs/learning.md)"},
+    {"external-kl", "SAPO_EXTERNAL_KL", E(external_kl, kl_scopes), "include", "include: the KL term to the base model covers every completion trained (TRL's); exclude: only the node's own. Its estimator exp(ref - logp) - (ref - logp) - 1 assumes tokens this policy sampled; on another policy's tokens that this one finds unlikely, it and its gradient grow without bound, and that pull is what brings back a node that drops the answer format: with exclude, 5 of 12 nodes at 4/4 lost it, 2 for good (docs/learning.md)"},
+    {"external-filter", "SAPO_EXTERNAL_FILTER", E(external_filter, filters), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
 };
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
 
-static int set_field(config_t *cfg, const field_t *f, const char *value, const char *origin)
+/* Sets a field from its text. An enum setting keeps the text in
+ * *enum_text, named once every source is read (set_enums), so that a flag
+ * can override a bad environment variable. */
+static int set_field(config_t *cfg, const field_t *f, const char *value, const char *origin, const char **enum_text)
 {
     char *p = (char *)cfg + f->offset;
     char *end = NULL;
     errno = 0;
     switch (f->type) {
+    case T_ENUM:
+        *enum_text = value;
+        return 0;
     case T_STR:
         if (strlen(value) >= f->size) {
             fprintf(stderr, "config: %s: value longer than %zu bytes\n", origin, f->size - 1);
@@ -121,38 +147,30 @@ static int set_field(config_t *cfg, const field_t *f, const char *value, const c
     return -1;
 }
 
-/* Whether value is one of the NULL-terminated choices; if not, one line
- * naming the setting and the choices. */
-static bool one_of(const char *name, const char *env, const char *value, const char *const *choices)
+/* Each enum setting from the last text it was given: the index of the
+ * name, or one line naming the setting and its names. */
+static int set_enums(config_t *cfg, const char *const *enum_text)
 {
-    int n = 0;
-    for (; choices[n]; n++)
-        if (strcmp(value, choices[n]) == 0) return true;
-    fprintf(stderr, "config: %s (%s): '%s' is not ", name, env, value);
-    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", choices[i], i + 2 < n ? ", " : i + 1 < n ? " or " : "\n");
-    return false;
+    for (int i = 0; i < NFIELDS; i++) {
+        const field_t *f = &fields[i];
+        if (f->type != T_ENUM) continue;
+        int n = 0;
+        while (f->names[n] && strcmp(enum_text[i], f->names[n]) != 0) n++;
+        if (f->names[n]) {
+            *(int *)((char *)cfg + f->offset) = n;
+            continue;
+        }
+        fprintf(stderr, "config: %s (%s): '%s' is not ", f->flag, f->env, enum_text[i]);
+        for (int k = 0; f->names[k]; k++)
+            fprintf(stderr, "%s%s", f->names[k], !f->names[k + 1] ? "\n" : !f->names[k + 2] ? " or " : ", ");
+        return -1;
+    }
+    return 0;
 }
 
 static int check(const config_t *c)
 {
-    static const char *const losses[] = {"grpo", "bnpo", "dr_grpo", "dapo", NULL};
-    static const char *const scales[] = {"group", "batch", "none", NULL};
-    static const char *const filters[] = {"nonzero", "all", NULL};
-    static const char *const schedules[] = {"constant", "cosine", NULL};
-    static const char *const logprobs[] = {"use", "ignore", NULL};
-    static const char *const strategies[] = {"uniform", "useful", NULL};
-    static const char *const kl_scopes[] = {"include", "exclude", NULL};
-    if (!one_of("loss-type", "SAPO_LOSS_TYPE", c->loss_type, losses) ||
-        !one_of("scale-rewards", "SAPO_SCALE_REWARDS", c->scale_rewards, scales) ||
-        !one_of("share", "SAPO_SHARE", c->share, filters) ||
-        !one_of("local-filter", "SAPO_LOCAL_FILTER", c->local_filter, filters) ||
-        !one_of("external-filter", "SAPO_EXTERNAL_FILTER", c->external_filter, filters) ||
-        !one_of("lr-schedule", "SAPO_LR_SCHEDULE", c->lr_schedule, schedules) ||
-        !one_of("external-logprobs", "SAPO_EXTERNAL_LOGPROBS", c->external_logprobs, logprobs) ||
-        !one_of("pool-strategy", "SAPO_POOL_STRATEGY", c->pool_strategy, strategies) ||
-        !one_of("external-kl", "SAPO_EXTERNAL_KL", c->external_kl, kl_scopes))
-        return -1;
-    if (strcmp(c->lr_schedule, "cosine") == 0 && c->rounds == 0) {
+    if (c->lr_schedule == LR_COSINE && c->rounds == 0) {
         fprintf(stderr, "config: lr-schedule (SAPO_LR_SCHEDULE) cosine needs rounds (SAPO_ROUNDS) to end at\n");
         return -1;
     }
@@ -247,11 +265,12 @@ void config_print_markdown(void)
 int config_load(config_t *cfg, int *argc, char **argv)
 {
     memset(cfg, 0, sizeof *cfg);
+    const char *enum_text[NFIELDS] = {0};
     for (int i = 0; i < NFIELDS; i++)
-        if (set_field(cfg, &fields[i], fields[i].dflt, fields[i].flag) < 0) return -1;
+        if (set_field(cfg, &fields[i], fields[i].dflt, fields[i].flag, &enum_text[i]) < 0) return -1;
     for (int i = 0; i < NFIELDS; i++) {
         const char *v = getenv(fields[i].env);
-        if (v && *v && set_field(cfg, &fields[i], v, fields[i].env) < 0) return -1;
+        if (v && *v && set_field(cfg, &fields[i], v, fields[i].env, &enum_text[i]) < 0) return -1;
     }
     int kept = 1;
     for (int a = 1; a < *argc; a++) {
@@ -270,10 +289,10 @@ int config_load(config_t *cfg, int *argc, char **argv)
         }
         const char *name = arg + 2, *eq = strchr(name, '=');
         size_t nl = eq ? (size_t)(eq - name) : strlen(name);
-        const field_t *f = NULL;
+        int fi = -1;
         for (int i = 0; i < NFIELDS; i++)
-            if (strlen(fields[i].flag) == nl && strncmp(fields[i].flag, name, nl) == 0) f = &fields[i];
-        if (!f) {
+            if (strlen(fields[i].flag) == nl && strncmp(fields[i].flag, name, nl) == 0) fi = i;
+        if (fi < 0) {
             fprintf(stderr, "config: unknown flag '%s' (see --help)\n", arg);
             return -1;
         }
@@ -282,7 +301,7 @@ int config_load(config_t *cfg, int *argc, char **argv)
             fprintf(stderr, "config: flag '%s' needs a value\n", arg);
             return -1;
         }
-        if (set_field(cfg, f, value, arg) < 0) return -1;
+        if (set_field(cfg, &fields[fi], value, arg, &enum_text[fi]) < 0) return -1;
     }
     *argc = kept;
     argv[kept] = NULL;
@@ -293,5 +312,5 @@ int config_load(config_t *cfg, int *argc, char **argv)
         return -1;
     }
     if (cfg->broker[0] == '\0') snprintf(cfg->broker, sizeof cfg->broker, "%s", cfg->run);
-    return check(cfg);
+    return set_enums(cfg, enum_text) == 0 ? check(cfg) : -1;
 }

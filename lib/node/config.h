@@ -9,6 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool/pool.h"  /* pool_strategy_t */
+#include "train/grpo.h" /* grpo_loss_type_t, grpo_scale_t */
+
+/* The settings that take one of a few names hold the name's enum; each
+ * enum lists its values in the order of the names in config.c. */
+typedef enum { LR_CONSTANT, LR_COSINE } lr_schedule_t;
+/* which groups a filter keeps: those with some advantage (rewards not all
+ * equal), or all */
+typedef enum { FILTER_NONZERO, FILTER_ALL } group_filter_t;
+typedef enum { EXTERNAL_LOGPROBS_USE, EXTERNAL_LOGPROBS_IGNORE } external_logprobs_t;
+typedef enum { EXTERNAL_KL_INCLUDE, EXTERNAL_KL_EXCLUDE } external_kl_t;
+
 typedef struct {
     char node[64];        /* node id, unique in the swarm */
     char run[512];        /* run folder: checkpoints, metrics, ipc endpoints */
@@ -31,13 +43,13 @@ typedef struct {
     int top_k;
     float lr;
     int lr_warmup;          /* rounds of linear warm-up */
-    char lr_schedule[16];   /* constant, cosine */
+    lr_schedule_t lr_schedule;
     float weight_decay;
     float max_grad_norm;
     float eps_low, eps_high, beta;
     float delta;            /* upper clip of the ratio for negative advantages (0 = off) */
-    char loss_type[16];     /* grpo, bnpo, dr_grpo, dapo */
-    char scale_rewards[16]; /* group, batch, none */
+    grpo_loss_type_t loss_type;
+    grpo_scale_t scale_rewards;
     int micro_batch;        /* sequences per forward/backward pass */
     int generate_batch;     /* tasks a generator samples in one decode batch */
     int shared_prompt;      /* 1: a group's completions run over their prompt once (packed rows) */
@@ -47,7 +59,7 @@ typedef struct {
     int pool_max;           /* pool entries kept per node */
     int pool_window;        /* SampleExternal's freshness in the publisher's rounds (0 = none) */
     double pool_window_seconds; /* and in seconds (0 = none) */
-    char pool_strategy[16];  /* uniform or useful: how SampleExternal weighs other nodes */
+    pool_strategy_t pool_strategy; /* how SampleExternal weighs other nodes */
     int max_record;         /* bytes of one record drawn from the pool */
     int max_text;           /* bytes of one text field of a record drawn from the pool */
     int stall_seconds;      /* silence after which the sampler counts what it sent as lost */
@@ -56,11 +68,11 @@ typedef struct {
     char warmstart_shape[512]; /* "tiny" or a config.json: the shape learner warmstart trains */
     float reward_floor;     /* scores below it count 0 */
     int mask_truncated;     /* 1: truncated completions out of the loss */
-    char local_filter[16];  /* own groups trained: "all" or "nonzero" */
-    char share[16];         /* SelectSubset: "nonzero" (groups with an advantage) or "all" */
-    char external_filter[16]; /* external groups kept after re-scoring: "nonzero" or "all" */
-    char external_logprobs[16]; /* "use" or "ignore": an external completion's sampling log-probs */
-    char external_kl[16];   /* "include" or "exclude": external completions in the KL term */
+    group_filter_t local_filter;    /* own groups trained */
+    group_filter_t share;           /* SelectSubset: groups published */
+    group_filter_t external_filter; /* external groups kept after re-scoring */
+    external_logprobs_t external_logprobs; /* an external completion's sampling log-probs */
+    external_kl_t external_kl;      /* external completions in the KL term */
     uint64_t seed;
 } config_t;
 

@@ -51,10 +51,7 @@ learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t
     self->gp.epsilon_high = cfg->eps_high;
     self->gp.beta = cfg->beta;
     self->gp.delta = cfg->delta;
-    self->gp.loss_type = strcmp(cfg->loss_type, "grpo") == 0      ? GRPO_LOSS_GRPO
-                         : strcmp(cfg->loss_type, "bnpo") == 0    ? GRPO_LOSS_BNPO
-                         : strcmp(cfg->loss_type, "dr_grpo") == 0 ? GRPO_LOSS_DR_GRPO
-                                                                  : GRPO_LOSS_DAPO;
+    self->gp.loss_type = cfg->loss_type;
     return self;
 }
 
@@ -77,7 +74,7 @@ float learn_rate(const config_t *cfg, uint64_t round)
 {
     double lr = cfg->lr, r = round ? (double)round : 1;
     if (cfg->lr_warmup > 0 && r < cfg->lr_warmup) return (float)(lr * r / cfg->lr_warmup);
-    if (strcmp(cfg->lr_schedule, "cosine") == 0 && cfg->rounds > cfg->lr_warmup) {
+    if (cfg->lr_schedule == LR_COSINE && cfg->rounds > cfg->lr_warmup) {
         double p = (r - cfg->lr_warmup) / (double)(cfg->rounds - cfg->lr_warmup);
         if (p > 1) p = 1;
         return (float)(lr * (0.1 + 0.45 * (1 + cos(M_PI * p))));
@@ -110,13 +107,6 @@ static int32_t *encode(const policy_t *p, const char *text, size_t *n)
     int32_t *ids = NULL;
     if (tokenizer_encode(p->tok, text, strlen(text), &ids, n) != 0) return NULL;
     return ids;
-}
-
-/* Advantages of one group's rewards into adv, centred and (for "group")
- * scaled as TRL does; "batch" scaling happens once all groups are in. */
-static void group_advantages(const config_t *cfg, const float *r, int n, float *adv)
-{
-    grpo_advantages(r, 1, n, strcmp(cfg->scale_rewards, "group") == 0 ? GRPO_SCALE_GROUP : GRPO_SCALE_NONE, adv);
 }
 
 /* Whether an external completion's sampling log-probs can stand for its
@@ -154,11 +144,12 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
     seq_t *seqs = calloc(cap ? cap : 1, sizeof *seqs);
     float *rewards = malloc(sizeof(float) * (cap ? cap : 1));
     float *adv = malloc(sizeof(float) * (cap ? cap : 1));
-    if (!seqs || !rewards || !adv) {
-        free(seqs), free(rewards), free(adv);
+    int *sizes = malloc(sizeof(int) * (batch->b.n_groups ? batch->b.n_groups : 1));
+    if (!seqs || !rewards || !adv || !sizes) {
+        free(seqs), free(rewards), free(adv), free(sizes);
         return -1;
     }
-    int ns = 0;
+    int ns = 0, ng = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(batch, g, &rv);
@@ -177,7 +168,7 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
             continue;
         }
         bool same_model = strcmp(rv.r.model, pol->name) == 0;
-        bool peer_logprobs = rv.r.external && same_model && strcmp(cfg->external_logprobs, "use") == 0;
+        bool peer_logprobs = rv.r.external && same_model && cfg->external_logprobs == EXTERNAL_LOGPROBS_USE;
         for (int i = 0; i < n; i++) {
             rec_completion_t c;
             rec_rollout_completion(&rv, (size_t)i, &c);
@@ -208,27 +199,22 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
             }
             s->old = old;
             s->masked = cfg->mask_truncated && !c.finished;
-            s->no_kl = rv.r.external && strcmp(cfg->external_kl, "exclude") == 0;
+            s->no_kl = rv.r.external && cfg->external_kl == EXTERNAL_KL_EXCLUDE;
             s->group = (int)g;
             st->masked_truncated += s->masked;
             free(cids);
         }
-        group_advantages(self->cfg, rewards + ns, n, adv + ns);
-        for (int i = 0; i < n; i++) seqs[ns + i].adv = adv[ns + i];
         ns += n;
+        sizes[ng++] = n;
         st->groups++;
         free(pids);
     }
-    if (strcmp(cfg->scale_rewards, "batch") == 0 && ns > 1) {
-        double mean = 0, var = 0;
-        for (int i = 0; i < ns; i++) mean += rewards[i];
-        mean /= ns;
-        for (int i = 0; i < ns; i++) var += (rewards[i] - mean) * (rewards[i] - mean);
-        float sd = (float)sqrt(var / (ns - 1));
-        for (int i = 0; i < ns; i++) seqs[i].adv /= sd + 1e-4f;
-    }
+    /* once every group is in: "batch" scales by the std of all their rewards */
+    grpo_advantages(rewards, sizes, ng, cfg->scale_rewards, adv);
+    for (int i = 0; i < ns; i++) seqs[i].adv = adv[i];
     free(rewards);
     free(adv);
+    free(sizes);
     *out = seqs;
     *nseq = ns;
     return 0;

@@ -35,12 +35,16 @@ static double std_unbiased(const float *x, int n) {
     return sqrt(ss / (n - 1));
 }
 
-void grpo_advantages(const float *rewards, int n_groups, int group_size, grpo_scale_t scale,
+void grpo_advantages(const float *rewards, const int *group_sizes, int n_groups, grpo_scale_t scale,
                      float *adv_out) {
-    double batch_std = scale == GRPO_SCALE_BATCH ? std_unbiased(rewards, n_groups * group_size) : 0.0;
-    for (int g = 0; g < n_groups; g++) {
-        const float *r = rewards + (size_t)g * group_size;
-        float *a = adv_out + (size_t)g * group_size;
+    int total = 0;
+    for (int g = 0; g < n_groups; g++)
+        total += group_sizes[g];
+    double batch_std = scale == GRPO_SCALE_BATCH ? std_unbiased(rewards, total) : 0.0;
+    for (int g = 0, first = 0; g < n_groups; first += group_sizes[g], g++) {
+        const float *r = rewards + first;
+        float *a = adv_out + first;
+        int group_size = group_sizes[g];
         double mean = 0.0;
         for (int i = 0; i < group_size; i++)
             mean += r[i];

@@ -48,11 +48,12 @@ typedef struct {
  * (loss "dapo", no delta, KL bias correction on) */
 grpo_params_t grpo_params_default(int max_completion_length);
 
-/* rewards (n_groups * group_size), group-major. adv_out (same shape) =
- * (r - group mean) / (std + 1e-4), std the unbiased one (torch.std) of the
- * group or of the batch; no division for GRPO_SCALE_NONE. A one-element
- * group (or batch) has std 0, as in TRL. */
-void grpo_advantages(const float *rewards, int n_groups, int group_size, grpo_scale_t scale,
+/* rewards: n_groups groups one after another, group g of group_sizes[g]
+ * rewards. adv_out (same layout) = (r - group mean) / (std + 1e-4), std the
+ * unbiased one (torch.std) of the group or of every reward of the batch;
+ * no division for GRPO_SCALE_NONE. A one-element group (or batch) has std
+ * 0, as in TRL. */
+void grpo_advantages(const float *rewards, const int *group_sizes, int n_groups, grpo_scale_t scale,
                      float *adv_out);
 
 /* logp, old_logp, ref_logp, mask: (B, T); adv: (B). old_logp NULL means the
