@@ -1,6 +1,8 @@
 # sapo build. `make` builds every program into bin/ (-O2); `make test` builds
 # a sanitizer tree (ASan + UBSan) under build/asan and runs every test;
-# `make bench` runs the benchmarks; `make demo` runs a small swarm.
+# `make bench` runs the benchmarks; `make demo` runs a small swarm;
+# `make format` puts the sources in the house style (.clang-format), which
+# tests/t_format.sh checks in `make test`.
 # Sources are found by layout, not listed: lib/*/*.c is the shared library,
 # each process folder's *.c is one program, tools/*.c one program each,
 # tests/test_*.c one test program each, bench/bench_*.c one benchmark each.
@@ -71,7 +73,7 @@ FUZZERS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 
 PROGRAMS := $(PROCESSES:%=$(BIN)/%) $(TOOLS:%=$(BIN)/%)
 
-.PHONY: all programs tests benches test bench demo experiment deps clean fuzz
+.PHONY: all programs tests benches test bench demo experiment deps clean fuzz format format-check
 .DEFAULT_GOAL := all
 
 all:
@@ -152,6 +154,21 @@ $(QWEN_TOKENIZER): $(QWEN_TOKENIZER).gz
 fuzz: deps $(QWEN_TOKENIZER)
 	@$(MAKE) --no-print-directory MODE=fuzz $(FUZZERS:%=build/fuzz/fuzz/%)
 	@fuzz/run.sh build/fuzz/fuzz $(or $(FUZZ_SECONDS),60)
+
+# every C, C++ and CUDA source the project owns, in the house style of
+# .clang-format (clang-format 14, from deps)
+FORMAT_FILES = $(shell find lib broker generator verifier sampler learner tools tests bench fuzz schemas \
+                 -path tests/golden -prune -o -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' \
+                 -o -name '*.cu' -o -name '*.cuh' \) -print | sort)
+
+format: deps
+	@clang-format -i $(FORMAT_FILES)
+
+format-check: deps
+	@out=$$(clang-format --dry-run --Werror $(FORMAT_FILES) 2>&1) && exit 0; \
+	off=$$(echo "$$out" | sed -n 's/:[0-9]*:[0-9]*: error: code should be clang-formatted.*//p' | sort -u); \
+	if [ -z "$$off" ]; then echo "$$out" >&2; echo "format-check: clang-format failed" >&2; exit 1; fi; \
+	echo "format-check: not in the house style of .clang-format:" $$off"; fix with: make format" >&2; exit 1
 
 test: deps $(QWEN_TOKENIZER)
 	@$(MAKE) --no-print-directory MODE=asan programs tests

@@ -48,14 +48,13 @@ static inline double bench_median(double *v, int n)
 }
 
 /* peer NULL: a figure without a peer. */
-static inline void bench_line(const char *name, double value, const char *unit, const char *peer,
-                              double peer_value, const char *peer_unit)
+static inline void bench_line(const char *name, double value, const char *unit, const char *peer, double peer_value,
+                              const char *peer_unit)
 {
     if (peer)
-        printf("bench %s: %.4g %s (%s: %.4g %s, ratio %.3g)\n", name, value, unit, peer, peer_value,
-               peer_unit, peer_value != 0 ? value / peer_value : 0.0);
-    else
-        printf("bench %s: %.4g %s\n", name, value, unit);
+        printf("bench %s: %.4g %s (%s: %.4g %s, ratio %.3g)\n", name, value, unit, peer, peer_value, peer_unit,
+               peer_value != 0 ? value / peer_value : 0.0);
+    else printf("bench %s: %.4g %s\n", name, value, unit);
     fflush(stdout);
 }
 

@@ -17,7 +17,7 @@ typedef struct {
     const endpoints_t *ep;
     const char *direct; /* endpoint of the direct pair, or NULL for the broker path */
     int n;
-    void *pull;         /* the direct pair's PULL, bound before the clock starts */
+    void *pull; /* the direct pair's PULL, bound before the clock starts */
     double t_end;
     int ok;
 } job_t;

@@ -18,9 +18,21 @@
 static model_config_t qwen05(void)
 {
     model_config_t c = {
-        .type = MODEL_QWEN2, .C = 896, .L = 24, .NH = 14, .NKV = 2, .HD = 64, .FF = 4864, .V = 151936,
-        .max_pos = 32768, .rope_theta = 1e6f, .rms_eps = 1e-6f, .tie = true, .qkv_bias = true,
-        .bos_id = -1, .n_eos = 0, /* fixed-length completions, as the peer's min_new_tokens */
+        .type = MODEL_QWEN2,
+        .C = 896,
+        .L = 24,
+        .NH = 14,
+        .NKV = 2,
+        .HD = 64,
+        .FF = 4864,
+        .V = 151936,
+        .max_pos = 32768,
+        .rope_theta = 1e6f,
+        .rms_eps = 1e-6f,
+        .tie = true,
+        .qkv_bias = true,
+        .bos_id = -1,
+        .n_eos = 0, /* fixed-length completions, as the peer's min_new_tokens */
     };
     return c;
 }
@@ -77,7 +89,10 @@ static double train_step(model_t *m, int B, int T, int reps)
         if (model_optimizer_step(m, opt, &ap, 1.0f, &norm)) exit(1);
         if (r) t[r - 1] = bench_now() - t0;
     }
-    free(tok); free(tgt); free(logp); free(dlogp);
+    free(tok);
+    free(tgt);
+    free(logp);
+    free(dlogp);
     adamw_destroy(&opt);
     return bench_median(t, reps);
 }
@@ -102,7 +117,10 @@ static double generate(model_t *m, int Q, int P, int L, int M, int reps)
         if (model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len)) exit(1);
         if (r) t[r - 1] = bench_now() - t0;
     }
-    free(prompt); free(tok); free(len); free(lp);
+    free(prompt);
+    free(tok);
+    free(len);
+    free(lp);
     return bench_median(t, reps);
 }
 
@@ -112,7 +130,8 @@ static int peer(const char *dir, int Q, int L, int P, int M, int reps, double *g
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
              ".venv/bin/python bench/peer_cuda.py %s --prompts %d --completions %d --prompt-len %d --new %d "
-             "--reps %d 2>/dev/null", dir, Q, L, P, M, reps);
+             "--reps %d 2>/dev/null",
+             dir, Q, L, P, M, reps);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     int n = fscanf(p, "gen %lf mem %lf", gen, mem);

@@ -36,16 +36,26 @@ static double sgemm_peak(int reps, int threads)
         double g = 2.0 * n * n * n / bench_median(t, reps) / 1e9;
         if (g > best) best = g;
     }
-    free(a); free(b); free(c);
+    free(a);
+    free(b);
+    free(c);
     return best;
 }
 
-typedef struct { int B, T; int *tokens, *targets; float *w, *logp; } batch_t;
+typedef struct {
+    int B, T;
+    int *tokens, *targets;
+    float *w, *logp;
+} batch_t;
 
 static batch_t batch_new(int B, int T, int V, unsigned seed)
 {
-    batch_t b = {B, T, malloc(sizeof(int) * B * T), malloc(sizeof(int) * B * T),
-                 malloc(sizeof(float) * B * T), malloc(sizeof(float) * B * T)};
+    batch_t b = {B,
+                 T,
+                 malloc(sizeof(int) * B * T),
+                 malloc(sizeof(int) * B * T),
+                 malloc(sizeof(float) * B * T),
+                 malloc(sizeof(float) * B * T)};
     srand(seed);
     for (int i = 0; i < B * T; i++) b.tokens[i] = rand() % (V < 256 ? V : 256);
     for (int i = 0; i < B * T; i++) {
@@ -55,7 +65,13 @@ static batch_t batch_new(int B, int T, int V, unsigned seed)
     return b;
 }
 
-static void batch_free(batch_t *b) { free(b->tokens); free(b->targets); free(b->w); free(b->logp); }
+static void batch_free(batch_t *b)
+{
+    free(b->tokens);
+    free(b->targets);
+    free(b->w);
+    free(b->logp);
+}
 
 /* median seconds of one training step */
 static double train_step(model_t *m, batch_t *b, int reps)
@@ -101,7 +117,11 @@ static double group_step(model_t *m, int G, int L, int P, int CL, bool packed, i
         }
         if (r >= 0) t[r] = bench_now() - t0;
     }
-    free(tok); free(tgt); free(st); free(lp); free(w);
+    free(tok);
+    free(tgt);
+    free(st);
+    free(lp);
+    free(w);
     return bench_median(t, reps);
 }
 
@@ -131,7 +151,10 @@ static double generate(model_t *m, int Q, int P, int L, int max_new, bool batche
         }
         t[r] = bench_now() - t0;
     }
-    free(prompt); free(tok); free(len); free(lp);
+    free(prompt);
+    free(tok);
+    free(len);
+    free(lp);
     return bench_median(t, reps);
 }
 
@@ -170,14 +193,16 @@ int main(int argc, char **argv)
     bool quick = bench_quick();
     int reps = quick ? 1 : 5, threads = omp_get_max_threads();
     char err[256];
-    printf("model: %d threads, OMP_WAIT_POLICY=%s%s\n", threads, getenv("OMP_WAIT_POLICY"),
-           quick ? " (quick)" : "");
+    printf("model: %d threads, OMP_WAIT_POLICY=%s%s\n", threads, getenv("OMP_WAIT_POLICY"), quick ? " (quick)" : "");
 
     /* tiny default: a round of 8 questions x 8 completions */
     model_config_t c = model_config_tiny();
     c.n_eos = 0; /* fixed-length completions, as the peer's min_new_tokens */
     model_t *m = model_new_random(&c, 1, err, sizeof err);
-    if (!m) { fprintf(stderr, "%s\n", err); return 1; }
+    if (!m) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
     int B = 64, T = quick ? 96 : 192, Q = quick ? 2 : 8, L = 8, P = 48, NEW = quick ? 32 : 128;
     batch_t b = batch_new(B, T, c.V, 1);
     double ts = train_step(m, &b, reps), ts16 = 0;
@@ -188,7 +213,10 @@ int main(int argc, char **argv)
     if (amx) ts16 = train_step(m, &b, reps);
     else printf("no cpu-bf16 figures: %s\n", err);
     getrusage(RUSAGE_SELF, &ru16);
-    if (amx && model_set_backend(m, "cpu", err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    if (amx && model_set_backend(m, "cpu", err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
     double tg = generate(m, Q, P, L, NEW, false, quick ? 1 : 3);
     double tgb = generate(m, Q, P, L, NEW, true, quick ? 1 : 3);
     double train_tps = B * T / ts, gen_tps = (double)Q * L * NEW / tg, genb_tps = (double)Q * L * NEW / tgb;
@@ -196,14 +224,17 @@ int main(int argc, char **argv)
     double p_train = 0, p_gen = 0, p_genb = 0, p_train16 = 0;
     int have_peer = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
     /* transformers generate is slow enough that one prompt gives its rate */
-    snprintf(args, sizeof args, "--threads %d --batch %d --seq %d --prompts %d --completions %d "
-             "--prompt-len %d --new %d --reps %d", threads, B, T, Q, L, P, NEW, quick ? 1 : 3);
+    snprintf(args, sizeof args,
+             "--threads %d --batch %d --seq %d --prompts %d --completions %d "
+             "--prompt-len %d --new %d --reps %d",
+             threads, B, T, Q, L, P, NEW, quick ? 1 : 3);
     have_peer = have_peer && peer(dir, args, &p_train, &p_gen, &p_genb, &p_train16) == 0;
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
     printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
-           "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n", model_num_params(m), B, T, Q, L, P, NEW);
+           "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n",
+           model_num_params(m), B, T, Q, L, P, NEW);
     bench_line("train_step_tiny", train_tps, "tokens/s", have_peer ? "pytorch eager" : NULL, p_train, "tokens/s");
     if (amx) {
         /* against the same peer, and against the peer in bf16 too */
@@ -235,9 +266,17 @@ int main(int argc, char **argv)
 
     /* hidden 512: how much of the machine's sgemm peak a training step reaches */
     model_config_t w = model_config_tiny();
-    w.C = 512; w.NH = 8; w.NKV = 8; w.HD = 64; w.FF = 1536; w.L = quick ? 2 : 4;
+    w.C = 512;
+    w.NH = 8;
+    w.NKV = 8;
+    w.HD = 64;
+    w.FF = 1536;
+    w.L = quick ? 2 : 4;
     m = model_new_random(&w, 2, err, sizeof err);
-    if (!m) { fprintf(stderr, "%s\n", err); return 1; }
+    if (!m) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
     b = batch_new(quick ? 8 : 16, 256, w.V, 2);
     double peak = sgemm_peak(quick ? 3 : 9, threads);
     double tw = train_step(m, &b, reps);

@@ -38,8 +38,7 @@ static int fill(pool_t *p, long per_node)
 
 /* One round: p50 and p99 in microseconds of calls sample calls and as many
  * PINGs, interleaved so both see the same load. */
-static int measure(pool_t *p, redisContext *ping, int calls, double *s50, double *s99, double *p50,
-                   double *p99)
+static int measure(pool_t *p, redisContext *ping, int calls, double *s50, double *s99, double *p50, double *p99)
 {
     double *ts = malloc(sizeof *ts * (size_t)calls), *tp = malloc(sizeof *tp * (size_t)calls);
     char err[256];
@@ -99,11 +98,9 @@ int main(void)
         if (rc == 0) {
             char name[64];
             snprintf(name, sizeof name, "pool_sample_p50_%s", names[s]);
-            bench_line(name, bench_median(s50, ROUNDS), "us", "redis PING p50",
-                       bench_median(p50, ROUNDS), "us");
+            bench_line(name, bench_median(s50, ROUNDS), "us", "redis PING p50", bench_median(p50, ROUNDS), "us");
             snprintf(name, sizeof name, "pool_sample_p99_%s", names[s]);
-            bench_line(name, bench_median(s99, ROUNDS), "us", "redis PING p99",
-                       bench_median(p99, ROUNDS), "us");
+            bench_line(name, bench_median(s99, ROUNDS), "us", "redis PING p99", bench_median(p99, ROUNDS), "us");
         }
         pool_destroy(&p);
     }

@@ -13,12 +13,12 @@
 #include "node/identity.h"
 #include "records.h"
 
-#define L 8     /* completions per group */
-#define T 200   /* tokens per completion */
+#define L 8   /* completions per group */
+#define T 200 /* tokens per completion */
 #define RUNS 7
 
-static const char *const words[] = {"the", "answer", "is", "so", "we", "add", "carry", "digit",
-                                    "then", "<answer>", "</answer>", "42", "first", "step:", "=", "+"};
+static const char *const words[] = {"the",  "answer",   "is",        "so", "we",    "add",   "carry", "digit",
+                                    "then", "<answer>", "</answer>", "42", "first", "step:", "=",     "+"};
 
 static char texts[L][2048];
 static int32_t ids[L][T];
@@ -38,13 +38,21 @@ static void make_group(void)
             const char *w = words[(s >> 4) % 16];
             if (n + strlen(w) + 2 < sizeof texts[i]) n += (size_t)sprintf(texts[i] + n, "%s ", w);
         }
-        comps[i] = (rec_completion_t){.text = texts[i], .token_ids = ids[i], .n_tokens = T,
-                                      .logprobs = lps[i], .n_logprobs = T,
-                                      .reward = (float)(i % 2), .finished = i % 3 != 0};
+        comps[i] = (rec_completion_t){.text = texts[i],
+                                      .token_ids = ids[i],
+                                      .n_tokens = T,
+                                      .logprobs = lps[i],
+                                      .n_logprobs = T,
+                                      .reward = (float)(i % 2),
+                                      .finished = i % 3 != 0};
     }
     group = (rec_rollout_t){
-        .node = "node-3", .policy_version = 812, .round = 811, .model = "Qwen2.5-0.5B-Instruct",
-        .task = {.task_id = 99123, .family = "basic_arithmetic",
+        .node = "node-3",
+        .policy_version = 812,
+        .round = 811,
+        .model = "Qwen2.5-0.5B-Instruct",
+        .task = {.task_id = 99123,
+                 .family = "basic_arithmetic",
                  .question = "Calculate the following and put the result inside <answer></answer> "
                              "tags: 4396 + 8810 - (123 * 7) + 3921 / 3. Give the exact integer, "
                              "showing no working in the final answer.",
@@ -52,8 +60,14 @@ static void make_group(void)
                  .metadata_json = "{\"source_dataset\":\"basic_arithmetic\",\"source_index\":99123,"
                                   "\"expression\":\"4396 + 8810 - (123 * 7) + 3921 / 3\","
                                   "\"num_terms\":5,\"num_digits\":4}",
-                 .seed = 42, .index = 99123, .node = "node-3", .round = 811},
-        .completions = comps, .n_completions = L, .created_ms = 1763750000000ull, .scored = true,
+                 .seed = 42,
+                 .index = 99123,
+                 .node = "node-3",
+                 .round = 811},
+        .completions = comps,
+        .n_completions = L,
+        .created_ms = 1763750000000ull,
+        .scored = true,
     };
 }
 
@@ -70,10 +84,16 @@ static void flatbuffers_once(size_t *bytes)
 {
     uint8_t *buf;
     size_t len;
-    if (rec_rollout_build(&group, &buf, &len)) { fprintf(stderr, "bench_records: build failed\n"); exit(1); }
+    if (rec_rollout_build(&group, &buf, &len)) {
+        fprintf(stderr, "bench_records: build failed\n");
+        exit(1);
+    }
     rec_rollout_view_t v;
     char err[256];
-    if (rec_rollout_view(buf, len, &v, err, sizeof err)) { fprintf(stderr, "bench_records: %s\n", err); exit(1); }
+    if (rec_rollout_view(buf, len, &v, err, sizeof err)) {
+        fprintf(stderr, "bench_records: %s\n", err);
+        exit(1);
+    }
     double acc = (double)strlen(v.r.task.question) + (double)strlen(v.r.task.metadata_json);
     for (size_t i = 0; i < v.r.n_completions; i++) {
         rec_completion_t c;
@@ -132,7 +152,8 @@ static void cjson_once(size_t *bytes)
     double acc = (double)strlen(cJSON_GetObjectItemCaseSensitive(task, "question")->valuestring) +
                  (double)strlen(cJSON_GetObjectItemCaseSensitive(task, "metadata_json")->valuestring);
     const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(p, "completions")) {
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(p, "completions"))
+    {
         acc += (double)strlen(cJSON_GetObjectItemCaseSensitive(c, "text")->valuestring) +
                cJSON_GetObjectItemCaseSensitive(c, "reward")->valuedouble;
         const cJSON *x;
@@ -196,10 +217,12 @@ int main(void)
     double fb = rate(flatbuffers_once, seconds, &fb_bytes);
     double js = rate(cjson_once, seconds, &json_bytes);
     printf("# one group: %zu bytes as a FlatBuffer, %zu bytes as JSON\n", fb_bytes, json_bytes);
-    printf("bench records_roundtrip: %.0f rollouts/s (cjson: %.0f rollouts/s, ratio %.1f)\n", fb, js,
-           fb / js);
+    printf("bench records_roundtrip: %.0f rollouts/s (cjson: %.0f rollouts/s, ratio %.1f)\n", fb, js, fb / js);
     key = identity_new();
-    if (!key || rec_rollout_build(&group, &built, &built_len)) { fprintf(stderr, "bench_records: no key\n"); return 1; }
+    if (!key || rec_rollout_build(&group, &built, &built_len)) {
+        fprintf(stderr, "bench_records: no key\n");
+        return 1;
+    }
     size_t env_bytes = 0;
     double so = rate(seal_open_once, seconds, &env_bytes);
     printf("# one pool entry: %zu bytes (64-byte Ed25519 signature, then the record)\n", env_bytes);

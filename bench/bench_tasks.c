@@ -12,14 +12,16 @@
 
 #include "tasks/task.h"
 
-static double now(void) {
+static double now(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* reasoning-gym's rates, 0 when the venv or the family is missing there */
-static int peer(const char *family, double seconds, double *gen, double *score) {
+static int peer(const char *family, double seconds, double *gen, double *score)
+{
     if (access(".venv/bin/python", X_OK) != 0) return -1;
     char cmd[256];
     snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_tasks.py %s %g 2>/dev/null", family, seconds);
@@ -29,15 +31,16 @@ static int peer(const char *family, double seconds, double *gen, double *score) 
     return pclose(p) == 0 && n == 2 ? 0 : -1;
 }
 
-static void report(const char *what, const char *family, double rate, const char *unit, int have_peer, double peer_rate) {
+static void report(const char *what, const char *family, double rate, const char *unit, int have_peer, double peer_rate)
+{
     if (have_peer)
-        printf("bench tasks_%s_%s: %.0f %s (reasoning-gym: %.0f %s, ratio %.1f)\n", what, family, rate, unit,
-               peer_rate, unit, rate / peer_rate);
-    else
-        printf("bench tasks_%s_%s: %.0f %s\n", what, family, rate, unit);
+        printf("bench tasks_%s_%s: %.0f %s (reasoning-gym: %.0f %s, ratio %.1f)\n", what, family, rate, unit, peer_rate,
+               unit, rate / peer_rate);
+    else printf("bench tasks_%s_%s: %.0f %s\n", what, family, rate, unit);
 }
 
-int main(void) {
+int main(void)
+{
     const char *env = getenv("SAPO_BENCH_SECONDS");
     double seconds = env ? atof(env) : 1.0;
     if (!(seconds > 0)) seconds = 1.0;

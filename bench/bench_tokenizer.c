@@ -11,21 +11,18 @@
 #include <time.h>
 #include <unistd.h>
 
-static double
-now(void)
+static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* the text of each line ["text", id, ...] of a golden corpus */
-static char **
-read_texts(const char *path, size_t *count, size_t *bytes)
+static char **read_texts(const char *path, size_t *count, size_t *bytes)
 {
     FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     char **texts = NULL, *line = NULL;
     size_t cap = 0, alloc = 0;
     *count = *bytes = 0;
@@ -46,8 +43,7 @@ read_texts(const char *path, size_t *count, size_t *bytes)
     return texts;
 }
 
-static void
-bench(const char *name, const char *tokenizer_path, const char *corpus_path)
+static void bench(const char *name, const char *tokenizer_path, const char *corpus_path)
 {
     char err[512];
     if (access(tokenizer_path, R_OK) != 0) {
@@ -71,8 +67,7 @@ bench(const char *name, const char *tokenizer_path, const char *corpus_path)
         for (size_t i = 0; i < count; i++) {
             int32_t *ids;
             size_t n;
-            if (tokenizer_encode(t, texts[i], strlen(texts[i]), &ids, &n) != 0)
-                exit(1);
+            if (tokenizer_encode(t, texts[i], strlen(texts[i]), &ids, &n) != 0) exit(1);
             tokens += n;
             double d0 = now();
             free(tokenizer_decode(t, ids, n));
@@ -83,25 +78,21 @@ bench(const char *name, const char *tokenizer_path, const char *corpus_path)
     int threads = omp_get_max_threads();
     t0 = now();
 #pragma omp parallel for schedule(dynamic, 64)
-    for (size_t i = 0; i < (size_t) reps * count; i++) {
+    for (size_t i = 0; i < (size_t)reps * count; i++) {
         int32_t *ids;
         size_t n;
-        if (tokenizer_encode(t, texts[i % count], strlen(texts[i % count]), &ids, &n) == 0)
-            free(ids);
+        if (tokenizer_encode(t, texts[i % count], strlen(texts[i % count]), &ids, &n) == 0) free(ids);
     }
     double parallel_s = now() - t0;
-    double mb = (double) reps * (double) bytes / 1e6;
+    double mb = (double)reps * (double)bytes / 1e6;
     printf("%-6s load %.3f s | encode %.2f MB/s %.0f tokens/s | decode %.0f tokens/s | encode x%d threads %.2f MB/s\n",
-           name, load_s, mb / encode_s, (double) tokens / encode_s, (double) tokens / decode_s, threads,
-           mb / parallel_s);
-    for (size_t i = 0; i < count; i++)
-        free(texts[i]);
+           name, load_s, mb / encode_s, (double)tokens / encode_s, (double)tokens / decode_s, threads, mb / parallel_s);
+    for (size_t i = 0; i < count; i++) free(texts[i]);
     free(texts);
     tokenizer_destroy(&t);
 }
 
-int
-main(void)
+int main(void)
 {
     bench("small", "tests/golden/tokenizer/small/tokenizer.json", "tests/golden/tokenizer/small/corpus.jsonl");
     bench("qwen", "tests/golden/tokenizer/qwen/tokenizer.json", "tests/golden/tokenizer/qwen/corpus.jsonl");

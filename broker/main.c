@@ -21,8 +21,7 @@ static int int_flag(const char *flag, const char *value, int min)
     char *end;
     long v = value ? strtol(value, &end, 10) : 0;
     if (!value || *end != '\0' || end == value || v < min || v > 1000000000)
-        log_fatal("%s '%s': expected a whole number of at least %d", flag, value ? value : "",
-                  min);
+        log_fatal("%s '%s': expected a whole number of at least %d", flag, value ? value : "", min);
     return (int)v;
 }
 
@@ -35,14 +34,10 @@ int main(int argc, char **argv)
     broker_opts_t opts = {.heartbeat_ms = 3000, .hwm = 10000, .stats_ms = 10000};
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(argv[i], "--broker") == 0 && value)
-            base = argv[++i];
-        else if (strcmp(argv[i], "--heartbeat-ms") == 0)
-            opts.heartbeat_ms = int_flag(argv[i], value, 30), i++;
-        else if (strcmp(argv[i], "--hwm") == 0)
-            opts.hwm = int_flag(argv[i], value, 1), i++;
-        else if (strcmp(argv[i], "--stats-ms") == 0)
-            opts.stats_ms = int_flag(argv[i], value, 0), i++;
+        if (strcmp(argv[i], "--broker") == 0 && value) base = argv[++i];
+        else if (strcmp(argv[i], "--heartbeat-ms") == 0) opts.heartbeat_ms = int_flag(argv[i], value, 30), i++;
+        else if (strcmp(argv[i], "--hwm") == 0) opts.hwm = int_flag(argv[i], value, 1), i++;
+        else if (strcmp(argv[i], "--stats-ms") == 0) opts.stats_ms = int_flag(argv[i], value, 0), i++;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage();
             return 0;
@@ -56,8 +51,7 @@ int main(int argc, char **argv)
     if (endpoints_from_base(base, &ep, err, sizeof err) < 0) log_fatal("%s", err);
     broker_t *broker = broker_new(&ep, &opts, err, sizeof err);
     if (!broker) log_fatal("%s", err);
-    log_info("serving %s (heartbeat %d ms, queue bound %d records per stream)", base,
-             opts.heartbeat_ms, opts.hwm);
+    log_info("serving %s (heartbeat %d ms, queue bound %d records per stream)", base, opts.heartbeat_ms, opts.hwm);
     int rc = broker_run(broker);
     broker_destroy(&broker);
     log_info("stopped");

@@ -17,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static identity_t *id;
     if (!screen) {
         id = identity_new();
-        screen_limits_t lim = {.node = "me", .completions = 4, .max_record = 1 << 20, .max_text = 4096, .dup_window = 64};
+        screen_limits_t lim = {
+            .node = "me", .completions = 4, .max_record = 1 << 20, .max_text = 4096, .dup_window = 64};
         screen = screen_new(&lim);
     }
     void *buf = malloc(size ? size : 1);

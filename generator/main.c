@@ -78,13 +78,22 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
         for (int q = 0; q < Q; q++) {
             for (int l = 0; l < L; l++) {
                 const completion_t *c = &cs[(size_t)q * L + l];
-                rc[l] = (rec_completion_t){.text = c->text ? c->text : "", .token_ids = (const int32_t *)c->tokens,
-                                           .n_tokens = (size_t)c->n, .logprobs = c->logp,
-                                           .n_logprobs = (size_t)c->n, .finished = c->finished};
+                rc[l] = (rec_completion_t){.text = c->text ? c->text : "",
+                                           .token_ids = (const int32_t *)c->tokens,
+                                           .n_tokens = (size_t)c->n,
+                                           .logprobs = c->logp,
+                                           .n_logprobs = (size_t)c->n,
+                                           .finished = c->finished};
             }
-            rec_rollout_t r = {.node = cfg->node, .policy_version = version, .round = t->task[q].round,
-                               .model = pol->name, .task = t->task[q], .completions = rc, .n_completions = (size_t)L,
-                               .created_ms = now_ms(), .gen_ms = gen_ms};
+            rec_rollout_t r = {.node = cfg->node,
+                               .policy_version = version,
+                               .round = t->task[q].round,
+                               .model = pol->name,
+                               .task = t->task[q],
+                               .completions = rc,
+                               .n_completions = (size_t)L,
+                               .created_ms = now_ms(),
+                               .gen_ms = gen_ms};
             uint8_t *buf = NULL;
             size_t len = 0;
             if (rec_rollout_build(&r, &buf, &len) == 0) {
@@ -114,7 +123,8 @@ int main(int argc, char **argv)
     char err[512];
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     wire_subscriber_t *policy_in = wire_subscriber_new(&ep, err, sizeof err);
-    wire_consumer_t *tasks = policy_in ? wire_consumer_new(&ep, STREAM_TASKS, cfg.generate_batch, err, sizeof err) : NULL;
+    wire_consumer_t *tasks =
+        policy_in ? wire_consumer_new(&ep, STREAM_TASKS, cfg.generate_batch, err, sizeof err) : NULL;
     wire_producer_t *out = tasks ? wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err) : NULL;
     if (!out) log_fatal("%s", err);
 
@@ -122,7 +132,8 @@ int main(int argc, char **argv)
     uint64_t version = UINT64_MAX;
     char ckpt[4096] = "";
     log_info("waiting for the learner's policy notice");
-    while (!zsys_interrupted && version == UINT64_MAX) version_follow(policy_in, 1000, NULL, &version, NULL, ckpt, sizeof ckpt);
+    while (!zsys_interrupted && version == UINT64_MAX)
+        version_follow(policy_in, 1000, NULL, &version, NULL, ckpt, sizeof ckpt);
     if (zsys_interrupted) return 0;
     policy_t *pol = policy_open(ckpt, cfg.system_prompt, err, sizeof err);
     if (!pol || model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0) log_fatal("%s", err);

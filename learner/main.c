@@ -31,13 +31,17 @@ static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t 
     snprintf(dir, sizeof dir, "%s/policy", cfg->run);
     if (fs_mkdirs(dir) != 0) log_fatal("%s: cannot create", dir);
     snprintf(dir, sizeof dir, "%s/policy/v%llu", cfg->run, (unsigned long long)st->version);
-    if (policy_save(pol, dir, err, sizeof err) != 0) log_fatal("policy version %llu: %s", (unsigned long long)st->version, err);
+    if (policy_save(pol, dir, err, sizeof err) != 0)
+        log_fatal("policy version %llu: %s", (unsigned long long)st->version, err);
     if (st->version >= 4) {
         /* generators load a version within moments of its notice */
         snprintf(old, sizeof old, "%s/policy/v%llu", cfg->run, (unsigned long long)st->version - 4);
         fs_rm_tree(old);
     }
-    rec_policy_t n = {.node = cfg->node, .version = st->version, .round = st->round, .checkpoint = dir,
+    rec_policy_t n = {.node = cfg->node,
+                      .version = st->version,
+                      .round = st->round,
+                      .checkpoint = dir,
                       .created_ms = (uint64_t)zclock_time()};
     uint8_t *buf;
     size_t len;
@@ -90,18 +94,22 @@ int main(int argc, char **argv)
     if (have < 0) log_fatal("%s", err);
     const char *source = have == 0 ? dir : policy_source(cfg.model, cfg.base);
     policy_t *pol = policy_open(source, cfg.system_prompt, err, sizeof err);
-    if (!pol) log_fatal("%s%s", err, strcmp(cfg.model, "tiny") == 0 && have ? " (make the base model: bin/learner warmstart)" : "");
+    if (!pol)
+        log_fatal("%s%s", err,
+                  strcmp(cfg.model, "tiny") == 0 && have ? " (make the base model: bin/learner warmstart)" : "");
     /* AdamW's moments: the checkpoint's, else the warm start's when asked
      * for, else fresh */
     bool from_base = have != 0 && cfg.warmstart_optimizer && strcmp(cfg.model, "tiny") == 0;
     snprintf(path, sizeof path, "%s/optimizer.bin", have == 0 ? dir : cfg.base);
     if (from_base && access(path, R_OK) != 0)
         log_fatal("%s: no warm start optimizer state (SAPO_WARMSTART_OPTIMIZER=1; a base model made before it was "
-                  "saved: delete %s and run bin/learner warmstart)", path, cfg.base);
+                  "saved: delete %s and run bin/learner warmstart)",
+                  path, cfg.base);
     adamw_t *opt = have == 0 || from_base ? adamw_load(path, model_num_params(pol->model))
                                           : adamw_new(model_num_params(pol->model));
     if (!opt) log_fatal("optimizer state %s: see the line above", path);
-    policy_t *ref = cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), cfg.system_prompt, err, sizeof err) : NULL;
+    policy_t *ref =
+        cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), cfg.system_prompt, err, sizeof err) : NULL;
     if (cfg.beta > 0 && !ref) log_fatal("reference model: %s", err);
     if (model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0 ||
         (ref && model_set_backend(ref->model, cfg.backend, err, sizeof err) != 0))
@@ -183,8 +191,8 @@ int main(int argc, char **argv)
                     free(line);
                     logged = st.round;
                     logged_version = st.version;
-                    log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)st.round,
-                             b.b.local_count, b.b.external_count, ls.loss, secs);
+                    log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s",
+                             (unsigned long long)st.round, b.b.local_count, b.b.external_count, ls.loss, secs);
                 }
             }
         }
@@ -196,8 +204,7 @@ int main(int argc, char **argv)
             if (st.round % (uint64_t)hold == 0 || held.n >= hold) {
                 if (ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0)
                     log_error("checkpoint of round %llu: %s", (unsigned long long)st.round, err);
-                else
-                    held_ack(&held, batches);
+                else held_ack(&held, batches);
             }
         } else {
             wire_consumer_ack(batches, r->id);

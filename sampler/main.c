@@ -29,28 +29,28 @@ typedef struct {
     config_t cfg;
     task_mix_t *mix;
     assembly_t *asm_;
-    screen_t *screen;         /* checks every record drawn from the pool */
+    screen_t *screen; /* checks every record drawn from the pool */
     pool_t *pool;
     identity_t *id;
-    bool registered;          /* our key is in the pool's Redis as far as we know */
+    bool registered; /* our key is in the pool's Redis as far as we know */
     wire_producer_t *tasks, *external, *batches;
     wire_consumer_t *scored;
     wire_subscriber_t *policy;
     uint64_t version, round, next_task;
-    uint64_t learner_round;   /* last round the learner applied */
-    long in_flight;           /* own tasks sent, not yet back scored */
-    int64_t last_progress;    /* when a scored rollout or a learner notice last came */
-    long external_pending;    /* external groups sent to the verifier */
+    uint64_t learner_round; /* last round the learner applied */
+    long in_flight;         /* own tasks sent, not yet back scored */
+    int64_t last_progress;  /* when a scored rollout or a learner notice last came */
+    long external_pending;  /* external groups sent to the verifier */
     long published, pool_errors, external_unscorable;
-    long pool_failing;        /* failed pool calls since the last that worked */
+    long pool_failing;         /* failed pool calls since the last that worked */
     char pool_last_error[512]; /* the last pool error logged */
-    int64_t pool_failed_at;   /* when a pool call last failed */
-    bool pool_outage_logged;  /* a failure was logged since calls last worked */
-    bool pool_dry;            /* the pool has nothing more for us this round */
-    int requests;             /* pool requests this round */
+    int64_t pool_failed_at;    /* when a pool call last failed */
+    bool pool_outage_logged;   /* a failure was logged since calls last worked */
+    bool pool_dry;             /* the pool has nothing more for us this round */
+    int requests;              /* pool requests this round */
     bool fallback_logged;
-    double scored_reward;     /* sum of the rewards of own completions scored since the last batch */
-    long scored_completions;  /* and their count: the reward before local-filter picks groups */
+    double scored_reward;    /* sum of the rewards of own completions scored since the last batch */
+    long scored_completions; /* and their count: the reward before local-filter picks groups */
     double pool_seconds;
     double transport_seconds; /* generator done -> sampler, less verification */
 } sampler_t;
@@ -63,9 +63,15 @@ static void send_task(sampler_t *s)
     if (task_mix_draw(s->mix, index, &e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
     char *meta = cJSON_PrintUnformatted(e.metadata);
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset");
-    rec_task_t t = {.task_id = index, .family = cJSON_IsString(fam) ? fam->valuestring : "", .question = e.question,
-                    .answer = e.answer, .metadata_json = meta, .seed = s->cfg.seed, .index = index,
-                    .node = s->cfg.node, .round = s->round};
+    rec_task_t t = {.task_id = index,
+                    .family = cJSON_IsString(fam) ? fam->valuestring : "",
+                    .question = e.question,
+                    .answer = e.answer,
+                    .metadata_json = meta,
+                    .seed = s->cfg.seed,
+                    .index = index,
+                    .node = s->cfg.node,
+                    .round = s->round};
     uint8_t *buf;
     size_t len;
     if (rec_task_build(&t, &buf, &len) == 0 && wire_producer_send(s->tasks, buf, len) == 0) s->in_flight++;
@@ -224,8 +230,7 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
             uint8_t *entry = registered(s) ? identity_seal(s->id, buf, r->size, &len) : NULL;
             if (entry && pool_publish(s->pool, s->cfg.node, s->round, entry, len, err, sizeof err) == 0)
                 s->published++, pool_worked(s);
-            else if (entry)
-                pool_failed(s, err);
+            else if (entry) pool_failed(s, err);
             free(entry);
             s->pool_seconds += (zclock_mono() - t0) / 1000.0;
         }
@@ -240,18 +245,19 @@ static void send_batch(sampler_t *s)
     long pool_size = pool_size_total(s->pool), missing, bad_nodes;
     pool_health(s->pool, &missing, &bad_nodes);
     screen_json(s->screen, screened, sizeof screened);
-    snprintf(stats, sizeof stats,
-             "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_dropped\":%ld,"
-             "\"local_zero_adv_kept\":%ld,\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
-             "\"external_unscorable\":%ld,\"pool_missing\":%ld,\"pool_bad_nodes\":%ld,\"screen\":%s,"
-             "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
-             "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
-             pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
-             a->local_zero_adv_kept, a->wrong_size_dropped,
-             a->duplicate_dropped, screen_rejected(s->screen), s->external_unscorable, missing, bad_nodes, screened,
-             a->fallback_batches, s->pool_errors,
-             s->scored_completions ? s->scored_reward / (double)s->scored_completions : 0.0, s->scored_completions,
-             s->pool_seconds, s->transport_seconds);
+    snprintf(
+        stats, sizeof stats,
+        "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_"
+        "dropped\":%ld,"
+        "\"local_zero_adv_kept\":%ld,\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
+        "\"external_unscorable\":%ld,\"pool_missing\":%ld,\"pool_bad_nodes\":%ld,\"screen\":%s,"
+        "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
+        "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
+        pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
+        a->local_zero_adv_kept, a->wrong_size_dropped, a->duplicate_dropped, screen_rejected(s->screen),
+        s->external_unscorable, missing, bad_nodes, screened, a->fallback_batches, s->pool_errors,
+        s->scored_completions ? s->scored_reward / (double)s->scored_completions : 0.0, s->scored_completions,
+        s->pool_seconds, s->transport_seconds);
     uint8_t *buf;
     size_t len;
     if (assembly_take(s->asm_, s->round, s->version, stats, &buf, &len) != 0) log_fatal("batch record too large");
@@ -259,7 +265,8 @@ static void send_batch(sampler_t *s)
     rec_free(buf);
     mem_release();
     if (a->fallback_batches && !s->fallback_logged) {
-        log_info("round %llu: too few external groups in the pool, filled with local ones", (unsigned long long)s->round);
+        log_info("round %llu: too few external groups in the pool, filled with local ones",
+                 (unsigned long long)s->round);
         s->fallback_logged = true;
     }
     s->round++;
@@ -300,8 +307,11 @@ int main(int argc, char **argv)
         !(s.policy = wire_subscriber_new(&ep, err, sizeof err)))
         log_fatal("%s", err);
     s.asm_ = assembly_new(&s.cfg);
-    screen_limits_t lim = {.node = s.cfg.node, .completions = s.cfg.completions, .max_record = (size_t)s.cfg.max_record,
-                           .max_text = (size_t)s.cfg.max_text, .dup_window = 4 * s.cfg.pool_max};
+    screen_limits_t lim = {.node = s.cfg.node,
+                           .completions = s.cfg.completions,
+                           .max_record = (size_t)s.cfg.max_record,
+                           .max_text = (size_t)s.cfg.max_text,
+                           .dup_window = 4 * s.cfg.pool_max};
     if (!(s.screen = screen_new(&lim))) log_fatal("out of memory (screen)");
 
     /* rounds continue from the learner's: its first notice says where */
@@ -349,7 +359,8 @@ int main(int argc, char **argv)
             wire_record_destroy(&r);
         }
         if (s.cfg.external_groups > 0 && !s.pool_dry && s.external_pending == 0 &&
-            assembly_external(s.asm_) < (size_t)s.cfg.external_groups && assembly_local(s.asm_) >= (size_t)s.cfg.local_groups)
+            assembly_external(s.asm_) < (size_t)s.cfg.external_groups &&
+            assembly_local(s.asm_) >= (size_t)s.cfg.local_groups)
             request_external(&s);
         /* one batch queued behind the one in training at most, so groups stay fresh */
         bool learner_free = s.round <= s.learner_round + 2;

@@ -20,7 +20,8 @@
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "views hand out pointers to FlatBuffers' little-endian arrays");
 
-namespace {
+namespace
+{
 
 using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
@@ -115,8 +116,7 @@ rec_kind_t check(const void *buf, size_t len, rec_kind_t want, char *err, size_t
         return REC_UNKNOWN;
     }
     if (reinterpret_cast<uintptr_t>(buf) % REC_ALIGN) {
-        set_err(err, errlen, "record at address %p is not %d-byte aligned (copy it with rec_aligned)",
-                buf, REC_ALIGN);
+        set_err(err, errlen, "record at address %p is not %d-byte aligned (copy it with rec_aligned)", buf, REC_ALIGN);
         return REC_UNKNOWN;
     }
     rec_kind_t kind = rec_identify(buf, len);
@@ -127,17 +127,15 @@ rec_kind_t check(const void *buf, size_t len, rec_kind_t want, char *err, size_t
             id[i] = c >= ' ' && c <= '~' ? static_cast<char>(c) : '?';
         }
         id[4] = '\0';
-        if (want == REC_UNKNOWN)
-            set_err(err, errlen, "record has unknown file identifier '%s'", id);
+        if (want == REC_UNKNOWN) set_err(err, errlen, "record has unknown file identifier '%s'", id);
         else
-            set_err(err, errlen, "expected a %s record (identifier '%s'), got identifier '%s'",
-                    kind_names[want], identifier(want), id);
+            set_err(err, errlen, "expected a %s record (identifier '%s'), got identifier '%s'", kind_names[want],
+                    identifier(want), id);
         return REC_UNKNOWN;
     }
     flatbuffers::Verifier v(static_cast<const uint8_t *>(buf), len, verifier_options());
     if (!verify_kind(kind, v) || !deprecated_ok(kind, buf, v)) {
-        set_err(err, errlen, "%s record of %zu bytes fails FlatBuffers verification",
-                kind_names[kind], len);
+        set_err(err, errlen, "%s record of %zu bytes fails FlatBuffers verification", kind_names[kind], len);
         return REC_UNKNOWN;
     }
     return kind;
@@ -145,10 +143,7 @@ rec_kind_t check(const void *buf, size_t len, rec_kind_t want, char *err, size_t
 
 const char *str(const flatbuffers::String *s) { return s ? s->c_str() : ""; }
 
-Offset<flatbuffers::String> opt_string(FlatBufferBuilder &fbb, const char *s)
-{
-    return s ? fbb.CreateString(s) : 0;
-}
+Offset<flatbuffers::String> opt_string(FlatBufferBuilder &fbb, const char *s) { return s ? fbb.CreateString(s) : 0; }
 
 Offset<sapo::Task> task_offset(FlatBufferBuilder &fbb, const rec_task_t *t)
 {
@@ -157,8 +152,7 @@ Offset<sapo::Task> task_offset(FlatBufferBuilder &fbb, const rec_task_t *t)
     auto answer = opt_string(fbb, t->answer);
     auto metadata = opt_string(fbb, t->metadata_json);
     auto node = opt_string(fbb, t->node);
-    return sapo::CreateTask(fbb, t->task_id, family, question, answer, metadata, t->seed, t->index,
-                            node, t->round);
+    return sapo::CreateTask(fbb, t->task_id, family, question, answer, metadata, t->seed, t->index, node, t->round);
 }
 
 Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t *r)
@@ -175,15 +169,13 @@ Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t
     auto model = opt_string(fbb, r->model);
     auto task = task_offset(fbb, &r->task);
     auto cvec = fbb.CreateVector(comps);
-    return sapo::CreateRollout(fbb, node, r->policy_version, r->round, model, task, cvec,
-                               r->created_ms, r->external, r->scored, r->gen_ms, r->verify_ms, r->pool_age_ms,
-                               r->pool_age_rounds);
+    return sapo::CreateRollout(fbb, node, r->policy_version, r->round, model, task, cvec, r->created_ms, r->external,
+                               r->scored, r->gen_ms, r->verify_ms, r->pool_age_ms, r->pool_age_rounds);
 }
 
 // Builds with one builder per thread, reused so that steady traffic does not
 // reallocate; a builder grown by a huge record gives its memory back.
-template <typename Fill>
-int build(rec_kind_t kind, uint8_t **buf, size_t *len, Fill fill) noexcept
+template <typename Fill> int build(rec_kind_t kind, uint8_t **buf, size_t *len, Fill fill) noexcept
 {
     *buf = nullptr;
     *len = 0;
@@ -288,7 +280,7 @@ void nonfinite_to_null(std::string &text)
     text.swap(out);
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -299,8 +291,7 @@ int rec_task_build(const rec_task_t *in, uint8_t **buf, size_t *len)
 
 int rec_rollout_build(const rec_rollout_t *in, uint8_t **buf, size_t *len)
 {
-    return build(REC_ROLLOUT, buf, len,
-                 [in](FlatBufferBuilder &fbb) { return rollout_offset(fbb, in); });
+    return build(REC_ROLLOUT, buf, len, [in](FlatBufferBuilder &fbb) { return rollout_offset(fbb, in); });
 }
 
 int rec_batch_build(const rec_batch_t *in, uint8_t **buf, size_t *len)
@@ -311,8 +302,8 @@ int rec_batch_build(const rec_batch_t *in, uint8_t **buf, size_t *len)
         auto node = opt_string(fbb, in->node);
         auto gvec = fbb.CreateVector(groups);
         auto stats = opt_string(fbb, in->stats_json);
-        return sapo::CreateBatch(fbb, node, in->round, in->policy_version, gvec, in->local_count,
-                                 in->external_count, stats);
+        return sapo::CreateBatch(fbb, node, in->round, in->policy_version, gvec, in->local_count, in->external_count,
+                                 stats);
     });
 }
 
@@ -401,8 +392,8 @@ int rec_policy_view(const void *buf, size_t len, rec_policy_t *out, char *err, s
 
 void rec_rollout_completion(const rec_rollout_view_t *v, size_t i, rec_completion_t *out)
 {
-    const sapo::Completion *c = static_cast<const sapo::Rollout *>(v->table_)->completions()->Get(
-        static_cast<flatbuffers::uoffset_t>(i));
+    const sapo::Completion *c =
+        static_cast<const sapo::Rollout *>(v->table_)->completions()->Get(static_cast<flatbuffers::uoffset_t>(i));
     memset(out, 0, sizeof *out);
     out->text = str(c->text());
     if (auto ids = c->token_ids()) {
@@ -419,8 +410,7 @@ void rec_rollout_completion(const rec_rollout_view_t *v, size_t i, rec_completio
 
 void rec_batch_group(const rec_batch_view_t *v, size_t i, rec_rollout_view_t *out)
 {
-    rollout_read(static_cast<const sapo::Batch *>(v->table_)->groups()->Get(
-                     static_cast<flatbuffers::uoffset_t>(i)),
+    rollout_read(static_cast<const sapo::Batch *>(v->table_)->groups()->Get(static_cast<flatbuffers::uoffset_t>(i)),
                  out);
 }
 
@@ -431,8 +421,7 @@ void rec_rollout_unpack(const rec_rollout_view_t *v, rec_rollout_t *out, rec_com
     out->completions = comps;
 }
 
-int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, bool scored,
-                      char *err, size_t errlen)
+int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, bool scored, char *err, size_t errlen)
 {
     if (check(buf, len, REC_ROLLOUT, err, errlen) == REC_UNKNOWN) return -1;
     sapo::Rollout *r = sapo::GetMutableRollout(buf);
@@ -487,8 +476,7 @@ char *rec_to_json(const void *buf, size_t len, char *err, size_t errlen)
             set_err(err, errlen, "%s record has a string that is not valid UTF-8", kind_names[kind]);
             return nullptr;
         }
-        if (text.find("nan") != std::string::npos || text.find("inf") != std::string::npos)
-            nonfinite_to_null(text);
+        if (text.find("nan") != std::string::npos || text.find("inf") != std::string::npos) nonfinite_to_null(text);
         char *out = static_cast<char *>(malloc(text.size() + 1));
         if (!out) {
             set_err(err, errlen, "out of memory for %zu bytes of JSON", text.size());
@@ -502,4 +490,4 @@ char *rec_to_json(const void *buf, size_t len, char *err, size_t errlen)
     }
 }
 
-}  // extern "C"
+} // extern "C"

@@ -32,17 +32,17 @@ extern "C" {
 
 typedef enum {
     REC_UNKNOWN = 0,
-    REC_TASK,     /* identifier "STSK" */
-    REC_ROLLOUT,  /* "SROL" */
-    REC_BATCH,    /* "SBAT" */
-    REC_POLICY,   /* "SPOL" */
+    REC_TASK,    /* identifier "STSK" */
+    REC_ROLLOUT, /* "SROL" */
+    REC_BATCH,   /* "SBAT" */
+    REC_POLICY,  /* "SPOL" */
 } rec_kind_t;
 
 typedef struct {
     uint64_t task_id;
     const char *family;
     const char *question;
-    const char *answer;        /* ground truth */
+    const char *answer; /* ground truth */
     const char *metadata_json;
     uint64_t seed;
     uint64_t index;
@@ -52,9 +52,9 @@ typedef struct {
 
 typedef struct {
     const char *text;
-    const int32_t *token_ids;  /* n_tokens entries, or NULL */
+    const int32_t *token_ids; /* n_tokens entries, or NULL */
     size_t n_tokens;
-    const float *logprobs;     /* n_logprobs entries, or NULL */
+    const float *logprobs; /* n_logprobs entries, or NULL */
     size_t n_logprobs;
     float reward;
     bool finished;
@@ -71,8 +71,8 @@ typedef struct {
     uint64_t created_ms;
     bool external;
     bool scored;
-    uint32_t gen_ms;    /* time the generator spent sampling the group */
-    uint32_t verify_ms; /* time the verifier spent scoring it */
+    uint32_t gen_ms;          /* time the generator spent sampling the group */
+    uint32_t verify_ms;       /* time the verifier spent scoring it */
     uint64_t pool_age_ms;     /* external: ms since it was published, when drawn */
     uint32_t pool_age_rounds; /* external: the publisher's rounds since, when drawn */
 } rec_rollout_t;
@@ -153,8 +153,7 @@ void rec_rollout_unpack(const rec_rollout_view_t *v, rec_rollout_t *out, rec_com
  * or -1 with the reason in err (failed verification, a count mismatch, or a
  * buffer whose reward or scored field was left out by its producer: rebuild
  * it with rec_rollout_unpack and rec_rollout_build instead). */
-int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, bool scored,
-                      char *err, size_t errlen);
+int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, bool scored, char *err, size_t errlen);
 
 /* Overwrites verify_ms in place in a buffer the caller owns. 0, or -1 with
  * the reason in err. */

@@ -5,7 +5,8 @@
 set -eu
 need=(build-essential pkg-config libzmq3-dev libczmq-dev flatbuffers-compiler
       libflatbuffers-dev libhiredis-dev redis-server libopenblas-dev libcjson-dev
-      libpcre2-dev libutf8proc-dev libsodium-dev gnuplot-nox ruby-foreman)
+      libpcre2-dev libutf8proc-dev libsodium-dev gnuplot-nox ruby-foreman
+      clang-format)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -8,7 +8,8 @@
 
 /* the array called name in path (malloc'ed, *count values), or NULL with a
  * line on stderr */
-static float *golden_array(const char *path, const char *name, int *count) {
+static float *golden_array(const char *path, const char *name, int *count)
+{
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "cannot open %s\n", path);
@@ -19,7 +20,8 @@ static float *golden_array(const char *path, const char *name, int *count) {
     int n, c;
     while (!out && fscanf(f, "%63s", key) == 1) {
         if (key[0] == '#' || fscanf(f, "%d", &n) != 1 || strcmp(key, name) != 0) {
-            while ((c = fgetc(f)) != '\n' && c != EOF) {}
+            while ((c = fgetc(f)) != '\n' && c != EOF) {
+            }
             continue;
         }
         out = malloc((n ? n : 1) * sizeof *out);
@@ -32,8 +34,7 @@ static float *golden_array(const char *path, const char *name, int *count) {
         *count = n;
     }
     fclose(f);
-    if (!out)
-        fprintf(stderr, "%s: no array %s\n", path, name);
+    if (!out) fprintf(stderr, "%s: no array %s\n", path, name);
     return out;
 }
 

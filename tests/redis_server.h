@@ -79,8 +79,8 @@ static inline int redis_server_start(redis_server_t *rs, int port)
     snprintf(logfile, sizeof logfile, "%s/redis.log", rs->dir);
     rs->pid = fork();
     if (rs->pid == 0) {
-        char *argv[] = {"redis-server", "--port", portstr, "--bind", "127.0.0.1", "--dir", rs->dir,
-                        "--save", "", "--appendonly", "no", "--logfile", logfile, NULL};
+        char *argv[] = {"redis-server", "--port", portstr,        "--bind", "127.0.0.1", "--dir", rs->dir,
+                        "--save",       "",       "--appendonly", "no",     "--logfile", logfile, NULL};
         execvp(argv[0], argv);
         _exit(127);
     }
@@ -90,9 +90,7 @@ static inline int redis_server_start(redis_server_t *rs, int port)
         if (waitpid(rs->pid, &status, WNOHANG) == rs->pid) {
             rs->pid = 0;
             snprintf(rs->why, sizeof rs->why, "redis-server %s (see %s)",
-                     WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "is not installed"
-                                                                    : "exited at start",
-                     logfile);
+                     WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "is not installed" : "exited at start", logfile);
             return -1;
         }
         struct timespec ts = {0, 20000000};

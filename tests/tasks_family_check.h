@@ -11,14 +11,16 @@
 
 #include "tasks/task.h"
 
-static inline double family_now(void) {
+static inline double family_now(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* a complete config from JSON text (NULL for the defaults) */
-static inline cJSON *family_config(const task_family_t *f, const char *json) {
+static inline cJSON *family_config(const task_family_t *f, const char *json)
+{
     char err[256] = "";
     cJSON *user = json ? cJSON_Parse(json) : NULL;
     cJSON *config = task_family_config(f, user, err, sizeof err);
@@ -27,7 +29,8 @@ static inline cJSON *family_config(const task_family_t *f, const char *json) {
     return config;
 }
 
-static inline char *family_entry_text(const task_entry_t *e) {
+static inline char *family_entry_text(const task_entry_t *e)
+{
     cJSON *j = task_entry_to_json(e);
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -40,7 +43,8 @@ static inline char *family_entry_text(const task_entry_t *e) {
 typedef void (*family_entry_check_fn)(const task_entry_t *e);
 
 static inline void family_check_entries(const task_family_t *f, const char *config_json, uint64_t seed, int count,
-                                 family_entry_check_fn check) {
+                                        family_entry_check_fn check)
+{
     cJSON *config = family_config(f, config_json);
     if (!config) return;
     int failures = 0;
@@ -49,7 +53,10 @@ static inline void family_check_entries(const task_family_t *f, const char *conf
         char err[256] = "";
         int rc = f->generate(config, seed, (uint64_t)i, &a, err, sizeof err);
         EXPECTF(rc == 0, "%s entry %d: %s", f->name, i, err);
-        if (rc != 0) { failures++; continue; }
+        if (rc != 0) {
+            failures++;
+            continue;
+        }
         double s = f->score(a.answer, &a);
         EXPECTF(s == 1.0, "%s entry %d scores %g with its own answer %s", f->name, i, s, a.answer);
         failures += s != 1.0;
@@ -66,8 +73,9 @@ static inline void family_check_entries(const task_family_t *f, const char *conf
 }
 
 /* Each of n configs is refused with an error naming its field */
-static inline void family_check_bad_configs(const task_family_t *f, const char *const *configs, const char *const *fields,
-                                     int n) {
+static inline void family_check_bad_configs(const task_family_t *f, const char *const *configs,
+                                            const char *const *fields, int n)
+{
     for (int i = 0; i < n; i++) {
         char err[256] = "";
         cJSON *c = cJSON_Parse(configs[i]);
@@ -80,7 +88,8 @@ static inline void family_check_bad_configs(const task_family_t *f, const char *
 
 /* Generates n entries of the default config (a million with
  * SAPO_TEST_FULL=1) and prints the rate. */
-static inline void family_check_many(const task_family_t *f, int n) {
+static inline void family_check_many(const task_family_t *f, int n)
+{
     if (getenv("SAPO_TEST_FULL")) n = 1000000;
     cJSON *config = family_config(f, NULL);
     if (!config) return;
@@ -107,7 +116,8 @@ static inline void family_check_many(const task_family_t *f, int n) {
  * reasoning-gym's within 1e-6, and a line with a seed regenerates to the
  * same entry. Returns the number of answers checked, -1 when the file is
  * absent. */
-static inline int family_check_fixtures(const task_family_t *f, const char *path) {
+static inline int family_check_fixtures(const task_family_t *f, const char *path)
+{
     FILE *fp = fopen(path, "r");
     if (!fp) return -1;
     char *line = NULL;
@@ -132,7 +142,8 @@ static inline int family_check_fixtures(const task_family_t *f, const char *path
         e.answer = cJSON_IsString(a) ? a->valuestring : NULL;
         e.metadata = cJSON_GetObjectItemCaseSensitive(j, "metadata");
         const cJSON *pair;
-        cJSON_ArrayForEach(pair, pairs) {
+        cJSON_ArrayForEach(pair, pairs)
+        {
             const cJSON *r = cJSON_GetArrayItem(pair, 0), *want = cJSON_GetArrayItem(pair, 1);
             EXPECTF(r && cJSON_IsNumber(want), "%s:%d: a variant is not [response, score]", path, lines);
             if (!r || !cJSON_IsNumber(want)) continue;
@@ -151,7 +162,8 @@ static inline int family_check_fixtures(const task_family_t *f, const char *path
             EXPECTF(config && f->generate(config, (uint64_t)seed->valuedouble, index, &g, err, sizeof err) == 0,
                     "%s:%d: %s", path, lines, err);
             cJSON *want = cJSON_CreateObject(), *got = task_entry_to_json(&g);
-            cJSON_AddItemToObject(want, "question", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "question"), 1));
+            cJSON_AddItemToObject(want, "question",
+                                  cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "question"), 1));
             cJSON_AddItemToObject(want, "answer", cJSON_Duplicate(a, 1));
             cJSON_AddItemToObject(want, "metadata", cJSON_Duplicate(e.metadata, 1));
             EXPECTF(cJSON_Compare(want, got, 1), "%s:%d: seed %g index %llu generates another entry", path, lines,

@@ -15,9 +15,12 @@ static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool exter
     rec_completion_t c[16];
     for (int i = 0; i < cfg->completions; i++)
         c[i] = (rec_completion_t){.text = "<answer>2</answer>", .reward = (float)(i % 2)};
-    rec_rollout_t r = {.node = external ? "peer" : cfg->node, .policy_version = 0,
+    rec_rollout_t r = {.node = external ? "peer" : cfg->node,
+                       .policy_version = 0,
                        .task = {.task_id = task_id, .family = "basic_arithmetic", .question = "1 + 1 =", .answer = "2"},
-                       .completions = c, .n_completions = (size_t)cfg->completions, .external = external,
+                       .completions = c,
+                       .n_completions = (size_t)cfg->completions,
+                       .external = external,
                        .scored = true};
     size_t len;
     void *buf = rollout_buf(&r, &len); /* malloc'ed: assembly_add frees it */
@@ -36,22 +39,22 @@ static void test_duplicates_and_batches(void)
     add(a, &cfg, 1, false, true);
     add(a, &cfg, 1, false, false); /* the same task again */
     add(a, &cfg, 2, false, true);
-    add(a, &cfg, 1, true, true);   /* another node's task 1 is another question */
+    add(a, &cfg, 1, true, true); /* another node's task 1 is another question */
     EXPECT(assembly_stats(a)->duplicate_dropped == 1);
     EXPECT(assembly_repeat(a, 1) && assembly_repeat(a, 2) && !assembly_repeat(a, 3));
     EXPECT(assembly_local(a) == 2 && assembly_external(a) == 1);
     EXPECT(!assembly_ready(a, 0, false)); /* J = 2, one external */
     add(a, &cfg, 3, false, true);
     add(a, &cfg, 4, false, true);
-    EXPECT(assembly_ready(a, 0, true));  /* fallback: 4 local + 1 external */
+    EXPECT(assembly_ready(a, 0, true)); /* fallback: 4 local + 1 external */
     uint8_t *buf;
     size_t len;
     EXPECT(assembly_take(a, 0, 0, "{}", &buf, &len) == 0);
     rec_batch_view_t b;
     char err[128];
     EXPECT(rec_batch_view(buf, len, &b, err, sizeof err) == 0);
-    EXPECTF(b.b.local_count == 3 && b.b.external_count == 1, "batch of %u local, %u external",
-            b.b.local_count, b.b.external_count);
+    EXPECTF(b.b.local_count == 3 && b.b.external_count == 1, "batch of %u local, %u external", b.b.local_count,
+            b.b.external_count);
     EXPECT(assembly_stats(a)->fallback_batches == 1);
     rec_free(buf);
     /* the ids taken stay remembered after the batch */

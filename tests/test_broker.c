@@ -108,8 +108,7 @@ static pid_t spawn_producer(const char *dir, uint64_t first, uint64_t count)
  * everything (capture is bound last). */
 static pid_t start_broker_hwm(const char *dir, const char *hb, const char *hwm, const char *log)
 {
-    char *argv[] = {broker_bin, "--broker", (char *)dir, "--heartbeat-ms", (char *)hb, "--hwm",
-                    (char *)hwm, NULL};
+    char *argv[] = {broker_bin, "--broker", (char *)dir, "--heartbeat-ms", (char *)hb, "--hwm", (char *)hwm, NULL};
     pid_t pid = spawn(argv, NULL, log);
     char path[600];
     snprintf(path, sizeof path, "%s/capture", dir);
@@ -247,10 +246,8 @@ static long tap_read(zsock_t *tap, long *malformed)
         zmsg_t *m = zmsg_recv(tap);
         if (!m) break;
         zframe_t *name = zmsg_first(m), *rec = zmsg_next(m);
-        if (zmsg_size(m) == 2 && zframe_streq(name, "tasks") && zframe_size(rec) == RECORD_SIZE)
-            n++;
-        else
-            (*malformed)++;
+        if (zmsg_size(m) == 2 && zframe_streq(name, "tasks") && zframe_size(rec) == RECORD_SIZE) n++;
+        else (*malformed)++;
         zmsg_destroy(&m);
     }
     return n;
@@ -282,8 +279,7 @@ static void test_stream_kill_and_taps(void)
     zclock_sleep(200);
     pid_t prods[3];
     uint64_t per = TOTAL / 3;
-    for (int i = 0; i < 3; i++)
-        prods[i] = spawn_producer(dir, i * per, i == 2 ? TOTAL - 2 * per : per);
+    for (int i = 0; i < 3; i++) prods[i] = spawn_producer(dir, i * per, i == 2 ? TOTAL - 2 * per : per);
 
     tally_t *t = calloc(1, sizeof *t);
     int killed = 0, tap_phase = 0;
@@ -297,7 +293,8 @@ static void test_stream_kill_and_taps(void)
         if (!killed && t->distinct >= TOTAL * 3 / 10) {
             kill(cons[1].pid, SIGKILL);
             waitpid(cons[1].pid, NULL, 0);
-            while (read_keys(&cons[1], tally_killed, t)) {}
+            while (read_keys(&cons[1], tally_killed, t)) {
+            }
             killed_got = cons[1].got;
             close(cons[1].fd);
             cons[1] = (child_t){0};
@@ -325,17 +322,14 @@ static void test_stream_kill_and_taps(void)
     EXPECTF(missing == 0, "%ld of %d records never arrived", missing, TOTAL);
     EXPECT(t->bad == 0);
     EXPECTF(killed && killed_got > 0, "the killed consumer had processed %ld records", killed_got);
-    EXPECTF(dups <= CREDIT, "%ld duplicates, more than the killed consumer's credit %d", dups,
-            CREDIT);
-    EXPECTF(dups_elsewhere == 0, "%ld records duplicated that the killed consumer never had",
-            dups_elsewhere);
+    EXPECTF(dups <= CREDIT, "%ld duplicates, more than the killed consumer's credit %d", dups, CREDIT);
+    EXPECTF(dups_elsewhere == 0, "%ld records duplicated that the killed consumer never had", dups_elsewhere);
     EXPECTF(tapped > 0 && malformed == 0, "tap got %ld records, %ld malformed", tapped, malformed);
     long idle = 0, idle_bad = 0;
     idle = tap_read(idle_tap, &idle_bad);
     /* what a tap that never reads holds is bounded by the high-water marks
      * (broker 1000, tap 100) and the kernel's socket buffer */
-    EXPECTF(idle > 0 && idle < TOTAL / 10 && idle_bad == 0,
-            "a tap that never read holds %ld records", idle);
+    EXPECTF(idle > 0 && idle < TOTAL / 10 && idle_bad == 0, "a tap that never read holds %ld records", idle);
 
     for (int i = 0; i < 3; i++) EXPECT(wait_exit(prods[i], 10000) == 0);
     for (int i = 0; i < 2; i++) {
@@ -347,8 +341,8 @@ static void test_stream_kill_and_taps(void)
     EXPECT(wait_exit(broker, 10000) == 0);
     const char *text = slurp(log);
     EXPECTF(strstr(text, "lost") && strstr(text, "requeued"), "broker log:\n%s", text);
-    printf("  %d records, %ld duplicates after a kill (credit %d), tap saw %ld, idle tap %ld\n",
-           TOTAL, dups, CREDIT, tapped, idle);
+    printf("  %d records, %ld duplicates after a kill (credit %d), tap saw %ld, idle tap %ld\n", TOTAL, dups, CREDIT,
+           tapped, idle);
     zsock_destroy(&tap);
     zsock_destroy(&idle_tap);
     free(t);
@@ -373,10 +367,8 @@ static void test_silent_consumer(void)
     tally_t *t = calloc(1, sizeof *t);
     int64_t start = zclock_mono();
     collect(&b, t, 2 * CREDIT, 10000);
-    EXPECTF(t->distinct == 2 * CREDIT, "the live consumer got %ld of %d", t->distinct,
-            2 * CREDIT);
-    printf("  records of a stopped consumer taken over after %.1f s\n",
-           (zclock_mono() - start) / 1000.0);
+    EXPECTF(t->distinct == 2 * CREDIT, "the live consumer got %ld of %d", t->distinct, 2 * CREDIT);
+    printf("  records of a stopped consumer taken over after %.1f s\n", (zclock_mono() - start) / 1000.0);
     EXPECT(wait_exit(prod, 5000) == 0);
     kill(a.pid, SIGKILL);
     waitpid(a.pid, NULL, 0);
@@ -475,8 +467,9 @@ static int recv_notice(wire_subscriber_t *s, const char *want)
 {
     wire_record_t *r = wire_subscriber_recv(s, 3000);
     int ok = r && r->size == strlen(want) && memcmp(r->data, want, r->size) == 0;
-    if (!ok) fprintf(stderr, "  expected notice %s, got %.*s\n", want, r ? (int)r->size : 4,
-                     r ? (const char *)r->data : "none");
+    if (!ok)
+        fprintf(stderr, "  expected notice %s, got %.*s\n", want, r ? (int)r->size : 4,
+                r ? (const char *)r->data : "none");
     wire_record_destroy(&r);
     return ok;
 }

@@ -41,7 +41,10 @@ static const char *no_device(void)
     return skip_why;
 }
 
-#define NEED_DEVICE() do { if (no_device()) SKIP_TEST(skip_why); } while (0)
+#define NEED_DEVICE()                         \
+    do {                                      \
+        if (no_device()) SKIP_TEST(skip_why); \
+    } while (0)
 
 static void test_backend_names(void)
 {
@@ -194,8 +197,20 @@ static void test_train_memory(void)
 {
 #ifdef SAPO_HAVE_CUDA
     model_config_t c = {
-        .type = MODEL_QWEN2, .C = 896, .L = 24, .NH = 14, .NKV = 2, .HD = 64, .FF = 4864, .V = 151936,
-        .max_pos = 32768, .rope_theta = 1e6f, .rms_eps = 1e-6f, .tie = true, .qkv_bias = true, .bos_id = -1,
+        .type = MODEL_QWEN2,
+        .C = 896,
+        .L = 24,
+        .NH = 14,
+        .NKV = 2,
+        .HD = 64,
+        .FF = 4864,
+        .V = 151936,
+        .max_pos = 32768,
+        .rope_theta = 1e6f,
+        .rms_eps = 1e-6f,
+        .tie = true,
+        .qkv_bias = true,
+        .bos_id = -1,
     };
     size_t bytes = cuda_train_bytes(&c, 8, 1024);
     printf("  Qwen2.5-0.5B shape, B 8 x T 1,024: %.2f GiB on the device\n", bytes / 1073741824.0);
@@ -339,8 +354,7 @@ static int pair_open_as(pair_t *p, const char *name, const model_config_t *cfg, 
         p->tokens[i] = (int)(lcg(&s) % p->V);
         p->dlogp[i] = unif(&s) - 0.5f;
     }
-    for (int i = 0; i < p->N; i++)
-        p->targets[i] = i % p->T < 2 || i % p->T == p->T - 1 ? -1 : p->tokens[i + 1];
+    for (int i = 0; i < p->N; i++) p->targets[i] = i % p->T < 2 || i % p->T == p->T - 1 ? -1 : p->tokens[i + 1];
     return model_device(p->gpu) == 0 ? 0 : -1;
 }
 
@@ -354,9 +368,22 @@ static int pair_open(pair_t *p, const char *name) { return pair_open_as(p, name,
 static model_config_t edges_config(void)
 {
     model_config_t c = {
-        .type = MODEL_QWEN3, .C = 64, .L = 2, .NH = 4, .NKV = 2, .HD = 24, .FF = 128, .V = 1500,
-        .max_pos = 16384, .rope_theta = 10000.0f, .rms_eps = 1e-6f, .tie = false, .qkv_bias = false,
-        .bos_id = -1, .eos_ids = {3}, .n_eos = 1,
+        .type = MODEL_QWEN3,
+        .C = 64,
+        .L = 2,
+        .NH = 4,
+        .NKV = 2,
+        .HD = 24,
+        .FF = 128,
+        .V = 1500,
+        .max_pos = 16384,
+        .rope_theta = 10000.0f,
+        .rms_eps = 1e-6f,
+        .tie = false,
+        .qkv_bias = false,
+        .bos_id = -1,
+        .eos_ids = {3},
+        .n_eos = 1,
     };
     return c;
 }
@@ -397,8 +424,8 @@ static void check_forward_backward(pair_t p)
     EXPECT(model_sync_host(p.gpu) == 0);
     const model_t *c = p.cpu, *g = p.gpu;
     /* model_weights_t's order */
-    static const char *const tensors[MODEL_NUM_TENSORS] = {"wte", "ln1", "wq", "bq", "wk", "bk", "wv", "bv", "qn",
-                                                           "kn", "wo", "bo", "ln2", "wg", "wu", "wd", "lnf", "lm"};
+    static const char *const tensors[MODEL_NUM_TENSORS] = {"wte", "ln1", "wq", "bq",  "wk", "bk", "wv", "bv",  "qn",
+                                                           "kn",  "wo",  "bo", "ln2", "wg", "wu", "wd", "lnf", "lm"};
     size_t off = 0;
     for (int t = 0; t < MODEL_NUM_TENSORS; t++) {
         if (c->sizes[t]) {
@@ -848,11 +875,11 @@ static void test_generate_long(void)
 int main(int argc, char **argv)
 {
     /* test names given: only those run */
-#define RUN(fn)                                                                                                        \
-    do {                                                                                                               \
-        bool chosen_ = argc < 2;                                                                                       \
-        for (int i_ = 1; i_ < argc; i_++) chosen_ = chosen_ || strcmp(argv[i_], #fn) == 0;                           \
-        if (chosen_) RUN_TEST(fn);                                                                                     \
+#define RUN(fn)                                                                            \
+    do {                                                                                   \
+        bool chosen_ = argc < 2;                                                           \
+        for (int i_ = 1; i_ < argc; i_++) chosen_ = chosen_ || strcmp(argv[i_], #fn) == 0; \
+        if (chosen_) RUN_TEST(fn);                                                         \
     } while (0)
     RUN(test_backend_names);
     RUN(test_optimizer_step_cpu);
@@ -868,8 +895,9 @@ int main(int argc, char **argv)
     RUN(test_generate);
     RUN(test_generate_long);
 #else
-    const char *names[] = {"test_uniform",  "test_sample",          "test_forward_backward", "test_memory_accounting",
-                           "test_train_steps", "test_optimizer_state", "test_generate",         "test_generate_long"};
+    const char *names[] = {"test_uniform",           "test_sample",       "test_forward_backward",
+                           "test_memory_accounting", "test_train_steps",  "test_optimizer_state",
+                           "test_generate",          "test_generate_long"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

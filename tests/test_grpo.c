@@ -16,45 +16,47 @@
 
 /* |a - b| within rel of the larger plus an absolute floor: losses near 0
  * (group-centred advantages) carry only absolute meaning */
-#define EXPECT_CLOSE(a, b, rel, abs_) do { double a_ = (a), b_ = (b); \
-    if (!(fabs(a_ - b_) <= (rel) * fmax(fabs(a_), fabs(b_)) + (abs_))) { \
-    fprintf(stderr, "%s:%d: %s = %.9g vs %s = %.9g\n", __FILE__, __LINE__, #a, a_, #b, b_); \
-    check_failures++; } } while (0)
+#define EXPECT_CLOSE(a, b, rel, abs_)                                                               \
+    do {                                                                                            \
+        double a_ = (a), b_ = (b);                                                                  \
+        if (!(fabs(a_ - b_) <= fmax(fabs(a_), fabs(b_)) * (rel) + (abs_))) {                        \
+            fprintf(stderr, "%s:%d: %s = %.9g vs %s = %.9g\n", __FILE__, __LINE__, #a, a_, #b, b_); \
+            check_failures++;                                                                       \
+        }                                                                                           \
+    } while (0)
 
-static float *golden(const char *file, const char *name, int *count) {
+static float *golden(const char *file, const char *name, int *count)
+{
     char path[256];
     snprintf(path, sizeof path, GOLD "/%s", file);
     return golden_array(path, name, count);
 }
 
-static void test_advantages(void) {
+static void test_advantages(void)
+{
     int n, k;
     float *rewards = golden("advantages.txt", "rewards", &n);
     EXPECT(rewards != NULL);
-    if (!rewards)
-        return;
-    const char *names[] = { "group", "batch", "none" };
-    const grpo_scale_t scales[] = { GRPO_SCALE_GROUP, GRPO_SCALE_BATCH, GRPO_SCALE_NONE };
+    if (!rewards) return;
+    const char *names[] = {"group", "batch", "none"};
+    const grpo_scale_t scales[] = {GRPO_SCALE_GROUP, GRPO_SCALE_BATCH, GRPO_SCALE_NONE};
     float *adv = malloc(n * sizeof *adv);
     int *eights = malloc(n * sizeof *eights), *ones = malloc(n * sizeof *ones);
-    for (int i = 0; i < n; i++)
-        eights[i] = 8, ones[i] = 1;
+    for (int i = 0; i < n; i++) eights[i] = 8, ones[i] = 1;
     for (int s = 0; s < 3; s++) {
         float *want = golden("advantages.txt", names[s], &k);
         EXPECT(want && k == n);
         grpo_advantages(rewards, eights, n / 8, scales[s], adv);
-        for (int i = 0; want && i < n; i++)
-            EXPECT_CLOSE(adv[i], want[i], 1e-5, 1e-6);
+        for (int i = 0; want && i < n; i++) EXPECT_CLOSE(adv[i], want[i], 1e-5, 1e-6);
         free(want);
     }
     /* a group of one has std 0, as TRL sets it: advantage 0, no division by 0 */
     grpo_advantages(rewards, ones, n, GRPO_SCALE_GROUP, adv);
-    for (int i = 0; i < n; i++)
-        EXPECT(adv[i] == 0.0f);
+    for (int i = 0; i < n; i++) EXPECT(adv[i] == 0.0f);
     /* groups of different sizes: each centred on its own mean, the batch's
      * std over every reward */
-    const float r[5] = { 1, 0, 0.5f, 1, 1 };
-    const int sizes[2] = { 2, 3 };
+    const float r[5] = {1, 0, 0.5f, 1, 1};
+    const int sizes[2] = {2, 3};
     float a[5];
     grpo_advantages(r, sizes, 2, GRPO_SCALE_BATCH, a);
     double sd = sqrt((0.09 + 0.49 + 0.04 + 0.09 + 0.09) / 4); /* about the batch's mean, 0.7 */
@@ -68,16 +70,16 @@ static void test_advantages(void) {
     free(rewards);
 }
 
-static void test_loss_against_trl(void) {
+static void test_loss_against_trl(void)
+{
     enum { B = 6, T = 12, MAXLEN = 16 };
     int n;
     float *logp = golden("loss.txt", "logp", &n), *old = golden("loss.txt", "old_logp", &n);
     float *ref = golden("loss.txt", "ref_logp", &n), *mask = golden("loss.txt", "mask", &n);
     float *adv = golden("loss.txt", "adv", &n);
     EXPECT(logp && old && ref && mask && adv);
-    if (!logp || !old || !ref || !mask || !adv)
-        return;
-    const grpo_loss_type_t types[] = { GRPO_LOSS_GRPO, GRPO_LOSS_BNPO, GRPO_LOSS_DR_GRPO, GRPO_LOSS_DAPO };
+    if (!logp || !old || !ref || !mask || !adv) return;
+    const grpo_loss_type_t types[] = {GRPO_LOSS_GRPO, GRPO_LOSS_BNPO, GRPO_LOSS_DR_GRPO, GRPO_LOSS_DAPO};
     float dlogp[B * T];
     float *ncases = golden("loss.txt", "cases", &n);
     int cases = ncases ? (int)ncases[0] : 0;
@@ -102,15 +104,14 @@ static void test_loss_against_trl(void) {
         float loss = grpo_loss(&p, B, T, logp, cs[1] != 0.0f ? old : NULL, ref, mask, adv, dlogp, &st);
         int f0 = check_failures;
         EXPECT_CLOSE(loss, want_loss[0], 1e-5, 1e-7);
-        for (int i = 0; i < B * T; i++)
-            EXPECT_CLOSE(dlogp[i], want_d[i], 1e-5, 1e-8);
+        for (int i = 0; i < B * T; i++) EXPECT_CLOSE(dlogp[i], want_d[i], 1e-5, 1e-8);
         EXPECT_CLOSE(st.clip_low, want_s[0], 1e-6, 1e-7);
         EXPECT_CLOSE(st.clip_high, want_s[1], 1e-6, 1e-7);
         EXPECT_CLOSE(st.clip_region, want_s[2], 1e-6, 1e-7);
         EXPECT_CLOSE(st.kl, want_s[3], 1e-5, 1e-7);
         if (check_failures != f0)
-            fprintf(stderr, "  in case %d (loss type %d, old %g, beta %g, delta %g, bias correction %g)\n",
-                    c, (int)cs[0], cs[1], cs[2], cs[3], cs[4]);
+            fprintf(stderr, "  in case %d (loss type %d, old %g, beta %g, delta %g, bias correction %g)\n", c,
+                    (int)cs[0], cs[1], cs[2], cs[3], cs[4]);
         free(cs);
         free(want_loss);
         free(want_d);
@@ -130,7 +131,8 @@ typedef struct {
 
 static void adam_gold_free(adam_gold_t *g);
 
-static int adam_gold_load(adam_gold_t *g) {
+static int adam_gold_load(adam_gold_t *g)
+{
     int k;
     g->hyper = golden("adamw.txt", "hyper", &k);
     g->init = golden("adamw.txt", "init", &g->n);
@@ -145,25 +147,31 @@ static int adam_gold_load(adam_gold_t *g) {
     ok = (g->m = golden("adamw.txt", "m", &k)) && ok;
     ok = (g->v = golden("adamw.txt", "v", &k)) && ok;
     EXPECTF(ok, "golden adamw.txt incomplete: rerun tests/oracle/grpo_golden.py");
-    if (!ok)
-        adam_gold_free(g);
+    if (!ok) adam_gold_free(g);
     return ok;
 }
 
-static void adam_gold_free(adam_gold_t *g) {
-    free(g->hyper); free(g->init); free(g->norms); free(g->final); free(g->m); free(g->v);
-    for (int s = 0; s < 6; s++)
-        free(g->grad[s]);
+static void adam_gold_free(adam_gold_t *g)
+{
+    free(g->hyper);
+    free(g->init);
+    free(g->norms);
+    free(g->final);
+    free(g->m);
+    free(g->v);
+    for (int s = 0; s < 6; s++) free(g->grad[s]);
 }
 
-static adamw_params_t adam_hyper(const adam_gold_t *g) {
-    return (adamw_params_t){ .lr = g->hyper[0], .beta1 = g->hyper[1], .beta2 = g->hyper[2],
-                             .eps = g->hyper[3], .weight_decay = g->hyper[4] };
+static adamw_params_t adam_hyper(const adam_gold_t *g)
+{
+    return (adamw_params_t){
+        .lr = g->hyper[0], .beta1 = g->hyper[1], .beta2 = g->hyper[2], .eps = g->hyper[3], .weight_decay = g->hyper[4]};
 }
 
 /* steps [from, to) of the golden run: clip, then step; returns failures of
  * the clip norms */
-static void adam_run(const adam_gold_t *g, adamw_t *opt, float *params, int from, int to) {
+static void adam_run(const adam_gold_t *g, adamw_t *opt, float *params, int from, int to)
+{
     adamw_params_t hp = adam_hyper(g);
     float *grads = malloc(g->n * sizeof *grads);
     for (int s = from; s < to; s++) {
@@ -175,27 +183,26 @@ static void adam_run(const adam_gold_t *g, adamw_t *opt, float *params, int from
     free(grads);
 }
 
-static adamw_t *adam_new_gold(const adam_gold_t *g) {
+static adamw_t *adam_new_gold(const adam_gold_t *g)
+{
     adamw_t *opt = adamw_new(g->n);
     EXPECT(adamw_no_decay(opt, (size_t)g->hyper[6], (size_t)g->hyper[7]) == 0);
     return opt;
 }
 
-static void test_adamw_against_torch(void) {
-    adam_gold_t g = { 0 };
-    if (!adam_gold_load(&g))
-        return;
+static void test_adamw_against_torch(void)
+{
+    adam_gold_t g = {0};
+    if (!adam_gold_load(&g)) return;
     adamw_t *opt = adam_new_gold(&g);
     float *params = malloc(g.n * sizeof *params);
     memcpy(params, g.init, g.n * sizeof *params);
     adam_run(&g, opt, params, 0, 6);
     EXPECT(adamw_steps(opt) == 6);
-    for (int i = 0; i < g.n; i++)
-        EXPECT_CLOSE(params[i], g.final[i], 1e-6, 1e-7);
+    for (int i = 0; i < g.n; i++) EXPECT_CLOSE(params[i], g.final[i], 1e-6, 1e-7);
     /* clipping scaled some steps and not others: both paths ran */
     int clipped = 0;
-    for (int s = 0; s < 6; s++)
-        clipped += g.norms[s] > g.hyper[5];
+    for (int s = 0; s < 6; s++) clipped += g.norms[s] > g.hyper[5];
     EXPECT(clipped > 0 && clipped < 6);
     free(params);
     adamw_destroy(&opt);
@@ -209,18 +216,17 @@ static void test_adamw_against_torch(void) {
     EXPECT(small && norm && small_clipped);
     if (small && norm && small_clipped) {
         EXPECT_CLOSE(grad_clip_norm(small, n, 2e-6f), norm[0], 1e-6, 0);
-        for (int i = 0; i < n; i++)
-            EXPECT_CLOSE(small[i], small_clipped[i], 1e-6, 0);
+        for (int i = 0; i < n; i++) EXPECT_CLOSE(small[i], small_clipped[i], 1e-6, 0);
     }
     free(small);
     free(norm);
     free(small_clipped);
 }
 
-static void test_adamw_state_file(void) {
-    adam_gold_t g = { 0 };
-    if (!adam_gold_load(&g))
-        return;
+static void test_adamw_state_file(void)
+{
+    adam_gold_t g = {0};
+    if (!adam_gold_load(&g)) return;
     char dir[] = "/tmp/sapo_adamw_XXXXXX", path[128], tmp[140];
     EXPECT(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/optimizer.bin", dir);
@@ -240,8 +246,7 @@ static void test_adamw_state_file(void) {
     if (opt) {
         EXPECT(adamw_steps(opt) == 3);
         adam_run(&g, opt, params, 3, 6);
-        for (int i = 0; i < g.n; i++)
-            EXPECT_CLOSE(params[i], g.final[i], 1e-6, 1e-7);
+        for (int i = 0; i < g.n; i++) EXPECT_CLOSE(params[i], g.final[i], 1e-6, 1e-7);
         adamw_destroy(&opt);
     }
 
@@ -261,7 +266,7 @@ static void test_adamw_state_file(void) {
         EXPECT(fread(bytes, 1, size, src) == (size_t)size);
         fclose(src);
     }
-    const long cuts[] = { 4, 30, 48, size - 1 };
+    const long cuts[] = {4, 30, 48, size - 1};
     for (size_t c = 0; bytes && c < sizeof cuts / sizeof *cuts; c++) {
         snprintf(bad, sizeof bad, "%s/cut%zu.bin", dir, c);
         FILE *f = fopen(bad, "wb");
@@ -300,18 +305,18 @@ static void test_adamw_state_file(void) {
     adam_gold_free(&g);
 }
 
-static void test_no_decay_ranges(void) {
+static void test_no_decay_ranges(void)
+{
     adamw_t *opt = adamw_new(100);
     EXPECT(adamw_no_decay(opt, 50, 10) == 0);
     EXPECT(adamw_no_decay(opt, 10, 5) == 0);
-    EXPECT(adamw_no_decay(opt, 60, 40) == 0);  /* touching is fine */
-    EXPECT(adamw_no_decay(opt, 55, 2) == -1);  /* inside an earlier one */
-    EXPECT(adamw_no_decay(opt, 5, 6) == -1);   /* overlapping the start of one */
-    EXPECT(adamw_no_decay(opt, 99, 2) == -1);  /* past the end */
+    EXPECT(adamw_no_decay(opt, 60, 40) == 0); /* touching is fine */
+    EXPECT(adamw_no_decay(opt, 55, 2) == -1); /* inside an earlier one */
+    EXPECT(adamw_no_decay(opt, 5, 6) == -1);  /* overlapping the start of one */
+    EXPECT(adamw_no_decay(opt, 99, 2) == -1); /* past the end */
     /* no gradient, no moments: only decayed parameters move */
-    float params[100], grads[100] = { 0 };
-    for (int i = 0; i < 100; i++)
-        params[i] = 1.0f;
+    float params[100], grads[100] = {0};
+    for (int i = 0; i < 100; i++) params[i] = 1.0f;
     adamw_params_t hp = adamw_params_default();
     hp.weight_decay = 0.5f;
     adamw_step(opt, &hp, params, grads);
@@ -324,10 +329,11 @@ static void test_no_decay_ranges(void) {
 
 /* dL/dlogp against central differences of the loss, with masked tokens
  * getting exactly 0 */
-static void test_gradient_finite_differences(void) {
+static void test_gradient_finite_differences(void)
+{
     enum { B = 4, T = 5 };
     float logp[B * T], old[B * T], mask[B * T], d_all[B * T], d_row[B * T];
-    float adv[B] = { 1.2f, -0.4f, 0.0f, -0.8f };
+    float adv[B] = {1.2f, -0.4f, 0.0f, -0.8f};
     for (int i = 0; i < B * T; i++) {
         logp[i] = -0.1f * (i % 7) - 0.05f;
         old[i] = logp[i] + 0.05f * ((i * 37 % 11) - 5);
@@ -338,14 +344,12 @@ static void test_gradient_finite_differences(void) {
     float d_sum = 0.0f;
     for (int i = 0; i < B * T; i++) {
         d_sum += fabsf(d_all[i]);
-        if (!mask[i])
-            EXPECT(d_all[i] == 0.0f);
+        if (!mask[i]) EXPECT(d_all[i] == 0.0f);
     }
     EXPECT(d_sum > 0.0f);
     /* finite differences of the loss against the analytic gradient */
     for (int i = 0; i < B * T; i++) {
-        if (!mask[i])
-            continue;
+        if (!mask[i]) continue;
         float keep = logp[i], h = 1e-3f;
         logp[i] = keep + h;
         float up = grpo_loss(&p, B, T, logp, old, NULL, mask, adv, d_row, NULL);
@@ -359,7 +363,8 @@ static void test_gradient_finite_differences(void) {
 /* ratio_min and where it is, on a batch of 2 x 3 by hand: the ratios
  * exp(logp - old) are 1, e^-1, (masked: e^-5), e^0.5, e^-2, 1; the
  * smallest counted is e^-2, at cell 4 */
-static void test_ratio_min_at(void) {
+static void test_ratio_min_at(void)
+{
     grpo_params_t p = grpo_params_default(3);
     const float logp[6] = {-1, -2, -6, -0.5f, -3, -1}, old[6] = {-1, -1, -1, -1, -1, -1};
     const float mask[6] = {1, 1, 0, 1, 1, 1}, adv[2] = {1, -1};
@@ -373,7 +378,8 @@ static void test_ratio_min_at(void) {
     EXPECTF(st.ratio_min_at == -1, "no token counted: at %ld", st.ratio_min_at);
 }
 
-int main(void) {
+int main(void)
+{
     RUN_TEST(test_advantages);
     RUN_TEST(test_ratio_min_at);
     RUN_TEST(test_loss_against_trl);

@@ -39,14 +39,28 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
         for (size_t t = 0; t < n; t++) ids[k][t] = (unsigned char)text[k][t], lp[k][t] = -20.0f;
         if (step_bad_ids) ids[k][0] = 'X';
         if (step_one_likely && k == 1) lp[k][8] = 0.0f; /* the '9': its ratio the one below 1 */
-        c[k] = (rec_completion_t){.text = text[k], .token_ids = ids[k], .n_tokens = n, .logprobs = lp[k],
-                                  .n_logprobs = n, .reward = (float)(k == 0), .finished = k == 0};
+        c[k] = (rec_completion_t){.text = text[k],
+                                  .token_ids = ids[k],
+                                  .n_tokens = n,
+                                  .logprobs = lp[k],
+                                  .n_logprobs = n,
+                                  .reward = (float)(k == 0),
+                                  .finished = k == 0};
     }
-    rec_rollout_t g = {.node = step_external ? "peer" : cfg.node, .model = pol->name,
+    rec_rollout_t g = {.node = step_external ? "peer" : cfg.node,
+                       .model = pol->name,
                        .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4."},
-                       .completions = c, .n_completions = 2, .scored = true, .external = step_external};
-    rec_batch_t b = {.node = cfg.node, .round = 1, .groups = &g, .n_groups = 1, .local_count = !step_external,
-                     .external_count = step_external, .stats_json = "{}"};
+                       .completions = c,
+                       .n_completions = 2,
+                       .scored = true,
+                       .external = step_external};
+    rec_batch_t b = {.node = cfg.node,
+                     .round = 1,
+                     .groups = &g,
+                     .n_groups = 1,
+                     .local_count = !step_external,
+                     .external_count = step_external,
+                     .stats_json = "{}"};
     uint8_t *buf;
     size_t len;
     rec_batch_view_t v;
@@ -68,9 +82,11 @@ static void test_mask_truncated(void)
     EXPECT(step(off, 2, &all) == 0);
     EXPECT(step(on, 4, &masked) == 0);
     /* 18 + 9 completion tokens (the byte model's EOS is not in the text) */
-    EXPECTF(all.grpo.tokens == 27 && all.masked_truncated == 0, "all: %ld tokens, %d masked", all.grpo.tokens, all.masked_truncated);
+    EXPECTF(all.grpo.tokens == 27 && all.masked_truncated == 0, "all: %ld tokens, %d masked", all.grpo.tokens,
+            all.masked_truncated);
     EXPECTF(masked.grpo.tokens == 18 && masked.masked_truncated == 1 && masked.tokens == 18,
-            "masked: %ld tokens in the loss, %ld counted, %d masked", masked.grpo.tokens, masked.tokens, masked.masked_truncated);
+            "masked: %ld tokens in the loss, %ld counted, %d masked", masked.grpo.tokens, masked.tokens,
+            masked.masked_truncated);
 }
 
 static void test_delta(void)
@@ -108,8 +124,10 @@ static void test_sft_rows(void)
     policy_t *pol = policy_new_bytes(NULL, 5, cfg.system_prompt, err, sizeof err);
     adamw_t *opt = adamw_new(model_num_params(pol->model));
     learn_t *learn = learn_new(pol, NULL, &cfg, opt, err, sizeof err);
-    const char *q[3] = {"Calculate 3 + 4.", "A much longer question, whose prompt is several times the length of the others, "
-                                            "so that it lands in a run of its own.", "Is 2024 a leap year?"};
+    const char *q[3] = {"Calculate 3 + 4.",
+                        "A much longer question, whose prompt is several times the length of the others, "
+                        "so that it lands in a run of its own.",
+                        "Is 2024 a leap year?"};
     const char *a[3] = {" <answer>7</answer>", " <answer>x</answer>", " <answer>Yes</answer>"};
     float loss = learn_sft_step(learn, q, a, 3);
     size_t n = model_num_params(pol->model);
@@ -174,18 +192,36 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
     for (int k = 0; k < 4; k++) {
         size_t len = strlen(own[k]);
         for (size_t t = 0; t < len; t++) ids[k][t] = (unsigned char)own[k][t], lp[k][t] = -8.0f - 0.1f * (float)t;
-        a[k] = (rec_completion_t){.text = own[k], .token_ids = ids[k], .n_tokens = len, .logprobs = lp[k],
-                                  .n_logprobs = len, .reward = (float)(k == 0) + 0.25f * (float)(k == 2),
+        a[k] = (rec_completion_t){.text = own[k],
+                                  .token_ids = ids[k],
+                                  .n_tokens = len,
+                                  .logprobs = lp[k],
+                                  .n_logprobs = len,
+                                  .reward = (float)(k == 0) + 0.25f * (float)(k == 2),
                                   .finished = k != 3};
     }
     for (int k = 0; k < 3; k++) b[k] = (rec_completion_t){.text = ext[k], .reward = (float)(k != 0), .finished = true};
     rec_rollout_t g[2] = {
-        {.node = cfg.node, .model = pol->name, .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4 and say it."},
-         .completions = a, .n_completions = 4, .scored = true},
-        {.node = "n9", .model = "another-model", .task = {.family = "leap_year", .question = "Was 2023 a leap year? Answer yes or no."},
-         .completions = b, .n_completions = 3, .external = true, .scored = true},
+        {.node = cfg.node,
+         .model = pol->name,
+         .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4 and say it."},
+         .completions = a,
+         .n_completions = 4,
+         .scored = true},
+        {.node = "n9",
+         .model = "another-model",
+         .task = {.family = "leap_year", .question = "Was 2023 a leap year? Answer yes or no."},
+         .completions = b,
+         .n_completions = 3,
+         .external = true,
+         .scored = true},
     };
-    rec_batch_t bt = {.node = cfg.node, .round = 1, .groups = g, .n_groups = 2, .local_count = 1, .external_count = 1,
+    rec_batch_t bt = {.node = cfg.node,
+                      .round = 1,
+                      .groups = g,
+                      .n_groups = 2,
+                      .local_count = 1,
+                      .external_count = 1,
                       .stats_json = "{}"};
     uint8_t *buf;
     size_t len;
@@ -218,8 +254,11 @@ static bool shared_pair(const char *const *fa, const char *const *fb, int nflags
 
 static void test_shared_prompt(void)
 {
-    const char *variants[][4] = {{"--loss-type", "grpo"}, {"--loss-type", "dapo"}, {"--loss-type", "dr_grpo"},
-                                 {"--beta", "0"}, {"--mask-truncated", "1"}};
+    const char *variants[][4] = {{"--loss-type", "grpo"},
+                                 {"--loss-type", "dapo"},
+                                 {"--loss-type", "dr_grpo"},
+                                 {"--beta", "0"},
+                                 {"--mask-truncated", "1"}};
     for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) {
         const char *rows[4] = {variants[i][0], variants[i][1], "--shared-prompt", "0"};
         const char *packed[4] = {variants[i][0], variants[i][1], "--shared-prompt", "1"};
@@ -260,7 +299,8 @@ static void test_external_logprobs(void)
     step_external = step_bad_ids = false;
     EXPECTF(use.external_logprobs == 2 && use.grpo.ratio_max > 1.5f &&
                 fabsf(use.grpo.ratio_max - own.grpo.ratio_max) < 1e-3f * own.grpo.ratio_max,
-            "use: %d completions, ratio max %g (own %g)", use.external_logprobs, use.grpo.ratio_max, own.grpo.ratio_max);
+            "use: %d completions, ratio max %g (own %g)", use.external_logprobs, use.grpo.ratio_max,
+            own.grpo.ratio_max);
     EXPECTF(ignore.external_logprobs == 0 && fabsf(ignore.grpo.ratio_max - 1) < 1e-6f, "ignore: %d, ratio max %g",
             ignore.external_logprobs, ignore.grpo.ratio_max);
     EXPECTF(bad.external_logprobs == 0 && fabsf(bad.grpo.ratio_max - 1) < 1e-6f, "other ids: %d, ratio max %g",

@@ -48,28 +48,87 @@ static void test_diagnostics(void)
 {
     float lpA0[] = {-0.5f, -0.5f, -1.0f}, lpA1[] = {-2.0f, -1.0f}, lpB[] = {-0.25f};
     int32_t tA0[] = {1, 2, 3}, tA1[] = {4, 5}, tB[] = {6};
-    rec_completion_t cA[] = {{.text = "<answer>3</answer>", .token_ids = tA0, .n_tokens = 3, .logprobs = lpA0, .n_logprobs = 3, .reward = 1, .finished = true},
-                             {.text = "3", .token_ids = tA1, .n_tokens = 2, .logprobs = lpA1, .n_logprobs = 2, .reward = 0, .finished = false}};
-    rec_completion_t cB[] = {{.text = "<answer>x</answer>", .token_ids = tB, .n_tokens = 1, .logprobs = lpB, .n_logprobs = 1, .reward = 0, .finished = true},
-                             {.text = "<answer>x</answer>", .token_ids = tB, .n_tokens = 1, .logprobs = lpB, .n_logprobs = 1, .reward = 0, .finished = true}};
+    rec_completion_t cA[] = {{.text = "<answer>3</answer>",
+                              .token_ids = tA0,
+                              .n_tokens = 3,
+                              .logprobs = lpA0,
+                              .n_logprobs = 3,
+                              .reward = 1,
+                              .finished = true},
+                             {.text = "3",
+                              .token_ids = tA1,
+                              .n_tokens = 2,
+                              .logprobs = lpA1,
+                              .n_logprobs = 2,
+                              .reward = 0,
+                              .finished = false}};
+    rec_completion_t cB[] = {{.text = "<answer>x</answer>",
+                              .token_ids = tB,
+                              .n_tokens = 1,
+                              .logprobs = lpB,
+                              .n_logprobs = 1,
+                              .reward = 0,
+                              .finished = true},
+                             {.text = "<answer>x</answer>",
+                              .token_ids = tB,
+                              .n_tokens = 1,
+                              .logprobs = lpB,
+                              .n_logprobs = 1,
+                              .reward = 0,
+                              .finished = true}};
     rec_completion_t cC[] = {{.text = "<answer>1</answer>", .reward = 1, .finished = true},
                              {.text = "<answer>1</answer>", .reward = 1, .finished = true}};
     uint64_t now_ms = (uint64_t)time(NULL) * 1000;
     rec_rollout_t g[] = {
-        {.node = "n0", .policy_version = 5, .task = {.family = "basic_arithmetic", .round = 7}, .completions = cA, .n_completions = 2, .scored = true, .created_ms = now_ms},
-        {.node = "n0", .policy_version = 6, .task = {.family = "bf", .round = 8}, .completions = cB, .n_completions = 2, .scored = true, .created_ms = now_ms},
-        {.node = "n1", .policy_version = 40, .task = {.family = "bf", .round = 6}, .completions = cC, .n_completions = 2, .external = true, .scored = true, .created_ms = now_ms - 10000, .pool_age_rounds = 2},
+        {.node = "n0",
+         .policy_version = 5,
+         .task = {.family = "basic_arithmetic", .round = 7},
+         .completions = cA,
+         .n_completions = 2,
+         .scored = true,
+         .created_ms = now_ms},
+        {.node = "n0",
+         .policy_version = 6,
+         .task = {.family = "bf", .round = 8},
+         .completions = cB,
+         .n_completions = 2,
+         .scored = true,
+         .created_ms = now_ms},
+        {.node = "n1",
+         .policy_version = 40,
+         .task = {.family = "bf", .round = 6},
+         .completions = cC,
+         .n_completions = 2,
+         .external = true,
+         .scored = true,
+         .created_ms = now_ms - 10000,
+         .pool_age_rounds = 2},
     };
-    rec_batch_t b = {.node = "n0", .round = 9, .policy_version = 6, .groups = g, .n_groups = 3, .local_count = 2, .external_count = 1, .stats_json = "{}"};
+    rec_batch_t b = {.node = "n0",
+                     .round = 9,
+                     .policy_version = 6,
+                     .groups = g,
+                     .n_groups = 3,
+                     .local_count = 2,
+                     .external_count = 1,
+                     .stats_json = "{}"};
     uint8_t *buf;
     size_t len;
     EXPECT(rec_batch_build(&b, &buf, &len) == 0);
     rec_batch_view_t v;
     char err[128];
     EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
-    learn_stats_t st = {.lr = 1e-4f, .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f},
-                        .ratio_min_at = {.found = 1, .token_id = 62, .position = 9, .logp = -3.5f, .logp_sampled = -2.75f,
-                                         .advantage = -0.5f, .token = ">", .before = "<answer>7</answer\\x0a"}};
+    learn_stats_t st = {
+        .lr = 1e-4f,
+        .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f},
+        .ratio_min_at = {.found = 1,
+                         .token_id = 62,
+                         .position = 9,
+                         .logp = -3.5f,
+                         .logp_sampled = -2.75f,
+                         .advantage = -0.5f,
+                         .token = ">",
+                         .before = "<answer>7</answer\\x0a"}};
     char *line = metrics_line("n0", "bytes-4L-256C-v264", &v, &st, 7, 1.0);
     cJSON *j = cJSON_Parse(line);
     EXPECT(j != NULL);
@@ -122,9 +181,14 @@ static void test_reward_floor(void)
     EXPECT(score_reward(0.05, 0.0f) == 0.05f);
     /* score_rollout writes the floored rewards into the record */
     rec_completion_t c[] = {{.text = "<answer>Tuesday</answer>"}, {.text = "<answer>friday</answer>"}};
-    rec_rollout_t r = {.node = "n0", .completions = c, .n_completions = 2,
-                       .task = {.family = "calendar_arithmetic", .question = "q", .answer = "Tuesday",
-                                .metadata_json = "{\"source_dataset\":\"calendar_arithmetic\",\"task\":\"weekday_offset\"}"}};
+    rec_rollout_t r = {
+        .node = "n0",
+        .completions = c,
+        .n_completions = 2,
+        .task = {.family = "calendar_arithmetic",
+                 .question = "q",
+                 .answer = "Tuesday",
+                 .metadata_json = "{\"source_dataset\":\"calendar_arithmetic\",\"task\":\"weekday_offset\"}"}};
     for (int pass = 0; pass < 2; pass++) {
         size_t len;
         void *buf = rollout_buf(&r, &len);
@@ -147,7 +211,11 @@ static void test_reward_floor(void)
 static void add(assembly_t *a, uint64_t task_id, float r0, float r1)
 {
     rec_completion_t c[] = {{.text = "a", .reward = r0}, {.text = "b", .reward = r1}};
-    rec_rollout_t r = {.node = "node0", .task = {.task_id = task_id, .family = "bf"}, .completions = c, .n_completions = 2, .scored = true};
+    rec_rollout_t r = {.node = "node0",
+                       .task = {.task_id = task_id, .family = "bf"},
+                       .completions = c,
+                       .n_completions = 2,
+                       .scored = true};
     size_t len;
     void *buf = rollout_buf(&r, &len);
     EXPECT(buf != NULL);
@@ -158,8 +226,16 @@ static void add(assembly_t *a, uint64_t task_id, float r0, float r1)
 static void test_local_filter(void)
 {
     for (int nonzero = 0; nonzero < 2; nonzero++) {
-        char *argv[] = {"test_metrics", "--local", "1", "--external", "0", "--completions", "2", "--local-filter",
-                        nonzero ? "nonzero" : "all", NULL};
+        char *argv[] = {"test_metrics",
+                        "--local",
+                        "1",
+                        "--external",
+                        "0",
+                        "--completions",
+                        "2",
+                        "--local-filter",
+                        nonzero ? "nonzero" : "all",
+                        NULL};
         int argc = 9;
         config_t cfg;
         EXPECT(config_load(&cfg, &argc, argv) == 0);
@@ -167,7 +243,8 @@ static void test_local_filter(void)
         add(a, 1, 0, 0);
         add(a, 2, 1, 1);
         add(a, 3, 0, 1);
-        EXPECTF(assembly_local(a) == (nonzero ? 1u : 3u), "local-filter %d: %zu groups kept", nonzero, assembly_local(a));
+        EXPECTF(assembly_local(a) == (nonzero ? 1u : 3u), "local-filter %d: %zu groups kept", nonzero,
+                assembly_local(a));
         EXPECT(assembly_stats(a)->local_zero_adv_dropped == (nonzero ? 2 : 0));
         assembly_destroy(&a);
     }
@@ -178,8 +255,8 @@ static void test_local_filter(void)
  * the next is kept, and a batch starts the count again */
 static void test_local_filter_patience(void)
 {
-    char *argv[] = {"test_metrics", "--local", "2", "--external", "0", "--completions", "2", "--local-filter",
-                    "nonzero", NULL};
+    char *argv[] = {"test_metrics",   "--local", "2", "--external", "0", "--completions", "2",
+                    "--local-filter", "nonzero", NULL};
     int argc = 9;
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);
@@ -189,8 +266,7 @@ static void test_local_filter_patience(void)
     EXPECT(assembly_local(a) == 0 && assembly_stats(a)->local_zero_adv_dropped == limit);
     add(a, 100, 0, 0);
     add(a, 101, 1, 1);
-    EXPECTF(assembly_local(a) == 2 && assembly_stats(a)->local_zero_adv_kept == 2, "%zu kept",
-            assembly_local(a));
+    EXPECTF(assembly_local(a) == 2 && assembly_stats(a)->local_zero_adv_kept == 2, "%zu kept", assembly_local(a));
     EXPECT(assembly_ready(a, 0, false));
     uint8_t *buf;
     size_t len;
@@ -203,7 +279,8 @@ static void test_local_filter_patience(void)
 
 static void test_lr_schedule(void)
 {
-    char *argv[] = {"test_metrics", "--lr", "1e-3", "--lr-warmup", "10", "--lr-schedule", "cosine", "--rounds", "110", NULL};
+    char *argv[] = {"test_metrics",  "--lr",   "1e-3",     "--lr-warmup", "10",
+                    "--lr-schedule", "cosine", "--rounds", "110",         NULL};
     int argc = 9;
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);
@@ -219,7 +296,9 @@ static void test_lr_schedule(void)
     EXPECT_NEAR(learn_rate(&cfg, 1), 1e-3, 1e-7);
     EXPECT_NEAR(learn_rate(&cfg, 1000), 1e-3, 1e-7);
     /* refused: cosine without an end, delta inside the clip range, a floor above 1 */
-    char *bad[][5] = {{"t", "--lr-schedule", "cosine", NULL}, {"t", "--delta", "1.1", NULL}, {"t", "--reward-floor", "2", NULL},
+    char *bad[][5] = {{"t", "--lr-schedule", "cosine", NULL},
+                      {"t", "--delta", "1.1", NULL},
+                      {"t", "--reward-floor", "2", NULL},
                       {"t", "--local-filter", "some", NULL}};
     for (int i = 0; i < 4; i++) {
         argc = 3;

@@ -15,8 +15,7 @@
 
 #define GOLD "tests/golden/model"
 
-static const char *models[] = {"qwen2_tied", "qwen2_bf16", "qwen2_sharded", "qwen3_tied", "qwen3_bias",
-                               "qwen2_fp16"};
+static const char *models[] = {"qwen2_tied", "qwen2_bf16", "qwen2_sharded", "qwen3_tied", "qwen3_bias", "qwen2_fp16"};
 
 static char *slurp(const char *path, size_t *n)
 {
@@ -101,8 +100,14 @@ static int golden_load(golden_t *g, const char *name)
 static void golden_free(golden_t *g)
 {
     cJSON_Delete(g->json);
-    free(g->tokens); free(g->targets); free(g->prompt); free(g->greedy);
-    free(g->w); free(g->greedy_logp); free(g->logits); free(g->logp);
+    free(g->tokens);
+    free(g->targets);
+    free(g->prompt);
+    free(g->greedy);
+    free(g->w);
+    free(g->greedy_logp);
+    free(g->logits);
+    free(g->logp);
 }
 
 /* largest |a - b| / max(|b|, floor): the floor keeps elements that cancel to
@@ -132,7 +137,10 @@ static void check_model(const char *name)
     snprintf(dir, sizeof dir, GOLD "/%s", name);
     model_t *m = model_load(dir, err, sizeof err);
     EXPECTF(m, "%s", err);
-    if (!m) { golden_free(&g); return; }
+    if (!m) {
+        golden_free(&g);
+        return;
+    }
     int N = g.B * g.T, V = g.V;
     float *logits = malloc(sizeof(float) * N * V), *logp = malloc(sizeof(float) * N);
     float *logp2 = malloc(sizeof(float) * N);
@@ -183,14 +191,16 @@ static void check_model(const char *name)
     EXPECT(model_generate(m, g.prompt, g.n_prompt, 1, &gp, toks, glp, &len) == 0);
     /* transformers stops at max_new_tokens or at EOS, and so must we */
     bool eos_end = len < M;
-    EXPECTF(len == g.n_greedy || (!eos_end && len >= g.n_greedy), "%s: greedy length %d vs %d", name, len,
-            g.n_greedy);
+    EXPECTF(len == g.n_greedy || (!eos_end && len >= g.n_greedy), "%s: greedy length %d vs %d", name, len, g.n_greedy);
     for (int i = 0; i < g.n_greedy && i < len; i++) {
         EXPECTF(toks[i] == g.greedy[i], "%s: greedy token %d: %d vs %d", name, i, toks[i], g.greedy[i]);
         EXPECT_NEAR(glp[i], g.greedy_logp[i], 1e-4);
     }
-    free(toks); free(glp);
-    free(logits); free(logp); free(logp2);
+    free(toks);
+    free(glp);
+    free(logits);
+    free(logp);
+    free(logp2);
     model_destroy(&m);
     EXPECT(m == NULL);
     golden_free(&g);
@@ -282,7 +292,8 @@ static void test_bad_input(void)
     char *config = slurp(GOLD "/qwen2_tied/config.json", &clen);
     char *st = slurp(GOLD "/qwen2_tied/model.safetensors", &slen);
     if (!config || !st) {
-        free(config); free(st);
+        free(config);
+        free(st);
         SKIP_TEST("golden qwen2_tied missing");
     }
     /* missing field */
@@ -312,7 +323,10 @@ static void test_bad_input(void)
     memcpy(&hl, s2, 8);
     char *hdr = s2 + 8, *at = NULL;
     for (char *q = hdr; q + 5 < hdr + hl; q++)
-        if (!memcmp(q, "\"F32\"", 5)) { at = q; break; }
+        if (!memcmp(q, "\"F32\"", 5)) {
+            at = q;
+            break;
+        }
     EXPECT(at != NULL);
     if (at) memcpy(at, "\"I32\"", 5);
     expect_error(bad_folder("dtype", config, s2, slen), "model.safetensors", "I32");
@@ -323,8 +337,10 @@ static void test_bad_input(void)
     /* a shard the index names is gone; a tensor no shard holds */
     const char *sh = tmpdir("shards");
     char cmd[1200], path[700];
-    snprintf(cmd, sizeof cmd, "cp " GOLD "/qwen2_sharded/*.json " GOLD "/qwen2_sharded/*.safetensors '%s'/ && "
-             "rm '%s'/model-00003-of-00017.safetensors", sh, sh);
+    snprintf(cmd, sizeof cmd,
+             "cp " GOLD "/qwen2_sharded/*.json " GOLD "/qwen2_sharded/*.safetensors '%s'/ && "
+             "rm '%s'/model-00003-of-00017.safetensors",
+             sh, sh);
     EXPECT(system(cmd) == 0);
     expect_error(sh, "model-00003-of-00017.safetensors", "No such file");
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", sh);
@@ -332,7 +348,8 @@ static void test_bad_input(void)
     EXPECT(idx != NULL);
     if (idx) {
         /* point the missing shard's tensors at a shard that lacks them */
-        for (char *q = strstr(idx, "model-00003-of"); q; q = strstr(q, "model-00003-of")) memcpy(q, "model-00004-of", 14);
+        for (char *q = strstr(idx, "model-00003-of"); q; q = strstr(q, "model-00003-of"))
+            memcpy(q, "model-00004-of", 14);
         spit(path, idx, strlen(idx));
         expect_error(sh, "index.json", "is missing");
         free(idx);
@@ -352,11 +369,17 @@ static void test_cross_entropy(void)
     if (golden_load(&g, "qwen2_tied")) SKIP_TEST("golden qwen2_tied missing");
     model_t *m = model_load(GOLD "/qwen2_tied", err, sizeof err);
     EXPECTF(m, "%s", err);
-    if (!m) { golden_free(&g); return; }
+    if (!m) {
+        golden_free(&g);
+        return;
+    }
     int N = g.B * g.T, cnt = 0;
     double want = 0;
     for (int i = 0; i < N; i++)
-        if (g.targets[i] >= 0) { want -= g.logp[i]; cnt++; }
+        if (g.targets[i] >= 0) {
+            want -= g.logp[i];
+            cnt++;
+        }
     model_zero_grad(m);
     float loss = model_cross_entropy(m, g.tokens, g.targets, g.B, g.T);
     EXPECT_NEAR(loss, want / cnt, 1e-5);
@@ -370,7 +393,9 @@ static void test_cross_entropy(void)
     EXPECT(max_rel(g1, model_grads(m), n, 1e-6) < 1e-5);
     int bad[2] = {0, 999};
     EXPECT(model_forward(m, bad, bad, 1, 2, 1.0f, lp, NULL) == -1);
-    free(g1); free(d); free(lp);
+    free(g1);
+    free(d);
+    free(lp);
     model_destroy(&m);
     golden_free(&g);
 }
@@ -425,7 +450,10 @@ static void test_chunked_lm_head(void)
         snprintf(dir, sizeof dir, GOLD "/%s", names[i]);
         model_t *m = model_load(dir, err, sizeof err);
         EXPECTF(m, "%s", err);
-        if (!m) { golden_free(&g); return; }
+        if (!m) {
+            golden_free(&g);
+            return;
+        }
         int N = g.B * g.T;
         size_t n = model_num_params(m);
         float *lp = malloc(N * sizeof(float)), *lp7 = malloc(N * sizeof(float)), *g1 = malloc(n * sizeof(float));
@@ -441,7 +469,9 @@ static void test_chunked_lm_head(void)
         /* sums in another order: rounding only, judged against the scale */
         double r = max_rel(model_grads(m), g1, n, 0.01 * max_abs(g1, n));
         EXPECTF(r < 1e-4, "%s: chunked gradients differ by %.3g", names[i], r);
-        free(lp); free(lp7); free(g1);
+        free(lp);
+        free(lp7);
+        free(g1);
         model_destroy(&m);
         golden_free(&g);
     }
@@ -612,7 +642,12 @@ static void test_threads(void)
     EXPECT(max_rel(lp2, lp1, N, 1.0) < 1e-5);
     double r = max_rel(model_grads(m), g1, n, 0.01 * max_abs(g1, n));
     EXPECTF(r < 1e-4, "gradients on 2 threads differ by %.3g", r);
-    free(tok); free(tg); free(w); free(lp1); free(lp2); free(g1);
+    free(tok);
+    free(tg);
+    free(w);
+    free(lp1);
+    free(lp2);
+    free(g1);
     model_destroy(&m);
 }
 
@@ -723,11 +758,13 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
             else model_gemm_few(M, N, K, A, K, B, K, (float)beta, C, N);
             for (int way = 1; amx && way <= 3; way++) {
                 for (int i = 0; i < M * N; i++) C2[i] = beta ? C0[i] : NAN;
-                model_gemm_amx(ta, tb, M, N, K, A, way & 1 ? A16 : NULL, lda, B, way & 2 ? B16 : NULL, ldb,
-                               (float)beta, C2, N);
-                EXPECTF(!memcmp(C, C2, sizeof(float) * M * N), "amx %c%c M %d N %d K %d beta %d threads %d: "
-                        "from bf16 %s, a different C", "NT"[ta], "NT"[tb], M, N, K, beta, th,
-                        (const char *[]){"", "A", "B", "A and B"}[way]);
+                model_gemm_amx(ta, tb, M, N, K, A, way & 1 ? A16 : NULL, lda, B, way & 2 ? B16 : NULL, ldb, (float)beta,
+                               C2, N);
+                EXPECTF(
+                    !memcmp(C, C2, sizeof(float) * M * N),
+                    "amx %c%c M %d N %d K %d beta %d threads %d: "
+                    "from bf16 %s, a different C",
+                    "NT"[ta], "NT" [tb], M, N, K, beta, th, (const char *[]) { "", "A", "B", "A and B" }[way]);
             }
             double worst = 0;
             for (int i = 0; i < M * N; i++) {
@@ -740,7 +777,15 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
                     amx ? "amx" : "few", "NT"[ta], "NT"[tb], M, N, K, beta, th, worst);
         }
     omp_set_num_threads(threads);
-    free(A); free(B); free(C); free(C0); free(ref); free(mag); free(C2); free(A16); free(B16);
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+    free(ref);
+    free(mag);
+    free(C2);
+    free(A16);
+    free(B16);
 }
 
 /* model_gemm's own few-row kernel (decode steps), called directly so
@@ -748,8 +793,8 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
  * depth */
 static void test_gemm_few(void)
 {
-    const int shapes[][3] = {{1, 5, 3}, {3, 7, 17}, {4, 4, 16}, {5, 9, 33}, {8, 256, 256}, {8, 264, 256},
-                             {13, 37, 70}, {16, 768, 256}, {2, 1030, 260}, {7, 129, 768}};
+    const int shapes[][3] = {{1, 5, 3},     {3, 7, 17},   {4, 4, 16},     {5, 9, 33},     {8, 256, 256},
+                             {8, 264, 256}, {13, 37, 70}, {16, 768, 256}, {2, 1030, 260}, {7, 129, 768}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         gemm_against_reference(false, false, true, shapes[s][0], shapes[s][1], shapes[s][2], 3 * s);
 }
@@ -763,14 +808,13 @@ static void test_gemm_few(void)
 static void test_gemm_amx(void)
 {
     if (!model_amx_available()) SKIP_TEST("this CPU has no AMX bf16 tiles (backend cpu-bf16 is refused)");
-    const int shapes[][5] = {{0, 1, 17, 5, 3},     {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},  {0, 0, 33, 17, 65},
-                             {1, 1, 40, 33, 70},   {0, 1, 64, 768, 700}, {1, 0, 96, 33, 5000}, {0, 0, 300, 256, 768},
-                             {1, 0, 768, 256, 1030}, {0, 1, 32, 32, 32},  {0, 1, 192, 192, 64}, {1, 0, 64, 40, 4096},
+    const int shapes[][5] = {{0, 1, 17, 5, 3},       {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},   {0, 0, 33, 17, 65},
+                             {1, 1, 40, 33, 70},     {0, 1, 64, 768, 700}, {1, 0, 96, 33, 5000}, {0, 0, 300, 256, 768},
+                             {1, 0, 768, 256, 1030}, {0, 1, 32, 32, 32},   {0, 1, 192, 192, 64}, {1, 0, 64, 40, 4096},
                              {0, 0, 80, 48, 96}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         gemm_against_reference(true, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], 5 * s);
 }
-
 
 /* the tiny default model with random weights, or NULL after a failed check */
 static model_t *tiny_model(uint64_t seed)
@@ -819,8 +863,7 @@ static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T, boo
             EXPECTF((a->ln1 != NULL) == keeps_ln1 && !a->ln2 && !a->h && !a->y_all,
                     "%s %dx%d bf16: kept ln1 %d ln2 %d h %d, every layer's y %d", arch, B, T, a->ln1 != NULL,
                     a->ln2 != NULL, a->h != NULL, a->y_all);
-        else
-            EXPECTF(a->ln1 && a->ln2 && a->h && a->y_all, "%s %dx%d fp32: an activation not kept", arch, B, T);
+        else EXPECTF(a->ln1 && a->ln2 && a->h && a->y_all, "%s %dx%d fp32: an activation not kept", arch, B, T);
         model_backward(m, dl);
         g[r] = malloc(P * sizeof(float));
         memcpy(g[r], model_grads(m), P * sizeof(float));
@@ -836,11 +879,9 @@ static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T, boo
     }
     double rel = sqrt(d2 / n2);
     EXPECTF(dlp > 0 && dlp < 0.05, "%s %dx%d log-probs: bf16 differs from fp32 by up to %.3g", arch, B, T, dlp);
-    EXPECTF(rel > 0 && rel < 0.05, "%s %dx%d gradient: bf16 differs from fp32 by %.3g of its norm", arch, B, T,
-            rel);
+    EXPECTF(rel > 0 && rel < 0.05, "%s %dx%d gradient: bf16 differs from fp32 by %.3g of its norm", arch, B, T, rel);
     EXPECTF(same == 0, "%s %dx%d back on cpu: differs from the first fp32 pass by %.3g", arch, B, T, same);
-    printf("cpu-bf16 (%s, %d x %d): log-probs within %.2g, gradient within %.2g of its norm\n", arch, B, T, dlp,
-           rel);
+    printf("cpu-bf16 (%s, %d x %d): log-probs within %.2g, gradient within %.2g of its norm\n", arch, B, T, dlp, rel);
     for (int r = 0; r < 3; r++) free(g[r]);
 }
 
@@ -882,8 +923,11 @@ static void test_stop_and_tiny(void)
             model_num_params(m));
     int prompt[3] = {'a', 'b', 'c'}, toks[2 * 8], lens[2], seen[2] = {0, 0};
     float lp[2 * 8];
-    model_gen_params_t gp = {.max_new = 8, .sample = {.temperature = 1, .top_k = 5, .top_p = 0.9f},
-                             .seed = 3, .stop = stop_at_three, .stop_ctx = seen};
+    model_gen_params_t gp = {.max_new = 8,
+                             .sample = {.temperature = 1, .top_k = 5, .top_p = 0.9f},
+                             .seed = 3,
+                             .stop = stop_at_three,
+                             .stop_ctx = seen};
     EXPECT(model_generate(m, prompt, 3, 2, &gp, toks, lp, lens) == 0);
     for (int s = 0; s < 2; s++) {
         bool eos = toks[s * 8 + lens[s] - 1] == 256;
@@ -942,7 +986,8 @@ static void test_long_range_gradient(void)
     }
     /* with 'Z' at position 3 these entries are 0.04 to 1.07, without it 0.01 to 0.05 */
     EXPECTF(sum > 1.0, "finite differences sum to %g: no long-range gradient to check", sum);
-    EXPECTF(worst < 2e-3 * fmax(sum / 8, 1e-3) + 1e-4, "backward and finite differences differ by %g (mean |fd| %g)", worst, sum / 8);
+    EXPECTF(worst < 2e-3 * fmax(sum / 8, 1e-3) + 1e-4, "backward and finite differences differ by %g (mean |fd| %g)",
+            worst, sum / 8);
     model_destroy(&m);
 }
 

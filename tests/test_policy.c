@@ -64,7 +64,8 @@ static void test_chat_instruction(void)
     snprintf(setting, sizeof setting, "@%s", file);
     p = policy_open(dir, setting, err, sizeof err);
     prompt = p ? policy_prompt(p, "q") : NULL;
-    EXPECTF(prompt && strstr(prompt, "system\nAnswer inside <answer></answer>.<|im_end|>"), "@file: %s", prompt ? prompt : err);
+    EXPECTF(prompt && strstr(prompt, "system\nAnswer inside <answer></answer>.<|im_end|>"), "@file: %s",
+            prompt ? prompt : err);
     free(prompt);
     policy_destroy(&p);
 
@@ -77,8 +78,12 @@ static void test_chat_instruction(void)
 
     /* the completion the instruction asks for is scored */
     rec_completion_t c[] = {{.text = "3 + 4 is 7. <answer>7</answer>"}, {.text = "It is 7."}};
-    rec_rollout_t r = {.node = "n0", .completions = c, .n_completions = 2,
-                       .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4.", .answer = "7",
+    rec_rollout_t r = {.node = "n0",
+                       .completions = c,
+                       .n_completions = 2,
+                       .task = {.family = "basic_arithmetic",
+                                .question = "Calculate 3 + 4.",
+                                .answer = "7",
                                 .metadata_json = "{\"source_dataset\":\"basic_arithmetic\"}"}};
     size_t len;
     void *buf = rollout_buf(&r, &len);

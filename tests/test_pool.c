@@ -41,7 +41,10 @@ static int publish_round(pool_t *p, const char *node, uint64_t round, int first,
     return 0;
 }
 
-static int publish(pool_t *p, const char *node, int first, int count) { return publish_round(p, node, 0, first, count); }
+static int publish(pool_t *p, const char *node, int first, int count)
+{
+    return publish_round(p, node, 0, first, count);
+}
 
 static void test_round_trip(void)
 {
@@ -224,8 +227,7 @@ static void test_uniform_chi_square(void)
     double df = CELLS - 1, z = 4.753;
     double limit = df * pow(1 - 2 / (9 * df) + z * sqrt(2 / (9 * df)), 3);
     EXPECTF(chi2 < limit, "chi-square %.1f over the p=1e-6 limit %.1f", chi2, limit);
-    printf("  chi-square %.1f with %d degrees of freedom (limit %.1f at p = 1e-6)\n", chi2, CELLS - 1,
-           limit);
+    printf("  chi-square %.1f with %d degrees of freedom (limit %.1f at p = 1e-6)\n", chi2, CELLS - 1, limit);
     pool_destroy(&p);
 }
 
@@ -248,8 +250,7 @@ static void test_redis_restart(void)
         EXPECT(pool_sample(p, "b", 1, &e, err, sizeof err) == -1);
         EXPECT(pool_size_total(p) == -1);
     }
-    EXPECTF(zclock_mono() - t0 < 3000, "41 calls to a stopped Redis took %d ms",
-            (int)(zclock_mono() - t0));
+    EXPECTF(zclock_mono() - t0 < 3000, "41 calls to a stopped Redis took %d ms", (int)(zclock_mono() - t0));
     if (redis_server_start(&rs, rs.port) < 0) {
         EXPECTF(0, "restart: %s", rs.why);
         pool_destroy(&p);
@@ -456,7 +457,8 @@ static void test_draw_summary(void)
     redisReply *r = redisCommand(c, "GET %s", key);
     unsigned long long lo = 0, hi = 0, r1 = 0, s1 = 0, t1 = 0, r2 = 0, s2 = 0, t2 = 0;
     EXPECTF(r && r->type == REDIS_REPLY_STRING &&
-                sscanf(r->str, "%llu %llu %llu %llu %llu %llu %llu %llu", &lo, &hi, &r1, &s1, &t1, &r2, &s2, &t2) == 8 &&
+                sscanf(r->str, "%llu %llu %llu %llu %llu %llu %llu %llu", &lo, &hi, &r1, &s1, &t1, &r2, &s2, &t2) ==
+                    8 &&
                 lo == 4 && hi == 9 && r1 == 2 && s1 == 4 && r2 == 3 && s2 == 7 && t1 <= t2 && t1 > 0,
             "summary '%s'", r && r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
@@ -588,7 +590,8 @@ static void test_memory_cap(void)
     redisContext *c = redisConnect("127.0.0.1", rs.port);
     redisReply *r = redisCommand(c, "INFO memory");
     long long used = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "used_memory:")
-                         ? atoll(strstr(r->str, "used_memory:") + 12) : 0;
+                         ? atoll(strstr(r->str, "used_memory:") + 12)
+                         : 0;
     freeReplyObject(r);
     long long cap = used + (8ll << 20);
     freeReplyObject(redisCommand(c, "CONFIG SET maxmemory %lld", cap));
@@ -606,7 +609,8 @@ static void test_memory_cap(void)
     EXPECTF(failed == 0, "%d publishes failed: %s", failed, err);
     r = redisCommand(c, "INFO memory");
     long long now = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "used_memory:")
-                        ? atoll(strstr(r->str, "used_memory:") + 12) : 0;
+                        ? atoll(strstr(r->str, "used_memory:") + 12)
+                        : 0;
     freeReplyObject(r);
     EXPECTF(now <= cap, "used_memory %lld over the cap %lld", now, cap);
     int keys = 0, windows_first_half = 0;
@@ -738,12 +742,9 @@ static void test_draw_hostile(void)
     redisContext *c = redisConnect("127.0.0.1", rs.port);
     EXPECT(c && !c->err);
     const char *plant[][5] = {
-        {"SET %s:n:%s:hi %s", "huge", "4503599627370496", NULL},
-        {"SET %s:n:%s:lo %s", "huge", "1", NULL},
-        {"HSET %s:n:%s:hi x %s", "hashhi", "1", NULL},
-        {"SET %s:n:%s:hi %s", "stringe", "3", NULL},
-        {"SET %s:n:%s:e %s", "stringe", "junk", NULL},
-        {"SET %s:n:%s:hi %s", "ghost", "3", NULL},
+        {"SET %s:n:%s:hi %s", "huge", "4503599627370496", NULL}, {"SET %s:n:%s:lo %s", "huge", "1", NULL},
+        {"HSET %s:n:%s:hi x %s", "hashhi", "1", NULL},           {"SET %s:n:%s:hi %s", "stringe", "3", NULL},
+        {"SET %s:n:%s:e %s", "stringe", "junk", NULL},           {"SET %s:n:%s:hi %s", "ghost", "3", NULL},
     };
     char sw[32];
     snprintf(sw, sizeof sw, "t%d", swarm_no);

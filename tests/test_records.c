@@ -27,7 +27,10 @@ static int sh(const char *cmd)
 static void write_file(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
-    if (!f) { perror(path); exit(1); }
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
     fwrite(data, 1, len, f);
     fclose(f);
 }
@@ -36,12 +39,19 @@ static void write_file(const char *path, const void *data, size_t len)
 static uint8_t *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) { perror(path); return NULL; }
+    if (!f) {
+        perror(path);
+        return NULL;
+    }
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
     uint8_t *buf = malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); fclose(f); return NULL; }
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
     buf[n] = 0;
     fclose(f);
     *len = (size_t)n;
@@ -55,9 +65,8 @@ static cJSON *flatc_json(const char *fbs, const uint8_t *buf, size_t len)
     snprintf(bin, sizeof bin, "%s/rec.bin", tmpdir);
     snprintf(json, sizeof json, "%s/rec.json", tmpdir);
     write_file(bin, buf, len);
-    snprintf(cmd, sizeof cmd,
-             "flatc --json --strict-json --raw-binary --defaults-json -o %s schemas/%s -- %s",
-             tmpdir, fbs, bin);
+    snprintf(cmd, sizeof cmd, "flatc --json --strict-json --raw-binary --defaults-json -o %s schemas/%s -- %s", tmpdir,
+             fbs, bin);
     if (sh(cmd)) return NULL;
     size_t n;
     char *text = (char *)read_file(json, &n);
@@ -111,26 +120,50 @@ static const int32_t ids0[] = {151644, 872, 198, 0, -1, 2147483647};
 static const float lps0[] = {-0.125f, -3.5f, 0.0f, -17.25f, -0.5f, -1.0f};
 
 static const rec_task_t task1 = {
-    .task_id = 9007199254740991ull, .family = "basic_arithmetic",
+    .task_id = 9007199254740991ull,
+    .family = "basic_arithmetic",
     .question = "What is 12 + 30?\nGive \"only\" the number \\ é ∑ 🙂\t.",
-    .answer = "42", .metadata_json = "{\"source_dataset\":\"basic_arithmetic\",\"difficulty\":{\"num_terms\":2}}",
-    .seed = 7, .index = 123456789, .node = "n1", .round = 5,
+    .answer = "42",
+    .metadata_json = "{\"source_dataset\":\"basic_arithmetic\",\"difficulty\":{\"num_terms\":2}}",
+    .seed = 7,
+    .index = 123456789,
+    .node = "n1",
+    .round = 5,
 };
 
 static const rec_completion_t comps1[] = {
-    {.text = "<answer>42</answer>", .token_ids = ids0, .n_tokens = 6, .logprobs = lps0,
-     .n_logprobs = 6, .reward = 1.0f, .finished = true},
+    {.text = "<answer>42</answer>",
+     .token_ids = ids0,
+     .n_tokens = 6,
+     .logprobs = lps0,
+     .n_logprobs = 6,
+     .reward = 1.0f,
+     .finished = true},
     {.text = "I think it is 41", .reward = 0.0f, .finished = false},
-    {.text = "", .token_ids = ids0, .n_tokens = 0, .logprobs = lps0, .n_logprobs = 0, .reward = 0.25f,
+    {.text = "",
+     .token_ids = ids0,
+     .n_tokens = 0,
+     .logprobs = lps0,
+     .n_logprobs = 0,
+     .reward = 0.25f,
      .finished = true},
 };
 
 static rec_rollout_t rollout1(void)
 {
     return (rec_rollout_t){
-        .node = "n1", .policy_version = 17, .round = 5, .model = "qwen2.5-0.5b", .task = task1,
-        .completions = comps1, .n_completions = 3, .created_ms = 1763750000123ull, .external = true,
-        .scored = false, .pool_age_ms = 4321, .pool_age_rounds = 2,
+        .node = "n1",
+        .policy_version = 17,
+        .round = 5,
+        .model = "qwen2.5-0.5b",
+        .task = task1,
+        .completions = comps1,
+        .n_completions = 3,
+        .created_ms = 1763750000123ull,
+        .external = true,
+        .scored = false,
+        .pool_age_ms = 4321,
+        .pool_age_rounds = 2,
     };
 }
 
@@ -155,10 +188,8 @@ static void expect_completion(const rec_completion_t *got, const rec_completion_
     EXPECT(got->n_tokens == (want->token_ids ? want->n_tokens : 0));
     EXPECT(got->n_logprobs == (want->logprobs ? want->n_logprobs : 0));
     EXPECT((got->token_ids != NULL) == (want->token_ids != NULL));
-    for (size_t t = 0; t < got->n_tokens && t < want->n_tokens; t++)
-        EXPECT(got->token_ids[t] == want->token_ids[t]);
-    for (size_t t = 0; t < got->n_logprobs && t < want->n_logprobs; t++)
-        EXPECT(got->logprobs[t] == want->logprobs[t]);
+    for (size_t t = 0; t < got->n_tokens && t < want->n_tokens; t++) EXPECT(got->token_ids[t] == want->token_ids[t]);
+    for (size_t t = 0; t < got->n_logprobs && t < want->n_logprobs; t++) EXPECT(got->logprobs[t] == want->logprobs[t]);
     EXPECT(got->reward == want->reward);
     EXPECT(got->finished == want->finished);
 }
@@ -287,13 +318,12 @@ static void test_rollout_from_flatc(void)
 {
     /* uint64 values beyond a double's 53 bits, one completion with reward
      * and finished left at their defaults (flatc then omits them) */
-    const char *json =
-        "{\"node\":\"n9\",\"policy_version\":18446744073709551615,\"round\":9007199254740993,"
-        "\"model\":\"tiny\",\"task\":{\"task_id\":1,\"family\":\"bf\",\"question\":\"q\\u00e9\","
-        "\"answer\":\"a\",\"seed\":2,\"index\":3,\"node\":\"n9\",\"round\":4},"
-        "\"completions\":[{\"text\":\"x\",\"token_ids\":[1,2,-3],\"logprobs\":[-0.5,-1.25,-2],"
-        "\"reward\":0.75,\"finished\":true},{\"text\":\"y\"}],\"created_ms\":1,\"external\":false,"
-        "\"pool_age_ms\":7,\"pool_age_rounds\":2,\"scored\":true}";
+    const char *json = "{\"node\":\"n9\",\"policy_version\":18446744073709551615,\"round\":9007199254740993,"
+                       "\"model\":\"tiny\",\"task\":{\"task_id\":1,\"family\":\"bf\",\"question\":\"q\\u00e9\","
+                       "\"answer\":\"a\",\"seed\":2,\"index\":3,\"node\":\"n9\",\"round\":4},"
+                       "\"completions\":[{\"text\":\"x\",\"token_ids\":[1,2,-3],\"logprobs\":[-0.5,-1.25,-2],"
+                       "\"reward\":0.75,\"finished\":true},{\"text\":\"y\"}],\"created_ms\":1,\"external\":false,"
+                       "\"pool_age_ms\":7,\"pool_age_rounds\":2,\"scored\":true}";
     size_t len;
     uint8_t *buf = flatc_bin("rollout.fbs", json, &len);
     EXPECT(buf != NULL);
@@ -301,7 +331,10 @@ static void test_rollout_from_flatc(void)
     rec_rollout_view_t v;
     char err[256] = "";
     EXPECTF(rec_rollout_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
-    if (err[0]) { free(buf); return; }
+    if (err[0]) {
+        free(buf);
+        return;
+    }
     EXPECT(strcmp(v.r.node, "n9") == 0);
     EXPECT(v.r.policy_version == UINT64_MAX);
     EXPECT(v.r.round == 9007199254740993ull);
@@ -410,8 +443,13 @@ static void test_batch_round_trip(void)
     groups[1].n_completions = 1;
     groups[1].pool_age_ms = 0;
     groups[1].pool_age_rounds = 0;
-    rec_batch_t in = {.node = "n1", .round = 8, .policy_version = 17, .groups = groups,
-                      .n_groups = 2, .local_count = 1, .external_count = 1,
+    rec_batch_t in = {.node = "n1",
+                      .round = 8,
+                      .policy_version = 17,
+                      .groups = groups,
+                      .n_groups = 2,
+                      .local_count = 1,
+                      .external_count = 1,
                       .stats_json = "{\"dropped_stale\":2}"};
     uint8_t *buf;
     size_t len;
@@ -461,8 +499,8 @@ static void test_batch_round_trip(void)
 
 static void test_policy_round_trip(void)
 {
-    rec_policy_t p = {.node = "n4", .version = 12, .round = 11, .checkpoint = "run/n4/ckpt/v12",
-                      .created_ms = 1763750000999ull};
+    rec_policy_t p = {
+        .node = "n4", .version = 12, .round = 11, .checkpoint = "run/n4/ckpt/v12", .created_ms = 1763750000999ull};
     uint8_t *buf;
     size_t len;
     char err[256] = "";
@@ -504,7 +542,9 @@ static void test_deprecated_signature(void)
     const char *group = "{\"node\":\"n1\",\"signature\":[171,205,239,1],\"completions\":[{\"text\":\"x\"}]}";
     char batch[256];
     snprintf(batch, sizeof batch, "{\"node\":\"n1\",\"groups\":[%s]}", group);
-    const struct { const char *fbs, *json; } cases[] = {{"rollout.fbs", group}, {"batch.fbs", batch}};
+    const struct {
+        const char *fbs, *json;
+    } cases[] = {{"rollout.fbs", group}, {"batch.fbs", batch}};
     for (int k = 0; k < 2; k++) {
         char schema[128], err[256] = "";
         snprintf(schema, sizeof schema, "%s/old/%s", tmpdir, cases[k].fbs);
@@ -521,7 +561,8 @@ static void test_deprecated_signature(void)
         EXPECT(at != NULL);
         if (at) {
             at[3] = 0x7f;
-            EXPECT(rec_verify(buf, len, err, sizeof err) == REC_UNKNOWN && strstr(err, "fails FlatBuffers verification"));
+            EXPECT(rec_verify(buf, len, err, sizeof err) == REC_UNKNOWN &&
+                   strstr(err, "fails FlatBuffers verification"));
             EXPECT(rec_to_json(buf, len, err, sizeof err) == NULL);
         }
         free(buf);
@@ -531,8 +572,7 @@ static void test_deprecated_signature(void)
 static void test_json_nonfinite(void)
 {
     const float lp[3] = {-INFINITY, -0.5f, NAN};
-    rec_completion_t c = {.text = "\"nan\" or -inf \\\"inf", .logprobs = lp, .n_logprobs = 3,
-                          .reward = NAN};
+    rec_completion_t c = {.text = "\"nan\" or -inf \\\"inf", .logprobs = lp, .n_logprobs = 3, .reward = NAN};
     rec_rollout_t r = {.node = "inf", .model = "nan", .completions = &c, .n_completions = 1};
     uint8_t *buf;
     size_t len;
@@ -563,8 +603,8 @@ static size_t touch_str(const char *s) { return strlen(s) + (size_t)(unsigned ch
 static size_t touch_rollout(const rec_rollout_view_t *v)
 {
     size_t sum = touch_str(v->r.node) + touch_str(v->r.model) + touch_str(v->r.task.family) +
-                 touch_str(v->r.task.question) + touch_str(v->r.task.answer) +
-                 touch_str(v->r.task.metadata_json) + touch_str(v->r.task.node);
+                 touch_str(v->r.task.question) + touch_str(v->r.task.answer) + touch_str(v->r.task.metadata_json) +
+                 touch_str(v->r.task.node);
     sum += (size_t)v->r.pool_age_ms + v->r.pool_age_rounds;
     for (size_t i = 0; i < v->r.n_completions; i++) {
         rec_completion_t c;
@@ -585,8 +625,8 @@ static int read_all(const uint8_t *buf, size_t len, size_t *sink)
     case REC_TASK: {
         rec_task_t t;
         if (rec_task_view(buf, len, &t, err, sizeof err)) return 0;
-        *sink += touch_str(t.family) + touch_str(t.question) + touch_str(t.answer) +
-                 touch_str(t.metadata_json) + touch_str(t.node);
+        *sink += touch_str(t.family) + touch_str(t.question) + touch_str(t.answer) + touch_str(t.metadata_json) +
+                 touch_str(t.node);
         break;
     }
     case REC_ROLLOUT: {
@@ -612,8 +652,7 @@ static int read_all(const uint8_t *buf, size_t len, size_t *sink)
         *sink += touch_str(p.node) + touch_str(p.checkpoint);
         break;
     }
-    default:
-        return rec_verify(buf, len, err, sizeof err) != REC_UNKNOWN;
+    default: return rec_verify(buf, len, err, sizeof err) != REC_UNKNOWN;
     }
     char *json = rec_to_json(buf, len, err, sizeof err);
     if (json) *sink += strlen(json);
@@ -674,15 +713,17 @@ static void test_bit_flips(void)
             /* one to three flipped bits, xorshift positions */
             int nbits = 1 + f % 3;
             for (int b = 0; b < nbits; b++) {
-                s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
                 size_t bit = (size_t)(s % (lens[k] * 8));
                 t[bit / 8] ^= (uint8_t)(1u << (bit % 8));
             }
             accepted += read_all(t, lens[k], &sink);
         }
         free(t);
-        printf("# %s: %d of %d flipped buffers pass verification (read safely)\n",
-               rec_kind_name((rec_kind_t)(k + 1)), accepted, flips);
+        printf("# %s: %d of %d flipped buffers pass verification (read safely)\n", rec_kind_name((rec_kind_t)(k + 1)),
+               accepted, flips);
         EXPECT(accepted < flips);
         rec_free(bufs[k]);
     }
@@ -749,7 +790,10 @@ static void test_oversized_misaligned_wrong_id(void)
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sapo-records-XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     RUN_TEST(test_rollout_build_view);
     RUN_TEST(test_rollout_flatc_json);
     RUN_TEST(test_rollout_from_flatc);

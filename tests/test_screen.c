@@ -21,10 +21,13 @@ static uint8_t *build(const shape_t *s, size_t *len)
     task_mix_draw(mix, 0, &e, err, sizeof err);
     char *meta = cJSON_PrintUnformatted(e.metadata);
     const char *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset")->valuestring;
-    rec_task_t t = {.family = s->family ? s->family : fam, .question = e.question, .answer = e.answer,
+    rec_task_t t = {.family = s->family ? s->family : fam,
+                    .question = e.question,
+                    .answer = e.answer,
                     .metadata_json = s->metadata ? s->metadata : meta};
     rec_completion_t c[8];
-    for (int i = 0; i < s->n; i++) c[i] = (rec_completion_t){.text = i == 0 && s->text0 ? s->text0 : "<answer>1</answer>"};
+    for (int i = 0; i < s->n; i++)
+        c[i] = (rec_completion_t){.text = i == 0 && s->text0 ? s->text0 : "<answer>1</answer>"};
     rec_rollout_t r = {.node = s->node ? s->node : "peer", .task = t, .completions = c, .n_completions = (size_t)s->n};
     uint8_t *buf = NULL;
     EXPECT(rec_rollout_build(&r, &buf, len) == 0);
@@ -46,11 +49,11 @@ static screen_reason_t check_one(screen_t *sc, const shape_t *s)
 static void test_utf8(void)
 {
     EXPECT(utf8_valid("plain \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 17));
-    EXPECT(!utf8_valid("\xC0\x80", 2));          /* overlong NUL */
-    EXPECT(!utf8_valid("\xED\xA0\x80", 3));      /* surrogate */
-    EXPECT(!utf8_valid("\xF4\x90\x80\x80", 4));  /* past U+10FFFF */
-    EXPECT(!utf8_valid("\x80", 1));              /* lone continuation */
-    EXPECT(!utf8_valid("\xE2\x82", 2));          /* cut short */
+    EXPECT(!utf8_valid("\xC0\x80", 2));         /* overlong NUL */
+    EXPECT(!utf8_valid("\xED\xA0\x80", 3));     /* surrogate */
+    EXPECT(!utf8_valid("\xF4\x90\x80\x80", 4)); /* past U+10FFFF */
+    EXPECT(!utf8_valid("\x80", 1));             /* lone continuation */
+    EXPECT(!utf8_valid("\xE2\x82", 2));         /* cut short */
 }
 
 static void test_reasons(void)

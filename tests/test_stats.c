@@ -92,7 +92,8 @@ static void test_against_scipy(void)
     while (fscanf(f, "%15s", kind) == 1) {
         int na, nb;
         if (strcmp(kind, "welch") == 0 || strcmp(kind, "perm") == 0) {
-            if (fscanf(f, "%d %d", &na, &nb) != 2 || na > 64 || nb > 64 || read_doubles(f, a, na) || read_doubles(f, b, nb))
+            if (fscanf(f, "%d %d", &na, &nb) != 2 || na > 64 || nb > 64 || read_doubles(f, a, na) ||
+                read_doubles(f, b, nb))
                 break;
             if (kind[0] == 'w') {
                 double t, df, pv;

@@ -35,12 +35,18 @@ static child_t spawn_tap(const char *const *args)
     for (; args[n - 1] && n < 31; n++) argv[n] = args[n - 1];
     argv[n] = NULL;
     int po[2], pe[2];
-    if (pipe(po) || pipe(pe)) { perror("pipe"); exit(1); }
+    if (pipe(po) || pipe(pe)) {
+        perror("pipe");
+        exit(1);
+    }
     pid_t pid = fork();
     if (pid == 0) {
         dup2(po[1], 1);
         dup2(pe[1], 2);
-        close(po[0]); close(po[1]); close(pe[0]); close(pe[1]);
+        close(po[0]);
+        close(po[1]);
+        close(pe[0]);
+        close(pe[1]);
         execv(path, (char *const *)argv);
         fprintf(stderr, "exec %s failed\n", path);
         _exit(127);
@@ -86,9 +92,15 @@ static zsock_t *capture_bind(void)
 {
     endpoints_t ep;
     char err[256];
-    if (endpoints_from_base(base, &ep, err, sizeof err)) { fprintf(stderr, "%s\n", err); exit(1); }
+    if (endpoints_from_base(base, &ep, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
     zsock_t *pub = zsock_new(ZMQ_XPUB);
-    if (zsock_bind(pub, "%s", ep.capture) < 0) { fprintf(stderr, "bind %s failed\n", ep.capture); exit(1); }
+    if (zsock_bind(pub, "%s", ep.capture) < 0) {
+        fprintf(stderr, "bind %s failed\n", ep.capture);
+        exit(1);
+    }
     zsock_set_rcvtimeo(pub, 10000);
     return pub;
 }
@@ -113,13 +125,16 @@ static void publish(zsock_t *pub, const char *stream, const uint8_t *buf, size_t
     zmsg_send(&m, pub);
 }
 
-static void publish_rollout(zsock_t *pub, const char *stream, const char *node, const char *family,
-                            float reward)
+static void publish_rollout(zsock_t *pub, const char *stream, const char *node, const char *family, float reward)
 {
     rec_completion_t c = {.text = "<answer>7</answer>", .reward = reward, .finished = true};
-    rec_rollout_t r = {.node = node, .policy_version = 3, .round = 2, .model = "tiny",
+    rec_rollout_t r = {.node = node,
+                       .policy_version = 3,
+                       .round = 2,
+                       .model = "tiny",
                        .task = {.family = family, .question = "3+4?", .answer = "7"},
-                       .completions = &c, .n_completions = 1};
+                       .completions = &c,
+                       .n_completions = 1};
     uint8_t *buf;
     size_t len;
     if (rec_rollout_build(&r, &buf, &len)) exit(1);
@@ -159,8 +174,8 @@ static const char *field(const cJSON *j, const char *a, const char *b)
 static void test_stream_where_count(void)
 {
     zsock_t *pub = capture_bind();
-    const char *args[] = {"--broker", base, "--stream", "rollouts", "--stream", "policy",
-                          "--where", "node=n1", "--count", "3", NULL};
+    const char *args[] = {"--broker", base,      "--stream", "rollouts", "--stream", "policy",
+                          "--where",  "node=n1", "--count",  "3",        NULL};
     child_t c = spawn_tap(args);
     EXPECT(await_subscriptions(pub, 2) == 0);
 
@@ -168,17 +183,17 @@ static void test_stream_where_count(void)
     uint8_t *buf;
     size_t len;
     EXPECT(rec_task_build(&t, &buf, &len) == 0);
-    publish(pub, "tasks", buf, len);                      /* stream not wanted */
+    publish(pub, "tasks", buf, len); /* stream not wanted */
     rec_free(buf);
-    publish_rollout(pub, "rollouts", "n2", "bf", 1.0f);   /* other node */
+    publish_rollout(pub, "rollouts", "n2", "bf", 1.0f); /* other node */
     uint8_t junk[64];
     memset(junk, 0xA5, sizeof junk);
     memcpy(junk + 4, "SROL", 4);
-    publish(pub, "rollouts", junk, sizeof junk);          /* corrupt: skipped, counted */
+    publish(pub, "rollouts", junk, sizeof junk); /* corrupt: skipped, counted */
     publish_rollout(pub, "rollouts", "n1", "arc_1d", 0.5f);
     publish_policy(pub, "n1", 42);
     publish_rollout(pub, "rollouts", "n1", "bf", 1.0f);
-    publish_rollout(pub, "rollouts", "n1", "bf", 0.0f);   /* after --count */
+    publish_rollout(pub, "rollouts", "n1", "bf", 0.0f); /* after --count */
 
     char *out = slurp(c.out, 10000);
     char *err = slurp(c.err, 2000);
@@ -191,8 +206,8 @@ static void test_stream_where_count(void)
         EXPECT(strcmp(field(lines[0], "record", "node"), "n1") == 0);
         const cJSON *task = cJSON_GetObjectItem(cJSON_GetObjectItem(lines[0], "record"), "task");
         EXPECT(strcmp(cJSON_GetObjectItem(task, "family")->valuestring, "arc_1d") == 0);
-        const cJSON *comp = cJSON_GetArrayItem(
-            cJSON_GetObjectItem(cJSON_GetObjectItem(lines[0], "record"), "completions"), 0);
+        const cJSON *comp =
+            cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(lines[0], "record"), "completions"), 0);
         EXPECT(strcmp(cJSON_GetObjectItem(comp, "text")->valuestring, "<answer>7</answer>") == 0);
         EXPECT(cJSON_GetObjectItem(comp, "reward")->valuedouble == 0.5);
         EXPECT(strcmp(cJSON_GetObjectItem(lines[1], "stream")->valuestring, "policy") == 0);
@@ -212,8 +227,8 @@ static void test_stream_where_count(void)
 static void test_dotted_where(void)
 {
     zsock_t *pub = capture_bind();
-    const char *args[] = {"--broker", base, "--where", "task.family=bf", "--where",
-                          "completions.0.reward=1", "--count", "1", NULL};
+    const char *args[] = {"--broker", base, "--where", "task.family=bf", "--where", "completions.0.reward=1",
+                          "--count",  "1",  NULL};
     child_t c = spawn_tap(args);
     EXPECT(await_subscriptions(pub, 1) == 0);
     publish_rollout(pub, "scored", "n1", "arc_1d", 1.0f);
@@ -298,7 +313,10 @@ static void test_bad_flags(void)
 int main(void)
 {
     snprintf(rundir, sizeof rundir, "/tmp/sapo-tap-XXXXXX");
-    if (!mkdtemp(rundir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(rundir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     snprintf(base, sizeof base, "ipc:%s", rundir);
     zsys_init();
     zsys_set_linger(0);

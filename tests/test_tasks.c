@@ -13,17 +13,19 @@
 
 #define GOLDEN "tests/golden/tasks"
 
-static const char *const mine[] = {"base_conversion", "basic_arithmetic", "fraction_simplification",
+static const char *const mine[] = {"base_conversion",    "basic_arithmetic",    "fraction_simplification",
                                    "decimal_arithmetic", "calendar_arithmetic", "binary_matrix"};
 
-static cJSON *read_json_line(FILE *fp, char **line, size_t *cap) {
+static cJSON *read_json_line(FILE *fp, char **line, size_t *cap)
+{
     ssize_t n;
     while ((n = getline(line, cap, fp)) > 0)
         if (n > 1) return cJSON_Parse(*line);
     return NULL;
 }
 
-static void test_extract_answer(void) {
+static void test_extract_answer(void)
+{
     FILE *fp = fopen(GOLDEN "/extract_answer.jsonl", "r");
     EXPECT(fp);
     if (!fp) return;
@@ -35,8 +37,9 @@ static void test_extract_answer(void) {
         const cJSON *c = cJSON_GetObjectItem(j, "completion"), *x = cJSON_GetObjectItem(j, "extracted");
         char *got = task_extract_answer(c->valuestring);
         if (cJSON_IsNull(x)) EXPECTF(!got, "%s: extracted %s, reasoning-gym None", c->valuestring, got);
-        else EXPECTF(got && strcmp(got, x->valuestring) == 0, "%s: extracted [%s], reasoning-gym [%s]",
-                     c->valuestring, got ? got : "None", x->valuestring);
+        else
+            EXPECTF(got && strcmp(got, x->valuestring) == 0, "%s: extracted [%s], reasoning-gym [%s]", c->valuestring,
+                    got ? got : "None", x->valuestring);
         free(got);
         cJSON_Delete(j);
         n++;
@@ -49,8 +52,8 @@ static void test_extract_answer(void) {
 /* Scores every answer of one fixture line {..., variants: [[response,
  * score], ...]}; for a sapo line, also regenerates the entry from its seed,
  * index and config. */
-static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scores, int *mismatches,
-                               int *flat_lines) {
+static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scores, int *mismatches, int *flat_lines)
+{
     task_entry_t e;
     char err[256] = "";
     if (task_entry_from_json(j, &e, err, sizeof err) != 0) {
@@ -60,7 +63,8 @@ static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scor
     const cJSON *variants = cJSON_GetObjectItem(j, "variants"), *v;
     /* one answer per line: family_check_fixtures scores those */
     *flat_lines += !variants;
-    cJSON_ArrayForEach(v, variants) {
+    cJSON_ArrayForEach(v, variants)
+    {
         const cJSON *resp = cJSON_GetArrayItem(v, 0), *want = cJSON_GetArrayItem(v, 1);
         double got = task_score_entry(cJSON_IsString(resp) ? resp->valuestring : NULL, &e, err, sizeof err);
         (*scores)++;
@@ -77,10 +81,11 @@ static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scor
         cJSON *config = task_family_config(f, cJSON_GetObjectItem(j, "config"), err, sizeof err);
         task_entry_t g = {0};
         EXPECTF(config && f->generate(config, (uint64_t)seed->valuedouble, (uint64_t)index->valuedouble, &g, err,
-                                      sizeof err) == 0, "%s:%d: %s", path, lineno, err);
+                                      sizeof err) == 0,
+                "%s:%d: %s", path, lineno, err);
         if (g.question) {
             EXPECTF(strcmp(g.question, e.question) == 0 && strcmp(g.answer, e.answer) == 0 &&
-                    cJSON_Compare(g.metadata, e.metadata, 1),
+                        cJSON_Compare(g.metadata, e.metadata, 1),
                     "%s:%d: seed %g index %g generates another entry now", path, lineno, seed->valuedouble,
                     index->valuedouble);
         }
@@ -91,7 +96,8 @@ static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scor
 }
 
 /* family named by a fixture file rg_<family>.jsonl or sapo_<family>.jsonl */
-static int fixture_family(const char *name, char *family, size_t len) {
+static int fixture_family(const char *name, char *family, size_t len)
+{
     const char *rest = !strncmp(name, "rg_", 3) ? name + 3 : !strncmp(name, "sapo_", 5) ? name + 5 : NULL;
     const char *dot = rest ? strstr(rest, ".jsonl") : NULL;
     if (!dot || dot[6] || (size_t)(dot - rest) >= len) return 0;
@@ -101,7 +107,8 @@ static int fixture_family(const char *name, char *family, size_t len) {
 
 static char unregistered[512];
 
-static void test_fixtures(void) {
+static void test_fixtures(void)
+{
     DIR *d = opendir(GOLDEN);
     EXPECT(d);
     if (!d) return;
@@ -141,18 +148,23 @@ static void test_fixtures(void) {
 }
 
 /* fixture files of families not in the registry yet: visible, not failing */
-static void test_fixtures_unregistered(void) {
+static void test_fixtures_unregistered(void)
+{
     if (unregistered[0]) SKIP_TEST(unregistered);
 }
 
-static void test_own_answers(void) {
+static void test_own_answers(void)
+{
     static const char *const configs[][3] = {
         {"{}", "{\"min_base\": 2, \"max_base\": 36, \"min_value\": 0, \"max_value\": 9007199254740000}", NULL},
-        {"{}", "{\"allow_parentheses\": false}", "{\"min_digits\": 6, \"max_digits\": 6, \"max_terms\": 6, "
-                                                "\"whitespace\": \"no_space\", \"operators\": [\"*\", \"/\"]}"},
+        {"{}", "{\"allow_parentheses\": false}",
+         "{\"min_digits\": 6, \"max_digits\": 6, \"max_terms\": 6, "
+         "\"whitespace\": \"no_space\", \"operators\": [\"*\", \"/\"]}"},
         {"{}", "{\"min_value\": 5, \"max_value\": 6}", "{\"styles\": [\"plain\"], \"max_factor\": 1}"},
-        {"{}", "{\"min_num_decimal_places\": 0, \"max_num_decimal_places\": 20, \"precision\": 40, "
-               "\"max_terms\": 12}", "{\"precision\": 5, \"max_num_decimal_places\": 2, \"min_num_decimal_places\": 2}"},
+        {"{}",
+         "{\"min_num_decimal_places\": 0, \"max_num_decimal_places\": 20, \"precision\": 40, "
+         "\"max_terms\": 12}",
+         "{\"precision\": 5, \"max_num_decimal_places\": 2, \"min_num_decimal_places\": 2}"},
         {"{}", "{\"year\": 2, \"offset_upper_bound\": 365}", "{\"year\": 9998, \"tasks\": [\"IS_LEAP_YEAR\"]}"},
         {"{}", "{\"min_n\": 1, \"max_n\": 1}", "{\"min_n\": 30, \"max_n\": 40, \"p_zero\": 1}"},
     };
@@ -160,11 +172,13 @@ static void test_own_answers(void) {
         const task_family_t *f = task_family_find(mine[i]);
         EXPECTF(f, "%s is not registered", mine[i]);
         if (!f) continue;
-        for (int k = 0; k < 3 && configs[i][k]; k++) family_check_entries(f, configs[i][k], 11 + (uint64_t)k, 400, NULL);
+        for (int k = 0; k < 3 && configs[i][k]; k++)
+            family_check_entries(f, configs[i][k], 11 + (uint64_t)k, 400, NULL);
     }
 }
 
-static void test_seeds_differ(void) {
+static void test_seeds_differ(void)
+{
     for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
         const task_family_t *f = task_family_find(mine[i]);
         cJSON *config = family_config(f, NULL);
@@ -184,7 +198,8 @@ static void test_seeds_differ(void) {
     }
 }
 
-static void expect_config_error(const char *family, const char *json, const char *needle) {
+static void expect_config_error(const char *family, const char *json, const char *needle)
+{
     char err[256] = "";
     cJSON *user = cJSON_Parse(json);
     cJSON *c = task_family_config(task_family_find(family), user, err, sizeof err);
@@ -193,7 +208,8 @@ static void expect_config_error(const char *family, const char *json, const char
     cJSON_Delete(user);
 }
 
-static void test_configs(void) {
+static void test_configs(void)
+{
     expect_config_error("base_conversion", "{\"min_base\": 1}", "min_base");
     expect_config_error("base_conversion", "{\"min_base\": 5, \"max_base\": 5}", "max_base");
     expect_config_error("base_conversion", "{\"max_value\": 0}", "max_value");
@@ -220,13 +236,14 @@ static void test_configs(void) {
     expect_config_error("binary_matrix", "[1]", "object");
 }
 
-static void test_many(void) {
-    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++)
-        family_check_many(task_family_find(mine[i]), 20000);
+static void test_many(void)
+{
+    for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) family_check_many(task_family_find(mine[i]), 20000);
 }
 
 /* cases the fixtures cannot reach: reasoning-gym never makes them */
-static void test_scores_by_hand(void) {
+static void test_scores_by_hand(void)
+{
     task_entry_t e = {.answer = "-1"};
     e.metadata = cJSON_Parse("{\"source_dataset\": \"calendar_arithmetic\", \"task\": \"recurring_event_day\"}");
     char err[128];
@@ -252,12 +269,15 @@ static void test_scores_by_hand(void) {
 
 /* Mutated answers through every scorer: no crash or sanitizer report, and
  * a score in [0, 1]. The pieces are what the parsers look for. */
-static void test_mutated_answers(void) {
+static void test_mutated_answers(void)
+{
     static const char *const pieces[] = {
-        "0", "1", "9", "-", "+", ".", "e", "E", "_", "/", "$", "\\frac{", "\\dfrac", "{", "}", "[", "]", "(", ")",
-        ",", " ", "\n", "'", "\"", "\\", "\\x4", "\\u00", "b'", "r'", "0x", "0b", "0o", "j", "#", "True", "None",
-        "NaN", "Inf", "sNaN", "e999999999", "\u00a0", "\u0663", "\u017f", "\xff", "\xc3", "Monday", "yes", "1_0",
-        "<answer>", "</answer>", "'''", "\"\"\"", "\\\n", "99999999999999999999999",
+        "0",      "1",   "9",       "-",          "+",         ".",      "e",      "E",    "_",
+        "/",      "$",   "\\frac{", "\\dfrac",    "{",         "}",      "[",      "]",    "(",
+        ")",      ",",   " ",       "\n",         "'",         "\"",     "\\",     "\\x4", "\\u00",
+        "b'",     "r'",  "0x",      "0b",         "0o",        "j",      "#",      "True", "None",
+        "NaN",    "Inf", "sNaN",    "e999999999", "\u00a0",    "\u0663", "\u017f", "\xff", "\xc3",
+        "Monday", "yes", "1_0",     "<answer>",   "</answer>", "'''",    "\"\"\"", "\\\n", "99999999999999999999999",
     };
     const int npieces = (int)(sizeof pieces / sizeof *pieces);
     for (int k = 0; k < task_family_count; k++) {
@@ -277,7 +297,9 @@ static void test_mutated_answers(void) {
                 n += (size_t)snprintf(buf, sizeof buf, "%.*s", (int)(cut < 200 ? cut : 200), e.answer ? e.answer : "");
                 for (int p = (int)task_rng_below(&r, 4); p >= 0; p--)
                     n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", pieces[task_rng_below(&r, (uint64_t)npieces)]);
-                if (len > cut) snprintf(buf + n, sizeof buf - n, "%.*s", 200, e.answer + cut + task_rng_below(&r, 2) * (cut < len));
+                if (len > cut)
+                    snprintf(buf + n, sizeof buf - n, "%.*s", 200,
+                             e.answer + cut + task_rng_below(&r, 2) * (cut < len));
                 double s = f->score(buf, &e);
                 if (!(s >= 0 && s <= 1) && bad++ < 3) fprintf(stderr, "%s: score %g for [%s]\n", f->name, s, buf);
             }
@@ -288,7 +310,8 @@ static void test_mutated_answers(void) {
     }
 }
 
-static void test_mix(void) {
+static void test_mix(void)
+{
     char err[256] = "";
     task_mix_t *all = task_mix_new(NULL, 5, err, sizeof err);
     EXPECTF(all, "%s", err);
@@ -345,7 +368,8 @@ static void test_mix(void) {
     }
 }
 
-static void test_entry_json(void) {
+static void test_entry_json(void)
+{
     task_entry_t e = {0}, back = {0};
     char err[256] = "";
     const task_family_t *f = task_family_find("fraction_simplification");
@@ -367,7 +391,8 @@ static void test_entry_json(void) {
     cJSON_Delete(k);
 }
 
-static void test_python_semantics(void) {
+static void test_python_semantics(void)
+{
     int64_t v = 0;
     EXPECT(py_int(" 12 ", 4, &v) == PY_INT_OK && v == 12);
     EXPECT(py_int("-1_000", 6, &v) == PY_INT_OK && v == -1000);
@@ -389,7 +414,8 @@ static void test_python_semantics(void) {
     EXPECT(py_len("\u00e9t\u00e9", strlen("\u00e9t\u00e9")) == 3);
 }
 
-int main(void) {
+int main(void)
+{
     RUN_TEST(test_extract_answer);
     RUN_TEST(test_fixtures);
     RUN_TEST(test_fixtures_unregistered);

@@ -9,14 +9,16 @@
 extern const task_family_t task_family_bf;
 static const task_family_t *F = &task_family_bf;
 
-static char *run(const char *program, uint64_t limit, int *rc, char *err, size_t errlen) {
+static char *run(const char *program, uint64_t limit, int *rc, char *err, size_t errlen)
+{
     char *out = NULL;
     size_t len;
     *rc = bf_run(program, limit, &out, &len, NULL, err, errlen);
     return out;
 }
 
-static void test_interpreter(void) {
+static void test_interpreter(void)
+{
     char err[256];
     int rc;
     /* 8 * 8 + 1 = 'A'; then 0 - 1 wraps to 255, and 49 more wrap to '0' */
@@ -45,7 +47,8 @@ static void test_interpreter(void) {
 }
 
 /* what the BFit source in metadata computes, in C */
-static void check_source(const task_entry_t *e) {
+static void check_source(const task_entry_t *e)
+{
     const char *src = cJSON_GetObjectItemCaseSensitive(e->metadata, "bfit_code")->valuestring;
     int target, x, y, cond = -1;
     const char *t = strstr(src, "int target = ");
@@ -69,20 +72,23 @@ static void check_source(const task_entry_t *e) {
     EXPECT(strstr(e->question, prog) != NULL);
 }
 
-static void test_generated_programs(void) {
+static void test_generated_programs(void)
+{
     family_check_entries(F, NULL, 1, 300, check_source);
     family_check_entries(F, "{\"difficulty\": 2}", 2, 300, check_source);
     family_check_entries(F, "{\"difficulty\": 3}", 3, 300, check_source);
 }
 
-static void test_config(void) {
+static void test_config(void)
+{
     static const char *const bad[] = {"{\"difficulty\": 4}", "{\"difficulty\": 0}", "{\"difficulty\": \"2\"}",
                                       "{\"level\": 2}"};
     static const char *const field[] = {"difficulty", "difficulty", "difficulty", "level"};
     family_check_bad_configs(F, bad, field, (int)(sizeof bad / sizeof bad[0]));
 }
 
-static void test_scores(void) {
+static void test_scores(void)
+{
     task_entry_t e = {0};
     e.answer = "crave";
     EXPECT(F->score("crave", &e) == 1.0);
@@ -92,18 +98,18 @@ static void test_scores(void) {
     EXPECT(F->score("Crave", &e) == 0.0);
 }
 
-static void test_many(void) {
-    family_check_many(F, 200000);
-}
+static void test_many(void) { family_check_many(F, 200000); }
 
-static void test_fixtures(void) {
+static void test_fixtures(void)
+{
     int a = family_check_fixtures(F, "tests/golden/tasks/variants_bf.jsonl");
     int b = family_check_fixtures(F, "tests/golden/tasks/sapo_bf.jsonl");
     int c = family_check_fixtures(F, "tests/golden/tasks/rg_bf.jsonl");
     if (a < 0 && b < 0 && c < 0) SKIP_TEST("no fixtures in tests/golden/tasks");
 }
 
-int main(void) {
+int main(void)
+{
     RUN_TEST(test_interpreter);
     RUN_TEST(test_generated_programs);
     RUN_TEST(test_config);

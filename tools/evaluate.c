@@ -37,10 +37,10 @@ typedef struct {
     const config_t *cfg;
     wire_subscriber_t *sub;
     uint64_t every, next;
-    policy_t *due;             /* weights of round due_round, when due_ready */
+    policy_t *due; /* weights of round due_round, when due_ready */
     uint64_t due_round, due_version;
     bool due_ready, last_loaded;
-    rec_policy_t last;         /* the last round's notice, when it came while another version was due */
+    rec_policy_t last; /* the last round's notice, when it came while another version was due */
     char last_ckpt[4096];
 } judge_t;
 
@@ -80,8 +80,7 @@ static void judge_poll(judge_t *j, int timeout_ms)
         char err[512];
         if (!buf || rec_policy_view(buf, r->size, &pn, err, sizeof err) != 0)
             log_error("dropped a policy notice: %s", buf ? err : "out of memory");
-        else
-            judge_notice(j, &pn);
+        else judge_notice(j, &pn);
         free(copy);
         wire_record_destroy(&r);
     }
@@ -129,7 +128,8 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
     } else if (!cJSON_IsObject(fams)) {
         log_fatal("task mix (SAPO_TASK_MIX): expected {\"families\": {...}}");
     } else {
-        cJSON_ArrayForEach(item, fams) {
+        cJSON_ArrayForEach(item, fams)
+        {
             const cJSON *w = cJSON_GetObjectItemCaseSensitive(item, "weight");
             if (!task_family_find(item->string)) log_fatal("task mix (SAPO_TASK_MIX): unknown family %s", item->string);
             if (n < task_family_count && !(cJSON_IsNumber(w) && w->valuedouble <= 0))

@@ -26,9 +26,9 @@
 #include "tasks/task.h"
 #include "util/splitmix.h"
 
-static const char *const kinds[] = {"random", "truncated", "oversized", "long_text", "bad_utf8", "unknown_family",
-                                    "bad_metadata", "wrong_size", "bad_node", "wrong_type", "forged", "duplicate",
-                                    "unsigned", "wrong_key", "impostor"};
+static const char *const kinds[] = {"random",         "truncated",    "oversized",  "long_text", "bad_utf8",
+                                    "unknown_family", "bad_metadata", "wrong_size", "bad_node",  "wrong_type",
+                                    "forged",         "duplicate",    "unsigned",   "wrong_key", "impostor"};
 #define NKINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
 static uint64_t rng_state;
@@ -54,10 +54,18 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
     snprintf(node, sizeof node, "evil-%s", kind);
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset");
     char *meta = cJSON_PrintUnformatted(e.metadata);
-    rec_task_t t = {.task_id = index, .family = fam->valuestring, .question = e.question, .answer = e.answer,
-                    .metadata_json = meta, .seed = 7, .index = index, .node = node};
+    rec_task_t t = {.task_id = index,
+                    .family = fam->valuestring,
+                    .question = e.question,
+                    .answer = e.answer,
+                    .metadata_json = meta,
+                    .seed = 7,
+                    .index = index,
+                    .node = node};
     int n = !strcmp(kind, "wrong_size") ? L + 1 : L;
-    size_t text_len = !strcmp(kind, "long_text") ? text + index % 100 : !strcmp(kind, "oversized") ? big / (size_t)n : 40;
+    size_t text_len = !strcmp(kind, "long_text")   ? text + index % 100
+                      : !strcmp(kind, "oversized") ? big / (size_t)n
+                                                   : 40;
     char **texts = calloc((size_t)n, sizeof *texts);
     rec_completion_t *c = calloc((size_t)n, sizeof *c);
     for (int i = 0; i < n; i++) {
@@ -73,12 +81,19 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
         memcpy(texts[0] + 20, b, strlen(b));
     }
     if (!strcmp(kind, "unknown_family")) t.family = "no_such_family";
-    if (!strcmp(kind, "bad_metadata")) t.metadata_json = index % 2 ? "[1, 2, 3]" : "{\"source_dataset\": \"no_such_family\"}";
+    if (!strcmp(kind, "bad_metadata"))
+        t.metadata_json = index % 2 ? "[1, 2, 3]" : "{\"source_dataset\": \"no_such_family\"}";
     if (!strcmp(kind, "bad_node")) t.node = "evil:other";
     if (!strcmp(kind, "impostor")) t.node = victim;
-    rec_rollout_t r = {.node = t.node, .policy_version = index,
-                       .round = index, .model = "forger", .task = t, .completions = c, .n_completions = (size_t)n,
-                       .created_ms = index, .scored = true};
+    rec_rollout_t r = {.node = t.node,
+                       .policy_version = index,
+                       .round = index,
+                       .model = "forger",
+                       .task = t,
+                       .completions = c,
+                       .n_completions = (size_t)n,
+                       .created_ms = index,
+                       .scored = true};
     uint8_t *buf = NULL;
     if (!strcmp(kind, "wrong_type") ? rec_task_build(&t, &buf, len) : rec_rollout_build(&r, &buf, len)) {
         fprintf(stderr, "hostile: %s record %llu could not be built\n", kind, (unsigned long long)index);

@@ -38,7 +38,11 @@
 #define PAYLOADS 64
 
 static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
 
 static double now_s(void)
 {
@@ -174,9 +178,11 @@ int main(int argc, char **argv)
         else if (!strcmp(f, "--clients")) clients = parse_long(f, v, 1, 100000);
         else if (!strcmp(f, "--seed")) seed = (uint64_t)parse_long(f, v, 0, 1L << 40);
         else {
-            fprintf(stderr, "loadgen: unknown flag '%s'\nusage: loadgen [--redis URL] [--nodes N] [--seconds T] "
-                            "[--round-seconds R] [--groups G] [--bytes B] [--draw J] [--window W] [--clients C] "
-                            "[--seed S]\n", f);
+            fprintf(stderr,
+                    "loadgen: unknown flag '%s'\nusage: loadgen [--redis URL] [--nodes N] [--seconds T] "
+                    "[--round-seconds R] [--groups G] [--bytes B] [--draw J] [--window W] [--clients C] "
+                    "[--seed S]\n",
+                    f);
             return 2;
         }
         if (strcmp(f, "--redis") == 0 || v) a++;
@@ -227,8 +233,9 @@ int main(int argc, char **argv)
     char last_err[512] = "";
     double period = (double)round_s / (double)nodes, behind_max = 0;
     double t0 = now_s(), next_stats = t0 + 1, next_line = t0 + 10;
-    fprintf(stderr, "loadgen: %ld nodes, %ld groups of %ld bytes and a draw of %ld each per %ld s round, window %ld "
-                    "rounds, %ld clients, %ld s against %s\n",
+    fprintf(stderr,
+            "loadgen: %ld nodes, %ld groups of %ld bytes and a draw of %ld each per %ld s round, window %ld "
+            "rounds, %ld clients, %ld s against %s\n",
             nodes, groups, bytes, draw, round_s, window, clients, seconds, url);
     for (uint64_t e = 0; !stop; e++) {
         double due = t0 + (double)e * period;
@@ -279,8 +286,8 @@ int main(int argc, char **argv)
     qsort(pub.v, pub.n, sizeof *pub.v, cmp_double);
     qsort(drw.v, drw.n, sizeof *drw.v, cmp_double);
     double cpu = (s.cpu - s0.cpu) / wall;
-    printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %.0f s\n", nodes, round_s, groups,
-           bytes, draw, window, wall);
+    printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %.0f s\n", nodes, round_s,
+           groups, bytes, draw, window, wall);
     printf("publish: %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub.n, quantile_ms(&pub, 0.5),
            quantile_ms(&pub, 0.99), pub.n ? 1000 * pub.v[pub.n - 1] : 0);
     printf("draw:    %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms; %.2f groups a draw, %ld short after round 1\n",
@@ -288,8 +295,10 @@ int main(int argc, char **argv)
            drw.n ? (double)drawn / (double)drw.n : 0, draws_short);
     printf("redis:   used_memory %.1f MB at the end, %.1f MB at most (%.1f MB before), CPU %.0f %% of a core\n",
            (double)s.used_memory / 1e6, (double)mem_max / 1e6, (double)mem_base / 1e6, 100 * cpu);
-    printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", errors, errors ? ", last: " : "", last_err, behind_max);
-    printf("{\"nodes\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%ld,\"seconds\":%.1f,"
+    printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", errors, errors ? ", last: " : "", last_err,
+           behind_max);
+    printf("{\"nodes\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%ld,\"seconds\":%"
+           ".1f,"
            "\"publish\":{\"calls\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f},\"draw\":{\"calls\":%zu,\"p50_ms\":%.4f,"
            "\"p99_ms\":%.4f,\"groups\":%.3f},\"used_memory_max\":%lld,\"used_memory_end\":%lld,"
            "\"server_cpu\":%.3f,\"errors\":%ld,\"behind_max_s\":%.3f}\n",

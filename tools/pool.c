@@ -70,8 +70,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    const char *redis = getenv("SAPO_REDIS"), *swarm = getenv("SAPO_SWARM"), *node = NULL, *exclude = NULL,
-               *key = NULL;
+    const char *redis = getenv("SAPO_REDIS"), *swarm = getenv("SAPO_SWARM"), *node = NULL, *exclude = NULL, *key = NULL;
     if (!redis || !*redis) redis = "redis://127.0.0.1:6379";
     if (!swarm || !*swarm) swarm = "sapo";
     int count = 1, nfiles = 0, window = 0;
@@ -156,7 +155,9 @@ int main(int argc, char **argv)
             int opened = known == 1 ? identity_open(pub, e[i].data, e[i].len, &rec, &rec_len) : -1;
             if (opened < 0) {
                 fprintf(stderr, "pool: entry %d: node %s: unsigned (%s)\n", i, e[i].node,
-                        known < 0 ? err : known == 0 ? "no key registered" : "shorter than a signature");
+                        known < 0    ? err
+                        : known == 0 ? "no key registered"
+                                     : "shorter than a signature");
                 continue;
             }
             if (!opened) {

@@ -42,10 +42,7 @@ typedef struct {
     series_t s;
 } node_t;
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: report RUN_FOLDER [--window N] [--out FOLDER]\n");
-}
+static void usage(void) { fprintf(stderr, "usage: report RUN_FOLDER [--window N] [--out FOLDER]\n"); }
 
 /* the node's metrics.jsonl: its number of rounds, or -1 when missing */
 static int load_node(const char *path, const char *name, node_t *nd)
@@ -136,8 +133,10 @@ static int write_summary(const char *outdir, const node_t *nodes, int nn, int wi
         fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    fprintf(md, "| node | rounds | mean reward | first %d | last %d | change | cumulative reward |\n"
-                "|---|---|---|---|---|---|---|\n", window, window);
+    fprintf(md,
+            "| node | rounds | mean reward | first %d | last %d | change | cumulative reward |\n"
+            "|---|---|---|---|---|---|---|\n",
+            window, window);
     double swarm_total = 0;
     for (int i = 0; i < nn; i++) {
         double cum = write_node(outdir, &nodes[i], window, md);
@@ -175,7 +174,10 @@ static int write_plots(const char *outdir, const node_t *nodes, int nn, int wind
         fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    static const struct { const char *file, *title; int col; } plots[] = {
+    static const struct {
+        const char *file, *title;
+        int col;
+    } plots[] = {
         {"reward", "reward per round", 2},
         {"moving_average", "reward, moving average", 3},
         {"cumulative", "cumulative reward", 4},
@@ -194,7 +196,8 @@ static int write_plots(const char *outdir, const node_t *nodes, int nn, int wind
         double lo = INFINITY, hi = -INFINITY;
         for (int i = 0; i < nn; i++)
             for (int k = 0; k < nodes[i].s.n; k++)
-                if (!isnan(nodes[i].s.col[d][k])) lo = fmin(lo, nodes[i].s.col[d][k]), hi = fmax(hi, nodes[i].s.col[d][k]);
+                if (!isnan(nodes[i].s.col[d][k]))
+                    lo = fmin(lo, nodes[i].s.col[d][k]), hi = fmax(hi, nodes[i].s.col[d][k]);
         if (lo > hi) continue; /* metrics from before the diagnostics */
         if (hi - lo < 1e-9) fprintf(gp, "set yrange [%g:%g]\n", lo - 1, hi + 1);
         else fprintf(gp, "set yrange [*:*]\n");
@@ -240,7 +243,8 @@ int main(int argc, char **argv)
     int nn = load_nodes(run, nodes);
     if (nn < 0) return 1;
     if (nn == 0) {
-        fprintf(stderr, "report: %s: no metrics.jsonl found (expected RUN/metrics.jsonl or RUN/<node>/metrics.jsonl)\n", run);
+        fprintf(stderr, "report: %s: no metrics.jsonl found (expected RUN/metrics.jsonl or RUN/<node>/metrics.jsonl)\n",
+                run);
         return 1;
     }
     char outdir[1024], path[1100];
@@ -265,7 +269,8 @@ int main(int argc, char **argv)
     while (f && fgets(buf, sizeof buf, f)) fputs(buf, stdout);
     if (f) fclose(f);
     printf("report: %s/report (reward.png, moving_average.png, cumulative.png, the diagnostics' plots, summary.md; "
-           "window %d)\n", outdir, window);
+           "window %d)\n",
+           outdir, window);
     for (int i = 0; i < nn; i++) series_free(&nodes[i].s);
     return rc;
 }

@@ -69,7 +69,10 @@ static void load_model(const char *path, char *out, size_t len)
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-static int cmp_node(const void *a, const void *b) { return strcmp(((const node_t *)a)->name, ((const node_t *)b)->name); }
+static int cmp_node(const void *a, const void *b)
+{
+    return strcmp(((const node_t *)a)->name, ((const node_t *)b)->name);
+}
 
 static int cmp_cfg(const void *a, const void *b)
 {
@@ -216,7 +219,8 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
         fclose(f);
         /* per node (seed mean), moving average: the grid's panels */
         for (int i = 0; i < nodes_max; i++) {
-            for (int r = 0; r < R; r++) mean[r] = node_cnt[(size_t)i * R + r] ? node_sum[(size_t)i * R + r] / node_cnt[(size_t)i * R + r] : 0;
+            for (int r = 0; r < R; r++)
+                mean[r] = node_cnt[(size_t)i * R + r] ? node_sum[(size_t)i * R + r] / node_cnt[(size_t)i * R + r] : 0;
             stats_moving_average(mean, R, window, grid + (size_t)i * R);
         }
         snprintf(name, sizeof name, "grid_%s.dat", cf->dir);
@@ -236,11 +240,13 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
     const cfg_t *base = NULL;
     for (int c = 0; c < nc; c++)
         if (cfgs[c].J == 0) base = &cfgs[c];
-    fprintf(md, "## Cumulative reward\n\nCumulative reward = the sum over nodes and rounds of the mean reward of every own "
-                "completion a node's sampler scored for that round (sampler.scored_reward: trained or not); one value "
-                "per seed.\n\n");
-    fprintf(md, "| I/J | nodes | rounds | seeds | cumulative reward per seed | mean | sd | per node-round | ratio to %s | "
-                "Welch p | permutation p |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    fprintf(md,
+            "## Cumulative reward\n\nCumulative reward = the sum over nodes and rounds of the mean reward of every own "
+            "completion a node's sampler scored for that round (sampler.scored_reward: trained or not); one value "
+            "per seed.\n\n");
+    fprintf(md,
+            "| I/J | nodes | rounds | seeds | cumulative reward per seed | mean | sd | per node-round | ratio to %s | "
+            "Welch p | permutation p |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
             base ? "J = 0" : "J = 0 (none run)");
     for (int c = 0; c < nc; c++) {
         const cfg_t *cf = &cfgs[c];
@@ -263,13 +269,14 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
         }
         fmt_p(pw, sizeof pw, w.p, wok);
         fmt_p(pp, sizeof pp, perm, pok);
-        fprintf(md, "| %d/%d | %d | %d | %d | %s | %.2f | %.2f | %.4f | %s | %s | %s |\n", cf->I, cf->J, cf->seeds[0].nn,
-                cf->max_round, cf->ns, seeds, m, sd, m / ((double)cf->seeds[0].nn * (cf->max_round ? cf->max_round : 1)), ratio,
-                pw, pp);
+        fprintf(md, "| %d/%d | %d | %d | %d | %s | %.2f | %.2f | %.4f | %s | %s | %s |\n", cf->I, cf->J,
+                cf->seeds[0].nn, cf->max_round, cf->ns, seeds, m, sd,
+                m / ((double)cf->seeds[0].nn * (cf->max_round ? cf->max_round : 1)), ratio, pw, pp);
     }
-    fprintf(md, "\nTests compare each configuration's per-seed cumulative rewards with the J = 0 configuration's: Welch's "
-                "t-test (needs 2 seeds on each side) and an exact permutation test of the mean difference (its smallest "
-                "possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
+    fprintf(md,
+            "\nTests compare each configuration's per-seed cumulative rewards with the J = 0 configuration's: Welch's "
+            "t-test (needs 2 seeds on each side) and an exact permutation test of the mean difference (its smallest "
+            "possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
     return 0;
 }
 
@@ -332,12 +339,14 @@ static void write_by_model(const cfg_t *cfgs, int nc, FILE *md)
     const cfg_t *base = NULL;
     for (int c = 0; c < nc; c++)
         if (cfgs[c].J == 0) base = &cfgs[c];
-    fprintf(md, "## By kind of model\n\nThe swarm holds %d kinds of model. For each, the cumulative reward of its nodes "
-                "(the sum over its nodes and rounds; one value per seed) against the same kind at %s, and their "
-                "held-out pass@1 (mean over its nodes and seeds) at the first and last evaluation.\n\n",
+    fprintf(md,
+            "## By kind of model\n\nThe swarm holds %d kinds of model. For each, the cumulative reward of its nodes "
+            "(the sum over its nodes and rounds; one value per seed) against the same kind at %s, and their "
+            "held-out pass@1 (mean over its nodes and seeds) at the first and last evaluation.\n\n",
             nk, base ? "J = 0, where no node takes another's groups" : "J = 0 (none run)");
-    fprintf(md, "| model | I/J | nodes | cumulative reward per seed | mean | ratio to J = 0 | Welch p | permutation p | "
-                "pass@1 first | pass@1 last |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(md,
+            "| model | I/J | nodes | cumulative reward per seed | mean | ratio to J = 0 | Welch p | permutation p | "
+            "pass@1 first | pass@1 last |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < nk; k++) {
         double bc[MAX_ITEMS];
         int bn = 0;
@@ -369,8 +378,8 @@ static void write_by_model(const cfg_t *cfgs, int nc, FILE *md)
             double f = kind_eval(cf, kinds[k], 0), l = kind_eval(cf, kinds[k], 1);
             if (!isnan(f)) snprintf(e0, sizeof e0, "%.3f", f);
             if (!isnan(l)) snprintf(e1, sizeof e1, "%.3f", l);
-            fprintf(md, "| %s | %d/%d | %d | %s | %.2f | %s | %s | %s | %s | %s |\n", kinds[k][0] ? kinds[k] : "(unnamed)",
-                    cf->I, cf->J, nodes, seeds, m, ratio, pw, pp, e0, e1);
+            fprintf(md, "| %s | %d/%d | %d | %s | %.2f | %s | %s | %s | %s | %s |\n",
+                    kinds[k][0] ? kinds[k] : "(unnamed)", cf->I, cf->J, nodes, seeds, m, ratio, pw, pp, e0, e1);
         }
     }
     fprintf(md, "\n");
@@ -463,9 +472,11 @@ static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
             holm[q] = ok[q] ? th[t] : 1;
             bh[q] = ok[q] ? tb[t++] : 1;
         }
-        fprintf(md, "### %d/%d nodes against %d/%d (isolated) nodes\n\n| round | %d/%d pass@1 (nodes) | %d/%d pass@1 (nodes) | "
-                    "difference | Welch p | Holm p | BH p |\n|---|---|---|---|---|---|---|\n",
-                cf->I, cf->J, base->I, base->J, cf->I, cf->J, base->I, base->J);
+        fprintf(
+            md,
+            "### %d/%d nodes against %d/%d (isolated) nodes\n\n| round | %d/%d pass@1 (nodes) | %d/%d pass@1 (nodes) | "
+            "difference | Welch p | Holm p | BH p |\n|---|---|---|---|---|---|---|\n",
+            cf->I, cf->J, base->I, base->J, cf->I, cf->J, base->I, base->J);
         for (int q = 0; q < nb; q++) {
             int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
             char s1[32], s2[32], s3[32];
@@ -475,10 +486,12 @@ static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
             fprintf(md, "| %d | %.4f (%d) | %.4f (%d) | %+.4f | %s | %s | %s |\n", bins[q], stats_mean(a, na), na,
                     stats_mean(b, nbv), nbv, stats_mean(a, na) - stats_mean(b, nbv), s1, s2, s3);
         }
-        fprintf(md, "\nOne Welch test per round over nodes (all seeds); Holm and Benjamini-Hochberg adjust for the %d rounds "
-                    "tested (a round where every node scored the same has no test). Nodes of one swarm see each other's "
-                    "rollouts, so they are not independent samples.\n\n",
-                nt);
+        fprintf(
+            md,
+            "\nOne Welch test per round over nodes (all seeds); Holm and Benjamini-Hochberg adjust for the %d rounds "
+            "tested (a round where every node scored the same has no test). Nodes of one swarm see each other's "
+            "rollouts, so they are not independent samples.\n\n",
+            nt);
     }
     return 0;
 }
@@ -504,15 +517,19 @@ static int write_plots(const cfg_t *cfgs, int nc, int window, int have_eval)
     for (int c = 0; c < nc; c++)
         for (int s = 0; s < cfgs[c].ns; s++)
             if (cfgs[c].seeds[s].nn > nodes) nodes = cfgs[c].seeds[s].nn;
-    fprintf(gp, "set terminal pngcairo noenhanced size 900,520 font ',10'\nset grid\nset xlabel 'round'\nset key top left\n");
+    fprintf(
+        gp,
+        "set terminal pngcairo noenhanced size 900,520 font ',10'\nset grid\nset xlabel 'round'\nset key top left\n");
     fprintf(gp, "set output '%s/moving_average.png'\nset title 'mean reward per node, moving average over %d rounds'\n",
             res_dir, window);
     plot_configs(gp, cfgs, nc, "ma", 3, "lines lw 2");
-    fprintf(gp, "set output '%s/cumulative.png'\nset title 'cumulative reward (sum over nodes, mean over seeds)'\n", res_dir);
+    fprintf(gp, "set output '%s/cumulative.png'\nset title 'cumulative reward (sum over nodes, mean over seeds)'\n",
+            res_dir);
     plot_configs(gp, cfgs, nc, "ma", 4, "lines lw 2");
     int cols = nodes <= 2 ? nodes : nodes <= 4 ? 2 : 4, rows = (nodes + cols - 1) / cols;
-    fprintf(gp, "set terminal pngcairo noenhanced size %d,%d font ',9'\nset output '%s/grid.png'\nunset title\n"
-                "set multiplot layout %d,%d title 'reward per node, moving average over %d rounds (mean over seeds)'\n",
+    fprintf(gp,
+            "set terminal pngcairo noenhanced size %d,%d font ',9'\nset output '%s/grid.png'\nunset title\n"
+            "set multiplot layout %d,%d title 'reward per node, moving average over %d rounds (mean over seeds)'\n",
             300 * cols + 100, 240 * rows + 60, res_dir, rows, cols, window);
     for (int i = 0; i < nodes; i++) {
         fprintf(gp, "set title 'n%d'\n", i);
@@ -520,8 +537,9 @@ static int write_plots(const cfg_t *cfgs, int nc, int window, int have_eval)
     }
     fprintf(gp, "unset multiplot\n");
     if (have_eval) {
-        fprintf(gp, "set terminal pngcairo noenhanced size 1200,480 font ',10'\nset output '%s/evaluation.png'\n"
-                    "set multiplot layout 1,2\nset title 'training reward (moving average)'\n",
+        fprintf(gp,
+                "set terminal pngcairo noenhanced size 1200,480 font ',10'\nset output '%s/evaluation.png'\n"
+                "set multiplot layout 1,2\nset title 'training reward (moving average)'\n",
                 res_dir);
         plot_configs(gp, cfgs, nc, "ma", 3, "lines lw 2");
         fprintf(gp, "set title 'held-out pass@1 (greedy), mean over nodes'\n");

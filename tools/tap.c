@@ -17,7 +17,7 @@
 #define MAX_FILTERS 32
 
 typedef struct {
-    char path[128];  /* dotted: node, task.family, completions.0.reward */
+    char path[128]; /* dotted: node, task.family, completions.0.reward */
     const char *value;
 } where_t;
 
@@ -27,21 +27,20 @@ typedef struct {
     int n_streams;
     where_t where[MAX_FILTERS];
     int n_where;
-    long count;      /* stop after this many printed records; 0: never */
+    long count; /* stop after this many printed records; 0: never */
 } tap_opts_t;
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: tap [--broker BASE] [--stream NAME]... [--where FIELD=VALUE]... [--count N]\n"
-            "Prints every record captured by the node's broker as one JSON line\n"
-            "{\"stream\":NAME,\"record\":{...}}.\n"
-            "  --broker BASE        tcp:PORT, tcp://HOST:PORT, ipc:DIR or a run folder\n"
-            "                       (default: SAPO_BROKER, else SAPO_RUN, else run/$SAPO_NODE)\n"
-            "  --stream NAME        only this stream (repeatable): tasks rollouts scored batches policy\n"
-            "  --where FIELD=VALUE  only records whose FIELD equals VALUE (repeatable, all must\n"
-            "                       match); FIELD may be dotted, e.g. task.family, completions.0.reward\n"
-            "  --count N            exit after printing N records\n");
+    fprintf(out, "usage: tap [--broker BASE] [--stream NAME]... [--where FIELD=VALUE]... [--count N]\n"
+                 "Prints every record captured by the node's broker as one JSON line\n"
+                 "{\"stream\":NAME,\"record\":{...}}.\n"
+                 "  --broker BASE        tcp:PORT, tcp://HOST:PORT, ipc:DIR or a run folder\n"
+                 "                       (default: SAPO_BROKER, else SAPO_RUN, else run/$SAPO_NODE)\n"
+                 "  --stream NAME        only this stream (repeatable): tasks rollouts scored batches policy\n"
+                 "  --where FIELD=VALUE  only records whose FIELD equals VALUE (repeatable, all must\n"
+                 "                       match); FIELD may be dotted, e.g. task.family, completions.0.reward\n"
+                 "  --count N            exit after printing N records\n");
 }
 
 static void bad_usage(const char *fmt, const char *arg)
@@ -60,8 +59,8 @@ static void parse_args(int argc, char **argv, tap_opts_t *o)
             usage(stdout);
             exit(0);
         }
-        int takes_value = strcmp(a, "--broker") == 0 || strcmp(a, "--stream") == 0 ||
-                          strcmp(a, "--where") == 0 || strcmp(a, "--count") == 0;
+        int takes_value = strcmp(a, "--broker") == 0 || strcmp(a, "--stream") == 0 || strcmp(a, "--where") == 0 ||
+                          strcmp(a, "--count") == 0;
         if (!takes_value) bad_usage("unknown argument '%s'", a);
         if (i + 1 >= argc) bad_usage("%s needs a value", a);
         const char *v = argv[++i];
@@ -85,8 +84,7 @@ static void parse_args(int argc, char **argv, tap_opts_t *o)
             char *end;
             errno = 0;
             long n = strtol(v, &end, 10);
-            if (errno || end == v || *end != '\0' || n <= 0)
-                bad_usage("--count '%s' is not a positive number", v);
+            if (errno || end == v || *end != '\0' || n <= 0) bad_usage("--count '%s' is not a positive number", v);
             o->count = n;
         }
     }
@@ -167,8 +165,7 @@ int main(int argc, char **argv)
     }
     zsock_t *sub = zsock_new(ZMQ_SUB);
     if (!sub || zsock_connect(sub, "%s", ep.capture) < 0) {
-        fprintf(stderr, "tap: cannot connect to the capture endpoint %s: %s\n", ep.capture,
-                zmq_strerror(zmq_errno()));
+        fprintf(stderr, "tap: cannot connect to the capture endpoint %s: %s\n", ep.capture, zmq_strerror(zmq_errno()));
         zsock_destroy(&sub);
         return 1;
     }

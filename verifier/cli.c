@@ -11,7 +11,8 @@
 #include "tasks/task.h"
 
 /* one line: the entry, scored; 0, or -1 with err */
-static int score_line(const char *line, char **out, char *err, size_t errlen) {
+static int score_line(const char *line, char **out, char *err, size_t errlen)
+{
     cJSON *obj = cJSON_Parse(line);
     if (!obj) {
         snprintf(err, errlen, "not valid JSON");
@@ -23,12 +24,10 @@ static int score_line(const char *line, char **out, char *err, size_t errlen) {
     const cJSON *resp = cJSON_GetObjectItemCaseSensitive(obj, "response");
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(obj, "completion");
     if (task_entry_from_json(obj, &e, err, errlen) != 0) goto done;
-    if ((resp != NULL) == (comp != NULL))
-        snprintf(err, errlen, "needs exactly one of \"response\" and \"completion\"");
+    if ((resp != NULL) == (comp != NULL)) snprintf(err, errlen, "needs exactly one of \"response\" and \"completion\"");
     else if (resp && !cJSON_IsString(resp) && !cJSON_IsNull(resp))
         snprintf(err, errlen, "\"response\" must be a string or null");
-    else if (comp && !cJSON_IsString(comp))
-        snprintf(err, errlen, "\"completion\" must be a string");
+    else if (comp && !cJSON_IsString(comp)) snprintf(err, errlen, "\"completion\" must be a string");
     else {
         const char *answer = resp ? (cJSON_IsString(resp) ? resp->valuestring : NULL)
                                   : (extracted = task_extract_answer(comp->valuestring));
@@ -47,7 +46,8 @@ done:
     return rc;
 }
 
-int verifier_cli_score(int argc, char **argv) {
+int verifier_cli_score(int argc, char **argv)
+{
     if (argc > 2) {
         fprintf(stderr, "verifier score: expected at most one FILE, got %d arguments\n", argc - 1);
         return 2;
@@ -83,7 +83,8 @@ int verifier_cli_score(int argc, char **argv) {
     return failed ? 1 : 0;
 }
 
-static int parse_u64(const char *s, unsigned long long *out) {
+static int parse_u64(const char *s, unsigned long long *out)
+{
     char *end;
     errno = 0;
     if (!s || !*s || *s == '-') return -1;
@@ -91,7 +92,8 @@ static int parse_u64(const char *s, unsigned long long *out) {
     return errno || *end ? -1 : 0;
 }
 
-int verifier_cli_generate(int argc, char **argv) {
+int verifier_cli_generate(int argc, char **argv)
+{
     const char *family = NULL, *config_text = NULL;
     unsigned long long seed = 0, count = 0, start = 0;
     int have_seed = 0, have_count = 0;
@@ -100,8 +102,10 @@ int verifier_cli_generate(int argc, char **argv) {
         int known = !strcmp(flag, "--family") || !strcmp(flag, "--seed") || !strcmp(flag, "--count") ||
                     !strcmp(flag, "--config") || !strcmp(flag, "--start");
         if (!known) {
-            fprintf(stderr, "verifier generate: unknown argument %s "
-                    "(--family NAME --seed S --count N [--config JSON] [--start I])\n", flag);
+            fprintf(stderr,
+                    "verifier generate: unknown argument %s "
+                    "(--family NAME --seed S --count N [--config JSON] [--start I])\n",
+                    flag);
             return 2;
         }
         if (!val) {

@@ -32,7 +32,8 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
     }
     bool bf16 = strcmp(backend, "cpu-bf16") == 0;
     if (bf16 && !model_amx_available()) {
-        snprintf(err, errlen, "backend cpu-bf16: this CPU has no AMX bf16 tiles (Intel Xeon of the 4th "
+        snprintf(err, errlen,
+                 "backend cpu-bf16: this CPU has no AMX bf16 tiles (Intel Xeon of the 4th "
                  "generation or later, Linux 5.16 or later); use cpu");
         return -1;
     }

@@ -47,8 +47,8 @@ static int tensor_shape(const model_config_t *c, int kind, int64_t dims[2])
 {
     int64_t C = c->C, QD = (int64_t)c->NH * c->HD, KD = (int64_t)c->NKV * c->HD, FF = c->FF, V = c->V;
     int64_t t[MODEL_NUM_TENSORS][2] = {
-        {V, C}, {C, 0}, {QD, C}, {QD, 0}, {KD, C}, {KD, 0}, {KD, C}, {KD, 0}, {c->HD, 0}, {c->HD, 0},
-        {C, QD}, {C, 0}, {C, 0}, {FF, C}, {FF, C}, {C, FF}, {C, 0}, {V, C},
+        {V, C},     {C, 0},  {QD, C}, {QD, 0}, {KD, C}, {KD, 0}, {KD, C}, {KD, 0}, {c->HD, 0},
+        {c->HD, 0}, {C, QD}, {C, 0},  {C, 0},  {FF, C}, {FF, C}, {C, FF}, {C, 0},  {V, C},
     };
     dims[0] = t[kind][0];
     dims[1] = t[kind][1];
@@ -98,7 +98,10 @@ static float half_to_float(uint16_t h)
     else {
         /* subnormal: normalise the mantissa */
         int e = -1;
-        do { man <<= 1; e++; } while (!(man & 0x400));
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 0x400));
         bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
     }
     float f;
@@ -122,8 +125,8 @@ static void convert(float *dst, const unsigned char *src, size_t n, int esize)
 }
 
 /* one tensor entry of a header; seen counts each (kind, layer) */
-static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsigned char *data,
-                       uint64_t data_len, unsigned char *seen, char *err, size_t errlen)
+static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsigned char *data, uint64_t data_len,
+                       unsigned char *seen, char *err, size_t errlen)
 {
     const char *name = t->string;
     int layer, kind = tensor_lookup(m, name, &layer);
@@ -161,11 +164,11 @@ static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsig
     if (!ok) {
         char *got = sh ? cJSON_PrintUnformatted(sh) : NULL;
         if (nd == 2)
-            snprintf(err, errlen, "%s: tensor %s: shape %s, expected [%lld,%lld]", file, name,
-                     got ? got : "(missing)", (long long)want[0], (long long)want[1]);
+            snprintf(err, errlen, "%s: tensor %s: shape %s, expected [%lld,%lld]", file, name, got ? got : "(missing)",
+                     (long long)want[0], (long long)want[1]);
         else
-            snprintf(err, errlen, "%s: tensor %s: shape %s, expected [%lld]", file, name,
-                     got ? got : "(missing)", (long long)want[0]);
+            snprintf(err, errlen, "%s: tensor %s: shape %s, expected [%lld]", file, name, got ? got : "(missing)",
+                     (long long)want[0]);
         free(got);
         return -1;
     }
@@ -178,8 +181,8 @@ static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsig
         return -1;
     }
     if (e->valuedouble > (double)data_len) {
-        snprintf(err, errlen, "%s: tensor %s: data ends at byte %.0f past the end of the file (truncated?)",
-                 file, name, e->valuedouble);
+        snprintf(err, errlen, "%s: tensor %s: data ends at byte %.0f past the end of the file (truncated?)", file, name,
+                 e->valuedouble);
         return -1;
     }
     convert(tensor_ptr(m, kind, layer), data + (uint64_t)b->valuedouble, n, esize);
@@ -221,7 +224,8 @@ static int load_file(model_t *m, const char *path, unsigned char *seen, char *er
         goto done;
     }
     const cJSON *t;
-    cJSON_ArrayForEach(t, hdr) {
+    cJSON_ArrayForEach(t, hdr)
+    {
         if (strcmp(t->string, "__metadata__") == 0) continue;
         if (load_tensor(m, t, path, map + 8 + hlen, size - 8 - hlen, seen, err, errlen)) goto done;
     }
@@ -252,7 +256,8 @@ static char **index_files(const char *path, char *err, size_t errlen)
         goto done;
     }
     const cJSON *e;
-    cJSON_ArrayForEach(e, wm) {
+    cJSON_ArrayForEach(e, wm)
+    {
         if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
             snprintf(err, errlen, "%s: weight_map entry %s must be a file name in the folder", path, e->string);
             for (int i = 0; i < cnt; i++) free(files[i]);
@@ -403,8 +408,7 @@ int model_save(const model_t *m, const char *dir, bool bf16, char *err, size_t e
     rc = f ? 0 : -1;
     unsigned char lenb[8];
     for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-    if (!rc) rc = write_all(f, lenb, 8) || write_all(f, htext, hlen) ||
-                  write_all(f, "        ", padded - hlen);
+    if (!rc) rc = write_all(f, lenb, 8) || write_all(f, htext, hlen) || write_all(f, "        ", padded - hlen);
     free(htext);
     uint16_t buf[4096];
     for (int k = 0; !rc && k < MODEL_NUM_TENSORS; k++) {

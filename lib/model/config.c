@@ -16,9 +16,23 @@ model_config_t model_config_tiny(void)
     /* vocab 264 = the byte tokenizer's 256 bytes plus its specials, rounded
      * up to a multiple of 8; eos is its <|endoftext|> (id 256) */
     model_config_t c = {
-        .type = MODEL_QWEN2, .C = 256, .L = 4, .NH = 4, .NKV = 2, .HD = 64, .FF = 768,
-        .V = 264, .max_pos = 2048, .rope_theta = 10000.0f, .rms_eps = 1e-6f, .tie = true,
-        .qkv_bias = true, .o_bias = false, .bos_id = -1, .eos_ids = {256}, .n_eos = 1,
+        .type = MODEL_QWEN2,
+        .C = 256,
+        .L = 4,
+        .NH = 4,
+        .NKV = 2,
+        .HD = 64,
+        .FF = 768,
+        .V = 264,
+        .max_pos = 2048,
+        .rope_theta = 10000.0f,
+        .rms_eps = 1e-6f,
+        .tie = true,
+        .qkv_bias = true,
+        .o_bias = false,
+        .bos_id = -1,
+        .eos_ids = {256},
+        .n_eos = 1,
     };
     return c;
 }
@@ -51,18 +65,30 @@ void model_sizes(const model_config_t *c, size_t *s)
     size_t L = c->L, C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD;
     size_t FF = c->FF, V = c->V;
     size_t v[MODEL_NUM_TENSORS] = {
-        V * C, L * C, L * QD * C, c->qkv_bias ? L * QD : 0, L * KD * C, c->qkv_bias ? L * KD : 0,
-        L * KD * C, c->qkv_bias ? L * KD : 0,
-        c->type == MODEL_QWEN3 ? L * c->HD : 0, c->type == MODEL_QWEN3 ? L * c->HD : 0,
-        L * C * QD, c->o_bias ? L * C : 0, L * C, L * FF * C, L * FF * C, L * C * FF, C,
+        V * C,
+        L * C,
+        L * QD * C,
+        c->qkv_bias ? L * QD : 0,
+        L * KD * C,
+        c->qkv_bias ? L * KD : 0,
+        L * KD * C,
+        c->qkv_bias ? L * KD : 0,
+        c->type == MODEL_QWEN3 ? L * c->HD : 0,
+        c->type == MODEL_QWEN3 ? L * c->HD : 0,
+        L * C * QD,
+        c->o_bias ? L * C : 0,
+        L * C,
+        L * FF * C,
+        L * FF * C,
+        L * C * FF,
+        C,
         c->tie ? 0 : V * C,
     };
     memcpy(s, v, sizeof v);
 }
 
 /* an integer field; absent -> dflt, or an error when dflt is INT_MIN */
-static int get_int(const cJSON *root, const char *name, int dflt, int *out,
-                   const char *path, char *err, size_t errlen)
+static int get_int(const cJSON *root, const char *name, int dflt, int *out, const char *path, char *err, size_t errlen)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
     if (!f || cJSON_IsNull(f)) {
@@ -81,8 +107,8 @@ static int get_int(const cJSON *root, const char *name, int dflt, int *out,
     return 0;
 }
 
-static int get_float(const cJSON *root, const char *name, float dflt, float *out,
-                     const char *path, char *err, size_t errlen)
+static int get_float(const cJSON *root, const char *name, float dflt, float *out, const char *path, char *err,
+                     size_t errlen)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
     if (!f || cJSON_IsNull(f)) {
@@ -97,8 +123,8 @@ static int get_float(const cJSON *root, const char *name, float dflt, float *out
     return 0;
 }
 
-static int get_bool(const cJSON *root, const char *name, bool dflt, bool *out,
-                    const char *path, char *err, size_t errlen)
+static int get_bool(const cJSON *root, const char *name, bool dflt, bool *out, const char *path, char *err,
+                    size_t errlen)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
     if (!f || cJSON_IsNull(f)) {
@@ -152,11 +178,11 @@ static int get_eos(const cJSON *root, model_config_t *c, const char *path, char 
     }
     const cJSON *e;
     if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > MODEL_MAX_EOS) {
-        snprintf(err, errlen, "%s: field eos_token_id must be an integer or a list of at most %d",
-                 path, MODEL_MAX_EOS);
+        snprintf(err, errlen, "%s: field eos_token_id must be an integer or a list of at most %d", path, MODEL_MAX_EOS);
         return -1;
     }
-    cJSON_ArrayForEach(e, f) {
+    cJSON_ArrayForEach(e, f)
+    {
         if (!cJSON_IsNumber(e)) {
             snprintf(err, errlen, "%s: field eos_token_id must hold integers", path);
             return -1;
@@ -231,8 +257,7 @@ int model_config_load(model_config_t *c, const char *path, char *err, size_t err
         get_rope(root, &c->rope_theta, path, err, errlen) ||
         get_bool(root, "tie_word_embeddings", false, &c->tie, path, err, errlen) ||
         get_bool(root, "use_sliding_window", false, &sliding, path, err, errlen) ||
-        get_bool(root, "attention_bias", false, &attn_bias, path, err, errlen) ||
-        get_eos(root, c, path, err, errlen))
+        get_bool(root, "attention_bias", false, &attn_bias, path, err, errlen) || get_eos(root, c, path, err, errlen))
         goto done;
     if (sliding) {
         snprintf(err, errlen, "%s: field use_sliding_window: sliding-window attention is not supported", path);

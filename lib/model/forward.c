@@ -54,7 +54,7 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
         return;
     }
     bool by_rows = M >= 16 * nth;
-    #pragma omp parallel num_threads(nth)
+#pragma omp parallel num_threads(nth)
     {
         int id = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
         int unit = by_rows ? 1 : 16; /* column blocks stay SIMD-wide */
@@ -63,8 +63,8 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
         if (lo < hi) {
             if (by_rows) {
                 const float *a = ta ? A + lo : A + (size_t)lo * lda;
-                cblas_sgemm(CblasRowMajor, TA, TB, hi - lo, N, K, 1.0f, a, lda, B, ldb, beta,
-                            C + (size_t)lo * ldc, ldc);
+                cblas_sgemm(CblasRowMajor, TA, TB, hi - lo, N, K, 1.0f, a, lda, B, ldb, beta, C + (size_t)lo * ldc,
+                            ldc);
             } else {
                 const float *b = tb ? B + (size_t)lo * ldb : B + lo;
                 cblas_sgemm(CblasRowMajor, TA, TB, M, hi - lo, K, 1.0f, A, lda, b, ldb, beta, C + lo, ldc);
@@ -75,12 +75,12 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
 
 /* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc; inp16:
  * NULL or inp in bf16; out16: NULL or where out goes in bf16 too */
-static void matmul_fw(bool bf16, float *out, uint16_t *out16, const float *inp, const uint16_t *inp16,
-                      const float *w, const float *bias, int N, int IN, int OUT, bool acc)
+static void matmul_fw(bool bf16, float *out, uint16_t *out16, const float *inp, const uint16_t *inp16, const float *w,
+                      const float *bias, int N, int IN, int OUT, bool acc)
 {
     model_gemm(bf16, false, true, N, OUT, IN, inp, inp16, IN, w, NULL, IN, acc ? 1.0f : 0.0f, out, OUT);
     if (!bias && !out16) return;
-    #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
+#pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         float *row = out + (size_t)n * OUT;
         if (bias) model_add_row(row, bias, OUT);
@@ -88,8 +88,7 @@ static void matmul_fw(bool bf16, float *out, uint16_t *out16, const float *inp, 
     }
 }
 
-void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias,
-                  int N, int IN, int OUT)
+void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT)
 {
     matmul_fw(bf16, out, NULL, inp, NULL, w, bias, N, IN, OUT, false);
 }
@@ -97,17 +96,15 @@ void model_matmul(bool bf16, float *out, const float *inp, const float *w, const
 /* dinp (N, IN) = dout . w (or += when acc); dw (OUT, IN) += dout^T . inp;
  * dbias (OUT) += column sums of dout. dout16, inp16: NULL or dout, inp in
  * bf16 */
-static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, const float *dout,
-                            const uint16_t *dout16, const float *inp, const uint16_t *inp16, const float *w, int N,
-                            int IN, int OUT, bool acc)
+static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, const float *dout, const uint16_t *dout16,
+                            const float *inp, const uint16_t *inp16, const float *w, int N, int IN, int OUT, bool acc)
 {
-    if (dinp)
-        model_gemm(bf16, false, false, N, IN, OUT, dout, dout16, OUT, w, NULL, IN, acc ? 1.0f : 0.0f, dinp, IN);
+    if (dinp) model_gemm(bf16, false, false, N, IN, OUT, dout, dout16, OUT, w, NULL, IN, acc ? 1.0f : 0.0f, dinp, IN);
     model_gemm(bf16, true, false, OUT, IN, N, dout, dout16, OUT, inp, inp16, IN, 1.0f, dw, IN);
     if (!dbias) return;
-    /* each thread sums a range of columns, row by row (the order of one
-     * thread alone) */
-    #pragma omp parallel if ((size_t)N * OUT >= MODEL_PAR_MIN)
+/* each thread sums a range of columns, row by row (the order of one
+ * thread alone) */
+#pragma omp parallel if ((size_t)N * OUT >= MODEL_PAR_MIN)
     {
         int lo, hi;
         model_share(OUT, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
@@ -118,7 +115,7 @@ static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, con
 /* dst (n) = src, by the threads */
 static void copy(float *dst, const float *src, size_t n)
 {
-    #pragma omp parallel if (n >= MODEL_PAR_MIN)
+#pragma omp parallel if (n >= MODEL_PAR_MIN)
     {
         int lo, hi, blocks = (int)((n + FW_BLOCK - 1) / FW_BLOCK);
         model_share(blocks, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
@@ -132,7 +129,7 @@ static void copy(float *dst, const float *src, size_t n)
 static void rmsnorm_fw(float *out, uint16_t *out16, float *rstd, const float *inp, const float *w, int N, int C,
                        float eps)
 {
-    #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
+#pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float buf[256], r = model_rms_inv(x, C, eps);
@@ -155,18 +152,18 @@ void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, in
  * or the same in bf16) =; dw (C) +=. Each thread sums its rows' dw into
  * its own row of part (threads, C), added in thread order so the result
  * does not depend on timing */
-static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *part, const float *dout,
-                             const float *inp, const float *w, const float *rstd, int N, int C, bool acc)
+static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *part, const float *dout, const float *inp,
+                             const float *w, const float *rstd, int N, int C, bool acc)
 {
     int nth = 1;
-    #pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
+#pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
     {
         int id = omp_get_thread_num();
-        #pragma omp single
+#pragma omp single
         nth = omp_get_num_threads();
         float *pw = part + (size_t)id * C;
         memset(pw, 0, C * sizeof(float));
-        #pragma omp for schedule(static)
+#pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {
             float *dx = dinp + (size_t)n * C;
             model_rmsnorm_backward_row(dx, pw, dout + (size_t)n * C, inp + (size_t)n * C, w, rstd[n], C, acc);
@@ -181,7 +178,7 @@ static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *pa
  * is wanted */
 static void swiglu_fw(float *h, uint16_t *h16, const float *g, const float *u, size_t n)
 {
-    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
+#pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
         size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
         float buf[FW_BLOCK], *o = h ? h + lo : buf;
@@ -197,7 +194,7 @@ void model_swiglu(float *h, const float *g, const float *u, size_t n) { swiglu_f
 static void swiglu_backward(float *dg, float *du, uint16_t *dg16, uint16_t *du16, const float *dh, const float *g,
                             const float *u, size_t n)
 {
-    #pragma omp parallel for if (n >= MODEL_PAR_MIN)
+#pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
         size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
         float bg[FW_BLOCK], bu[FW_BLOCK], *og = dg ? dg + lo : bg, *ou = du ? du + lo : bu;
@@ -210,11 +207,11 @@ static void swiglu_backward(float *dg, float *du, uint16_t *dg16, uint16_t *du16
 /* rotate_half RoPE in place on x (N, H, HD): pairs (i, i + HD/2) turn by
  * pos * theta^(-2i/HD); dir -1 turns back (the backward pass); x16: NULL
  * or where x goes in bf16 too */
-static void rope_apply(float *x, uint16_t *x16, const int *pos, const float *cos_t, const float *sin_t,
-                       int N, int H, int HD, float dir)
+static void rope_apply(float *x, uint16_t *x16, const int *pos, const float *cos_t, const float *sin_t, int N, int H,
+                       int HD, float dir)
 {
     int half = HD / 2;
-    #pragma omp parallel for if ((size_t)N * H * HD >= MODEL_PAR_MIN)
+#pragma omp parallel for if ((size_t)N * H * HD >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
         model_rope_row(x + (size_t)n * H * HD, cos_t + (size_t)pos[n] * half, sin_t + (size_t)pos[n] * half, H, HD,
                        dir);
@@ -222,8 +219,7 @@ static void rope_apply(float *x, uint16_t *x16, const int *pos, const float *cos
     }
 }
 
-void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t,
-                  int N, int H, int HD)
+void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD)
 {
     rope_apply(x, NULL, pos, cos_t, sin_t, N, H, HD, 1.0f);
 }
@@ -234,11 +230,10 @@ void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t
 static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                    const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
-    if (model_amx_takes(bf16, M, N, K))
-        model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+    if (model_amx_takes(bf16, M, N, K)) model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
     else
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
-                    1.0f, A, lda, B, ldb, beta, C, ldc);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
+                    lda, B, ldb, beta, C, ldc);
 }
 
 /* the inputs of attention: q (B, T, NH, HD), k and v (B, T, NKV, HD),
@@ -259,8 +254,8 @@ static attn_t attn_of(const model_t *m, int l)
     const model_config_t *c = &m->cfg;
     const model_acts_t *a = &m->a;
     size_t N = (size_t)m->B * m->T, nq = l * N * c->NH * c->HD, nk = l * N * c->NKV * c->HD;
-    return (attn_t){a->q + nq, a->k + nk, a->v + nk, at(a->qh, nq), at(a->kh, nk), at(a->vh, nk),
-                    a->att, a->atth, m->start, m->prefix, m->B, m->T, c->NH, c->NKV, c->HD};
+    return (attn_t){a->q + nq, a->k + nk, a->v + nk, at(a->qh, nq), at(a->kh, nk), at(a->vh, nk), a->att, a->atth,
+                    m->start,  m->prefix, m->B,      m->T,          c->NH,         c->NKV,        c->HD};
 }
 
 /* the causal softmax probabilities of batch row b, head h into p (T, T),
@@ -276,11 +271,9 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
      * into sgemm's alpha else */
     bool tiles = model_amx_takes(bf16, T, T, HD);
     if (tiles)
-        model_gemm_amx(false, true, T, T, HD, o->q + qo, at(o->q16, qo), QD, o->k + ko, at(o->k16, ko), KD, 0.0f,
-                       p, T);
+        model_gemm_amx(false, true, T, T, HD, o->q + qo, at(o->q16, qo), QD, o->k + ko, at(o->k16, ko), KD, 0.0f, p, T);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD, 0.0f, p,
-                    T);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD, 0.0f, p, T);
     for (int t = 0; t < T; t++) {
         float *pr = p + (size_t)t * T;
         /* a packed row's segment sees the prefix [0, S) and itself [a, t]:
@@ -306,7 +299,7 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
 static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y16)
 {
     int B = o->B, T = o->T, NH = o->NH, HD = o->HD, QD = NH * HD, KD = o->NKV * HD, rep = NH / o->NKV;
-    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / rep) * HD;
@@ -325,12 +318,12 @@ static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y1
  * probabilities (keeping them for every layer would cost L B NH T T
  * floats). dp (threads, T, T) is scratch, dp16 (NULL or the same in
  * bf16) too */
-static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk, float *dv, uint16_t *dv16,
-                               float *dp, uint16_t *dp16, const float *dy)
+static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk, float *dv, uint16_t *dv16, float *dp,
+                               uint16_t *dp16, const float *dy)
 {
     int B = o->B, T = o->T, NH = o->NH, NKV = o->NKV, HD = o->HD, QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int kh = 0; kh < NKV; kh++) {
             size_t so = (size_t)omp_get_thread_num() * T * T, ko = (size_t)b * T * KD + kh * HD;
@@ -396,16 +389,42 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
     bool ln1 = !(input_bf16_only(m, n, c->C, (int)QD) && input_bf16_only(m, n, c->C, (int)KD));
     bool ln2 = !input_bf16_only(m, n, c->C, c->FF), h32 = !input_bf16_only(m, n, c->FF, c->C);
     a->y_all = !input_bf16_only(m, n, (int)QD, c->C);
-    struct { float **p; size_t n; } t[] = {
-        {&a->x, (L + 1) * N * C}, {&a->ln1, ln1 * L * N * C}, {&a->r1, L * N},
-        {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * c->NH},
-        {&a->rk, q3 * L * N * c->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
-        {&a->att, (size_t)omp_get_max_threads() * T * T}, {&a->y, (a->y_all ? L : 1) * N * QD},
-        {&a->xm, L * N * C}, {&a->ln2, ln2 * L * N * C}, {&a->r2, L * N}, {&a->g, L * N * FF},
-        {&a->u, L * N * FF}, {&a->h, h32 * N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
-        {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
-        {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
-        {&g->dh, N * FF}, {&g->logits, chunk * c->V},
+    struct {
+        float **p;
+        size_t n;
+    } t[] = {
+        {&a->x, (L + 1) * N * C},
+        {&a->ln1, ln1 * L * N * C},
+        {&a->r1, L * N},
+        {&a->qpre, q3 * L * N * QD},
+        {&a->kpre, q3 * L * N * KD},
+        {&a->rq, q3 * L * N * c->NH},
+        {&a->rk, q3 * L * N * c->NKV},
+        {&a->q, L * N * QD},
+        {&a->k, L * N * KD},
+        {&a->v, L * N * KD},
+        {&a->att, (size_t)omp_get_max_threads() * T * T},
+        {&a->y, (a->y_all ? L : 1) * N * QD},
+        {&a->xm, L * N * C},
+        {&a->ln2, ln2 * L * N * C},
+        {&a->r2, L * N},
+        {&a->g, L * N * FF},
+        {&a->u, L * N * FF},
+        {&a->h, h32 * N * FF},
+        {&a->lnf, N * C},
+        {&a->rf, N},
+        {&a->lse, N},
+        {&g->dx, N * C},
+        {&g->dln, N * C},
+        {&g->dq, N * QD},
+        {&g->dk, N * KD},
+        {&g->dv, N * KD},
+        {&g->dy, N * QD},
+        {&g->dk2, q3 * N * KD},
+        {&g->dg, N * FF},
+        {&g->du, N * FF},
+        {&g->dh, N * FF},
+        {&g->logits, chunk * c->V},
         {&g->part, (size_t)omp_get_max_threads() * (C > (size_t)c->HD ? C : (size_t)c->HD)},
         {&g->dp, (size_t)omp_get_max_threads() * T * T},
     };
@@ -415,12 +434,26 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         total += (t[i].n + 15) / 16 * 16;
     }
     size_t h = m->bf16; /* bf16 copies */
-    struct { uint16_t **p; size_t n; } t16[] = {
-        {&a->ln1h, h * L * N * C}, {&a->yh, h * L * N * QD}, {&a->ln2h, h * L * N * C},
-        {&a->hh, h * L * N * FF}, {&a->lnfh, h * N * C}, {&g->dx16, h * N * C}, {&g->dq16, h * N * QD},
-        {&g->dk16, h * N * KD}, {&g->dv16, h * N * KD}, {&g->dg16, h * N * FF}, {&g->du16, h * N * FF},
-        {&g->lg16, h * chunk * c->V}, {&a->qh, h * L * N * QD}, {&a->kh, h * L * N * KD},
-        {&a->vh, h * L * N * KD}, {&a->atth, h * (size_t)omp_get_max_threads() * T * T},
+    struct {
+        uint16_t **p;
+        size_t n;
+    } t16[] = {
+        {&a->ln1h, h * L * N * C},
+        {&a->yh, h * L * N * QD},
+        {&a->ln2h, h * L * N * C},
+        {&a->hh, h * L * N * FF},
+        {&a->lnfh, h * N * C},
+        {&g->dx16, h * N * C},
+        {&g->dq16, h * N * QD},
+        {&g->dk16, h * N * KD},
+        {&g->dv16, h * N * KD},
+        {&g->dg16, h * N * FF},
+        {&g->du16, h * N * FF},
+        {&g->lg16, h * chunk * c->V},
+        {&a->qh, h * L * N * QD},
+        {&a->kh, h * L * N * KD},
+        {&a->vh, h * L * N * KD},
+        {&a->atth, h * (size_t)omp_get_max_threads() * T * T},
         {&g->dp16, h * (size_t)omp_get_max_threads() * T * T},
     };
     for (size_t i = 0; i < sizeof t16 / sizeof *t16; i++) {
@@ -472,9 +505,9 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
-        matmul_fw(m->bf16, lg, NULL, m->a.lnf + (size_t)r0 * c->C, at(m->a.lnfh, (size_t)r0 * c->C), lm_weight(m),
-                  NULL, n, c->C, V, false);
-        #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
+        matmul_fw(m->bf16, lg, NULL, m->a.lnf + (size_t)r0 * c->C, at(m->a.lnfh, (size_t)r0 * c->C), lm_weight(m), NULL,
+                  n, c->C, V, false);
+#pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             const float *row = lg + (size_t)i * V;
             float lse = model_logsumexp(row, V, inv_t);
@@ -498,7 +531,7 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
         const float *lnf = m->a.lnf + (size_t)r0 * C;
         uint16_t *lnfh = at(m->a.lnfh, (size_t)r0 * C);
         matmul_fw(m->bf16, lg, NULL, lnf, lnfh, lm_weight(m), NULL, n, C, V, false);
-        #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
+#pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             float *row = lg + (size_t)i * V;
             int tg = m->targets[r0 + i];
@@ -536,8 +569,9 @@ static int packed_layout(const int *start, int B, int T, int max_pos, int *prefi
             int p = t < S ? t : S + t - a;
             if (!ok || p >= max_pos) {
                 fprintf(stderr, "model_forward_packed: row %d position %d: start %d %s\n", b, t, a,
-                        ok ? "puts it past max_position_embeddings" : "is not a packed layout (0 in the prefix, "
-                        "then each segment's first position, after at least one prefix position)");
+                        ok ? "puts it past max_position_embeddings"
+                           : "is not a packed layout (0 in the prefix, "
+                             "then each segment's first position, after at least one prefix position)");
                 return -1;
             }
             pos[(size_t)b * T + t] = p;
@@ -546,8 +580,8 @@ static int packed_layout(const int *start, int B, int T, int max_pos, int *prefi
     return 0;
 }
 
-int model_forward(model_t *m, const int *tokens, const int *targets, int B, int T,
-                  float temperature, float *logp, float *logits)
+int model_forward(model_t *m, const int *tokens, const int *targets, int B, int T, float temperature, float *logp,
+                  float *logits)
 {
     return model_forward_packed(m, tokens, targets, NULL, B, T, temperature, logp, logits);
 }
@@ -557,21 +591,24 @@ int model_forward_packed(model_t *m, const int *tokens, const int *targets, cons
 {
     const model_config_t *c = &m->cfg;
     if (B <= 0 || T <= 0 || (!start && T > c->max_pos) || !(temperature > 0)) {
-        fprintf(stderr, "model_forward: batch %d x %d, temperature %g: need B, T > 0, T <= %d, "
-                "temperature > 0\n", B, T, temperature, c->max_pos);
+        fprintf(stderr,
+                "model_forward: batch %d x %d, temperature %g: need B, T > 0, T <= %d, "
+                "temperature > 0\n",
+                B, T, temperature, c->max_pos);
         return -1;
     }
     int N = B * T;
     for (int n = 0; n < N; n++)
         if (tokens[n] < 0 || tokens[n] >= c->V || targets[n] < -1 || targets[n] >= c->V) {
-            fprintf(stderr, "model_forward: token %d or target %d at position %d is outside the "
-                    "vocabulary of %d\n", tokens[n], targets[n], n, c->V);
+            fprintf(stderr,
+                    "model_forward: token %d or target %d at position %d is outside the "
+                    "vocabulary of %d\n",
+                    tokens[n], targets[n], n, c->V);
             return -1;
         }
 #ifdef SAPO_HAVE_CUDA
     if (m->cuda && start) {
-        fprintf(stderr, "model_forward_packed: packed rows run on the CPU only (the model is on cuda:%d)\n",
-                m->device);
+        fprintf(stderr, "model_forward_packed: packed rows run on the CPU only (the model is on cuda:%d)\n", m->device);
         return -1;
     }
     if (m->cuda) return cuda_model_forward(m->cuda, tokens, targets, B, T, temperature, logp, logits);
@@ -593,9 +630,8 @@ int model_forward_packed(model_t *m, const int *tokens, const int *targets, cons
     int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
     const model_weights_t *w = &m->w;
     model_acts_t *a = &m->a;
-    #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
-    for (int n = 0; n < N; n++)
-        memcpy(a->x + (size_t)n * C, w->wte + (size_t)tokens[n] * C, C * sizeof(float));
+#pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
+    for (int n = 0; n < N; n++) memcpy(a->x + (size_t)n * C, w->wte + (size_t)tokens[n] * C, C * sizeof(float));
 
     for (int l = 0; l < c->L; l++) {
         size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
@@ -605,10 +641,10 @@ int model_forward_packed(model_t *m, const int *tokens, const int *targets, cons
         rmsnorm_fw(ln1, ln1h, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
         float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
         float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
-        matmul_fw(m->bf16, qp, NULL, ln1, ln1h, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N,
-                  C, QD, false);
-        matmul_fw(m->bf16, kp, NULL, ln1, ln1h, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N,
-                  C, KD, false);
+        matmul_fw(m->bf16, qp, NULL, ln1, ln1h, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C,
+                  QD, false);
+        matmul_fw(m->bf16, kp, NULL, ln1, ln1h, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C,
+                  KD, false);
         matmul_fw(m->bf16, v, at(a->vh, nk), ln1, ln1h, w->wv + (size_t)l * KD * C,
                   w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
         if (c->type == MODEL_QWEN3) {
@@ -680,8 +716,8 @@ void model_backward(model_t *m, const float *dlogp)
         rmsnorm_backward(ga->dx, ga->dx16, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc,
                          w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N, N, C, true);
         // attention: xm = x + y . wo^T (+ bo)
-        matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL,
-                        ga->dx, ga->dx16, a->y_all ? a->y + nq : NULL, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
+        matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx,
+                        ga->dx16, a->y_all ? a->y + nq : NULL, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
         attn_t ao = attn_of(m, l);
         attention_backward(m->bf16, &ao, ga->dq, ga->dk, ga->dv, ga->dv16, ga->dp, ga->dp16, ga->dy);
         /* the bf16 copies of the gradients wq and wk take come from the
@@ -708,9 +744,9 @@ void model_backward(model_t *m, const float *dlogp)
         rmsnorm_backward(ga->dx, ga->dx16, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc,
                          w->ln1 + (size_t)l * C, a->r1 + (size_t)l * N, N, C, true);
     }
-    /* rows of one token add into the same embedding row: each thread owns
-     * a range of columns */
-    #pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
+/* rows of one token add into the same embedding row: each thread owns
+ * a range of columns */
+#pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
     {
         int nth = omp_get_num_threads(), per = (C + nth - 1) / nth;
         int lo = omp_get_thread_num() * per, hi = lo + per < C ? lo + per : C;

@@ -230,8 +230,8 @@ TARGET static void pack_b(const op_t *o, int n0, int k0, int k1, uint16_t *bp)
  * 32 and 1024; in place: lda and 32); B's two packed 16-column blocks at
  * b0, b1; first: the chunk is the call's first (C scaled by beta, else
  * summed into) */
-TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const uint16_t *ap, size_t ald,
-                         size_t akb, const uint16_t *b0, const uint16_t *b1, int nkb, bool first, float beta)
+TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const uint16_t *ap, size_t ald, size_t akb,
+                         const uint16_t *b0, const uint16_t *b1, int nkb, bool first, float beta)
 {
     bool full = m0 + 32 <= M && n0 + 32 <= N;
     float tmp[32 * 32];
@@ -244,7 +244,10 @@ TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const 
         c = tmp, stride = 32 * sizeof(float);
     }
     if (first && beta == 0.0f) {
-        _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
     } else {
         _tile_loadd(0, c, stride);
         _tile_loadd(1, c + 16, stride);
@@ -321,22 +324,20 @@ TARGET static void team_part(const op_t *o, int id, int n, int kc, int nb16, uin
         model_share(nb16, id, n, &j0, &j1);
         for (int j = j0; j < j1; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
         if (n > 1) {
-            #pragma omp barrier
+#pragma omp barrier
         }
         model_share(panels, id, n, &p0, &p1);
         for (int p = p0; p < p1; p++) {
             const uint16_t *a = ap;
             size_t ald = 32, akb = 1024;
-            if (a_in_place(o, p * 32))
-                a = o->A16 + (size_t)p * 32 * o->lda + k0, ald = o->lda, akb = 32;
-            else
-                pack_a(o, p * 32, k0, k1, ap);
+            if (a_in_place(o, p * 32)) a = o->A16 + (size_t)p * 32 * o->lda + k0, ald = o->lda, akb = 32;
+            else pack_a(o, p * 32, k0, k1, ap);
             for (int j = 0; j < nb16; j += 2)
                 block(C, ldc, o->M, o->N, p * 32, j * 16, a, ald, akb, bp + j * bstride, bp + (j + 1) * bstride, nkb,
                       k0 == 0, beta);
         }
         if (n > 1) {
-            #pragma omp barrier
+#pragma omp barrier
         }
     }
     _tile_release();
@@ -347,12 +348,11 @@ TARGET static void team_part(const op_t *o, int id, int n, int kc, int nb16, uin
  * depth into a C of its own (the first into C), summed into C after:
  * none waits for another until the end, and none reads what another
  * packed. bsz, asz: the bf16 a thread packs B and A into */
-static void split_depth(const op_t *o, int nth, int kc, int nb16, size_t bsz, size_t asz, float beta, float *C,
-                        int ldc)
+static void split_depth(const op_t *o, int nth, int kc, int nb16, size_t bsz, size_t asz, float beta, float *C, int ldc)
 {
     float *parts[64];
     if (nth > 64) nth = 64;
-    #pragma omp parallel num_threads(nth)
+#pragma omp parallel num_threads(nth)
     {
         int id = omp_get_thread_num(), n = omp_get_num_threads(), s0, s1, r0, r1, M = o->M, N = o->N;
         model_share((o->K + 31) / 32, id, n, &s0, &s1);
@@ -368,7 +368,7 @@ static void split_depth(const op_t *o, int nth, int kc, int nb16, size_t bsz, si
         } else if (id == 0 && beta == 0.0f) {
             for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, N * sizeof(float));
         }
-        #pragma omp barrier
+#pragma omp barrier
         /* rows by thread; the parts in thread order */
         model_share(M, id, n, &r0, &r1);
         for (int t = 1; t < n; t++)
@@ -377,8 +377,8 @@ static void split_depth(const op_t *o, int nth, int kc, int nb16, size_t bsz, si
     }
 }
 
-void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
-                    const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
+void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda, const float *B,
+                    const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
     op_t o = {ta, tb, M, N, K, A, B, A16, B16, lda, ldb};
     if (M <= 0 || N <= 0) return;
@@ -409,7 +409,7 @@ void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const
         team_part(&o, 0, 1, kc, nb16, bp, aps, beta, C, ldc);
         return;
     }
-    #pragma omp parallel num_threads(nth)
+#pragma omp parallel num_threads(nth)
     {
         int id = omp_get_thread_num();
         team_part(&o, id, omp_get_num_threads(), kc, nb16, bp, aps + (size_t)id * asz, beta, C, ldc);
@@ -430,7 +430,7 @@ TARGET static inline __m512 exp16(__m512 x)
 {
     float v[16];
     _mm512_storeu_ps(v, _mm512_max_ps(x, _mm512_set1_ps(-87.0f)));
-    #pragma omp simd
+#pragma omp simd
     for (int j = 0; j < 16; j++) v[j] = fastexp_core(v[j]);
     return _mm512_loadu_ps(v);
 }

@@ -12,30 +12,30 @@
 #define ROWS 4 /* of A and of B per block */
 
 /* one row of A against the 4 loaded rows of B */
-#define FMA4(i, av)                                                                                     \
-    do {                                                                                                \
-        __m512 a_ = (av);                                                                               \
-        c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0), c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1);       \
-        c##i##2 = _mm512_fmadd_ps(a_, b2, c##i##2), c##i##3 = _mm512_fmadd_ps(a_, b3, c##i##3);       \
+#define FMA4(i, av)                                                                             \
+    do {                                                                                        \
+        __m512 a_ = (av);                                                                       \
+        c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0), c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1); \
+        c##i##2 = _mm512_fmadd_ps(a_, b2, c##i##2), c##i##3 = _mm512_fmadd_ps(a_, b3, c##i##3); \
     } while (0)
-#define STEP(mk, k)                                                                                     \
-    do {                                                                                                \
-        __m512 b0 = _mm512_maskz_loadu_ps(mk, b[0] + k), b1 = _mm512_maskz_loadu_ps(mk, b[1] + k);     \
-        __m512 b2 = _mm512_maskz_loadu_ps(mk, b[2] + k), b3 = _mm512_maskz_loadu_ps(mk, b[3] + k);     \
-        FMA4(0, _mm512_maskz_loadu_ps(mk, a[0] + k));                                                   \
-        FMA4(1, _mm512_maskz_loadu_ps(mk, a[1] + k));                                                   \
-        FMA4(2, _mm512_maskz_loadu_ps(mk, a[2] + k));                                                   \
-        FMA4(3, _mm512_maskz_loadu_ps(mk, a[3] + k));                                                   \
+#define STEP(mk, k)                                                                                \
+    do {                                                                                           \
+        __m512 b0 = _mm512_maskz_loadu_ps(mk, b[0] + k), b1 = _mm512_maskz_loadu_ps(mk, b[1] + k); \
+        __m512 b2 = _mm512_maskz_loadu_ps(mk, b[2] + k), b3 = _mm512_maskz_loadu_ps(mk, b[3] + k); \
+        FMA4(0, _mm512_maskz_loadu_ps(mk, a[0] + k));                                              \
+        FMA4(1, _mm512_maskz_loadu_ps(mk, a[1] + k));                                              \
+        FMA4(2, _mm512_maskz_loadu_ps(mk, a[2] + k));                                              \
+        FMA4(3, _mm512_maskz_loadu_ps(mk, a[3] + k));                                              \
     } while (0)
 
 /* one row of A against the 4 rows of B */
-#define STEP1(mk, k)                                                                                    \
-    do {                                                                                                \
-        __m512 a_ = _mm512_maskz_loadu_ps(mk, a + k);                                                   \
-        c0 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[0] + k), c0);                              \
-        c1 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[1] + k), c1);                              \
-        c2 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[2] + k), c2);                              \
-        c3 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[3] + k), c3);                              \
+#define STEP1(mk, k)                                                       \
+    do {                                                                   \
+        __m512 a_ = _mm512_maskz_loadu_ps(mk, a + k);                      \
+        c0 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[0] + k), c0); \
+        c1 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[1] + k), c1); \
+        c2 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[2] + k), c2); \
+        c3 = _mm512_fmadd_ps(a_, _mm512_maskz_loadu_ps(mk, b[3] + k), c3); \
     } while (0)
 
 /* the first nn of 4 sums into a row of C */
@@ -45,9 +45,8 @@ static inline void store(float *c, const float *s, int nn, float beta)
 }
 
 /* the 16 sums (named, not an array: GCC spills an array of vectors) */
-__attribute__((target("avx512f")))
-static void block_avx512(int M, int n0, int n1, int K, const float *A, int lda, const float *B, int ldb,
-                         float beta, float *C, int ldc)
+__attribute__((target("avx512f"))) static void block_avx512(int M, int n0, int n1, int K, const float *A, int lda,
+                                                            const float *B, int ldb, float beta, float *C, int ldc)
 {
     int Kv = K & ~15;
     __mmask16 tail = (__mmask16)((1u << (K & 15)) - 1);
@@ -61,8 +60,7 @@ static void block_avx512(int M, int n0, int n1, int K, const float *A, int lda, 
             const float *a[ROWS] = {A + (size_t)m * lda, A + (size_t)(m + 1) * lda, A + (size_t)(m + 2) * lda,
                                     A + (size_t)(m + 3) * lda};
             __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00,
-                   c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00,
-                   c33 = c00;
+                   c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
             for (int k = 0; k < Kv; k += 16) STEP((__mmask16)0xffff, k);
             if (tail) STEP(tail, Kv);
             float s[ROWS][ROWS] = {
@@ -94,14 +92,14 @@ static void block_avx512(int M, int n0, int n1, int K, const float *A, int lda, 
 #undef STEP
 #undef FMA4
 
-static void block_plain(int M, int n0, int n1, int K, const float *A, int lda, const float *B, int ldb,
-                        float beta, float *C, int ldc)
+static void block_plain(int M, int n0, int n1, int K, const float *A, int lda, const float *B, int ldb, float beta,
+                        float *C, int ldc)
 {
     for (int n = n0; n < n1; n++)
         for (int m = 0; m < M; m++) {
             const float *a = A + (size_t)m * lda, *b = B + (size_t)n * ldb;
             float s = 0;
-            #pragma omp simd reduction(+:s)
+#pragma omp simd reduction(+ : s)
             for (int k = 0; k < K; k++) s += a[k] * b[k];
             float *c = C + (size_t)m * ldc + n;
             *c = beta == 0.0f ? s : beta * *c + s;
@@ -113,8 +111,8 @@ void model_gemm_few(int M, int N, int K, const float *A, int lda, const float *B
 {
     void (*block)(int, int, int, int, const float *, int, const float *, int, float, float *, int) =
         __builtin_cpu_supports("avx512f") ? block_avx512 : block_plain;
-    /* columns split between threads in whole blocks of 16 */
-    #pragma omp parallel if ((double)M * N * K >= MODEL_FEW_PAR_MIN)
+/* columns split between threads in whole blocks of 16 */
+#pragma omp parallel if ((double)M * N * K >= MODEL_FEW_PAR_MIN)
     {
         int id = omp_get_thread_num(), n = omp_get_num_threads();
         int per = ((N + n - 1) / n + 15) / 16 * 16, lo = id * per, hi = lo + per < N ? lo + per : N;

@@ -18,18 +18,18 @@
 #endif
 
 typedef struct {
-    int S, maxT;     /* slots (completions) and positions per slot */
-    int L;           /* completions per prompt: slots q*L .. q*L+L-1 */
-    const int *plen; /* (Q) prompt lengths */
-    float *kc, *vc;  // (L, S, maxT, KD)
-    float *x;        // (R, C) residual
-    float *ln;       // (R, C)
-    float *q;        // (R, NH*HD)
-    float *k, *v;    // (R, KD)
-    float *y;        // (R, NH*HD)
-    float *g, *u;    // (R, FF)
-    float *r;        // (R * NH) rstd scratch
-    float *logits;   // (S, V)
+    int S, maxT;           /* slots (completions) and positions per slot */
+    int L;                 /* completions per prompt: slots q*L .. q*L+L-1 */
+    const int *plen;       /* (Q) prompt lengths */
+    float *kc, *vc;        // (L, S, maxT, KD)
+    float *x;              // (R, C) residual
+    float *ln;             // (R, C)
+    float *q;              // (R, NH*HD)
+    float *k, *v;          // (R, KD)
+    float *y;              // (R, NH*HD)
+    float *g, *u;          // (R, FF)
+    float *r;              // (R * NH) rstd scratch
+    float *logits;         // (S, V)
     int *tok, *slot, *pos; // (R)
 } gen_ws_t;
 
@@ -37,10 +37,22 @@ static size_t ws_layout(gen_ws_t *ws, float *base, const model_config_t *c, int 
 {
     size_t KD = (size_t)c->NKV * c->HD, QD = (size_t)c->NH * c->HD, C = c->C, FF = c->FF;
     size_t cache = (size_t)c->L * ws->S * ws->maxT * KD;
-    struct { float **p; size_t n; } t[] = {
-        {&ws->kc, cache}, {&ws->vc, cache}, {&ws->x, R * C}, {&ws->ln, R * C}, {&ws->q, R * QD},
-        {&ws->k, R * KD}, {&ws->v, R * KD}, {&ws->y, R * QD}, {&ws->g, R * FF}, {&ws->u, R * FF},
-        {&ws->r, R * (size_t)c->NH}, {&ws->logits, (size_t)ws->S * c->V},
+    struct {
+        float **p;
+        size_t n;
+    } t[] = {
+        {&ws->kc, cache},
+        {&ws->vc, cache},
+        {&ws->x, R * C},
+        {&ws->ln, R * C},
+        {&ws->q, R * QD},
+        {&ws->k, R * KD},
+        {&ws->v, R * KD},
+        {&ws->y, R * QD},
+        {&ws->g, R * FF},
+        {&ws->u, R * FF},
+        {&ws->r, R * (size_t)c->NH},
+        {&ws->logits, (size_t)ws->S * c->V},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -58,16 +70,16 @@ static size_t ws_layout(gen_ws_t *ws, float *base, const model_config_t *c, int 
  * bounds a decode step. q and y hold the rep heads HD apart; p (rep, n) is
  * scratch. Built for AVX-512 and AVX2 too, picked at run time: the
  * project's baseline (x86-64-v2) has 4-wide vectors only */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void attend_group(float *y, float *p, const float *q, const float *k1, const float *v1, int n1,
-                         const float *k2, const float *v2, int n, int rep, int KD, int HD, float scale)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+attend_group(float *y, float *p, const float *q, const float *k1, const float *v1, int n1, const float *k2,
+             const float *v2, int n, int rep, int KD, int HD, float scale)
 {
     for (int t = 0; t < n; t++) {
         const float *kr = t < n1 ? k1 + (size_t)t * KD : k2 + (size_t)(t - n1) * KD;
         for (int h = 0; h < rep; h++) {
             const float *qr = q + (size_t)h * HD;
             float s = 0;
-            #pragma omp simd reduction(+:s)
+#pragma omp simd reduction(+ : s)
             for (int i = 0; i < HD; i++) s += qr[i] * kr[i];
             p[(size_t)h * n + t] = s * scale;
         }
@@ -78,7 +90,7 @@ static void attend_group(float *y, float *p, const float *q, const float *k1, co
         const float *vr = t < n1 ? v1 + (size_t)t * KD : v2 + (size_t)(t - n1) * KD;
         for (int h = 0; h < rep; h++) {
             float pt = p[(size_t)h * n + t], *yr = y + (size_t)h * HD;
-            #pragma omp simd
+#pragma omp simd
             for (int i = 0; i < HD; i++) yr[i] += pt * vr[i];
         }
     }
@@ -90,7 +102,7 @@ static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R
 {
     int NH = c->NH, NKV = c->NKV, HD = c->HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
-    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 32 * MODEL_PAR_MIN)
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 32 * MODEL_PAR_MIN)
     for (int r = 0; r < R; r++)
         for (int kh = 0; kh < NKV; kh++) {
             int s = ws->slot[r], s0 = s - s % ws->L, P = ws->plen[s / ws->L], n = ws->pos[r] + 1;
@@ -99,8 +111,8 @@ static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R
             size_t b1 = (((size_t)l * ws->S + s0) * ws->maxT) * KD + (size_t)kh * HD;
             size_t b2 = (((size_t)l * ws->S + s) * ws->maxT + P) * KD + (size_t)kh * HD;
             size_t qo = (size_t)r * NH * HD + (size_t)kh * rep * HD;
-            attend_group(ws->y + qo, p, ws->q + qo, ws->kc + b1, ws->vc + b1, n1, ws->kc + b2, ws->vc + b2, n,
-                         rep, KD, HD, scale);
+            attend_group(ws->y + qo, p, ws->q + qo, ws->kc + b1, ws->vc + b1, n1, ws->kc + b2, ws->vc + b2, n, rep, KD,
+                         HD, scale);
         }
 }
 
@@ -111,13 +123,15 @@ static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
     const model_config_t *c = &m->cfg;
     const model_weights_t *w = &m->w;
     int C = c->C, HD = c->HD, QD = c->NH * HD, KD = c->NKV * HD, FF = c->FF;
-    for (int r = 0; r < R; r++)
-        memcpy(ws->x + (size_t)r * C, w->wte + (size_t)ws->tok[r] * C, C * sizeof(float));
+    for (int r = 0; r < R; r++) memcpy(ws->x + (size_t)r * C, w->wte + (size_t)ws->tok[r] * C, C * sizeof(float));
     for (int l = 0; l < c->L; l++) {
         model_rmsnorm(ws->ln, ws->r, ws->x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
-        model_matmul(m->bf16, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD);
-        model_matmul(m->bf16, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD);
-        model_matmul(m->bf16, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD);
+        model_matmul(m->bf16, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C,
+                     QD);
+        model_matmul(m->bf16, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C,
+                     KD);
+        model_matmul(m->bf16, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C,
+                     KD);
         if (c->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q */
             memcpy(ws->y, ws->q, (size_t)R * QD * sizeof(float));
@@ -157,16 +171,18 @@ static bool is_eos(const model_config_t *c, int tok)
     return false;
 }
 
-int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds,
-                         int Q, int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
 {
     const model_config_t *c = &m->cfg;
     int M = gp->max_new, maxP = 0;
     for (int q = 0; q < Q; q++) {
         int P = prompt_lens[q];
         if (P < 1 || P + M > c->max_pos) {
-            fprintf(stderr, "model_generate: prompt %d of %d tokens with %d new tokens: need at least 1 "
-                    "prompt token and prompt + new <= %d\n", q, P, M, c->max_pos);
+            fprintf(stderr,
+                    "model_generate: prompt %d of %d tokens with %d new tokens: need at least 1 "
+                    "prompt token and prompt + new <= %d\n",
+                    q, P, M, c->max_pos);
             return -1;
         }
         for (int i = 0; i < P; i++)
@@ -182,7 +198,8 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
         return -1;
     }
 #ifdef SAPO_HAVE_CUDA
-    if (m->cuda) return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
+    if (m->cuda)
+        return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
 #endif
     int S = Q * L;
     gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
@@ -229,7 +246,7 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
         lengths[s] = 0;
     }
     for (int t = 0; nlive > 0; t++) {
-        #pragma omp parallel for if ((size_t)nlive * c->V >= 4 * MODEL_PAR_MIN)
+#pragma omp parallel for if ((size_t)nlive * c->V >= 4 * MODEL_PAR_MIN)
         for (int i = 0; i < nlive; i++) {
             int s = live[i];
             float lp;
@@ -242,8 +259,8 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
         int keep = 0;
         for (int i = 0; i < nlive; i++) {
             int s = live[i], tok = tokens[(size_t)s * M + t];
-            bool done = t + 1 == M || is_eos(c, tok) ||
-                        (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
+            bool done =
+                t + 1 == M || is_eos(c, tok) || (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
             if (done) continue;
             live[keep] = s;
             ws.tok[keep] = tok;
@@ -263,8 +280,8 @@ done:
     return rc;
 }
 
-int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_params_t *gp,
-                   int *tokens, float *logp, int *lengths)
+int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_params_t *gp, int *tokens, float *logp,
+                   int *lengths)
 {
     return model_generate_batch(m, &prompt, &P, &gp->seed, 1, L, gp, tokens, logp, lengths);
 }

@@ -18,8 +18,8 @@
 void model_weights_point(model_weights_t *w, float *base, const size_t *sizes)
 {
     float **ptrs[MODEL_NUM_TENSORS] = {
-        &w->wte, &w->ln1, &w->wq, &w->bq, &w->wk, &w->bk, &w->wv, &w->bv, &w->qn, &w->kn,
-        &w->wo, &w->bo, &w->ln2, &w->wg, &w->wu, &w->wd, &w->lnf, &w->lm,
+        &w->wte, &w->ln1, &w->wq, &w->bq,  &w->wk, &w->bk, &w->wv, &w->bv,  &w->qn,
+        &w->kn,  &w->wo,  &w->bo, &w->ln2, &w->wg, &w->wu, &w->wd, &w->lnf, &w->lm,
     };
     for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
         *ptrs[i] = sizes[i] ? base : NULL;
@@ -82,7 +82,7 @@ model_t *model_new_random(const model_config_t *cfg, uint64_t seed, char *err, s
     uint64_t s = seed;
     model_weights_t *w = &m->w;
     float *mats[] = {w->wte, w->wq, w->wk, w->wv, w->wo, w->wg, w->wu, w->wd, w->lm};
-    size_t nmat[] = {m->sizes[0], m->sizes[2], m->sizes[4], m->sizes[6], m->sizes[10],
+    size_t nmat[] = {m->sizes[0],  m->sizes[2],  m->sizes[4],  m->sizes[6], m->sizes[10],
                      m->sizes[13], m->sizes[14], m->sizes[15], m->sizes[17]};
     for (size_t i = 0; i < sizeof mats / sizeof *mats; i++)
         if (mats[i]) fill_normal(mats[i], nmat[i], 0.02f, &s);

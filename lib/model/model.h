@@ -30,20 +30,20 @@ typedef enum { MODEL_QWEN2, MODEL_QWEN3 } model_type_t;
 
 typedef struct {
     model_type_t type;
-    int C;              /* hidden_size */
-    int L;              /* num_hidden_layers */
-    int NH;             /* num_attention_heads */
-    int NKV;            /* num_key_value_heads; NH % NKV == 0 */
-    int HD;             /* head_dim (C / NH unless config.json says) */
-    int FF;             /* intermediate_size */
-    int V;              /* vocab_size */
-    int max_pos;        /* max_position_embeddings */
+    int C;       /* hidden_size */
+    int L;       /* num_hidden_layers */
+    int NH;      /* num_attention_heads */
+    int NKV;     /* num_key_value_heads; NH % NKV == 0 */
+    int HD;      /* head_dim (C / NH unless config.json says) */
+    int FF;      /* intermediate_size */
+    int V;       /* vocab_size */
+    int max_pos; /* max_position_embeddings */
     float rope_theta;
     float rms_eps;
-    bool tie;           /* tie_word_embeddings: lm_head is embed_tokens */
-    bool qkv_bias;      /* Qwen2 always; Qwen3 when attention_bias */
-    bool o_bias;        /* Qwen3 with attention_bias only */
-    int bos_id;         /* -1 when the config names none */
+    bool tie;      /* tie_word_embeddings: lm_head is embed_tokens */
+    bool qkv_bias; /* Qwen2 always; Qwen3 when attention_bias */
+    bool o_bias;   /* Qwen3 with attention_bias only */
+    int bos_id;    /* -1 when the config names none */
     int eos_ids[MODEL_MAX_EOS];
     int n_eos;
 } model_config_t;
@@ -91,8 +91,8 @@ void model_zero_grad(model_t *self);
  * and the whole (B, T, V) never exists. Activations are kept for
  * model_backward. 0, or -1 with a line on stderr for a token out of range
  * or T past max_position_embeddings. */
-int model_forward(model_t *self, const int *tokens, const int *targets, int B, int T,
-                  float temperature, float *logp, float *logits);
+int model_forward(model_t *self, const int *tokens, const int *targets, int B, int T, float temperature, float *logp,
+                  float *logits);
 
 /* model_forward over packed rows: the sequences that share a prompt ride
  * in one row, the shared part once. start (B, T) says, per position,
@@ -167,8 +167,8 @@ typedef struct {
  * completion's tokens and their log-probs (sample_token's), lengths (L)
  * the count; a completion ends after an EOS token (kept), when stop says
  * so, or at max_new. 0, or -1 with a line on stderr on an input error. */
-int model_generate(model_t *self, const int *prompt, int P, int L, const model_gen_params_t *gp,
-                   int *tokens, float *logp, int *lengths);
+int model_generate(model_t *self, const int *prompt, int P, int L, const model_gen_params_t *gp, int *tokens,
+                   float *logp, int *lengths);
 
 /* The same for Q prompts in one decode batch of Q * L sequences (what a
  * round of several questions wants: small matmuls waste the CPU).
@@ -177,8 +177,7 @@ int model_generate(model_t *self, const int *prompt, int P, int L, const model_g
  * prompt q is row q * L + l of tokens, logp (Q * L, max_new) and lengths,
  * and the seq the stop callback sees. Results equal Q model_generate
  * calls with those seeds, up to float rounding. */
-int model_generate_batch(model_t *self, const int *const *prompts, const int *prompt_lens,
-                         const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp,
-                         int *tokens, float *logp, int *lengths);
+int model_generate_batch(model_t *self, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths);
 
 #endif

@@ -31,7 +31,7 @@ typedef struct {
 
 /* activations of the last forward, sized for N = B * T positions */
 typedef struct {
-    float *x;    // (L+1, N, C) residual stream entering each layer, then the last
+    float *x; // (L+1, N, C) residual stream entering each layer, then the last
     /* ln1, ln2, h: NULL and y one layer's (y_all false) where only
      * matmuls that take their bf16 copies read them (acts_layout) */
     float *ln1;  // (L, N, C)
@@ -71,29 +71,29 @@ typedef struct {
 
 /* scratch for backward, one layer at a time */
 typedef struct {
-    float *dx;   // (N, C) gradient of the residual stream
-    float *dln;  // (N, C)
-    float *dq;   // (N, NH*HD)
-    float *dk;   // (N, NKV*HD)
-    float *dv;   // (N, NKV*HD)
-    float *dy;   // (N, NH*HD)
-    float *dk2;  // (N, NKV*HD) Qwen3: dk before k_norm
-    float *dg;   // (N, FF)
-    float *du;   // (N, FF)
-    float *dh;   // (N, FF)
-    float *logits;  // (chunk, V)
-    float *part;    // (threads, max(C, HD)) per-thread norm weight gradients
-    float *dp;      // (threads, T, T) attention backward scratch
+    float *dx;     // (N, C) gradient of the residual stream
+    float *dln;    // (N, C)
+    float *dq;     // (N, NH*HD)
+    float *dk;     // (N, NKV*HD)
+    float *dv;     // (N, NKV*HD)
+    float *dy;     // (N, NH*HD)
+    float *dk2;    // (N, NKV*HD) Qwen3: dk before k_norm
+    float *dg;     // (N, FF)
+    float *du;     // (N, FF)
+    float *dh;     // (N, FF)
+    float *logits; // (chunk, V)
+    float *part;   // (threads, max(C, HD)) per-thread norm weight gradients
+    float *dp;     // (threads, T, T) attention backward scratch
     /* backend cpu-bf16 only (else NULL): the gradients that go into
      * matmuls, rounded to bf16 by their producers */
-    uint16_t *dx16;   // (N, C)
-    uint16_t *dq16;   // (N, NH*HD) the gradient wq's matmul takes
-    uint16_t *dk16;   // (N, NKV*HD) the same for wk
-    uint16_t *dv16;   // (N, NKV*HD)
-    uint16_t *dg16;   // (N, FF)
-    uint16_t *du16;   // (N, FF)
-    uint16_t *lg16;   // (chunk, V)
-    uint16_t *dp16;   // (threads, T, T)
+    uint16_t *dx16; // (N, C)
+    uint16_t *dq16; // (N, NH*HD) the gradient wq's matmul takes
+    uint16_t *dk16; // (N, NKV*HD) the same for wk
+    uint16_t *dv16; // (N, NKV*HD)
+    uint16_t *dg16; // (N, FF)
+    uint16_t *du16; // (N, FF)
+    uint16_t *lg16; // (chunk, V)
+    uint16_t *dp16; // (threads, T, T)
 } model_grad_acts_t;
 
 struct model {
@@ -106,20 +106,20 @@ struct model {
     float *grads;
     /* forward state */
     float *acts_mem;
-    size_t acts_cap;    /* floats in acts_mem */
+    size_t acts_cap; /* floats in acts_mem */
     model_acts_t a;
     model_grad_acts_t ga;
-    int *tokens;        // (N) copies of the last forward's inputs
-    int *targets;       // (N)
-    int *pos;           // (N) position of each row, for RoPE
-    int *start;         // (N) model_forward_packed's start, or NULL (plain causal rows)
-    int *prefix;        // (B) the shared prefix of each packed row
-    float *rope_cos;    // (rope_cap, HD/2)
+    int *tokens;     // (N) copies of the last forward's inputs
+    int *targets;    // (N)
+    int *pos;        // (N) position of each row, for RoPE
+    int *start;      // (N) model_forward_packed's start, or NULL (plain causal rows)
+    int *prefix;     // (B) the shared prefix of each packed row
+    float *rope_cos; // (rope_cap, HD/2)
     float *rope_sin;
     int rope_cap;
     int B, T;
     float temperature;
-    int chunk;          /* lm_head positions per chunk; 0 = about 4M logits */
+    int chunk; /* lm_head positions per chunk; 0 = about 4M logits */
     /* backend.c: the CUDA copy that runs forward, backward and generate
      * when model_set_backend chose "cuda:N" (device), else NULL */
     struct cuda_model *cuda;
@@ -148,8 +148,7 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
  * enough (the model's bf16 flag), reading A16 / B16 where not NULL */
 void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                 const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
-void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias,
-                  int N, int IN, int OUT);
+void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT);
 /* vec.c: loops with e^x, vectorized (see there) */
 void model_swiglu_loop(float *h, const float *g, const float *u, size_t n);
 void model_swiglu_backward_loop(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);
@@ -192,8 +191,8 @@ bool model_amx_available(void);
 /* A16 and B16, where not NULL, hold A and B rounded to bf16 (as
  * model_bf16_round does) with the same leading dimensions; they are read
  * instead, and the result is the same (A or B may then be NULL) */
-void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
-                    const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
+void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda, const float *B,
+                    const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 /* dst (n) = src rounded to bf16 as the tiles' packing rounds it (to
  * nearest even; denormals to zero): needs model_amx_available() */
 void model_bf16_round(uint16_t *dst, const float *src, size_t n);
@@ -206,11 +205,9 @@ static inline bool model_amx_takes(bool bf16, int M, int N, int K)
 {
     return bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_AMX_MIN;
 }
-void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w,
-                     int N, int C, float eps);
+void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps);
 void model_swiglu(float *h, const float *g, const float *u, size_t n);
-void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t,
-                  int N, int H, int HD);
+void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
 /* a model with zeroed parameters, or NULL with err naming where */
 model_t *model_new_empty(const model_config_t *cfg, const char *where, char *err, size_t errlen);
 size_t model_num_params_of(const model_config_t *cfg);

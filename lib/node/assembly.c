@@ -185,8 +185,13 @@ int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char
         rec_rollout_view(taken[i]->buf, taken[i]->len, &v, err, sizeof err);
         rec_rollout_unpack(&v, &groups[i], comps + i * (size_t)self->cfg->completions);
     }
-    rec_batch_t b = {.node = self->cfg->node, .round = round, .policy_version = version, .groups = groups,
-                     .n_groups = n, .local_count = (uint32_t)ni, .external_count = (uint32_t)nj,
+    rec_batch_t b = {.node = self->cfg->node,
+                     .round = round,
+                     .policy_version = version,
+                     .groups = groups,
+                     .n_groups = n,
+                     .local_count = (uint32_t)ni,
+                     .external_count = (uint32_t)nj,
                      .stats_json = stats_json};
     rc = rec_batch_build(&b, buf, len);
     self->st.batches++;

@@ -11,17 +11,17 @@
 #include "node/config.h"
 
 typedef struct {
-    long local_in, external_in;   /* scored groups received */
-    long stale_dropped;           /* local groups older than the staleness bound */
+    long local_in, external_in;     /* scored groups received */
+    long stale_dropped;             /* local groups older than the staleness bound */
     long external_zero_adv_dropped; /* external groups whose local rewards are all equal */
-    long local_zero_adv_dropped;  /* own groups whose rewards are all equal (local-filter nonzero) */
-    long local_zero_adv_kept;     /* such groups kept anyway: ASSEMBLY_ZERO_ADV_PATIENCE x I of them
-                                     in a row had been dropped since the last batch */
-    long wrong_size_dropped;      /* groups without L completions */
-    long duplicate_dropped;       /* local groups of a task already taken (a record the broker
-                                     delivered again after a process was killed holding it) */
+    long local_zero_adv_dropped;    /* own groups whose rewards are all equal (local-filter nonzero) */
+    long local_zero_adv_kept;       /* such groups kept anyway: ASSEMBLY_ZERO_ADV_PATIENCE x I of them
+                                       in a row had been dropped since the last batch */
+    long wrong_size_dropped;        /* groups without L completions */
+    long duplicate_dropped;         /* local groups of a task already taken (a record the broker
+                                       delivered again after a process was killed holding it) */
     long batches;
-    long fallback_batches;        /* batches that took local groups for missing external ones */
+    long fallback_batches; /* batches that took local groups for missing external ones */
 } assembly_stats_t;
 
 #define ASSEMBLY_SEEN_MAX 4096

@@ -81,8 +81,10 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
     }
     snprintf(path, sizeof path, "%s/state.json", part);
     FILE *f = fopen(path, "w");
-    if (!f || fprintf(f, "{\"round\": %llu, \"version\": %llu}\n", (unsigned long long)st->round,
-                      (unsigned long long)st->version) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    if (!f ||
+        fprintf(f, "{\"round\": %llu, \"version\": %llu}\n", (unsigned long long)st->round,
+                (unsigned long long)st->version) < 0 ||
+        fflush(f) != 0 || fsync(fileno(f)) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         if (f) fclose(f);
         return -1;

@@ -14,8 +14,8 @@ typedef struct {
     const char *env;
     field_type_t type;
     size_t offset;
-    size_t size;               /* for strings */
-    const char *const *names;  /* for enums: the values' names in the enum's order, NULL-terminated */
+    size_t size;              /* for strings */
+    const char *const *names; /* for enums: the values' names in the enum's order, NULL-terminated */
     const char *dflt;
     const char *doc;
 } field_t;
@@ -45,6 +45,8 @@ static const char *const filters[] = {"nonzero", "all", NULL};
 static const char *const logprobs[] = {"use", "ignore", NULL};
 static const char *const kl_scopes[] = {"include", "exclude", NULL};
 
+/* one line per setting, however long its help */
+/* clang-format off */
 static const field_t fields[] = {
     {"node", "SAPO_NODE", S(node), "node0", "node id, unique in the swarm"},
     {"run", "SAPO_RUN", S(run), "", "run folder for checkpoints, metrics and ipc endpoints (default run/<node>)"},
@@ -102,6 +104,7 @@ static const field_t fields[] = {
     {"external-filter", "SAPO_EXTERNAL_FILTER", E(external_filter, filters), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
 };
+/* clang-format on */
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
 
 /* Sets a field from its text. An enum setting keeps the text in
@@ -113,9 +116,7 @@ static int set_field(config_t *cfg, const field_t *f, const char *value, const c
     char *end = NULL;
     errno = 0;
     switch (f->type) {
-    case T_ENUM:
-        *enum_text = value;
-        return 0;
+    case T_ENUM: *enum_text = value; return 0;
     case T_STR:
         if (strlen(value) >= f->size) {
             fprintf(stderr, "config: %s: value longer than %zu bytes\n", origin, f->size - 1);
@@ -143,7 +144,9 @@ static int set_field(config_t *cfg, const field_t *f, const char *value, const c
     }
     }
     fprintf(stderr, "config: %s: '%s' is not a valid %s\n", origin, value,
-            f->type == T_INT ? "non-negative integer" : f->type == T_FLOAT ? "number" : "unsigned integer");
+            f->type == T_INT     ? "non-negative integer"
+            : f->type == T_FLOAT ? "number"
+                                 : "unsigned integer");
     return -1;
 }
 
@@ -175,12 +178,14 @@ static int check(const config_t *c)
         return -1;
     }
     if (c->delta != 0 && !(c->delta > 1 + c->eps_high)) {
-        fprintf(stderr, "config: delta (SAPO_DELTA): %g must be 0 (off) or above 1 + eps-high (%g)\n", c->delta, 1 + c->eps_high);
+        fprintf(stderr, "config: delta (SAPO_DELTA): %g must be 0 (off) or above 1 + eps-high (%g)\n", c->delta,
+                1 + c->eps_high);
         return -1;
     }
     if (c->reward_floor < 0 || c->reward_floor > 1 || c->mask_truncated > 1 || c->warmstart_optimizer > 1) {
-        fprintf(stderr, "config: reward-floor (SAPO_REWARD_FLOOR) must be in [0, 1], mask-truncated (SAPO_MASK_TRUNCATED) and "
-                        "warmstart-optimizer (SAPO_WARMSTART_OPTIMIZER) 0 or 1\n");
+        fprintf(stderr,
+                "config: reward-floor (SAPO_REWARD_FLOOR) must be in [0, 1], mask-truncated (SAPO_MASK_TRUNCATED) and "
+                "warmstart-optimizer (SAPO_WARMSTART_OPTIMIZER) 0 or 1\n");
         return -1;
     }
     if (c->local_groups + c->external_groups == 0) {
@@ -197,7 +202,8 @@ static int check(const config_t *c)
         return -1;
     }
     if (c->node[0] == '\0' || strpbrk(c->node, ": /{}")) {
-        fprintf(stderr, "config: node (SAPO_NODE): '%s' must be non-empty without ':', '/', '{', '}' or spaces\n", c->node);
+        fprintf(stderr, "config: node (SAPO_NODE): '%s' must be non-empty without ':', '/', '{', '}' or spaces\n",
+                c->node);
         return -1;
     }
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
@@ -205,12 +211,14 @@ static int check(const config_t *c)
         return -1;
     }
     if (c->pool_window < 0 || c->pool_window_seconds < 0) {
-        fprintf(stderr, "config: pool-window (SAPO_POOL_WINDOW) and pool-window-seconds (SAPO_POOL_WINDOW_SECONDS) must be at least 0\n");
+        fprintf(stderr, "config: pool-window (SAPO_POOL_WINDOW) and pool-window-seconds (SAPO_POOL_WINDOW_SECONDS) "
+                        "must be at least 0\n");
         return -1;
     }
     if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1 || c->stall_seconds < 1) {
-        fprintf(stderr, "config: max-record (SAPO_MAX_RECORD) must be at least 1024, max-text (SAPO_MAX_TEXT) at least 64, "
-                        "pool-max (SAPO_POOL_MAX) and stall-seconds (SAPO_STALL_S) at least 1\n");
+        fprintf(stderr,
+                "config: max-record (SAPO_MAX_RECORD) must be at least 1024, max-text (SAPO_MAX_TEXT) at least 64, "
+                "pool-max (SAPO_POOL_MAX) and stall-seconds (SAPO_STALL_S) at least 1\n");
         return -1;
     }
     return 0;
@@ -232,7 +240,8 @@ static int load_task_mix(config_t *cfg)
     snprintf(path, sizeof path, "%s", v);
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "config: task-mix (SAPO_TASK_MIX): %s: %s (inline JSON starts with '{')\n", path, strerror(errno));
+        fprintf(stderr, "config: task-mix (SAPO_TASK_MIX): %s: %s (inline JSON starts with '{')\n", path,
+                strerror(errno));
         return -1;
     }
     size_t n = fread(cfg->task_mix, 1, sizeof cfg->task_mix, f);

@@ -22,57 +22,57 @@ typedef enum { EXTERNAL_LOGPROBS_USE, EXTERNAL_LOGPROBS_IGNORE } external_logpro
 typedef enum { EXTERNAL_KL_INCLUDE, EXTERNAL_KL_EXCLUDE } external_kl_t;
 
 typedef struct {
-    char node[64];        /* node id, unique in the swarm */
-    char run[512];        /* run folder: checkpoints, metrics, ipc endpoints */
-    char key[512];        /* the node's Ed25519 secret key file (its identity in the pool) */
-    char broker[512];     /* broker endpoint base (tcp:PORT or a folder) */
-    char redis[512];      /* redis://[user:pass@]host:port of the shared pool */
-    char swarm[64];       /* key prefix in Redis: one swarm per prefix */
-    char model[512];      /* "tiny" or a Hugging Face model folder */
-    char base[512];       /* folder of the tiny base model (warm start cache) */
-    char backend[32];     /* cpu or cuda:N */
-    char task_mix[4096];  /* JSON task mix, empty = every family, weight 1 */
-    int local_groups;     /* I: own question groups per training batch */
-    int external_groups;  /* J: groups sampled from other nodes per batch */
-    int completions;      /* L: completions per question */
-    int questions;        /* questions sampled per round */
+    char node[64];            /* node id, unique in the swarm */
+    char run[512];            /* run folder: checkpoints, metrics, ipc endpoints */
+    char key[512];            /* the node's Ed25519 secret key file (its identity in the pool) */
+    char broker[512];         /* broker endpoint base (tcp:PORT or a folder) */
+    char redis[512];          /* redis://[user:pass@]host:port of the shared pool */
+    char swarm[64];           /* key prefix in Redis: one swarm per prefix */
+    char model[512];          /* "tiny" or a Hugging Face model folder */
+    char base[512];           /* folder of the tiny base model (warm start cache) */
+    char backend[32];         /* cpu or cuda:N */
+    char task_mix[4096];      /* JSON task mix, empty = every family, weight 1 */
+    int local_groups;         /* I: own question groups per training batch */
+    int external_groups;      /* J: groups sampled from other nodes per batch */
+    int completions;          /* L: completions per question */
+    int questions;            /* questions sampled per round */
     char system_prompt[2048]; /* "default", "none", "@FILE" or the text */
     int max_new_tokens;
     float temperature;
     float top_p;
     int top_k;
     float lr;
-    int lr_warmup;          /* rounds of linear warm-up */
+    int lr_warmup; /* rounds of linear warm-up */
     lr_schedule_t lr_schedule;
     float weight_decay;
     float max_grad_norm;
     float eps_low, eps_high, beta;
-    float delta;            /* upper clip of the ratio for negative advantages (0 = off) */
+    float delta; /* upper clip of the ratio for negative advantages (0 = off) */
     grpo_loss_type_t loss_type;
     grpo_scale_t scale_rewards;
-    int micro_batch;        /* sequences per forward/backward pass */
-    int generate_batch;     /* tasks a generator samples in one decode batch */
-    int shared_prompt;      /* 1: a group's completions run over their prompt once (packed rows) */
-    int staleness;          /* drop local rollouts this many versions older than the policy */
-    int rounds;             /* stop after this many rounds (0 = run forever) */
-    int checkpoint_every;   /* rounds between checkpoints */
-    int pool_max;           /* pool entries kept per node */
-    int pool_window;        /* SampleExternal's freshness in the publisher's rounds (0 = none) */
-    double pool_window_seconds; /* and in seconds (0 = none) */
-    pool_strategy_t pool_strategy; /* how SampleExternal weighs other nodes */
-    int max_record;         /* bytes of one record drawn from the pool */
-    int max_text;           /* bytes of one text field of a record drawn from the pool */
-    int stall_seconds;      /* silence after which the sampler counts what it sent as lost */
-    int warmstart_steps;    /* supervised steps that make the tiny base model */
-    int warmstart_optimizer; /* 1: RL starts from the warm start's AdamW state */
-    char warmstart_shape[512]; /* "tiny" or a config.json: the shape learner warmstart trains */
-    float reward_floor;     /* scores below it count 0 */
-    int mask_truncated;     /* 1: truncated completions out of the loss */
-    group_filter_t local_filter;    /* own groups trained */
-    group_filter_t share;           /* SelectSubset: groups published */
-    group_filter_t external_filter; /* external groups kept after re-scoring */
+    int micro_batch;                       /* sequences per forward/backward pass */
+    int generate_batch;                    /* tasks a generator samples in one decode batch */
+    int shared_prompt;                     /* 1: a group's completions run over their prompt once (packed rows) */
+    int staleness;                         /* drop local rollouts this many versions older than the policy */
+    int rounds;                            /* stop after this many rounds (0 = run forever) */
+    int checkpoint_every;                  /* rounds between checkpoints */
+    int pool_max;                          /* pool entries kept per node */
+    int pool_window;                       /* SampleExternal's freshness in the publisher's rounds (0 = none) */
+    double pool_window_seconds;            /* and in seconds (0 = none) */
+    pool_strategy_t pool_strategy;         /* how SampleExternal weighs other nodes */
+    int max_record;                        /* bytes of one record drawn from the pool */
+    int max_text;                          /* bytes of one text field of a record drawn from the pool */
+    int stall_seconds;                     /* silence after which the sampler counts what it sent as lost */
+    int warmstart_steps;                   /* supervised steps that make the tiny base model */
+    int warmstart_optimizer;               /* 1: RL starts from the warm start's AdamW state */
+    char warmstart_shape[512];             /* "tiny" or a config.json: the shape learner warmstart trains */
+    float reward_floor;                    /* scores below it count 0 */
+    int mask_truncated;                    /* 1: truncated completions out of the loss */
+    group_filter_t local_filter;           /* own groups trained */
+    group_filter_t share;                  /* SelectSubset: groups published */
+    group_filter_t external_filter;        /* external groups kept after re-scoring */
     external_logprobs_t external_logprobs; /* an external completion's sampling log-probs */
-    external_kl_t external_kl;      /* external completions in the KL term */
+    external_kl_t external_kl;             /* external completions in the KL term */
     uint64_t seed;
 } config_t;
 

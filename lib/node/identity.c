@@ -31,7 +31,7 @@ identity_t *identity_new(void)
 void identity_destroy(identity_t **self_p)
 {
     if (!self_p || !*self_p) return;
-    sodium_memzero((*self_p)->sk, sizeof (*self_p)->sk);
+    sodium_memzero((*self_p)->sk, sizeof(*self_p)->sk);
     free(*self_p);
     *self_p = NULL;
 }
@@ -214,7 +214,10 @@ int identity_public_parse(const char *hex, size_t len, uint8_t pub[IDENTITY_PUBL
     if (len != 2 * IDENTITY_PUBLIC_BYTES) return -1;
     for (size_t i = 0; i < len; i++) {
         char c = hex[i];
-        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int v = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (v < 0) return -1;
         out[i / 2] |= (uint8_t)(i % 2 ? v : v << 4);
     }

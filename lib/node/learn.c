@@ -6,13 +6,13 @@
 #include <string.h>
 
 typedef struct {
-    int *ids;         /* prompt then completion, P + C */
+    int *ids; /* prompt then completion, P + C */
     int P, C;
     const float *old; /* C sampling log-probs, or NULL (on-policy) */
     float adv;
-    bool masked;      /* out of the loss: truncated, with mask-truncated on */
-    bool no_kl;       /* out of the KL term (another policy's, with external-kl exclude) */
-    int group;        /* the batch group it belongs to: the same prompt */
+    bool masked; /* out of the loss: truncated, with mask-truncated on */
+    bool no_kl;  /* out of the KL term (another policy's, with external-kl exclude) */
+    int group;   /* the batch group it belongs to: the same prompt */
 } seq_t;
 
 /* a row of a micro-batch: one sequence, or (packed) the sequences of a
@@ -20,7 +20,7 @@ typedef struct {
 typedef struct {
     int first, count; /* its sequences */
     bool packed;
-    int len;          /* positions */
+    int len; /* positions */
 } row_t;
 
 struct learn {
@@ -315,8 +315,8 @@ static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens
         for (; n < T; n++) st[n] = a; /* padding joins the last segment */
     }
     float temp = self->cfg->temperature;
-    if (self->ref && model_forward_packed(self->ref->model, tokens, targets, packed ? start : NULL, nr, T, temp, ref,
-                                          NULL) != 0) {
+    if (self->ref &&
+        model_forward_packed(self->ref->model, tokens, targets, packed ? start : NULL, nr, T, temp, ref, NULL) != 0) {
         snprintf(err, errlen, "reference forward failed (see above)");
         goto done;
     }
@@ -417,7 +417,8 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
     if (st->grpo.tokens > 0) {
         double n = (double)st->grpo.tokens;
         st->grpo.clip_low = (float)(w_clip_low / n), st->grpo.clip_high = (float)(w_clip_high / n);
-        st->grpo.clip_region = (float)(w_region / n), st->grpo.kl = (float)(w_kl / n), st->grpo.ratio = (float)(w_ratio / n);
+        st->grpo.clip_region = (float)(w_region / n), st->grpo.kl = (float)(w_kl / n),
+        st->grpo.ratio = (float)(w_ratio / n);
     }
     st->loss = (float)loss;
     adamw_params_t ap = adam_params(self->cfg);
@@ -484,7 +485,8 @@ float learn_sft_step(learn_t *self, const char *const *questions, const char *co
         double sum = 0;
         loss = 0;
         for (int r0 = 0, r1; r0 < rows && loss == 0; r0 = r1) {
-            for (r1 = r0 + 1; r1 < rows && 2 * N[order[r1]] <= 3 * N[order[r0]]; r1++) {}
+            for (r1 = r0 + 1; r1 < rows && 2 * N[order[r1]] <= 3 * N[order[r0]]; r1++) {
+            }
             int Tc = N[order[r1 - 1]], nb = r1 - r0;
             for (int i = 0; i < nb; i++) {
                 int q = order[r0 + i];

@@ -68,15 +68,17 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
         zero[e] += !mixed;
         /* rounds count alike on every node (one per training step); policy
          * versions are the node's own, so an external group's is not ours */
-        double v = batch->b.policy_version > rv.r.policy_version ? (double)(batch->b.policy_version - rv.r.policy_version) : 0;
+        double v =
+            batch->b.policy_version > rv.r.policy_version ? (double)(batch->b.policy_version - rv.r.policy_version) : 0;
         age_v[e] += v;
         if (v > age_v_max[e]) age_v_max[e] = v;
         /* a local group's question was drawn so many rounds before this
          * batch; an external group was so many of its publisher's rounds
          * behind the publisher's newest when drawn (nodes run at their own
          * pace, so our round and theirs do not compare) */
-        double r = e ? rv.r.pool_age_rounds
-                     : batch->b.round > rv.r.task.round ? (double)(batch->b.round - rv.r.task.round) : 0;
+        double r = e                                  ? rv.r.pool_age_rounds
+                   : batch->b.round > rv.r.task.round ? (double)(batch->b.round - rv.r.task.round)
+                                                      : 0;
         double s = now_s - rv.r.created_ms / 1000.0;
         s = s > 0 ? s : 0;
         age_r[e] += r, age_s[e] += s;

@@ -243,8 +243,7 @@ void completion_free(completion_t *c)
 
 /* the prompt's token ids of a question (malloc'ed) and their count, or
  * NULL with err */
-static int32_t *prompt_ids(const policy_t *self, const char *question, int max_new, size_t *P, char *err,
-                           size_t errlen)
+static int32_t *prompt_ids(const policy_t *self, const char *question, int max_new, size_t *P, char *err, size_t errlen)
 {
     char *prompt = policy_prompt(self, question);
     int32_t *pids = NULL;
@@ -302,8 +301,8 @@ int policy_sample_batch(policy_t *self, const char *const *questions, const uint
         if (!(pids[q] = prompt_ids(self, questions[q], M, &P, err, errlen))) goto done;
         plen[q] = (int)P;
     }
-    if (model_generate_batch(self->model, (const int *const *)pids, plen, seeds, Q, L, &gp, tokens, logp,
-                             lengths) != 0) {
+    if (model_generate_batch(self->model, (const int *const *)pids, plen, seeds, Q, L, &gp, tokens, logp, lengths) !=
+        0) {
         snprintf(err, errlen, "generation failed (see the line above)");
         goto done;
     }

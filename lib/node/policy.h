@@ -56,17 +56,17 @@ char *policy_prompt(const policy_t *self, const char *question);
 
 /* One sampled completion. */
 typedef struct {
-    char *text;     /* decoded, without a final EOS token */
-    int *tokens;    /* n sampled ids, EOS included when it ended the completion */
-    float *logp;    /* n log-probs of the sampled ids */
+    char *text;  /* decoded, without a final EOS token */
+    int *tokens; /* n sampled ids, EOS included when it ended the completion */
+    float *logp; /* n log-probs of the sampled ids */
     int n;
-    bool finished;  /* ended by EOS or "</answer>" rather than the length limit */
+    bool finished; /* ended by EOS or "</answer>" rather than the length limit */
 } completion_t;
 
 /* Samples L completions of a question; out holds L entries the caller frees
  * with completion_free. Generation stops a completion after "</answer>". */
-int policy_sample(policy_t *self, const char *question, int L, const model_gen_params_t *gp,
-                  completion_t *out, char *err, size_t errlen);
+int policy_sample(policy_t *self, const char *question, int L, const model_gen_params_t *gp, completion_t *out,
+                  char *err, size_t errlen);
 
 /* Whether a question can be sampled with max_new new tokens: 0, or -1
  * with err (not UTF-8, or a prompt too long for the model). */

@@ -15,10 +15,7 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-float score_reward(double score, float reward_floor)
-{
-    return score < reward_floor ? 0.0f : (float)score;
-}
+float score_reward(double score, float reward_floor) { return score < reward_floor ? 0.0f : (float)score; }
 
 int score_rollout(void *buf, size_t len, float reward_floor, score_stats_t *st, char *err, size_t errlen)
 {

@@ -24,9 +24,8 @@ struct screen {
 };
 
 static const char *const names[SCREEN_NREASONS] = {
-    "passed", "too_large", "malformed", "bad_node", "own", "wrong_size",
-    "text_too_long", "bad_utf8", "unknown_family", "bad_metadata", "duplicate", "unsigned",
-    "bad_signature", "node_mismatch",
+    "passed",   "too_large",      "malformed",    "bad_node",  "own",      "wrong_size",    "text_too_long",
+    "bad_utf8", "unknown_family", "bad_metadata", "duplicate", "unsigned", "bad_signature", "node_mismatch",
 };
 
 screen_t *screen_new(const screen_limits_t *limits)
@@ -152,8 +151,8 @@ static screen_reason_t check(screen_t *self, const void *buf, size_t len, const 
     if (source && strcmp(v.r.node, source) != 0) return SCREEN_NODE_MISMATCH;
     if (strcmp(v.r.node, self->node) == 0) return SCREEN_OWN;
     if (v.r.n_completions != (size_t)self->lim.completions) return SCREEN_WRONG_SIZE;
-    const char *fields[] = {v.r.model, v.r.task.family, v.r.task.question, v.r.task.answer, v.r.task.metadata_json,
-                            v.r.task.node};
+    const char *fields[] = {v.r.model,       v.r.task.family,        v.r.task.question,
+                            v.r.task.answer, v.r.task.metadata_json, v.r.task.node};
     screen_reason_t r;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if ((r = text_ok(self, fields[i])) != SCREEN_OK) return r;

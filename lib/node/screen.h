@@ -33,11 +33,11 @@ typedef enum {
 } screen_reason_t;
 
 typedef struct {
-    const char *node;     /* this node: its own groups are refused */
-    int completions;      /* L */
-    size_t max_record;    /* bytes of one record */
-    size_t max_text;      /* bytes of one text field */
-    int dup_window;       /* contents remembered for duplicate detection */
+    const char *node;  /* this node: its own groups are refused */
+    int completions;   /* L */
+    size_t max_record; /* bytes of one record */
+    size_t max_text;   /* bytes of one text field */
+    int dup_window;    /* contents remembered for duplicate detection */
 } screen_limits_t;
 
 typedef struct screen screen_t;

@@ -35,6 +35,15 @@ typedef struct {
     double informative, seen; /* decayed counts */
 } peer_t;
 
+/* the first key seen for a node (trust on first use) */
+typedef struct {
+    char node[64];
+    uint8_t pub[32];
+} node_key_t;
+
+typedef char draw_text_t[32]; /* a uniform draw as %.17g text */
+typedef char seq_text_t[24];  /* an entry's seq as a hash field */
+
 struct pool {
     char host[256];
     int port;
@@ -43,19 +52,19 @@ struct pool {
     char password[256];
     char swarm[128];
     int max_per_node;
-    size_t max_bytes;  /* larger entries are not fetched by pool_sample */
+    size_t max_bytes; /* larger entries are not fetched by pool_sample */
     redisContext *c;
-    struct { char node[64]; uint8_t pub[32]; } *keys; /* first key seen per node */
+    node_key_t *keys; /* first key seen per node */
     int n_keys;
-    time_t retry_at;   /* no connection attempt before this */
+    time_t retry_at; /* no connection attempt before this */
     int backoff_s;
     uint64_t rng;
-    int window_rounds;      /* 0 = none */
-    long window_ms;         /* 0 = none */
+    int window_rounds; /* 0 = none */
+    long window_ms;    /* 0 = none */
     peer_t *peers;
     int n_peers, cap_peers;
-    int *slot;    /* open-addressing index of peers by name: peer + 1, 0 = empty */
-    int n_slots;  /* a power of two, at least twice n_peers */
+    int *slot;   /* open-addressing index of peers by name: peer + 1, 0 = empty */
+    int n_slots; /* a power of two, at least twice n_peers */
     pool_strategy_t strategy;
     long missing;   /* drawn entries that were not there */
     long bad_nodes; /* nodes with bad keys at the last draw */
@@ -168,7 +177,6 @@ void pool_limit_record(pool_t *self, size_t max_bytes) { self->max_bytes = max_b
 /* a double in [0, 1) */
 static double uniform(pool_t *p) { return (double)(splitmix64(&p->rng) >> 11) * 0x1.0p-53; }
 
-
 static int connect_now(pool_t *p, char *err, size_t errlen)
 {
     time_t now = time(NULL);
@@ -187,7 +195,8 @@ static int connect_now(pool_t *p, char *err, size_t errlen)
     redisSetTimeout(p->c, io);
     redisReply *r;
     if (p->password[0]) {
-        r = p->user[0] ? redisCommand(p->c, "AUTH %s %s", p->user, p->password) : redisCommand(p->c, "AUTH %s", p->password);
+        r = p->user[0] ? redisCommand(p->c, "AUTH %s %s", p->user, p->password)
+                       : redisCommand(p->c, "AUTH %s", p->password);
         if (!r || r->type == REDIS_REPLY_ERROR) {
             snprintf(err, errlen, "redis %s:%d: AUTH: %s", p->host, p->port, r ? r->str : p->c->errstr);
             freeReplyObject(r);
@@ -294,8 +303,7 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
     return 0;
 }
 
-int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec, size_t len, char *err,
-                 size_t errlen)
+int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec, size_t len, char *err, size_t errlen)
 {
     return pool_publish_many(self, node, round, &rec, &len, 1, err, errlen);
 }
@@ -307,7 +315,7 @@ int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **ou
     const int head = 7;
     const char **argv = calloc((size_t)k + head, sizeof *argv);
     size_t *lens = calloc((size_t)k + head, sizeof *lens);
-    char (*u)[32] = calloc((size_t)k, sizeof *u);
+    draw_text_t *u = calloc((size_t)k, sizeof *u);
     int n = -1;
     if (!argv || !lens || !u) {
         snprintf(err, errlen, "out of memory");
@@ -521,7 +529,7 @@ static int pipeline_replies(pool_t *p, int n, redisReply **out, char *err, size_
  * hash, seqs[i] the field): g[0] the server's TIME in ms (an integer
  * reply made here), g[1 + 2i] the meta, g[2 + 2i] the entry's length,
  * g[1 + 2 want + i] the entry when 0 < length <= max-record, else NULL */
-static int fetch(pool_t *p, int want, const char **keys, char (*seqs)[24], redisReply **g, char *err, size_t errlen)
+static int fetch(pool_t *p, int want, const char **keys, seq_text_t *seqs, redisReply **g, char *err, size_t errlen)
 {
     if (!p->c && connect_now(p, err, errlen) != 0) return -1;
     redisAppendCommand(p->c, "TIME");
@@ -610,7 +618,7 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     range_t *ranges = calloc(nr + 1, sizeof *ranges);
     const char **gargv = calloc(2 * (size_t)k, sizeof *gargv);
     entry_keys_t *keys = calloc((size_t)k, sizeof *keys);
-    char (*seqs)[24] = calloc((size_t)k, sizeof *seqs);
+    seq_text_t *seqs = calloc((size_t)k, sizeof *seqs);
     range_t **from = calloc((size_t)k, sizeof *from);
     redisReply **g = calloc(1 + 3 * (size_t)k, sizeof *g);
     if (!ranges || !gargv || !keys || !seqs || !from || !g) {
@@ -624,11 +632,12 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     size_t m = 0;
     for (size_t i = 0; i < nr; i++) {
         redisReply **e = r->element + 1 + 4 * i;
-        if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER || e[2]->type != REDIS_REPLY_INTEGER ||
-            e[3]->type != REDIS_REPLY_INTEGER)
+        if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER ||
+            e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER)
             continue;
         char ebuf[128];
-        if (e[0]->len >= 64 || strlen(e[0]->str) != e[0]->len || pool_node_ok(e[0]->str, ebuf, sizeof ebuf) != 0) continue;
+        if (e[0]->len >= 64 || strlen(e[0]->str) != e[0]->len || pool_node_ok(e[0]->str, ebuf, sizeof ebuf) != 0)
+            continue;
         if (e[1]->integer < 1 || e[2]->integer < e[1]->integer || e[2]->integer - e[1]->integer >= self->max_per_node)
             continue;
         range_t *rg = &ranges[m];

@@ -48,7 +48,7 @@
 typedef struct pool pool_t;
 
 typedef struct {
-    void *data;    /* malloc'ed, 16-byte aligned entry as published */
+    void *data; /* malloc'ed, 16-byte aligned entry as published */
     size_t len;
     char node[64]; /* the node it is stored under ("" for an id too long to be one) */
     /* pool_draw only: */
@@ -72,8 +72,7 @@ void pool_window(pool_t *self, int rounds, double seconds);
 /* Adds a record under node, published in the node's round. Entries of
  * node past the window (and past the bound) are dropped. 0, or -1 with
  * err. */
-int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec, size_t len, char *err,
-                 size_t errlen);
+int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec, size_t len, char *err, size_t errlen);
 
 /* Adds n records under node in one call (one round trip, atomic). 0, or
  * -1 with err. */

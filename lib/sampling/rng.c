@@ -33,7 +33,8 @@ struct rng {
 #endif
 };
 
-static void philox4x32_10(const uint32_t ctr[4], uint64_t seed, uint32_t out[4]) {
+static void philox4x32_10(const uint32_t ctr[4], uint64_t seed, uint32_t out[4])
+{
     uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int round = 0; round < 10; round++) {
@@ -48,30 +49,35 @@ static void philox4x32_10(const uint32_t ctr[4], uint64_t seed, uint32_t out[4])
         k0 += PHILOX_W0;
         k1 += PHILOX_W1;
     }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
 }
 
-static float word_to_uniform(uint32_t w) {
+static float word_to_uniform(uint32_t w)
+{
     const float two_m32 = 0x1p-32f;
     return (float)w * two_m32 + 0x1p-33f;
 }
 
-void rng_philox_uniform(uint64_t seed, uint64_t offset, float *out, size_t n) {
+void rng_philox_uniform(uint64_t seed, uint64_t offset, float *out, size_t n)
+{
     uint64_t q = offset;
     size_t i = 0;
     while (i < n) {
         uint64_t b = q >> 2;
         uint64_t step = b >> PHILOX_THREADS_LOG2;
-        uint32_t ctr[4] = { (uint32_t)step, (uint32_t)(step >> 32),
-                            (uint32_t)(b & ((1u << PHILOX_THREADS_LOG2) - 1)), 0 };
+        uint32_t ctr[4] = {(uint32_t)step, (uint32_t)(step >> 32), (uint32_t)(b & ((1u << PHILOX_THREADS_LOG2) - 1)),
+                           0};
         uint32_t words[4];
         philox4x32_10(ctr, seed, words);
-        for (unsigned w = (unsigned)(q & 3); w < 4 && i < n; w++, i++, q++)
-            out[i] = word_to_uniform(words[w]);
+        for (unsigned w = (unsigned)(q & 3); w < 4 && i < n; w++, i++, q++) out[i] = word_to_uniform(words[w]);
     }
 }
 
-rng_t *rng_new(uint64_t seed) {
+rng_t *rng_new(uint64_t seed)
+{
     rng_t *self = calloc(1, sizeof *self);
     if (!self) {
         log_error("rng: out of memory");
@@ -79,13 +85,11 @@ rng_t *rng_new(uint64_t seed) {
     }
 #ifdef SAPO_HAVE_CURAND
     curandStatus_t st = curandCreateGeneratorHost(&self->gen, CURAND_RNG_PSEUDO_PHILOX4_32_10);
-    if (st == CURAND_STATUS_SUCCESS)
-        st = curandSetPseudoRandomGeneratorSeed(self->gen, seed);
+    if (st == CURAND_STATUS_SUCCESS) st = curandSetPseudoRandomGeneratorSeed(self->gen, seed);
     if (st != CURAND_STATUS_SUCCESS) {
-        log_error("rng: cuRAND host Philox generator for seed %llu failed (curandStatus %d)",
-                  (unsigned long long)seed, (int)st);
-        if (self->gen)
-            curandDestroyGenerator(self->gen);
+        log_error("rng: cuRAND host Philox generator for seed %llu failed (curandStatus %d)", (unsigned long long)seed,
+                  (int)st);
+        if (self->gen) curandDestroyGenerator(self->gen);
         free(self);
         return NULL;
     }
@@ -95,9 +99,9 @@ rng_t *rng_new(uint64_t seed) {
     return self;
 }
 
-void rng_destroy(rng_t **self_p) {
-    if (!self_p || !*self_p)
-        return;
+void rng_destroy(rng_t **self_p)
+{
+    if (!self_p || !*self_p) return;
 #ifdef SAPO_HAVE_CURAND
     curandDestroyGenerator((*self_p)->gen);
 #endif
@@ -105,9 +109,9 @@ void rng_destroy(rng_t **self_p) {
     *self_p = NULL;
 }
 
-void rng_uniform(rng_t *self, float *out, size_t n) {
-    if (n == 0)
-        return;
+void rng_uniform(rng_t *self, float *out, size_t n)
+{
+    if (n == 0) return;
 #ifdef SAPO_HAVE_CURAND
     /* the only failures cuRAND reports here are misuse (a NULL or
      * misaligned pointer) or a broken install: neither is recoverable */

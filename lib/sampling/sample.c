@@ -22,19 +22,18 @@
 #include <string.h>
 
 typedef struct {
-    float *probs;         // (V) unnormalised probabilities exp((l - max) / T)
-    int *idx;             // (V) candidate, then kept, token ids
+    float *probs; // (V) unnormalised probabilities exp((l - max) / T)
+    int *idx;     // (V) candidate, then kept, token ids
     union {
-        float *vals;      // (top_k) heap of the largest logits
-        int *ids;         // (V) top-p's candidates in token order
+        float *vals; // (top_k) heap of the largest logits
+        int *ids;    // (V) top-p's candidates in token order
     } u;
 } scratch_t;
 
-size_t sample_scratch_bytes(int V) {
-    return (size_t)V * (2 * sizeof(float) + sizeof(int));
-}
+size_t sample_scratch_bytes(int V) { return (size_t)V * (2 * sizeof(float) + sizeof(int)); }
 
-static scratch_t scratch_split(void *mem, int V) {
+static scratch_t scratch_split(void *mem, int V)
+{
     scratch_t s;
     s.probs = mem;
     s.u.vals = s.probs + V;
@@ -44,29 +43,26 @@ static scratch_t scratch_split(void *mem, int V) {
 
 /* the first index of the largest value: the maximum over 8 independent
  * lanes (a loop the compiler vectorises), then a scan for its first place */
-static int argmax(const float *x, int V) {
+static int argmax(const float *x, int V)
+{
     float lane[8];
-    for (int j = 0; j < 8; j++)
-        lane[j] = x[0];
+    for (int j = 0; j < 8; j++) lane[j] = x[0];
     int i = 0;
     for (; i + 8 <= V; i += 8)
-        for (int j = 0; j < 8; j++)
-            lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+        for (int j = 0; j < 8; j++) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
     float max = lane[0];
-    for (int j = 1; j < 8; j++)
-        max = lane[j] > max ? lane[j] : max;
-    for (; i < V; i++)
-        max = x[i] > max ? x[i] : max;
+    for (int j = 1; j < 8; j++) max = lane[j] > max ? lane[j] : max;
+    for (; i < V; i++) max = x[i] > max ? x[i] : max;
     for (i = 0; i < V; i++)
-        if (x[i] == max)
-            break;
+        if (x[i] == max) break;
     return i < V ? i : 0; /* all NaN: a model bug, but never an index past V */
 }
 
 /* sum over V of exp((logits - max) / T): float sums over blocks of 1024
  * (vectorised), added in double so the log-prob does not drift with V;
  * each term lands in probs when given */
-static double partition(const float *logits, int V, float max, float T, float *probs) {
+static double partition(const float *logits, int V, float max, float T, float *probs)
+{
     double z = 0.0;
     for (int b = 0; b < V; b += 1024) {
         int end = b + 1024 < V ? b + 1024 : V;
@@ -79,39 +75,41 @@ static double partition(const float *logits, int V, float max, float T, float *p
             }
         } else {
 #pragma omp simd reduction(+ : zb)
-            for (int i = b; i < end; i++)
-                zb += fastexp_nonpos((logits[i] - max) / T);
+            for (int i = b; i < end; i++) zb += fastexp_nonpos((logits[i] - max) / T);
         }
         z += zb;
     }
     return z;
 }
 
-static uint32_t xorshift(uint32_t *state) {
+static uint32_t xorshift(uint32_t *state)
+{
     *state ^= *state << 13;
     *state ^= *state >> 17;
     *state ^= *state << 5;
     return *state;
 }
 
-static void sift_down(float *heap, int k, int i) {
+static void sift_down(float *heap, int k, int i)
+{
     for (;;) {
         int l = 2 * i + 1, r = l + 1, m = i;
         if (l < k && heap[l] < heap[m]) m = l;
         if (r < k && heap[r] < heap[m]) m = r;
-        if (m == i)
-            return;
-        float t = heap[i]; heap[i] = heap[m]; heap[m] = t;
+        if (m == i) return;
+        float t = heap[i];
+        heap[i] = heap[m];
+        heap[m] = t;
         i = m;
     }
 }
 
 /* k-th largest (1 <= k <= V) of x, through a min-heap (k) of the k largest
  * seen so far: most values lose one compare against its root */
-static float kth_largest(const float *x, int V, int k, float *heap) {
+static float kth_largest(const float *x, int V, int k, float *heap)
+{
     memcpy(heap, x, (size_t)k * sizeof *x);
-    for (int i = k / 2 - 1; i >= 0; i--)
-        sift_down(heap, k, i);
+    for (int i = k / 2 - 1; i >= 0; i--) sift_down(heap, k, i);
     for (int i = k; i < V; i++)
         if (x[i] > heap[0]) {
             heap[0] = x[i];
@@ -121,7 +119,8 @@ static float kth_largest(const float *x, int V, int k, float *heap) {
 }
 
 /* token a before token b in ascending (probability, id) order */
-static inline int before(const float *probs, int a, int b) {
+static inline int before(const float *probs, int a, int b)
+{
     return probs[a] < probs[b] || (probs[a] == probs[b] && a < b);
 }
 
@@ -131,7 +130,8 @@ static inline int before(const float *probs, int a, int b) {
  * ordered by (probability, id), so the order is strict and ties split as
  * torch's sort does. Returns the first token that stays: the kept set is
  * it and every candidate after it in that order. */
-static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
+static int nucleus(int *idx, int n, const float *probs, double z, float top_p)
+{
     const double drop = (1.0 - (double)top_p) * z;
     double below = 0.0; /* mass of ids known to precede [lo, hi) */
     int lo = 0, hi = n;
@@ -139,7 +139,9 @@ static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
     const float tiny = (float)(drop / n);
     for (int i = 0; i < n; i++)
         if (probs[idx[i]] < tiny) {
-            int t = idx[i]; idx[i] = idx[lo]; idx[lo] = t;
+            int t = idx[i];
+            idx[i] = idx[lo];
+            idx[lo] = t;
             below += probs[t];
             lo++;
         }
@@ -151,43 +153,42 @@ static int nucleus(int *idx, int n, const float *probs, double z, float top_p) {
         double mass = 0.0;
         for (int i = lo; i < hi; i++)
             if (before(probs, idx[i], pv)) {
-                int t = idx[i]; idx[i] = idx[m]; idx[m] = t;
+                int t = idx[i];
+                idx[i] = idx[m];
+                idx[m] = t;
                 mass += probs[t];
                 m++;
             }
         for (int i = m; i < hi; i++)
             if (idx[i] == pv) {
-                idx[i] = idx[m]; idx[m] = pv;
+                idx[i] = idx[m];
+                idx[m] = pv;
                 break;
             }
-        if (below + mass > drop)
-            hi = m;        /* the boundary is before the pivot, which stays */
-        else if (below + mass + probs[pv] > drop)
-            return pv;     /* everything before goes, the pivot stays */
+        if (below + mass > drop) hi = m;                     /* the boundary is before the pivot, which stays */
+        else if (below + mass + probs[pv] > drop) return pv; /* everything before goes, the pivot stays */
         else {
             below += mass + probs[pv];
             lo = m + 1;
         }
     }
-    if (hi < n)
-        return idx[hi];    /* the last pivot found to stay */
-    int best = idx[0];     /* all would go: the most likely stays */
+    if (hi < n) return idx[hi]; /* the last pivot found to stay */
+    int best = idx[0];          /* all would go: the most likely stays */
     for (int i = 1; i < n; i++)
-        if (before(probs, best, idx[i]))
-            best = idx[i];
+        if (before(probs, best, idx[i])) best = idx[i];
     return best;
 }
 
 /* the kept set in token order into s->idx, probabilities exp((l - max) / T)
  * of every token into s->probs; returns its size, *z its mass and *logz the
  * log of the whole vocabulary's mass */
-static int kept_set(const float *logits, int V, const sample_params_t *p, int top,
-                    const scratch_t *s, double *z, double *logz) {
+static int kept_set(const float *logits, int V, const sample_params_t *p, int top, const scratch_t *s, double *z,
+                    double *logz)
+{
     *z = partition(logits, V, logits[top], p->temperature, s->probs);
     *logz = log(*z);
     int n = V;
-    for (int i = 0; i < V; i++)
-        s->idx[i] = i;
+    for (int i = 0; i < V; i++) s->idx[i] = i;
     if (p->top_k > 0 && p->top_k < V) {
         float kth = kth_largest(logits, V, p->top_k, s->u.vals);
         n = 0;
@@ -206,8 +207,7 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, int to
         /* nucleus reorders idx: keep the candidates in token order in the
          * top-k heap's memory (free by now), or none when all V are */
         int all = n == V;
-        if (!all)
-            memcpy(s->u.ids, s->idx, (size_t)n * sizeof *s->idx);
+        if (!all) memcpy(s->u.ids, s->idx, (size_t)n * sizeof *s->idx);
         int first = nucleus(s->idx, n, s->probs, *z, p->top_p);
         int m = 0;
         *z = 0.0;
@@ -223,7 +223,8 @@ static int kept_set(const float *logits, int V, const sample_params_t *p, int to
     return n;
 }
 
-int sample_kept(const float *logits, int V, const sample_params_t *p, void *scratch, int *ids) {
+int sample_kept(const float *logits, int V, const sample_params_t *p, void *scratch, int *ids)
+{
     int top = argmax(logits, V);
     if (p->temperature <= 0.0f) {
         ids[0] = top;
@@ -236,8 +237,8 @@ int sample_kept(const float *logits, int V, const sample_params_t *p, void *scra
     return n;
 }
 
-int sample_token(const float *logits, int V, const sample_params_t *p, float u,
-                 void *scratch, float *logprob) {
+int sample_token(const float *logits, int V, const sample_params_t *p, float u, void *scratch, float *logprob)
+{
     int top = argmax(logits, V);
     float max = logits[top];
     if (p->temperature <= 0.0f) {
@@ -255,10 +256,8 @@ int sample_token(const float *logits, int V, const sample_params_t *p, float u,
     for (int i = 0; i < n; i++) {
         float pi = s.probs[s.idx[i]];
         run += pi;
-        if (pi > 0.0f)
-            tok = s.idx[i];
-        if (run >= target && pi > 0.0f)
-            break;
+        if (pi > 0.0f) tok = s.idx[i];
+        if (run >= target && pi > 0.0f) break;
     }
     *logprob = (float)((double)(logits[tok] - max) / p->temperature - logz);
     return tok;

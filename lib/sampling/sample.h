@@ -20,8 +20,7 @@ size_t sample_scratch_bytes(int V);
  * and sets *logprob = log_softmax(logits / T)[token] (T = 1 when greedy):
  * the log-prob of the sampled token before top-k/top-p truncation, the
  * value TRL recomputes for it. */
-int sample_token(const float *logits, int V, const sample_params_t *p, float u,
-                 void *scratch, float *logprob);
+int sample_token(const float *logits, int V, const sample_params_t *p, float u, void *scratch, float *logprob);
 
 /* the tokens sample_token can return for these logits, ascending, into
  * ids (V); returns their count (1, the argmax, when greedy) */

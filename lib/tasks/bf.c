@@ -16,17 +16,17 @@ typedef struct {
     size_t pos; /* offset in the program text, for error lines */
 } op_t;
 
-static int is_clear_loop(const char *p) {
-    return p[0] == '[' && (p[1] == '-' || p[1] == '+') && p[2] == ']';
-}
+static int is_clear_loop(const char *p) { return p[0] == '[' && (p[1] == '-' || p[1] == '+') && p[2] == ']'; }
 
 /* Folds the program into ops; 0, or -1 with err. */
-static int compile(const char *program, op_t **ops_out, size_t *n_out, char *err, size_t errlen) {
+static int compile(const char *program, op_t **ops_out, size_t *n_out, char *err, size_t errlen)
+{
     size_t len = strlen(program), n = 0, depth = 0;
     op_t *ops = malloc((len + 1) * sizeof *ops);
     size_t *stack = malloc((len + 1) * sizeof *stack);
     if (!ops || !stack) {
-        free(ops); free(stack);
+        free(ops);
+        free(stack);
         snprintf(err, errlen, "bf: out of memory for a %zu-byte program", len);
         return -1;
     }
@@ -52,7 +52,8 @@ static int compile(const char *program, op_t **ops_out, size_t *n_out, char *err
             ops[n++] = (op_t){OP_OPEN, 0, i};
         } else if (c == ']') {
             if (depth == 0) {
-                free(ops); free(stack);
+                free(ops);
+                free(stack);
                 snprintf(err, errlen, "bf: ']' at offset %zu has no matching '['", i);
                 return -1;
             }
@@ -63,7 +64,8 @@ static int compile(const char *program, op_t **ops_out, size_t *n_out, char *err
     }
     if (depth > 0) {
         snprintf(err, errlen, "bf: '[' at offset %zu has no matching ']'", ops[stack[depth - 1]].pos);
-        free(ops); free(stack);
+        free(ops);
+        free(stack);
         return -1;
     }
     free(stack);
@@ -72,8 +74,9 @@ static int compile(const char *program, op_t **ops_out, size_t *n_out, char *err
     return 0;
 }
 
-int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
-           uint64_t *steps, char *err, size_t errlen) {
+int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen, uint64_t *steps, char *err,
+           size_t errlen)
+{
     *out = NULL;
     *outlen = 0;
     op_t *ops;
@@ -83,7 +86,9 @@ int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
     size_t cap = 64, len = 0;
     char *buf = malloc(cap);
     if (!tape || !buf) {
-        free(ops); free(tape); free(buf);
+        free(ops);
+        free(tape);
+        free(buf);
         snprintf(err, errlen, "bf: out of memory for the tape");
         return -1;
     }
@@ -92,8 +97,8 @@ int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
     int rc = 0;
     for (size_t pc = 0; pc < n; pc++) {
         if (++count > step_limit) {
-            snprintf(err, errlen, "bf: step limit %llu reached at program offset %zu",
-                     (unsigned long long)step_limit, ops[pc].pos);
+            snprintf(err, errlen, "bf: step limit %llu reached at program offset %zu", (unsigned long long)step_limit,
+                     ops[pc].pos);
             rc = -1;
             break;
         }
@@ -103,8 +108,8 @@ int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
         case OP_MOVE:
             ptr += op->arg;
             if (ptr < 0 || ptr >= BF_TAPE_CELLS) {
-                snprintf(err, errlen, "bf: pointer leaves the %d-cell tape at program offset %zu",
-                         BF_TAPE_CELLS, op->pos);
+                snprintf(err, errlen, "bf: pointer leaves the %d-cell tape at program offset %zu", BF_TAPE_CELLS,
+                         op->pos);
                 rc = -1;
             }
             break;
@@ -123,8 +128,12 @@ int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
             break;
         case OP_IN: tape[ptr] = 0; break;
         case OP_CLEAR: tape[ptr] = 0; break;
-        case OP_OPEN: if (!tape[ptr]) pc = (size_t)op->arg; break;
-        case OP_CLOSE: if (tape[ptr]) pc = (size_t)op->arg; break;
+        case OP_OPEN:
+            if (!tape[ptr]) pc = (size_t)op->arg;
+            break;
+        case OP_CLOSE:
+            if (tape[ptr]) pc = (size_t)op->arg;
+            break;
         }
         if (rc < 0) break;
     }

@@ -21,7 +21,7 @@
  * clear loop [-] count as one. On error (unbalanced brackets, the pointer
  * leaving the tape, more than step_limit steps) returns -1 with one line in
  * err naming the program offset, and *out is NULL. */
-int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
-           uint64_t *steps, char *err, size_t errlen);
+int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen, uint64_t *steps, char *err,
+           size_t errlen);
 
 #endif

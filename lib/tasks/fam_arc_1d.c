@@ -25,7 +25,9 @@
 typedef unsigned char cell_t;
 
 /* scratch lists for the rules, each room for n + 16 ints */
-typedef struct { int *a, *b, *c; } scratch_t;
+typedef struct {
+    int *a, *b, *c;
+} scratch_t;
 
 typedef struct {
     task_rng_t *r;
@@ -38,11 +40,13 @@ static int draw(arc_t *t, int lo, int hi) { return (int)task_rng_range(t->r, lo,
 static double rnd(arc_t *t) { return task_rng_double(t->r); }
 static int below(arc_t *t, int n) { return (int)task_rng_below(t->r, (uint64_t)n); }
 
-static void fill(cell_t *f, int from, int count, int color) {
+static void fill(cell_t *f, int from, int count, int color)
+{
     for (int i = 0; i < count; i++) f[from + i] = (cell_t)color;
 }
 
-static void shuffle(arc_t *t, int *v, int n) {
+static void shuffle(arc_t *t, int *v, int n)
+{
     for (int i = n - 1; i > 0; i--) {
         int j = below(t, i + 1), x = v[i];
         v[i] = v[j];
@@ -51,17 +55,20 @@ static void shuffle(arc_t *t, int *v, int n) {
 }
 
 /* a random row: each cell empty or, with probability 1/2, a colour in [lo, hi] */
-static void random_row(arc_t *t, int lo, int hi) {
+static void random_row(arc_t *t, int lo, int hi)
+{
     for (int i = 0; i < t->n; i++) t->in[i] = (cell_t)(rnd(t) < 0.5 ? draw(t, lo, hi) : 0);
 }
 
 /* a block of size colours: all one colour (solid) or each its own */
-static void random_block(arc_t *t, int *block, int size, int solid) {
+static void random_block(arc_t *t, int *block, int size, int solid)
+{
     int color = solid ? draw(t, 1, 9) : 0;
     for (int i = 0; i < size; i++) block[i] = solid ? color : draw(t, 1, 9);
 }
 
-static int move_n_pix(arc_t *t, int move, int solid) {
+static int move_n_pix(arc_t *t, int move, int solid)
+{
     int n = t->n;
     if (n <= move + 1) return -1;
     int size = draw(t, 1, n - move - 1), pos = draw(t, 0, n - size - move), *block = t->s->a;
@@ -70,7 +77,8 @@ static int move_n_pix(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int move_n_pix_wrapped(arc_t *t, int move, int solid) {
+static int move_n_pix_wrapped(arc_t *t, int move, int solid)
+{
     int n = t->n, size = draw(t, 1, n), pos = draw(t, 0, n - 1), *block = t->s->a;
     random_block(t, block, size, solid);
     for (int i = 0; i < size; i++) {
@@ -80,7 +88,8 @@ static int move_n_pix_wrapped(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int gravity(arc_t *t, int move, int solid) {
+static int gravity(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     random_row(t, 1, 9);
     for (int i = 0, k = 0; i < t->n; i++)
@@ -88,7 +97,8 @@ static int gravity(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int gravity_counting(arc_t *t, int move, int solid) {
+static int gravity_counting(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     random_row(t, 1, 9);
     for (int i = 0, k = 0; i < t->n; i++)
@@ -96,7 +106,8 @@ static int gravity_counting(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int gravity_antigravity(arc_t *t, int move, int solid) {
+static int gravity_antigravity(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     random_row(t, 1, 2);
     int ones = 0, twos = 0;
@@ -109,14 +120,16 @@ static int gravity_antigravity(arc_t *t, int move, int solid) {
 /* the placement shared by the block-and-dot rules: a block of size cells
  * strictly left or right of a dot, sides drawn evenly where both fit.
  * *left tells the side; -1 when neither fits. */
-static int block_beside_dot(arc_t *t, int size, int dot, int *left) {
+static int block_beside_dot(arc_t *t, int size, int dot, int *left)
+{
     int can_left = dot >= size, can_right = dot + size < t->n;
     if (!can_left && !can_right) return -1;
     *left = can_left && can_right ? below(t, 2) == 0 : can_left;
     return *left ? draw(t, 0, dot - size) : draw(t, dot + 1, t->n - size);
 }
 
-static int block_touch_dot(arc_t *t, int move, int solid) {
+static int block_touch_dot(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int color = draw(t, 2, 9), size = draw(t, 1, t->n - 1), dot = draw(t, 0, t->n - 1), left;
     int pos = block_beside_dot(t, size, dot, &left);
@@ -127,7 +140,8 @@ static int block_touch_dot(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int block_touch_dot_n_pix(arc_t *t, int move, int solid) {
+static int block_touch_dot_n_pix(arc_t *t, int move, int solid)
+{
     (void)solid;
     int color = draw(t, 3, 9), size = draw(t, 1, t->n - 1), dot = draw(t, 0, t->n - 1), left;
     int pos = block_beside_dot(t, size, dot, &left);
@@ -140,7 +154,8 @@ static int block_touch_dot_n_pix(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int block_scale_to_dot(arc_t *t, int move, int solid) {
+static int block_scale_to_dot(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int color = draw(t, 3, 9), size = draw(t, 1, t->n - 1), dot = draw(t, 0, t->n - 1), left;
     int pos = block_beside_dot(t, size, dot, &left);
@@ -153,17 +168,23 @@ static int block_scale_to_dot(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int two_points_and_fill(arc_t *t, int move, int solid) {
+static int two_points_and_fill(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int color = draw(t, 1, 9), p1 = draw(t, 0, t->n - 1), p2 = draw(t, 0, t->n - 1);
     if (p1 == p2) return -1;
-    if (p1 > p2) { int x = p1; p1 = p2; p2 = x; }
+    if (p1 > p2) {
+        int x = p1;
+        p1 = p2;
+        p2 = x;
+    }
     t->in[p1] = t->in[p2] = (cell_t)color;
     fill(t->out, p1, p2 - p1 + 1, color);
     return 0;
 }
 
-static int reflect_block_with_border_pixel(arc_t *t, int move, int solid) {
+static int reflect_block_with_border_pixel(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, size = draw(t, 2, n), c1 = draw(t, 1, 9);
     /* the border colour: one of 1-8 other than c1 */
@@ -177,7 +198,8 @@ static int reflect_block_with_border_pixel(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int reflect_block_random(arc_t *t, int move, int solid) {
+static int reflect_block_random(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, size = draw(t, 2, n), left = rnd(t) < 0.5, pos = draw(t, 0, n - size);
     int border = draw(t, 1, 9), others = border <= 8 ? 7 : 8, *block = t->s->a;
@@ -191,7 +213,8 @@ static int reflect_block_random(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int reflect_block_around_dot(arc_t *t, int move, int solid) {
+static int reflect_block_around_dot(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, dot = draw(t, 0, n - 1), size = draw(t, 1, n - 1), pos = draw(t, 0, n - size);
     int end = pos + size - 1;
@@ -204,7 +227,8 @@ static int reflect_block_around_dot(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int block_and_noise_remove(arc_t *t, int move, int solid) {
+static int block_and_noise_remove(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, size = draw(t, 2, n), pos = draw(t, 0, n - size), color = draw(t, 1, 9);
     int *forbidden = t->s->a, *allowed = t->s->b, *noise = t->s->c;
@@ -228,7 +252,8 @@ static int block_and_noise_remove(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int block_and_noise_remove_inside(arc_t *t, int move, int solid) {
+static int block_and_noise_remove_inside(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n;
     if (n <= 6) return -1;
@@ -240,7 +265,8 @@ static int block_and_noise_remove_inside(arc_t *t, int move, int solid) {
     shuffle(t, offsets, size);
     for (int k = 0; k < count; k++) {
         int noise;
-        do noise = draw(t, 1, 9); while (noise == color);
+        do noise = draw(t, 1, 9);
+        while (noise == color);
         t->in[pos + offsets[k]] = (cell_t)noise;
     }
     return 0;
@@ -249,7 +275,8 @@ static int block_and_noise_remove_inside(arc_t *t, int move, int solid) {
 /* a block of 3 or 5 at the left end and dots to its right, far enough
  * apart that blocks centred on them do not touch; colors: each dot draws
  * its own colour and so does its copy */
-static int copy_block_to_dots_any(arc_t *t, int colors) {
+static int copy_block_to_dots_any(arc_t *t, int colors)
+{
     int n = t->n, size = rnd(t) < 0.5 ? 3 : 5;
     if (size >= n) return -1;
     int color = draw(t, 1, 9), *dots = t->s->a, *dot_colors = t->s->b, count = 0;
@@ -270,17 +297,20 @@ static int copy_block_to_dots_any(arc_t *t, int colors) {
     return 0;
 }
 
-static int copy_block_to_dots(arc_t *t, int move, int solid) {
+static int copy_block_to_dots(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     return copy_block_to_dots_any(t, 0);
 }
 
-static int copy_block_to_dots_colors(arc_t *t, int move, int solid) {
+static int copy_block_to_dots_colors(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     return copy_block_to_dots_any(t, 1);
 }
 
-static int paint_biggest_block(arc_t *t, int move, int solid) {
+static int paint_biggest_block(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, color = draw(t, 2, 9), *starts = t->s->a, *sizes = t->s->b, count = 0;
     for (int pos = 0; pos < n;) {
@@ -305,11 +335,13 @@ static int paint_biggest_block(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int cmp_int(const void *a, const void *b) {
+static int cmp_int(const void *a, const void *b)
+{
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
-static int sort_blocks_by_size(arc_t *t, int move, int solid) {
+static int sort_blocks_by_size(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, color = draw(t, 1, 9), *sizes = t->s->a, count = 0;
     for (int pos = 0; pos < n;) {
@@ -331,7 +363,8 @@ static int sort_blocks_by_size(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int sort_complete_sequence(arc_t *t, int move, int solid) {
+static int sort_complete_sequence(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, largest = 1, total = 0, *sizes = t->s->a;
     while (total + largest + 1 <= n) total += largest + 1, largest++;
@@ -345,10 +378,12 @@ static int sort_complete_sequence(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int recolor_blocks_by_size(arc_t *t, int move, int solid) {
+static int recolor_blocks_by_size(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, s1 = draw(t, 2, 8), s2;
-    do s2 = draw(t, 2, 8); while (s2 == s1);
+    do s2 = draw(t, 2, 8);
+    while (s2 == s1);
     if (s1 + s2 + 1 > n) return -1;
     int p1 = draw(t, 0, n - (s1 + s2 + 1)), p2 = draw(t, p1 + s1 + 1, n - s2);
     fill(t->in, p1, s1, 3);
@@ -358,7 +393,8 @@ static int recolor_blocks_by_size(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int gravity_one_step(arc_t *t, int move, int solid) {
+static int gravity_one_step(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     random_row(t, 1, 9);
     memcpy(t->out, t->in, (size_t)t->n);
@@ -369,7 +405,8 @@ static int gravity_one_step(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int move_block_by_own_size(arc_t *t, int move, int solid) {
+static int move_block_by_own_size(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, size = draw(t, 1, n / 2), pos = draw(t, 0, n - 2 * size), color = draw(t, 1, 9);
     fill(t->in, pos, size, color);
@@ -377,14 +414,16 @@ static int move_block_by_own_size(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int change_to_five(arc_t *t, int move, int solid) {
+static int change_to_five(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     random_row(t, 1, 9);
     for (int i = 0; i < t->n; i++) t->out[i] = t->in[i] ? 5 : 0;
     return 0;
 }
 
-static int recolor_blocks_from_palette(arc_t *t, int move, int solid) {
+static int recolor_blocks_from_palette(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, size = draw(t, 2, 4), *blocks = t->s->a, *colors = t->s->b, count = 0;
     for (int pos = 0; pos + size <= n;) {
@@ -417,7 +456,8 @@ static int recolor_blocks_from_palette(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int duplicate_block_from_seeds(arc_t *t, int move, int solid) {
+static int duplicate_block_from_seeds(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, size = draw(t, 2, 4);
     if (size + 1 >= n || n <= 3 + size) return -1;
@@ -451,7 +491,8 @@ static int duplicate_block_from_seeds(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int fill_from_pixel(arc_t *t, int move, int solid) {
+static int fill_from_pixel(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n;
     if (n < 8) return -1;
@@ -467,7 +508,8 @@ static int fill_from_pixel(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int mark_size_two_blocks(arc_t *t, int move, int solid) {
+static int mark_size_two_blocks(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, *sizes = t->s->a, count = 0;
     if (n < 8) return -1;
@@ -510,7 +552,8 @@ static int mark_size_two_blocks(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int fill_until_collision(arc_t *t, int move, int solid) {
+static int fill_until_collision(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n;
     if (n < 4) return -1;
@@ -543,7 +586,8 @@ static int fill_until_collision(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int repeat_pattern_full(arc_t *t, int move, int solid) {
+static int repeat_pattern_full(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, size = draw(t, 2, 5), *pattern = t->s->a;
     for (int i = 0; i < size; i++) pattern[i] = draw(t, 1, 9);
@@ -553,7 +597,8 @@ static int repeat_pattern_full(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int gravity_weighted_colors(arc_t *t, int move, int solid) {
+static int gravity_weighted_colors(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     random_row(t, 1, 2);
     int ones = 0, twos = 0;
@@ -563,7 +608,8 @@ static int gravity_weighted_colors(arc_t *t, int move, int solid) {
     return 0;
 }
 
-static int color_left_half_blocks(arc_t *t, int move, int solid) {
+static int color_left_half_blocks(arc_t *t, int move, int solid)
+{
     (void)move, (void)solid;
     int n = t->n, *starts = t->s->a, *sizes = t->s->b, count = 0;
     for (int pos = 0; pos < n;) {
@@ -671,7 +717,8 @@ static const rule_t rules[] = {
 
 /* Makes one example of rule into in/out (n cells each), trying again
  * while the rule's construction fails; 0, or -1 after MAX_TRIES. */
-static int make_example(const rule_t *rule, task_rng_t *r, int n, scratch_t *s, cell_t *in, cell_t *out) {
+static int make_example(const rule_t *rule, task_rng_t *r, int n, scratch_t *s, cell_t *in, cell_t *out)
+{
     arc_t t = {r, n, in, out, s};
     for (int tries = 0; tries < MAX_TRIES; tries++) {
         memset(in, 0, (size_t)n);
@@ -679,12 +726,18 @@ static int make_example(const rule_t *rule, task_rng_t *r, int n, scratch_t *s, 
         if (rule->fn(&t, rule->move, rule->solid) < 0) continue;
         if (rule->post == MIRROR) {
             for (int i = 0, j = n - 1; i < j; i++, j--) {
-                cell_t x = in[i]; in[i] = in[j]; in[j] = x;
-                x = out[i]; out[i] = out[j]; out[j] = x;
+                cell_t x = in[i];
+                in[i] = in[j];
+                in[j] = x;
+                x = out[i];
+                out[i] = out[j];
+                out[j] = x;
             }
         } else if (rule->post == INVERSE) {
             for (int i = 0; i < n; i++) {
-                cell_t x = in[i]; in[i] = out[i]; out[i] = x;
+                cell_t x = in[i];
+                in[i] = out[i];
+                out[i] = x;
             }
         }
         return 0;
@@ -692,7 +745,8 @@ static int make_example(const rule_t *rule, task_rng_t *r, int n, scratch_t *s, 
     return -1;
 }
 
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "min_size", 10);
     cJSON_AddNumberToObject(c, "max_size", 30);
@@ -700,35 +754,42 @@ static cJSON *default_config(void) {
     return c;
 }
 
-typedef struct { int64_t min_size, max_size, num_train; } config_t;
+typedef struct {
+    int64_t min_size, max_size, num_train;
+} config_t;
 
-static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
+static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen)
+{
     return task_config_int(c, "min_size", &k->min_size, err, errlen) ||
-           task_config_int(c, "max_size", &k->max_size, err, errlen) ||
-           task_config_int(c, "num_train", &k->num_train, err, errlen) ? -1 : 0;
+                   task_config_int(c, "max_size", &k->max_size, err, errlen) ||
+                   task_config_int(c, "num_train", &k->num_train, err, errlen)
+               ? -1
+               : 0;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
-    const char *bad =
-        k.min_size < 8 ? "min_size must be >= 8"
-        : k.max_size < k.min_size ? "max_size must be >= min_size"
-        : k.max_size > MAX_SIZE ? "max_size must be at most 200"
-        : k.num_train <= 0 ? "num_train must be positive"
-        : k.num_train > MAX_TRAIN ? "num_train must be at most 100"
-        : NULL;
+    const char *bad = k.min_size < 8            ? "min_size must be >= 8"
+                      : k.max_size < k.min_size ? "max_size must be >= min_size"
+                      : k.max_size > MAX_SIZE   ? "max_size must be at most 200"
+                      : k.num_train <= 0        ? "num_train must be positive"
+                      : k.num_train > MAX_TRAIN ? "num_train must be at most 100"
+                                                : NULL;
     if (bad) snprintf(err, errlen, "arc_1d config: %s", bad);
     return bad ? -1 : 0;
 }
 
-static cJSON *row_json(const cell_t *row, int n) {
+static cJSON *row_json(const cell_t *row, int n)
+{
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(row[i]));
     return a;
 }
 
-static cJSON *example_json(const cell_t *in, const cell_t *out, int n) {
+static cJSON *example_json(const cell_t *in, const cell_t *out, int n)
+{
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "input", row_json(in, n));
     cJSON_AddItemToObject(o, "output", row_json(out, n));
@@ -736,7 +797,8 @@ static cJSON *example_json(const cell_t *in, const cell_t *out, int n) {
 }
 
 /* "d d d ... d" into text (room for 2n bytes) */
-static char *row_text(const cell_t *row, int n, char *text) {
+static char *row_text(const cell_t *row, int n, char *text)
+{
     for (int i = 0; i < n; i++) {
         text[2 * i] = (char)('0' + row[i]);
         text[2 * i + 1] = i + 1 < n ? ' ' : '\0';
@@ -744,7 +806,8 @@ static char *row_text(const cell_t *row, int n, char *text) {
     return text;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
@@ -758,16 +821,20 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     s.b = s.a + room;
     s.c = s.b + room;
     for (int e = 0; e < examples; e++) {
-        if (make_example(rule, &r, n, &s, rows + (size_t)e * 2 * (size_t)n, rows + ((size_t)e * 2 + 1) * (size_t)n) < 0) {
+        if (make_example(rule, &r, n, &s, rows + (size_t)e * 2 * (size_t)n, rows + ((size_t)e * 2 + 1) * (size_t)n) <
+            0) {
             snprintf(err, errlen, "arc_1d: rule %s made no example of size %d in %d tries", rule->name, n, MAX_TRIES);
-            free(s.a); free(rows); free(text);
+            free(s.a);
+            free(rows);
+            free(text);
             return -1;
         }
     }
 
     size_t qcap = 512 + (size_t)examples * (4 * (size_t)n + 64), qlen = 0;
     char *q = malloc(qcap);
-    qlen += (size_t)snprintf(q, qcap,
+    qlen += (size_t)snprintf(
+        q, qcap,
         "Each example below turns an input row of cells into an output row by the same rule. A cell holds "
         "a colour from 0 to 9, and 0 means empty.\n\n");
     cJSON *m = out->metadata = task_metadata_new("arc_1d", index);
@@ -782,7 +849,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
             qlen += (size_t)snprintf(q + qlen, qcap - qlen, "output: %s\n\n", row_text(o, n, text));
         } else {
             cJSON_AddItemToObject(m, "test_example", example_json(in, o, n));
-            qlen += (size_t)snprintf(q + qlen, qcap - qlen,
+            qlen += (size_t)snprintf(
+                q + qlen, qcap - qlen,
                 "Find the rule and apply it to this test input:\n%s\n\n"
                 "Answer with the output row only, its cells separated by single spaces, like the rows above.",
                 row_text(in, n, text));
@@ -798,9 +866,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e) {
-    return task_score_default(answer, e->answer);
-}
+static double score(const char *answer, const task_entry_t *e) { return task_score_default(answer, e->answer); }
 
 const task_family_t task_family_arc_1d = {
     "arc_1d", default_config, validate_config, generate, score,

@@ -11,7 +11,8 @@
 
 typedef __int128 i128;
 
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     static const char *const ops[] = {"+", "-", "*", "/"};
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "min_terms", 2);
@@ -28,11 +29,12 @@ static cJSON *default_config(void) {
 
 typedef struct {
     int64_t min_terms, max_terms, min_digits, max_digits;
-    int parens, negation, natural, ws; /* ws: 0 no_space, 1 single, 2 random */
+    int parens, negation, natural, ws;       /* ws: 0 no_space, 1 single, 2 random */
     char ops[4], nops, plain_ops[4], nplain; /* plain: without "/" */
 } config_t;
 
-static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
+static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen)
+{
     if (task_config_int(c, "min_terms", &k->min_terms, err, errlen) ||
         task_config_int(c, "max_terms", &k->max_terms, err, errlen) ||
         task_config_int(c, "min_digits", &k->min_digits, err, errlen) ||
@@ -43,7 +45,8 @@ static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
     const cJSON *ops = task_config_strings(c, "operators", err, errlen), *o;
     if (!ops) return -1;
     k->nops = k->nplain = 0;
-    cJSON_ArrayForEach(o, ops) {
+    cJSON_ArrayForEach(o, ops)
+    {
         const char *s = o->valuestring;
         if (strlen(s) != 1 || !strchr("+-*/", s[0])) {
             snprintf(err, errlen, "basic_arithmetic config: unsupported operator %s (+ - * /)", s);
@@ -61,8 +64,11 @@ static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
         return -1;
     }
     k->natural = strcmp(fs->valuestring, "natural") == 0;
-    k->ws = !cJSON_IsString(ws) ? -1 : !strcmp(ws->valuestring, "no_space") ? 0
-          : !strcmp(ws->valuestring, "single") ? 1 : !strcmp(ws->valuestring, "random") ? 2 : -1;
+    k->ws = !cJSON_IsString(ws)                    ? -1
+            : !strcmp(ws->valuestring, "no_space") ? 0
+            : !strcmp(ws->valuestring, "single")   ? 1
+            : !strcmp(ws->valuestring, "random")   ? 2
+                                                   : -1;
     if (k->ws < 0) {
         snprintf(err, errlen, "basic_arithmetic config: whitespace must be \"no_space\", \"single\" or \"random\"");
         return -1;
@@ -70,35 +76,42 @@ static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
     return 0;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
-    const char *bad = k.min_terms <= 0 ? "min_terms must be positive"
-                    : k.max_terms < k.min_terms ? "max_terms must be >= min_terms"
-                    : k.min_digits <= 0 ? "min_digits must be positive"
-                    : k.max_digits < k.min_digits ? "max_digits must be >= min_digits"
-                    /* reasoning-gym computes with unbounded ints; we keep
-                     * every intermediate value inside 128 bits */
-                    : k.max_digits > 18 ? "max_digits must be at most 18"
-                    : k.max_terms > 64 ? "max_terms must be at most 64"
-                    : k.max_digits * k.max_terms > 36 ? "max_digits * max_terms must be at most 36"
-                    /* reasoning-gym picks from an empty list (and crashes)
-                     * when it needs an operator other than / and has none */
-                    : k.nplain == 0 ? "operators must hold at least one of + - *" : NULL;
+    const char *bad = k.min_terms <= 0              ? "min_terms must be positive"
+                      : k.max_terms < k.min_terms   ? "max_terms must be >= min_terms"
+                      : k.min_digits <= 0           ? "min_digits must be positive"
+                      : k.max_digits < k.min_digits ? "max_digits must be >= min_digits"
+                      /* reasoning-gym computes with unbounded ints; we keep
+                       * every intermediate value inside 128 bits */
+                      : k.max_digits > 18               ? "max_digits must be at most 18"
+                      : k.max_terms > 64                ? "max_terms must be at most 64"
+                      : k.max_digits * k.max_terms > 36 ? "max_digits * max_terms must be at most 36"
+                      /* reasoning-gym picks from an empty list (and crashes)
+                       * when it needs an operator other than / and has none */
+                      : k.nplain == 0 ? "operators must hold at least one of + - *"
+                                      : NULL;
     if (bad) snprintf(err, errlen, "basic_arithmetic config: %s", bad);
     return bad ? -1 : 0;
 }
 
 /* An expression as reasoning-gym builds it: a list of parts, each a number
  * (possibly negative), an operator, "(", "-(" or ")". */
-typedef struct { char **s; int n, cap; } parts_t;
+typedef struct {
+    char **s;
+    int n, cap;
+} parts_t;
 
-static void push(parts_t *p, char *s) {
+static void push(parts_t *p, char *s)
+{
     if (p->n == p->cap) p->s = realloc(p->s, (size_t)(p->cap = p->cap ? 2 * p->cap : 16) * sizeof *p->s);
     p->s[p->n++] = s;
 }
 static void push_num(parts_t *p, i128 v) { push(p, task_strdupf("%lld", (long long)v)); }
-static void parts_free(parts_t *p) {
+static void parts_free(parts_t *p)
+{
     for (int i = 0; i < p->n; i++) free(p->s[i]);
     free(p->s);
     memset(p, 0, sizeof *p);
@@ -106,10 +119,14 @@ static void parts_free(parts_t *p) {
 
 /* Python evaluation of parts [i, end): + - * and // with their precedence;
  * 0, or -1 on division by zero or leaving 128 bits */
-typedef struct { char **s; int i, end; } eval_t;
+typedef struct {
+    char **s;
+    int i, end;
+} eval_t;
 static int eval_sum(eval_t *e, i128 *out);
 
-static int eval_factor(eval_t *e, i128 *out) {
+static int eval_factor(eval_t *e, i128 *out)
+{
     if (e->i >= e->end) return -1;
     const char *t = e->s[e->i++];
     if (!strcmp(t, "(") || !strcmp(t, "-(")) {
@@ -121,7 +138,8 @@ static int eval_factor(eval_t *e, i128 *out) {
     return 0;
 }
 
-static int eval_term(eval_t *e, i128 *out) {
+static int eval_term(eval_t *e, i128 *out)
+{
     if (eval_factor(e, out)) return -1;
     while (e->i < e->end && (!strcmp(e->s[e->i], "*") || !strcmp(e->s[e->i], "/"))) {
         char op = e->s[e->i++][0];
@@ -139,7 +157,8 @@ static int eval_term(eval_t *e, i128 *out) {
     return 0;
 }
 
-static int eval_sum(eval_t *e, i128 *out) {
+static int eval_sum(eval_t *e, i128 *out)
+{
     if (eval_term(e, out)) return -1;
     while (e->i < e->end && (!strcmp(e->s[e->i], "+") || !strcmp(e->s[e->i], "-"))) {
         char op = e->s[e->i++][0];
@@ -150,7 +169,8 @@ static int eval_sum(eval_t *e, i128 *out) {
     return 0;
 }
 
-static int eval_parts(char **s, int from, int end, i128 *out) {
+static int eval_parts(char **s, int from, int end, i128 *out)
+{
     eval_t e = {s, from, end};
     if (eval_sum(&e, out) || e.i != end) return -1;
     /* results stay printable through %lld */
@@ -160,9 +180,14 @@ static int eval_parts(char **s, int from, int end, i128 *out) {
 /* A random divisor of gcd(|a|, |b|) (all divisors up to a million and
  * their cofactors: reasoning-gym walks to the square root, which for the
  * largest groups takes minutes). */
-static i128 random_common_divisor(task_rng_t *r, i128 a, i128 b) {
+static i128 random_common_divisor(task_rng_t *r, i128 a, i128 b)
+{
     i128 x = a < 0 ? -a : a, y = b < 0 ? -b : b;
-    while (y) { i128 t = x % y; x = y; y = t; }
+    while (y) {
+        i128 t = x % y;
+        x = y;
+        y = t;
+    }
     i128 found[2048];
     int n = 0;
     for (i128 i = 1; i * i <= x && i <= 1000000 && n < 2046; i++)
@@ -173,7 +198,12 @@ static i128 random_common_divisor(task_rng_t *r, i128 a, i128 b) {
     return found[task_rng_below(r, (uint64_t)n)];
 }
 
-typedef struct { const config_t *k; task_rng_t *r; int64_t limit; int failed; } gen_t;
+typedef struct {
+    const config_t *k;
+    task_rng_t *r;
+    int64_t limit;
+    int failed;
+} gen_t;
 
 static char pick(task_rng_t *r, const char *ops, int n) { return ops[task_rng_below(r, (uint64_t)n)]; }
 static char *op_str(char op) { return task_strdupf("%c", op); }
@@ -181,7 +211,8 @@ static char *op_str(char op) { return task_strdupf("%c", op); }
 /* reasoning-gym's add_terms: a left group of terms (in parentheses, maybe
  * negated, half of the time), then an operator and the rest; a division
  * gets a divisor of what it divides */
-static void add_terms(gen_t *g, parts_t *out, int remaining) {
+static void add_terms(gen_t *g, parts_t *out, int remaining)
+{
     task_rng_t *r = g->r;
     int left = (int)task_rng_range(r, 1, remaining), right = remaining - left;
     if (left > 1 && task_rng_double(r) > 0.5 && g->k->parens) {
@@ -209,7 +240,10 @@ static void add_terms(gen_t *g, parts_t *out, int remaining) {
             if (depth == 0) break;
         }
     i128 dividend;
-    if (eval_parts(out->s, from, out->n, &dividend)) { g->failed = 1; return; }
+    if (eval_parts(out->s, from, out->n, &dividend)) {
+        g->failed = 1;
+        return;
+    }
     push(out, strdup("/"));
     i128 divisor = dividend != 0 ? random_common_divisor(r, dividend, 0) : 0;
     if (right > 1) {
@@ -240,7 +274,8 @@ static void add_terms(gen_t *g, parts_t *out, int remaining) {
  * multiplication when there is none. reasoning-gym's own version prints one
  * expression and answers another (it folds left to right and writes the
  * constant it replaced); we answer the expression we print. */
-static void simple_terms(gen_t *g, parts_t *out, int terms) {
+static void simple_terms(gen_t *g, parts_t *out, int terms)
+{
     task_rng_t *r = g->r;
     i128 chain = task_rng_range(r, 0, g->limit);
     push_num(out, chain);
@@ -258,16 +293,21 @@ static void simple_terms(gen_t *g, parts_t *out, int terms) {
         push(out, op_str(op));
         push_num(out, c);
         if (op == '+' || op == '-') chain = c;
-        else if (op == '*') { if (__builtin_mul_overflow(chain, c, &chain)) g->failed = 1; }
-        else chain /= c;
+        else if (op == '*') {
+            if (__builtin_mul_overflow(chain, c, &chain)) g->failed = 1;
+        } else chain /= c;
     }
 }
 
 static const char *const natural_templates[] = {
-    "What is the value of %s?", "Work out %s.", "Find the value of %s.", "Evaluate the expression %s.",
+    "What is the value of %s?",
+    "Work out %s.",
+    "Find the value of %s.",
+    "Evaluate the expression %s.",
 };
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
@@ -288,7 +328,10 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         for (int i = 1; i < p.n; i++)
             if (!strcmp(p.s[i - 1], "/") && !strcmp(p.s[i], "0")) p.s[i][0] = '1';
         i128 result;
-        if (g.failed || eval_parts(p.s, 0, p.n, &result)) { parts_free(&p); continue; }
+        if (g.failed || eval_parts(p.s, 0, p.n, &result)) {
+            parts_free(&p);
+            continue;
+        }
         size_t cap = 2;
         for (int i = 0; i < p.n; i++) cap += strlen(p.s[i]) + 2;
         char *expr = malloc(cap), *w = expr;
@@ -301,7 +344,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         const char *tmpl = k.natural ? natural_templates[task_rng_below(&r, 4)] : "Calculate %s.";
         char *q = task_strdupf(tmpl, expr);
         out->question = task_strdupf("%s Here / is floor division (the quotient rounded down to an integer). "
-                                     "Answer with the integer result only.", q);
+                                     "Answer with the integer result only.",
+                                     q);
         free(q);
         out->answer = task_strdupf("%lld", (long long)result);
         cJSON *m = out->metadata = task_metadata_new("basic_arithmetic", index);
@@ -319,9 +363,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return -1;
 }
 
-static double score(const char *answer, const task_entry_t *e) {
-    return task_score_default(answer, e->answer);
-}
+static double score(const char *answer, const task_entry_t *e) { return task_score_default(answer, e->answer); }
 
 const task_family_t task_family_basic_arithmetic = {
     "basic_arithmetic", default_config, validate_config, generate, score,

@@ -22,38 +22,35 @@
 #define STEP_LIMIT 10000000
 
 static const char *const words[] = {
-    "about", "above", "actor", "adopt", "after", "again", "agent", "agree", "alarm", "album",
-    "alive", "allow", "alone", "amber", "angle", "apple", "arena", "argue", "arrow", "aside",
-    "award", "basic", "beach", "begin", "berry", "birth", "black", "blade", "blank", "blend",
-    "block", "bloom", "board", "brave", "bread", "brick", "brief", "bring", "brush", "cabin",
-    "cable", "candy", "cargo", "chair", "chalk", "charm", "chart", "chess", "chief", "civic",
-    "claim", "clean", "climb", "clock", "cloud", "coast", "coral", "couch", "count", "craft",
-    "crane", "cream", "crisp", "crowd", "curve", "dance", "delta", "depth", "diary", "dozen",
-    "draft", "dream", "dress", "drift", "eager", "early", "earth", "elbow", "empty", "enjoy",
-    "equal", "event", "exact", "fable", "faith", "fence", "fiber", "field", "flame", "fleet",
-    "floor", "flute", "focus", "forge", "frame", "fresh", "frost", "fruit", "giant", "glass",
-    "globe", "grain", "grape", "grass", "green", "guard", "guide", "happy", "heart", "honey",
-    "horse", "hotel", "house", "human", "humor", "image", "input", "ivory", "jelly", "judge",
-    "juice", "knife", "label", "lemon", "level", "light", "limit", "lucky", "lunar", "magic",
-    "maple", "march", "medal", "metal", "model", "money", "month", "motor", "mouse", "music",
-    "noble", "north", "novel", "ocean", "olive", "orbit", "order", "paint", "panel", "paper",
-    "party", "peace", "pearl", "piano", "pilot", "pixel", "plain", "plant", "plaza", "point",
-    "power", "press", "pride", "prism", "proof", "quiet", "radio", "raven", "reach", "ridge",
-    "river", "robot", "round", "royal", "salad", "scale", "scene", "scout", "shade", "shape",
-    "shelf", "shine", "skill", "slope", "smile", "solar", "sound", "spark", "spice", "spoon",
-    "stone", "storm", "story", "sugar", "sunny", "table", "theme", "tiger", "toast", "tower",
-    "track", "trail", "train", "trend", "trust", "tulip", "uncle", "union", "urban", "valid",
-    "value", "vapor", "video", "vivid", "voice", "water", "whale", "wheat", "width", "world",
-    "yield", "young", "zebra",
+    "about", "above", "actor", "adopt", "after", "again", "agent", "agree", "alarm", "album", "alive", "allow", "alone",
+    "amber", "angle", "apple", "arena", "argue", "arrow", "aside", "award", "basic", "beach", "begin", "berry", "birth",
+    "black", "blade", "blank", "blend", "block", "bloom", "board", "brave", "bread", "brick", "brief", "bring", "brush",
+    "cabin", "cable", "candy", "cargo", "chair", "chalk", "charm", "chart", "chess", "chief", "civic", "claim", "clean",
+    "climb", "clock", "cloud", "coast", "coral", "couch", "count", "craft", "crane", "cream", "crisp", "crowd", "curve",
+    "dance", "delta", "depth", "diary", "dozen", "draft", "dream", "dress", "drift", "eager", "early", "earth", "elbow",
+    "empty", "enjoy", "equal", "event", "exact", "fable", "faith", "fence", "fiber", "field", "flame", "fleet", "floor",
+    "flute", "focus", "forge", "frame", "fresh", "frost", "fruit", "giant", "glass", "globe", "grain", "grape", "grass",
+    "green", "guard", "guide", "happy", "heart", "honey", "horse", "hotel", "house", "human", "humor", "image", "input",
+    "ivory", "jelly", "judge", "juice", "knife", "label", "lemon", "level", "light", "limit", "lucky", "lunar", "magic",
+    "maple", "march", "medal", "metal", "model", "money", "month", "motor", "mouse", "music", "noble", "north", "novel",
+    "ocean", "olive", "orbit", "order", "paint", "panel", "paper", "party", "peace", "pearl", "piano", "pilot", "pixel",
+    "plain", "plant", "plaza", "point", "power", "press", "pride", "prism", "proof", "quiet", "radio", "raven", "reach",
+    "ridge", "river", "robot", "round", "royal", "salad", "scale", "scene", "scout", "shade", "shape", "shelf", "shine",
+    "skill", "slope", "smile", "solar", "sound", "spark", "spice", "spoon", "stone", "storm", "story", "sugar", "sunny",
+    "table", "theme", "tiger", "toast", "tower", "track", "trail", "train", "trend", "trust", "tulip", "uncle", "union",
+    "urban", "valid", "value", "vapor", "video", "vivid", "voice", "water", "whale", "wheat", "width", "world", "yield",
+    "young", "zebra",
 };
 
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "difficulty", 1);
     return c;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     int64_t d;
     if (task_config_int(c, "difficulty", &d, err, errlen)) return -1;
     if (d < 1 || d > 3) {
@@ -72,7 +69,8 @@ typedef struct {
     int at;
 } bfw_t;
 
-static void emit(bfw_t *w, char c, int count) {
+static void emit(bfw_t *w, char c, int count)
+{
     if (w->len + (size_t)count + 1 > w->cap) {
         while (w->len + (size_t)count + 1 > w->cap) w->cap = w->cap ? w->cap * 2 : 1024;
         w->s = realloc(w->s, w->cap);
@@ -83,30 +81,50 @@ static void emit(bfw_t *w, char c, int count) {
     w->s[w->len] = '\0';
 }
 
-static void emits(bfw_t *w, const char *s) {
+static void emits(bfw_t *w, const char *s)
+{
     for (; *s; s++) emit(w, *s, 1);
 }
 
-static void go(bfw_t *w, int cell) {
+static void go(bfw_t *w, int cell)
+{
     if (cell > w->at) emit(w, '>', cell - w->at);
     else emit(w, '<', w->at - cell);
     w->at = cell;
 }
 
-static void add(bfw_t *w, int cell, int n) {
+static void add(bfw_t *w, int cell, int n)
+{
     go(w, cell);
     if (n > 0) emit(w, '+', n);
     else emit(w, '-', -n);
 }
 
-static void loop_open(bfw_t *w, int cell) { go(w, cell); emit(w, '[', 1); }
-static void loop_close(bfw_t *w, int cell) { go(w, cell); emit(w, ']', 1); }
-static void clear(bfw_t *w, int cell) { go(w, cell); emits(w, "[-]"); }
-static void output(bfw_t *w, int cell) { go(w, cell); emit(w, '.', 1); }
+static void loop_open(bfw_t *w, int cell)
+{
+    go(w, cell);
+    emit(w, '[', 1);
+}
+static void loop_close(bfw_t *w, int cell)
+{
+    go(w, cell);
+    emit(w, ']', 1);
+}
+static void clear(bfw_t *w, int cell)
+{
+    go(w, cell);
+    emits(w, "[-]");
+}
+static void output(bfw_t *w, int cell)
+{
+    go(w, cell);
+    emit(w, '.', 1);
+}
 
 /* cell += n, through tmp (zero, left zero) as a loop of a * b when that
  * is shorter than n single steps */
-static void add_const(bfw_t *w, int cell, int n, int tmp) {
+static void add_const(bfw_t *w, int cell, int n, int tmp)
+{
     int sign = n < 0 ? -1 : 1, m = n * sign, best_a = 0, best_b = 0, best = m;
     for (int a = 2; a * a <= m; a++) {
         int b = m / a, cost = a + b + (m - a * b) + 8 + 2 * abs(cell - tmp);
@@ -124,7 +142,8 @@ static void add_const(bfw_t *w, int cell, int n, int tmp) {
 }
 
 /* dst += src, src emptied */
-static void move_add(bfw_t *w, int dst, int src) {
+static void move_add(bfw_t *w, int dst, int src)
+{
     loop_open(w, src);
     add(w, dst, 1);
     add(w, src, -1);
@@ -132,7 +151,8 @@ static void move_add(bfw_t *w, int dst, int src) {
 }
 
 /* dst += src, src kept, through tmp (zero, left zero) */
-static void copy_add(bfw_t *w, int dst, int src, int tmp) {
+static void copy_add(bfw_t *w, int dst, int src, int tmp)
+{
     loop_open(w, src);
     add(w, dst, 1);
     add(w, tmp, 1);
@@ -145,16 +165,19 @@ static void copy_add(bfw_t *w, int dst, int src, int tmp) {
  * then runs at most once because its loop ends on k+1, which it zeroes;
  * otherwise runs in a loop on k+1 that only starts when k was zero. Both
  * branches must end on k, and both paths leave the pointer on k. */
-static void if_begin(bfw_t *w, int k) {
+static void if_begin(bfw_t *w, int k)
+{
     add(w, k + 1, 1);
     loop_open(w, k);
 }
-static void if_else(bfw_t *w, int k) {
+static void if_else(bfw_t *w, int k)
+{
     go(w, k);
     emits(w, ">-]>[<");
     w->at = k;
 }
-static void if_end(bfw_t *w, int k) {
+static void if_end(bfw_t *w, int k)
+{
     go(w, k);
     emits(w, ">->]<<");
     w->at = k;
@@ -166,13 +189,35 @@ static void if_end(bfw_t *w, int k) {
  * cond once it is zero), each floored at zero. A comparison then costs
  * nothing, and an update as many steps as the amount added. */
 enum {
-    ACC, X, Y, TMP, K,
-    REM, REM_1, REM_2, GATE, GATE_1, GATE_2, /* each with the two scratch cells of if_begin */
-    PR_N, D0, D1, D2, W0, W0_1, W0_2, W1, W1_1, W1_2, PR_H, PR_T, PR_F, /* print_decimal's */
+    ACC,
+    X,
+    Y,
+    TMP,
+    K,
+    REM,
+    REM_1,
+    REM_2,
+    GATE,
+    GATE_1,
+    GATE_2, /* each with the two scratch cells of if_begin */
+    PR_N,
+    D0,
+    D1,
+    D2,
+    W0,
+    W0_1,
+    W0_2,
+    W1,
+    W1_1,
+    W1_2,
+    PR_H,
+    PR_T,
+    PR_F, /* print_decimal's */
 };
 
 /* cell -= amount, stopping at zero; cell + 1 and cell + 2 are scratch */
-static void floored_sub(bfw_t *w, int cell, int amount) {
+static void floored_sub(bfw_t *w, int cell, int amount)
+{
     copy_add(w, K, amount, TMP);
     loop_open(w, K);
     if_begin(w, cell);
@@ -184,14 +229,16 @@ static void floored_sub(bfw_t *w, int cell, int amount) {
 }
 
 /* acc += v, with the distances kept up to date */
-static void grow(bfw_t *w, int v, int gated) {
+static void grow(bfw_t *w, int v, int gated)
+{
     copy_add(w, ACC, v, TMP);
     floored_sub(w, REM, v);
     if (gated) floored_sub(w, GATE, v);
 }
 
 /* cell d (a digit) reached 10: zero it and carry into next; scratch k, k+1, k+2 */
-static void carry_begin(bfw_t *w, int d, int k) {
+static void carry_begin(bfw_t *w, int d, int k)
+{
     copy_add(w, k, d, TMP);
     add(w, k, -10);
     if_begin(w, k);
@@ -203,7 +250,8 @@ static void carry_begin(bfw_t *w, int d, int k) {
 /* prints cell v (below 1000) in decimal without leading zeros: counts v
  * into three digit cells with carries, then prints the hundreds if
  * nonzero, the tens if they or the hundreds were printed, the ones always */
-static void print_decimal(bfw_t *w, int v) {
+static void print_decimal(bfw_t *w, int v)
+{
     copy_add(w, PR_N, v, TMP);
     loop_open(w, PR_N);
     add(w, PR_N, -1);
@@ -236,7 +284,8 @@ static void print_decimal(bfw_t *w, int v) {
 
 /* print(word): cell 1 steps from one character to the next; cell 0 is
  * add_const's scratch */
-static void compile_word(bfw_t *w, const char *word) {
+static void compile_word(bfw_t *w, const char *word)
+{
     int prev = 0;
     for (const char *c = word; *c; c++) {
         add_const(w, 1, *c - prev, 0);
@@ -246,7 +295,8 @@ static void compile_word(bfw_t *w, const char *word) {
 }
 
 /* acc = 0; while (acc < target) { acc += x; [if (acc > cond)] acc += y; } print acc */
-static void compile_accumulate(bfw_t *w, int target, int x, int y, int cond) {
+static void compile_accumulate(bfw_t *w, int target, int x, int y, int cond)
+{
     add_const(w, REM, target, TMP);
     add_const(w, X, x, TMP);
     add_const(w, Y, y, TMP);
@@ -265,7 +315,8 @@ static void compile_accumulate(bfw_t *w, int target, int x, int y, int cond) {
     print_decimal(w, ACC);
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     int64_t difficulty;
     if (task_config_int(c, "difficulty", &difficulty, err, errlen)) return -1;
     task_rng_t r;
@@ -295,12 +346,14 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
             source = task_strdupf(
                 "\nint main() {\n    int acc = 0;\n    int target = %d;\n    int x = %d;\n    int y = %d;\n"
                 "    while (acc < target) {\n        acc = acc + x;\n        acc = acc + y;\n    }\n"
-                "    printint(acc);\n}\n", target, x, y);
+                "    printint(acc);\n}\n",
+                target, x, y);
         else
             source = task_strdupf(
                 "\nint main() {\n    int acc = 0;\n    int target = %d;\n    int x = %d;\n    int y = %d;\n"
                 "    while (acc < target) {\n        acc = acc + x;\n        if (acc > %d) {\n"
-                "            acc = acc + y;\n        }\n    }\n    printint(acc);\n}\n", target, x, y, cond);
+                "            acc = acc + y;\n        }\n    }\n    printint(acc);\n}\n",
+                target, x, y, cond);
     }
     char *printed;
     size_t printed_len;
@@ -327,9 +380,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e) {
-    return task_score_default(answer, e->answer);
-}
+static double score(const char *answer, const task_entry_t *e) { return task_score_default(answer, e->answer); }
 
 const task_family_t task_family_bf = {
     "bf", default_config, validate_config, generate, score,

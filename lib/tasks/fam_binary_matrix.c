@@ -11,7 +11,8 @@
 #include "tasks/rng.h"
 #include "tasks/task.h"
 
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "min_n", 3);
     cJSON_AddNumberToObject(c, "max_n", 10);
@@ -19,43 +20,52 @@ static cJSON *default_config(void) {
     return c;
 }
 
-typedef struct { int64_t min_n, max_n; double p_zero; } config_t;
+typedef struct {
+    int64_t min_n, max_n;
+    double p_zero;
+} config_t;
 
-static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
-    return task_config_int(c, "min_n", &k->min_n, err, errlen) ||
-           task_config_int(c, "max_n", &k->max_n, err, errlen) ||
-           task_config_double(c, "p_zero", &k->p_zero, err, errlen) ? -1 : 0;
+static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen)
+{
+    return task_config_int(c, "min_n", &k->min_n, err, errlen) || task_config_int(c, "max_n", &k->max_n, err, errlen) ||
+                   task_config_double(c, "p_zero", &k->p_zero, err, errlen)
+               ? -1
+               : 0;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
-    const char *bad = k.min_n < 1 ? "min_n must be at least 1"
-                    : k.max_n < k.min_n ? "max_n must be >= min_n"
-                    : k.max_n > 1000 ? "max_n must be at most 1000"
-                    : !(k.p_zero > 0 && k.p_zero <= 1) ? "p_zero must be in (0, 1]" : NULL;
+    const char *bad = k.min_n < 1                        ? "min_n must be at least 1"
+                      : k.max_n < k.min_n                ? "max_n must be >= min_n"
+                      : k.max_n > 1000                   ? "max_n must be at most 1000"
+                      : !(k.p_zero > 0 && k.p_zero <= 1) ? "p_zero must be in (0, 1]"
+                                                         : NULL;
     if (bad) snprintf(err, errlen, "binary_matrix config: %s", bad);
     return bad ? -1 : 0;
 }
 
 /* rows joined by newlines, cells by spaces */
-static char *matrix_str(const int *a, int n) {
+static char *matrix_str(const int *a, int n)
+{
     size_t cap = (size_t)n * (size_t)n * 5 + 1, len = 0;
     char *s = malloc(cap);
     for (int i = 0; i < n * n; i++)
-        len += (size_t)snprintf(s + len, cap - len, "%d%s", a[i],
-                                i == n * n - 1 ? "" : (i + 1) % n ? " " : "\n");
+        len += (size_t)snprintf(s + len, cap - len, "%d%s", a[i], i == n * n - 1 ? "" : (i + 1) % n ? " " : "\n");
     return s;
 }
 
-static cJSON *matrix_json(const int *a, int n) {
+static cJSON *matrix_json(const int *a, int n)
+{
     cJSON *rows = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(rows, cJSON_CreateIntArray(a + i * n, n));
     return rows;
 }
 
 /* breadth-first search from every 0 at once */
-static void distances(const int *a, int n, int *dist, int *queue) {
+static void distances(const int *a, int n, int *dist, int *queue)
+{
     int head = 0, tail = 0;
     for (int i = 0; i < n * n; i++) {
         dist[i] = a[i] == 0 ? 0 : -1;
@@ -73,7 +83,8 @@ static void distances(const int *a, int n, int *dist, int *queue) {
     }
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
@@ -89,10 +100,11 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     }
     distances(a, n, dist, queue);
     char *ms = matrix_str(a, n);
-    out->question = task_strdupf(
-        "For every cell of the square 0/1 matrix below, find the taxicab (Manhattan) distance to the "
-        "nearest cell holding 0.\nAnswer with a matrix of the same size: one row per line, the numbers "
-        "of a row separated by single spaces.\n%s\n", ms);
+    out->question =
+        task_strdupf("For every cell of the square 0/1 matrix below, find the taxicab (Manhattan) distance to the "
+                     "nearest cell holding 0.\nAnswer with a matrix of the same size: one row per line, the numbers "
+                     "of a row separated by single spaces.\n%s\n",
+                     ms);
     free(ms);
     out->answer = matrix_str(dist, n);
     cJSON *m = out->metadata = task_metadata_new("binary_matrix", index);
@@ -111,14 +123,15 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
 enum { V_INT, V_BOOL, V_NONE, V_OTHER, V_STR, V_SEQ };
 typedef struct value {
     int kind;
-    char *text;             /* V_INT: decimal; V_STR: the characters */
+    char *text; /* V_INT: decimal; V_STR: the characters */
     size_t len;
-    int truth;              /* V_BOOL */
-    struct value **items;   /* V_SEQ */
+    int truth;            /* V_BOOL */
+    struct value **items; /* V_SEQ */
     size_t count;
 } value_t;
 
-static void value_free(value_t *v) {
+static void value_free(value_t *v)
+{
     if (!v) return;
     for (size_t i = 0; i < v->count; i++) value_free(v->items[i]);
     free(v->items);
@@ -126,66 +139,79 @@ static void value_free(value_t *v) {
     free(v);
 }
 
-static value_t *value_new(int kind) {
+static value_t *value_new(int kind)
+{
     value_t *v = calloc(1, sizeof *v);
     v->kind = kind;
     return v;
 }
 
-static void seq_push(value_t *seq, value_t *item) {
+static void seq_push(value_t *seq, value_t *item)
+{
     if ((seq->count & (seq->count - 1)) == 0)
         seq->items = realloc(seq->items, (seq->count ? 2 * seq->count : 1) * sizeof *seq->items);
     seq->items[seq->count++] = item;
 }
 
-typedef struct { const char *p, *end; int depth; } parser_t;
+typedef struct {
+    const char *p, *end;
+    int depth;
+} parser_t;
 
 /* whitespace, comments and line continuations; newlines only inside
  * brackets, as Python's tokenizer */
-static void skip(parser_t *ps) {
+static void skip(parser_t *ps)
+{
     while (ps->p < ps->end) {
         char ch = *ps->p;
         if (ch == ' ' || ch == '\t' || ch == '\f') ps->p++;
         else if ((ch == '\n' || ch == '\r') && ps->depth > 0) ps->p++;
         else if (ch == '\\' && ps->p + 1 < ps->end && ps->p[1] == '\n') ps->p += 2;
         else if (ch == '\\' && ps->end - ps->p >= 3 && ps->p[1] == '\r' && ps->p[2] == '\n') ps->p += 3;
-        else if (ch == '#') while (ps->p < ps->end && *ps->p != '\n') ps->p++;
+        else if (ch == '#')
+            while (ps->p < ps->end && *ps->p != '\n') ps->p++;
         else break;
     }
 }
 
 /* blank and comment-only lines around the expression are fine */
-static int only_blank_left(parser_t *ps) {
+static int only_blank_left(parser_t *ps)
+{
     parser_t t = *ps;
     t.depth = 1;
     skip(&t);
     return t.p >= t.end;
 }
 
-static int is_ident(char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == '_' || (unsigned char)ch >= 0x80;
+static int is_ident(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           (unsigned char)ch >= 0x80;
 }
 
-static int digit_in(char ch, int base) {
-    int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-          : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : 99;
+static int digit_in(char ch, int base)
+{
+    int d = ch >= '0' && ch <= '9'   ? ch - '0'
+            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                     : 99;
     return d < base ? d : -1;
 }
 
 /* digits of base with single underscores between them; count of digits */
-static size_t scan_digits(parser_t *ps, int base, int leading_underscore) {
+static size_t scan_digits(parser_t *ps, int base, int leading_underscore)
+{
     size_t n = 0;
     while (ps->p < ps->end) {
-        if (*ps->p == '_' && (n || leading_underscore) && ps->p + 1 < ps->end && digit_in(ps->p[1], base) >= 0)
-            ps->p++;
+        if (*ps->p == '_' && (n || leading_underscore) && ps->p + 1 < ps->end && digit_in(ps->p[1], base) >= 0) ps->p++;
         if (digit_in(*ps->p, base) < 0) break;
         ps->p++, n++;
     }
     return n;
 }
 
-static value_t *parse_number(parser_t *ps) {
+static value_t *parse_number(parser_t *ps)
+{
     const char *s = ps->p;
     if (*s == '0' && s + 1 < ps->end && strchr("xXoObB", s[1])) {
         int base = strchr("xX", s[1]) ? 16 : strchr("oO", s[1]) ? 8 : 2;
@@ -204,7 +230,8 @@ static value_t *parse_number(parser_t *ps) {
             char buf[48];
             int i = sizeof buf;
             buf[--i] = '\0';
-            do buf[--i] = (char)('0' + (int)(v % 10)); while (v /= 10);
+            do buf[--i] = (char)('0' + (int)(v % 10));
+            while (v /= 10);
             r->text = strdup(buf + i);
         }
         return r;
@@ -234,30 +261,43 @@ static value_t *parse_number(parser_t *ps) {
         if (*q != '_') t[nz++] = *q;
     t[nz] = '\0';
     size_t lead = strspn(t, "0");
-    if ((lead && lead < nz) || nz > 4300) { free(t); return NULL; }
+    if ((lead && lead < nz) || nz > 4300) {
+        free(t);
+        return NULL;
+    }
     value_t *r = value_new(V_INT);
-    if (lead == nz) { t[0] = '0'; t[1] = '\0'; }
+    if (lead == nz) {
+        t[0] = '0';
+        t[1] = '\0';
+    }
     r->text = t;
     return r;
 }
 
-static void put_utf8(char **w, uint32_t c) {
+static void put_utf8(char **w, uint32_t c)
+{
     unsigned char *o = (unsigned char *)*w;
     if (c < 0x80) *o++ = (unsigned char)c;
-    else if (c < 0x800) { *o++ = (unsigned char)(0xC0 | c >> 6); *o++ = (unsigned char)(0x80 | (c & 0x3F)); }
-    else if (c < 0x10000) {
-        *o++ = (unsigned char)(0xE0 | c >> 12); *o++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+    else if (c < 0x800) {
+        *o++ = (unsigned char)(0xC0 | c >> 6);
+        *o++ = (unsigned char)(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+        *o++ = (unsigned char)(0xE0 | c >> 12);
+        *o++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
         *o++ = (unsigned char)(0x80 | (c & 0x3F));
     } else {
-        *o++ = (unsigned char)(0xF0 | c >> 18); *o++ = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
-        *o++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F)); *o++ = (unsigned char)(0x80 | (c & 0x3F));
+        *o++ = (unsigned char)(0xF0 | c >> 18);
+        *o++ = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+        *o++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        *o++ = (unsigned char)(0x80 | (c & 0x3F));
     }
     *w = (char *)o;
 }
 
 /* one string literal body after its opening quote(s), appended at *w;
  * -1 on a syntax error */
-static int string_body(parser_t *ps, char quote, int triple, int raw, int bytes, char **w) {
+static int string_body(parser_t *ps, char quote, int triple, int raw, int bytes, char **w)
+{
     for (;;) {
         if (ps->p >= ps->end) return -1;
         char ch = *ps->p;
@@ -267,16 +307,28 @@ static int string_body(parser_t *ps, char quote, int triple, int raw, int bytes,
         }
         if (ch == '\n' && !triple) return -1;
         if (bytes && (unsigned char)ch >= 0x80) return -1;
-        if (ch != '\\') { *(*w)++ = ch; ps->p++; continue; }
+        if (ch != '\\') {
+            *(*w)++ = ch;
+            ps->p++;
+            continue;
+        }
         if (ps->p + 1 >= ps->end) return -1;
         char e = ps->p[1];
-        if (raw) { *(*w)++ = '\\'; *(*w)++ = e; ps->p += 2; continue; }
+        if (raw) {
+            *(*w)++ = '\\';
+            *(*w)++ = e;
+            ps->p += 2;
+            continue;
+        }
         ps->p += 2;
         const char *simple = "\\\\''\"\"a\ab\bf\fn\nr\rt\tv\v";
         const char *hit = NULL;
         for (const char *q = simple; *q; q += 2)
             if (*q == e) hit = q;
-        if (hit) { *(*w)++ = hit[1]; continue; }
+        if (hit) {
+            *(*w)++ = hit[1];
+            continue;
+        }
         if (e == '\n') continue;
         int width = e == 'x' ? 2 : e == 'u' && !bytes ? 4 : e == 'U' && !bytes ? 8 : 0;
         if (width) {
@@ -287,13 +339,16 @@ static int string_body(parser_t *ps, char quote, int triple, int raw, int bytes,
                 c = c * 16 + (uint32_t)d;
             }
             if (c > 0x10FFFF) return -1;
-            if (bytes) *(*w)++ = (char)c; else put_utf8(w, c);
+            if (bytes) *(*w)++ = (char)c;
+            else put_utf8(w, c);
             continue;
         }
         if (e >= '0' && e <= '7') {
             uint32_t c = (uint32_t)(e - '0');
-            for (int i = 0; i < 2 && ps->p < ps->end && *ps->p >= '0' && *ps->p <= '7'; i++) c = c * 8 + (uint32_t)(*ps->p++ - '0');
-            if (bytes) *(*w)++ = (char)c; else put_utf8(w, c);
+            for (int i = 0; i < 2 && ps->p < ps->end && *ps->p >= '0' && *ps->p <= '7'; i++)
+                c = c * 8 + (uint32_t)(*ps->p++ - '0');
+            if (bytes) *(*w)++ = (char)c;
+            else put_utf8(w, c);
             continue;
         }
         if (e == 'N' && !bytes) return -1; /* named characters: not worth a table */
@@ -303,7 +358,8 @@ static int string_body(parser_t *ps, char quote, int triple, int raw, int bytes,
 }
 
 /* adjacent string literals concatenate; str and bytes do not mix */
-static value_t *parse_strings(parser_t *ps) {
+static value_t *parse_strings(parser_t *ps)
+{
     char *buf = malloc((size_t)(ps->end - ps->p) * 4 + 1), *w = buf;
     int kind = -1;
     for (;;) {
@@ -315,15 +371,24 @@ static value_t *parse_strings(parser_t *ps) {
             q++;
         }
         if (q >= ps->end || (*q != '\'' && *q != '"') || q - ps->p > 2) break;
-        if (kind >= 0 && kind != bytes) { free(buf); return NULL; }
+        if (kind >= 0 && kind != bytes) {
+            free(buf);
+            return NULL;
+        }
         kind = bytes;
         char quote = *q;
         int triple = ps->end - q >= 3 && q[1] == quote && q[2] == quote;
         ps->p = q + (triple ? 3 : 1);
-        if (string_body(ps, quote, triple, raw, bytes, &w) != 0) { free(buf); return NULL; }
+        if (string_body(ps, quote, triple, raw, bytes, &w) != 0) {
+            free(buf);
+            return NULL;
+        }
         skip(ps);
     }
-    if (kind < 0) { free(buf); return NULL; }
+    if (kind < 0) {
+        free(buf);
+        return NULL;
+    }
     value_t *v;
     if (kind) {
         /* bytes print as b'...' and iterate as ints: a sequence for our use */
@@ -344,7 +409,8 @@ static value_t *parse_strings(parser_t *ps) {
 
 static value_t *parse_items(parser_t *ps, char close, int *is_tuple);
 
-static value_t *parse_atom(parser_t *ps) {
+static value_t *parse_atom(parser_t *ps)
+{
     skip(ps);
     if (ps->p >= ps->end) return NULL;
     char ch = *ps->p;
@@ -386,7 +452,8 @@ static value_t *parse_atom(parser_t *ps) {
 }
 
 /* unary + and -: numbers only (bools become ints), anything else raises */
-static value_t *parse_unary(parser_t *ps) {
+static value_t *parse_unary(parser_t *ps)
+{
     skip(ps);
     int neg = 0, signs = 0;
     while (ps->p < ps->end && (*ps->p == '-' || *ps->p == '+')) {
@@ -401,7 +468,10 @@ static value_t *parse_unary(parser_t *ps) {
         v->kind = V_INT;
         v->text = strdup(v->truth ? "1" : "0");
     }
-    if (v->kind != V_INT && v->kind != V_OTHER) { value_free(v); return NULL; }
+    if (v->kind != V_INT && v->kind != V_OTHER) {
+        value_free(v);
+        return NULL;
+    }
     if (v->kind == V_INT && neg && strcmp(v->text, "0") != 0) {
         char *t = task_strdupf("-%s", v->text);
         free(v->text);
@@ -412,28 +482,40 @@ static value_t *parse_unary(parser_t *ps) {
 
 /* items up to close (0 for the end of input); *is_tuple when a comma
  * appeared, which makes (x,) a tuple */
-static value_t *parse_items(parser_t *ps, char close, int *is_tuple) {
+static value_t *parse_items(parser_t *ps, char close, int *is_tuple)
+{
     value_t *seq = value_new(V_SEQ);
     for (;;) {
         skip(ps);
         if (close ? ps->p < ps->end && *ps->p == close : only_blank_left(ps)) break;
         value_t *item = parse_unary(ps);
-        if (!item) { value_free(seq); return NULL; }
+        if (!item) {
+            value_free(seq);
+            return NULL;
+        }
         seq_push(seq, item);
         skip(ps);
-        if (ps->p < ps->end && *ps->p == ',') { ps->p++; *is_tuple = 1; continue; }
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            *is_tuple = 1;
+            continue;
+        }
         if (close ? ps->p < ps->end && *ps->p == close : only_blank_left(ps)) break;
         value_free(seq);
         return NULL;
     }
     if (close) {
-        if (ps->p >= ps->end) { value_free(seq); return NULL; }
+        if (ps->p >= ps->end) {
+            value_free(seq);
+            return NULL;
+        }
         ps->p++;
     }
     return seq;
 }
 
-static value_t *parse_literal(const char *s) {
+static value_t *parse_literal(const char *s)
+{
     parser_t ps = {s, s + strlen(s), 1};
     skip(&ps); /* leading blank and comment lines */
     ps.depth = 0;
@@ -447,22 +529,30 @@ static value_t *parse_literal(const char *s) {
         value_free(v);
         return inner;
     }
-    if (!tuple) { value_free(v); return NULL; } /* empty input */
+    if (!tuple) {
+        value_free(v);
+        return NULL;
+    } /* empty input */
     return v;
 }
 
 /* str() of a cell; things that cannot print as a number in the answer
  * (floats, lists) print as a byte no answer holds */
-static void append_cell(char **w, const value_t *v) {
-    const char *t = v->kind == V_INT ? v->text : v->kind == V_BOOL ? (v->truth ? "True" : "False")
-                  : v->kind == V_NONE ? "None" : v->kind == V_STR ? NULL : "\x01";
+static void append_cell(char **w, const value_t *v)
+{
+    const char *t = v->kind == V_INT    ? v->text
+                    : v->kind == V_BOOL ? (v->truth ? "True" : "False")
+                    : v->kind == V_NONE ? "None"
+                    : v->kind == V_STR  ? NULL
+                                        : "\x01";
     size_t n = t ? strlen(t) : v->len;
     memcpy(*w, t ? t : v->text, n);
     *w += n;
 }
 
 /* item i of a sequence, or character i of a str as a one-character str */
-static value_t *iterate(const value_t *v, size_t i, value_t *tmp) {
+static value_t *iterate(const value_t *v, size_t i, value_t *tmp)
+{
     if (v->kind == V_SEQ) return v->items[i];
     size_t off = 0, k = 0;
     for (;;) {
@@ -476,7 +566,8 @@ static value_t *iterate(const value_t *v, size_t i, value_t *tmp) {
     }
 }
 
-static size_t length(const value_t *v) {
+static size_t length(const value_t *v)
+{
     if (v->kind == V_SEQ) return v->count;
     size_t n = 0;
     for (size_t i = 0; i < v->len; i++) n += ((unsigned char)v->text[i] & 0xC0) != 0x80;
@@ -484,7 +575,8 @@ static size_t length(const value_t *v) {
 }
 
 /* _matrix_to_str(value), or NULL where Python raises (not iterable) */
-static char *matrix_to_str(const value_t *m) {
+static char *matrix_to_str(const value_t *m)
+{
     if (m->kind != V_SEQ && m->kind != V_STR) return NULL;
     size_t cap = 64, rows = length(m);
     for (size_t i = 0; i < rows; i++) {
@@ -492,8 +584,9 @@ static char *matrix_to_str(const value_t *m) {
         if (row->kind != V_SEQ && row->kind != V_STR) return NULL;
         cap += 2 + (row->kind == V_STR ? 2 * row->len : 0);
         for (size_t j = 0; row->kind == V_SEQ && j < row->count; j++)
-            cap += 2 + (row->items[j]->kind == V_INT ? strlen(row->items[j]->text)
-                        : row->items[j]->kind == V_STR ? row->items[j]->len : 8);
+            cap += 2 + (row->items[j]->kind == V_INT   ? strlen(row->items[j]->text)
+                        : row->items[j]->kind == V_STR ? row->items[j]->len
+                                                       : 8);
     }
     char *out = malloc(cap), *w = out;
     for (size_t i = 0; i < rows; i++) {
@@ -510,7 +603,8 @@ static char *matrix_to_str(const value_t *m) {
     return out;
 }
 
-static double score(const char *answer, const task_entry_t *e) {
+static double score(const char *answer, const task_entry_t *e)
+{
     if (!answer) return 0.0;
     if (strcmp(answer, e->answer) == 0) return 1.0;
     value_t *v = parse_literal(answer);

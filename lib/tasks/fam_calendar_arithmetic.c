@@ -12,30 +12,44 @@
 #include "tasks/rng.h"
 #include "tasks/task.h"
 
-enum { WEEKDAY_OFFSET, WEEKDAY_OF_DATE, WEEKDAY_FROM_FIRST, RECURRING_EVENT, COUNT_DAYS, COUNT_BUSINESS_DAYS,
-       IS_LEAP_YEAR, NTASKS };
+enum {
+    WEEKDAY_OFFSET,
+    WEEKDAY_OF_DATE,
+    WEEKDAY_FROM_FIRST,
+    RECURRING_EVENT,
+    COUNT_DAYS,
+    COUNT_BUSINESS_DAYS,
+    IS_LEAP_YEAR,
+    NTASKS
+};
 static const char *const task_names[NTASKS] = {
-    "weekday_offset", "weekday_of_date", "weekday_of_date_from_first_date", "recurring_event_day",
-    "count_days", "count_business_days", "is_leap_year",
+    "weekday_offset",      "weekday_of_date", "weekday_of_date_from_first_date", "recurring_event_day", "count_days",
+    "count_business_days", "is_leap_year",
 };
 static const char *const weekdays[7] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
-static const char *const months[13] = {"", "January", "February", "March", "April", "May", "June", "July",
-                                       "August", "September", "October", "November", "December"};
+static const char *const months[13] = {"",     "January", "February",  "March",   "April",    "May",     "June",
+                                       "July", "August",  "September", "October", "November", "December"};
 
 /* Proleptic Gregorian calendar, days counted from 0001-01-01 = day 0
  * (a Monday), the range of Python's datetime.date. */
 static int is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-static int month_days(int64_t y, int m) {
+static int month_days(int64_t y, int m)
+{
     static const int d[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     return m == 2 && is_leap(y) ? 29 : d[m];
 }
-static int64_t day_number(int64_t y, int m, int d) {
+static int64_t day_number(int64_t y, int m, int d)
+{
     int64_t py = y - 1, n = py * 365 + py / 4 - py / 100 + py / 400;
     for (int i = 1; i < m; i++) n += month_days(y, i);
     return n + d - 1;
 }
-typedef struct { int64_t y; int m, d; } date_t;
-static date_t from_day_number(int64_t n) {
+typedef struct {
+    int64_t y;
+    int m, d;
+} date_t;
+static date_t from_day_number(int64_t n)
+{
     date_t t = {1 + n / 366, 1, 1};
     while (day_number(t.y + 1, 1, 1) <= n) t.y++;
     n -= day_number(t.y, 1, 1);
@@ -44,18 +58,21 @@ static date_t from_day_number(int64_t n) {
     return t;
 }
 static int weekday(int64_t n) { return (int)(n % 7); }
-static void iso(int64_t n, char *buf) {
+static void iso(int64_t n, char *buf)
+{
     date_t t = from_day_number(n);
     snprintf(buf, 16, "%04d-%02d-%02d", (int)t.y, t.m, t.d);
 }
 /* "Tuesday, March 5, 2024" or without the year */
-static void long_date(int64_t n, int with_year, char *buf, size_t len) {
+static void long_date(int64_t n, int with_year, char *buf, size_t len)
+{
     date_t t = from_day_number(n);
     if (with_year) snprintf(buf, len, "%s, %s %d, %d", weekdays[weekday(n)], months[t.m], t.d, (int)t.y);
     else snprintf(buf, len, "%s, %s %d", weekdays[weekday(n)], months[t.m], t.d);
 }
 
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "year", 2022);
     cJSON_AddItemToObject(c, "tasks", cJSON_CreateStringArray(task_names, NTASKS));
@@ -64,9 +81,13 @@ static cJSON *default_config(void) {
     return c;
 }
 
-typedef struct { int64_t year, offset, leap_range; const cJSON *tasks; } config_t;
+typedef struct {
+    int64_t year, offset, leap_range;
+    const cJSON *tasks;
+} config_t;
 
-static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
+static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen)
+{
     if (task_config_int(c, "year", &k->year, err, errlen) ||
         task_config_int(c, "offset_upper_bound", &k->offset, err, errlen) ||
         task_config_int(c, "leap_year_range", &k->leap_range, err, errlen))
@@ -76,7 +97,8 @@ static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
 }
 
 /* reasoning-gym lowercases the task names it is given */
-static int task_index(const char *name) {
+static int task_index(const char *name)
+{
     char *low = py_lower(name, strlen(name));
     int found = -1;
     for (int i = 0; i < NTASKS; i++)
@@ -85,29 +107,32 @@ static int task_index(const char *name) {
     return found;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     const cJSON *t;
-    cJSON_ArrayForEach(t, k.tasks)
-        if (task_index(t->valuestring) < 0) {
-            snprintf(err, errlen, "calendar_arithmetic config: unknown task %s", t->valuestring);
-            return -1;
-        }
-    const char *bad = k.year < 1 || k.year > 9999 ? "year must be between 1 and 9999"
-                    : k.offset < 1 ? "offset_upper_bound must be at least 1"
-                    : k.leap_range < 0 ? "leap_year_range must be >= 0"
-                    /* every date reachable from the year must exist in
-                     * Python's calendar, or reasoning-gym would crash */
-                    : day_number(k.year, 1, 1) - k.offset < 0 ||
-                      day_number(k.year, 12, 31) + k.offset > day_number(9999, 12, 31)
-                        ? "year +- offset_upper_bound days must stay within years 1 to 9999"
-                    : k.leap_range > 1000000 ? "leap_year_range must be at most 1000000" : NULL;
+    cJSON_ArrayForEach(t, k.tasks) if (task_index(t->valuestring) < 0)
+    {
+        snprintf(err, errlen, "calendar_arithmetic config: unknown task %s", t->valuestring);
+        return -1;
+    }
+    const char *bad =
+        k.year < 1 || k.year > 9999 ? "year must be between 1 and 9999"
+        : k.offset < 1              ? "offset_upper_bound must be at least 1"
+        : k.leap_range < 0          ? "leap_year_range must be >= 0"
+        /* every date reachable from the year must exist in
+         * Python's calendar, or reasoning-gym would crash */
+        : day_number(k.year, 1, 1) - k.offset < 0 || day_number(k.year, 12, 31) + k.offset > day_number(9999, 12, 31)
+            ? "year +- offset_upper_bound days must stay within years 1 to 9999"
+        : k.leap_range > 1000000 ? "leap_year_range must be at most 1000000"
+                                 : NULL;
     if (bad) snprintf(err, errlen, "calendar_arithmetic config: %s", bad);
     return bad ? -1 : 0;
 }
 
-static int64_t random_day_in_year(task_rng_t *r, int64_t y) {
+static int64_t random_day_in_year(task_rng_t *r, int64_t y)
+{
     int m = (int)task_rng_range(r, 1, 12);
     return day_number(y, m, (int)task_rng_range(r, 1, month_days(y, m)));
 }
@@ -115,7 +140,8 @@ static int64_t random_day_in_year(task_rng_t *r, int64_t y) {
 static const char *const weekday_hint = "Answer with the full English name of the weekday, e.g. Friday.";
 static const char *const count_hint = "Answer with a whole number.";
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
@@ -131,9 +157,10 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         int64_t start = random_day_in_year(&r, y), off = task_rng_range(&r, 1, k.offset);
         if (task_rng_below(&r, 2)) off = -off;
         long_date(start, 1, a, sizeof a);
-        out->question = off > 0
-            ? task_strdupf("Today is %s. Which day of the week is it %lld days from now? %s", a, (long long)off, weekday_hint)
-            : task_strdupf("Today is %s. Which day of the week was it %lld days ago? %s", a, (long long)-off, weekday_hint);
+        out->question = off > 0 ? task_strdupf("Today is %s. Which day of the week is it %lld days from now? %s", a,
+                                               (long long)off, weekday_hint)
+                                : task_strdupf("Today is %s. Which day of the week was it %lld days ago? %s", a,
+                                               (long long)-off, weekday_hint);
         out->answer = strdup(weekdays[weekday(start + off)]);
         iso(start, ia);
         iso(start + off, ib);
@@ -158,7 +185,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         int64_t day = task_rng_range(&r, jan1 + 1, last), delta = day - jan1;
         date_t t = from_day_number(day);
         out->question = task_strdupf("Suppose January 1 of some year is a %s. Which day of the week is %s %d of "
-                                     "that same year? %s", weekdays[first], months[t.m], t.d, weekday_hint);
+                                     "that same year? %s",
+                                     weekdays[first], months[t.m], t.d, weekday_hint);
         out->answer = strdup(weekdays[(first + delta) % 7]);
         iso(day, ia);
         cJSON_AddNumberToObject(m, "year", (double)y);
@@ -194,14 +222,16 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         if (task == COUNT_DAYS && end_max > dec31) end_max = dec31;
         int64_t end = task_rng_range(&r, start, end_max), count = 0;
         int wd = task == COUNT_DAYS ? (int)task_rng_below(&r, 7) : -1;
-        for (int64_t d = start; d <= end; d++)
-            count += task == COUNT_DAYS ? weekday(d) == wd : weekday(d) < 5;
+        for (int64_t d = start; d <= end; d++) count += task == COUNT_DAYS ? weekday(d) == wd : weekday(d) < 5;
         long_date(start, 1, a, sizeof a);
         long_date(end, 1, b, sizeof b);
-        out->question = task == COUNT_DAYS
-            ? task_strdupf("How many %ss are there from %s to %s, counting both of those dates? %s", weekdays[wd], a, b, count_hint)
-            : task_strdupf("How many business days (Monday to Friday) are there from %s to %s, counting both of "
-                           "those dates? %s", a, b, count_hint);
+        out->question =
+            task == COUNT_DAYS
+                ? task_strdupf("How many %ss are there from %s to %s, counting both of those dates? %s", weekdays[wd],
+                               a, b, count_hint)
+                : task_strdupf("How many business days (Monday to Friday) are there from %s to %s, counting both of "
+                               "those dates? %s",
+                               a, b, count_hint);
         out->answer = task_strdupf("%lld", (long long)count);
         iso(start, ia);
         iso(end, ib);
@@ -213,8 +243,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     default: {
         int64_t semi = k.leap_range / 2, year = task_rng_range(&r, y - semi, y + semi);
         int leap = is_leap(year);
-        out->question = task_strdupf("Is the year %lld a leap year in the Gregorian calendar? Answer Yes or No.",
-                                     (long long)year);
+        out->question =
+            task_strdupf("Is the year %lld a leap year in the Gregorian calendar? Answer Yes or No.", (long long)year);
         out->answer = strdup(leap ? "Yes" : "No");
         cJSON_AddNumberToObject(m, "year", (double)year);
         cJSON_AddBoolToObject(m, "is_leap", leap);
@@ -224,18 +254,21 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     cJSON *d = cJSON_AddObjectToObject(m, "difficulty");
     cJSON *names = cJSON_AddArrayToObject(d, "tasks");
     const cJSON *t;
-    cJSON_ArrayForEach(t, k.tasks) cJSON_AddItemToArray(names, cJSON_CreateString(task_names[task_index(t->valuestring)]));
+    cJSON_ArrayForEach(t, k.tasks)
+        cJSON_AddItemToArray(names, cJSON_CreateString(task_names[task_index(t->valuestring)]));
     cJSON_AddNumberToObject(d, "offset_upper_bound", (double)k.offset);
     return 0;
 }
 
-static int is_weekday_name(const char *s) {
+static int is_weekday_name(const char *s)
+{
     for (int i = 0; i < 7; i++)
         if (strcmp(s, weekdays[i]) == 0) return 1;
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e) {
+static double score(const char *answer, const task_entry_t *e)
+{
     if (!answer || !*answer || !e->answer) return 0.0;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(e->metadata, "task");
     int task = cJSON_IsString(t) ? task_index(t->valuestring) : -1;

@@ -17,33 +17,48 @@
 #include "tasks/task.h"
 
 /* ---- coefficients: unsigned integers as decimal digits, least significant first */
-typedef struct { uint8_t *v; int n; } big_t; /* n == 0 is zero */
+typedef struct {
+    uint8_t *v;
+    int n;
+} big_t; /* n == 0 is zero */
 
 static big_t big_new(int cap) { return (big_t){calloc((size_t)cap + 1, 1), 0}; }
-static void big_free(big_t *a) { free(a->v); a->v = NULL; a->n = 0; }
-static void big_trim(big_t *a) { while (a->n && !a->v[a->n - 1]) a->n--; }
+static void big_free(big_t *a)
+{
+    free(a->v);
+    a->v = NULL;
+    a->n = 0;
+}
+static void big_trim(big_t *a)
+{
+    while (a->n && !a->v[a->n - 1]) a->n--;
+}
 static int big_len(const big_t *a) { return a->n ? a->n : 1; } /* len(str(int)) */
-static big_t big_copy(const big_t *a) {
+static big_t big_copy(const big_t *a)
+{
     big_t r = big_new(a->n);
     memcpy(r.v, a->v, (size_t)a->n);
     r.n = a->n;
     return r;
 }
-static int big_cmp(const big_t *a, const big_t *b) {
+static int big_cmp(const big_t *a, const big_t *b)
+{
     if (a->n != b->n) return a->n < b->n ? -1 : 1;
     for (int i = a->n - 1; i >= 0; i--)
         if (a->v[i] != b->v[i]) return a->v[i] < b->v[i] ? -1 : 1;
     return 0;
 }
 /* a * 10^k */
-static big_t big_shift(const big_t *a, int k) {
+static big_t big_shift(const big_t *a, int k)
+{
     if (!a->n) return big_new(0);
     big_t r = big_new(a->n + k);
     memcpy(r.v + k, a->v, (size_t)a->n);
     r.n = a->n + k;
     return r;
 }
-static big_t big_add(const big_t *a, const big_t *b) {
+static big_t big_add(const big_t *a, const big_t *b)
+{
     int n = (a->n > b->n ? a->n : b->n) + 1, carry = 0;
     big_t r = big_new(n);
     for (int i = 0; i < n; i++) {
@@ -56,7 +71,8 @@ static big_t big_add(const big_t *a, const big_t *b) {
     return r;
 }
 /* a - b, a >= b */
-static big_t big_sub(const big_t *a, const big_t *b) {
+static big_t big_sub(const big_t *a, const big_t *b)
+{
     big_t r = big_new(a->n);
     int borrow = 0;
     for (int i = 0; i < a->n; i++) {
@@ -68,7 +84,8 @@ static big_t big_sub(const big_t *a, const big_t *b) {
     big_trim(&r);
     return r;
 }
-static big_t big_mul(const big_t *a, const big_t *b) {
+static big_t big_mul(const big_t *a, const big_t *b)
+{
     big_t r = big_new(a->n + b->n);
     int *acc = calloc((size_t)(a->n + b->n) + 1, sizeof *acc);
     for (int i = 0; i < a->n; i++)
@@ -85,7 +102,8 @@ static big_t big_mul(const big_t *a, const big_t *b) {
     return r;
 }
 /* schoolbook long division: *q = a / b, *rem = a % b; b != 0 */
-static void big_divmod(const big_t *a, const big_t *b, big_t *q, big_t *rem) {
+static void big_divmod(const big_t *a, const big_t *b, big_t *q, big_t *rem)
+{
     *q = big_new(a->n);
     q->n = a->n;
     big_t r = big_new(0);
@@ -112,13 +130,18 @@ static int big_digit0(const big_t *a) { return a->n ? a->v[0] : 0; }
 
 /* ---- Python Decimals */
 enum { D_FINITE, D_INF, D_QNAN, D_SNAN };
-typedef struct { int neg, kind; big_t c; int64_t exp; } dec_t;
+typedef struct {
+    int neg, kind;
+    big_t c;
+    int64_t exp;
+} dec_t;
 
 static void dec_free(dec_t *x) { big_free(&x->c); }
 
 /* Decimal._fix for a context of prec digits, ROUND_HALF_EVEN; the exponent
  * limits (Emax 999999) are beyond anything the scores depend on. */
-static void dec_fix(dec_t *x, int prec) {
+static void dec_fix(dec_t *x, int prec)
+{
     int len = big_len(&x->c);
     if (len <= prec) return;
     int drop = len - prec, first = x->c.v[drop - 1], rest = 0;
@@ -147,7 +170,8 @@ static void dec_fix(dec_t *x, int prec) {
 }
 
 /* Decimal.__add__ for finite operands */
-static dec_t dec_add(const dec_t *a, const dec_t *b, int prec) {
+static dec_t dec_add(const dec_t *a, const dec_t *b, int prec)
+{
     dec_t r = {0, D_FINITE, {0}, a->exp < b->exp ? a->exp : b->exp};
     if (!a->c.n || !b->c.n) {
         if (!a->c.n && !b->c.n) {
@@ -192,21 +216,24 @@ static dec_t dec_add(const dec_t *a, const dec_t *b, int prec) {
     return r;
 }
 
-static dec_t dec_neg(const dec_t *a) {
+static dec_t dec_neg(const dec_t *a)
+{
     dec_t r = *a;
     r.c = big_copy(&a->c);
     r.neg = !a->neg;
     return r;
 }
 
-static dec_t dec_mul(const dec_t *a, const dec_t *b, int prec) {
+static dec_t dec_mul(const dec_t *a, const dec_t *b, int prec)
+{
     dec_t r = {a->neg != b->neg, D_FINITE, big_mul(&a->c, &b->c), a->exp + b->exp};
     dec_fix(&r, prec);
     return r;
 }
 
 /* Decimal._divide's true division; b nonzero */
-static dec_t dec_div(const dec_t *a, const dec_t *b, int prec) {
+static dec_t dec_div(const dec_t *a, const dec_t *b, int prec)
+{
     dec_t r = {a->neg != b->neg, D_FINITE, {0}, a->exp - b->exp};
     if (!a->c.n) {
         r.c = big_new(0);
@@ -243,7 +270,8 @@ static dec_t dec_div(const dec_t *a, const dec_t *b, int prec) {
 /* Decimal(str): 0, or -1 for InvalidOperation. As CPython's _decimal:
  * surrounding whitespace stripped first, then every underscore dropped;
  * Unicode digits count. */
-static int dec_parse(const char *s, dec_t *out) {
+static int dec_parse(const char *s, dec_t *out)
+{
     size_t n = strlen(s);
     py_strip(&s, &n);
     char *a = malloc(n + 1), *w = a;
@@ -251,10 +279,14 @@ static int dec_parse(const char *s, dec_t *out) {
         uint32_t c;
         size_t k = py_utf8_next(s + i, n - i, &c);
         int d = py_digit(c);
-        if (c == '_') ;
+        if (c == '_')
+            ;
         else if (d >= 0) *w++ = (char)('0' + d);
         else if (c < 0x80 && c > ' ') *w++ = (char)c;
-        else { free(a); return -1; }
+        else {
+            free(a);
+            return -1;
+        }
         i += k;
     }
     *w = '\0';
@@ -309,7 +341,8 @@ static int dec_parse(const char *s, dec_t *out) {
 }
 
 /* str(Decimal) for finite values */
-static char *dec_str(const dec_t *x) {
+static char *dec_str(const dec_t *x)
+{
     int len = big_len(&x->c);
     char *digits = malloc((size_t)len + 1);
     for (int i = 0; i < len; i++) digits[i] = (char)('0' + (x->c.n ? x->c.v[len - 1 - i] : 0));
@@ -335,7 +368,8 @@ static char *dec_str(const dec_t *x) {
 }
 
 /* ---- the expression */
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "min_num_decimal_places", 3);
     cJSON_AddNumberToObject(c, "max_num_decimal_places", 3);
@@ -345,27 +379,34 @@ static cJSON *default_config(void) {
     return c;
 }
 
-typedef struct { int64_t min_dp, max_dp, min_terms, max_terms, precision; } config_t;
+typedef struct {
+    int64_t min_dp, max_dp, min_terms, max_terms, precision;
+} config_t;
 
-static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
+static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen)
+{
     return task_config_int(c, "min_num_decimal_places", &k->min_dp, err, errlen) ||
-           task_config_int(c, "max_num_decimal_places", &k->max_dp, err, errlen) ||
-           task_config_int(c, "min_terms", &k->min_terms, err, errlen) ||
-           task_config_int(c, "max_terms", &k->max_terms, err, errlen) ||
-           task_config_int(c, "precision", &k->precision, err, errlen) ? -1 : 0;
+                   task_config_int(c, "max_num_decimal_places", &k->max_dp, err, errlen) ||
+                   task_config_int(c, "min_terms", &k->min_terms, err, errlen) ||
+                   task_config_int(c, "max_terms", &k->max_terms, err, errlen) ||
+                   task_config_int(c, "precision", &k->precision, err, errlen)
+               ? -1
+               : 0;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
-    const char *bad = k.min_dp < 0 ? "min_num_decimal_places must be >= 0"
-                    : k.max_dp < k.min_dp ? "max_num_decimal_places must be >= min_num_decimal_places"
-                    : k.max_dp > 30 ? "max_num_decimal_places must be at most 30"
-                    : k.min_terms < 1 ? "min_terms must be at least 1"
-                    : k.max_terms < k.min_terms ? "max_terms must be >= min_terms"
-                    : k.max_terms > 100 ? "max_terms must be at most 100"
-                    : k.precision <= k.max_dp + 1 ? "precision must be 2 or more higher than max_num_decimal_places"
-                    : k.precision > 100 ? "precision must be at most 100" : NULL;
+    const char *bad = k.min_dp < 0                  ? "min_num_decimal_places must be >= 0"
+                      : k.max_dp < k.min_dp         ? "max_num_decimal_places must be >= min_num_decimal_places"
+                      : k.max_dp > 30               ? "max_num_decimal_places must be at most 30"
+                      : k.min_terms < 1             ? "min_terms must be at least 1"
+                      : k.max_terms < k.min_terms   ? "max_terms must be >= min_terms"
+                      : k.max_terms > 100           ? "max_terms must be at most 100"
+                      : k.precision <= k.max_dp + 1 ? "precision must be 2 or more higher than max_num_decimal_places"
+                      : k.precision > 100           ? "precision must be at most 100"
+                                                    : NULL;
     if (bad) snprintf(err, errlen, "decimal_arithmetic config: %s", bad);
     return bad ? -1 : 0;
 }
@@ -373,7 +414,8 @@ static int validate_config(const cJSON *c, char *err, size_t errlen) {
 /* reasoning-gym's build_grouped_expression: split the operands at a random
  * point, join the halves with the operator there, parenthesise half of the
  * time; *w advances over the text written */
-static void build_grouped(task_rng_t *r, char **ops_text, const char *ops, int lo, int hi, char **w) {
+static void build_grouped(task_rng_t *r, char **ops_text, const char *ops, int lo, int hi, char **w)
+{
     if (hi - lo == 1) {
         *w += sprintf(*w, "%s", ops_text[lo]);
         return;
@@ -396,7 +438,8 @@ static void build_grouped(task_rng_t *r, char **ops_text, const char *ops, int l
 /* A number literal as Python's ast gives it to Decimal: through a float,
  * Decimal(str(float(text))); str(float) is the shortest text that reads
  * back as the same double, so long literals lose digits exactly as there. */
-static void literal_value(const char *text, size_t n, dec_t *out) {
+static void literal_value(const char *text, size_t n, dec_t *out)
+{
     char buf[64];
     snprintf(buf, sizeof buf, "%.*s", (int)n, text);
     double x = strtod(buf, NULL);
@@ -407,10 +450,14 @@ static void literal_value(const char *text, size_t n, dec_t *out) {
     dec_parse(buf, out);
 }
 
-typedef struct { const char *p; int prec, failed; } eval_t;
+typedef struct {
+    const char *p;
+    int prec, failed;
+} eval_t;
 static dec_t eval_sum(eval_t *e);
 
-static dec_t eval_atom(eval_t *e) {
+static dec_t eval_atom(eval_t *e)
+{
     if (*e->p == '(') {
         e->p++;
         dec_t v = eval_sum(e);
@@ -424,14 +471,18 @@ static dec_t eval_atom(eval_t *e) {
     return v;
 }
 
-static dec_t eval_term(eval_t *e) {
+static dec_t eval_term(eval_t *e)
+{
     dec_t a = eval_atom(e);
     while (*e->p == '*' || *e->p == '/') {
         char op = *e->p++;
         dec_t b = eval_atom(e), r;
         if (op == '*') r = dec_mul(&a, &b, e->prec);
         else if (b.c.n) r = dec_div(&a, &b, e->prec);
-        else { e->failed = 1; r = dec_neg(&a); } /* division by zero: the draw is dropped */
+        else {
+            e->failed = 1;
+            r = dec_neg(&a);
+        } /* division by zero: the draw is dropped */
         dec_free(&a);
         dec_free(&b);
         a = r;
@@ -439,7 +490,8 @@ static dec_t eval_term(eval_t *e) {
     return a;
 }
 
-static dec_t eval_sum(eval_t *e) {
+static dec_t eval_sum(eval_t *e)
+{
     dec_t a = eval_term(e);
     while (*e->p == '+' || *e->p == '-') {
         char op = *e->p++;
@@ -457,7 +509,8 @@ static dec_t eval_sum(eval_t *e) {
     return a;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
@@ -507,7 +560,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         out->question = task_strdupf(
             "Evaluate the expression below in decimal arithmetic with %lld significant digits: round the result "
             "of every operation to %lld significant digits, a tie going to the even digit. Reply with the "
-            "resulting number only.\n%s = ?", (long long)k.precision, (long long)k.precision, expr);
+            "resulting number only.\n%s = ?",
+            (long long)k.precision, (long long)k.precision, expr);
         out->answer = dec_str(&v);
         dec_free(&v);
         cJSON *m = out->metadata = task_metadata_new("decimal_arithmetic", index);
@@ -527,7 +581,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
  * in whatever decimal context the process has: the dataset's precision once
  * it has generated an entry. Both its question and ours state it as "N
  * significant digits"; without one, Python's default of 28. */
-static int scoring_precision(const char *question) {
+static int scoring_precision(const char *question)
+{
     const char *p = question ? strstr(question, " significant digits") : NULL;
     if (!p) return 28;
     const char *q = p;
@@ -539,18 +594,23 @@ static int scoring_precision(const char *question) {
 /* reasoning-gym scores against its dataset's config, max_num_decimal_places;
  * for an entry that is the upper end of metadata.difficulty.decimal_places,
  * and the config default (3) without one */
-static int tolerance_places(const cJSON *metadata) {
+static int tolerance_places(const cJSON *metadata)
+{
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(metadata, "difficulty");
     const cJSON *dp = cJSON_GetObjectItemCaseSensitive(d, "decimal_places");
     const cJSON *hi = cJSON_GetArrayItem(dp, 1);
     return cJSON_IsNumber(hi) ? hi->valueint : 3;
 }
 
-static double score(const char *answer, const task_entry_t *e) {
+static double score(const char *answer, const task_entry_t *e)
+{
     if (!answer || !e->answer) return 0.0;
     dec_t u, t;
     if (dec_parse(answer, &u) != 0) return 0.0;
-    if (dec_parse(e->answer, &t) != 0) { dec_free(&u); return 0.0; }
+    if (dec_parse(e->answer, &t) != 0) {
+        dec_free(&u);
+        return 0.0;
+    }
     double r = 0.0;
     /* any NaN or infinity either raises InvalidOperation or is too far */
     if (u.kind == D_FINITE && t.kind == D_FINITE) {

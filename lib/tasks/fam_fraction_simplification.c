@@ -13,7 +13,8 @@
 
 static const char *const all_styles[] = {"plain", "latex_inline", "latex_frac", "latex_dfrac"};
 
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "min_value", 1);
     cJSON_AddNumberToObject(c, "max_value", 1000);
@@ -23,9 +24,13 @@ static cJSON *default_config(void) {
     return c;
 }
 
-typedef struct { int64_t min_value, max_value, min_factor, max_factor; const cJSON *styles; } config_t;
+typedef struct {
+    int64_t min_value, max_value, min_factor, max_factor;
+    const cJSON *styles;
+} config_t;
 
-static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
+static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen)
+{
     if (task_config_int(c, "min_value", &k->min_value, err, errlen) ||
         task_config_int(c, "max_value", &k->max_value, err, errlen) ||
         task_config_int(c, "min_factor", &k->min_factor, err, errlen) ||
@@ -35,39 +40,50 @@ static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
     return k->styles ? 0 : -1;
 }
 
-static int style_index(const char *s) {
+static int style_index(const char *s)
+{
     for (int i = 0; i < 4; i++)
         if (strcmp(s, all_styles[i]) == 0) return i;
     return -1;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
-    const char *bad = k.min_value <= 0 ? "min_value must be positive"
-                    : k.max_value <= k.min_value ? "max_value must be > min_value"
-                    : k.min_factor < 1 ? "min_factor must be at least 1"
-                    : k.max_factor < k.min_factor ? "max_factor must be >= min_factor"
-                    /* metadata numbers are JSON doubles: keep them exact */
-                    : (double)k.max_value * (double)k.max_factor > 9007199254740992.0
-                        ? "max_value * max_factor must be at most 2^53" : NULL;
+    const char *bad = k.min_value <= 0              ? "min_value must be positive"
+                      : k.max_value <= k.min_value  ? "max_value must be > min_value"
+                      : k.min_factor < 1            ? "min_factor must be at least 1"
+                      : k.max_factor < k.min_factor ? "max_factor must be >= min_factor"
+                      /* metadata numbers are JSON doubles: keep them exact */
+                      : (double)k.max_value * (double)k.max_factor > 9007199254740992.0
+                          ? "max_value * max_factor must be at most 2^53"
+                          : NULL;
     const cJSON *s;
-    cJSON_ArrayForEach(s, k.styles)
-        if (!bad && style_index(s->valuestring) < 0) {
-            snprintf(err, errlen, "fraction_simplification config: unknown style %s "
-                     "(plain, latex_inline, latex_frac, latex_dfrac)", s->valuestring);
-            return -1;
-        }
+    cJSON_ArrayForEach(s, k.styles) if (!bad && style_index(s->valuestring) < 0)
+    {
+        snprintf(err, errlen,
+                 "fraction_simplification config: unknown style %s "
+                 "(plain, latex_inline, latex_frac, latex_dfrac)",
+                 s->valuestring);
+        return -1;
+    }
     if (bad) snprintf(err, errlen, "fraction_simplification config: %s", bad);
     return bad ? -1 : 0;
 }
 
-static int64_t gcd(int64_t a, int64_t b) {
-    while (b) { int64_t t = a % b; a = b; b = t; }
+static int64_t gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
     return a;
 }
 
-static char *format_fraction(int style, int64_t num, int64_t den) {
+static char *format_fraction(int style, int64_t num, int64_t den)
+{
     switch (style) {
     case 0: return task_strdupf("%lld/%lld", (long long)num, (long long)den);
     case 1: return task_strdupf("$%lld/%lld$", (long long)num, (long long)den);
@@ -76,7 +92,8 @@ static char *format_fraction(int style, int64_t num, int64_t den) {
     }
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
@@ -103,7 +120,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     int style = style_index(style_name);
     char *q = format_fraction(style, sn * factor, sd * factor);
     out->question = task_strdupf("Reduce the fraction %s to lowest terms. Answer with the reduced fraction "
-                                 "only, written the same way as the fraction given.", q);
+                                 "only, written the same way as the fraction given.",
+                                 q);
     free(q);
     out->answer = format_fraction(style, sn, sd);
     cJSON *m = out->metadata = task_metadata_new("fraction_simplification", index);
@@ -122,9 +140,13 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
 
 /* A parsed integer as Python holds it: small ones exactly, larger ones only
  * as "too big to equal anything in the metadata". */
-typedef struct { int status; int64_t v; } pyint_t;
+typedef struct {
+    int status;
+    int64_t v;
+} pyint_t;
 
-static const char *skip_space(const char *p, const char *end) {
+static const char *skip_space(const char *p, const char *end)
+{
     while (p < end) {
         uint32_t c;
         size_t k = py_utf8_next(p, (size_t)(end - p), &c);
@@ -135,7 +157,8 @@ static const char *skip_space(const char *p, const char *end) {
 }
 
 /* \s*{\s*(\d+)\s*} at p; returns the position after it or NULL */
-static const char *braced_digits(const char *p, const char *end, pyint_t *out) {
+static const char *braced_digits(const char *p, const char *end, pyint_t *out)
+{
     p = skip_space(p, end);
     if (p == end || *p != '{') return NULL;
     p = skip_space(p + 1, end);
@@ -153,7 +176,8 @@ static const char *braced_digits(const char *p, const char *end, pyint_t *out) {
 }
 
 /* reasoning-gym's _extract_fraction: 1 with both parts, 0 for None */
-static int extract_fraction(const char *answer, pyint_t *num, pyint_t *den) {
+static int extract_fraction(const char *answer, pyint_t *num, pyint_t *den)
+{
     const char *s = answer;
     size_t n = strlen(answer);
     py_strip(&s, &n);
@@ -176,7 +200,8 @@ static int extract_fraction(const char *answer, pyint_t *num, pyint_t *den) {
 }
 
 /* Python's int == metadata value; -1 when the key is absent (a KeyError) */
-static int int_equals(pyint_t x, const cJSON *m, const char *key) {
+static int int_equals(pyint_t x, const cJSON *m, const char *key)
+{
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, key);
     if (!v) return -1;
     if (!cJSON_IsNumber(v) || x.status != PY_INT_OK) return 0;
@@ -184,7 +209,8 @@ static int int_equals(pyint_t x, const cJSON *m, const char *key) {
     return d == floor(d) && fabs(d) < 9.2e18 && (int64_t)d == x.v;
 }
 
-static double score(const char *answer, const task_entry_t *e) {
+static double score(const char *answer, const task_entry_t *e)
+{
     pyint_t num, den;
     if (!answer || !extract_fraction(answer, &num, &den)) return 0.01;
     const cJSON *m = e->metadata;

@@ -25,7 +25,8 @@
 /* 2^26: more assignments than this and the scorer gives up (see score) */
 #define MAX_ASSIGNMENTS 67108864.0
 
-static cJSON *default_config(void) {
+static cJSON *default_config(void)
+{
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "min_vars", 2);
     cJSON_AddNumberToObject(c, "max_vars", 4);
@@ -36,38 +37,44 @@ static cJSON *default_config(void) {
     return c;
 }
 
-typedef struct { int64_t min_vars, max_vars, min_statements, max_statements, min_complexity, max_complexity; } config_t;
+typedef struct {
+    int64_t min_vars, max_vars, min_statements, max_statements, min_complexity, max_complexity;
+} config_t;
 
-static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen) {
+static int read_config(const cJSON *c, config_t *k, char *err, size_t errlen)
+{
     return task_config_int(c, "min_vars", &k->min_vars, err, errlen) ||
-           task_config_int(c, "max_vars", &k->max_vars, err, errlen) ||
-           task_config_int(c, "min_statements", &k->min_statements, err, errlen) ||
-           task_config_int(c, "max_statements", &k->max_statements, err, errlen) ||
-           task_config_int(c, "min_complexity", &k->min_complexity, err, errlen) ||
-           task_config_int(c, "max_complexity", &k->max_complexity, err, errlen) ? -1 : 0;
+                   task_config_int(c, "max_vars", &k->max_vars, err, errlen) ||
+                   task_config_int(c, "min_statements", &k->min_statements, err, errlen) ||
+                   task_config_int(c, "max_statements", &k->max_statements, err, errlen) ||
+                   task_config_int(c, "min_complexity", &k->min_complexity, err, errlen) ||
+                   task_config_int(c, "max_complexity", &k->max_complexity, err, errlen)
+               ? -1
+               : 0;
 }
 
-static int validate_config(const cJSON *c, char *err, size_t errlen) {
+static int validate_config(const cJSON *c, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
-    const char *bad =
-        k.min_vars <= 0 ? "min_vars must be positive"
-        : k.max_vars < k.min_vars ? "max_vars must be >= min_vars"
-        : k.max_vars > MAX_VARS ? "max_vars must be at most 11 (variables are the letters P to Z)"
-        : k.min_statements <= 0 ? "min_statements must be positive"
-        : k.max_statements < k.min_statements ? "max_statements must be >= min_statements"
-        : k.max_statements > MAX_STATEMENTS ? "max_statements must be at most 100"
-        : k.min_complexity <= 0 ? "min_complexity must be positive"
-        : k.max_complexity < k.min_complexity ? "max_complexity must be >= min_complexity"
-        : k.max_complexity > MAX_COMPLEXITY ? "max_complexity must be at most 12"
-        : NULL;
+    const char *bad = k.min_vars <= 0           ? "min_vars must be positive"
+                      : k.max_vars < k.min_vars ? "max_vars must be >= min_vars"
+                      : k.max_vars > MAX_VARS   ? "max_vars must be at most 11 (variables are the letters P to Z)"
+                      : k.min_statements <= 0   ? "min_statements must be positive"
+                      : k.max_statements < k.min_statements ? "max_statements must be >= min_statements"
+                      : k.max_statements > MAX_STATEMENTS   ? "max_statements must be at most 100"
+                      : k.min_complexity <= 0               ? "min_complexity must be positive"
+                      : k.max_complexity < k.min_complexity ? "max_complexity must be >= min_complexity"
+                      : k.max_complexity > MAX_COMPLEXITY   ? "max_complexity must be at most 12"
+                                                            : NULL;
     if (bad) snprintf(err, errlen, "propositional_logic config: %s", bad);
     return bad ? -1 : 0;
 }
 
 /* reasoning-gym's random formula: a variable at depth 1, else a connective
  * drawn from all five with subformulas one level shallower */
-static int random_formula(formula_set_t *fs, task_rng_t *r, const char (*vars)[2], int n_vars, int depth) {
+static int random_formula(formula_set_t *fs, task_rng_t *r, const char (*vars)[2], int n_vars, int depth)
+{
     static const formula_op_t ops[] = {FORMULA_AND, FORMULA_OR, FORMULA_NOT, FORMULA_IMPLIES, FORMULA_IFF};
     if (depth <= 1) return formula_set_var(fs, vars[task_rng_below(r, (uint64_t)n_vars)]);
     formula_op_t op = ops[task_rng_below(r, 5)];
@@ -78,7 +85,8 @@ static int random_formula(formula_set_t *fs, task_rng_t *r, const char (*vars)[2
 }
 
 /* entailed by the premises and not trivial: scores 1.0 as an answer */
-static int good_conclusion(const formula_set_t *fs, const int *premises, int n, int f) {
+static int good_conclusion(const formula_set_t *fs, const int *premises, int n, int f)
+{
     int entailed, tautology;
     if (formula_set_op(fs, f) == FORMULA_VAR) return 0;
     if (formula_set_entails(fs, premises, n, f, MAX_ASSIGNMENTS, &entailed, &tautology) < 0) return 0;
@@ -89,8 +97,9 @@ static int good_conclusion(const formula_set_t *fs, const int *premises, int n, 
  * rewritten as (¬a ∨ b); then, where it would give up, a premise itself or
  * the conjunction of two, which are entailed by construction. -1 when every
  * one of those is trivial (all premises tautologies or bare variables). */
-static int find_conclusion(formula_set_t *fs, task_rng_t *r, const char (*vars)[2], int n_vars,
-                           const int *premises, int n) {
+static int find_conclusion(formula_set_t *fs, task_rng_t *r, const char (*vars)[2], int n_vars, const int *premises,
+                           int n)
+{
     for (int tries = 0; tries < 100; tries++) {
         int c = random_formula(fs, r, vars, n_vars, 2);
         if (formula_set_op(fs, c) == FORMULA_IMPLIES)
@@ -108,7 +117,8 @@ static int find_conclusion(formula_set_t *fs, task_rng_t *r, const char (*vars)[
     return -1;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
@@ -123,13 +133,14 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         for (int i = 0; i < n_vars; i++) vars[i][0] = (char)('P' + i), vars[i][1] = '\0';
         n = (int)task_rng_range(&r, k.min_statements, k.max_statements);
         for (int i = 0; i < n; i++)
-            premises[i] = random_formula(fs, &r, (const char (*)[2])vars, n_vars,
+            premises[i] = random_formula(fs, &r, (const char(*)[2])vars, n_vars,
                                          (int)task_rng_range(&r, k.min_complexity, k.max_complexity));
-        conclusion = find_conclusion(fs, &r, (const char (*)[2])vars, n_vars, premises, n);
+        conclusion = find_conclusion(fs, &r, (const char(*)[2])vars, n_vars, premises, n);
     }
     if (conclusion < 0) {
         formula_set_destroy(&fs);
-        snprintf(err, errlen, "propositional_logic: no premises with a non-trivial conclusion in 1000 draws (seed %llu, index %llu)",
+        snprintf(err, errlen,
+                 "propositional_logic: no premises with a non-trivial conclusion in 1000 draws (seed %llu, index %llu)",
                  (unsigned long long)seed, (unsigned long long)index);
         return -1;
     }
@@ -138,7 +149,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     cJSON *plist = cJSON_AddArrayToObject(m, "premises");
     size_t qcap = 1024, qlen = 0;
     char *q = malloc(qcap);
-    qlen += (size_t)snprintf(q, qcap,
+    qlen += (size_t)snprintf(
+        q, qcap,
         "Below are the premises of a propositional logic problem. Write one conclusion that follows from "
         "them: a formula that is true under every assignment making all the premises true, and that is not "
         "a tautology.\n\n"
@@ -179,7 +191,8 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
  * not a string) it returns 0.0, and so do we. Where it would die instead
  * (nesting past Python's recursion limit) or run for hours (an entailed
  * answer over more than 2^26 assignments) we return 0.0 too. */
-static double score(const char *answer, const task_entry_t *e) {
+static double score(const char *answer, const task_entry_t *e)
+{
     if (!answer) return 0.0;
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(e->metadata, "variables");
     const cJSON *prem = cJSON_GetObjectItemCaseSensitive(e->metadata, "premises");
@@ -198,7 +211,8 @@ static double score(const char *answer, const task_entry_t *e) {
     double result = 0.0;
     int i = 0, ok = 1;
     const cJSON *p;
-    cJSON_ArrayForEach(p, prem) {
+    cJSON_ArrayForEach(p, prem)
+    {
         if (!cJSON_IsString(p) || (premises[i++] = formula_set_parse(fs, p->valuestring, strlen(p->valuestring))) < 0) {
             ok = 0;
             break;

@@ -21,7 +21,10 @@ struct formula_set {
     int n_names, names_cap;
 };
 
-static const struct { const char *text; formula_op_t op; } connectives[] = {
+static const struct {
+    const char *text;
+    formula_op_t op;
+} connectives[] = {
     /* reasoning-gym's precedence: the first binds loosest */
     {"\xe2\x86\x94", FORMULA_IFF},     /* ↔ */
     {"\xe2\x86\x92", FORMULA_IMPLIES}, /* → */
@@ -30,11 +33,10 @@ static const struct { const char *text; formula_op_t op; } connectives[] = {
 };
 static const char not_sign[] = "\xc2\xac"; /* ¬ */
 
-formula_set_t *formula_set_new(void) {
-    return calloc(1, sizeof(formula_set_t));
-}
+formula_set_t *formula_set_new(void) { return calloc(1, sizeof(formula_set_t)); }
 
-void formula_set_destroy(formula_set_t **self_p) {
+void formula_set_destroy(formula_set_t **self_p)
+{
     formula_set_t *self = *self_p;
     if (!self) return;
     for (int i = 0; i < self->n_names; i++) free(self->names[i]);
@@ -44,7 +46,8 @@ void formula_set_destroy(formula_set_t **self_p) {
     *self_p = NULL;
 }
 
-static int add_node(formula_set_t *self, node_t node) {
+static int add_node(formula_set_t *self, node_t node)
+{
     if (self->n == self->cap) {
         self->cap = self->cap ? self->cap * 2 : 32;
         self->nodes = realloc(self->nodes, (size_t)self->cap * sizeof *self->nodes);
@@ -54,7 +57,8 @@ static int add_node(formula_set_t *self, node_t node) {
     return self->n++;
 }
 
-static int var_of(formula_set_t *self, const char *name, size_t len) {
+static int var_of(formula_set_t *self, const char *name, size_t len)
+{
     for (int i = 0; i < self->n_names; i++)
         if (strlen(self->names[i]) == len && memcmp(self->names[i], name, len) == 0)
             return add_node(self, (node_t){FORMULA_VAR, -1, -1, i});
@@ -68,29 +72,26 @@ static int var_of(formula_set_t *self, const char *name, size_t len) {
     return add_node(self, (node_t){FORMULA_VAR, -1, -1, self->n_names++});
 }
 
-int formula_set_var(formula_set_t *self, const char *name) {
-    return var_of(self, name, strlen(name));
-}
+int formula_set_var(formula_set_t *self, const char *name) { return var_of(self, name, strlen(name)); }
 
-int formula_set_not(formula_set_t *self, int a) {
-    return add_node(self, (node_t){FORMULA_NOT, a, -1, -1});
-}
+int formula_set_not(formula_set_t *self, int a) { return add_node(self, (node_t){FORMULA_NOT, a, -1, -1}); }
 
-int formula_set_binary(formula_set_t *self, formula_op_t op, int a, int b) {
+int formula_set_binary(formula_set_t *self, formula_op_t op, int a, int b)
+{
     return add_node(self, (node_t){op, a, b, -1});
 }
 
-formula_op_t formula_set_op(const formula_set_t *self, int f) {
-    return self->nodes[f].op;
-}
+formula_op_t formula_set_op(const formula_set_t *self, int f) { return self->nodes[f].op; }
 
-int formula_set_child(const formula_set_t *self, int f, int which) {
+int formula_set_child(const formula_set_t *self, int f, int which)
+{
     return which ? self->nodes[f].b : self->nodes[f].a;
 }
 
 /* A text wholly inside one pair of parentheses: "(...)" whose inner
  * parentheses never close more than they opened and balance at the end. */
-static int enclosed(const char *t, size_t n) {
+static int enclosed(const char *t, size_t n)
+{
     if (n < 2 || t[0] != '(' || t[n - 1] != ')') return 0;
     long level = 0;
     for (size_t i = 1; i + 1 < n; i++) {
@@ -100,7 +101,8 @@ static int enclosed(const char *t, size_t n) {
     return level == 0;
 }
 
-static int parse(formula_set_t *self, const char *t, size_t n, int depth) {
+static int parse(formula_set_t *self, const char *t, size_t n, int depth)
+{
     if (depth > FORMULA_MAX_DEPTH) return FORMULA_DEEP;
     py_strip(&t, &n);
     if (n == 0) return FORMULA_EMPTY;
@@ -128,13 +130,15 @@ static int parse(formula_set_t *self, const char *t, size_t n, int depth) {
     return var_of(self, t, n);
 }
 
-int formula_set_parse(formula_set_t *self, const char *text, size_t len) {
-    return parse(self, text, len, 1);
-}
+int formula_set_parse(formula_set_t *self, const char *text, size_t len) { return parse(self, text, len, 1); }
 
-typedef struct { char *s; size_t len, cap; } buf_t;
+typedef struct {
+    char *s;
+    size_t len, cap;
+} buf_t;
 
-static void put(buf_t *b, const char *s, size_t n) {
+static void put(buf_t *b, const char *s, size_t n)
+{
     if (b->len + n + 1 > b->cap) {
         while (b->len + n + 1 > b->cap) b->cap = b->cap ? b->cap * 2 : 64;
         b->s = realloc(b->s, b->cap);
@@ -145,7 +149,8 @@ static void put(buf_t *b, const char *s, size_t n) {
     b->s[b->len] = '\0';
 }
 
-static void format(const formula_set_t *self, int f, buf_t *b) {
+static void format(const formula_set_t *self, int f, buf_t *b)
+{
     const node_t *node = &self->nodes[f];
     if (node->op == FORMULA_VAR) {
         put(b, self->names[node->var], strlen(self->names[node->var]));
@@ -166,13 +171,15 @@ static void format(const formula_set_t *self, int f, buf_t *b) {
     }
 }
 
-char *formula_set_format(const formula_set_t *self, int f) {
+char *formula_set_format(const formula_set_t *self, int f)
+{
     buf_t b = {0};
     format(self, f, &b);
     return b.s;
 }
 
-int formula_set_size(const formula_set_t *self, int f) {
+int formula_set_size(const formula_set_t *self, int f)
+{
     const node_t *node = &self->nodes[f];
     if (node->op == FORMULA_VAR) return 1;
     if (node->op == FORMULA_NOT) return 1 + formula_set_size(self, node->a);
@@ -186,8 +193,9 @@ static const uint64_t lane_bits[6] = {
     0xff00ff00ff00ff00ull, 0xffff0000ffff0000ull, 0xffffffff00000000ull,
 };
 
-int formula_set_entails(const formula_set_t *self, const int *premises, int n_premises,
-                        int conclusion, double max_assignments, int *entailed, int *tautology) {
+int formula_set_entails(const formula_set_t *self, const int *premises, int n_premises, int conclusion,
+                        double max_assignments, int *entailed, int *tautology)
+{
     /* children always have smaller ids than their parents, so one sweep
      * down from the top marks everything the formulas reach, and one sweep
      * up evaluates children before parents */

@@ -60,7 +60,7 @@ int formula_set_size(const formula_set_t *self, int f);
  * when more than max_assignments assignments would be needed to decide
  * (the check stops early at the first counterexample, so an answer that is
  * not entailed is decided quickly even over many variables). */
-int formula_set_entails(const formula_set_t *self, const int *premises, int n_premises,
-                        int conclusion, double max_assignments, int *entailed, int *tautology);
+int formula_set_entails(const formula_set_t *self, const int *premises, int n_premises, int conclusion,
+                        double max_assignments, int *entailed, int *tautology);
 
 #endif

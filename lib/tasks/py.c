@@ -4,32 +4,58 @@
 #include <string.h>
 #include <utf8proc.h>
 
-size_t py_utf8_next(const char *s, size_t n, uint32_t *cp) {
+size_t py_utf8_next(const char *s, size_t n, uint32_t *cp)
+{
     utf8proc_int32_t c;
     utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &c);
-    if (k <= 0) { *cp = (unsigned char)s[0]; return 1; }
+    if (k <= 0) {
+        *cp = (unsigned char)s[0];
+        return 1;
+    }
     *cp = (uint32_t)c;
     return (size_t)k;
 }
 
 /* CPython's _PyUnicode_IsWhitespace: bidirectional types WS, B, S plus the
  * Zs separators */
-int py_isspace(uint32_t c) {
+int py_isspace(uint32_t c)
+{
     switch (c) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D:
-    case 0x1C: case 0x1D: case 0x1E: case 0x1F: case 0x20:
-    case 0x85: case 0xA0: case 0x1680:
-    case 0x2000: case 0x2001: case 0x2002: case 0x2003: case 0x2004:
-    case 0x2005: case 0x2006: case 0x2007: case 0x2008: case 0x2009:
-    case 0x200A: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
-    case 0x3000:
-        return 1;
-    default:
-        return 0;
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x1C:
+    case 0x1D:
+    case 0x1E:
+    case 0x1F:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2000:
+    case 0x2001:
+    case 0x2002:
+    case 0x2003:
+    case 0x2004:
+    case 0x2005:
+    case 0x2006:
+    case 0x2007:
+    case 0x2008:
+    case 0x2009:
+    case 0x200A:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000: return 1;
+    default: return 0;
     }
 }
 
-void py_strip(const char **s, size_t *n) {
+void py_strip(const char **s, size_t *n)
+{
     const char *p = *s, *end = *s + *n;
     while (p < end) {
         uint32_t c;
@@ -50,7 +76,8 @@ void py_strip(const char **s, size_t *n) {
     *n = (size_t)(end - p);
 }
 
-size_t py_len(const char *s, size_t n) {
+size_t py_len(const char *s, size_t n)
+{
     size_t count = 0;
     for (size_t i = 0; i < n; count++) {
         uint32_t c;
@@ -59,7 +86,8 @@ size_t py_len(const char *s, size_t n) {
     return count;
 }
 
-int py_digit(uint32_t c) {
+int py_digit(uint32_t c)
+{
     if (c >= '0' && c <= '9') return (int)(c - '0');
     if (c < 0x80 || utf8proc_category((utf8proc_int32_t)c) != UTF8PROC_CATEGORY_ND) return -1;
     /* Unicode lays every decimal digit set out as a run starting at zero,
@@ -69,7 +97,8 @@ int py_digit(uint32_t c) {
     return (int)((c - start) % 10);
 }
 
-int py_int(const char *s, size_t n, int64_t *out) {
+int py_int(const char *s, size_t n, int64_t *out)
+{
     py_strip(&s, &n);
     const char *p = s, *end = s + n;
     int neg = 0;
@@ -101,12 +130,14 @@ int py_int(const char *s, size_t n, int64_t *out) {
     return PY_INT_OK;
 }
 
-static int is_cased(uint32_t c) {
+static int is_cased(uint32_t c)
+{
     utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
     return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LL || k == UTF8PROC_CATEGORY_LT;
 }
 
-static char *map_case(const char *s, size_t n, int title) {
+static char *map_case(const char *s, size_t n, int title)
+{
     char *out = malloc(4 * n + 1), *w = out;
     if (!out) return NULL;
     int prev_cased = 0;
@@ -115,10 +146,8 @@ static char *map_case(const char *s, size_t n, int title) {
         size_t k = py_utf8_next(s + i, n - i, &c);
         uint32_t m = (uint32_t)(title && !prev_cased ? utf8proc_totitle((utf8proc_int32_t)c)
                                                      : utf8proc_tolower((utf8proc_int32_t)c));
-        if (k == 1 && c >= 0x80)
-            *w++ = s[i]; /* a malformed byte passes through as is */
-        else
-            w += utf8proc_encode_char((utf8proc_int32_t)m, (utf8proc_uint8_t *)w);
+        if (k == 1 && c >= 0x80) *w++ = s[i]; /* a malformed byte passes through as is */
+        else w += utf8proc_encode_char((utf8proc_int32_t)m, (utf8proc_uint8_t *)w);
         prev_cased = is_cased(c);
         i += k;
     }

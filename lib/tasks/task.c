@@ -12,15 +12,15 @@
 #include "tasks/rng.h"
 
 /* One line per family: fam_<name>.c defines task_family_<name>. */
-#define TASK_FAMILIES(X) \
-    X(base_conversion) \
-    X(basic_arithmetic) \
+#define TASK_FAMILIES(X)       \
+    X(base_conversion)         \
+    X(basic_arithmetic)        \
     X(fraction_simplification) \
-    X(decimal_arithmetic) \
-    X(calendar_arithmetic) \
-    X(binary_matrix) \
-    X(arc_1d) \
-    X(bf) \
+    X(decimal_arithmetic)      \
+    X(calendar_arithmetic)     \
+    X(binary_matrix)           \
+    X(arc_1d)                  \
+    X(bf)                      \
     X(propositional_logic)
 
 #define DECLARE(name) extern const task_family_t task_family_##name;
@@ -29,13 +29,15 @@ TASK_FAMILIES(DECLARE)
 const task_family_t *const task_families[] = {TASK_FAMILIES(LIST) NULL};
 const int task_family_count = (int)(sizeof task_families / sizeof task_families[0]) - 1;
 
-const task_family_t *task_family_find(const char *name) {
+const task_family_t *task_family_find(const char *name)
+{
     for (int i = 0; i < task_family_count; i++)
         if (strcmp(task_families[i]->name, name) == 0) return task_families[i];
     return NULL;
 }
 
-void task_entry_free(task_entry_t *e) {
+void task_entry_free(task_entry_t *e)
+{
     if (!e) return;
     free(e->question);
     free(e->answer);
@@ -43,7 +45,8 @@ void task_entry_free(task_entry_t *e) {
     memset(e, 0, sizeof *e);
 }
 
-char *task_strdupf(const char *fmt, ...) {
+char *task_strdupf(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
@@ -52,7 +55,8 @@ char *task_strdupf(const char *fmt, ...) {
     return s;
 }
 
-cJSON *task_family_config(const task_family_t *f, const cJSON *user, char *err, size_t errlen) {
+cJSON *task_family_config(const task_family_t *f, const cJSON *user, char *err, size_t errlen)
+{
     cJSON *config = f->default_config();
     if (user && !cJSON_IsObject(user)) {
         snprintf(err, errlen, "%s config: expected a JSON object", f->name);
@@ -60,7 +64,8 @@ cJSON *task_family_config(const task_family_t *f, const cJSON *user, char *err, 
         return NULL;
     }
     const cJSON *field;
-    cJSON_ArrayForEach(field, user) {
+    cJSON_ArrayForEach(field, user)
+    {
         if (!cJSON_HasObjectItem(config, field->string)) {
             snprintf(err, errlen, "%s config: unknown field %s", f->name, field->string);
             cJSON_Delete(config);
@@ -75,13 +80,15 @@ cJSON *task_family_config(const task_family_t *f, const cJSON *user, char *err, 
     return config;
 }
 
-static const cJSON *config_field(const cJSON *config, const char *key, char *err, size_t errlen) {
+static const cJSON *config_field(const cJSON *config, const char *key, char *err, size_t errlen)
+{
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, key);
     if (!v) snprintf(err, errlen, "config field %s is missing", key);
     return v;
 }
 
-int task_config_int(const cJSON *config, const char *key, int64_t *out, char *err, size_t errlen) {
+int task_config_int(const cJSON *config, const char *key, int64_t *out, char *err, size_t errlen)
+{
     const cJSON *v = config_field(config, key, err, errlen);
     if (!v) return -1;
     double d = v->valuedouble;
@@ -93,7 +100,8 @@ int task_config_int(const cJSON *config, const char *key, int64_t *out, char *er
     return 0;
 }
 
-int task_config_double(const cJSON *config, const char *key, double *out, char *err, size_t errlen) {
+int task_config_double(const cJSON *config, const char *key, double *out, char *err, size_t errlen)
+{
     const cJSON *v = config_field(config, key, err, errlen);
     if (!v) return -1;
     if (!cJSON_IsNumber(v)) {
@@ -104,7 +112,8 @@ int task_config_double(const cJSON *config, const char *key, double *out, char *
     return 0;
 }
 
-int task_config_bool(const cJSON *config, const char *key, int *out, char *err, size_t errlen) {
+int task_config_bool(const cJSON *config, const char *key, int *out, char *err, size_t errlen)
+{
     const cJSON *v = config_field(config, key, err, errlen);
     if (!v) return -1;
     if (!cJSON_IsBool(v)) {
@@ -115,7 +124,8 @@ int task_config_bool(const cJSON *config, const char *key, int *out, char *err, 
     return 0;
 }
 
-const cJSON *task_config_strings(const cJSON *config, const char *key, char *err, size_t errlen) {
+const cJSON *task_config_strings(const cJSON *config, const char *key, char *err, size_t errlen)
+{
     const cJSON *v = config_field(config, key, err, errlen);
     if (!v) return NULL;
     int ok = cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0;
@@ -128,21 +138,24 @@ const cJSON *task_config_strings(const cJSON *config, const char *key, char *err
     return v;
 }
 
-cJSON *task_metadata_new(const char *family, uint64_t index) {
+cJSON *task_metadata_new(const char *family, uint64_t index)
+{
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "source_dataset", family);
     cJSON_AddNumberToObject(m, "source_index", (double)index);
     return m;
 }
 
-cJSON *task_json_pair(double lo, double hi) {
+cJSON *task_json_pair(double lo, double hi)
+{
     cJSON *a = cJSON_CreateArray();
     cJSON_AddItemToArray(a, cJSON_CreateNumber(lo));
     cJSON_AddItemToArray(a, cJSON_CreateNumber(hi));
     return a;
 }
 
-double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen) {
+double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen)
+{
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(entry->metadata, "source_dataset");
     if (!cJSON_IsString(ds)) {
         snprintf(err, errlen, "metadata.source_dataset is missing or not a string");
@@ -159,7 +172,8 @@ double task_score_entry(const char *answer, const task_entry_t *entry, char *err
 /* reasoning-gym: the last match of <answer>\s?(.*?)\s?</answer>, stripped.
  * A match runs from an opening tag to the first closing tag after it, and
  * the search resumes after that closing tag. */
-char *task_extract_answer(const char *completion) {
+char *task_extract_answer(const char *completion)
+{
     static const char open[] = "<answer>", close[] = "</answer>";
     const char *pos = completion, *best = NULL, *best_end = NULL;
     for (;;) {
@@ -177,15 +191,16 @@ char *task_extract_answer(const char *completion) {
     return strndup(best, n);
 }
 
-double task_score_default(const char *answer, const char *truth) {
+double task_score_default(const char *answer, const char *truth)
+{
     if (!answer || !*answer || !truth) return 0.0;
     if (strcmp(answer, truth) == 0) return 1.0;
-    if (strstr(answer, truth))
-        return (double)py_len(truth, strlen(truth)) / (double)py_len(answer, strlen(answer));
+    if (strstr(answer, truth)) return (double)py_len(truth, strlen(truth)) / (double)py_len(answer, strlen(answer));
     return 0.0;
 }
 
-cJSON *task_entry_to_json(const task_entry_t *e) {
+cJSON *task_entry_to_json(const task_entry_t *e)
+{
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "question", e->question);
     if (e->answer) cJSON_AddStringToObject(o, "answer", e->answer);
@@ -194,7 +209,8 @@ cJSON *task_entry_to_json(const task_entry_t *e) {
     return o;
 }
 
-int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t errlen) {
+int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t errlen)
+{
     memset(out, 0, sizeof *out);
     if (!cJSON_IsObject(obj)) {
         snprintf(err, errlen, "entry is not a JSON object");
@@ -204,11 +220,12 @@ int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t 
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, "answer");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     /* some families (propositional_logic) have no single answer: null */
-    const char *bad = !cJSON_IsString(q) ? "question is missing or not a string"
-                    : !cJSON_IsString(a) && !cJSON_IsNull(a) ? "answer is missing or not a string or null"
-                    : !cJSON_IsObject(m) ? "metadata is missing or not an object"
-                    : !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "source_dataset"))
-                        ? "metadata.source_dataset is missing or not a string" : NULL;
+    const char *bad = !cJSON_IsString(q)                       ? "question is missing or not a string"
+                      : !cJSON_IsString(a) && !cJSON_IsNull(a) ? "answer is missing or not a string or null"
+                      : !cJSON_IsObject(m)                     ? "metadata is missing or not an object"
+                      : !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "source_dataset"))
+                          ? "metadata.source_dataset is missing or not a string"
+                          : NULL;
     if (bad) {
         snprintf(err, errlen, "%s", bad);
         return -1;
@@ -232,8 +249,8 @@ struct task_mix {
     uint64_t seed;
 };
 
-static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const cJSON *user,
-                   char *err, size_t errlen) {
+static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const cJSON *user, char *err, size_t errlen)
+{
     if (!(weight >= 0) || isinf(weight)) {
         snprintf(err, errlen, "task mix: weight of %s must be a finite number >= 0", f->name);
         return -1;
@@ -255,7 +272,8 @@ static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const
     return 0;
 }
 
-task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen) {
+task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen)
+{
     task_mix_t *mix = calloc(1, sizeof *mix);
     mix->parts = calloc((size_t)task_family_count + 1, sizeof *mix->parts);
     mix->seed = seed;
@@ -273,7 +291,8 @@ task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t
             fams = NULL;
         }
         const cJSON *item;
-        cJSON_ArrayForEach(item, fams) {
+        cJSON_ArrayForEach(item, fams)
+        {
             const task_family_t *f = task_family_find(item->string);
             const cJSON *w = cJSON_GetObjectItemCaseSensitive(item, "weight");
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(item, "config");
@@ -299,7 +318,8 @@ task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t
     return mix;
 }
 
-void task_mix_destroy(task_mix_t **self_p) {
+void task_mix_destroy(task_mix_t **self_p)
+{
     task_mix_t *mix = *self_p;
     if (!mix) return;
     for (int i = 0; i < mix->count; i++) cJSON_Delete(mix->parts[i].config);
@@ -308,7 +328,8 @@ void task_mix_destroy(task_mix_t **self_p) {
     *self_p = NULL;
 }
 
-int task_mix_draw(const task_mix_t *mix, uint64_t index, task_entry_t *out, char *err, size_t errlen) {
+int task_mix_draw(const task_mix_t *mix, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+{
     task_rng_t r;
     task_rng_init(&r, mix->seed, index);
     double u = task_rng_double(&r) * mix->parts[mix->count - 1].cumulative;

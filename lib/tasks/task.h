@@ -33,8 +33,7 @@ typedef struct task_family {
     /* Entry number index of the dataset with this config and seed; the same
      * (config, seed, index) always gives the same entry. config is complete
      * and valid (from task_family_config). 0 or -1 with err. */
-    int (*generate)(const cJSON *config, uint64_t seed, uint64_t index,
-                    task_entry_t *out, char *err, size_t errlen);
+    int (*generate)(const cJSON *config, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen);
     /* reasoning-gym's score_answer(answer, entry); answer NULL means None.
      * Never evaluates the answer as code. */
     double (*score)(const char *answer, const task_entry_t *entry);

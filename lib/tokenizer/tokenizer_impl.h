@@ -13,33 +13,33 @@ typedef struct {
     char *content;
     size_t len;
     int32_t id;
-    bool normalized;    // matched after NFC rather than on the raw text
+    bool normalized; // matched after NFC rather than on the raw text
 } added_token_t;
 
 typedef struct {
-    uint64_t key;       // left id << 32 | right id; UINT64_MAX marks an empty slot
+    uint64_t key; // left id << 32 | right id; UINT64_MAX marks an empty slot
     int32_t rank;
-    int32_t id;         // id of the merged token
+    int32_t id; // id of the merged token
 } merge_slot_t;
 
 struct tokenizer_t {
     tokenizer_kind_t kind;
-    int vocab_size;             // highest id + 1
-    char **text;                // (vocab_size) token string per id, NULL for unused ids
-    uint32_t *text_len;         // (vocab_size)
-    bool *in_model;             // (vocab_size) id belongs to model.vocab, not only to added_tokens
-    int32_t *slots;             // string -> id, open addressing over text[], -1 empty
+    int vocab_size;     // highest id + 1
+    char **text;        // (vocab_size) token string per id, NULL for unused ids
+    uint32_t *text_len; // (vocab_size)
+    bool *in_model;     // (vocab_size) id belongs to model.vocab, not only to added_tokens
+    int32_t *slots;     // string -> id, open addressing over text[], -1 empty
     size_t slot_mask;
-    merge_slot_t *merges;       // (left, right) -> rank and merged id
+    merge_slot_t *merges; // (left, right) -> rank and merged id
     size_t merge_mask;
-    int32_t byte_id[256];       // id of the one-character token of each byte, -1 if absent
-    int16_t char_byte[512];     // byte-level code point -> byte, -1 if not one of the 256
-    char byte_utf8[256][2];     // UTF-8 of each byte's code point (all below U+0800)
+    int32_t byte_id[256];   // id of the one-character token of each byte, -1 if absent
+    int16_t char_byte[512]; // byte-level code point -> byte, -1 if not one of the 256
+    char byte_utf8[256][2]; // UTF-8 of each byte's code point (all below U+0800)
     uint8_t byte_utf8_len[256];
     added_token_t *added;
     int n_added;
-    bool added_first[2][256];   // [normalized] first bytes that may start an added token
-    pcre2_code **splits;        // pre-tokenizer regexes, applied one after another
+    bool added_first[2][256]; // [normalized] first bytes that may start an added token
+    pcre2_code **splits;      // pre-tokenizer regexes, applied one after another
     int n_splits;
     bool nfc;
     bool ignore_merges;

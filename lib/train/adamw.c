@@ -26,20 +26,21 @@ typedef struct {
 struct adamw {
     size_t n;
     long step;
-    float *m; // (n) first moment
-    float *v; // (n) second moment
+    float *m;          // (n) first moment
+    float *v;          // (n) second moment
     range_t *no_decay; // sorted by offset
     size_t n_no_decay;
-    void *holder;      /* a device holding the moments (adamw_hold), or NULL */
+    void *holder; /* a device holding the moments (adamw_hold), or NULL */
     adamw_holder_fn ask;
 };
 
-adamw_params_t adamw_params_default(void) {
-    return (adamw_params_t){ .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                             .weight_decay = 1e-2f };
+adamw_params_t adamw_params_default(void)
+{
+    return (adamw_params_t){.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 1e-2f};
 }
 
-adamw_t *adamw_new(size_t n) {
+adamw_t *adamw_new(size_t n)
+{
     adamw_t *self = calloc(1, sizeof *self);
     if (self) {
         self->n = n;
@@ -57,9 +58,9 @@ adamw_t *adamw_new(size_t n) {
 /* the holder, if any, pulled (when pull) and then dropped; 0, or -1 when
  * the pull failed (the holder is dropped all the same: its copy is not
  * one to trust) */
-static int let_go(adamw_t *self, int pull) {
-    if (!self->holder)
-        return 0;
+static int let_go(adamw_t *self, int pull)
+{
+    if (!self->holder) return 0;
     void *holder = self->holder;
     adamw_holder_fn ask = self->ask;
     int rc = pull ? ask(holder, self, ADAMW_PULL) : 0;
@@ -69,12 +70,13 @@ static int let_go(adamw_t *self, int pull) {
     return rc;
 }
 
-int adamw_hold(adamw_t *self, void *holder, adamw_holder_fn fn) {
-    if (self->holder == holder)
-        return 0;
+int adamw_hold(adamw_t *self, void *holder, adamw_holder_fn fn)
+{
+    if (self->holder == holder) return 0;
     if (let_go(self, 1) != 0) {
         log_error("adamw: the moments of %zu parameters could not be brought back from where they "
-                  "were stepped", self->n);
+                  "were stepped",
+                  self->n);
         return -1;
     }
     self->holder = holder;
@@ -82,20 +84,18 @@ int adamw_hold(adamw_t *self, void *holder, adamw_holder_fn fn) {
     return 0;
 }
 
-void adamw_unhold(adamw_t *self, const void *holder) {
-    if (self->holder != holder)
-        return;
+void adamw_unhold(adamw_t *self, const void *holder)
+{
+    if (self->holder != holder) return;
     self->holder = NULL;
     self->ask = NULL;
 }
 
-const void *adamw_holder(const adamw_t *self) {
-    return self->holder;
-}
+const void *adamw_holder(const adamw_t *self) { return self->holder; }
 
-void adamw_destroy(adamw_t **self_p) {
-    if (!self_p || !*self_p)
-        return;
+void adamw_destroy(adamw_t **self_p)
+{
+    if (!self_p || !*self_p) return;
     adamw_t *self = *self_p;
     let_go(self, 0);
     free(self->m);
@@ -105,23 +105,18 @@ void adamw_destroy(adamw_t **self_p) {
     *self_p = NULL;
 }
 
-size_t adamw_size(const adamw_t *self) {
-    return self->n;
-}
+size_t adamw_size(const adamw_t *self) { return self->n; }
 
-long adamw_steps(const adamw_t *self) {
-    return self->step;
-}
+long adamw_steps(const adamw_t *self) { return self->step; }
 
-int adamw_no_decay(adamw_t *self, size_t offset, size_t n) {
+int adamw_no_decay(adamw_t *self, size_t offset, size_t n)
+{
     if (offset > self->n || n > self->n - offset) {
-        log_error("adamw: no-decay range [%zu, %zu) is past the %zu parameters", offset, offset + n,
-                  self->n);
+        log_error("adamw: no-decay range [%zu, %zu) is past the %zu parameters", offset, offset + n, self->n);
         return -1;
     }
     size_t at = 0;
-    while (at < self->n_no_decay && self->no_decay[at].offset < offset)
-        at++;
+    while (at < self->n_no_decay && self->no_decay[at].offset < offset) at++;
     int overlaps_prev = at > 0 && self->no_decay[at - 1].offset + self->no_decay[at - 1].n > offset;
     int overlaps_next = at < self->n_no_decay && offset + n > self->no_decay[at].offset;
     if (overlaps_prev || overlaps_next) {
@@ -134,24 +129,24 @@ int adamw_no_decay(adamw_t *self, size_t offset, size_t n) {
         return -1;
     }
     memmove(r + at + 1, r + at, (self->n_no_decay - at) * sizeof *r);
-    r[at] = (range_t){ offset, n };
+    r[at] = (range_t){offset, n};
     self->no_decay = r;
     self->n_no_decay++;
     return 0;
 }
 
 typedef struct {
-    float decay;    // 1 - lr * weight_decay
-    float w1;       // 1 - beta1, lerp weight
+    float decay;     // 1 - lr * weight_decay
+    float w1;        // 1 - beta1, lerp weight
     float beta2, c2; // beta2, 1 - beta2
     float step_size; // lr / (1 - beta1^t)
-    float bc2_sqrt; // sqrt(1 - beta2^t)
+    float bc2_sqrt;  // sqrt(1 - beta2^t)
     float eps;
 } coef_t;
 
 /* parameters [lo, hi), multiplied by decay first (1 where they take none) */
-static void update(adamw_t *self, const coef_t *c, float decay, float *params, const float *grads,
-                   size_t lo, size_t hi) {
+static void update(adamw_t *self, const coef_t *c, float decay, float *params, const float *grads, size_t lo, size_t hi)
+{
     float *m = self->m, *v = self->v;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = lo; i < hi; i++) {
@@ -165,15 +160,12 @@ static void update(adamw_t *self, const coef_t *c, float decay, float *params, c
     }
 }
 
-float *adamw_moment(adamw_t *self, int which) {
-    return which ? self->v : self->m;
-}
+float *adamw_moment(adamw_t *self, int which) { return which ? self->v : self->m; }
 
-void adamw_set_steps(adamw_t *self, long steps) {
-    self->step = steps;
-}
+void adamw_set_steps(adamw_t *self, long steps) { self->step = steps; }
 
-size_t adamw_no_decay_ranges(const adamw_t *self, size_t *pairs, size_t max) {
+size_t adamw_no_decay_ranges(const adamw_t *self, size_t *pairs, size_t max)
+{
     for (size_t r = 0; r < self->n_no_decay && r < max; r++) {
         pairs[2 * r] = self->no_decay[r].offset;
         pairs[2 * r + 1] = self->no_decay[r].n;
@@ -181,7 +173,8 @@ size_t adamw_no_decay_ranges(const adamw_t *self, size_t *pairs, size_t max) {
     return self->n_no_decay;
 }
 
-int adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads) {
+int adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const float *grads)
+{
     if (let_go(self, 1) != 0) {
         log_error("adamw: no step: the moments could not be brought back from where they were stepped");
         return -1;
@@ -208,7 +201,8 @@ int adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const floa
     return 0;
 }
 
-float grad_clip_norm(float *grads, size_t n, float max_norm) {
+float grad_clip_norm(float *grads, size_t n, float max_norm)
+{
     /* float sums over blocks (vectorised), added in double */
     double ss = 0.0;
     size_t nb = (n + 1023) / 1024;
@@ -217,8 +211,7 @@ float grad_clip_norm(float *grads, size_t n, float max_norm) {
         size_t end = (b + 1) * 1024 < n ? (b + 1) * 1024 : n;
         float sb = 0.0f;
 #pragma omp simd reduction(+ : sb)
-        for (size_t i = b * 1024; i < end; i++)
-            sb += grads[i] * grads[i];
+        for (size_t i = b * 1024; i < end; i++) sb += grads[i] * grads[i];
         ss += sb;
     }
     float norm = (float)sqrt(ss);
@@ -226,8 +219,7 @@ float grad_clip_norm(float *grads, size_t n, float max_norm) {
         float coef = (float)((double)max_norm / ((double)norm + 1e-6));
         if (coef < 1.0f) {
 #pragma omp parallel for simd schedule(static)
-            for (size_t i = 0; i < n; i++)
-                grads[i] *= coef;
+            for (size_t i = 0; i < n; i++) grads[i] *= coef;
         }
     }
     return norm;
@@ -245,7 +237,8 @@ typedef struct {
     uint64_t n_ranges;
 } header_t;
 
-int adamw_save(const adamw_t *self, const char *path) {
+int adamw_save(const adamw_t *self, const char *path)
+{
     /* a holder's moments are the current ones and the file must have
      * them: copying them home changes where the state lives, not what it
      * is, so self stays const to the caller */
@@ -261,14 +254,14 @@ int adamw_save(const adamw_t *self, const char *path) {
     }
     memcpy(tmp, path, len);
     memcpy(tmp + len, ".tmp", 5);
-    header_t h = { .version = ADAMW_VERSION, .count = self->n, .step = self->step,
-                   .n_ranges = self->n_no_decay };
+    header_t h = {.version = ADAMW_VERSION, .count = self->n, .step = self->step, .n_ranges = self->n_no_decay};
     memcpy(h.magic, ADAMW_MAGIC, 8);
     FILE *f = fopen(tmp, "wb");
     int ok = f != NULL;
     ok = ok && fwrite(&h, sizeof h, 1, f) == 1;
     /* fwrite's buffer must not be NULL even for 0 items */
-    ok = ok && (self->n_no_decay == 0 || fwrite(self->no_decay, sizeof *self->no_decay, self->n_no_decay, f) == self->n_no_decay);
+    ok = ok && (self->n_no_decay == 0 ||
+                fwrite(self->no_decay, sizeof *self->no_decay, self->n_no_decay, f) == self->n_no_decay);
     ok = ok && fwrite(self->m, sizeof(float), self->n, f) == self->n;
     ok = ok && fwrite(self->v, sizeof(float), self->n, f) == self->n;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -289,7 +282,8 @@ int adamw_save(const adamw_t *self, const char *path) {
     return ok ? 0 : -1;
 }
 
-adamw_t *adamw_load(const char *path, size_t expect_n) {
+adamw_t *adamw_load(const char *path, size_t expect_n)
+{
     FILE *f = fopen(path, "rb");
     if (!f) {
         log_error("adamw: cannot open optimizer state %s: %s", path, strerror(errno));
@@ -298,26 +292,20 @@ adamw_t *adamw_load(const char *path, size_t expect_n) {
     header_t h;
     adamw_t *self = NULL;
     const char *why = NULL;
-    if (fread(&h, sizeof h, 1, f) != 1)
-        why = "truncated header";
-    else if (memcmp(h.magic, ADAMW_MAGIC, 8) != 0)
-        why = "not a sapo optimizer state (bad magic)";
-    else if (h.version != ADAMW_VERSION)
-        why = "unsupported version";
+    if (fread(&h, sizeof h, 1, f) != 1) why = "truncated header";
+    else if (memcmp(h.magic, ADAMW_MAGIC, 8) != 0) why = "not a sapo optimizer state (bad magic)";
+    else if (h.version != ADAMW_VERSION) why = "unsupported version";
     else if (h.count != expect_n) {
-        log_error("adamw: %s holds state for %llu parameters, the model has %zu", path,
-                  (unsigned long long)h.count, expect_n);
+        log_error("adamw: %s holds state for %llu parameters, the model has %zu", path, (unsigned long long)h.count,
+                  expect_n);
         fclose(f);
         return NULL;
-    } else if (h.step < 0 || h.n_ranges > h.count)
-        why = "corrupt header (step or range count)";
-    else if (!(self = adamw_new(expect_n)))
-        why = "out of memory";
+    } else if (h.step < 0 || h.n_ranges > h.count) why = "corrupt header (step or range count)";
+    else if (!(self = adamw_new(expect_n))) why = "out of memory";
     if (!why) {
         self->step = (long)h.step;
         self->no_decay = malloc((h.n_ranges ? h.n_ranges : 1) * sizeof *self->no_decay);
-        if (!self->no_decay)
-            why = "out of memory";
+        if (!self->no_decay) why = "out of memory";
         else if (fread(self->no_decay, sizeof *self->no_decay, h.n_ranges, f) != h.n_ranges)
             why = "truncated no-decay ranges";
         self->n_no_decay = why ? 0 : h.n_ranges;
@@ -329,11 +317,10 @@ adamw_t *adamw_load(const char *path, size_t expect_n) {
             end = nd->offset + nd->n;
         }
     }
-    if (!why && (fread(self->m, sizeof(float), self->n, f) != self->n ||
-                 fread(self->v, sizeof(float), self->n, f) != self->n))
+    if (!why &&
+        (fread(self->m, sizeof(float), self->n, f) != self->n || fread(self->v, sizeof(float), self->n, f) != self->n))
         why = "truncated moments";
-    if (!why && fgetc(f) != EOF)
-        why = "trailing bytes after the moments";
+    if (!why && fgetc(f) != EOF) why = "trailing bytes after the moments";
     fclose(f);
     if (why) {
         log_error("adamw: %s: %s", path, why);

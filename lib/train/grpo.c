@@ -10,7 +10,8 @@
 #include <math.h>
 #include <stddef.h>
 
-grpo_params_t grpo_params_default(int max_completion_length) {
+grpo_params_t grpo_params_default(int max_completion_length)
+{
     return (grpo_params_t){
         .epsilon_low = 0.2f,
         .epsilon_high = 0.28f,
@@ -23,31 +24,27 @@ grpo_params_t grpo_params_default(int max_completion_length) {
 }
 
 /* unbiased std of x (n), 0 for a single value as TRL sets it */
-static double std_unbiased(const float *x, int n) {
-    if (n < 2)
-        return 0.0;
+static double std_unbiased(const float *x, int n)
+{
+    if (n < 2) return 0.0;
     double mean = 0.0, ss = 0.0;
-    for (int i = 0; i < n; i++)
-        mean += x[i];
+    for (int i = 0; i < n; i++) mean += x[i];
     mean /= n;
-    for (int i = 0; i < n; i++)
-        ss += (x[i] - mean) * (x[i] - mean);
+    for (int i = 0; i < n; i++) ss += (x[i] - mean) * (x[i] - mean);
     return sqrt(ss / (n - 1));
 }
 
-void grpo_advantages(const float *rewards, const int *group_sizes, int n_groups, grpo_scale_t scale,
-                     float *adv_out) {
+void grpo_advantages(const float *rewards, const int *group_sizes, int n_groups, grpo_scale_t scale, float *adv_out)
+{
     int total = 0;
-    for (int g = 0; g < n_groups; g++)
-        total += group_sizes[g];
+    for (int g = 0; g < n_groups; g++) total += group_sizes[g];
     double batch_std = scale == GRPO_SCALE_BATCH ? std_unbiased(rewards, total) : 0.0;
     for (int g = 0, first = 0; g < n_groups; first += group_sizes[g], g++) {
         const float *r = rewards + first;
         float *a = adv_out + first;
         int group_size = group_sizes[g];
         double mean = 0.0;
-        for (int i = 0; i < group_size; i++)
-            mean += r[i];
+        for (int i = 0; i < group_size; i++) mean += r[i];
         mean /= group_size;
         double std = scale == GRPO_SCALE_GROUP ? std_unbiased(r, group_size) : batch_std;
         for (int i = 0; i < group_size; i++) {
@@ -59,33 +56,29 @@ void grpo_advantages(const float *rewards, const int *group_sizes, int n_groups,
 
 /* weight of each token of sequence b in the loss: the loss type's
  * normaliser over the batch */
-static double token_weight(const grpo_params_t *p, int B, double seq_tokens, double batch_tokens) {
+static double token_weight(const grpo_params_t *p, int B, double seq_tokens, double batch_tokens)
+{
     switch (p->loss_type) {
-    case GRPO_LOSS_GRPO:
-        return 1.0 / (fmax(seq_tokens, 1.0) * B);
-    case GRPO_LOSS_DR_GRPO:
-        return 1.0 / ((double)B * p->max_completion_length);
+    case GRPO_LOSS_GRPO: return 1.0 / (fmax(seq_tokens, 1.0) * B);
+    case GRPO_LOSS_DR_GRPO: return 1.0 / ((double)B * p->max_completion_length);
     case GRPO_LOSS_BNPO:
-    case GRPO_LOSS_DAPO:
-        break;
+    case GRPO_LOSS_DAPO: break;
     }
     return 1.0 / fmax(batch_tokens, 1.0);
 }
 
-float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const float *old_logp,
-                const float *ref_logp, const float *mask, const float *adv, float *dlogp_out,
-                grpo_stats_t *stats) {
+float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const float *old_logp, const float *ref_logp,
+                const float *mask, const float *adv, float *dlogp_out, grpo_stats_t *stats)
+{
     double batch_tokens = 0.0;
-    for (size_t i = 0; i < (size_t)B * T; i++)
-        batch_tokens += mask[i];
+    for (size_t i = 0; i < (size_t)B * T; i++) batch_tokens += mask[i];
     const float lo = 1.0f - p->epsilon_low, hi = 1.0f + p->epsilon_high;
     double loss = 0.0, n_low = 0, n_high = 0, n_region = 0, kl_sum = 0.0, ratio_sum = 0.0;
     float r_min = INFINITY, r_max = -INFINITY;
     long r_min_at = -1;
     for (int b = 0; b < B; b++) {
         double seq_tokens = 0.0;
-        for (int t = 0; t < T; t++)
-            seq_tokens += mask[(size_t)b * T + t];
+        for (int t = 0; t < T; t++) seq_tokens += mask[(size_t)b * T + t];
         double w = token_weight(p, B, seq_tokens, batch_tokens);
         float A = adv[b];
         for (int t = 0; t < T; t++) {
@@ -116,7 +109,7 @@ float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const f
             }
             loss += w * l * mask[i];
             dlogp_out[i] = (float)(w * dl * mask[i]);
-            int low = c1 < lo && A < 0.0f, high = c1 > hi && A > 0.0f;
+            int low = c1 < lo && A<0.0f, high = c1> hi && A > 0.0f;
             n_low += low * mask[i];
             n_high += high * mask[i];
             n_region += (low || high) * mask[i];

@@ -23,11 +23,11 @@ typedef enum {
 } grpo_loss_type_t;
 
 typedef struct {
-    float epsilon_low;         /* ratio clipped below at 1 - epsilon_low (0.2) */
-    float epsilon_high;        /* and above at 1 + epsilon_high (0.28) */
-    float delta;               /* two-sided clipping: ratio capped at delta; 0 = off */
-    float beta;                /* KL coefficient to the reference; 0 = no KL term */
-    int kl_bias_correction;    /* KL term times the ratio (TRL use_bias_correction_kl, default on) */
+    float epsilon_low;      /* ratio clipped below at 1 - epsilon_low (0.2) */
+    float epsilon_high;     /* and above at 1 + epsilon_high (0.28) */
+    float delta;            /* two-sided clipping: ratio capped at delta; 0 = off */
+    float beta;             /* KL coefficient to the reference; 0 = no KL term */
+    int kl_bias_correction; /* KL term times the ratio (TRL use_bias_correction_kl, default on) */
     grpo_loss_type_t loss_type;
     int max_completion_length; /* dr_grpo's normaliser */
 } grpo_params_t;
@@ -53,16 +53,14 @@ grpo_params_t grpo_params_default(int max_completion_length);
  * unbiased one (torch.std) of the group or of every reward of the batch;
  * no division for GRPO_SCALE_NONE. A one-element group (or batch) has std
  * 0, as in TRL. */
-void grpo_advantages(const float *rewards, const int *group_sizes, int n_groups, grpo_scale_t scale,
-                     float *adv_out);
+void grpo_advantages(const float *rewards, const int *group_sizes, int n_groups, grpo_scale_t scale, float *adv_out);
 
 /* logp, old_logp, ref_logp, mask: (B, T); adv: (B). old_logp NULL means the
  * batch is on-policy (TRL's old = logp.detach()); ref_logp is read only
  * when beta > 0 and must then be given. mask is 1 on completion tokens
  * that count, 0 on padding. Returns the loss; dlogp_out (B, T) receives
  * dL/dlogp (0 where masked); stats may be NULL. */
-float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const float *old_logp,
-                const float *ref_logp, const float *mask, const float *adv, float *dlogp_out,
-                grpo_stats_t *stats);
+float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const float *old_logp, const float *ref_logp,
+                const float *mask, const float *adv, float *dlogp_out, grpo_stats_t *stats);
 
 #endif

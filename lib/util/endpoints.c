@@ -8,10 +8,7 @@ static const char *const stream_names[STREAM_COUNT] = {
     "tasks", "rollouts", "scored", "batches", "policy",
 };
 
-const char *stream_name(stream_t s)
-{
-    return (s >= 0 && s < STREAM_COUNT) ? stream_names[s] : "?";
-}
+const char *stream_name(stream_t s) { return (s >= 0 && s < STREAM_COUNT) ? stream_names[s] : "?"; }
 
 int stream_from_name(const char *name)
 {
@@ -73,10 +70,8 @@ int endpoints_from_base(const char *base, endpoints_t *ep, char *err, size_t err
             snprintf(ep->out[s], ENDPOINT_MAX, "tcp://%s:%ld", host, port + 2 + 2 * s);
         }
     }
-    if (dir)
-        snprintf(ep->capture, ENDPOINT_MAX, "ipc://%s/capture", dir);
-    else
-        snprintf(ep->capture, ENDPOINT_MAX, "tcp://%s:%ld", host, port + 1 + 2 * STREAM_COUNT);
+    if (dir) snprintf(ep->capture, ENDPOINT_MAX, "ipc://%s/capture", dir);
+    else snprintf(ep->capture, ENDPOINT_MAX, "tcp://%s:%ld", host, port + 1 + 2 * STREAM_COUNT);
     return 0;
 }
 

@@ -11,8 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define DRAIN_MAX 1024 /* messages read from one socket per poll, so no socket starves the rest */
-#define PRODUCERS_MAX 4096 /* producers remembered per stream; the longest silent is forgotten */
+#define DRAIN_MAX 1024               /* messages read from one socket per poll, so no socket starves the rest */
+#define PRODUCERS_MAX 4096           /* producers remembered per stream; the longest silent is forgotten */
 #define QUEUE_BYTES_MAX (1ull << 30) /* a stream's queue is also full at this many bytes */
 
 typedef struct {
@@ -30,18 +30,18 @@ typedef struct {
 typedef struct {
     uint8_t rid[256]; /* routing id */
     size_t rid_len;
-    char name[16];    /* rid's first bytes in hex, for the log */
-    uint32_t window;  /* most records it may hold */
-    deque_t held;     /* sent, not yet acked (with holes) */
+    char name[16];   /* rid's first bytes in hex, for the log */
+    uint32_t window; /* most records it may hold */
+    deque_t held;    /* sent, not yet acked (with holes) */
     size_t nheld;
 } consumer_t;
 
 typedef struct {
     uint8_t rid[256];
     size_t rid_len;
-    uint64_t count;   /* records received from it */
-    int64_t seen;     /* when it last sent */
-    int touched;      /* sent in this drain: confirm */
+    uint64_t count; /* records received from it */
+    int64_t seen;   /* when it last sent */
+    int touched;    /* sent in this drain: confirm */
 } producer_t;
 
 typedef struct {
@@ -70,10 +70,7 @@ struct broker_t {
     int nipc;
 };
 
-static entry_t *deque_at(deque_t *d, size_t i)
-{
-    return &d->buf[(d->head + i) % d->cap];
-}
+static entry_t *deque_at(deque_t *d, size_t i) { return &d->buf[(d->head + i) % d->cap]; }
 
 static int deque_reserve(deque_t *d)
 {
@@ -142,8 +139,7 @@ static int ipc_in_use(const char *path)
 /* zmq's ipc bind silently takes over a path another broker is serving, so
  * that case is checked first; a missing run folder is created. Options that
  * apply per connection are copied at bind time: set them before. */
-static int bind_sock(broker_t *self, zsock_t *sock, const char *endpoint, const char *what,
-                     char *err, size_t errlen)
+static int bind_sock(broker_t *self, zsock_t *sock, const char *endpoint, const char *what, char *err, size_t errlen)
 {
     if (strncmp(endpoint, "ipc://", 6) == 0) {
         const char *path = endpoint + 6;
@@ -155,8 +151,7 @@ static int bind_sock(broker_t *self, zsock_t *sock, const char *endpoint, const 
             zsys_dir_create("%s", dir);
         }
         if (ipc_in_use(path)) {
-            snprintf(err, errlen, "cannot bind %s (%s): another process is serving it", endpoint,
-                     what);
+            snprintf(err, errlen, "cannot bind %s (%s): another process is serving it", endpoint, what);
             return -1;
         }
     }
@@ -164,8 +159,7 @@ static int bind_sock(broker_t *self, zsock_t *sock, const char *endpoint, const 
         snprintf(err, errlen, "cannot bind %s (%s): %s", endpoint, what, zmq_strerror(errno));
         return -1;
     }
-    if (strncmp(endpoint, "ipc://", 6) == 0)
-        snprintf(self->ipc_paths[self->nipc++], ENDPOINT_MAX, "%s", endpoint + 6);
+    if (strncmp(endpoint, "ipc://", 6) == 0) snprintf(self->ipc_paths[self->nipc++], ENDPOINT_MAX, "%s", endpoint + 6);
     return 0;
 }
 
@@ -384,8 +378,7 @@ static long queue_frame(broker_t *self, lane_t *lane, zmq_msg_t *frame)
         capture(self, lane->s, &msg);
         if (deque_push(&lane->queue, lane->next_id++, &msg, 0) < 0)
             log_error("%s: out of memory, a record was dropped", stream_name(lane->s));
-        else
-            lane->queued_bytes += len;
+        else lane->queued_bytes += len;
         zmq_msg_close(&msg);
     }
     lane->received += n;
@@ -504,8 +497,8 @@ static consumer_t *add_consumer(lane_t *lane, const void *rid, size_t len, uint3
     c->window = window;
     for (size_t i = 0; i < len && i < 4; i++) sprintf(c->name + 2 * i, "%02x", c->rid[i]);
     lane->cons[lane->ncons++] = c;
-    log_info("%s: consumer %s joined with credit %u (%zu consumers)", stream_name(lane->s), c->name,
-             window, lane->ncons);
+    log_info("%s: consumer %s joined with credit %u (%zu consumers)", stream_name(lane->s), c->name, window,
+             lane->ncons);
     return c;
 }
 
@@ -526,8 +519,8 @@ static void lose_consumer(lane_t *lane, size_t index, const char *why)
         c->held.len--;
     }
     lane->requeued += requeued;
-    log_info("%s: consumer %s lost (%s), %zu records requeued (%zu consumers)",
-             stream_name(lane->s), c->name, why, requeued, lane->ncons - 1);
+    log_info("%s: consumer %s lost (%s), %zu records requeued (%zu consumers)", stream_name(lane->s), c->name, why,
+             requeued, lane->ncons - 1);
     consumer_free(&lane->cons[index]);
     lane->cons[index] = lane->cons[--lane->ncons];
     if (lane->rr >= lane->ncons) lane->rr = 0;
@@ -562,17 +555,14 @@ static void handle_control(lane_t *lane, zmq_msg_t *rid, zmq_msg_t *body)
     if (n == 5 && p[0] == WIRE_HELLO) {
         uint32_t window = wire_get_u32(p + 1);
         if (window < 1) window = 1;
-        if (c)
-            c->window = window;
-        else
-            add_consumer(lane, zmq_msg_data(rid), zmq_msg_size(rid), window);
+        if (c) c->window = window;
+        else add_consumer(lane, zmq_msg_data(rid), zmq_msg_size(rid), window);
     } else if (n >= 1 && (n - 1) % 8 == 0 && p[0] == WIRE_ACK) {
         /* acks from a consumer already given up on are for records that
          * were requeued: ignored */
         for (size_t i = 1; c && i < n; i += 8) consumer_ack(lane, c, wire_get_u64(p + i));
     } else {
-        log_error("%s: dropped a malformed %zu-byte message from a consumer", stream_name(lane->s),
-                  n);
+        log_error("%s: dropped a malformed %zu-byte message from a consumer", stream_name(lane->s), n);
     }
 }
 
@@ -700,13 +690,12 @@ static void log_stats(broker_t *self)
         n += (size_t)snprintf(line + n, sizeof line - n,
                               "%s%s in %" PRIu64 " acked %" PRIu64 " queued %zu held %zu requeued %" PRIu64
                               " consumers %zu",
-                              n ? "; " : "", stream_name(s), lane->received, lane->acked,
-                              lane->queue.len, held, lane->requeued, lane->ncons);
+                              n ? "; " : "", stream_name(s), lane->received, lane->acked, lane->queue.len, held,
+                              lane->requeued, lane->ncons);
         lane->reported = lane->received;
     }
     if (self->notices != self->notices_reported && n < sizeof line) {
-        n += (size_t)snprintf(line + n, sizeof line - n, "%spolicy notices %" PRIu64, n ? "; " : "",
-                              self->notices);
+        n += (size_t)snprintf(line + n, sizeof line - n, "%spolicy notices %" PRIu64, n ? "; " : "", self->notices);
         self->notices_reported = self->notices;
     }
     if (n) log_info("stats: %s", line);
@@ -744,14 +733,10 @@ int broker_run(broker_t *self)
         }
         for (int i = 0; i < n; i++) {
             if (!(items[i].revents & ZMQ_POLLIN)) continue;
-            if (!lanes[i])
-                self->capture_topics += drain_subscriptions(self->capture, NULL);
-            else if (handlers[i])
-                handlers[i](self, lanes[i]);
-            else if (lanes[i]->s == STREAM_POLICY)
-                handle_policy_subscribers(self, lanes[i]);
-            else
-                handle_out(lanes[i]);
+            if (!lanes[i]) self->capture_topics += drain_subscriptions(self->capture, NULL);
+            else if (handlers[i]) handlers[i](self, lanes[i]);
+            else if (lanes[i]->s == STREAM_POLICY) handle_policy_subscribers(self, lanes[i]);
+            else handle_out(lanes[i]);
         }
         for (int s = 0; s < STREAM_COUNT; s++)
             if (s != STREAM_POLICY) dispatch(&self->lanes[s]);

@@ -44,13 +44,13 @@
 #define WIRE_HELLO 'H'
 #define WIRE_ACK 'A'
 #define WIRE_RECEIVED 'C'
-#define WIRE_HELLO_MS 1000   /* a waiting consumer repeats its hello this often */
-#define WIRE_ACK_BATCH 256   /* most acks in one frame */
-#define WIRE_BATCH_MAX 64    /* most records in one message to a consumer */
-#define WIRE_BATCH_BYTES (1u << 20) /* a batch grows past one record only within this */
-#define WIRE_PRODUCER_HWM 16 /* frames a producer's pipe holds */
+#define WIRE_HELLO_MS 1000                        /* a waiting consumer repeats its hello this often */
+#define WIRE_ACK_BATCH 256                        /* most acks in one frame */
+#define WIRE_BATCH_MAX 64                         /* most records in one message to a consumer */
+#define WIRE_BATCH_BYTES (1u << 20)               /* a batch grows past one record only within this */
+#define WIRE_PRODUCER_HWM 16                      /* frames a producer's pipe holds */
 #define WIRE_BATCH_HEAD(n) (4 + 12 * (size_t)(n)) /* bytes before a batch's records */
-#define WIRE_ACK_DELAY_MS 50 /* longest an ack waits to be batched */
+#define WIRE_ACK_DELAY_MS 50                      /* longest an ack waits to be batched */
 #define WIRE_HEARTBEAT_MS 3000
 
 static inline void wire_put_u64(uint8_t *p, uint64_t v)

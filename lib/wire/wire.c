@@ -11,16 +11,16 @@
  * that outpaces the broker sends fewer, larger messages, which is where the
  * time goes (ZeroMQ's cost is per message, not per byte). */
 struct wire_producer_t {
-    zsock_t *sock;              /* the sender thread's alone while it runs */
+    zsock_t *sock; /* the sender thread's alone while it runs */
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t wake, room;  /* wake: records or stop for the thread; room: the frame was taken */
-    uint8_t *fill;              /* n(u32), then each record as len(u32), bytes */
+    pthread_cond_t wake, room; /* wake: records or stop for the thread; room: the frame was taken */
+    uint8_t *fill;             /* n(u32), then each record as len(u32), bytes */
     size_t fill_len, fill_cap;
     uint32_t fill_n;
     int stopping;
-    int64_t stop_deadline;      /* when a stopping producer gives up on the broker */
-    uint64_t sent, received;    /* records handed over; as the broker last confirmed */
+    int64_t stop_deadline;   /* when a stopping producer gives up on the broker */
+    uint64_t sent, received; /* records handed over; as the broker last confirmed */
 };
 
 struct wire_consumer_t {
@@ -33,7 +33,7 @@ struct wire_consumer_t {
     uint32_t batch_size[WIRE_BATCH_MAX];
     int batch_len, batch_pos;
     int64_t last_hello;
-    int pending;                        /* acks not yet sent */
+    int pending; /* acks not yet sent */
     int64_t pending_since;
     uint8_t acks[1 + 8 * WIRE_ACK_BATCH];
 };
@@ -47,8 +47,7 @@ struct wire_subscriber_t {
 };
 
 /* A socket connected to endpoint, or NULL with a message in err. */
-static zsock_t *connect_sock(int type, const char *endpoint, const char *what, char *err,
-                             size_t errlen)
+static zsock_t *connect_sock(int type, const char *endpoint, const char *what, char *err, size_t errlen)
 {
     zsock_t *sock = zsock_new(type);
     if (!sock) {
@@ -136,8 +135,7 @@ static void drop_rest(void *h, const zmq_msg_t *last)
  * connection is never throttled and ZeroMQ answers the broker's PINGs
  * however long the consumer is busy. Producers use neither: the broker
  * stops reading a full stream, and a heartbeat would then cut the link. */
-static zsock_t *dealer_new(const char *endpoint, int consumer, const char *what, char *err,
-                           size_t errlen)
+static zsock_t *dealer_new(const char *endpoint, int consumer, const char *what, char *err, size_t errlen)
 {
     zsock_t *sock = zsock_new(ZMQ_DEALER);
     if (!sock) {
@@ -293,8 +291,7 @@ void wire_producer_destroy(wire_producer_t **self_p)
  * frame: a frame past its first record stays within the batch limits. */
 static int frame_full(const wire_producer_t *self, size_t len)
 {
-    return self->fill_n > 0 &&
-           (self->fill_n >= WIRE_BATCH_MAX || self->fill_len + 4 + len > WIRE_BATCH_BYTES);
+    return self->fill_n > 0 && (self->fill_n >= WIRE_BATCH_MAX || self->fill_len + 4 + len > WIRE_BATCH_BYTES);
 }
 
 int wire_producer_send(wire_producer_t *self, const void *data, size_t len)
@@ -346,8 +343,7 @@ static void consumer_hello(wire_consumer_t *self)
     self->last_hello = zclock_mono();
 }
 
-wire_consumer_t *wire_consumer_new(const endpoints_t *ep, stream_t s, int credit, char *err,
-                                   size_t errlen)
+wire_consumer_t *wire_consumer_new(const endpoints_t *ep, stream_t s, int credit, char *err, size_t errlen)
 {
     if (work_stream(s, "consumer", err, errlen) < 0) return NULL;
     if (credit < 1) {
@@ -479,8 +475,7 @@ int wire_consumer_ack(wire_consumer_t *self, uint64_t id)
     /* acks wait for the next recv that finds nothing to read, batched, but
      * never long: a consumer that dies holding acked records gets them
      * again, and until the broker hears, they count against its credit */
-    if (self->pending == WIRE_ACK_BATCH || now - self->pending_since >= WIRE_ACK_DELAY_MS)
-        return consumer_flush(self);
+    if (self->pending == WIRE_ACK_BATCH || now - self->pending_since >= WIRE_ACK_DELAY_MS) return consumer_flush(self);
     return zsys_interrupted ? -1 : 0;
 }
 
@@ -507,18 +502,15 @@ void wire_publisher_destroy(wire_publisher_t **self_p)
     *self_p = NULL;
 }
 
-int wire_publisher_send(wire_publisher_t *self, const void *data, size_t len, char *err,
-                        size_t errlen)
+int wire_publisher_send(wire_publisher_t *self, const void *data, size_t len, char *err, size_t errlen)
 {
     if (len > WIRE_RECORD_MAX) {
-        snprintf(err, errlen, "policy notice of %zu bytes is over the %u byte limit", len,
-                 WIRE_RECORD_MAX);
+        snprintf(err, errlen, "policy notice of %zu bytes is over the %u byte limit", len, WIRE_RECORD_MAX);
         return -1;
     }
     if (zmq_send(zsock_resolve(self->sock), data, len, ZMQ_DONTWAIT) < 0) {
         snprintf(err, errlen, "policy notice dropped: the broker at %s is not taking notices (%s)",
-                 zsock_endpoint(self->sock) ? zsock_endpoint(self->sock) : "?",
-                 zmq_strerror(errno));
+                 zsock_endpoint(self->sock) ? zsock_endpoint(self->sock) : "?", zmq_strerror(errno));
         return -1;
     }
     return 0;
@@ -575,4 +567,3 @@ wire_record_t *wire_subscriber_recv(wire_subscriber_t *self, int timeout_ms)
     }
     return NULL;
 }
-

@@ -54,8 +54,7 @@ int wire_producer_send(wire_producer_t *self, const void *data, size_t len);
 typedef struct wire_consumer_t wire_consumer_t;
 
 /* A consumer on a work stream that holds at most credit unacked records. */
-wire_consumer_t *wire_consumer_new(const endpoints_t *ep, stream_t s, int credit, char *err,
-                                   size_t errlen);
+wire_consumer_t *wire_consumer_new(const endpoints_t *ep, stream_t s, int credit, char *err, size_t errlen);
 void wire_consumer_destroy(wire_consumer_t **self_p);
 /* Waits up to timeout_ms (-1: forever, 0: only what is already there) for a
  * record. Returns NULL on timeout or interrupt. */
@@ -72,8 +71,7 @@ wire_publisher_t *wire_publisher_new(const endpoints_t *ep, char *err, size_t er
 void wire_publisher_destroy(wire_publisher_t **self_p);
 /* Never blocks: returns -1 with a message in err when the notice cannot be
  * queued (the broker has been unreachable for a long while). */
-int wire_publisher_send(wire_publisher_t *self, const void *data, size_t len, char *err,
-                        size_t errlen);
+int wire_publisher_send(wire_publisher_t *self, const void *data, size_t len, char *err, size_t errlen);
 
 typedef struct wire_subscriber_t wire_subscriber_t;
 

@@ -27,31 +27,31 @@ struct cuda_model {
     int device;
     cudaStream_t st;
     cublasHandle_t blas;
-    size_t n;            /* parameters */
-    float *p, *g;        // (n) fp32 master parameters, gradients
-    bf16 *wb;            // (n) bf16 copy
-    float *am, *av;      // (n) AdamW moments, allocated by the first step
+    size_t n;       /* parameters */
+    float *p, *g;   // (n) fp32 master parameters, gradients
+    bf16 *wb;       // (n) bf16 copy
+    float *am, *av; // (n) AdamW moments, allocated by the first step
     /* the optimizer whose moments am and av hold, registered with it as
      * their holder (adamw_hold): it tells c when it steps on the host or
      * goes away, so this pointer is never stale; moments_newer: the device
      * stepped since they were last copied to the host */
     adamw_t *opt;
     bool moments_newer;
-    double *norm;        // (1) clip's sum of squares
+    double *norm;          // (1) clip's sum of squares
     model_weights_t w, dw; /* into p and g */
     /* forward state */
     float *acts;
     size_t acts_cap, dsc_cap, pb_cap, hb_cap, hf_cap, xb_cap, yb_cap, icap, fcap; /* elements allocated */
     model_acts_t a;
     model_grad_acts_t ga;
-    float *dsc;          // (B, NH, T, T) attention backward scratch
-    bf16 *pb;            // (B, NH, T, T) one layer's probabilities, then their gradient, in bf16
-    bf16 *hb;            // (4, B, NH, T, HD) q, k, v, dy by head
-    float *hf;           // (3, B, NH, T, HD) y, or dq, dk, dv, by head
-    bf16 *xb, *yb;       // bf16 copies of a matmul's two inputs
+    float *dsc;                  // (B, NH, T, T) attention backward scratch
+    bf16 *pb;                    // (B, NH, T, T) one layer's probabilities, then their gradient, in bf16
+    bf16 *hb;                    // (4, B, NH, T, HD) q, k, v, dy by head
+    float *hf;                   // (3, B, NH, T, HD) y, or dq, dk, dv, by head
+    bf16 *xb, *yb;               // bf16 copies of a matmul's two inputs
     int *tokens, *targets, *pos; // (N)
-    float *logp, *dlogp; // (N)
-    float *rope_cos, *rope_sin; // (rope_cap, HD/2)
+    float *logp, *dlogp;         // (N)
+    float *rope_cos, *rope_sin;  // (rope_cap, HD/2)
     int rope_cap;
     int B, T;
     float temperature;
@@ -59,7 +59,7 @@ struct cuda_model {
      * forward, step, generation or download fails with it, so no step is
      * taken on gradients a failed kernel left behind */
     char failed[256];
-    size_t held, peak;   /* device bytes this model allocated, now and at most */
+    size_t held, peak; /* device bytes this model allocated, now and at most */
 };
 
 /* cudaMalloc and cudaFree that keep c's own count of device bytes (what
@@ -99,10 +99,10 @@ static struct {
     cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
                            const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
-    cublasStatus_t (*gemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                   const void *, const void *, cudaDataType, int, long long, const void *,
-                                   cudaDataType, int, long long, const void *, void *, cudaDataType, int, long long,
-                                   int, cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*gemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                   const void *, cudaDataType, int, long long, const void *, cudaDataType, int,
+                                   long long, const void *, void *, cudaDataType, int, long long, int,
+                                   cublasComputeType_t, cublasGemmAlgo_t);
     char err[300];
 } blas_lib;
 
@@ -123,8 +123,10 @@ static void blas_load(void)
     *(void **)&blas_lib.gemm = dlsym(h, "cublasGemmEx");
     *(void **)&blas_lib.gemm_batched = dlsym(h, "cublasGemmStridedBatchedEx");
     if (!blas_lib.create || !blas_lib.destroy || !blas_lib.set_stream || !blas_lib.gemm || !blas_lib.gemm_batched) {
-        snprintf(blas_lib.err, sizeof blas_lib.err, "%s lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, "
-                 "cublasGemmEx or cublasGemmStridedBatchedEx", name);
+        snprintf(blas_lib.err, sizeof blas_lib.err,
+                 "%s lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, "
+                 "cublasGemmEx or cublasGemmStridedBatchedEx",
+                 name);
         dlclose(h);
         return;
     }
@@ -228,13 +230,14 @@ static void to_bf16(cuda_model_t *c, bf16 *out, const float *in, size_t n)
 
 /* row-major C (M, N) = op(A) op(B) (+ beta C) with bf16 inputs and fp32
  * accumulation: cuBLAS is column-major, so it computes C^T = op(B)^T op(A)^T */
-static void gemm(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, const bf16 *A, int lda, const bf16 *B,
-                 int ldb, float beta, float *C, int ldc)
+static void gemm(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, const bf16 *A, int lda, const bf16 *B, int ldb,
+                 float beta, float *C, int ldc)
 {
     const float one = 1.0f;
-    blas_check(c, blas_lib.gemm(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one,
-                            B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    blas_check(c,
+               blas_lib.gemm(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, B,
+                             CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
 }
 
@@ -244,7 +247,8 @@ static void gemm_batched(cuda_model_t *c, bool ta, bool tb, int M, int N, int K,
                          long long sa, const bf16 *B, int ldb, long long sb, float *C, int ldc, long long sc, int batch)
 {
     const float zero = 0.0f;
-    blas_check(c, blas_lib.gemm_batched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+    blas_check(c,
+               blas_lib.gemm_batched(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
                                      &alpha, B, CUDA_R_16BF, ldb, sb, A, CUDA_R_16BF, lda, sa, &zero, C, CUDA_R_32F,
                                      ldc, sc, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
@@ -263,8 +267,8 @@ static void matmul_forward(cuda_model_t *c, float *out, const float *inp, const 
 }
 
 /* dinp (N, IN) = dout . w (or += when acc); dw += dout^T . inp; dbias += */
-static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbias, const float *dout,
-                            const float *inp, const float *w, int N, int IN, int OUT, bool acc)
+static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                            const float *w, int N, int IN, int OUT, bool acc)
 {
     to_bf16(c, c->yb, dout, (size_t)N * OUT);
     gemm(c, false, false, N, IN, OUT, c->yb, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
@@ -276,8 +280,7 @@ static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbia
     }
 }
 
-static void rmsnorm_forward(cuda_model_t *c, float *out, float *rstd, const float *inp, const float *w, int N,
-                            int C)
+static void rmsnorm_forward(cuda_model_t *c, float *out, float *rstd, const float *inp, const float *w, int N, int C)
 {
     rmsnorm_forward_kernel<<<N, ROW_THREADS, 0, c->st>>>(out, rstd, inp, w, C, c->m->cfg.rms_eps);
     launched(c, "rmsnorm_forward_kernel");
@@ -328,8 +331,7 @@ static void heads_merge(cuda_model_t *c, float *out, const float *in, int B, int
  * c->a.att (fp32) and c->pb (bf16) for this layer only: model_backward
  * runs this again per layer rather than keep every layer's (L B NH T^2
  * floats, 10.5 GiB at the 0.5B shape and B 8 x T 1,024: docs/cuda.md) */
-static void attention_forward(cuda_model_t *c, float *y, const float *q, const float *k, const float *v, int B,
-                              int T)
+static void attention_forward(cuda_model_t *c, float *y, const float *q, const float *k, const float *v, int B, int T)
 {
     const model_config_t *cf = &c->m->cfg;
     int NH = cf->NH, HD = cf->HD, BH = B * NH;
@@ -408,10 +410,7 @@ static int moments_asked(void *holder, adamw_t *opt, adamw_ask_t ask)
 
 /* the Linux driver branch that first supports CUDA major version v (the
  * toolkit's release notes); 0 when not known here */
-static int driver_branch_for(int major)
-{
-    return major == 11 ? 450 : major == 12 ? 525 : major == 13 ? 580 : 0;
-}
+static int driver_branch_for(int major) { return major == 11 ? 450 : major == 12 ? 525 : major == 13 ? 580 : 0; }
 
 /* the loaded NVIDIA kernel module's version ("580.65.06") into v, or "" */
 static void driver_loaded(char *v, size_t len)
@@ -445,8 +444,8 @@ int cuda_device_check(int device, char *err, size_t errlen)
             snprintf(found, sizeof found, "driver %s for CUDA %d.%d", module[0] ? module : "(version unknown)",
                      driver / 1000, driver % 1000 / 10);
         else
-            snprintf(found, sizeof found, "%s", module[0] ? "an NVIDIA kernel module without libcuda"
-                                                           : "no NVIDIA driver");
+            snprintf(found, sizeof found, "%s",
+                     module[0] ? "an NVIDIA kernel module without libcuda" : "no NVIDIA driver");
         int branch = driver_branch_for(runtime / 1000);
         snprintf(needed, sizeof needed, "a driver for CUDA %d.%d", runtime / 1000, runtime % 1000 / 10);
         if (branch) snprintf(needed + strlen(needed), sizeof needed - strlen(needed), " (R%d or later)", branch);
@@ -486,8 +485,7 @@ int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, siz
         curandGenerateUniform(gen, d, n) != CURAND_STATUS_SUCCESS ||
         cudaMemcpy(out, d, n * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
         snprintf(err, errlen, "cuRAND on device %d failed for %zu numbers", device, n);
-    else
-        rc = 0;
+    else rc = 0;
     if (gen) curandDestroyGenerator(gen);
     cudaFree(d);
     return rc;
@@ -532,8 +530,7 @@ cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
         ok = CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st)) == 0 && cuda_model_upload(c) == 0;
     }
     if (!ok) {
-        if (c->failed[0])
-            snprintf(err, errlen, "%s", c->failed);
+        if (c->failed[0]) snprintf(err, errlen, "%s", c->failed);
         else
             snprintf(err, errlen, "cuda:%d: no room for %zu parameters (%.2f GiB with their gradients and bf16 copy)",
                      device, c->n, c->n * 10.0 / 1073741824.0);
@@ -555,8 +552,8 @@ void cuda_model_destroy(cuda_model_t **self_p)
         adamw_unhold(c->opt, c);
         c->opt = NULL;
     }
-    void *bufs[] = {c->p, c->g, c->wb, c->am, c->av, c->norm, c->acts, c->dsc, c->pb, c->hb, c->hf, c->xb, c->yb, c->tokens,
-                    c->logp, c->rope_cos, c->rope_sin};
+    void *bufs[] = {c->p,  c->g,  c->wb, c->am, c->av,     c->norm, c->acts,     c->dsc,     c->pb,
+                    c->hb, c->hf, c->xb, c->yb, c->tokens, c->logp, c->rope_cos, c->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cudaFree(bufs[i]);
     if (c->blas) blas_lib.destroy(c->blas);
     if (c->st) cudaStreamDestroy(c->st);
@@ -649,16 +646,42 @@ static void ws_layout(const model_config_t *cf, int chunk, int B, int T, model_a
     size_t N = (size_t)B * T, L = cf->L, C = cf->C, QD = (size_t)cf->NH * cf->HD, KD = (size_t)cf->NKV * cf->HD;
     size_t FF = cf->FF, q3 = cf->type == MODEL_QWEN3, ch = chunk_rows(chunk, cf->V, (int)N);
     size_t ds = (size_t)B * cf->NH * T * T;
-    struct { float **p; size_t n; } t[] = {
-        {&a->x, (L + 1) * N * C}, {&a->ln1, N * C}, {&a->r1, L * N},
-        {&a->qpre, q3 * L * N * QD}, {&a->kpre, q3 * L * N * KD}, {&a->rq, q3 * L * N * cf->NH},
-        {&a->rk, q3 * L * N * cf->NKV}, {&a->q, L * N * QD}, {&a->k, L * N * KD}, {&a->v, L * N * KD},
-        {&a->att, ds}, {&a->y, N * QD}, {&a->xm, L * N * C},
-        {&a->ln2, N * C}, {&a->r2, L * N}, {&a->g, L * N * FF}, {&a->u, L * N * FF},
-        {&a->h, N * FF}, {&a->lnf, N * C}, {&a->rf, N}, {&a->lse, N},
-        {&g->dx, N * C}, {&g->dln, N * C}, {&g->dq, N * QD}, {&g->dk, N * KD}, {&g->dv, N * KD},
-        {&g->dy, N * QD}, {&g->dk2, q3 * N * KD}, {&g->dg, N * FF}, {&g->du, N * FF},
-        {&g->dh, N * FF}, {&g->logits, ch * cf->V},
+    struct {
+        float **p;
+        size_t n;
+    } t[] = {
+        {&a->x, (L + 1) * N * C},
+        {&a->ln1, N * C},
+        {&a->r1, L * N},
+        {&a->qpre, q3 * L * N * QD},
+        {&a->kpre, q3 * L * N * KD},
+        {&a->rq, q3 * L * N * cf->NH},
+        {&a->rk, q3 * L * N * cf->NKV},
+        {&a->q, L * N * QD},
+        {&a->k, L * N * KD},
+        {&a->v, L * N * KD},
+        {&a->att, ds},
+        {&a->y, N * QD},
+        {&a->xm, L * N * C},
+        {&a->ln2, N * C},
+        {&a->r2, L * N},
+        {&a->g, L * N * FF},
+        {&a->u, L * N * FF},
+        {&a->h, N * FF},
+        {&a->lnf, N * C},
+        {&a->rf, N},
+        {&a->lse, N},
+        {&g->dx, N * C},
+        {&g->dln, N * C},
+        {&g->dq, N * QD},
+        {&g->dk, N * KD},
+        {&g->dv, N * KD},
+        {&g->dy, N * QD},
+        {&g->dk2, q3 * N * KD},
+        {&g->dg, N * FF},
+        {&g->du, N * FF},
+        {&g->dh, N * FF},
+        {&g->logits, ch * cf->V},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -832,8 +855,8 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
         matmul_forward(c, lg, a->lnf + (size_t)r0 * C, lm_weight(c), NULL, n, C, V, false);
         logp_backward_kernel<<<n, ROW_THREADS, 0, c->st>>>(lg, c->dlogp + r0, a->lse + r0, c->targets + r0, V, inv_t);
         launched(c, "logp_backward_kernel");
-        matmul_backward(c, ga->dln + (size_t)r0 * C, lm_grad(c), NULL, lg, a->lnf + (size_t)r0 * C, lm_weight(c), n,
-                        C, V, false);
+        matmul_backward(c, ga->dln + (size_t)r0 * C, lm_grad(c), NULL, lg, a->lnf + (size_t)r0 * C, lm_weight(c), n, C,
+                        V, false);
     }
     rmsnorm_backward(c, ga->dx, dw->lnf, ga->dln, a->x + (size_t)cf->L * N * C, w->lnf, a->rf, N, C, false);
     for (int l = cf->L - 1; l >= 0; l--) {
@@ -843,17 +866,17 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
         /* the MLP's input and hidden activation again */
         rmsnorm_forward(c, a->ln2, NULL, xm, w->ln2 + (size_t)l * C, N, C);
         swiglu(c, a->h, g, u, (size_t)N * FF);
-        matmul_backward(c, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h, w->wd + (size_t)l * C * FF, N,
-                        FF, C, false);
+        matmul_backward(c, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h, w->wd + (size_t)l * C * FF, N, FF,
+                        C, false);
         swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, g, u,
-                                                                           (size_t)N * FF);
+                                                                            (size_t)N * FF);
         launched(c, "swiglu_backward_kernel");
-        matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2, w->wg + (size_t)l * FF * C, N,
-                        C, FF, false);
-        matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2, w->wu + (size_t)l * FF * C, N,
-                        C, FF, true);
-        rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, xm, w->ln2 + (size_t)l * C,
-                         a->r2 + (size_t)l * N, N, C, true);
+        matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2, w->wg + (size_t)l * FF * C, N, C,
+                        FF, false);
+        matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2, w->wu + (size_t)l * FF * C, N, C,
+                        FF, true);
+        rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, xm, w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N,
+                         N, C, true);
         /* the attention's probabilities and output again */
         attention_forward(c, a->y, q, k, v, B, T);
         matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx, a->y,
@@ -879,8 +902,8 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
                         w->wk + (size_t)l * KD * C, N, C, KD, true);
         matmul_backward(c, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
                         a->ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
-        rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, x, w->ln1 + (size_t)l * C,
-                         a->r1 + (size_t)l * N, N, C, true);
+        rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, x, w->ln1 + (size_t)l * C, a->r1 + (size_t)l * N,
+                         N, C, true);
     }
     embed_backward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(dw->wte, ga->dx, c->tokens, N, C);
     launched(c, "embed_backward_kernel");
@@ -899,8 +922,8 @@ static int moments_for(cuda_model_t *c, adamw_t *opt)
 {
     if (adamw_holder(opt) == c && c->opt == opt) return 0;
     if (adamw_size(opt) != c->n) {
-        fprintf(stderr, "cuda:%d: optimizer state for %zu parameters, the model has %zu\n", c->device,
-                adamw_size(opt), c->n);
+        fprintf(stderr, "cuda:%d: optimizer state for %zu parameters, the model has %zu\n", c->device, adamw_size(opt),
+                c->n);
         return -1;
     }
     if (c->opt) {
@@ -945,9 +968,13 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
     long step = adamw_steps(opt) + 1;
     double t = (double)step;
     adamw_coef_t k = {
-        (float)(1.0 - (double)p->lr * p->weight_decay), (float)(1.0 - (double)p->beta1), p->beta2,
-        (float)(1.0 - (double)p->beta2), (float)((double)p->lr / (1.0 - pow(p->beta1, t))),
-        (float)sqrt(1.0 - pow(p->beta2, t)), p->eps,
+        (float)(1.0 - (double)p->lr * p->weight_decay),
+        (float)(1.0 - (double)p->beta1),
+        p->beta2,
+        (float)(1.0 - (double)p->beta2),
+        (float)((double)p->lr / (1.0 - pow(p->beta1, t))),
+        (float)sqrt(1.0 - pow(p->beta2, t)),
+        p->eps,
     };
     /* decayed stretches between the no-decay ranges (sorted by offset) */
     size_t nr = adamw_no_decay_ranges(opt, NULL, 0);
@@ -959,12 +986,12 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
         size_t lo = i < nr ? ranges[2 * i] : c->n, hi = i < nr ? lo + ranges[2 * i + 1] : c->n;
         if (lo > at) {
             adamw_kernel<<<grid_for(lo - at), 256, 0, c->st>>>(c->p + at, c->am + at, c->av + at, c->g + at, lo - at, k,
-                                                              k.decay);
+                                                               k.decay);
             launched(c, "adamw_kernel");
         }
         if (hi > lo) {
             adamw_kernel<<<grid_for(hi - lo), 256, 0, c->st>>>(c->p + lo, c->am + lo, c->av + lo, c->g + lo, hi - lo, k,
-                                                              1.0f);
+                                                               1.0f);
             launched(c, "adamw_kernel");
         }
         at = hi > at ? hi : at;
@@ -985,14 +1012,14 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
 
 typedef struct {
     int S, maxT, R;
-    float *kc, *vc;  // (L, S, maxT, KD)
-    float *x, *ln;   // (R, C)
-    float *q, *y;    // (R, NH*HD)
-    float *k, *v;    // (R, KD)
-    float *g, *u;    // (R, FF)
-    float *logits;   // (max(S, 1), V)
-    float *uni;      // (S, max_new)
-    float *lp;       // (S)
+    float *kc, *vc;                     // (L, S, maxT, KD)
+    float *x, *ln;                      // (R, C)
+    float *q, *y;                       // (R, NH*HD)
+    float *k, *v;                       // (R, KD)
+    float *g, *u;                       // (R, FF)
+    float *logits;                      // (max(S, 1), V)
+    float *uni;                         // (S, max_new)
+    float *lp;                          // (S)
     int *tok, *slot, *pos, *uidx, *out; // (R) each
 } dev_ws_t;
 
@@ -1000,10 +1027,23 @@ static size_t gws_layout(dev_ws_t *ws, float *base, const model_config_t *cf, in
 {
     size_t KD = (size_t)cf->NKV * cf->HD, QD = (size_t)cf->NH * cf->HD, C = cf->C, FF = cf->FF, R = ws->R;
     size_t cache = (size_t)cf->L * ws->S * ws->maxT * KD;
-    struct { float **p; size_t n; } t[] = {
-        {&ws->kc, cache}, {&ws->vc, cache}, {&ws->x, R * C}, {&ws->ln, R * C}, {&ws->q, R * QD}, {&ws->y, R * QD},
-        {&ws->k, R * KD}, {&ws->v, R * KD}, {&ws->g, R * FF}, {&ws->u, R * FF},
-        {&ws->logits, (size_t)ws->S * cf->V}, {&ws->uni, (size_t)ws->S * M}, {&ws->lp, (size_t)ws->S},
+    struct {
+        float **p;
+        size_t n;
+    } t[] = {
+        {&ws->kc, cache},
+        {&ws->vc, cache},
+        {&ws->x, R * C},
+        {&ws->ln, R * C},
+        {&ws->q, R * QD},
+        {&ws->y, R * QD},
+        {&ws->k, R * KD},
+        {&ws->v, R * KD},
+        {&ws->g, R * FF},
+        {&ws->u, R * FF},
+        {&ws->logits, (size_t)ws->S * cf->V},
+        {&ws->uni, (size_t)ws->S * M},
+        {&ws->lp, (size_t)ws->S},
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -1025,9 +1065,12 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
     launched(c, "embed_forward_kernel");
     for (int l = 0; l < cf->L; l++) {
         rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln1 + (size_t)l * C, R, C);
-        matmul_forward(c, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD, false);
-        matmul_forward(c, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD, false);
-        matmul_forward(c, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD, false);
+        matmul_forward(c, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD,
+                       false);
+        matmul_forward(c, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD,
+                       false);
+        matmul_forward(c, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD,
+                       false);
         if (cf->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q, then k */
             CK(cudaMemcpyAsync(ws->y, ws->q, (size_t)R * QD * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
@@ -1039,7 +1082,7 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
         rope(c, ws->k, ws->pos, R, cf->NKV, 1.0f);
         float *kc = ws->kc + l * layer, *vc = ws->vc + l * layer;
         cache_store_kernel<<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R,
-                                                                       ws->maxT, KD);
+                                                                        ws->maxT, KD);
         launched(c, "cache_store_kernel");
         /* a fixed tile of positions at a time: any context length fits */
         size_t smem = attend_smem_bytes(HD);
@@ -1047,7 +1090,8 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
         attention_cached_kernel<<<dim3(R, cf->NH), 128, smem, c->st>>>(ws->y, ws->q, kc, vc, ws->slot, ws->pos,
                                                                        ws->maxT, cf->NH, cf->NKV, HD);
         launched(c, "attention_cached_kernel");
-        matmul_forward(c, ws->x, ws->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C, true);
+        matmul_forward(c, ws->x, ws->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C,
+                       true);
         rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln2 + (size_t)l * C, R, C);
         matmul_forward(c, ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
         matmul_forward(c, ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
@@ -1065,9 +1109,8 @@ static bool is_eos(const model_config_t *cf, int tok)
     return false;
 }
 
-int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const int *prompt_lens,
-                              const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp, int *tokens,
-                              float *logp, int *lengths)
+int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds,
+                              int Q, int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
 {
     const model_config_t *cf = &c->m->cfg;
     if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;

@@ -48,13 +48,13 @@ int cuda_model_upload(cuda_model_t *self);
 int cuda_model_download(cuda_model_t *self);
 void cuda_model_zero_grad(cuda_model_t *self);
 
-int cuda_model_forward(cuda_model_t *self, const int *tokens, const int *targets, int B, int T,
-                       float temperature, float *logp, float *logits);
+int cuda_model_forward(cuda_model_t *self, const int *tokens, const int *targets, int B, int T, float temperature,
+                       float *logp, float *logits);
 void cuda_model_backward(cuda_model_t *self, const float *dlogp);
 
 int cuda_model_generate_batch(cuda_model_t *self, const int *const *prompts, const int *prompt_lens,
-                              const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp,
-                              int *tokens, float *logp, int *lengths);
+                              const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp, int *tokens,
+                              float *logp, int *lengths);
 
 /* model_optimizer_step on the device: global-norm clip and one AdamW step
  * (adamw_step's formulas and no-decay ranges) on device moments. The

@@ -107,8 +107,7 @@ __global__ void swiglu_forward_kernel(float *h, const float *g, const float *u, 
         h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-__global__ void swiglu_backward_kernel(float *dg, float *du, const float *dh, const float *g, const float *u,
-                                       size_t n)
+__global__ void swiglu_backward_kernel(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float s = 1.0f / (1.0f + expf(-g[i]));
@@ -119,8 +118,8 @@ __global__ void swiglu_backward_kernel(float *dg, float *du, const float *dh, co
 }
 
 /* rotate_half RoPE in place on x (N, H, HD), dir -1 turning back */
-__global__ void rope_kernel(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H,
-                            int HD, float dir)
+__global__ void rope_kernel(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD,
+                            float dir)
 {
     int half = HD / 2;
     size_t n = (size_t)N * H * half;
@@ -139,8 +138,7 @@ __global__ void rope_kernel(float *x, const int *pos, const float *cos_t, const 
 // ----------------------------------------------------------------------------
 // RMSNorm: one block per row
 
-__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp, const float *w, int C,
-                                       float eps)
+__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp, const float *w, int C, float eps)
 {
     __shared__ float sh[32];
     const float *x = inp + (size_t)blockIdx.x * C;
@@ -157,8 +155,8 @@ __global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp
  * block takes a stretch of rows and sums their dw in shared memory (C
  * floats), added atomically once: per-row atomics on C addresses queued
  * behind each other */
-__global__ void rmsnorm_backward_kernel(float *dinp, float *dw, const float *dout, const float *inp,
-                                        const float *w, const float *rstd, int N, int C, int acc)
+__global__ void rmsnorm_backward_kernel(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                                        const float *rstd, int N, int C, int acc)
 {
     extern __shared__ float part[];
     __shared__ float sh[32];
@@ -271,8 +269,8 @@ __global__ void causal_softmax_backward_kernel(bf16 *ds, const float *dp, const 
  * shared memory is 2 HD + ATTEND_TILE floats whatever P: a long context is
  * not bounded by the device's shared memory per block, as it was when
  * every score sat there at once (about 12,200 positions at HD 64) */
-__device__ void attend(float *y, const float *q, const float *kb, const float *vb, int KS, int P, int HD,
-                       float scale, float *smem)
+__device__ void attend(float *y, const float *q, const float *kb, const float *vb, int KS, int P, int HD, float scale,
+                       float *smem)
 {
     __shared__ float sh[32];
     float *qs = smem, *acc = smem + HD, *s = smem + 2 * HD;

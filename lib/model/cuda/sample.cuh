@@ -20,10 +20,7 @@ __device__ inline uint32_t logit_key(float x)
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-__device__ inline float key_logit(uint32_t k)
-{
-    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
-}
+__device__ inline float key_logit(uint32_t k) { return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
 
 __device__ inline int block_max_int(int v, int *sh)
 {
@@ -43,22 +40,34 @@ __device__ int block_argmax(const float *x, int V, float *shf, int *shi)
     float best = -INFINITY;
     int bi = INT_MAX;
     for (int i = threadIdx.x; i < V; i += blockDim.x)
-        if (x[i] > best || bi == INT_MAX) { best = x[i]; bi = i; }
+        if (x[i] > best || bi == INT_MAX) {
+            best = x[i];
+            bi = i;
+        }
     for (int o = 16; o > 0; o >>= 1) {
         float ob = __shfl_xor_sync(0xffffffffu, best, o);
         int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
+        if (ob > best || (ob == best && oi < bi)) {
+            best = ob;
+            bi = oi;
+        }
     }
     int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     __syncthreads();
-    if (lane == 0) { shf[wid] = best; shi[wid] = bi; }
+    if (lane == 0) {
+        shf[wid] = best;
+        shi[wid] = bi;
+    }
     __syncthreads();
     best = lane < nw ? shf[lane] : -INFINITY;
     bi = lane < nw ? shi[lane] : INT_MAX;
     for (int o = 16; o > 0; o >>= 1) {
         float ob = __shfl_xor_sync(0xffffffffu, best, o);
         int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (ob > best || (ob == best && oi < bi)) { best = ob; bi = oi; }
+        if (ob > best || (ob == best && oi < bi)) {
+            best = ob;
+            bi = oi;
+        }
     }
     return bi < V ? bi : 0;
 }
@@ -70,9 +79,8 @@ typedef struct {
 } sample_args_t;
 
 /* row i of logits (n, V) draws with u[uidx[i]]; tok and lp (n) */
-__global__ void __launch_bounds__(SAMPLE_THREADS)
-sample_kernel(int *tok_out, float *lp_out, const float *logits, int V, const float *u, const int *uidx,
-              sample_args_t sp)
+__global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(int *tok_out, float *lp_out, const float *logits, int V,
+                                                                const float *u, const int *uidx, sample_args_t sp)
 {
     __shared__ float shf[32];
     __shared__ int shi[32];
@@ -187,7 +195,10 @@ sample_kernel(int *tok_out, float *lp_out, const float *logits, int V, const flo
         double run = 0;
         found = -1;
         for (int t = 0; t < (int)blockDim.x; t++) {
-            if (part[t] > 0 && run + part[t] >= target) { found = t; break; }
+            if (part[t] > 0 && run + part[t] >= target) {
+                found = t;
+                break;
+            }
             run += part[t];
         }
         if (found >= 0) part[found] = run;
