@@ -15,25 +15,12 @@
 #ifdef SAPO_HAVE_CUDA
 #include "model/cuda/cuda_model.h"
 
+/* the 0.5B shape with fixed-length completions, as the peer's
+ * min_new_tokens */
 static model_config_t qwen05(void)
 {
-    model_config_t c = {
-        .type = MODEL_QWEN2,
-        .C = 896,
-        .L = 24,
-        .NH = 14,
-        .NKV = 2,
-        .HD = 64,
-        .FF = 4864,
-        .V = 151936,
-        .max_pos = 32768,
-        .rope_theta = 1e6f,
-        .rms_eps = 1e-6f,
-        .tie = true,
-        .qkv_bias = true,
-        .bos_id = -1,
-        .n_eos = 0, /* fixed-length completions, as the peer's min_new_tokens */
-    };
+    model_config_t c = model_config_qwen25_05b();
+    c.n_eos = 0;
     return c;
 }
 

@@ -196,22 +196,7 @@ static void test_adamw_holder(void)
 static void test_train_memory(void)
 {
 #ifdef SAPO_HAVE_CUDA
-    model_config_t c = {
-        .type = MODEL_QWEN2,
-        .C = 896,
-        .L = 24,
-        .NH = 14,
-        .NKV = 2,
-        .HD = 64,
-        .FF = 4864,
-        .V = 151936,
-        .max_pos = 32768,
-        .rope_theta = 1e6f,
-        .rms_eps = 1e-6f,
-        .tie = true,
-        .qkv_bias = true,
-        .bos_id = -1,
-    };
+    model_config_t c = model_config_qwen25_05b();
     size_t bytes = cuda_train_bytes(&c, 8, 1024);
     printf("  Qwen2.5-0.5B shape, B 8 x T 1,024: %.2f GiB on the device\n", bytes / 1073741824.0);
     EXPECTF(bytes + (1ull << 30) <= 24000000000ull, "%.2f GiB does not fit a 24 GB card", bytes / 1073741824.0);

@@ -37,6 +37,29 @@ model_config_t model_config_tiny(void)
     return c;
 }
 
+model_config_t model_config_qwen25_05b(void)
+{
+    model_config_t c = {
+        .type = MODEL_QWEN2,
+        .C = 896,
+        .L = 24,
+        .NH = 14,
+        .NKV = 2,
+        .HD = 64,
+        .FF = 4864,
+        .V = 151936,
+        .max_pos = 32768,
+        .rope_theta = 1e6f,
+        .rms_eps = 1e-6f,
+        .tie = true,
+        .qkv_bias = true,
+        .bos_id = -1,
+        .eos_ids = {151643},
+        .n_eos = 1,
+    };
+    return c;
+}
+
 int model_config_check(const model_config_t *c, const char *where, char *err, size_t errlen)
 {
     const char *bad = NULL;

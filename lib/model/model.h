@@ -55,6 +55,11 @@ typedef struct model model_t;
  * 8 questions x 8 completions in seconds on 2 cores. */
 model_config_t model_config_tiny(void);
 
+/* Qwen2.5-0.5B's shape (24 layers, C 896, 14 heads over 2 KV heads, FF
+ * 4,864, vocab 151,936, tied), without weights: what the CUDA backend's
+ * memory and speed are stated for (bench_cuda, cuda_train_bytes) */
+model_config_t model_config_qwen25_05b(void);
+
 /* Reads a Hugging Face config.json. Returns 0, or -1 with one line in err
  * naming the file and the field. */
 int model_config_load(model_config_t *cfg, const char *path, char *err, size_t errlen);
