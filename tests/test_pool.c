@@ -461,16 +461,30 @@ static void test_draw_summary(void)
                     8 &&
                 lo == 4 && hi == 9 && r1 == 2 && s1 == 4 && r2 == 3 && s2 == 7 && t1 <= t2 && t1 > 0,
             "summary '%s'", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+    /* the same summary in a form only Lua's tonumber reads ("4.0"): pool.c
+     * leaves such a node to sapo_fresh */
+    char lua_form[160];
+    snprintf(lua_form, sizeof lua_form, "4.0 9 2 4 %llu 3 7 %llu", t1, t2);
     freeReplyObject(r);
-    const char *states[] = {"DEL %s", "SET %s junk", "SET %s 9 4 1 1 1"};
-    for (int k = 0; k < 3; k++) {
-        freeReplyObject(redisCommand(c, states[k], key));
+    /* a node of an older sapo calls sapo_fresh without naming nodes */
+    r = redisCommand(c, "FCALL_RO sapo_fresh 1 t%d: me 1000 2 0 32", swarm_no);
+    EXPECTF(r && r->type == REDIS_REPLY_ARRAY && r->elements == 5 && r->element[0]->integer == 0 &&
+                strcmp(r->element[1]->str, "a") == 0 && r->element[2]->integer == 4 && r->element[3]->integer == 9,
+            "sapo_fresh without nodes answered %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "another list");
+    freeReplyObject(r);
+    /* each summary as SET's value (one argument), or none */
+    const char *states[] = {lua_form, NULL, "junk", "9 4 1 1 1"};
+    for (int k = 0; k < 4; k++) {
+        r = states[k] ? redisCommand(c, "SET %s %s", key, states[k]) : redisCommand(c, "DEL %s", key);
+        EXPECTF(r && r->type != REDIS_REPLY_ERROR, "setting the summary to '%s'", states[k] ? states[k] : "none");
+        freeReplyObject(r);
         pool_t *me = same_swarm(1000);
         pool_window(me, 2, 0);
         pool_entry_t *e = NULL;
         int n = pool_draw(me, "me", 10, &e, err, sizeof err), fresh = 0;
         for (int i = 0; i < n; i++) fresh += record_no(&e[i]) >= 20 && record_no(&e[i]) % 10 < 3;
-        EXPECTF(n == 6 && fresh == 6, "%s: drew %d, %d of rounds 2 and 3", states[k], n, fresh);
+        EXPECTF(n == 6 && fresh == 6, "summary '%s': drew %d, %d of rounds 2 and 3", states[k] ? states[k] : "none", n,
+                fresh);
         pool_entries_free(e, n);
         pool_destroy(&me);
     }

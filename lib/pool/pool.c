@@ -576,6 +576,214 @@ static int fetch(pool_t *p, int want, const char **keys, seq_text_t *seqs, redis
     return 0;
 }
 
+/* A node's fresh range, as a draw sees it: node, the first fresh seq, the
+ * newest seq, the newest entry's round. */
+typedef struct {
+    char node[64];
+    uint64_t first, hi, newest;
+} fresh_t;
+
+/* a summary's numbers: "lo hi" and 64 rounds of three (pool.lua keeps no
+ * more) */
+#define SUMMARY_NUMBERS (2 + 3 * 64)
+
+/* one decimal integer of at most 2^52 (the largest Lua counts exactly) */
+static int summary_number(const char **s, uint64_t *v)
+{
+    const char *p = *s;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+    if (*p < '0' || *p > '9') return *p == '\0' ? 0 : -1;
+    uint64_t x = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (uint64_t)(*p - '0');
+        if (x > (1ull << 52)) return -1;
+    }
+    if (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '\f' && *p != '\v') return -1;
+    *s = p, *v = x;
+    return 1;
+}
+
+/* A node's summary (pool.lua, summary_parse: "lo hi", then per publisher
+ * round "round seq ms", oldest first, seqs rising) read into a fresh
+ * range at server time now: 1, or 0 when it is not one (missing, junk,
+ * or written in a form only Lua reads: the caller asks Lua) */
+static int summary_fresh(const redisReply *s, int rounds, long ms, long long now, fresh_t *f)
+{
+    if (!s || s->type != REDIS_REPLY_STRING || s->len > 4096 || strlen(s->str) != s->len) return 0;
+    uint64_t t[SUMMARY_NUMBERS], v;
+    int n = 0, got;
+    const char *p = s->str;
+    while ((got = summary_number(&p, &v)) == 1) {
+        if (n == SUMMARY_NUMBERS) return 0;
+        t[n++] = v;
+    }
+    if (got < 0 || n < 5 || (n - 2) % 3 != 0 || t[0] < 1 || t[1] < t[0] || t[3] != t[0]) return 0;
+    for (int i = 2; i < n; i += 3)
+        if (t[i + 1] > t[1] || (i > 2 && t[i + 1] <= t[i - 2])) return 0;
+    f->hi = t[1], f->newest = t[n - 3];
+    f->first = t[1] + 1;
+    for (int i = n - 3; i >= 2; i -= 3) {
+        if ((rounds > 0 && t[i] + (uint64_t)rounds <= f->newest) || (ms > 0 && now - (long long)t[i + 2] > ms)) break;
+        f->first = t[i + 1];
+    }
+    if (rounds == 0 && ms == 0) f->first = t[0];
+    return 1;
+}
+
+static int fresh_by_node(const void *a, const void *b)
+{
+    return strcmp(((const fresh_t *)a)->node, ((const fresh_t *)b)->node);
+}
+
+static int name_order(const void *a, const void *b)
+{
+    return strcmp((*(const redisReply *const *)a)->str, (*(const redisReply *const *)b)->str);
+}
+
+/* the ranges sapo_fresh (pool.lua) answers for the nodes named in
+ * names[0..n), appended to f (one answered for a node not asked about, by
+ * the function of an older sapo, is ignored); the count of nodes skipped
+ * for bad keys, or -1 with err */
+static long lua_fresh(pool_t *self, const char *prefix, const char *exclude, int cand, const redisReply **names,
+                      size_t n, fresh_t *f, size_t *nf, char *err, size_t errlen)
+{
+    char cap[32], wr[32], wms[32], cn[32];
+    snprintf(cap, sizeof cap, "%d", self->max_per_node);
+    snprintf(wr, sizeof wr, "%d", self->window_rounds);
+    snprintf(wms, sizeof wms, "%ld", self->window_ms);
+    snprintf(cn, sizeof cn, "%d", cand);
+    const char **argv = calloc(9 + n, sizeof *argv);
+    size_t *lens = calloc(9 + n, sizeof *lens);
+    if (!argv || !lens) {
+        free(argv), free(lens);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *head[] = {"FCALL_RO", "sapo_fresh", "1", prefix, exclude, cap, wr, wms, cn};
+    for (int i = 0; i < 9; i++) argv[i] = head[i], lens[i] = strlen(head[i]);
+    for (size_t i = 0; i < n; i++) argv[9 + i] = names[i]->str, lens[9 + i] = names[i]->len;
+    redisReply *r = run(self, (int)(9 + n), argv, lens, err, errlen);
+    free(argv), free(lens);
+    if (!r) return -1;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER) {
+        snprintf(err, errlen, "redis: sapo_fresh answered no count of bad nodes");
+        freeReplyObject(r);
+        return -1;
+    }
+    long bad = (long)r->element[0]->integer;
+    for (size_t i = 0; i + 4 < r->elements; i += 4) {
+        redisReply **e = r->element + 1 + i;
+        if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER ||
+            e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER || e[1]->integer < 1 ||
+            e[2]->integer < 1)
+            continue;
+        size_t j = 0;
+        while (j < n && strcmp(names[j]->str, e[0]->str) != 0) j++;
+        if (j == n) continue;
+        fresh_t *o = &f[(*nf)++];
+        snprintf(o->node, sizeof o->node, "%s", e[0]->str);
+        o->first = (uint64_t)e[1]->integer, o->hi = (uint64_t)e[2]->integer;
+        o->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
+    }
+    freeReplyObject(r);
+    return bad;
+}
+
+/* Other nodes' fresh ranges for a draw, sorted by node, into *out (its
+ * length the return value, or -1 with err), and self->bad_nodes. The node
+ * set whole when it has at most cand nodes, else cand + 1 of them at
+ * random (SRANDMEMBER answers the whole set when it is no larger), so a
+ * draw costs the same at 10 or 10,000 nodes. Each node's summary comes
+ * with one MGET and is read here (in Lua, 32 of them took 325 us of the
+ * server's single thread); a node without one (an older sapo's, or junk)
+ * is left to sapo_fresh, which reads its counters and entries' meta. */
+static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, int cand, fresh_t **out, char *err,
+                         size_t errlen)
+{
+    *out = NULL;
+    if (!self->c && connect_now(self, err, errlen) != 0) return -1;
+    redisReply *g[3] = {NULL, NULL, NULL};
+    redisAppendCommand(self->c, "TIME");
+    redisAppendCommand(self->c, "SRANDMEMBER %snodes %d", prefix, cand + 1);
+    if (pipeline_replies(self, 2, g, err, errlen) != 0) {
+        freeReplyObject(g[0]);
+        return -1;
+    }
+    long n = -1;
+    const redisReply **names = NULL, *t = g[0], *set = g[1];
+    const char **argv = NULL;
+    size_t *lens = NULL, nn = 0, nl = 0, nf = 0;
+    char(*keys)[240] = NULL;
+    fresh_t *f = NULL;
+    if (t->type != REDIS_REPLY_ARRAY || t->elements != 2 || t->element[0]->type != REDIS_REPLY_STRING ||
+        t->element[1]->type != REDIS_REPLY_STRING) {
+        snprintf(err, errlen, "redis: TIME answered type %d, not two strings", t->type);
+        goto done;
+    }
+    if (set->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "redis: SRANDMEMBER %snodes answered type %d%s%s", prefix, set->type,
+                 set->type == REDIS_REPLY_ERROR ? ": " : "", set->type == REDIS_REPLY_ERROR ? set->str : "");
+        goto done;
+    }
+    long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    names = calloc(set->elements + 1, sizeof *names);
+    f = calloc(set->elements + 1, sizeof *f);
+    argv = calloc(set->elements + 1, sizeof *argv);
+    lens = calloc(set->elements + 1, sizeof *lens);
+    keys = calloc(set->elements + 1, sizeof *keys);
+    if (!names || !f || !argv || !lens || !keys) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    /* names that cannot be a node's are skipped: their keys are no one's */
+    char ebuf[128];
+    for (size_t i = 0; i < set->elements; i++) {
+        const redisReply *e = set->element[i];
+        if (e->type == REDIS_REPLY_STRING && e->len < 64 && strlen(e->str) == e->len && strcmp(e->str, exclude) != 0 &&
+            pool_node_ok(e->str, ebuf, sizeof ebuf) == 0)
+            names[nn++] = e;
+    }
+    qsort(names, nn, sizeof *names, name_order);
+    if (nn > 0) {
+        argv[0] = "MGET", lens[0] = 4;
+        for (size_t i = 0; i < nn; i++) {
+            snprintf(keys[i], sizeof keys[i], "%sn:%s:s", prefix, names[i]->str);
+            argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
+        }
+        g[2] = run(self, (int)(1 + nn), argv, lens, err, errlen);
+        if (!g[2]) goto done;
+        if (g[2]->type != REDIS_REPLY_ARRAY || g[2]->elements != nn) {
+            snprintf(err, errlen, "redis: MGET answered type %d, not %zu values", g[2]->type, nn);
+            goto done;
+        }
+    }
+    /* the nodes without a summary go to Lua, in names[0..nl) */
+    for (size_t i = 0; i < nn; i++) {
+        if (summary_fresh(g[2]->element[i], self->window_rounds, self->window_ms, now, &f[nf])) {
+            snprintf(f[nf].node, sizeof f[nf].node, "%s", names[i]->str);
+            nf++;
+        } else {
+            names[nl++] = names[i];
+        }
+    }
+    long bad = 0;
+    if (nl > 0 && (bad = lua_fresh(self, prefix, exclude, cand, names, nl, f, &nf, err, errlen)) < 0) goto done;
+    self->bad_nodes = bad;
+    /* at most the per-node bound, the newest */
+    uint64_t cap = (uint64_t)self->max_per_node;
+    n = 0;
+    for (size_t i = 0; i < nf; i++) {
+        if (f[i].hi + 1 > cap && f[i].first < f[i].hi + 1 - cap) f[i].first = f[i].hi + 1 - cap;
+        if (f[i].first <= f[i].hi) f[n++] = f[i];
+    }
+    qsort(f, (size_t)n, sizeof *f, fresh_by_node);
+    *out = f, f = NULL;
+done:
+    for (int i = 0; i < 3; i++) freeReplyObject(g[i]);
+    free(names), free(f), free(argv), free(lens), free(keys);
+    return n;
+}
+
 typedef struct {
     peer_t *d;   /* set once every range's peer exists: peer_of may move them */
     size_t peer; /* its index in self->peers */
@@ -587,35 +795,16 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
 {
     *out = NULL;
     if (k <= 0) return 0;
-    char prefix[160], cap[32], wr[32], wms[32], max_bytes[32];
+    char prefix[160];
     snprintf(prefix, sizeof prefix, "%s:", self->swarm);
-    snprintf(cap, sizeof cap, "%d", self->max_per_node);
-    snprintf(wr, sizeof wr, "%d", self->window_rounds);
-    snprintf(wms, sizeof wms, "%ld", self->window_ms);
-    snprintf(max_bytes, sizeof max_bytes, "%zu", self->max_bytes);
     /* the swarm whole up to POOL_CANDIDATES nodes (or 8 k), else that many
      * nodes at random: exact for a small swarm, O(k) for a large one */
-    char cand[32];
-    snprintf(cand, sizeof cand, "%d", 8 * k > POOL_CANDIDATES ? 8 * k : POOL_CANDIDATES);
-    const char *fargv[] = {"FCALL_RO", "sapo_fresh", "1", prefix, exclude_node ? exclude_node : "", cap, wr, wms, cand};
-    size_t flens[9];
-    for (int i = 0; i < 9; i++) flens[i] = strlen(fargv[i]);
-    redisReply *r = run(self, 9, fargv, flens, err, errlen);
-    if (!r) return -1;
-    if (r->type != REDIS_REPLY_ARRAY) {
-        snprintf(err, errlen, "redis: sapo_fresh answered type %d, not an array", r->type);
-        freeReplyObject(r);
-        return -1;
-    }
+    fresh_t *fr = NULL;
+    long nr = fresh_ranges(self, prefix, exclude_node ? exclude_node : "",
+                           8 * k > POOL_CANDIDATES ? 8 * k : POOL_CANDIDATES, &fr, err, errlen);
+    if (nr < 0) return -1;
     int n = -1;
-    if (r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER) {
-        snprintf(err, errlen, "redis: sapo_fresh answered no count of bad nodes");
-        freeReplyObject(r);
-        return -1;
-    }
-    self->bad_nodes = (long)r->element[0]->integer;
-    size_t nr = (r->elements - 1) / 4;
-    range_t *ranges = calloc(nr + 1, sizeof *ranges);
+    range_t *ranges = calloc((size_t)nr + 1, sizeof *ranges);
     const char **gargv = calloc(2 * (size_t)k, sizeof *gargv);
     entry_keys_t *keys = calloc((size_t)k, sizeof *keys);
     seq_text_t *seqs = calloc((size_t)k, sizeof *seqs);
@@ -625,30 +814,21 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    /* the ranges, each checked: a name that cannot be a node's, or a
-     * range that is not one, is skipped */
+    /* the ranges, each checked: one that is not a range is skipped */
     uint64_t total = 0;
     double mass = 0;
     size_t m = 0;
-    for (size_t i = 0; i < nr; i++) {
-        redisReply **e = r->element + 1 + 4 * i;
-        if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER ||
-            e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER)
-            continue;
-        char ebuf[128];
-        if (e[0]->len >= 64 || strlen(e[0]->str) != e[0]->len || pool_node_ok(e[0]->str, ebuf, sizeof ebuf) != 0)
-            continue;
-        if (e[1]->integer < 1 || e[2]->integer < e[1]->integer || e[2]->integer - e[1]->integer >= self->max_per_node)
-            continue;
+    for (long i = 0; i < nr; i++) {
+        const fresh_t *e = &fr[i];
+        if (e->first < 1 || e->hi < e->first || e->hi - e->first >= (uint64_t)self->max_per_node) continue;
         range_t *rg = &ranges[m];
-        peer_t *d = peer_of(self, e[0]->str);
+        peer_t *d = peer_of(self, e->node);
         if (!d) {
             snprintf(err, errlen, "out of memory");
             goto done;
         }
         rg->peer = (size_t)(d - self->peers);
-        rg->first = (uint64_t)e[1]->integer, rg->hi = (uint64_t)e[2]->integer;
-        rg->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
+        rg->first = e->first, rg->hi = e->hi, rg->newest = e->newest;
         peer_forget_below(d, rg->first);
         rg->free = rg->hi - rg->first + 1 - (uint64_t)peer_drawn_in(d, rg->first, rg->hi);
         rg->w = peer_weight(self, d);
@@ -746,7 +926,7 @@ done:
     for (int i = 0; g && i < 1 + 3 * k; i++)
         if (g[i]) freeReplyObject(g[i]);
     free(g);
-    freeReplyObject(r);
+    free(fr);
     free(ranges);
     free(gargv);
     free(keys);

@@ -202,7 +202,9 @@ end}
 -- how many nodes were skipped for bad keys, then other nodes' fresh
 -- ranges: node, first fresh seq, newest seq, the newest entry's round,
 -- as a flat list. args: exclude, cap, window in rounds, window in ms
--- (0 = none; with both 0, a node's newest cap entries), candidates.
+-- (0 = none; with both 0, a node's newest cap entries), candidates, and
+-- then, from pool.c, the nodes to read (it reads the summaries itself and
+-- asks here only for nodes without one); without them, nodes as below.
 -- A swarm of at most `candidates` nodes is read whole (the draw is
 -- exact); a larger one by that many nodes picked at random
 -- (SRANDMEMBER), so a draw costs the same at 10 or 10,000 nodes. Each
@@ -223,7 +225,9 @@ redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, cal
   local cap, rounds, ms = tonumber(args[2]) or 1, tonumber(args[3]) or 0, tonumber(args[4]) or 0
   local want = tonumber(args[5]) or 0
   local nodes
-  if want > 0 and redis.call('SCARD', prefix .. ':nodes') > want then
+  if #args > 5 then
+    nodes = {unpack(args, 6)}
+  elseif want > 0 and redis.call('SCARD', prefix .. ':nodes') > want then
     nodes = redis.call('SRANDMEMBER', prefix .. ':nodes', want + 1)
   else
     nodes = redis.call('SMEMBERS', prefix .. ':nodes')
