@@ -171,39 +171,49 @@ static void test_diagnostics(void)
     rec_free(buf);
 }
 
-/* a verifier's scores under the floor: hedges (0.01, 0.05) count 0 */
+/* a verifier's scores under the floor: hedges (0.01, 0.05) count 0; the
+ * format reward comes on top for any answer in the tags */
 static void test_reward_floor(void)
 {
-    EXPECT(score_reward(0.05, 0.1f) == 0.0f);
-    EXPECT(score_reward(0.01, 0.1f) == 0.0f);
-    EXPECT(score_reward(1.0, 0.1f) == 1.0f);
-    EXPECT(score_reward(0.5, 0.1f) == 0.5f);
-    EXPECT(score_reward(0.05, 0.0f) == 0.05f);
-    /* score_rollout writes the floored rewards into the record */
-    rec_completion_t c[] = {{.text = "<answer>Tuesday</answer>"}, {.text = "<answer>friday</answer>"}};
+    reward_rule_t floor = {0.1f, 0}, none = {0, 0}, format = {0.6f, 0.2f};
+    EXPECT(score_reward(0.05, true, floor) == 0.0f);
+    EXPECT(score_reward(0.01, true, floor) == 0.0f);
+    EXPECT(score_reward(1.0, true, floor) == 1.0f);
+    EXPECT(score_reward(0.5, true, floor) == 0.5f);
+    EXPECT(score_reward(0.05, true, none) == 0.05f);
+    EXPECT(score_reward(0.5, true, format) == 0.2f);
+    EXPECT(score_reward(0.0, false, format) == 0.0f);
+    EXPECT(score_reward(1.0, true, format) == 1.2f);
+    /* score_rollout writes the rule's rewards into the record: the right
+     * answer, a weekday in the wrong case (partial credit 0.05 in
+     * reasoning-gym), and no answer tags */
+    rec_completion_t c[] = {
+        {.text = "<answer>Tuesday</answer>"}, {.text = "<answer>friday</answer>"}, {.text = "Tuesday"}};
     rec_rollout_t r = {
         .node = "n0",
         .completions = c,
-        .n_completions = 2,
+        .n_completions = 3,
         .task = {.family = "calendar_arithmetic",
                  .question = "q",
                  .answer = "Tuesday",
                  .metadata_json = "{\"source_dataset\":\"calendar_arithmetic\",\"task\":\"weekday_offset\"}"}};
-    for (int pass = 0; pass < 2; pass++) {
+    const reward_rule_t rules[] = {none, floor, {0.1f, 0.25f}};
+    const float want[][3] = {{1.0f, 0.05f, 0.0f}, {1.0f, 0.0f, 0.0f}, {1.25f, 0.25f, 0.0f}};
+    for (int k = 0; k < 3; k++) {
         size_t len;
         void *buf = rollout_buf(&r, &len);
         EXPECT(buf != NULL);
         score_stats_t st = {0};
         char err[256];
-        EXPECTF(score_rollout(buf, len, pass ? 0.1f : 0.0f, &st, err, sizeof err) == 0, "%s", err);
+        EXPECTF(score_rollout(buf, len, rules[k], &st, err, sizeof err) == 0, "%s", err);
         rec_rollout_view_t v;
         EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
-        rec_completion_t got;
-        rec_rollout_completion(&v, 1, &got);
-        /* a weekday name in the wrong case is partial credit 0.05 in reasoning-gym; 0 under a floor of 0.1 */
-        EXPECTF(pass ? got.reward == 0.0f : fabsf(got.reward - 0.05f) < 1e-6f, "floor %d: reward %g", pass, got.reward);
-        rec_rollout_completion(&v, 0, &got);
-        EXPECT(got.reward == 1.0f);
+        for (int i = 0; i < 3; i++) {
+            rec_completion_t got;
+            rec_rollout_completion(&v, (size_t)i, &got);
+            EXPECTF(fabsf(got.reward - want[k][i]) < 1e-6f, "rule %d, completion %d: reward %g, not %g", k, i,
+                    got.reward, want[k][i]);
+        }
         free(buf);
     }
 }

@@ -89,7 +89,7 @@ static void test_chat_instruction(void)
     void *buf = rollout_buf(&r, &len);
     EXPECT(buf != NULL);
     score_stats_t st = {0};
-    EXPECTF(score_rollout(buf, len, 0, &st, err, sizeof err) == 0, "%s", err);
+    EXPECTF(score_rollout(buf, len, (reward_rule_t){0, 0}, &st, err, sizeof err) == 0, "%s", err);
     rec_rollout_view_t v;
     rec_completion_t got;
     EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);

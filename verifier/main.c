@@ -41,7 +41,8 @@ int main(int argc, char **argv)
         if (!r) continue;
         void *copy = malloc(r->size ? r->size : 1);
         memcpy(copy, r->data, r->size);
-        if (score_rollout(copy, r->size, cfg.reward_floor, &st, err, sizeof err) == 0) {
+        if (score_rollout(copy, r->size, (reward_rule_t){cfg.reward_floor, cfg.format_reward}, &st, err, sizeof err) ==
+            0) {
             wire_producer_send(out, copy, r->size);
         } else {
             /* a verifiable record goes back unscored, so the sampler knows it is done with */

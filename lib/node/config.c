@@ -96,6 +96,7 @@ static const field_t fields[] = {
     {"warmstart-shape", "SAPO_WARMSTART_SHAPE", S(warmstart_shape), "tiny", "shape of the base model learner warmstart trains over the byte tokenizer: tiny (4 layers of 256, 3.2M parameters) or a config.json with Qwen2 fields, e.g. config/tiny-2layer.json, a second, smaller kind for a heterogeneous swarm"},
     {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", I(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
     {"reward-floor", "SAPO_REWARD_FLOOR", F(reward_floor), "0.6", "a verifier score below this counts as reward 0 (partial credit for a wrong answer: 0.5 for \"11\" when the answer is 1, 0.01 or 0.05 in reasoning-gym's scorers; 0 = every score as it is)"},
+    {"format-reward", "SAPO_FORMAT_REWARD", F(format_reward), "0", "added to the reward of a completion whose answer stands in the answer tags, right or wrong (after the floor: rewards then run from 0 to 1 + this), so a wrong answer in the format earns more than none; 0 = none"},
     {"mask-truncated", "SAPO_MASK_TRUNCATED", I(mask_truncated), "0", "1: completions cut by max-new-tokens add nothing to the loss (TRL's mask_truncated_completions)"},
     {"local-filter", "SAPO_LOCAL_FILTER", E(local_filter, filters), "nonzero", "own groups trained: nonzero (groups whose rewards are all equal are dropped and replaced by fresh ones, DAPO's dynamic sampling; after 4 x I such groups in a row the next are kept, so a policy that never scores still steps) or all"},
     {"share", "SAPO_SHARE", E(share, filters), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
@@ -182,10 +183,11 @@ static int check(const config_t *c)
                 1 + c->eps_high);
         return -1;
     }
-    if (c->reward_floor < 0 || c->reward_floor > 1 || c->mask_truncated > 1 || c->warmstart_optimizer > 1) {
+    if (c->reward_floor < 0 || c->reward_floor > 1 || c->format_reward < 0 || c->format_reward > 1 ||
+        c->mask_truncated > 1 || c->warmstart_optimizer > 1) {
         fprintf(stderr,
-                "config: reward-floor (SAPO_REWARD_FLOOR) must be in [0, 1], mask-truncated (SAPO_MASK_TRUNCATED) and "
-                "warmstart-optimizer (SAPO_WARMSTART_OPTIMIZER) 0 or 1\n");
+                "config: reward-floor (SAPO_REWARD_FLOOR) and format-reward (SAPO_FORMAT_REWARD) must be in [0, 1], "
+                "mask-truncated (SAPO_MASK_TRUNCATED) and warmstart-optimizer (SAPO_WARMSTART_OPTIMIZER) 0 or 1\n");
         return -1;
     }
     if (c->local_groups + c->external_groups == 0) {

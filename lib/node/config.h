@@ -67,6 +67,7 @@ typedef struct {
     int warmstart_optimizer;               /* 1: RL starts from the warm start's AdamW state */
     char warmstart_shape[512];             /* "tiny" or a config.json: the shape learner warmstart trains */
     float reward_floor;                    /* scores below it count 0 */
+    float format_reward;                   /* added for an answer in the answer tags */
     int mask_truncated;                    /* 1: truncated completions out of the loss */
     group_filter_t local_filter;           /* own groups trained */
     group_filter_t share;                  /* SelectSubset: groups published */

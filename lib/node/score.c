@@ -15,9 +15,12 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-float score_reward(double score, float reward_floor) { return score < reward_floor ? 0.0f : (float)score; }
+float score_reward(double score, bool formatted, reward_rule_t rule)
+{
+    return (score < rule.floor ? 0.0f : (float)score) + (formatted ? rule.format : 0.0f);
+}
 
-int score_rollout(void *buf, size_t len, float reward_floor, score_stats_t *st, char *err, size_t errlen)
+int score_rollout(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, char *err, size_t errlen)
 {
     int64_t t0 = now_us();
     rec_rollout_view_t v;
@@ -37,9 +40,9 @@ int score_rollout(void *buf, size_t len, float reward_floor, score_stats_t *st, 
         rec_rollout_completion(&v, i, &c);
         char *answer = task_extract_answer(c.text);
         double s = task_score_entry(answer, &e, err, errlen);
-        free(answer);
         if (s < 0) rc = -1;
-        rewards[i] = score_reward(s, reward_floor);
+        rewards[i] = score_reward(s, answer != NULL, rule);
+        free(answer);
     }
     cJSON_Delete(meta);
     if (rc == 0) rc = rec_rollout_score(buf, len, rewards, n, true, err, errlen);

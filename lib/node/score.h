@@ -4,6 +4,7 @@
 #ifndef SAPO_SCORE_H
 #define SAPO_SCORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
@@ -12,13 +13,21 @@ typedef struct {
     long malformed;   /* records dropped: failed verification, bad task */
 } score_stats_t;
 
-/* buf is a rollout record the caller owns, REC_ALIGN-aligned. Scores it in
- * place and marks it scored; a score below reward_floor is written as 0
- * (the node's reward rule: a hedge in the right form earns nothing). 0, or
- * -1 with the reason in err (the record must then be dropped). */
-int score_rollout(void *buf, size_t len, float reward_floor, score_stats_t *st, char *err, size_t errlen);
+/* The node's reward rule: a verifier score below floor counts 0 (a hedge
+ * in the right form earns nothing), and a completion with its answer in
+ * the answer tags earns format on top, right or wrong. */
+typedef struct {
+    float floor;
+    float format;
+} reward_rule_t;
 
-/* The reward of a verifier score under the node's floor. */
-float score_reward(double score, float reward_floor);
+/* buf is a rollout record the caller owns, REC_ALIGN-aligned. Scores it in
+ * place under the rule and marks it scored. 0, or -1 with the reason in
+ * err (the record must then be dropped). */
+int score_rollout(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, char *err, size_t errlen);
+
+/* The reward of a verifier score, for a completion with (formatted) or
+ * without an answer in the tags. */
+float score_reward(double score, bool formatted, reward_rule_t rule);
 
 #endif
