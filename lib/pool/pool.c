@@ -791,6 +791,99 @@ typedef struct {
     double w;
 } range_t;
 
+/* The fresh ranges that are ranges (one that is not is skipped), each with
+ * its peer, what of it was not handed out before and the peer's weight,
+ * into r[0..*m); their free entries in *total, weighed in *mass. 0, or -1
+ * when out of memory. */
+static int draw_ranges(pool_t *self, const fresh_t *fr, long nr, range_t *r, size_t *m, uint64_t *total, double *mass)
+{
+    *m = 0, *total = 0, *mass = 0;
+    for (long i = 0; i < nr; i++) {
+        const fresh_t *e = &fr[i];
+        if (e->first < 1 || e->hi < e->first || e->hi - e->first >= (uint64_t)self->max_per_node) continue;
+        range_t *rg = &r[*m];
+        peer_t *d = peer_of(self, e->node);
+        if (!d) return -1;
+        rg->peer = (size_t)(d - self->peers);
+        rg->first = e->first, rg->hi = e->hi, rg->newest = e->newest;
+        peer_forget_below(d, rg->first);
+        rg->free = rg->hi - rg->first + 1 - (uint64_t)peer_drawn_in(d, rg->first, rg->hi);
+        rg->w = peer_weight(self, d);
+        *total += rg->free;
+        *mass += rg->w * (double)rg->free;
+        (*m)++;
+    }
+    for (size_t i = 0; i < *m; i++) r[i].d = &self->peers[r[i].peer];
+    return 0;
+}
+
+/* Up to k entries: each fresh entry not handed out before with probability
+ * proportional to its peer's weight (uniform: equal), without replacement;
+ * entry i is seq seqs[i] of from[i]. How many were drawn. */
+static int draw_seqs(pool_t *self, range_t *r, size_t m, uint64_t total, double mass, int k, range_t **from,
+                     seq_text_t *seqs)
+{
+    int want = total < (uint64_t)k ? (int)total : k;
+    for (int i = 0; i < want; i++) {
+        double x = uniform(self) * mass;
+        size_t j = 0;
+        for (;;) {
+            double span = r[j].w * (double)r[j].free;
+            if (x < span || j + 1 == m) break;
+            x -= span;
+            j++;
+        }
+        while (r[j].free == 0) j--; /* rounding at the top end */
+        uint64_t nth = (uint64_t)(x / r[j].w);
+        if (nth >= r[j].free) nth = r[j].free - 1;
+        uint64_t seq = peer_nth_free(r[j].d, r[j].first, nth);
+        if (peer_add_drawn(r[j].d, seq) != 0) return i;
+        r[j].free--;
+        mass -= r[j].w;
+        from[i] = &r[j];
+        snprintf(seqs[i], sizeof seqs[i], "%llu", (unsigned long long)seq);
+    }
+    return want;
+}
+
+/* A drawn entry from its replies (fetch: its meta, its length, and the
+ * entry when fetched, else NULL) at server time now, into o: 1, or 0 when
+ * it is skipped and counted as missing, or -1 when out of memory. */
+static int drawn_entry(pool_t *self, const range_t *from, const char *seq, const redisReply *meta,
+                       const redisReply *len, const redisReply *x, long long now, pool_entry_t *o)
+{
+    memset(o, 0, sizeof *o); /* a slot an entry skipped before may hold its fields */
+    snprintf(o->node, sizeof o->node, "%s", from->d->node);
+    o->seq = strtoull(seq, NULL, 10);
+    unsigned long long round = 0, ms = 0;
+    if (meta->type == REDIS_REPLY_STRING && sscanf(meta->str, "%llu:%llu", &round, &ms) == 2) {
+        o->round = round;
+        o->age_rounds = from->newest > round ? from->newest - round : 0;
+        o->age_ms = now > (long long)ms ? (uint64_t)(now - (long long)ms) : 0;
+    } else if (self->window_rounds > 0 || self->window_ms > 0) {
+        /* no fresh entry lacks its publisher's round and time: one
+         * planted (or half-lost) is skipped and counted */
+        self->missing++;
+        return 0;
+    }
+    if (!x) { /* not fetched: too large (its length alone), or gone */
+        if (len->type != REDIS_REPLY_INTEGER || len->integer <= 0) {
+            self->missing++; /* gone since the ranges were read, or planted meta without an entry */
+            return 0;
+        }
+        o->len = (size_t)len->integer;
+        return 1;
+    }
+    if (x->type != REDIS_REPLY_STRING) { /* removed between the two round trips */
+        self->missing++;
+        return 0;
+    }
+    if (posix_memalign(&o->data, 16, x->len ? x->len : 1) != 0) return -1;
+    memcpy(o->data, x->str, x->len);
+    o->len = x->len;
+    return 1;
+}
+
 int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -810,119 +903,41 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     seq_text_t *seqs = calloc((size_t)k, sizeof *seqs);
     range_t **from = calloc((size_t)k, sizeof *from);
     redisReply **g = calloc(1 + 3 * (size_t)k, sizeof *g);
-    if (!ranges || !gargv || !keys || !seqs || !from || !g) {
+    pool_entry_t *e = calloc((size_t)k + 1, sizeof *e);
+    size_t m;
+    uint64_t total;
+    double mass;
+    if (!ranges || !gargv || !keys || !seqs || !from || !g || !e ||
+        draw_ranges(self, fr, nr, ranges, &m, &total, &mass) != 0) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    /* the ranges, each checked: one that is not a range is skipped */
-    uint64_t total = 0;
-    double mass = 0;
-    size_t m = 0;
-    for (long i = 0; i < nr; i++) {
-        const fresh_t *e = &fr[i];
-        if (e->first < 1 || e->hi < e->first || e->hi - e->first >= (uint64_t)self->max_per_node) continue;
-        range_t *rg = &ranges[m];
-        peer_t *d = peer_of(self, e->node);
-        if (!d) {
-            snprintf(err, errlen, "out of memory");
-            goto done;
-        }
-        rg->peer = (size_t)(d - self->peers);
-        rg->first = e->first, rg->hi = e->hi, rg->newest = e->newest;
-        peer_forget_below(d, rg->first);
-        rg->free = rg->hi - rg->first + 1 - (uint64_t)peer_drawn_in(d, rg->first, rg->hi);
-        rg->w = peer_weight(self, d);
-        total += rg->free;
-        mass += rg->w * (double)rg->free;
-        m++;
-    }
-    for (size_t i = 0; i < m; i++) ranges[i].d = &self->peers[ranges[i].peer];
-    /* each fresh entry not handed out before with probability proportional
-     * to its peer's weight (uniform: equal), without replacement */
-    int want = total < (uint64_t)k ? (int)total : k;
-    for (int i = 0; i < want; i++) {
-        double x = uniform(self) * mass;
-        size_t j = 0;
-        for (;;) {
-            double span = ranges[j].w * (double)ranges[j].free;
-            if (x < span || j + 1 == m) break;
-            x -= span;
-            j++;
-        }
-        while (ranges[j].free == 0) j--; /* rounding at the top end */
-        uint64_t r = (uint64_t)(x / ranges[j].w);
-        if (r >= ranges[j].free) r = ranges[j].free - 1;
-        uint64_t seq = peer_nth_free(ranges[j].d, ranges[j].first, r);
-        if (peer_add_drawn(ranges[j].d, seq) != 0) {
-            want = i;
-            break;
-        }
-        ranges[j].free--, total--;
-        mass -= ranges[j].w;
-        from[i] = &ranges[j];
-        snprintf(seqs[i], sizeof seqs[i], "%llu", (unsigned long long)seq);
-    }
-    if (want == 0) {
-        n = 0;
-        goto done;
-    }
+    int want = draw_seqs(self, ranges, m, total, mass, k, from, seqs);
+    n = 0;
+    if (want == 0) goto done;
     /* the entries, read straight from their hashes: two pipelined round
      * trips (a Lua function would copy every entry into Lua and back,
      * 250 us for four at 1,000 nodes); the first reads the server's clock,
      * each entry's meta and its length, the second only the entries
      * no larger than max-record, so a planted huge one never travels */
-    pool_entry_t *e = calloc((size_t)want + 1, sizeof *e);
-    if (!e) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
     for (int i = 0; i < want; i++) {
         snprintf(keys[i].m, sizeof keys[i].m, "%sn:%s:m", prefix, from[i]->d->node);
         snprintf(keys[i].e, sizeof keys[i].e, "%sn:%s:e", prefix, from[i]->d->node);
         gargv[2 * i] = keys[i].m, gargv[2 * i + 1] = keys[i].e;
     }
     if (fetch(self, want, gargv, seqs, g, err, errlen) != 0) {
-        free(e);
+        n = -1;
         goto done;
     }
-    long long now = g[0]->integer;
-    n = 0;
     for (int i = 0; i < want; i++) {
-        const redisReply *meta = g[1 + 2 * i], *len = g[2 + 2 * i], *x = g[1 + 2 * want + i];
-        pool_entry_t *o = &e[n];
-        snprintf(o->node, sizeof o->node, "%s", from[i]->d->node);
-        o->seq = strtoull(seqs[i], NULL, 10);
-        unsigned long long round = 0, ms = 0;
-        if (meta->type == REDIS_REPLY_STRING && sscanf(meta->str, "%llu:%llu", &round, &ms) == 2) {
-            o->round = round;
-            o->age_rounds = from[i]->newest > round ? from[i]->newest - round : 0;
-            o->age_ms = now > (long long)ms ? (uint64_t)(now - (long long)ms) : 0;
-        } else if (self->window_rounds > 0 || self->window_ms > 0) {
-            /* no fresh entry lacks its publisher's round and time: one
-             * planted (or half-lost) is skipped and counted */
-            self->missing++;
-            continue;
-        }
-        if (!x) { /* not fetched: too large (its length alone), or gone */
-            if (len->type != REDIS_REPLY_INTEGER || len->integer <= 0) {
-                self->missing++; /* gone since the ranges were read, or planted meta without an entry */
-                continue;
-            }
-            o->len = (size_t)len->integer;
-            n++;
-            continue;
-        }
-        if (x->type != REDIS_REPLY_STRING) { /* removed between the two round trips */
-            self->missing++;
-            continue;
-        }
-        if (posix_memalign(&o->data, 16, x->len ? x->len : 1) != 0) break;
-        memcpy(o->data, x->str, x->len);
-        o->len = x->len;
-        n++;
+        int got =
+            drawn_entry(self, from[i], seqs[i], g[1 + 2 * i], g[2 + 2 * i], g[1 + 2 * want + i], g[0]->integer, &e[n]);
+        if (got < 0) break;
+        n += got;
     }
-    *out = e;
 done:
+    if (n > 0) *out = e, e = NULL;
+    free(e);
     for (int i = 0; g && i < 1 + 3 * k; i++)
         if (g[i]) freeReplyObject(g[i]);
     free(g);
