@@ -689,6 +689,48 @@ static long lua_fresh(pool_t *self, const char *prefix, const char *exclude, int
     return bad;
 }
 
+/* the summaries of the nodes named, one MGET: its reply (an array of nn),
+ * or NULL with err */
+static redisReply *summaries(pool_t *self, const char *prefix, const redisReply **names, size_t nn, char *err,
+                             size_t errlen)
+{
+    const char **argv = calloc(nn + 1, sizeof *argv);
+    size_t *lens = calloc(nn + 1, sizeof *lens);
+    char(*keys)[240] = calloc(nn + 1, sizeof *keys);
+    redisReply *r = NULL;
+    if (!argv || !lens || !keys) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    argv[0] = "MGET", lens[0] = 4;
+    for (size_t i = 0; i < nn; i++) {
+        snprintf(keys[i], sizeof keys[i], "%sn:%s:s", prefix, names[i]->str);
+        argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
+    }
+    r = run(self, (int)(1 + nn), argv, lens, err, errlen);
+    if (r && (r->type != REDIS_REPLY_ARRAY || r->elements != nn)) {
+        snprintf(err, errlen, "redis: MGET answered type %d, not %zu values", r->type, nn);
+        freeReplyObject(r);
+        r = NULL;
+    }
+done:
+    free(argv), free(lens), free(keys);
+    return r;
+}
+
+/* each range cut to the per-node bound (the newest cap entries), the empty
+ * ones dropped, the rest sorted by node: how many are left */
+static size_t bound_ranges(fresh_t *f, size_t nf, uint64_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nf; i++) {
+        if (f[i].hi + 1 > cap && f[i].first < f[i].hi + 1 - cap) f[i].first = f[i].hi + 1 - cap;
+        if (f[i].first <= f[i].hi) f[n++] = f[i];
+    }
+    qsort(f, n, sizeof *f, fresh_by_node);
+    return n;
+}
+
 /* Other nodes' fresh ranges for a draw, sorted by node, into *out (its
  * length the return value, or -1 with err), and self->bad_nodes. The node
  * set whole when it has at most cand nodes, else cand + 1 of them at
@@ -711,9 +753,7 @@ static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, 
     }
     long n = -1;
     const redisReply **names = NULL, *t = g[0], *set = g[1];
-    const char **argv = NULL;
-    size_t *lens = NULL, nn = 0, nl = 0, nf = 0;
-    char(*keys)[240] = NULL;
+    size_t nn = 0, nl = 0, nf = 0;
     fresh_t *f = NULL;
     if (t->type != REDIS_REPLY_ARRAY || t->elements != 2 || t->element[0]->type != REDIS_REPLY_STRING ||
         t->element[1]->type != REDIS_REPLY_STRING) {
@@ -728,10 +768,7 @@ static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, 
     long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
     names = calloc(set->elements + 1, sizeof *names);
     f = calloc(set->elements + 1, sizeof *f);
-    argv = calloc(set->elements + 1, sizeof *argv);
-    lens = calloc(set->elements + 1, sizeof *lens);
-    keys = calloc(set->elements + 1, sizeof *keys);
-    if (!names || !f || !argv || !lens || !keys) {
+    if (!names || !f) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -744,19 +781,7 @@ static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, 
             names[nn++] = e;
     }
     qsort(names, nn, sizeof *names, name_order);
-    if (nn > 0) {
-        argv[0] = "MGET", lens[0] = 4;
-        for (size_t i = 0; i < nn; i++) {
-            snprintf(keys[i], sizeof keys[i], "%sn:%s:s", prefix, names[i]->str);
-            argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
-        }
-        g[2] = run(self, (int)(1 + nn), argv, lens, err, errlen);
-        if (!g[2]) goto done;
-        if (g[2]->type != REDIS_REPLY_ARRAY || g[2]->elements != nn) {
-            snprintf(err, errlen, "redis: MGET answered type %d, not %zu values", g[2]->type, nn);
-            goto done;
-        }
-    }
+    if (nn > 0 && !(g[2] = summaries(self, prefix, names, nn, err, errlen))) goto done;
     /* the nodes without a summary go to Lua, in names[0..nl) */
     for (size_t i = 0; i < nn; i++) {
         if (summary_fresh(g[2]->element[i], self->window_rounds, self->window_ms, now, &f[nf])) {
@@ -769,18 +794,11 @@ static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, 
     long bad = 0;
     if (nl > 0 && (bad = lua_fresh(self, prefix, exclude, cand, names, nl, f, &nf, err, errlen)) < 0) goto done;
     self->bad_nodes = bad;
-    /* at most the per-node bound, the newest */
-    uint64_t cap = (uint64_t)self->max_per_node;
-    n = 0;
-    for (size_t i = 0; i < nf; i++) {
-        if (f[i].hi + 1 > cap && f[i].first < f[i].hi + 1 - cap) f[i].first = f[i].hi + 1 - cap;
-        if (f[i].first <= f[i].hi) f[n++] = f[i];
-    }
-    qsort(f, (size_t)n, sizeof *f, fresh_by_node);
+    n = (long)bound_ranges(f, nf, (uint64_t)self->max_per_node);
     *out = f, f = NULL;
 done:
     for (int i = 0; i < 3; i++) freeReplyObject(g[i]);
-    free(names), free(f), free(argv), free(lens), free(keys);
+    free(names), free(f);
     return n;
 }
 
