@@ -525,7 +525,13 @@ static int pipeline_replies(pool_t *p, int n, redisReply **out, char *err, size_
     return 0;
 }
 
-/* want drawn entries (keys[2i] their meta hash, keys[2i+1] their entry
+/* Drawn entries, read straight from their hashes: two pipelined round
+ * trips (a Lua function would copy every entry into Lua and back, 250 us
+ * for four at 1,000 nodes); the first reads the server's clock, each
+ * entry's meta and its length, the second only the entries no larger than
+ * max-record, so a planted huge one never travels.
+ *
+ * want drawn entries (keys[2i] their meta hash, keys[2i+1] their entry
  * hash, seqs[i] the field): g[0] the server's TIME in ms (an integer
  * reply made here), g[1 + 2i] the meta, g[2 + 2i] the entry's length,
  * g[1 + 2 want + i] the entry when 0 < length <= max-record, else NULL */
@@ -933,11 +939,7 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     int want = draw_seqs(self, ranges, m, total, mass, k, from, seqs);
     n = 0;
     if (want == 0) goto done;
-    /* the entries, read straight from their hashes: two pipelined round
-     * trips (a Lua function would copy every entry into Lua and back,
-     * 250 us for four at 1,000 nodes); the first reads the server's clock,
-     * each entry's meta and its length, the second only the entries
-     * no larger than max-record, so a planted huge one never travels */
+    /* the entries, read straight from their hashes (fetch) */
     for (int i = 0; i < want; i++) {
         snprintf(keys[i].m, sizeof keys[i].m, "%sn:%s:m", prefix, from[i]->d->node);
         snprintf(keys[i].e, sizeof keys[i].e, "%sn:%s:e", prefix, from[i]->d->node);
