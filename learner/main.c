@@ -74,153 +74,220 @@ static void held_ack(held_t *h, wire_consumer_t *c)
     h->n = 0;
 }
 
-int main(int argc, char **argv)
-{
+/* one node's learner: its policy, optimizer, streams and where it stands */
+typedef struct {
     config_t cfg;
-    int rc = config_load(&cfg, &argc, argv);
-    if (rc != 0) return rc < 0 ? 2 : 0;
-    log_init("learner", cfg.node);
-    zsys_init();
-    if (argc > 1 && strcmp(argv[1], "warmstart") == 0) return warmstart(&cfg);
-    if (argc > 1 && strcmp(argv[1], "init") == 0) {
-        if (argc != 4) log_fatal("usage: learner init CONFIG_JSON OUT_FOLDER");
-        return init_random(argv[2], argv[3], cfg.seed);
-    }
-    if (argc > 1) log_fatal("unknown mode '%s' (warmstart, or no mode to serve a node)", argv[1]);
+    ckpt_state_t st;
+    policy_t *pol, *ref;
+    adamw_t *opt;
+    learn_t *learn;
+    wire_publisher_t *pub;
+    wire_consumer_t *batches;
+    held_t held;
+    int hold; /* batches held until a checkpoint; 0: each acked at once */
+    FILE *metrics;
+    uint64_t logged, logged_version; /* the last round in metrics.jsonl */
+} learner_t;
 
+/* `learner warmstart` and `learner init` make a model instead of serving a node */
+static int run_mode(const config_t *cfg, int argc, char **argv)
+{
+    if (strcmp(argv[1], "warmstart") == 0) return warmstart(cfg);
+    if (strcmp(argv[1], "init") == 0) {
+        if (argc != 4) log_fatal("usage: learner init CONFIG_JSON OUT_FOLDER");
+        return init_random(argv[2], argv[3], cfg->seed);
+    }
+    log_fatal("unknown mode '%s' (warmstart, or no mode to serve a node)", argv[1]);
+}
+
+/* the policy from the last checkpoint, else the base model, with its
+ * optimizer state and the reference model */
+static void open_model(learner_t *l)
+{
+    const config_t *cfg = &l->cfg;
     char dir[PATH_MAX], path[PATH_MAX + 32], err[512];
-    ckpt_state_t st = {0, 0};
-    int have = ckpt_latest(cfg.run, dir, sizeof dir, &st, err, sizeof err);
+    int have = ckpt_latest(cfg->run, dir, sizeof dir, &l->st, err, sizeof err);
     if (have < 0) log_fatal("%s", err);
-    const char *source = have == 0 ? dir : policy_source(cfg.model, cfg.base);
-    policy_t *pol = policy_open(source, cfg.system_prompt, err, sizeof err);
-    if (!pol)
+    const char *source = have == 0 ? dir : policy_source(cfg->model, cfg->base);
+    l->pol = policy_open(source, cfg->system_prompt, err, sizeof err);
+    if (!l->pol)
         log_fatal("%s%s", err,
-                  strcmp(cfg.model, "tiny") == 0 && have ? " (make the base model: bin/learner warmstart)" : "");
+                  strcmp(cfg->model, "tiny") == 0 && have ? " (make the base model: bin/learner warmstart)" : "");
     /* AdamW's moments: the checkpoint's, else the warm start's when asked
      * for, else fresh */
-    bool from_base = have != 0 && cfg.warmstart_optimizer && strcmp(cfg.model, "tiny") == 0;
-    snprintf(path, sizeof path, "%s/optimizer.bin", have == 0 ? dir : cfg.base);
+    bool from_base = have != 0 && cfg->warmstart_optimizer && strcmp(cfg->model, "tiny") == 0;
+    snprintf(path, sizeof path, "%s/optimizer.bin", have == 0 ? dir : cfg->base);
     if (from_base && access(path, R_OK) != 0)
         log_fatal("%s: no warm start optimizer state (SAPO_WARMSTART_OPTIMIZER=1; a base model made before it was "
                   "saved: delete %s and run bin/learner warmstart)",
-                  path, cfg.base);
-    adamw_t *opt = have == 0 || from_base ? adamw_load(path, model_num_params(pol->model))
-                                          : adamw_new(model_num_params(pol->model));
-    if (!opt) log_fatal("optimizer state %s: see the line above", path);
-    policy_t *ref =
-        cfg.beta > 0 ? policy_open(policy_source(cfg.model, cfg.base), cfg.system_prompt, err, sizeof err) : NULL;
-    if (cfg.beta > 0 && !ref) log_fatal("reference model: %s", err);
-    if (model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0 ||
-        (ref && model_set_backend(ref->model, cfg.backend, err, sizeof err) != 0))
+                  path, cfg->base);
+    l->opt = have == 0 || from_base ? adamw_load(path, model_num_params(l->pol->model))
+                                    : adamw_new(model_num_params(l->pol->model));
+    if (!l->opt) log_fatal("optimizer state %s: see the line above", path);
+    l->ref =
+        cfg->beta > 0 ? policy_open(policy_source(cfg->model, cfg->base), cfg->system_prompt, err, sizeof err) : NULL;
+    if (cfg->beta > 0 && !l->ref) log_fatal("reference model: %s", err);
+    if (model_set_backend(l->pol->model, cfg->backend, err, sizeof err) != 0 ||
+        (l->ref && model_set_backend(l->ref->model, cfg->backend, err, sizeof err) != 0))
         log_fatal("%s", err);
-    learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
-    if (!learn) log_fatal("%s", err);
-    log_info("policy %s from %s at round %llu, version %llu", pol->name, source, (unsigned long long)st.round,
-             (unsigned long long)st.version);
+    l->learn = learn_new(l->pol, l->ref, cfg, l->opt, err, sizeof err);
+    if (!l->learn) log_fatal("%s", err);
+    log_info("policy %s from %s at round %llu, version %llu", l->pol->name, source, (unsigned long long)l->st.round,
+             (unsigned long long)l->st.version);
+}
 
+/* the policy publisher, the batches consumer and the metrics file */
+static void open_streams(learner_t *l)
+{
+    const config_t *cfg = &l->cfg;
+    char path[PATH_MAX + 32], err[512];
     endpoints_t ep;
-    if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
-    wire_publisher_t *pub = wire_publisher_new(&ep, err, sizeof err);
+    if (endpoints_from_base(cfg->broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
+    l->pub = wire_publisher_new(&ep, err, sizeof err);
     /* A batch is acked only once a checkpoint holds its step: until then
      * the broker keeps it, and gives it back to a learner restarted from
      * the checkpoint before, which trains it again. So a killed learner
      * loses no batch, only its steps since the checkpoint; the credit
      * leaves room for the batch the sampler queues behind them. */
-    int hold = cfg.checkpoint_every > 0 ? cfg.checkpoint_every : 0;
-    held_t held = {0};
-    wire_consumer_t *batches = pub ? wire_consumer_new(&ep, STREAM_BATCHES, hold + 2, err, sizeof err) : NULL;
-    if (!batches) log_fatal("%s", err);
-    snprintf(path, sizeof path, "%s/metrics.jsonl", cfg.run);
+    l->hold = cfg->checkpoint_every > 0 ? cfg->checkpoint_every : 0;
+    l->batches = l->pub ? wire_consumer_new(&ep, STREAM_BATCHES, l->hold + 2, err, sizeof err) : NULL;
+    if (!l->batches) log_fatal("%s", err);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", cfg->run);
     /* rounds logged after the checkpoint resumed from come back from the
      * broker and are trained again (not logged again); those that do not
      * (a broker killed too) are lost, counted in the next metrics line */
-    uint64_t logged_version, logged = ckpt_last_logged_round(path, &logged_version);
-    if (logged > st.round)
+    l->logged = ckpt_last_logged_round(path, &l->logged_version);
+    if (l->logged > l->st.round)
         log_info("rounds %llu..%llu were trained after the checkpoint; training them again from their batches",
-                 (unsigned long long)st.round + 1, (unsigned long long)logged);
-    FILE *metrics = fopen(path, "a");
-    if (!metrics) log_fatal("%s: cannot append", path);
-    announce(pub, &cfg, pol, &st);
+                 (unsigned long long)l->st.round + 1, (unsigned long long)l->logged);
+    l->metrics = fopen(path, "a");
+    if (!l->metrics) log_fatal("%s: cannot append", path);
+}
 
-    while (!zsys_interrupted && !(cfg.rounds && st.round >= (uint64_t)cfg.rounds)) {
-        wire_record_t *r = wire_consumer_recv(batches, 1000);
+/* appends the round's metrics line; `before` is the state the step was
+ * taken from */
+static void log_metrics(learner_t *l, const rec_batch_view_t *b, const learn_stats_t *ls, double secs,
+                        ckpt_state_t before)
+{
+    char *line = metrics_line(l->cfg.node, l->pol->name, b, ls, l->st.version, secs);
+    /* against the last line logged: rounds it has that this
+     * state lacks (lost), and rounds neither trained (skipped),
+     * so the lines say every round trained, lost or skipped */
+    uint64_t lost = l->logged > before.round ? l->logged - before.round : 0, skipped = l->st.round - before.round - 1;
+    uint64_t versions_lost = l->logged_version > before.version ? l->logged_version - before.version : 0;
+    fprintf(l->metrics, "%.*s", (int)strlen(line) - 1, line);
+    if (lost) fprintf(l->metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
+    if (versions_lost) fprintf(l->metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
+    if (skipped) fprintf(l->metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
+    fprintf(l->metrics, "}\n");
+    fflush(l->metrics);
+    free(line);
+    l->logged = l->st.round;
+    l->logged_version = l->st.version;
+    log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)l->st.round,
+             b->b.local_count, b->b.external_count, ls->loss, secs);
+}
+
+/* takes the GRPO step of a batch for a later round and announces the new
+ * policy version; false when the step failed */
+static bool apply_batch(learner_t *l, const rec_batch_view_t *b)
+{
+    char err[512];
+    learn_stats_t ls;
+    /* a batch can go missing (a killed broker) or come late (one
+     * requeued from a killed learner): rounds are never waited for,
+     * and the gap is counted in the metrics line */
+    ckpt_state_t before = l->st;
+    if (b->b.round - l->st.round > 1)
+        log_info("round %llu comes before rounds %llu..%llu: they are skipped", (unsigned long long)b->b.round,
+                 (unsigned long long)l->st.round + 1, (unsigned long long)b->b.round - 1);
+    int64_t t0 = zclock_mono();
+    if (learn_step(l->learn, b, &ls, err, sizeof err) != 0) {
+        log_error("round %llu not applied: %s", (unsigned long long)b->b.round, err);
+        return false;
+    }
+    double secs = (zclock_mono() - t0) / 1000.0;
+    l->st.round = b->b.round;
+    l->st.version++;
+    mem_release();
+    announce(l->pub, &l->cfg, l->pol, &l->st);
+    if (l->st.round <= l->logged)
+        log_info("round %llu trained again from its batch (%.1f s)", (unsigned long long)l->st.round, secs);
+    else log_metrics(l, b, &ls, secs, before);
+    return true;
+}
+
+/* one batch record: dropped if malformed, skipped if its round is
+ * applied, else trained; true when its step was taken */
+static bool train_batch(learner_t *l, const wire_record_t *r)
+{
+    char err[512];
+    void *copy = NULL;
+    const void *buf = rec_aligned(r->data, r->size, &copy);
+    rec_batch_view_t b;
+    bool applied = false;
+    if (!buf || rec_batch_view(buf, r->size, &b, err, sizeof err) != 0)
+        log_error("dropped a batch: %s", buf ? err : "out of memory");
+    else if (b.b.round <= l->st.round)
+        log_info("round %llu already applied; batch skipped", (unsigned long long)b.b.round);
+    else applied = apply_batch(l, &b);
+    free(copy);
+    return applied;
+}
+
+/* acks a batch at once, or holds it until a checkpoint holds its step */
+static void hold_or_ack(learner_t *l, uint64_t id, bool applied)
+{
+    char err[512];
+    if (!applied || l->hold == 0) {
+        wire_consumer_ack(l->batches, id);
+        return;
+    }
+    held_add(&l->held, id);
+    /* every checkpoint_every rounds, and whenever that many batches
+     * wait (rounds can skip a multiple of it) */
+    if (l->st.round % (uint64_t)l->hold == 0 || l->held.n >= l->hold) {
+        if (ckpt_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0)
+            log_error("checkpoint of round %llu: %s", (unsigned long long)l->st.round, err);
+        else held_ack(&l->held, l->batches);
+    }
+}
+
+/* a last checkpoint, so a restart loses no step */
+static void shut_down(learner_t *l)
+{
+    char err[512];
+    if (ckpt_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0) log_error("final checkpoint: %s", err);
+    else held_ack(&l->held, l->batches);
+    log_info("stopping at round %llu", (unsigned long long)l->st.round);
+    free(l->held.id);
+    fclose(l->metrics);
+    wire_consumer_destroy(&l->batches);
+    wire_publisher_destroy(&l->pub);
+    learn_destroy(&l->learn);
+    adamw_destroy(&l->opt);
+    policy_destroy(&l->ref);
+    policy_destroy(&l->pol);
+}
+
+int main(int argc, char **argv)
+{
+    learner_t l = {0};
+    int rc = config_load(&l.cfg, &argc, argv);
+    if (rc != 0) return rc < 0 ? 2 : 0;
+    log_init("learner", l.cfg.node);
+    zsys_init();
+    if (argc > 1) return run_mode(&l.cfg, argc, argv);
+
+    open_model(&l);
+    open_streams(&l);
+    announce(l.pub, &l.cfg, l.pol, &l.st);
+    while (!zsys_interrupted && !(l.cfg.rounds && l.st.round >= (uint64_t)l.cfg.rounds)) {
+        wire_record_t *r = wire_consumer_recv(l.batches, 1000);
         if (!r) continue;
-        void *copy = NULL;
-        const void *buf = rec_aligned(r->data, r->size, &copy);
-        rec_batch_view_t b;
-        learn_stats_t ls;
-        bool applied = false;
-        if (!buf || rec_batch_view(buf, r->size, &b, err, sizeof err) != 0) {
-            log_error("dropped a batch: %s", buf ? err : "out of memory");
-        } else if (b.b.round <= st.round) {
-            log_info("round %llu already applied; batch skipped", (unsigned long long)b.b.round);
-        } else {
-            /* a batch can go missing (a killed broker) or come late (one
-             * requeued from a killed learner): rounds are never waited for,
-             * and the gap is counted in the metrics line */
-            uint64_t before = st.round, before_version = st.version;
-            if (b.b.round - st.round > 1)
-                log_info("round %llu comes before rounds %llu..%llu: they are skipped", (unsigned long long)b.b.round,
-                         (unsigned long long)st.round + 1, (unsigned long long)b.b.round - 1);
-            int64_t t0 = zclock_mono();
-            if (learn_step(learn, &b, &ls, err, sizeof err) != 0) {
-                log_error("round %llu not applied: %s", (unsigned long long)b.b.round, err);
-            } else {
-                applied = true;
-                double secs = (zclock_mono() - t0) / 1000.0;
-                st.round = b.b.round;
-                st.version++;
-                mem_release();
-                announce(pub, &cfg, pol, &st);
-                if (st.round <= logged) {
-                    log_info("round %llu trained again from its batch (%.1f s)", (unsigned long long)st.round, secs);
-                } else {
-                    char *line = metrics_line(cfg.node, pol->name, &b, &ls, st.version, secs);
-                    /* against the last line logged: rounds it has that this
-                     * state lacks (lost), and rounds neither trained (skipped),
-                     * so the lines say every round trained, lost or skipped */
-                    uint64_t lost = logged > before ? logged - before : 0, skipped = st.round - before - 1;
-                    uint64_t versions_lost = logged_version > before_version ? logged_version - before_version : 0;
-                    fprintf(metrics, "%.*s", (int)strlen(line) - 1, line);
-                    if (lost) fprintf(metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
-                    if (versions_lost) fprintf(metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
-                    if (skipped) fprintf(metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
-                    fprintf(metrics, "}\n");
-                    fflush(metrics);
-                    free(line);
-                    logged = st.round;
-                    logged_version = st.version;
-                    log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s",
-                             (unsigned long long)st.round, b.b.local_count, b.b.external_count, ls.loss, secs);
-                }
-            }
-        }
-        free(copy);
-        if (applied && hold > 0) {
-            held_add(&held, r->id);
-            /* every checkpoint_every rounds, and whenever that many batches
-             * wait (rounds can skip a multiple of it) */
-            if (st.round % (uint64_t)hold == 0 || held.n >= hold) {
-                if (ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0)
-                    log_error("checkpoint of round %llu: %s", (unsigned long long)st.round, err);
-                else held_ack(&held, batches);
-            }
-        } else {
-            wire_consumer_ack(batches, r->id);
-        }
+        hold_or_ack(&l, r->id, train_batch(&l, r));
         wire_record_destroy(&r);
     }
-    if (ckpt_save(cfg.run, pol, opt, &st, 2, err, sizeof err) != 0) log_error("final checkpoint: %s", err);
-    else held_ack(&held, batches);
-    log_info("stopping at round %llu", (unsigned long long)st.round);
-    free(held.id);
-    fclose(metrics);
-    wire_consumer_destroy(&batches);
-    wire_publisher_destroy(&pub);
-    learn_destroy(&learn);
-    adamw_destroy(&opt);
-    policy_destroy(&ref);
-    policy_destroy(&pol);
+    shut_down(&l);
     return 0;
 }

@@ -276,6 +276,126 @@ static void send_batch(sampler_t *s)
     s->scored_reward = 0, s->scored_completions = 0;
 }
 
+/* the task mix, the pool and this node's identity, registered in it */
+static void open_pool(sampler_t *s)
+{
+    char err[512];
+    s->mix = task_mix_new(s->cfg.task_mix[0] ? s->cfg.task_mix : NULL, s->cfg.seed, err, sizeof err);
+    if (!s->mix) log_fatal("task mix (SAPO_TASK_MIX): %s", err);
+    s->pool = pool_new(s->cfg.redis, s->cfg.swarm, s->cfg.pool_max, err, sizeof err);
+    if (!s->pool) log_fatal("pool %s: %s", s->cfg.redis, err);
+    pool_limit_record(s->pool, (size_t)s->cfg.max_record + IDENTITY_SIGNATURE_BYTES);
+    pool_window(s->pool, s->cfg.pool_window, s->cfg.pool_window_seconds);
+    pool_strategy(s->pool, s->cfg.pool_strategy);
+    if (fs_mkdirs(s->cfg.run) != 0) log_fatal("run folder %s: cannot create", s->cfg.run);
+    if (!(s->id = identity_load(s->cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
+    char fp[IDENTITY_FINGERPRINT_HEX + 1];
+    identity_fingerprint(identity_public(s->id), fp, sizeof fp);
+    log_info("identity: key %s, fingerprint %s", s->cfg.key, fp);
+    /* a taken node id ends the sampler now; an unreachable Redis is retried before publishing */
+    registered(s);
+}
+
+/* the broker's streams, the batch assembly and the screen of drawn entries */
+static void open_streams(sampler_t *s)
+{
+    char err[512];
+    endpoints_t ep;
+    if (endpoints_from_base(s->cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
+    if (!(s->tasks = wire_producer_new(&ep, STREAM_TASKS, err, sizeof err)) ||
+        !(s->external = wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err)) ||
+        !(s->batches = wire_producer_new(&ep, STREAM_BATCHES, err, sizeof err)) ||
+        !(s->scored = wire_consumer_new(&ep, STREAM_SCORED, 64, err, sizeof err)) ||
+        !(s->policy = wire_subscriber_new(&ep, err, sizeof err)))
+        log_fatal("%s", err);
+    s->asm_ = assembly_new(&s->cfg);
+    screen_limits_t lim = {.node = s->cfg.node,
+                           .completions = s->cfg.completions,
+                           .max_record = (size_t)s->cfg.max_record,
+                           .max_text = (size_t)s->cfg.max_text,
+                           .dup_window = 4 * s->cfg.pool_max};
+    if (!(s->screen = screen_new(&lim))) log_fatal("out of memory (screen)");
+}
+
+/* rounds continue from the learner's: its first notice says where; false
+ * when interrupted before it came */
+static bool wait_for_learner(sampler_t *s)
+{
+    s->version = UINT64_MAX;
+    log_info("waiting for the learner's policy notice");
+    while (!zsys_interrupted && s->version == UINT64_MAX)
+        version_follow(s->policy, 1000, NULL, &s->version, &s->learner_round, NULL, 0);
+    if (zsys_interrupted) return false;
+    s->round = s->learner_round + 1;
+    s->next_task = s->round * (uint64_t)s->cfg.questions;
+    s->last_progress = zclock_mono();
+    log_info("starting at round %llu (I=%d local, J=%d external, L=%d)", (unsigned long long)s->round,
+             s->cfg.local_groups, s->cfg.external_groups, s->cfg.completions);
+    return true;
+}
+
+/* the learner's latest policy version and round, if a notice came */
+static void follow_learner(sampler_t *s)
+{
+    uint64_t learner_before = s->learner_round;
+    int notice = version_follow(s->policy, 0, NULL, &s->version, &s->learner_round, NULL, 0);
+    if (notice == 1) s->last_progress = zclock_mono();
+    if (notice == 1 && s->learner_round < learner_before)
+        /* the learner restarted from a checkpoint: the broker gives it
+         * back the batches it applied after that, and it trains them
+         * again; the rounds here go on (new batches wait until it has
+         * caught up, and after stall-seconds count as lost) */
+        log_info("learner is back at round %llu: it trains rounds %llu..%llu again from their batches",
+                 (unsigned long long)s->learner_round, (unsigned long long)s->learner_round + 1,
+                 (unsigned long long)s->round - 1);
+}
+
+/* one scored rollout if any came, else a check for a stall */
+static void receive_scored(sampler_t *s)
+{
+    wire_record_t *r = wire_consumer_recv(s->scored, 100);
+    if (!r && zclock_mono() - s->last_progress > 1000L * s->cfg.stall_seconds) {
+        /* a broker killed with records queued loses them: after this
+         * long without news, what was sent counts as lost (a late one
+         * is still taken, and the learner skips a round it has) */
+        log_error("nothing back for %d s: %ld tasks and the batches after round %llu count as lost; going on",
+                  s->cfg.stall_seconds, s->in_flight, (unsigned long long)s->learner_round);
+        s->in_flight = 0;
+        s->external_pending = 0;
+        if (s->round > s->learner_round + 1) s->round = s->learner_round + 1;
+        s->last_progress = zclock_mono();
+    }
+    if (r) {
+        s->last_progress = zclock_mono();
+        on_scored(s, r);
+        wire_consumer_ack(s->scored, r->id);
+        wire_record_destroy(&r);
+    }
+}
+
+/* the round's local groups are in and external ones are still missing */
+static bool wants_external(const sampler_t *s)
+{
+    return s->cfg.external_groups > 0 && !s->pool_dry && s->external_pending == 0 &&
+           assembly_external(s->asm_) < (size_t)s->cfg.external_groups &&
+           assembly_local(s->asm_) >= (size_t)s->cfg.local_groups;
+}
+
+static void shut_down(sampler_t *s)
+{
+    log_info("stopping at round %llu: %ld groups published", (unsigned long long)s->round, s->published);
+    screen_destroy(&s->screen);
+    assembly_destroy(&s->asm_);
+    wire_subscriber_destroy(&s->policy);
+    wire_consumer_destroy(&s->scored);
+    wire_producer_destroy(&s->batches);
+    wire_producer_destroy(&s->external);
+    wire_producer_destroy(&s->tasks);
+    pool_destroy(&s->pool);
+    identity_destroy(&s->id);
+    task_mix_destroy(&s->mix);
+}
+
 int main(int argc, char **argv)
 {
     sampler_t s = {0};
@@ -283,100 +403,21 @@ int main(int argc, char **argv)
     if (rc != 0) return rc < 0 ? 2 : 0;
     log_init("sampler", s.cfg.node);
     zsys_init();
-    char err[512];
-    s.mix = task_mix_new(s.cfg.task_mix[0] ? s.cfg.task_mix : NULL, s.cfg.seed, err, sizeof err);
-    if (!s.mix) log_fatal("task mix (SAPO_TASK_MIX): %s", err);
-    s.pool = pool_new(s.cfg.redis, s.cfg.swarm, s.cfg.pool_max, err, sizeof err);
-    if (!s.pool) log_fatal("pool %s: %s", s.cfg.redis, err);
-    pool_limit_record(s.pool, (size_t)s.cfg.max_record + IDENTITY_SIGNATURE_BYTES);
-    pool_window(s.pool, s.cfg.pool_window, s.cfg.pool_window_seconds);
-    pool_strategy(s.pool, s.cfg.pool_strategy);
-    if (fs_mkdirs(s.cfg.run) != 0) log_fatal("run folder %s: cannot create", s.cfg.run);
-    if (!(s.id = identity_load(s.cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
-    char fp[IDENTITY_FINGERPRINT_HEX + 1];
-    identity_fingerprint(identity_public(s.id), fp, sizeof fp);
-    log_info("identity: key %s, fingerprint %s", s.cfg.key, fp);
-    /* a taken node id ends the sampler now; an unreachable Redis is retried before publishing */
-    registered(&s);
-    endpoints_t ep;
-    if (endpoints_from_base(s.cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
-    if (!(s.tasks = wire_producer_new(&ep, STREAM_TASKS, err, sizeof err)) ||
-        !(s.external = wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err)) ||
-        !(s.batches = wire_producer_new(&ep, STREAM_BATCHES, err, sizeof err)) ||
-        !(s.scored = wire_consumer_new(&ep, STREAM_SCORED, 64, err, sizeof err)) ||
-        !(s.policy = wire_subscriber_new(&ep, err, sizeof err)))
-        log_fatal("%s", err);
-    s.asm_ = assembly_new(&s.cfg);
-    screen_limits_t lim = {.node = s.cfg.node,
-                           .completions = s.cfg.completions,
-                           .max_record = (size_t)s.cfg.max_record,
-                           .max_text = (size_t)s.cfg.max_text,
-                           .dup_window = 4 * s.cfg.pool_max};
-    if (!(s.screen = screen_new(&lim))) log_fatal("out of memory (screen)");
-
-    /* rounds continue from the learner's: its first notice says where */
-    s.version = UINT64_MAX;
-    log_info("waiting for the learner's policy notice");
-    while (!zsys_interrupted && s.version == UINT64_MAX)
-        version_follow(s.policy, 1000, NULL, &s.version, &s.learner_round, NULL, 0);
-    if (zsys_interrupted) return 0;
-    s.round = s.learner_round + 1;
-    s.next_task = s.round * (uint64_t)s.cfg.questions;
-    s.last_progress = zclock_mono();
-    log_info("starting at round %llu (I=%d local, J=%d external, L=%d)", (unsigned long long)s.round,
-             s.cfg.local_groups, s.cfg.external_groups, s.cfg.completions);
+    open_pool(&s);
+    open_streams(&s);
+    if (!wait_for_learner(&s)) return 0;
 
     while (!zsys_interrupted) {
-        uint64_t learner_before = s.learner_round;
-        int notice = version_follow(s.policy, 0, NULL, &s.version, &s.learner_round, NULL, 0);
-        if (notice == 1) s.last_progress = zclock_mono();
-        if (notice == 1 && s.learner_round < learner_before)
-            /* the learner restarted from a checkpoint: the broker gives it
-             * back the batches it applied after that, and it trains them
-             * again; the rounds here go on (new batches wait until it has
-             * caught up, and after stall-seconds count as lost) */
-            log_info("learner is back at round %llu: it trains rounds %llu..%llu again from their batches",
-                     (unsigned long long)s.learner_round, (unsigned long long)s.learner_round + 1,
-                     (unsigned long long)s.round - 1);
+        follow_learner(&s);
         /* keep two rounds of questions in flight so generators never idle */
         while (s.in_flight + (long)assembly_local(s.asm_) < 2L * s.cfg.questions) send_task(&s);
-        wire_record_t *r = wire_consumer_recv(s.scored, 100);
-        if (!r && zclock_mono() - s.last_progress > 1000L * s.cfg.stall_seconds) {
-            /* a broker killed with records queued loses them: after this
-             * long without news, what was sent counts as lost (a late one
-             * is still taken, and the learner skips a round it has) */
-            log_error("nothing back for %d s: %ld tasks and the batches after round %llu count as lost; going on",
-                      s.cfg.stall_seconds, s.in_flight, (unsigned long long)s.learner_round);
-            s.in_flight = 0;
-            s.external_pending = 0;
-            if (s.round > s.learner_round + 1) s.round = s.learner_round + 1;
-            s.last_progress = zclock_mono();
-        }
-        if (r) {
-            s.last_progress = zclock_mono();
-            on_scored(&s, r);
-            wire_consumer_ack(s.scored, r->id);
-            wire_record_destroy(&r);
-        }
-        if (s.cfg.external_groups > 0 && !s.pool_dry && s.external_pending == 0 &&
-            assembly_external(s.asm_) < (size_t)s.cfg.external_groups &&
-            assembly_local(s.asm_) >= (size_t)s.cfg.local_groups)
-            request_external(&s);
+        receive_scored(&s);
+        if (wants_external(&s)) request_external(&s);
         /* one batch queued behind the one in training at most, so groups stay fresh */
         bool learner_free = s.round <= s.learner_round + 2;
         bool fallback = s.pool_dry && s.external_pending == 0;
         if (learner_free && assembly_ready(s.asm_, s.version, fallback)) send_batch(&s);
     }
-    log_info("stopping at round %llu: %ld groups published", (unsigned long long)s.round, s.published);
-    screen_destroy(&s.screen);
-    assembly_destroy(&s.asm_);
-    wire_subscriber_destroy(&s.policy);
-    wire_consumer_destroy(&s.scored);
-    wire_producer_destroy(&s.batches);
-    wire_producer_destroy(&s.external);
-    wire_producer_destroy(&s.tasks);
-    pool_destroy(&s.pool);
-    identity_destroy(&s.id);
-    task_mix_destroy(&s.mix);
+    shut_down(&s);
     return 0;
 }

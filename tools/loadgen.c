@@ -160,23 +160,37 @@ static long parse_long(const char *flag, const char *v, long min, long max)
     return x;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    const char *url;
+    long nodes, seconds, round_s, groups, bytes, draw, window, clients;
+    uint64_t seed;
+} opts_t;
+
+/* the flags over their defaults; 2 after an unknown flag's usage line */
+static int parse_flags(int argc, char **argv, opts_t *o)
 {
-    const char *url = getenv("SAPO_REDIS") ? getenv("SAPO_REDIS") : "redis://127.0.0.1:6379";
-    long nodes = 1000, seconds = 60, round_s = 10, groups = 8, bytes = 22000, draw = 4, window = 2, clients = -1;
-    uint64_t seed = 1;
+    *o = (opts_t){.url = getenv("SAPO_REDIS") ? getenv("SAPO_REDIS") : "redis://127.0.0.1:6379",
+                  .nodes = 1000,
+                  .seconds = 60,
+                  .round_s = 10,
+                  .groups = 8,
+                  .bytes = 22000,
+                  .draw = 4,
+                  .window = 2,
+                  .clients = -1,
+                  .seed = 1};
     for (int a = 1; a < argc; a++) {
         const char *f = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
-        if (!strcmp(f, "--redis") && v) url = v;
-        else if (!strcmp(f, "--nodes")) nodes = parse_long(f, v, 2, 1000000);
-        else if (!strcmp(f, "--seconds")) seconds = parse_long(f, v, 1, 86400);
-        else if (!strcmp(f, "--round-seconds")) round_s = parse_long(f, v, 1, 3600);
-        else if (!strcmp(f, "--groups")) groups = parse_long(f, v, 1, 1000);
-        else if (!strcmp(f, "--bytes")) bytes = parse_long(f, v, 1, 16 << 20);
-        else if (!strcmp(f, "--draw")) draw = parse_long(f, v, 0, 1000);
-        else if (!strcmp(f, "--window")) window = parse_long(f, v, 0, 1000000);
-        else if (!strcmp(f, "--clients")) clients = parse_long(f, v, 1, 100000);
-        else if (!strcmp(f, "--seed")) seed = (uint64_t)parse_long(f, v, 0, 1L << 40);
+        if (!strcmp(f, "--redis") && v) o->url = v;
+        else if (!strcmp(f, "--nodes")) o->nodes = parse_long(f, v, 2, 1000000);
+        else if (!strcmp(f, "--seconds")) o->seconds = parse_long(f, v, 1, 86400);
+        else if (!strcmp(f, "--round-seconds")) o->round_s = parse_long(f, v, 1, 3600);
+        else if (!strcmp(f, "--groups")) o->groups = parse_long(f, v, 1, 1000);
+        else if (!strcmp(f, "--bytes")) o->bytes = parse_long(f, v, 1, 16 << 20);
+        else if (!strcmp(f, "--draw")) o->draw = parse_long(f, v, 0, 1000);
+        else if (!strcmp(f, "--window")) o->window = parse_long(f, v, 0, 1000000);
+        else if (!strcmp(f, "--clients")) o->clients = parse_long(f, v, 1, 100000);
+        else if (!strcmp(f, "--seed")) o->seed = (uint64_t)parse_long(f, v, 0, 1L << 40);
         else {
             fprintf(stderr,
                     "loadgen: unknown flag '%s'\nusage: loadgen [--redis URL] [--nodes N] [--seconds T] "
@@ -187,131 +201,193 @@ int main(int argc, char **argv)
         }
         if (strcmp(f, "--redis") == 0 || v) a++;
     }
-    if (clients < 0) clients = nodes < 256 ? nodes : 256;
-    if (clients > nodes) clients = nodes;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    if (o->clients < 0) o->clients = o->nodes < 256 ? o->nodes : 256;
+    if (o->clients > o->nodes) o->clients = o->nodes;
+    return 0;
+}
 
-    char swarm[64], err[512];
-    snprintf(swarm, sizeof swarm, "loadgen%d", (int)getpid());
-    redisContext *admin = admin_connect(url);
-    if (!admin) return 1;
-    pool_t **pools = calloc((size_t)clients, sizeof *pools);
-    for (long i = 0; i < clients; i++) {
-        if (!(pools[i] = pool_new(url, swarm, 2000, err, sizeof err))) {
+/* the C pool clients the nodes share, connected before the clock starts;
+ * NULL after an error line */
+static pool_t **open_pools(const opts_t *o, const char *swarm)
+{
+    char err[512];
+    pool_t **pools = calloc((size_t)o->clients, sizeof *pools);
+    for (long i = 0; i < o->clients; i++) {
+        if (!(pools[i] = pool_new(o->url, swarm, 2000, err, sizeof err))) {
             fprintf(stderr, "loadgen: %s\n", err);
-            return 1;
+            return NULL;
         }
-        pool_window(pools[i], (int)window, 0);
-        pool_seed(pools[i], seed * 1000003u + (uint64_t)i);
+        pool_window(pools[i], (int)o->window, 0);
+        pool_seed(pools[i], o->seed * 1000003u + (uint64_t)i);
         /* connected (and the functions loaded) before the clock starts */
         if (pool_size_total(pools[i]) < 0) {
-            fprintf(stderr, "loadgen: cannot reach %s\n", url);
-            return 1;
+            fprintf(stderr, "loadgen: cannot reach %s\n", o->url);
+            return NULL;
         }
     }
-    /* signed payloads, as a node seals its records */
-    identity_t *id = identity_new();
-    uint8_t *payload[PAYLOADS];
-    size_t payload_len[PAYLOADS];
-    uint64_t rng = seed;
-    uint8_t *raw = malloc((size_t)bytes);
+    return pools;
+}
+
+typedef struct {
+    uint8_t *data[PAYLOADS];
+    size_t len[PAYLOADS];
+} payloads_t;
+
+/* signed payloads, as a node seals its records */
+static void sign_payloads(identity_t *id, const opts_t *o, payloads_t *pl)
+{
+    uint64_t rng = o->seed;
+    uint8_t *raw = malloc((size_t)o->bytes);
     for (int k = 0; k < PAYLOADS; k++) {
-        for (long b = 0; b < bytes; b++) raw[b] = (uint8_t)splitmix64(&rng);
-        payload[k] = identity_seal(id, raw, (size_t)bytes, &payload_len[k]);
+        for (long b = 0; b < o->bytes; b++) raw[b] = (uint8_t)splitmix64(&rng);
+        pl->data[k] = identity_seal(id, raw, (size_t)o->bytes, &pl->len[k]);
     }
     free(raw);
+}
 
-    server_t s0 = {0}, s = {0};
-    if (server_stats(admin, &s0) != 0) {
-        fprintf(stderr, "loadgen: INFO failed on %s\n", url);
-        return 1;
+/* what the run measured */
+typedef struct {
+    samples_t pub, drw; /* call latencies, s */
+    long errors, drawn, draws_short;
+    char last_err[512];
+    double behind_max, wall;
+    server_t s0, s; /* the server before the run and at its last sample */
+    long long mem_base, mem_max;
+} figures_t;
+
+/* sleeps until due; a generator already past it notes how far behind */
+static void wait_until(double due, figures_t *f)
+{
+    double t = now_s();
+    if (due > t) {
+        double wait = due - t;
+        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        nanosleep(&ts, NULL);
+    } else if (t - due > f->behind_max) {
+        f->behind_max = t - due;
     }
-    long long mem_base = s0.used_memory, mem_max = s0.used_memory;
-    samples_t pub = {0}, drw = {0};
-    long errors = 0, drawn = 0, draws_short = 0;
-    char last_err[512] = "";
-    double period = (double)round_s / (double)nodes, behind_max = 0;
+}
+
+/* event e of the schedule: node e % N's round e / N + 1, its G publishes
+ * and its draw of J, each call timed */
+static void node_round(const opts_t *o, pool_t **pools, const payloads_t *pl, uint64_t e, figures_t *f)
+{
+    char err[512];
+    long node = (long)(e % (uint64_t)o->nodes);
+    uint64_t round = e / (uint64_t)o->nodes + 1;
+    char name[32];
+    snprintf(name, sizeof name, "n%ld", node);
+    pool_t *p = pools[node % o->clients];
+    for (long g = 0; g < o->groups; g++) {
+        int k = (int)((e * (uint64_t)o->groups + (uint64_t)g) % PAYLOADS);
+        double a = now_s();
+        int rc = pool_publish(p, name, round, pl->data[k], pl->len[k], err, sizeof err);
+        add(&f->pub, now_s() - a);
+        if (rc != 0) f->errors++, snprintf(f->last_err, sizeof f->last_err, "%s", err);
+    }
+    if (o->draw > 0) {
+        pool_entry_t *got = NULL;
+        double a = now_s();
+        int n = pool_draw(p, name, (int)o->draw, &got, err, sizeof err);
+        add(&f->drw, now_s() - a);
+        if (n < 0) f->errors++, snprintf(f->last_err, sizeof f->last_err, "%s", err);
+        else f->drawn += n, f->draws_short += n < o->draw && round > 1;
+        pool_entries_free(got, n > 0 ? n : 0);
+    }
+}
+
+/* the nodes' rounds spread evenly over R seconds, for T seconds or until
+ * a signal, sampling the server every second and a line every 10 s */
+static void run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, redisContext *admin, figures_t *f)
+{
+    double period = (double)o->round_s / (double)o->nodes;
     double t0 = now_s(), next_stats = t0 + 1, next_line = t0 + 10;
     fprintf(stderr,
             "loadgen: %ld nodes, %ld groups of %ld bytes and a draw of %ld each per %ld s round, window %ld "
             "rounds, %ld clients, %ld s against %s\n",
-            nodes, groups, bytes, draw, round_s, window, clients, seconds, url);
+            o->nodes, o->groups, o->bytes, o->draw, o->round_s, o->window, o->clients, o->seconds, o->url);
     for (uint64_t e = 0; !stop; e++) {
         double due = t0 + (double)e * period;
-        if (due >= t0 + (double)seconds) break;
+        if (due >= t0 + (double)o->seconds) break;
+        wait_until(due, f);
+        node_round(o, pools, pl, e, f);
         double t = now_s();
-        if (due > t) {
-            double wait = due - t;
-            struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-            nanosleep(&ts, NULL);
-        } else if (t - due > behind_max) {
-            behind_max = t - due;
-        }
-        long node = (long)(e % (uint64_t)nodes);
-        uint64_t round = e / (uint64_t)nodes + 1;
-        char name[32];
-        snprintf(name, sizeof name, "n%ld", node);
-        pool_t *p = pools[node % clients];
-        for (long g = 0; g < groups; g++) {
-            int k = (int)((e * (uint64_t)groups + (uint64_t)g) % PAYLOADS);
-            double a = now_s();
-            int rc = pool_publish(p, name, round, payload[k], payload_len[k], err, sizeof err);
-            add(&pub, now_s() - a);
-            if (rc != 0) errors++, snprintf(last_err, sizeof last_err, "%s", err);
-        }
-        if (draw > 0) {
-            pool_entry_t *got = NULL;
-            double a = now_s();
-            int n = pool_draw(p, name, (int)draw, &got, err, sizeof err);
-            add(&drw, now_s() - a);
-            if (n < 0) errors++, snprintf(last_err, sizeof last_err, "%s", err);
-            else drawn += n, draws_short += n < draw && round > 1;
-            pool_entries_free(got, n > 0 ? n : 0);
-        }
-        t = now_s();
         if (t >= next_stats) {
-            if (server_stats(admin, &s) == 0 && s.used_memory > mem_max) mem_max = s.used_memory;
+            if (server_stats(admin, &f->s) == 0 && f->s.used_memory > f->mem_max) f->mem_max = f->s.used_memory;
             next_stats = t + 1;
         }
         if (t >= next_line) {
             fprintf(stderr, "loadgen: %.0f s: %zu publishes, %zu draws, used_memory %.1f MB, %ld errors\n", t - t0,
-                    pub.n, drw.n, (double)s.used_memory / 1e6, errors);
+                    f->pub.n, f->drw.n, (double)f->s.used_memory / 1e6, f->errors);
             next_line = t + 10;
         }
     }
-    double wall = now_s() - t0;
-    server_stats(admin, &s);
-    if (s.used_memory > mem_max) mem_max = s.used_memory;
-    qsort(pub.v, pub.n, sizeof *pub.v, cmp_double);
-    qsort(drw.v, drw.n, sizeof *drw.v, cmp_double);
-    double cpu = (s.cpu - s0.cpu) / wall;
-    printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %.0f s\n", nodes, round_s,
-           groups, bytes, draw, window, wall);
-    printf("publish: %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub.n, quantile_ms(&pub, 0.5),
-           quantile_ms(&pub, 0.99), pub.n ? 1000 * pub.v[pub.n - 1] : 0);
+    f->wall = now_s() - t0;
+}
+
+/* the report's lines, then the same figures as one JSON line */
+static void report(const opts_t *o, figures_t *f)
+{
+    const samples_t *pub = &f->pub, *drw = &f->drw;
+    qsort(pub->v, pub->n, sizeof *pub->v, cmp_double);
+    qsort(drw->v, drw->n, sizeof *drw->v, cmp_double);
+    double cpu = (f->s.cpu - f->s0.cpu) / f->wall;
+    printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %.0f s\n", o->nodes, o->round_s,
+           o->groups, o->bytes, o->draw, o->window, f->wall);
+    printf("publish: %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub->n, quantile_ms(pub, 0.5),
+           quantile_ms(pub, 0.99), pub->n ? 1000 * pub->v[pub->n - 1] : 0);
     printf("draw:    %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms; %.2f groups a draw, %ld short after round 1\n",
-           drw.n, quantile_ms(&drw, 0.5), quantile_ms(&drw, 0.99), drw.n ? 1000 * drw.v[drw.n - 1] : 0,
-           drw.n ? (double)drawn / (double)drw.n : 0, draws_short);
+           drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99), drw->n ? 1000 * drw->v[drw->n - 1] : 0,
+           drw->n ? (double)f->drawn / (double)drw->n : 0, f->draws_short);
     printf("redis:   used_memory %.1f MB at the end, %.1f MB at most (%.1f MB before), CPU %.0f %% of a core\n",
-           (double)s.used_memory / 1e6, (double)mem_max / 1e6, (double)mem_base / 1e6, 100 * cpu);
-    printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", errors, errors ? ", last: " : "", last_err,
-           behind_max);
+           (double)f->s.used_memory / 1e6, (double)f->mem_max / 1e6, (double)f->mem_base / 1e6, 100 * cpu);
+    printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", f->errors, f->errors ? ", last: " : "", f->last_err,
+           f->behind_max);
     printf("{\"nodes\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%ld,\"seconds\":%"
            ".1f,"
            "\"publish\":{\"calls\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f},\"draw\":{\"calls\":%zu,\"p50_ms\":%.4f,"
            "\"p99_ms\":%.4f,\"groups\":%.3f},\"used_memory_max\":%lld,\"used_memory_end\":%lld,"
            "\"server_cpu\":%.3f,\"errors\":%ld,\"behind_max_s\":%.3f}\n",
-           nodes, round_s, groups, bytes, draw, window, wall, pub.n, quantile_ms(&pub, 0.5), quantile_ms(&pub, 0.99),
-           drw.n, quantile_ms(&drw, 0.5), quantile_ms(&drw, 0.99), drw.n ? (double)drawn / (double)drw.n : 0, mem_max,
-           s.used_memory, cpu, errors, behind_max);
+           o->nodes, o->round_s, o->groups, o->bytes, o->draw, o->window, f->wall, pub->n, quantile_ms(pub, 0.5),
+           quantile_ms(pub, 0.99), drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99),
+           drw->n ? (double)f->drawn / (double)drw->n : 0, f->mem_max, f->s.used_memory, cpu, f->errors, f->behind_max);
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    if (parse_flags(argc, argv, &o) != 0) return 2;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    char swarm[64];
+    snprintf(swarm, sizeof swarm, "loadgen%d", (int)getpid());
+    redisContext *admin = admin_connect(o.url);
+    if (!admin) return 1;
+    pool_t **pools = open_pools(&o, swarm);
+    if (!pools) return 1;
+    identity_t *id = identity_new();
+    payloads_t pl;
+    sign_payloads(id, &o, &pl);
+
+    figures_t f = {0};
+    if (server_stats(admin, &f.s0) != 0) {
+        fprintf(stderr, "loadgen: INFO failed on %s\n", o.url);
+        return 1;
+    }
+    f.mem_base = f.mem_max = f.s0.used_memory;
+    run_load(&o, pools, &pl, admin, &f);
+    server_stats(admin, &f.s);
+    if (f.s.used_memory > f.mem_max) f.mem_max = f.s.used_memory;
+    report(&o, &f);
+
     clean(admin, swarm);
     redisFree(admin);
-    for (long i = 0; i < clients; i++) pool_destroy(&pools[i]);
+    for (long i = 0; i < o.clients; i++) pool_destroy(&pools[i]);
     free(pools);
-    for (int k = 0; k < PAYLOADS; k++) free(payload[k]);
+    for (int k = 0; k < PAYLOADS; k++) free(pl.data[k]);
     identity_destroy(&id);
-    free(pub.v);
-    free(drw.v);
-    return errors ? 1 : 0;
+    free(f.pub.v);
+    free(f.drw.v);
+    return f.errors ? 1 : 0;
 }

@@ -63,41 +63,38 @@ static int register_key(pool_t *pool, const char *node, const identity_t *id)
     return 0;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    const char *cmd, *redis, *swarm, *node, *exclude, *key;
+    int count, window, nfiles;
+    unsigned long long round;
+    const char **files;
+} args_t;
+
+/* the flags and files after the command; 2 after a line on stderr */
+static int parse_args(int argc, char **argv, args_t *o)
 {
-    if (argc < 2) {
-        usage();
-        return 2;
-    }
-    const char *cmd = argv[1];
-    const char *redis = getenv("SAPO_REDIS"), *swarm = getenv("SAPO_SWARM"), *node = NULL, *exclude = NULL, *key = NULL;
-    if (!redis || !*redis) redis = "redis://127.0.0.1:6379";
-    if (!swarm || !*swarm) swarm = "sapo";
-    int count = 1, nfiles = 0, window = 0;
-    unsigned long long round = 0;
-    const char **files = calloc((size_t)argc, sizeof *files);
     for (int a = 2; a < argc; a++) {
         const char *v = a + 1 < argc ? argv[a + 1] : NULL;
-        if (!strcmp(argv[a], "--redis") && v) redis = argv[++a];
-        else if (!strcmp(argv[a], "--swarm") && v) swarm = argv[++a];
-        else if (!strcmp(argv[a], "--node") && v) node = argv[++a];
-        else if (!strcmp(argv[a], "--exclude") && v) exclude = argv[++a];
-        else if (!strcmp(argv[a], "--key") && v) key = argv[++a];
+        if (!strcmp(argv[a], "--redis") && v) o->redis = argv[++a];
+        else if (!strcmp(argv[a], "--swarm") && v) o->swarm = argv[++a];
+        else if (!strcmp(argv[a], "--node") && v) o->node = argv[++a];
+        else if (!strcmp(argv[a], "--exclude") && v) o->exclude = argv[++a];
+        else if (!strcmp(argv[a], "--key") && v) o->key = argv[++a];
         else if (!strcmp(argv[a], "--count") && v) {
-            count = atoi(argv[++a]);
-            if (count < 1) {
+            o->count = atoi(argv[++a]);
+            if (o->count < 1) {
                 fprintf(stderr, "pool: --count '%s': expected a positive integer\n", argv[a]);
                 return 2;
             }
         } else if (!strcmp(argv[a], "--window") && v) {
-            window = atoi(argv[++a]);
-            if (window < 1) {
+            o->window = atoi(argv[++a]);
+            if (o->window < 1) {
                 fprintf(stderr, "pool: --window '%s': expected a positive integer\n", argv[a]);
                 return 2;
             }
         } else if (!strcmp(argv[a], "--round") && v) {
             char *end;
-            round = strtoull(argv[++a], &end, 10);
+            o->round = strtoull(argv[++a], &end, 10);
             if (!*argv[a] || *end || argv[a][0] == '-') {
                 fprintf(stderr, "pool: --round '%s': expected a round number (0 or more)\n", argv[a]);
                 return 2;
@@ -105,99 +102,144 @@ int main(int argc, char **argv)
         } else if (argv[a][0] == '-') {
             fprintf(stderr, "pool: unknown or incomplete flag '%s'\n", argv[a]);
             return 2;
-        } else files[nfiles++] = argv[a];
+        } else o->files[o->nfiles++] = argv[a];
     }
+    return 0;
+}
+
+static int cmd_key(const identity_t *id)
+{
+    char hex[65];
+    if (!id) {
+        fprintf(stderr, "pool: key needs --key FILE\n");
+        return 2;
+    }
+    identity_public_hex(identity_public(id), hex, sizeof hex);
+    printf("%s\n", hex);
+    return 0;
+}
+
+static int cmd_size(pool_t *pool, const args_t *o)
+{
+    long n = o->node ? pool_size_node(pool, o->node) : pool_size_total(pool);
+    if (n < 0) {
+        fprintf(stderr, "pool: %s unreachable\n", o->redis);
+        return 1;
+    }
+    printf("%ld\n", n);
+    return 0;
+}
+
+/* entry i as a JSON line when its signature verifies under its node's
+ * key, else a line on stderr saying why not */
+static void print_entry(pool_t *pool, const pool_entry_t *e, int i)
+{
+    char err[512];
+    if (!e->data) {
+        fprintf(stderr, "pool: entry %d: node %s: %zu bytes, over the record limit; not fetched\n", i, e->node, e->len);
+        return;
+    }
+    uint8_t pub[IDENTITY_PUBLIC_BYTES];
+    int known = pool_node_key(pool, e->node, pub, err, sizeof err);
+    const uint8_t *rec = NULL;
+    size_t rec_len = 0;
+    int opened = known == 1 ? identity_open(pub, e->data, e->len, &rec, &rec_len) : -1;
+    if (opened < 0) {
+        fprintf(stderr, "pool: entry %d: node %s: unsigned (%s)\n", i, e->node,
+                known < 0    ? err
+                : known == 0 ? "no key registered"
+                             : "shorter than a signature");
+        return;
+    }
+    if (!opened) {
+        fprintf(stderr, "pool: entry %d: node %s: signature does not verify under its key\n", i, e->node);
+        return;
+    }
+    char *json = rec_to_json(rec, rec_len, err, sizeof err);
+    if (json) printf("%s\n", json);
+    else fprintf(stderr, "pool: entry %d: node %s: %s\n", i, e->node, err);
+    free(json);
+}
+
+static int cmd_sample(pool_t *pool, const args_t *o)
+{
+    char err[512];
+    int rc = 0;
+    pool_entry_t *e;
+    if (o->window) pool_window(pool, o->window, 0);
+    int n = o->window ? pool_draw(pool, o->exclude, o->count, &e, err, sizeof err)
+                      : pool_sample(pool, o->exclude, o->count, &e, err, sizeof err);
+    if (n < 0) {
+        fprintf(stderr, "pool: %s\n", err);
+        rc = 1;
+    }
+    for (int i = 0; i < n; i++) print_entry(pool, &e[i], i);
+    pool_entries_free(e, n);
+    return rc;
+}
+
+static int cmd_publish(pool_t *pool, const args_t *o, const identity_t *id)
+{
+    char err[512];
+    int rc = 0;
+    if (!o->node || o->nfiles == 0) {
+        fprintf(stderr, "pool: publish needs --node N and at least one FILE\n");
+        rc = 2;
+    } else if (id) {
+        rc = register_key(pool, o->node, id);
+    }
+    for (int i = 0; rc == 0 && i < o->nfiles; i++) {
+        size_t len, entry_len;
+        char *buf = slurp(o->files[i], &len);
+        uint8_t *entry = buf && id ? identity_seal(id, buf, len, &entry_len) : NULL;
+        if (!buf) {
+            fprintf(stderr, "pool: %s: cannot read\n", o->files[i]);
+            rc = 1;
+        } else if (pool_publish(pool, o->node, o->round, entry ? entry : (uint8_t *)buf, entry ? entry_len : len, err,
+                                sizeof err) != 0) {
+            fprintf(stderr, "pool: %s\n", err);
+            rc = 1;
+        }
+        free(entry);
+        free(buf);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    args_t o = {.cmd = argv[1], .redis = getenv("SAPO_REDIS"), .swarm = getenv("SAPO_SWARM"), .count = 1};
+    if (!o.redis || !*o.redis) o.redis = "redis://127.0.0.1:6379";
+    if (!o.swarm || !*o.swarm) o.swarm = "sapo";
+    o.files = calloc((size_t)argc, sizeof *o.files);
+    if (parse_args(argc, argv, &o) != 0) return 2;
     char err[512];
     identity_t *id = NULL;
-    if (key && !(id = identity_load(key, err, sizeof err))) {
+    if (o.key && !(id = identity_load(o.key, err, sizeof err))) {
         fprintf(stderr, "pool: %s\n", err);
         return 2;
     }
-    pool_t *pool = pool_new(redis, swarm, 1 << 30, err, sizeof err);
+    pool_t *pool = pool_new(o.redis, o.swarm, 1 << 30, err, sizeof err);
     if (!pool) {
         fprintf(stderr, "pool: %s\n", err);
         return 2;
     }
-    int rc = 0;
-    if (!strcmp(cmd, "key")) {
-        char hex[65];
-        if (id) identity_public_hex(identity_public(id), hex, sizeof hex), printf("%s\n", hex);
-        else fprintf(stderr, "pool: key needs --key FILE\n"), rc = 2;
-    } else if (!strcmp(cmd, "register")) {
-        rc = register_key(pool, node, id);
-    } else if (!strcmp(cmd, "size")) {
-        long n = node ? pool_size_node(pool, node) : pool_size_total(pool);
-        if (n < 0) {
-            fprintf(stderr, "pool: %s unreachable\n", redis);
-            rc = 1;
-        } else {
-            printf("%ld\n", n);
-        }
-    } else if (!strcmp(cmd, "sample")) {
-        pool_entry_t *e;
-        if (window) pool_window(pool, window, 0);
-        int n = window ? pool_draw(pool, exclude, count, &e, err, sizeof err)
-                       : pool_sample(pool, exclude, count, &e, err, sizeof err);
-        if (n < 0) {
-            fprintf(stderr, "pool: %s\n", err);
-            rc = 1;
-        }
-        for (int i = 0; i < n; i++) {
-            if (!e[i].data) {
-                fprintf(stderr, "pool: entry %d: node %s: %zu bytes, over the record limit; not fetched\n", i,
-                        e[i].node, e[i].len);
-                continue;
-            }
-            uint8_t pub[IDENTITY_PUBLIC_BYTES];
-            int known = pool_node_key(pool, e[i].node, pub, err, sizeof err);
-            const uint8_t *rec = NULL;
-            size_t rec_len = 0;
-            int opened = known == 1 ? identity_open(pub, e[i].data, e[i].len, &rec, &rec_len) : -1;
-            if (opened < 0) {
-                fprintf(stderr, "pool: entry %d: node %s: unsigned (%s)\n", i, e[i].node,
-                        known < 0    ? err
-                        : known == 0 ? "no key registered"
-                                     : "shorter than a signature");
-                continue;
-            }
-            if (!opened) {
-                fprintf(stderr, "pool: entry %d: node %s: signature does not verify under its key\n", i, e[i].node);
-                continue;
-            }
-            char *json = rec_to_json(rec, rec_len, err, sizeof err);
-            if (json) printf("%s\n", json);
-            else fprintf(stderr, "pool: entry %d: node %s: %s\n", i, e[i].node, err);
-            free(json);
-        }
-        pool_entries_free(e, n);
-    } else if (!strcmp(cmd, "publish")) {
-        if (!node || nfiles == 0) {
-            fprintf(stderr, "pool: publish needs --node N and at least one FILE\n");
-            rc = 2;
-        } else if (id) {
-            rc = register_key(pool, node, id);
-        }
-        for (int i = 0; rc == 0 && i < nfiles; i++) {
-            size_t len, entry_len;
-            char *buf = slurp(files[i], &len);
-            uint8_t *entry = buf && id ? identity_seal(id, buf, len, &entry_len) : NULL;
-            if (!buf) {
-                fprintf(stderr, "pool: %s: cannot read\n", files[i]);
-                rc = 1;
-            } else if (pool_publish(pool, node, round, entry ? entry : (uint8_t *)buf, entry ? entry_len : len, err,
-                                    sizeof err) != 0) {
-                fprintf(stderr, "pool: %s\n", err);
-                rc = 1;
-            }
-            free(entry);
-            free(buf);
-        }
-    } else {
-        fprintf(stderr, "pool: unknown command '%s'\n", cmd);
+    int rc;
+    if (!strcmp(o.cmd, "key")) rc = cmd_key(id);
+    else if (!strcmp(o.cmd, "register")) rc = register_key(pool, o.node, id);
+    else if (!strcmp(o.cmd, "size")) rc = cmd_size(pool, &o);
+    else if (!strcmp(o.cmd, "sample")) rc = cmd_sample(pool, &o);
+    else if (!strcmp(o.cmd, "publish")) rc = cmd_publish(pool, &o, id);
+    else {
+        fprintf(stderr, "pool: unknown command '%s'\n", o.cmd);
         usage();
         rc = 2;
     }
-    free(files);
+    free(o.files);
     identity_destroy(&id);
     pool_destroy(&pool);
     return rc;

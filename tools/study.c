@@ -169,74 +169,107 @@ static void fmt_p(char *buf, size_t len, double p, int ok)
     else snprintf(buf, len, "%.4f", p);
 }
 
-/* cumulative table, rewards.tsv, cumulative.tsv and the per-configuration curves */
-static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
+/* a configuration's rewards summed per round over nodes and seeds, and
+ * per node over seeds, with their counts */
+typedef struct {
+    int R, nodes_max;
+    double *sum, *cnt;           /* (R) */
+    double *node_sum, *node_cnt; /* (MAX_ITEMS, R) */
+} round_sums_t;
+
+/* one seed's rows of rewards.tsv and cumulative.tsv, added to the sums */
+static void add_seed_rewards(cfg_t *cf, int s, round_sums_t *t, FILE *tsv, FILE *cum)
 {
-    FILE *tsv = open_out("rewards.tsv"), *cum = open_out("cumulative.tsv");
-    if (!tsv || !cum) return -1;
-    fprintf(tsv, "config\tseed\tnode\tround\treward\tmodel\n");
-    fprintf(cum, "config\tseed\tnodes\trounds\tcumulative\n");
-    for (int c = 0; c < nc; c++) {
-        cfg_t *cf = &cfgs[c];
-        int R = cf->max_round, nodes_max = 0;
-        double *sum = calloc((size_t)R + 1, sizeof *sum), *cnt = calloc((size_t)R + 1, sizeof *cnt);
-        double *node_sum = calloc((size_t)MAX_ITEMS * (R + 1), sizeof *node_sum);
-        double *node_cnt = calloc((size_t)MAX_ITEMS * (R + 1), sizeof *node_cnt);
-        double *grid = malloc((size_t)MAX_ITEMS * (R + 1) * sizeof *grid);
-        for (int s = 0; s < cf->ns; s++) {
-            seedrun_t *sr = &cf->seeds[s];
-            double *all = malloc((size_t)sr->nn * (R + 1) * sizeof *all);
-            for (int i = 0; i < sr->nn; i++) {
-                node_rewards(&sr->nodes[i], R, all + (size_t)i * R);
-                for (int r = 0; r < R; r++) {
-                    double v = all[(size_t)i * R + r];
-                    if (isnan(v)) continue;
-                    fprintf(tsv, "%d/%d\t%d\t%s\t%d\t%.6f\t%s\n", cf->I, cf->J, sr->seed, sr->nodes[i].name, r + 1, v,
-                            sr->nodes[i].model);
-                    sum[r] += v, cnt[r] += 1;
-                    node_sum[(size_t)i * R + r] += v, node_cnt[(size_t)i * R + r] += 1;
-                }
-            }
-            if (sr->nn > nodes_max) nodes_max = sr->nn;
-            cf->cumulative[s] = stats_cumulative(all, sr->nn, R);
-            fprintf(cum, "%d/%d\t%d\t%d\t%d\t%.4f\n", cf->I, cf->J, sr->seed, sr->nn, R, cf->cumulative[s]);
-            free(all);
+    int R = t->R;
+    seedrun_t *sr = &cf->seeds[s];
+    double *all = malloc((size_t)sr->nn * (R + 1) * sizeof *all);
+    for (int i = 0; i < sr->nn; i++) {
+        node_rewards(&sr->nodes[i], R, all + (size_t)i * R);
+        for (int r = 0; r < R; r++) {
+            double v = all[(size_t)i * R + r];
+            if (isnan(v)) continue;
+            fprintf(tsv, "%d/%d\t%d\t%s\t%d\t%.6f\t%s\n", cf->I, cf->J, sr->seed, sr->nodes[i].name, r + 1, v,
+                    sr->nodes[i].model);
+            t->sum[r] += v, t->cnt[r] += 1;
+            t->node_sum[(size_t)i * R + r] += v, t->node_cnt[(size_t)i * R + r] += 1;
         }
-        /* round, mean reward over nodes and seeds, its moving average, cumulative (seed mean) */
-        double *mean = malloc((size_t)R * sizeof *mean), *ma = malloc((size_t)R * sizeof *ma);
-        for (int r = 0; r < R; r++) mean[r] = cnt[r] ? sum[r] / cnt[r] : 0;
-        stats_moving_average(mean, R, window, ma);
-        char name[64];
-        snprintf(name, sizeof name, "ma_%s.dat", cf->dir);
-        FILE *f = open_out(name);
-        if (!f) return -1;
+    }
+    if (sr->nn > t->nodes_max) t->nodes_max = sr->nn;
+    cf->cumulative[s] = stats_cumulative(all, sr->nn, R);
+    fprintf(cum, "%d/%d\t%d\t%d\t%d\t%.4f\n", cf->I, cf->J, sr->seed, sr->nn, R, cf->cumulative[s]);
+    free(all);
+}
+
+/* ma_<config>.dat: round, mean reward over nodes and seeds, its moving
+ * average, cumulative (seed mean) */
+static int write_moving_average(const cfg_t *cf, const round_sums_t *t, int window)
+{
+    int R = t->R;
+    double *mean = malloc((size_t)R * sizeof *mean), *ma = malloc((size_t)R * sizeof *ma);
+    for (int r = 0; r < R; r++) mean[r] = t->cnt[r] ? t->sum[r] / t->cnt[r] : 0;
+    stats_moving_average(mean, R, window, ma);
+    char name[64];
+    snprintf(name, sizeof name, "ma_%s.dat", cf->dir);
+    FILE *f = open_out(name);
+    if (f) {
         fprintf(f, "# round mean_reward moving_average cumulative\n");
         double run = 0;
         for (int r = 0; r < R; r++) {
-            run += sum[r] / cf->ns;
+            run += t->sum[r] / cf->ns;
             fprintf(f, "%d %.6f %.6f %.6f\n", r + 1, mean[r], ma[r], run);
         }
         fclose(f);
-        /* per node (seed mean), moving average: the grid's panels */
-        for (int i = 0; i < nodes_max; i++) {
-            for (int r = 0; r < R; r++)
-                mean[r] = node_cnt[(size_t)i * R + r] ? node_sum[(size_t)i * R + r] / node_cnt[(size_t)i * R + r] : 0;
-            stats_moving_average(mean, R, window, grid + (size_t)i * R);
-        }
-        snprintf(name, sizeof name, "grid_%s.dat", cf->dir);
-        if (!(f = open_out(name))) return -1;
+    }
+    free(mean), free(ma);
+    return f ? 0 : -1;
+}
+
+/* grid_<config>.dat: per node (seed mean), moving average: the grid's panels */
+static int write_grid(const cfg_t *cf, const round_sums_t *t, int window)
+{
+    int R = t->R;
+    double *mean = malloc((size_t)R * sizeof *mean);
+    double *grid = malloc((size_t)MAX_ITEMS * (R + 1) * sizeof *grid);
+    for (int i = 0; i < t->nodes_max; i++) {
+        for (int r = 0; r < R; r++)
+            mean[r] =
+                t->node_cnt[(size_t)i * R + r] ? t->node_sum[(size_t)i * R + r] / t->node_cnt[(size_t)i * R + r] : 0;
+        stats_moving_average(mean, R, window, grid + (size_t)i * R);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "grid_%s.dat", cf->dir);
+    FILE *f = open_out(name);
+    if (f) {
         fprintf(f, "# round, then each node's moving average (seed mean)\n");
         for (int r = 0; r < R; r++) {
             fprintf(f, "%d", r + 1);
-            for (int i = 0; i < nodes_max; i++) fprintf(f, " %.6f", grid[(size_t)i * R + r]);
+            for (int i = 0; i < t->nodes_max; i++) fprintf(f, " %.6f", grid[(size_t)i * R + r]);
             fprintf(f, "\n");
         }
         fclose(f);
-        free(mean), free(ma), free(sum), free(cnt), free(node_sum), free(node_cnt), free(grid);
     }
-    fclose(tsv);
-    fclose(cum);
+    free(mean), free(grid);
+    return f ? 0 : -1;
+}
 
+/* one configuration's rows of rewards.tsv and cumulative.tsv, and its curves */
+static int write_config_rewards(cfg_t *cf, int window, FILE *tsv, FILE *cum)
+{
+    int R = cf->max_round;
+    round_sums_t t = {.R = R,
+                      .sum = calloc((size_t)R + 1, sizeof *t.sum),
+                      .cnt = calloc((size_t)R + 1, sizeof *t.cnt),
+                      .node_sum = calloc((size_t)MAX_ITEMS * (R + 1), sizeof *t.node_sum),
+                      .node_cnt = calloc((size_t)MAX_ITEMS * (R + 1), sizeof *t.node_cnt)};
+    for (int s = 0; s < cf->ns; s++) add_seed_rewards(cf, s, &t, tsv, cum);
+    int rc = write_moving_average(cf, &t, window) != 0 || write_grid(cf, &t, window) != 0 ? -1 : 0;
+    free(t.sum), free(t.cnt), free(t.node_sum), free(t.node_cnt);
+    return rc;
+}
+
+/* the summary's table of cumulative rewards, each configuration against J = 0 */
+static void write_cumulative_table(const cfg_t *cfgs, int nc, FILE *md)
+{
     const cfg_t *base = NULL;
     for (int c = 0; c < nc; c++)
         if (cfgs[c].J == 0) base = &cfgs[c];
@@ -277,6 +310,20 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
             "\nTests compare each configuration's per-seed cumulative rewards with the J = 0 configuration's: Welch's "
             "t-test (needs 2 seeds on each side) and an exact permutation test of the mean difference (its smallest "
             "possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
+}
+
+/* cumulative table, rewards.tsv, cumulative.tsv and the per-configuration curves */
+static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
+{
+    FILE *tsv = open_out("rewards.tsv"), *cum = open_out("cumulative.tsv");
+    if (!tsv || !cum) return -1;
+    fprintf(tsv, "config\tseed\tnode\tround\treward\tmodel\n");
+    fprintf(cum, "config\tseed\tnodes\trounds\tcumulative\n");
+    for (int c = 0; c < nc; c++)
+        if (write_config_rewards(&cfgs[c], window, tsv, cum) != 0) return -1;
+    fclose(tsv);
+    fclose(cum);
+    write_cumulative_table(cfgs, nc, md);
     return 0;
 }
 
@@ -420,15 +467,10 @@ static int eval_values(const cfg_t *cf, int bin, double *out)
     return n;
 }
 
-static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
+/* eval_<config>.dat: per round, the mean pass@1 over nodes, its sd and the nodes */
+static int write_eval_curves(const cfg_t *cfgs, int nc, const int *bins, int nb)
 {
-    static int bins[4096];
-    int nb = eval_bins(cfgs, nc, bins);
-    if (nb == 0) {
-        fprintf(md, "## Evaluation\n\nNo eval.jsonl in this experiment (no evaluator ran).\n");
-        return 0;
-    }
-    double a[MAX_ITEMS * MAX_ITEMS], b[MAX_ITEMS * MAX_ITEMS];
+    double a[MAX_ITEMS * MAX_ITEMS];
     for (int c = 0; c < nc; c++) {
         char name[64];
         snprintf(name, sizeof name, "eval_%s.dat", cfgs[c].dir);
@@ -441,6 +483,62 @@ static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
         }
         fclose(f);
     }
+    return 0;
+}
+
+/* the summary's table of one configuration's nodes against the isolated
+ * ones, a Welch test per round */
+static void write_eval_comparison(const cfg_t *cf, const cfg_t *base, const int *bins, int nb, FILE *md)
+{
+    double a[MAX_ITEMS * MAX_ITEMS], b[MAX_ITEMS * MAX_ITEMS];
+    double p[4096], holm[4096], bh[4096];
+    int ok[4096];
+    for (int q = 0; q < nb; q++) {
+        int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
+        stats_welch_t w;
+        ok[q] = stats_welch(a, na, b, nbv, &w) == 0;
+        p[q] = w.p;
+    }
+    /* adjusted over the rounds that could be tested */
+    double tp[4096] = {0}, th[4096], tb[4096];
+    int nt = 0;
+    for (int q = 0; q < nb; q++)
+        if (ok[q]) tp[nt++] = p[q];
+    stats_holm(tp, nt, th);
+    stats_bh(tp, nt, tb);
+    for (int q = 0, t = 0; q < nb; q++) {
+        holm[q] = ok[q] ? th[t] : 1;
+        bh[q] = ok[q] ? tb[t++] : 1;
+    }
+    fprintf(md,
+            "### %d/%d nodes against %d/%d (isolated) nodes\n\n| round | %d/%d pass@1 (nodes) | %d/%d pass@1 (nodes) | "
+            "difference | Welch p | Holm p | BH p |\n|---|---|---|---|---|---|---|\n",
+            cf->I, cf->J, base->I, base->J, cf->I, cf->J, base->I, base->J);
+    for (int q = 0; q < nb; q++) {
+        int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
+        char s1[32], s2[32], s3[32];
+        fmt_p(s1, sizeof s1, p[q], ok[q]);
+        fmt_p(s2, sizeof s2, holm[q], ok[q]);
+        fmt_p(s3, sizeof s3, bh[q], ok[q]);
+        fprintf(md, "| %d | %.4f (%d) | %.4f (%d) | %+.4f | %s | %s | %s |\n", bins[q], stats_mean(a, na), na,
+                stats_mean(b, nbv), nbv, stats_mean(a, na) - stats_mean(b, nbv), s1, s2, s3);
+    }
+    fprintf(md,
+            "\nOne Welch test per round over nodes (all seeds); Holm and Benjamini-Hochberg adjust for the %d rounds "
+            "tested (a round where every node scored the same has no test). Nodes of one swarm see each other's "
+            "rollouts, so they are not independent samples.\n\n",
+            nt);
+}
+
+static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
+{
+    static int bins[4096];
+    int nb = eval_bins(cfgs, nc, bins);
+    if (nb == 0) {
+        fprintf(md, "## Evaluation\n\nNo eval.jsonl in this experiment (no evaluator ran).\n");
+        return 0;
+    }
+    if (write_eval_curves(cfgs, nc, bins, nb) != 0) return -1;
     const cfg_t *base = NULL;
     for (int c = 0; c < nc; c++)
         if (cfgs[c].J == 0) base = &cfgs[c];
@@ -450,49 +548,8 @@ static int write_eval(const cfg_t *cfgs, int nc, FILE *md)
         fprintf(md, "No J = 0 configuration ran, so no swarm-against-isolated comparison.\n");
         return 0;
     }
-    for (int c = 0; c < nc; c++) {
-        const cfg_t *cf = &cfgs[c];
-        if (cf == base) continue;
-        double p[4096], holm[4096], bh[4096];
-        int ok[4096];
-        for (int q = 0; q < nb; q++) {
-            int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
-            stats_welch_t w;
-            ok[q] = stats_welch(a, na, b, nbv, &w) == 0;
-            p[q] = w.p;
-        }
-        /* adjusted over the rounds that could be tested */
-        double tp[4096], th[4096], tb[4096];
-        int nt = 0;
-        for (int q = 0; q < nb; q++)
-            if (ok[q]) tp[nt++] = p[q];
-        stats_holm(tp, nt, th);
-        stats_bh(tp, nt, tb);
-        for (int q = 0, t = 0; q < nb; q++) {
-            holm[q] = ok[q] ? th[t] : 1;
-            bh[q] = ok[q] ? tb[t++] : 1;
-        }
-        fprintf(
-            md,
-            "### %d/%d nodes against %d/%d (isolated) nodes\n\n| round | %d/%d pass@1 (nodes) | %d/%d pass@1 (nodes) | "
-            "difference | Welch p | Holm p | BH p |\n|---|---|---|---|---|---|---|\n",
-            cf->I, cf->J, base->I, base->J, cf->I, cf->J, base->I, base->J);
-        for (int q = 0; q < nb; q++) {
-            int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
-            char s1[32], s2[32], s3[32];
-            fmt_p(s1, sizeof s1, p[q], ok[q]);
-            fmt_p(s2, sizeof s2, holm[q], ok[q]);
-            fmt_p(s3, sizeof s3, bh[q], ok[q]);
-            fprintf(md, "| %d | %.4f (%d) | %.4f (%d) | %+.4f | %s | %s | %s |\n", bins[q], stats_mean(a, na), na,
-                    stats_mean(b, nbv), nbv, stats_mean(a, na) - stats_mean(b, nbv), s1, s2, s3);
-        }
-        fprintf(
-            md,
-            "\nOne Welch test per round over nodes (all seeds); Holm and Benjamini-Hochberg adjust for the %d rounds "
-            "tested (a round where every node scored the same has no test). Nodes of one swarm see each other's "
-            "rollouts, so they are not independent samples.\n\n",
-            nt);
-    }
+    for (int c = 0; c < nc; c++)
+        if (&cfgs[c] != base) write_eval_comparison(&cfgs[c], base, bins, nb, md);
     return 0;
 }
 
@@ -581,10 +638,9 @@ static void write_manifest(FILE *md)
     cJSON_Delete(j);
 }
 
-int main(int argc, char **argv)
+/* EXP and --window N (0: not given); 2 after a line on stderr */
+static int parse_args(int argc, char **argv, const char **exp, int *window)
 {
-    int window = 0;
-    const char *exp = NULL;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--window") == 0) {
             char *end = NULL;
@@ -593,19 +649,75 @@ int main(int argc, char **argv)
                 fprintf(stderr, "study: %s needs a positive integer\n", argv[a]);
                 return 2;
             }
-            window = (int)v;
+            *window = (int)v;
             a++;
-        } else if (argv[a][0] == '-' || exp) {
+        } else if (argv[a][0] == '-' || *exp) {
             fprintf(stderr, "study: unexpected '%s'\nusage: study EXP [--window N]\n", argv[a]);
             return 2;
         } else {
-            exp = argv[a];
+            *exp = argv[a];
         }
     }
-    if (!exp) {
+    if (!*exp) {
         fprintf(stderr, "usage: study EXP [--window N]\n");
         return 2;
     }
+    return 0;
+}
+
+/* the paper's window of 100 rounds (a twentieth of its run), scaled
+ * down for shorter runs: a tenth of the rounds, but at least 4 rounds
+ * while that is under a quarter of them, so a short run is smoothed */
+static int default_window(const cfg_t *cfgs, int nc)
+{
+    int longest = 0;
+    for (int c = 0; c < nc; c++)
+        if (cfgs[c].max_round > longest) longest = cfgs[c].max_round;
+    int w = longest / 10 > 4 ? longest / 10 : 4;
+    if (w > longest / 4) w = longest / 4;
+    return longest >= 1000 ? 100 : w > 1 ? w : 1;
+}
+
+static int have_eval(const cfg_t *cfgs, int nc)
+{
+    int have = 0;
+    for (int c = 0; c < nc; c++)
+        for (int s = 0; s < cfgs[c].ns; s++)
+            for (int i = 0; i < cfgs[c].seeds[s].nn; i++) have |= cfgs[c].seeds[s].nodes[i].eval.n > 0;
+    return have;
+}
+
+/* summary.md and the plots; nonzero after a line on stderr */
+static int write_results(cfg_t *cfgs, int nc, int window, FILE *md)
+{
+    int eval = have_eval(cfgs, nc);
+    fprintf(md, "# Controlled study: %s\n\n", exp_dir);
+    write_manifest(md);
+    int rc = write_rewards(cfgs, nc, window, md);
+    if (!rc) write_by_model(cfgs, nc, md);
+    rc = rc || write_eval(cfgs, nc, md);
+    fprintf(md, "Plots: moving_average.png (window %d), cumulative.png, grid.png%s.\n", window,
+            eval ? ", evaluation.png" : "");
+    fclose(md);
+    return rc || write_plots(cfgs, nc, window, eval);
+}
+
+/* the summary, as written, on stdout */
+static void print_summary(void)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/summary.md", res_dir);
+    FILE *f = fopen(path, "r");
+    char buf[2048];
+    while (f && fgets(buf, sizeof buf, f)) fputs(buf, stdout);
+    if (f) fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    int window = 0;
+    const char *exp = NULL;
+    if (parse_args(argc, argv, &exp, &window) != 0) return 2;
     if (snprintf(exp_dir, sizeof exp_dir, "%s", exp) >= (int)sizeof exp_dir) {
         fprintf(stderr, "study: experiment path longer than %zu bytes\n", sizeof exp_dir - 1);
         return 2;
@@ -622,37 +734,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "study: %s: %s\n", res_dir, strerror(errno));
         return 1;
     }
-    int longest = 0, have_eval = 0;
-    for (int c = 0; c < nc; c++) {
-        if (cfgs[c].max_round > longest) longest = cfgs[c].max_round;
-        for (int s = 0; s < cfgs[c].ns; s++)
-            for (int i = 0; i < cfgs[c].seeds[s].nn; i++) have_eval |= cfgs[c].seeds[s].nodes[i].eval.n > 0;
-    }
-    /* the paper's window of 100 rounds (a twentieth of its run), scaled
-     * down for shorter runs: a tenth of the rounds, but at least 4 rounds
-     * while that is under a quarter of them, so a short run is smoothed */
-    if (!window) {
-        int w = longest / 10 > 4 ? longest / 10 : 4;
-        if (w > longest / 4) w = longest / 4;
-        window = longest >= 1000 ? 100 : w > 1 ? w : 1;
-    }
+    if (!window) window = default_window(cfgs, nc);
     FILE *md = open_out("summary.md");
     if (!md) return 1;
-    fprintf(md, "# Controlled study: %s\n\n", exp_dir);
-    write_manifest(md);
-    int rc = write_rewards(cfgs, nc, window, md);
-    if (!rc) write_by_model(cfgs, nc, md);
-    rc = rc || write_eval(cfgs, nc, md);
-    fprintf(md, "Plots: moving_average.png (window %d), cumulative.png, grid.png%s.\n", window,
-            have_eval ? ", evaluation.png" : "");
-    fclose(md);
-    rc = rc || write_plots(cfgs, nc, window, have_eval);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/summary.md", res_dir);
-    FILE *f = fopen(path, "r");
-    char buf[2048];
-    while (f && fgets(buf, sizeof buf, f)) fputs(buf, stdout);
-    if (f) fclose(f);
+    int rc = write_results(cfgs, nc, window, md);
+    print_summary();
     for (int c = 0; c < nc; c++)
         for (int s = 0; s < cfgs[c].ns; s++)
             for (int i = 0; i < cfgs[c].seeds[s].nn; i++) {

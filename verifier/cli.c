@@ -92,10 +92,15 @@ static int parse_u64(const char *s, unsigned long long *out)
     return errno || *end ? -1 : 0;
 }
 
-int verifier_cli_generate(int argc, char **argv)
+typedef struct {
+    const char *family, *config_text;
+    unsigned long long seed, count, start;
+} generate_args_t;
+
+/* the flags, each required one given and the range within 2^64; 0, or 2
+ * after a line on stderr */
+static int parse_generate_args(int argc, char **argv, generate_args_t *a)
 {
-    const char *family = NULL, *config_text = NULL;
-    unsigned long long seed = 0, count = 0, start = 0;
     int have_seed = 0, have_count = 0;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -114,51 +119,53 @@ int verifier_cli_generate(int argc, char **argv)
         }
         i++;
         int bad = 0;
-        if (!strcmp(flag, "--family")) family = val;
-        else if (!strcmp(flag, "--config")) config_text = val;
-        else if (!strcmp(flag, "--seed")) bad = parse_u64(val, &seed), have_seed = 1;
-        else if (!strcmp(flag, "--count")) bad = parse_u64(val, &count), have_count = 1;
-        else bad = parse_u64(val, &start);
+        if (!strcmp(flag, "--family")) a->family = val;
+        else if (!strcmp(flag, "--config")) a->config_text = val;
+        else if (!strcmp(flag, "--seed")) bad = parse_u64(val, &a->seed), have_seed = 1;
+        else if (!strcmp(flag, "--count")) bad = parse_u64(val, &a->count), have_count = 1;
+        else bad = parse_u64(val, &a->start);
         if (bad) {
             fprintf(stderr, "verifier generate: %s %s: expected a whole number >= 0\n", flag, val);
             return 2;
         }
     }
-    const char *missing = !family ? "--family" : !have_seed ? "--seed" : !have_count ? "--count" : NULL;
+    const char *missing = !a->family ? "--family" : !have_seed ? "--seed" : !have_count ? "--count" : NULL;
     if (missing) {
         fprintf(stderr, "verifier generate: %s is required\n", missing);
         return 2;
     }
-    if (start + count < start) {
-        fprintf(stderr, "verifier generate: --start %llu --count %llu: goes past 2^64\n", start, count);
+    if (a->start + a->count < a->start) {
+        fprintf(stderr, "verifier generate: --start %llu --count %llu: goes past 2^64\n", a->start, a->count);
         return 2;
     }
-    const task_family_t *f = task_family_find(family);
-    if (!f) {
-        fprintf(stderr, "verifier generate: --family %s: unknown family (one of:", family);
-        for (int i = 0; i < task_family_count; i++) fprintf(stderr, " %s", task_families[i]->name);
-        fprintf(stderr, ")\n");
-        return 2;
-    }
+    return 0;
+}
+
+/* the family's config with the user's --config over its defaults; NULL
+ * after a line on stderr */
+static cJSON *family_config(const task_family_t *f, const char *config_text)
+{
     cJSON *user = NULL;
     if (config_text && !(user = cJSON_Parse(config_text))) {
         fprintf(stderr, "verifier generate: --config: not valid JSON\n");
-        return 2;
+        return NULL;
     }
     char err[512];
     cJSON *config = task_family_config(f, user, err, sizeof err);
     cJSON_Delete(user);
-    if (!config) {
-        fprintf(stderr, "verifier generate: --config: %s\n", err);
-        return 2;
-    }
-    int rc = 0;
-    for (unsigned long long i = start; i < start + count; i++) {
+    if (!config) fprintf(stderr, "verifier generate: --config: %s\n", err);
+    return config;
+}
+
+/* entries start..start+count-1 as JSON lines; 1 after a line on stderr */
+static int print_entries(const task_family_t *f, const cJSON *config, const generate_args_t *a)
+{
+    char err[512];
+    for (unsigned long long i = a->start; i < a->start + a->count; i++) {
         task_entry_t e;
-        if (f->generate(config, seed, i, &e, err, sizeof err) != 0) {
+        if (f->generate(config, a->seed, i, &e, err, sizeof err) != 0) {
             fprintf(stderr, "verifier generate: %s\n", err);
-            rc = 1;
-            break;
+            return 1;
         }
         cJSON *j = task_entry_to_json(&e);
         char *s = cJSON_PrintUnformatted(j);
@@ -167,6 +174,23 @@ int verifier_cli_generate(int argc, char **argv)
         cJSON_Delete(j);
         task_entry_free(&e);
     }
+    return 0;
+}
+
+int verifier_cli_generate(int argc, char **argv)
+{
+    generate_args_t a = {0};
+    if (parse_generate_args(argc, argv, &a) != 0) return 2;
+    const task_family_t *f = task_family_find(a.family);
+    if (!f) {
+        fprintf(stderr, "verifier generate: --family %s: unknown family (one of:", a.family);
+        for (int i = 0; i < task_family_count; i++) fprintf(stderr, " %s", task_families[i]->name);
+        fprintf(stderr, ")\n");
+        return 2;
+    }
+    cJSON *config = family_config(f, a.config_text);
+    if (!config) return 2;
+    int rc = print_entries(f, config, &a);
     cJSON_Delete(config);
     fflush(stdout);
     return rc;

@@ -140,6 +140,118 @@ static int64_t random_day_in_year(task_rng_t *r, int64_t y)
 static const char *const weekday_hint = "Answer with the full English name of the weekday, e.g. Friday.";
 static const char *const count_hint = "Answer with a whole number.";
 
+/* Each kind of question draws from r in reasoning-gym's order and adds its
+ * metadata fields to m in reasoning-gym's order. */
+static void ask_weekday_offset(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+{
+    char a[64], ia[16], ib[16];
+    int64_t start = random_day_in_year(r, k->year), off = task_rng_range(r, 1, k->offset);
+    if (task_rng_below(r, 2)) off = -off;
+    long_date(start, 1, a, sizeof a);
+    out->question = off > 0 ? task_strdupf("Today is %s. Which day of the week is it %lld days from now? %s", a,
+                                           (long long)off, weekday_hint)
+                            : task_strdupf("Today is %s. Which day of the week was it %lld days ago? %s", a,
+                                           (long long)-off, weekday_hint);
+    out->answer = strdup(weekdays[weekday(start + off)]);
+    iso(start, ia);
+    iso(start + off, ib);
+    cJSON_AddStringToObject(m, "start_date", ia);
+    cJSON_AddNumberToObject(m, "offset_days", (double)off);
+    cJSON_AddStringToObject(m, "target_date", ib);
+}
+
+static void ask_weekday_of_date(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+{
+    char ia[16];
+    int64_t day = random_day_in_year(r, k->year);
+    date_t t = from_day_number(day);
+    out->question = task_strdupf("On which day of the week did %s %d, %lld fall? %s", months[t.m], t.d,
+                                 (long long)k->year, weekday_hint);
+    out->answer = strdup(weekdays[weekday(day)]);
+    iso(day, ia);
+    cJSON_AddStringToObject(m, "target_date", ia);
+}
+
+static void ask_weekday_from_first(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+{
+    char ia[16];
+    int64_t y = k->year, jan1 = day_number(y, 1, 1), dec31 = day_number(y, 12, 31);
+    int first = (int)task_rng_below(r, 7);
+    int64_t last = jan1 + k->offset < dec31 ? jan1 + k->offset : dec31;
+    int64_t day = task_rng_range(r, jan1 + 1, last), delta = day - jan1;
+    date_t t = from_day_number(day);
+    out->question = task_strdupf("Suppose January 1 of some year is a %s. Which day of the week is %s %d of "
+                                 "that same year? %s",
+                                 weekdays[first], months[t.m], t.d, weekday_hint);
+    out->answer = strdup(weekdays[(first + delta) % 7]);
+    iso(day, ia);
+    cJSON_AddNumberToObject(m, "year", (double)y);
+    cJSON_AddStringToObject(m, "first_day", weekdays[first]);
+    cJSON_AddStringToObject(m, "target_date", ia);
+    cJSON_AddNumberToObject(m, "delta_days", (double)delta);
+}
+
+static void ask_recurring_event(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+{
+    static const char *const ordinals[5] = {"first", "second", "third", "fourth", "last"};
+    int64_t y = k->year;
+    int month = (int)task_rng_range(r, 1, 12), ord = (int)task_rng_below(r, 5), wd = (int)task_rng_below(r, 7);
+    int len = month_days(y, month), event = -1;
+    int64_t d1 = day_number(y, month, 1);
+    int first = 1 + (wd - weekday(d1) + 7) % 7;
+    if (ord < 4) event = first + 7 * ord <= len ? first + 7 * ord : -1;
+    else event = first + 7 * ((len - first) / 7);
+    out->question = task_strdupf("A club meets on the %s %s of %s %lld. On which day of the month is that "
+                                 "meeting? %s Answer -1 if that day does not exist in the month.",
+                                 ordinals[ord], weekdays[wd], months[month], (long long)y, count_hint);
+    out->answer = task_strdupf("%d", event);
+    cJSON_AddNumberToObject(m, "year", (double)y);
+    cJSON_AddNumberToObject(m, "month", month);
+    cJSON_AddStringToObject(m, "ordinal", ordinals[ord]);
+    cJSON_AddStringToObject(m, "weekday", weekdays[wd]);
+}
+
+/* COUNT_DAYS (one weekday) or COUNT_BUSINESS_DAYS in a range of dates */
+static void ask_count_days(task_rng_t *r, const config_t *k, int task, task_entry_t *out, cJSON *m)
+{
+    char a[64], b[64], ia[16], ib[16];
+    int64_t y = k->year, jan1 = day_number(y, 1, 1), dec31 = day_number(y, 12, 31);
+    int64_t start = task_rng_range(r, jan1, dec31);
+    int64_t end_max = start + k->offset;
+    /* counting a weekday stays inside the year; business days may not,
+     * as in reasoning-gym */
+    if (task == COUNT_DAYS && end_max > dec31) end_max = dec31;
+    int64_t end = task_rng_range(r, start, end_max), count = 0;
+    int wd = task == COUNT_DAYS ? (int)task_rng_below(r, 7) : -1;
+    for (int64_t d = start; d <= end; d++) count += task == COUNT_DAYS ? weekday(d) == wd : weekday(d) < 5;
+    long_date(start, 1, a, sizeof a);
+    long_date(end, 1, b, sizeof b);
+    out->question =
+        task == COUNT_DAYS
+            ? task_strdupf("How many %ss are there from %s to %s, counting both of those dates? %s", weekdays[wd], a, b,
+                           count_hint)
+            : task_strdupf("How many business days (Monday to Friday) are there from %s to %s, counting both of "
+                           "those dates? %s",
+                           a, b, count_hint);
+    out->answer = task_strdupf("%lld", (long long)count);
+    iso(start, ia);
+    iso(end, ib);
+    if (task == COUNT_DAYS) cJSON_AddNumberToObject(m, "year", (double)y);
+    cJSON_AddStringToObject(m, "start_date", ia);
+    cJSON_AddStringToObject(m, "end_date", ib);
+}
+
+static void ask_leap_year(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+{
+    int64_t semi = k->leap_range / 2, year = task_rng_range(r, k->year - semi, k->year + semi);
+    int leap = is_leap(year);
+    out->question =
+        task_strdupf("Is the year %lld a leap year in the Gregorian calendar? Answer Yes or No.", (long long)year);
+    out->answer = strdup(leap ? "Yes" : "No");
+    cJSON_AddNumberToObject(m, "year", (double)year);
+    cJSON_AddBoolToObject(m, "is_leap", leap);
+}
+
 static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
 {
     config_t k;
@@ -148,108 +260,16 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     task_rng_init(&r, seed, index);
     int ntasks = cJSON_GetArraySize(k.tasks);
     int task = task_index(cJSON_GetArrayItem(k.tasks, (int)task_rng_below(&r, (uint64_t)ntasks))->valuestring);
-    int64_t y = k.year, jan1 = day_number(y, 1, 1), dec31 = day_number(y, 12, 31);
     cJSON *m = out->metadata = task_metadata_new("calendar_arithmetic", index);
     cJSON_AddStringToObject(m, "task", task_names[task]);
-    char a[64], b[64], ia[16], ib[16];
     switch (task) {
-    case WEEKDAY_OFFSET: {
-        int64_t start = random_day_in_year(&r, y), off = task_rng_range(&r, 1, k.offset);
-        if (task_rng_below(&r, 2)) off = -off;
-        long_date(start, 1, a, sizeof a);
-        out->question = off > 0 ? task_strdupf("Today is %s. Which day of the week is it %lld days from now? %s", a,
-                                               (long long)off, weekday_hint)
-                                : task_strdupf("Today is %s. Which day of the week was it %lld days ago? %s", a,
-                                               (long long)-off, weekday_hint);
-        out->answer = strdup(weekdays[weekday(start + off)]);
-        iso(start, ia);
-        iso(start + off, ib);
-        cJSON_AddStringToObject(m, "start_date", ia);
-        cJSON_AddNumberToObject(m, "offset_days", (double)off);
-        cJSON_AddStringToObject(m, "target_date", ib);
-        break;
-    }
-    case WEEKDAY_OF_DATE: {
-        int64_t day = random_day_in_year(&r, y);
-        date_t t = from_day_number(day);
-        out->question = task_strdupf("On which day of the week did %s %d, %lld fall? %s", months[t.m], t.d,
-                                     (long long)y, weekday_hint);
-        out->answer = strdup(weekdays[weekday(day)]);
-        iso(day, ia);
-        cJSON_AddStringToObject(m, "target_date", ia);
-        break;
-    }
-    case WEEKDAY_FROM_FIRST: {
-        int first = (int)task_rng_below(&r, 7);
-        int64_t last = jan1 + k.offset < dec31 ? jan1 + k.offset : dec31;
-        int64_t day = task_rng_range(&r, jan1 + 1, last), delta = day - jan1;
-        date_t t = from_day_number(day);
-        out->question = task_strdupf("Suppose January 1 of some year is a %s. Which day of the week is %s %d of "
-                                     "that same year? %s",
-                                     weekdays[first], months[t.m], t.d, weekday_hint);
-        out->answer = strdup(weekdays[(first + delta) % 7]);
-        iso(day, ia);
-        cJSON_AddNumberToObject(m, "year", (double)y);
-        cJSON_AddStringToObject(m, "first_day", weekdays[first]);
-        cJSON_AddStringToObject(m, "target_date", ia);
-        cJSON_AddNumberToObject(m, "delta_days", (double)delta);
-        break;
-    }
-    case RECURRING_EVENT: {
-        static const char *const ordinals[5] = {"first", "second", "third", "fourth", "last"};
-        int month = (int)task_rng_range(&r, 1, 12), ord = (int)task_rng_below(&r, 5), wd = (int)task_rng_below(&r, 7);
-        int len = month_days(y, month), event = -1;
-        int64_t d1 = day_number(y, month, 1);
-        int first = 1 + (wd - weekday(d1) + 7) % 7;
-        if (ord < 4) event = first + 7 * ord <= len ? first + 7 * ord : -1;
-        else event = first + 7 * ((len - first) / 7);
-        out->question = task_strdupf("A club meets on the %s %s of %s %lld. On which day of the month is that "
-                                     "meeting? %s Answer -1 if that day does not exist in the month.",
-                                     ordinals[ord], weekdays[wd], months[month], (long long)y, count_hint);
-        out->answer = task_strdupf("%d", event);
-        cJSON_AddNumberToObject(m, "year", (double)y);
-        cJSON_AddNumberToObject(m, "month", month);
-        cJSON_AddStringToObject(m, "ordinal", ordinals[ord]);
-        cJSON_AddStringToObject(m, "weekday", weekdays[wd]);
-        break;
-    }
+    case WEEKDAY_OFFSET: ask_weekday_offset(&r, &k, out, m); break;
+    case WEEKDAY_OF_DATE: ask_weekday_of_date(&r, &k, out, m); break;
+    case WEEKDAY_FROM_FIRST: ask_weekday_from_first(&r, &k, out, m); break;
+    case RECURRING_EVENT: ask_recurring_event(&r, &k, out, m); break;
     case COUNT_DAYS:
-    case COUNT_BUSINESS_DAYS: {
-        int64_t start = task_rng_range(&r, jan1, dec31);
-        int64_t end_max = start + k.offset;
-        /* counting a weekday stays inside the year; business days may not,
-         * as in reasoning-gym */
-        if (task == COUNT_DAYS && end_max > dec31) end_max = dec31;
-        int64_t end = task_rng_range(&r, start, end_max), count = 0;
-        int wd = task == COUNT_DAYS ? (int)task_rng_below(&r, 7) : -1;
-        for (int64_t d = start; d <= end; d++) count += task == COUNT_DAYS ? weekday(d) == wd : weekday(d) < 5;
-        long_date(start, 1, a, sizeof a);
-        long_date(end, 1, b, sizeof b);
-        out->question =
-            task == COUNT_DAYS
-                ? task_strdupf("How many %ss are there from %s to %s, counting both of those dates? %s", weekdays[wd],
-                               a, b, count_hint)
-                : task_strdupf("How many business days (Monday to Friday) are there from %s to %s, counting both of "
-                               "those dates? %s",
-                               a, b, count_hint);
-        out->answer = task_strdupf("%lld", (long long)count);
-        iso(start, ia);
-        iso(end, ib);
-        if (task == COUNT_DAYS) cJSON_AddNumberToObject(m, "year", (double)y);
-        cJSON_AddStringToObject(m, "start_date", ia);
-        cJSON_AddStringToObject(m, "end_date", ib);
-        break;
-    }
-    default: {
-        int64_t semi = k.leap_range / 2, year = task_rng_range(&r, y - semi, y + semi);
-        int leap = is_leap(year);
-        out->question =
-            task_strdupf("Is the year %lld a leap year in the Gregorian calendar? Answer Yes or No.", (long long)year);
-        out->answer = strdup(leap ? "Yes" : "No");
-        cJSON_AddNumberToObject(m, "year", (double)year);
-        cJSON_AddBoolToObject(m, "is_leap", leap);
-        break;
-    }
+    case COUNT_BUSINESS_DAYS: ask_count_days(&r, &k, task, out, m); break;
+    default: ask_leap_year(&r, &k, out, m); break;
     }
     cJSON *d = cJSON_AddObjectToObject(m, "difficulty");
     cJSON *names = cJSON_AddArrayToObject(d, "tasks");
