@@ -282,7 +282,9 @@ static void test_mutated_answers(void)
     const int npieces = (int)(sizeof pieces / sizeof *pieces);
     for (int k = 0; k < task_family_count; k++) {
         const task_family_t *f = task_families[k];
-        cJSON *config = family_config(f, NULL);
+        /* gsm8k has no default file: the committed sample */
+        cJSON *config =
+            family_config(f, strcmp(f->name, "gsm8k") ? NULL : "{\"path\": \"" GOLDEN "/gsm8k_sample.jsonl\"}");
         task_rng_t r;
         task_rng_init(&r, 99, (uint64_t)k);
         int bad = 0;
@@ -326,8 +328,14 @@ static void test_mix(void)
         task_entry_free(&a);
         task_entry_free(&b);
     }
+    /* the default mix: every family but the opt-in ones, evenly */
+    int in_default = 0;
+    for (int k = 0; k < task_family_count; k++) in_default += !task_family_opt_in(task_families[k]);
+    EXPECT(in_default == 9);
     for (int k = 0; k < task_family_count; k++)
-        EXPECTF(seen[k] > 3000 / task_family_count / 2, "%s drawn %d times of 3000", task_families[k]->name, seen[k]);
+        if (task_family_opt_in(task_families[k]))
+            EXPECTF(seen[k] == 0, "opt-in %s drawn %d times by the default mix", task_families[k]->name, seen[k]);
+        else EXPECTF(seen[k] > 3000 / in_default / 2, "%s drawn %d times of 3000", task_families[k]->name, seen[k]);
     task_mix_destroy(&all);
     EXPECT(all == NULL);
 

@@ -124,7 +124,9 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
     cJSON *spec = cfg->task_mix[0] ? cJSON_Parse(cfg->task_mix) : NULL;
     const cJSON *fams = cJSON_GetObjectItemCaseSensitive(spec, "families"), *item;
     if (!cfg->task_mix[0]) {
-        for (int i = 0; i < task_family_count; i++) heldout_make(&h[n++], task_families[i]->name, NULL, per_family);
+        /* the default mix: every family but the opt-in ones */
+        for (int i = 0; i < task_family_count; i++)
+            if (!task_family_opt_in(task_families[i])) heldout_make(&h[n++], task_families[i]->name, NULL, per_family);
     } else if (!cJSON_IsObject(fams)) {
         log_fatal("task mix (SAPO_TASK_MIX): expected {\"families\": {...}}");
     } else {

@@ -1,7 +1,9 @@
 #include "tasks/py.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <utf8proc.h>
 
 size_t py_utf8_next(const char *s, size_t n, uint32_t *cp)
@@ -128,6 +130,60 @@ int py_int(const char *s, size_t n, int64_t *out)
     if (big || v > (uint64_t)INT64_MAX + (uint64_t)neg) return PY_INT_BIG;
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return PY_INT_OK;
+}
+
+/* CPython's float_from_string: Unicode digits to ASCII, underscores only
+ * between two digits, then the grammar of PyOS_string_to_double (no hex,
+ * no "nan(...)", which strtod alone would take). */
+int py_float(const char *s, size_t n, double *out)
+{
+    py_strip(&s, &n);
+    char *a = malloc(n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        i += py_utf8_next(s + i, n - i, &c);
+        int d = py_digit(c);
+        if (d >= 0) a[k++] = (char)('0' + d);
+        else if (c < 0x80) a[k++] = (char)c;
+        else {
+            free(a);
+            return PY_FLOAT_BAD;
+        }
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (a[i] == '_') {
+            if (i == 0 || i + 1 == k || !isdigit((unsigned char)a[i - 1]) || !isdigit((unsigned char)a[i + 1])) {
+                free(a);
+                return PY_FLOAT_BAD;
+            }
+            continue;
+        }
+        a[m++] = a[i];
+    }
+    a[m] = '\0';
+    const char *p = a;
+    if (*p == '+' || *p == '-') p++;
+    int ok;
+    if (!strcasecmp(p, "inf") || !strcasecmp(p, "infinity") || !strcasecmp(p, "nan")) ok = 1;
+    else {
+        size_t digits = 0;
+        while (isdigit((unsigned char)*p)) p++, digits++;
+        if (*p == '.')
+            for (p++; isdigit((unsigned char)*p); p++) digits++;
+        ok = digits > 0;
+        if (ok && (*p == 'e' || *p == 'E')) {
+            p++;
+            if (*p == '+' || *p == '-') p++;
+            ok = isdigit((unsigned char)*p);
+            while (isdigit((unsigned char)*p)) p++;
+        }
+        ok = ok && *p == '\0';
+    }
+    if (ok) *out = strtod(a, NULL);
+    free(a);
+    return ok ? PY_FLOAT_OK : PY_FLOAT_BAD;
 }
 
 static int is_cased(uint32_t c)

@@ -29,6 +29,14 @@ enum { PY_INT_BAD = 0, PY_INT_OK = 1, PY_INT_BIG = 2 };
  * set, PY_INT_BIG when valid but outside int64, PY_INT_BAD for ValueError. */
 int py_int(const char *s, size_t n, int64_t *out);
 
+enum { PY_FLOAT_BAD = 0, PY_FLOAT_OK = 1 };
+/* float(str): surrounding whitespace, a sign, then inf, infinity or nan in
+ * any case, or decimal digits (any Unicode decimal digits, single
+ * underscores between digits) with an optional point and exponent;
+ * correctly rounded, out of range to +-inf as Python does. PY_FLOAT_BAD
+ * for ValueError. */
+int py_float(const char *s, size_t n, double *out);
+
 /* str.lower() and str.title() with simple (one to one) case mappings; a new
  * NUL-terminated string the caller frees. */
 char *py_lower(const char *s, size_t n);

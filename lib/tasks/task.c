@@ -11,8 +11,9 @@
 #include "tasks/py.h"
 #include "tasks/rng.h"
 
-/* One line per family: fam_<name>.c defines task_family_<name>. */
-#define TASK_FAMILIES(X)       \
+/* One line per family: fam_<name>.c defines task_family_<name>. Families
+ * listed with O are opt-in (task_family_opt_in). */
+#define TASK_FAMILIES(X, O)    \
     X(base_conversion)         \
     X(basic_arithmetic)        \
     X(fraction_simplification) \
@@ -21,13 +22,24 @@
     X(binary_matrix)           \
     X(arc_1d)                  \
     X(bf)                      \
-    X(propositional_logic)
+    X(propositional_logic)     \
+    O(gsm_symbolic)            \
+    O(gsm8k)
 
 #define DECLARE(name) extern const task_family_t task_family_##name;
-TASK_FAMILIES(DECLARE)
+TASK_FAMILIES(DECLARE, DECLARE)
 #define LIST(name) &task_family_##name,
-const task_family_t *const task_families[] = {TASK_FAMILIES(LIST) NULL};
+#define SKIP(name)
+const task_family_t *const task_families[] = {TASK_FAMILIES(LIST, LIST) NULL};
 const int task_family_count = (int)(sizeof task_families / sizeof task_families[0]) - 1;
+static const task_family_t *const opt_in_families[] = {TASK_FAMILIES(SKIP, LIST) NULL};
+
+int task_family_opt_in(const task_family_t *f)
+{
+    for (int i = 0; opt_in_families[i]; i++)
+        if (opt_in_families[i] == f) return 1;
+    return 0;
+}
 
 const task_family_t *task_family_find(const char *name)
 {
@@ -281,7 +293,7 @@ task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t
     int rc = 0;
     if (!spec_json) {
         for (int i = 0; i < task_family_count && rc == 0; i++)
-            rc = mix_add(mix, task_families[i], 1.0, NULL, err, errlen);
+            if (!task_family_opt_in(task_families[i])) rc = mix_add(mix, task_families[i], 1.0, NULL, err, errlen);
     } else {
         spec = cJSON_Parse(spec_json);
         const cJSON *fams = cJSON_GetObjectItemCaseSensitive(spec, "families");

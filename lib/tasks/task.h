@@ -1,6 +1,8 @@
-/* The task library: the nine ReasoningGYM families of the SAPO paper, each a
+/* The task library: the nine ReasoningGYM families of the SAPO paper and
+ * two opt-in families of math word problems (gsm_symbolic, gsm8k), each a
  * seeded question generator and a rule-based scorer that gives the same
- * score as reasoning-gym's score_answer for the same entry.
+ * score as reasoning-gym's score_answer for the same entry (gsm8k, which
+ * reasoning-gym lacks, compares numbers by rules of its own).
  *
  * An entry is what reasoning-gym calls a dataset item: question text, the
  * ground-truth answer, and metadata in the same JSON shape as reasoning-gym
@@ -46,6 +48,11 @@ extern const int task_family_count;
 /* NULL if unknown */
 const task_family_t *task_family_find(const char *name);
 
+/* 1 for a family left out of the default mix (no spec) and drawn only
+ * where a spec names it: the math word problems, which are not among the
+ * SAPO paper's nine and one of which needs a file */
+int task_family_opt_in(const task_family_t *f);
+
 /* The family's defaults overlaid with the fields of user (NULL for none),
  * then validated: a new complete config, or NULL with err naming the
  * unknown or invalid field. */
@@ -89,7 +96,8 @@ int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t 
 typedef struct task_mix task_mix_t;
 
 /* spec: JSON {"families": {"NAME": {"weight": W, "config": {...}}, ...}}
- * or NULL for every family with weight 1 and default configs. */
+ * or NULL for every family but the opt-in ones, with weight 1 and default
+ * configs. */
 task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen);
 void task_mix_destroy(task_mix_t **self_p);
 /* Draw entry number index of the mix: the family by weight, then that

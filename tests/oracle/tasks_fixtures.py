@@ -2,7 +2,7 @@
 """Scoring fixtures for the task families, with reasoning-gym's score_answer
 as the oracle.
 
-For every family given (default: all nine), two kinds of file in
+For every family given (default: all of them), two kinds of file in
 tests/golden/tasks/:
 
   rg_<family>.jsonl    entries made by reasoning-gym at several configs,
@@ -46,7 +46,7 @@ import reasoning_gym
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "tasks")
 ALL = ["base_conversion", "basic_arithmetic", "arc_1d", "bf", "propositional_logic",
-       "fraction_simplification", "decimal_arithmetic", "calendar_arithmetic", "binary_matrix"]
+       "fraction_simplification", "decimal_arithmetic", "calendar_arithmetic", "binary_matrix", "gsm_symbolic"]
 MINE = ["base_conversion", "basic_arithmetic", "fraction_simplification", "decimal_arithmetic",
         "calendar_arithmetic", "binary_matrix"]
 
@@ -73,6 +73,7 @@ CONFIGS = {
     "arc_1d": [({}, 6)],
     "bf": [({}, 6)],
     "propositional_logic": [({}, 8)],
+    "gsm_symbolic": [({}, 24)],
 }
 
 ARABIC = str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669")
@@ -192,6 +193,27 @@ def binary_matrix(e):
     return out
 
 
+FULLWIDTH = str.maketrans("0123456789", "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19")
+
+
+def gsm_symbolic(e):
+    """The first number in the answer, read by a regex with \\b at both
+    ends: signs, decimals, separators, and what counts as a word character
+    around it."""
+    v = int(e["answer"])
+    s = str(v)
+    return [str(v + 1), str(v - 1), "-" + s, "x-" + s, "a -" + s, "(-" + s + ")", s + ".0", s + ".00", s + ".5",
+            s + ".", "." + s, s + ".0a", s + ".5x", s + ".5.5", s + "..0", f"{v:,}", f"{v * 1000:,}", "$" + s,
+            s + " dollars", "about " + s + " or " + str(v + 1), str(v + 1) + " or " + s, s + "%", s + "e3",
+            "1e" + s, s + "x", "x" + s, "x " + s, s + "_", "_" + s, s + "_0", s + "\u00b2", "\u00b2" + s,
+            s + "\u0301", s + "\u00e9", "\u00e9" + s, "\u2160" + s, s + "\u2160", s.translate(ARABIC),
+            s.translate(FULLWIDTH), "\u0661" + s, s + "/1", s + "-1", s + "-" + s, "0" + s, "00" + s + ".000",
+            s + "\n" + str(v + 1), str(v + 1) + "\n" + s, "\u2212" + s, "+" + s, s + " apples", "#### " + s,
+            s[:-1] + " " + s[-1:], "9" * 400, "9" * 400 + "." + "9" * 30, "0." + "0" * 330 + "1", "-0", "0",
+            s + "\u00a0", "\u3000" + s, "[" + s + "]", s + ")", "nan", "inf", "NaN " + s, str(float(v)),
+            f"{float(v):e}"]
+
+
 PIECES = ["0", "1", "9", "-", "+", ".", "e", "E", "_", "/", "$", "\\frac{", "\\dfrac", "{", "}", "[", "]", "(", ")",
           ",", " ", "\n", "'", '"', "\\", "\\x4", "\\u00", "b'", "r'", "0x", "0b", "0o", "j", "#", "True", "None",
           "NaN", "Inf", "sNaN", "e99", "\u00a0", "\u0663", "\u017f", "Monday", "yes", "1_0", "'" * 3, '"' * 3,
@@ -237,7 +259,8 @@ def mutations(family, e, count=24):
 
 VARIANTS = {"base_conversion": base_conversion, "basic_arithmetic": basic_arithmetic,
             "fraction_simplification": fraction_simplification, "decimal_arithmetic": decimal_arithmetic,
-            "calendar_arithmetic": calendar_arithmetic, "binary_matrix": binary_matrix}
+            "calendar_arithmetic": calendar_arithmetic, "binary_matrix": binary_matrix,
+            "gsm_symbolic": gsm_symbolic}
 
 
 def variants(family, e):
@@ -282,7 +305,23 @@ def rg_lines(family):
                 print(f"{family}: reasoning-gym raises {type(ex).__name__} generating entry {i} of {config}",
                       file=sys.stderr)
                 continue
+            # gsm_symbolic's variables hold Fractions: written as strings
+            entry = json.loads(json.dumps(entry, default=str))
             lines += scored(ds, entry, variants(family, entry))
+    if family == "gsm_symbolic":
+        lines += gsm_symbolic_truths(ds)
+    return lines
+
+
+def gsm_symbolic_truths(ds):
+    """Truths reasoning-gym never writes, read by float(): whitespace,
+    underscores, other digits, inf and nan, and ones float() refuses."""
+    lines = []
+    entry = json.loads(json.dumps(ds[0], default=str))
+    answers = ["12", "12.0", "-12", "x-12", "1", "nan", "inf", "12 apples", "٢", "１２", None, ""]
+    for truth in [" 12 ", "1_2", "12.0", "1.2e1", "+12", "\u0661\u0662", "\u00a012\u2003", "nan", "-inf",
+                  "Infinity", "abc", "0x0c", "1__2", "12_", "_12", "1 2", "", ".5", "5.", "1e", None, "١٢٫٠"]:
+        lines += scored(ds, dict(entry, answer=truth), answers)
     return lines
 
 
