@@ -180,6 +180,114 @@ static int peer(const char *dir, const char *args, double *train, double *gen, d
     return pclose(p) == 0 && n == 4 ? 0 : -1;
 }
 
+/* the tiny default's run: a training batch of B x T, a round of Q
+ * prompts (P tokens) x L completions of NEW tokens, and the median
+ * seconds of each */
+typedef struct {
+    int B, T, Q, L, P, NEW;
+    double train, train16, gen, genb;
+    bool amx;               /* train16 measured: the CPU has the tiles */
+    struct rusage ru, ru16; /* the peaks after the fp32 and the bf16 steps */
+} tiny_t;
+
+/* the peer's tokens/s on the same weights, where have */
+typedef struct {
+    int have;
+    double train, gen, genb, train16;
+} peer_t;
+
+/* f's training step in fp32 and, where the CPU has the tiles, in backend
+ * cpu-bf16, then back to cpu. 0, or -1 after a line on stderr. */
+static int time_training(model_t *m, batch_t *b, int reps, tiny_t *f)
+{
+    char err[256];
+    f->train = train_step(m, b, reps), f->train16 = 0;
+    getrusage(RUSAGE_SELF, &f->ru); /* the peak after the fp32 steps, before any bf16 one */
+    /* backend cpu-bf16, where the CPU has the tiles */
+    f->amx = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
+    if (f->amx) f->train16 = train_step(m, b, reps);
+    else printf("no cpu-bf16 figures: %s\n", err);
+    getrusage(RUSAGE_SELF, &f->ru16);
+    if (f->amx && model_set_backend(m, "cpu", err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* the peer's figures for f on m's weights, saved to a folder in /tmp
+ * that is removed after */
+static peer_t run_peer(const model_t *m, const tiny_t *f, int threads, bool quick)
+{
+    char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[256], err[256];
+    peer_t p = {0};
+    p.have = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
+    /* transformers generate is slow enough that one prompt gives its rate */
+    snprintf(args, sizeof args,
+             "--threads %d --batch %d --seq %d --prompts %d --completions %d "
+             "--prompt-len %d --new %d --reps %d",
+             threads, f->B, f->T, f->Q, f->L, f->P, f->NEW, quick ? 1 : 3);
+    p.have = p.have && peer(dir, args, &p.train, &p.gen, &p.genb, &p.train16) == 0;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    return p;
+}
+
+/* the tiny default's training and sampling lines, against the peer's */
+static void print_tiny(const model_t *m, const tiny_t *f, const peer_t *p)
+{
+    int B = f->B, T = f->T, Q = f->Q, L = f->L, NEW = f->NEW;
+    double train_tps = B * T / f->train, gen_tps = (double)Q * L * NEW / f->gen;
+    double genb_tps = (double)Q * L * NEW / f->genb;
+    printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
+           "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n",
+           model_num_params(m), B, T, Q, L, f->P, NEW);
+    bench_line("train_step_tiny", train_tps, "tokens/s", p->have ? "pytorch eager" : NULL, p->train, "tokens/s");
+    if (f->amx) {
+        /* against the same peer, and against the peer in bf16 too */
+        bench_line("train_step_tiny_bf16", B * T / f->train16, "tokens/s", p->have ? "pytorch eager" : NULL, p->train,
+                   "tokens/s");
+        bench_line("train_step_tiny_bf16_both", B * T / f->train16, "tokens/s",
+                   p->have ? "pytorch eager, bf16 autocast" : NULL, p->train16, "tokens/s");
+    }
+    bench_line("generate_tiny", gen_tps, "tokens/s", p->have ? "transformers generate" : NULL, p->gen, "tokens/s");
+    bench_line("generate_round_tiny", genb_tps, "tokens/s", p->have ? "transformers generate" : NULL, p->genb,
+               "tokens/s");
+    /* what a generator gains by sampling the queued questions together
+     * (generate-batch) over one request per question */
+    bench_line("generate_round_vs_requests_tiny", genb_tps, "tokens/s", "a request per prompt", gen_tps, "tokens/s");
+    /* a round: its completions sampled in one batch, one training step over them */
+    bench_line("round_tiny", f->genb + f->train, "s", NULL, 0, NULL);
+}
+
+/* hidden 512: how much of the machine's sgemm peak a training step
+ * reaches. 0, or 1 after a line on stderr. */
+static int bench_h512(int threads, int reps, bool quick)
+{
+    char err[256];
+    model_config_t w = model_config_tiny();
+    w.C = 512;
+    w.NH = 8;
+    w.NKV = 8;
+    w.HD = 64;
+    w.FF = 1536;
+    w.L = quick ? 2 : 4;
+    model_t *m = model_new_random(&w, 2, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    batch_t b = batch_new(quick ? 8 : 16, 256, w.V, 2);
+    double peak = sgemm_peak(quick ? 3 : 9, threads);
+    double tw = train_step(m, &b, reps);
+    double gflops = step_flops(&w, b.B * b.T) / tw / 1e9;
+    bench_line("matmul_train_step_h512", gflops, "GFLOP/s", "sgemm peak 1024^3", peak, "GFLOP/s");
+    batch_free(&b);
+    model_destroy(&m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* OpenMP threads that spin between parallel regions (libgomp's default)
@@ -203,54 +311,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    int B = 64, T = quick ? 96 : 192, Q = quick ? 2 : 8, L = 8, P = 48, NEW = quick ? 32 : 128;
-    batch_t b = batch_new(B, T, c.V, 1);
-    double ts = train_step(m, &b, reps), ts16 = 0;
-    struct rusage ru, ru16;
-    getrusage(RUSAGE_SELF, &ru); /* the peak after the fp32 steps, before any bf16 one */
-    /* backend cpu-bf16, where the CPU has the tiles */
-    bool amx = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
-    if (amx) ts16 = train_step(m, &b, reps);
-    else printf("no cpu-bf16 figures: %s\n", err);
-    getrusage(RUSAGE_SELF, &ru16);
-    if (amx && model_set_backend(m, "cpu", err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    double tg = generate(m, Q, P, L, NEW, false, quick ? 1 : 3);
-    double tgb = generate(m, Q, P, L, NEW, true, quick ? 1 : 3);
-    double train_tps = B * T / ts, gen_tps = (double)Q * L * NEW / tg, genb_tps = (double)Q * L * NEW / tgb;
-    char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[256];
-    double p_train = 0, p_gen = 0, p_genb = 0, p_train16 = 0;
-    int have_peer = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
-    /* transformers generate is slow enough that one prompt gives its rate */
-    snprintf(args, sizeof args,
-             "--threads %d --batch %d --seq %d --prompts %d --completions %d "
-             "--prompt-len %d --new %d --reps %d",
-             threads, B, T, Q, L, P, NEW, quick ? 1 : 3);
-    have_peer = have_peer && peer(dir, args, &p_train, &p_gen, &p_genb, &p_train16) == 0;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
-    printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
-           "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n",
-           model_num_params(m), B, T, Q, L, P, NEW);
-    bench_line("train_step_tiny", train_tps, "tokens/s", have_peer ? "pytorch eager" : NULL, p_train, "tokens/s");
-    if (amx) {
-        /* against the same peer, and against the peer in bf16 too */
-        bench_line("train_step_tiny_bf16", B * T / ts16, "tokens/s", have_peer ? "pytorch eager" : NULL, p_train,
-                   "tokens/s");
-        bench_line("train_step_tiny_bf16_both", B * T / ts16, "tokens/s",
-                   have_peer ? "pytorch eager, bf16 autocast" : NULL, p_train16, "tokens/s");
-    }
-    bench_line("generate_tiny", gen_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_gen, "tokens/s");
-    bench_line("generate_round_tiny", genb_tps, "tokens/s", have_peer ? "transformers generate" : NULL, p_genb,
-               "tokens/s");
-    /* what a generator gains by sampling the queued questions together
-     * (generate-batch) over one request per question */
-    bench_line("generate_round_vs_requests_tiny", genb_tps, "tokens/s", "a request per prompt", gen_tps, "tokens/s");
-    /* a round: its completions sampled in one batch, one training step over them */
-    bench_line("round_tiny", tgb + ts, "s", NULL, 0, NULL);
+    tiny_t f = {.B = 64, .T = quick ? 96 : 192, .Q = quick ? 2 : 8, .L = 8, .P = 48, .NEW = quick ? 32 : 128};
+    batch_t b = batch_new(f.B, f.T, c.V, 1);
+    if (time_training(m, &b, reps, &f)) return 1;
+    f.gen = generate(m, f.Q, f.P, f.L, f.NEW, false, quick ? 1 : 3);
+    f.genb = generate(m, f.Q, f.P, f.L, f.NEW, true, quick ? 1 : 3);
+    peer_t p = run_peer(m, &f, threads, quick);
+    print_tiny(m, &f, &p);
     /* the default round's training batch: 4 groups x 8 completions of 20
      * tokens after a prompt of 138 (basic_arithmetic's, byte tokens) */
     double tgr = group_step(m, 4, 8, 138, 20, false, reps), tgp = group_step(m, 4, 8, 138, 20, true, reps);
@@ -259,30 +326,9 @@ int main(int argc, char **argv)
                4 * 8 * 20 / tgr, "completion tokens/s");
     /* process peak after the training steps (before any sampling); in
      * bf16 the activations going into matmuls are kept in bf16 as well */
-    bench_line("train_step_peak_rss_tiny", ru.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
-    if (amx) bench_line("train_step_peak_rss_tiny_bf16", ru16.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
+    bench_line("train_step_peak_rss_tiny", f.ru.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
+    if (f.amx) bench_line("train_step_peak_rss_tiny_bf16", f.ru16.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
     batch_free(&b);
     model_destroy(&m);
-
-    /* hidden 512: how much of the machine's sgemm peak a training step reaches */
-    model_config_t w = model_config_tiny();
-    w.C = 512;
-    w.NH = 8;
-    w.NKV = 8;
-    w.HD = 64;
-    w.FF = 1536;
-    w.L = quick ? 2 : 4;
-    m = model_new_random(&w, 2, err, sizeof err);
-    if (!m) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    b = batch_new(quick ? 8 : 16, 256, w.V, 2);
-    double peak = sgemm_peak(quick ? 3 : 9, threads);
-    double tw = train_step(m, &b, reps);
-    double gflops = step_flops(&w, b.B * b.T) / tw / 1e9;
-    bench_line("matmul_train_step_h512", gflops, "GFLOP/s", "sgemm peak 1024^3", peak, "GFLOP/s");
-    batch_free(&b);
-    model_destroy(&m);
-    return 0;
+    return bench_h512(threads, reps, quick);
 }

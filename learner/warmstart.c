@@ -79,6 +79,46 @@ static float sft_lr(int step, int steps)
     return step < SFT_WARMUP ? SFT_LR * (step + 1) / SFT_WARMUP : SFT_LR;
 }
 
+/* one supervised step on the SFT_BATCH pairs of step `step`; the loss */
+static float sft_step(learn_t *learn, const task_mix_t *mix, int step)
+{
+    char err[512];
+    task_entry_t e[SFT_BATCH] = {0};
+    const char *q[SFT_BATCH];
+    char *a[SFT_BATCH];
+    for (int i = 0; i < SFT_BATCH; i++) {
+        if (task_mix_draw(mix, SFT_INDEX0 + (uint64_t)step * SFT_BATCH + i, &e[i], err, sizeof err) != 0)
+            log_fatal("task mix: %s", err);
+        q[i] = e[i].question;
+        a[i] = answer_text(e[i].answer);
+    }
+    float loss = learn_sft_step(learn, q, (const char *const *)a, SFT_BATCH);
+    for (int i = 0; i < SFT_BATCH; i++) {
+        task_entry_free(&e[i]);
+        free(a[i]);
+    }
+    return loss;
+}
+
+/* the base model in folder base (its parent made if need be), with its
+ * optimizer state and its accuracy */
+static void save_base(const char *base, const policy_t *pol, const adamw_t *opt, const char *acc_text)
+{
+    char path[PATH_MAX + 32], err[512];
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", base);
+    char *slash = strrchr(parent, '/');
+    if (slash) *slash = '\0';
+    if (slash && fs_mkdirs(parent) != 0) log_fatal("%s: cannot create: %s", parent, strerror(errno));
+    if (policy_save(pol, base, err, sizeof err) != 0) log_fatal("%s", err);
+    /* RL may start from these moments (--warmstart-optimizer) */
+    snprintf(path, sizeof path, "%s/optimizer.bin", base);
+    if (adamw_save(opt, path) != 0) log_fatal("%s: cannot write", path);
+    snprintf(path, sizeof path, "%s/accuracy.json", base);
+    FILE *f = fopen(path, "w");
+    if (f) fprintf(f, "%s\n", acc_text), fclose(f);
+}
+
 int warmstart(const config_t *cfg)
 {
     char path[PATH_MAX + 32], err[512];
@@ -102,41 +142,17 @@ int warmstart(const config_t *cfg)
     int64_t t0 = zclock_mono();
     for (int step = 0; step < cfg->warmstart_steps && !zsys_interrupted; step++) {
         sft.lr = sft_lr(step, cfg->warmstart_steps);
-        task_entry_t e[SFT_BATCH] = {0};
-        const char *q[SFT_BATCH];
-        char *a[SFT_BATCH];
-        for (int i = 0; i < SFT_BATCH; i++) {
-            if (task_mix_draw(mix, SFT_INDEX0 + (uint64_t)step * SFT_BATCH + i, &e[i], err, sizeof err) != 0)
-                log_fatal("task mix: %s", err);
-            q[i] = e[i].question;
-            a[i] = answer_text(e[i].answer);
-        }
-        float loss = learn_sft_step(learn, q, (const char *const *)a, SFT_BATCH);
+        float loss = sft_step(learn, mix, step);
         if (step % 50 == 0 || step + 1 == cfg->warmstart_steps)
             log_info("warm start step %d/%d loss %.4f (%.0f s)", step + 1, cfg->warmstart_steps, loss,
                      (zclock_mono() - t0) / 1000.0);
-        for (int i = 0; i < SFT_BATCH; i++) {
-            task_entry_free(&e[i]);
-            free(a[i]);
-        }
     }
     if (zsys_interrupted) log_fatal("interrupted: base model not saved");
     cJSON *acc = evaluate(pol, mix, cfg);
     char *acc_text = cJSON_PrintUnformatted(acc);
     log_info("base model pass@1 per family of the task mix (greedy, %d held-out questions): %s", EVAL_QUESTIONS,
              acc_text);
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", cfg->base);
-    char *slash = strrchr(parent, '/');
-    if (slash) *slash = '\0';
-    if (slash && fs_mkdirs(parent) != 0) log_fatal("%s: cannot create: %s", parent, strerror(errno));
-    if (policy_save(pol, cfg->base, err, sizeof err) != 0) log_fatal("%s", err);
-    /* RL may start from these moments (--warmstart-optimizer) */
-    snprintf(path, sizeof path, "%s/optimizer.bin", cfg->base);
-    if (adamw_save(opt, path) != 0) log_fatal("%s: cannot write", path);
-    snprintf(path, sizeof path, "%s/accuracy.json", cfg->base);
-    FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "%s\n", acc_text), fclose(f);
+    save_base(cfg->base, pol, opt, acc_text);
     free(acc_text);
     cJSON_Delete(acc);
     learn_destroy(&learn);

@@ -35,9 +35,9 @@ static uint64_t rng_state;
 
 static uint64_t next(void) { return splitmix64(&rng_state); }
 
-/* A group for a real question with L made-up completions; kind bends one
- * part of it. Returns a malloc'ed record. */
-static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_t text, const char *victim, size_t *len)
+/* the task of question index of the library's mix (seed 7); exits on
+ * failure */
+static void draw_task(uint64_t index, task_entry_t *e)
 {
     static task_mix_t *mix;
     char err[256];
@@ -45,11 +45,31 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
         fprintf(stderr, "hostile: task mix: %s\n", err);
         exit(1);
     }
-    task_entry_t e = {0};
-    if (task_mix_draw(mix, index, &e, err, sizeof err) != 0) {
+    if (task_mix_draw(mix, index, e, err, sizeof err) != 0) {
         fprintf(stderr, "hostile: task %llu: %s\n", (unsigned long long)index, err);
         exit(1);
     }
+}
+
+/* n completions claiming reward 1: an answer, then random letters up to
+ * text_len bytes; texts[i] holds completion i's text */
+static void made_up_completions(int n, size_t text_len, char **texts, rec_completion_t *c)
+{
+    for (int i = 0; i < n; i++) {
+        texts[i] = malloc(text_len + 1);
+        int k = snprintf(texts[i], text_len + 1, "<answer>%llu</answer>", (unsigned long long)(next() % 1000000007));
+        for (size_t j = (size_t)k; j < text_len; j++) texts[i][j] = (char)('a' + next() % 26);
+        texts[i][text_len] = '\0';
+        c[i] = (rec_completion_t){.text = texts[i], .reward = 1.0f, .finished = true};
+    }
+}
+
+/* A group for a real question with L made-up completions; kind bends one
+ * part of it. Returns a malloc'ed record. */
+static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_t text, const char *victim, size_t *len)
+{
+    task_entry_t e = {0};
+    draw_task(index, &e);
     char node[64];
     snprintf(node, sizeof node, "evil-%s", kind);
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset");
@@ -68,13 +88,7 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
                                                    : 40;
     char **texts = calloc((size_t)n, sizeof *texts);
     rec_completion_t *c = calloc((size_t)n, sizeof *c);
-    for (int i = 0; i < n; i++) {
-        texts[i] = malloc(text_len + 1);
-        int k = snprintf(texts[i], text_len + 1, "<answer>%llu</answer>", (unsigned long long)(next() % 1000000007));
-        for (size_t j = (size_t)k; j < text_len; j++) texts[i][j] = (char)('a' + next() % 26);
-        texts[i][text_len] = '\0';
-        c[i] = (rec_completion_t){.text = texts[i], .reward = 1.0f, .finished = true};
-    }
+    made_up_completions(n, text_len, texts, c);
     if (!strcmp(kind, "bad_utf8")) {
         static const char *const bad[] = {"\xC0\x80", "\xED\xA0\x80", "\x80", "\xF5\x80\x80\x80", "\xE2\x82"};
         const char *b = bad[index % 5];
@@ -107,30 +121,35 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
     return buf;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    const char *kind, *out, *victim;
+    long count;
+    int L;
+    size_t big, text;
+} opts_t;
+
+/* the flags into o (--seed into the generator's state); 0, or 2 after
+ * the usage on stderr */
+static int parse_flags(int argc, char **argv, opts_t *o)
 {
-    const char *kind = NULL, *out = NULL, *victim = "n0";
-    long count = 0;
-    int L = 8;
-    size_t big = (size_t)2 << 20, text = 16384;
     for (int a = 1; a + 1 < argc; a += 2) {
-        if (!strcmp(argv[a], "--kind")) kind = argv[a + 1];
-        else if (!strcmp(argv[a], "--out")) out = argv[a + 1];
-        else if (!strcmp(argv[a], "--count")) count = atol(argv[a + 1]);
-        else if (!strcmp(argv[a], "--completions")) L = atoi(argv[a + 1]);
+        if (!strcmp(argv[a], "--kind")) o->kind = argv[a + 1];
+        else if (!strcmp(argv[a], "--out")) o->out = argv[a + 1];
+        else if (!strcmp(argv[a], "--count")) o->count = atol(argv[a + 1]);
+        else if (!strcmp(argv[a], "--completions")) o->L = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--seed")) rng_state = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "--big")) big = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "--text")) text = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "--victim")) victim = argv[a + 1];
+        else if (!strcmp(argv[a], "--big")) o->big = strtoull(argv[a + 1], NULL, 10);
+        else if (!strcmp(argv[a], "--text")) o->text = strtoull(argv[a + 1], NULL, 10);
+        else if (!strcmp(argv[a], "--victim")) o->victim = argv[a + 1];
         else {
             fprintf(stderr, "hostile: unknown flag '%s'\n", argv[a]);
             return 2;
         }
     }
     int k = 0;
-    while (kind && k < NKINDS && strcmp(kind, kinds[k])) k++;
-    if (!kind || k == NKINDS || !out || count < 1 || L < 1 || big < 64 || big > REC_MAX_BYTES - 4096 || text < 64 ||
-        text > REC_MAX_BYTES / 64) {
+    while (o->kind && k < NKINDS && strcmp(o->kind, kinds[k])) k++;
+    if (!o->kind || k == NKINDS || !o->out || o->count < 1 || o->L < 1 || o->big < 64 ||
+        o->big > REC_MAX_BYTES - 4096 || o->text < 64 || o->text > REC_MAX_BYTES / 64) {
         fprintf(stderr, "usage: hostile --kind KIND --count N --out DIR [--completions L] [--seed S] [--big BYTES] "
                         "[--text BYTES] [--victim NODE]\n"
                         "kinds:");
@@ -138,41 +157,60 @@ int main(int argc, char **argv)
         fprintf(stderr, "\n");
         return 2;
     }
+    return 0;
+}
+
+/* Record i: random bytes, or a group bent by the kind, then cut short
+ * (truncated, and half of unsigned) or sealed by forger (wrong_key). NULL
+ * after a line on stderr. */
+static uint8_t *make_record(const opts_t *o, long i, identity_t *forger, size_t *len)
+{
+    const char *kind = o->kind;
+    uint8_t *buf;
+    if (!strcmp(kind, "random")) {
+        *len = 1 + next() % 4096;
+        buf = malloc(*len);
+        for (size_t j = 0; j < *len; j++) buf[j] = (uint8_t)next();
+        /* some random buffers carry a rollout's identifier, so they reach the Verifier */
+        if (*len >= 8 && i % 2) memcpy(buf + 4, "SROL", 4);
+        return buf;
+    }
+    bool dup = !strcmp(kind, "duplicate");
+    uint64_t keep = rng_state;
+    buf = group(kind, dup ? 0 : (uint64_t)i, o->L, o->big, o->text, o->victim, len);
+    if (dup) rng_state = keep; /* the same completions every time */
+    if (!strcmp(kind, "truncated")) *len = 1 + next() % (*len - 1);
+    if (!strcmp(kind, "unsigned") && i % 2) *len = 1 + next() % (IDENTITY_SIGNATURE_BYTES - 1);
+    if (forger) {
+        size_t env_len;
+        uint8_t *env = identity_seal(forger, buf, *len, &env_len);
+        if (!env) {
+            fprintf(stderr, "hostile: out of memory\n");
+            return NULL;
+        }
+        free(buf);
+        buf = env, *len = env_len;
+    }
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {.victim = "n0", .L = 8, .big = (size_t)2 << 20, .text = 16384};
+    if (parse_flags(argc, argv, &o)) return 2;
+    const char *kind = o.kind;
     /* wrong_key: signed, but by a key nobody registered */
     identity_t *forger = !strcmp(kind, "wrong_key") ? identity_new() : NULL;
     if (!strcmp(kind, "wrong_key") && !forger) {
         fprintf(stderr, "hostile: libsodium failed to start\n");
         return 1;
     }
-    for (long i = 0; i < count; i++) {
+    for (long i = 0; i < o.count; i++) {
         size_t len;
-        uint8_t *buf;
-        if (!strcmp(kind, "random")) {
-            len = 1 + next() % 4096;
-            buf = malloc(len);
-            for (size_t j = 0; j < len; j++) buf[j] = (uint8_t)next();
-            /* some random buffers carry a rollout's identifier, so they reach the Verifier */
-            if (len >= 8 && i % 2) memcpy(buf + 4, "SROL", 4);
-        } else {
-            bool dup = !strcmp(kind, "duplicate");
-            uint64_t keep = rng_state;
-            buf = group(kind, dup ? 0 : (uint64_t)i, L, big, text, victim, &len);
-            if (dup) rng_state = keep; /* the same completions every time */
-            if (!strcmp(kind, "truncated")) len = 1 + next() % (len - 1);
-            if (!strcmp(kind, "unsigned") && i % 2) len = 1 + next() % (IDENTITY_SIGNATURE_BYTES - 1);
-            if (forger) {
-                size_t env_len;
-                uint8_t *env = identity_seal(forger, buf, len, &env_len);
-                if (!env) {
-                    fprintf(stderr, "hostile: out of memory\n");
-                    return 1;
-                }
-                free(buf);
-                buf = env, len = env_len;
-            }
-        }
+        uint8_t *buf = make_record(&o, i, forger, &len);
+        if (!buf) return 1;
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s-%06ld.bin", out, kind, i);
+        snprintf(path, sizeof path, "%s/%s-%06ld.bin", o.out, kind, i);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
             fprintf(stderr, "hostile: %s: cannot write\n", path);

@@ -210,34 +210,42 @@ static int write_plots(const char *outdir, const node_t *nodes, int nn, int wind
     return rc == 0 ? 0 : 1;
 }
 
-int main(int argc, char **argv)
+/* the run folder, --out and --window into run, out and window (0 when
+ * not given); 0, or 2 after a line or the usage on stderr */
+static int parse_flags(int argc, char **argv, const char **run, const char **out, int *window)
 {
-    const char *run = NULL, *out = NULL;
-    int window = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--window") == 0 && a + 1 < argc) {
-            window = atoi(argv[++a]);
-            if (window < 1) {
+            *window = atoi(argv[++a]);
+            if (*window < 1) {
                 fprintf(stderr, "report: --window: '%s' is not a positive integer\n", argv[a]);
                 return 2;
             }
         } else if (strcmp(argv[a], "--out") == 0 && a + 1 < argc) {
-            out = argv[++a];
+            *out = argv[++a];
         } else if (argv[a][0] == '-') {
             fprintf(stderr, "report: unknown flag '%s'\n", argv[a]);
             usage();
             return 2;
-        } else if (!run) {
-            run = argv[a];
+        } else if (!*run) {
+            *run = argv[a];
         } else {
             usage();
             return 2;
         }
     }
-    if (!run) {
+    if (!*run) {
         usage();
         return 2;
     }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *run = NULL, *out = NULL;
+    int window = 0;
+    if (parse_flags(argc, argv, &run, &out, &window)) return 2;
 
     static node_t nodes[MAX_NODES];
     int nn = load_nodes(run, nodes);

@@ -362,10 +362,11 @@ static cJSON *config_json(const model_config_t *c, bool bf16)
 
 static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 
-int model_save(const model_t *m, const char *dir, bool bf16, char *err, size_t errlen)
+/* dir/config.json, the model's config in the Hugging Face format. 0, or
+ * -1 with err. */
+static int save_config(const model_config_t *c, const char *dir, bool bf16, char *err, size_t errlen)
 {
     char path[PATH_MAX];
-    const model_config_t *c = &m->cfg;
     cJSON *cj = config_json(c, bf16);
     char *ctext = cJSON_Print(cj);
     cJSON_Delete(cj);
@@ -378,6 +379,14 @@ int model_save(const model_t *m, const char *dir, bool bf16, char *err, size_t e
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         return -1;
     }
+    return 0;
+}
+
+/* the safetensors header: each tensor's dtype, shape and byte range, in
+ * the order the tensors are written */
+static char *safetensors_header(const model_t *m, bool bf16)
+{
+    const model_config_t *c = &m->cfg;
     cJSON *hdr = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(hdr, "__metadata__");
     cJSON_AddStringToObject(meta, "format", "pt");
@@ -402,14 +411,13 @@ int model_save(const model_t *m, const char *dir, bool bf16, char *err, size_t e
     }
     char *htext = cJSON_PrintUnformatted(hdr);
     cJSON_Delete(hdr);
-    size_t hlen = strlen(htext), padded = (hlen + 7) / 8 * 8;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    f = fopen(path, "wb");
-    rc = f ? 0 : -1;
-    unsigned char lenb[8];
-    for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-    if (!rc) rc = write_all(f, lenb, 8) || write_all(f, htext, hlen) || write_all(f, "        ", padded - hlen);
-    free(htext);
+    return htext;
+}
+
+/* every tensor's data in fp32, or rounded to bf16. 0, or -1. */
+static int write_tensors(FILE *f, const model_t *m, bool bf16)
+{
+    int rc = 0;
     uint16_t buf[4096];
     for (int k = 0; !rc && k < MODEL_NUM_TENSORS; k++) {
         const float *p = tensor_ptr(m, k, 0);
@@ -423,6 +431,23 @@ int model_save(const model_t *m, const char *dir, bool bf16, char *err, size_t e
             rc = write_all(f, buf, n * 2);
         }
     }
+    return rc;
+}
+
+int model_save(const model_t *m, const char *dir, bool bf16, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    if (save_config(&m->cfg, dir, bf16, err, errlen)) return -1;
+    char *htext = safetensors_header(m, bf16);
+    size_t hlen = strlen(htext), padded = (hlen + 7) / 8 * 8;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    int rc = f ? 0 : -1;
+    unsigned char lenb[8];
+    for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    if (!rc) rc = write_all(f, lenb, 8) || write_all(f, htext, hlen) || write_all(f, "        ", padded - hlen);
+    free(htext);
+    if (!rc) rc = write_tensors(f, m, bf16);
     if (f && fclose(f)) rc = -1;
     if (rc) snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
     return rc;

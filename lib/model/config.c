@@ -237,6 +237,29 @@ char *model_read_text(const char *path, char *err, size_t errlen)
     return s;
 }
 
+/* c->type from model_type (qwen2 or qwen3), with hidden_act silu or
+ * absent. 0, or -1 with err. */
+static int get_model_type(const cJSON *root, model_config_t *c, const char *path, char *err, size_t errlen)
+{
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    if (!cJSON_IsString(mt)) {
+        snprintf(err, errlen, "%s: missing field model_type", path);
+        return -1;
+    }
+    if (strcmp(mt->valuestring, "qwen2") == 0) c->type = MODEL_QWEN2;
+    else if (strcmp(mt->valuestring, "qwen3") == 0) c->type = MODEL_QWEN3;
+    else {
+        snprintf(err, errlen, "%s: field model_type is \"%s\"; supported: qwen2, qwen3", path, mt->valuestring);
+        return -1;
+    }
+    if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0)) {
+        snprintf(err, errlen, "%s: field hidden_act: only \"silu\" is supported", path);
+        return -1;
+    }
+    return 0;
+}
+
 int model_config_load(model_config_t *c, const char *path, char *err, size_t errlen)
 {
     char *text = model_read_text(path, err, errlen);
@@ -251,22 +274,7 @@ int model_config_load(model_config_t *c, const char *path, char *err, size_t err
     memset(c, 0, sizeof *c);
     int rc = -1;
     const int req = -2147483647 - 1;
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
-    if (!cJSON_IsString(mt)) {
-        snprintf(err, errlen, "%s: missing field model_type", path);
-        goto done;
-    }
-    if (strcmp(mt->valuestring, "qwen2") == 0) c->type = MODEL_QWEN2;
-    else if (strcmp(mt->valuestring, "qwen3") == 0) c->type = MODEL_QWEN3;
-    else {
-        snprintf(err, errlen, "%s: field model_type is \"%s\"; supported: qwen2, qwen3", path, mt->valuestring);
-        goto done;
-    }
-    if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0)) {
-        snprintf(err, errlen, "%s: field hidden_act: only \"silu\" is supported", path);
-        goto done;
-    }
+    if (get_model_type(root, c, path, err, errlen)) goto done;
     bool sliding = false, attn_bias = false;
     if (get_int(root, "hidden_size", req, &c->C, path, err, errlen) ||
         get_int(root, "num_hidden_layers", req, &c->L, path, err, errlen) ||

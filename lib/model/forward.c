@@ -373,9 +373,9 @@ static bool dout_bf16_only(const model_t *m, int n, int in, int out)
     return model_amx_takes(m->bf16, n, in, out) && model_amx_takes(m->bf16, out, in, n);
 }
 
-/* points every activation into base (when not NULL) and returns the floats
- * they take for a batch of B x T */
-static size_t acts_layout(model_t *m, float *base, int B, int T)
+/* the fp32 activations and gradients, from base (when not NULL); the
+ * floats they take for a batch of B x T */
+static size_t layout_fp32(model_t *m, float *base, int B, int T)
 {
     const model_config_t *c = &m->cfg;
     size_t N = (size_t)B * T, L = c->L, C = c->C, QD = (size_t)c->NH * c->HD;
@@ -433,7 +433,20 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         if (base) *t[i].p = t[i].n ? base + total : NULL;
         total += (t[i].n + 15) / 16 * 16;
     }
-    size_t h = m->bf16; /* bf16 copies */
+    return total;
+}
+
+/* the bf16 copies after the fp32 arrays' total floats, each from a
+ * 64-byte boundary (pointed into base when not NULL); the floats of both */
+static size_t layout_bf16(model_t *m, float *base, int B, int T, size_t total)
+{
+    const model_config_t *c = &m->cfg;
+    size_t N = (size_t)B * T, L = c->L, C = c->C, QD = (size_t)c->NH * c->HD;
+    size_t KD = (size_t)c->NKV * c->HD, FF = c->FF;
+    size_t chunk = model_logits_chunk(m, (int)N);
+    model_acts_t *a = &m->a;
+    model_grad_acts_t *g = &m->ga;
+    size_t h = m->bf16;
     struct {
         uint16_t **p;
         size_t n;
@@ -461,6 +474,14 @@ static size_t acts_layout(model_t *m, float *base, int B, int T)
         total += (t16[i].n + 31) / 32 * 16;
     }
     return total;
+}
+
+/* points every activation into base (when not NULL) and returns the floats
+ * they take for a batch of B x T */
+static size_t acts_layout(model_t *m, float *base, int B, int T)
+{
+    size_t total = layout_fp32(m, base, B, T);
+    return layout_bf16(m, base, B, T, total);
 }
 
 static int acts_ensure(model_t *m, int B, int T)
@@ -586,10 +607,11 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
     return model_forward_packed(m, tokens, targets, NULL, B, T, temperature, logp, logits);
 }
 
-int model_forward_packed(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
-                         float temperature, float *logp, float *logits)
+/* B, T and temperature in range, and every token and target in the
+ * vocabulary; -1 after a line on stderr when not */
+static int check_batch(const model_config_t *c, const int *tokens, const int *targets, const int *start, int B, int T,
+                       float temperature)
 {
-    const model_config_t *c = &m->cfg;
     if (B <= 0 || T <= 0 || (!start && T > c->max_pos) || !(temperature > 0)) {
         fprintf(stderr,
                 "model_forward: batch %d x %d, temperature %g: need B, T > 0, T <= %d, "
@@ -606,13 +628,16 @@ int model_forward_packed(model_t *m, const int *tokens, const int *targets, cons
                     tokens[n], targets[n], n, c->V);
             return -1;
         }
-#ifdef SAPO_HAVE_CUDA
-    if (m->cuda && start) {
-        fprintf(stderr, "model_forward_packed: packed rows run on the CPU only (the model is on cuda:%d)\n", m->device);
-        return -1;
-    }
-    if (m->cuda) return cuda_model_forward(m->cuda, tokens, targets, B, T, temperature, logp, logits);
-#endif
+    return 0;
+}
+
+/* the batch the forward pass runs and the backward pass reads: its
+ * activations, tokens, targets, positions and (packed) segment starts */
+static int set_batch(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
+                     float temperature)
+{
+    const model_config_t *c = &m->cfg;
+    int N = B * T;
     if (acts_ensure(m, B, T)) return -1;
     if (start) {
         if (packed_layout(start, B, T, c->max_pos, m->prefix, m->pos)) return -1;
@@ -626,51 +651,137 @@ int model_forward_packed(model_t *m, const int *tokens, const int *targets, cons
     m->temperature = temperature;
     memcpy(m->tokens, tokens, N * sizeof(int));
     memcpy(m->targets, targets, N * sizeof(int));
+    return 0;
+}
 
+/* layer l: its residual stream a->x at l to a->x at l + 1 */
+static void layer_forward(model_t *m, int l)
+{
+    const model_config_t *c = &m->cfg;
+    int N = m->B * m->T;
     int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    const model_weights_t *w = &m->w;
+    model_acts_t *a = &m->a;
+    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
+    size_t nf = (size_t)l * N * FF;
+    float *x = a->x + nc, *ln1 = at(a->ln1, nc), *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+    uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
+    rmsnorm_fw(ln1, ln1h, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
+    float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
+    float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
+    matmul_fw(m->bf16, qp, NULL, ln1, ln1h, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD,
+              false);
+    matmul_fw(m->bf16, kp, NULL, ln1, ln1h, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD,
+              false);
+    matmul_fw(m->bf16, v, at(a->vh, nk), ln1, ln1h, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL,
+              N, C, KD, false);
+    if (c->type == MODEL_QWEN3) {
+        model_rmsnorm(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
+        model_rmsnorm(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
+    }
+    rope_apply(q, at(a->qh, nq), m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, 1.0f);
+    rope_apply(k, at(a->kh, nk), m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, 1.0f);
+    float *y = a->y + (a->y_all ? nq : 0), *xm = a->xm + nc;
+    attn_t ao = attn_of(m, l);
+    attention_forward(m->bf16, &ao, y, yh);
+    copy(xm, x, (size_t)N * C);
+    matmul_fw(m->bf16, xm, NULL, y, yh, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C,
+              true);
+    float *ln2 = at(a->ln2, nc), *g = a->g + nf, *u = a->u + nf, *h = a->h;
+    rmsnorm_fw(ln2, ln2h, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
+    matmul_fw(m->bf16, g, NULL, ln2, ln2h, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
+    matmul_fw(m->bf16, u, NULL, ln2, ln2h, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
+    swiglu_fw(h, hh, g, u, (size_t)N * FF);
+    float *xn = a->x + nc + (size_t)N * C;
+    copy(xn, xm, (size_t)N * C);
+    matmul_fw(m->bf16, xn, NULL, h, hh, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+}
+
+int model_forward_packed(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
+                         float temperature, float *logp, float *logits)
+{
+    const model_config_t *c = &m->cfg;
+    if (check_batch(c, tokens, targets, start, B, T, temperature)) return -1;
+#ifdef SAPO_HAVE_CUDA
+    if (m->cuda && start) {
+        fprintf(stderr, "model_forward_packed: packed rows run on the CPU only (the model is on cuda:%d)\n", m->device);
+        return -1;
+    }
+    if (m->cuda) return cuda_model_forward(m->cuda, tokens, targets, B, T, temperature, logp, logits);
+#endif
+    if (set_batch(m, tokens, targets, start, B, T, temperature)) return -1;
+    int N = B * T, C = c->C;
     const model_weights_t *w = &m->w;
     model_acts_t *a = &m->a;
 #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) memcpy(a->x + (size_t)n * C, w->wte + (size_t)tokens[n] * C, C * sizeof(float));
-
-    for (int l = 0; l < c->L; l++) {
-        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
-        size_t nf = (size_t)l * N * FF;
-        float *x = a->x + nc, *ln1 = at(a->ln1, nc), *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-        uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
-        rmsnorm_fw(ln1, ln1h, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
-        float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
-        float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
-        matmul_fw(m->bf16, qp, NULL, ln1, ln1h, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C,
-                  QD, false);
-        matmul_fw(m->bf16, kp, NULL, ln1, ln1h, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C,
-                  KD, false);
-        matmul_fw(m->bf16, v, at(a->vh, nk), ln1, ln1h, w->wv + (size_t)l * KD * C,
-                  w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
-        if (c->type == MODEL_QWEN3) {
-            model_rmsnorm(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
-            model_rmsnorm(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
-        }
-        rope_apply(q, at(a->qh, nq), m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, 1.0f);
-        rope_apply(k, at(a->kh, nk), m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, 1.0f);
-        float *y = a->y + (a->y_all ? nq : 0), *xm = a->xm + nc;
-        attn_t ao = attn_of(m, l);
-        attention_forward(m->bf16, &ao, y, yh);
-        copy(xm, x, (size_t)N * C);
-        matmul_fw(m->bf16, xm, NULL, y, yh, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C,
-                  true);
-        float *ln2 = at(a->ln2, nc), *g = a->g + nf, *u = a->u + nf, *h = a->h;
-        rmsnorm_fw(ln2, ln2h, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
-        matmul_fw(m->bf16, g, NULL, ln2, ln2h, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
-        matmul_fw(m->bf16, u, NULL, ln2, ln2h, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
-        swiglu_fw(h, hh, g, u, (size_t)N * FF);
-        float *xn = a->x + nc + (size_t)N * C;
-        copy(xn, xm, (size_t)N * C);
-        matmul_fw(m->bf16, xn, NULL, h, hh, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
-    }
+    for (int l = 0; l < c->L; l++) layer_forward(m, l);
     rmsnorm_fw(a->lnf, a->lnfh, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
     lm_head_forward(m, N, logp, logits);
     return 0;
+}
+
+/* layer l backward: ga->dx, the gradient at its output, to the gradient
+ * at its input; its weights' gradients added to m->dw */
+static void layer_backward(model_t *m, int l)
+{
+    const model_config_t *c = &m->cfg;
+    int N = m->B * m->T;
+    int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    const model_weights_t *w = &m->w;
+    model_weights_t *dw = &m->dw;
+    const model_acts_t *a = &m->a;
+    model_grad_acts_t *ga = &m->ga;
+    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
+    size_t nf = (size_t)l * N * FF;
+    uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
+    const float *ln1 = at(a->ln1, nc), *ln2 = at(a->ln2, nc);
+    // MLP: x_next = xm + (silu(g) * u) . wd^T; h recomputed unless the
+    // tiles take its bf16 copy
+    if (!hh || !model_amx_takes(m->bf16, C, FF, N)) {
+        model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
+        hh = NULL;
+    }
+    matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, ga->dx16, a->h, hh,
+                    w->wd + (size_t)l * C * FF, N, FF, C, false);
+    /* dg and du in fp32 only where a matmul reads them */
+    bool d32 = !dout_bf16_only(m, N, C, FF);
+    float *dg = d32 ? ga->dg : NULL, *du = d32 ? ga->du : NULL;
+    swiglu_backward(dg, du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
+    matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, dg, ga->dg16, ln2, ln2h,
+                    w->wg + (size_t)l * FF * C, N, C, FF, false);
+    matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, du, ga->du16, ln2, ln2h,
+                    w->wu + (size_t)l * FF * C, N, C, FF, true);
+    rmsnorm_backward(ga->dx, ga->dx16, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
+                     a->r2 + (size_t)l * N, N, C, true);
+    // attention: xm = x + y . wo^T (+ bo)
+    matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx,
+                    ga->dx16, a->y_all ? a->y + nq : NULL, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
+    attn_t ao = attn_of(m, l);
+    attention_backward(m->bf16, &ao, ga->dq, ga->dk, ga->dv, ga->dv16, ga->dp, ga->dp16, ga->dy);
+    /* the bf16 copies of the gradients wq and wk take come from the
+     * last step before them: RoPE's, or Qwen3's norms' */
+    bool q3 = c->type == MODEL_QWEN3;
+    rope_apply(ga->dq, q3 ? NULL : ga->dq16, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
+    rope_apply(ga->dk, q3 ? NULL : ga->dk16, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
+    float *dq = ga->dq, *dk = ga->dk;
+    if (q3) {
+        /* dy is free again: it takes dq before q_norm, dk2 dk */
+        rmsnorm_backward(ga->dy, ga->dq16, dw->qn + (size_t)l * HD, ga->part, ga->dq, a->qpre + nq,
+                         w->qn + (size_t)l * HD, a->rq + (size_t)l * N * c->NH, N * c->NH, HD, false);
+        rmsnorm_backward(ga->dk2, ga->dk16, dw->kn + (size_t)l * HD, ga->part, ga->dk, a->kpre + nk,
+                         w->kn + (size_t)l * HD, a->rk + (size_t)l * N * c->NKV, N * c->NKV, HD, false);
+        dq = ga->dy;
+        dk = ga->dk2;
+    }
+    matmul_backward(m->bf16, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
+                    ga->dq16, ln1, ln1h, w->wq + (size_t)l * QD * C, N, C, QD, false);
+    matmul_backward(m->bf16, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,
+                    ga->dk16, ln1, ln1h, w->wk + (size_t)l * KD * C, N, C, KD, true);
+    matmul_backward(m->bf16, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
+                    ga->dv16, ln1, ln1h, w->wv + (size_t)l * KD * C, N, C, KD, true);
+    rmsnorm_backward(ga->dx, ga->dx16, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
+                     a->r1 + (size_t)l * N, N, C, true);
 }
 
 void model_backward(model_t *m, const float *dlogp)
@@ -682,8 +793,7 @@ void model_backward(model_t *m, const float *dlogp)
     }
 #endif
     const model_config_t *c = &m->cfg;
-    int B = m->B, T = m->T, N = B * T;
-    int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    int B = m->B, T = m->T, N = B * T, C = c->C;
     const model_weights_t *w = &m->w;
     model_weights_t *dw = &m->dw;
     const model_acts_t *a = &m->a;
@@ -692,58 +802,7 @@ void model_backward(model_t *m, const float *dlogp)
     lm_head_backward(m, N, dlogp);
     rmsnorm_backward(ga->dx, ga->dx16, dw->lnf, ga->part, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf, N, C,
                      false);
-    for (int l = c->L - 1; l >= 0; l--) {
-        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
-        size_t nf = (size_t)l * N * FF;
-        uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
-        const float *ln1 = at(a->ln1, nc), *ln2 = at(a->ln2, nc);
-        // MLP: x_next = xm + (silu(g) * u) . wd^T; h recomputed unless the
-        // tiles take its bf16 copy
-        if (!hh || !model_amx_takes(m->bf16, C, FF, N)) {
-            model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
-            hh = NULL;
-        }
-        matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, ga->dx16, a->h, hh,
-                        w->wd + (size_t)l * C * FF, N, FF, C, false);
-        /* dg and du in fp32 only where a matmul reads them */
-        bool d32 = !dout_bf16_only(m, N, C, FF);
-        float *dg = d32 ? ga->dg : NULL, *du = d32 ? ga->du : NULL;
-        swiglu_backward(dg, du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
-        matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, dg, ga->dg16, ln2, ln2h,
-                        w->wg + (size_t)l * FF * C, N, C, FF, false);
-        matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, du, ga->du16, ln2, ln2h,
-                        w->wu + (size_t)l * FF * C, N, C, FF, true);
-        rmsnorm_backward(ga->dx, ga->dx16, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc,
-                         w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N, N, C, true);
-        // attention: xm = x + y . wo^T (+ bo)
-        matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx,
-                        ga->dx16, a->y_all ? a->y + nq : NULL, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
-        attn_t ao = attn_of(m, l);
-        attention_backward(m->bf16, &ao, ga->dq, ga->dk, ga->dv, ga->dv16, ga->dp, ga->dp16, ga->dy);
-        /* the bf16 copies of the gradients wq and wk take come from the
-         * last step before them: RoPE's, or Qwen3's norms' */
-        bool q3 = c->type == MODEL_QWEN3;
-        rope_apply(ga->dq, q3 ? NULL : ga->dq16, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
-        rope_apply(ga->dk, q3 ? NULL : ga->dk16, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
-        float *dq = ga->dq, *dk = ga->dk;
-        if (q3) {
-            /* dy is free again: it takes dq before q_norm, dk2 dk */
-            rmsnorm_backward(ga->dy, ga->dq16, dw->qn + (size_t)l * HD, ga->part, ga->dq, a->qpre + nq,
-                             w->qn + (size_t)l * HD, a->rq + (size_t)l * N * c->NH, N * c->NH, HD, false);
-            rmsnorm_backward(ga->dk2, ga->dk16, dw->kn + (size_t)l * HD, ga->part, ga->dk, a->kpre + nk,
-                             w->kn + (size_t)l * HD, a->rk + (size_t)l * N * c->NKV, N * c->NKV, HD, false);
-            dq = ga->dy;
-            dk = ga->dk2;
-        }
-        matmul_backward(m->bf16, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
-                        ga->dq16, ln1, ln1h, w->wq + (size_t)l * QD * C, N, C, QD, false);
-        matmul_backward(m->bf16, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,
-                        ga->dk16, ln1, ln1h, w->wk + (size_t)l * KD * C, N, C, KD, true);
-        matmul_backward(m->bf16, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
-                        ga->dv16, ln1, ln1h, w->wv + (size_t)l * KD * C, N, C, KD, true);
-        rmsnorm_backward(ga->dx, ga->dx16, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc,
-                         w->ln1 + (size_t)l * C, a->r1 + (size_t)l * N, N, C, true);
-    }
+    for (int l = c->L - 1; l >= 0; l--) layer_backward(m, l);
 /* rows of one token add into the same embedding row: each thread owns
  * a range of columns */
 #pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)

@@ -171,11 +171,12 @@ static bool is_eos(const model_config_t *c, int tok)
     return false;
 }
 
-int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
-                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+/* Every prompt of at least one token, all in the vocabulary, with room
+ * for M new tokens; Q, L and M at least 1. 0 with *maxP the longest
+ * prompt, or -1 with the reason on stderr. */
+static int check_request(const model_config_t *c, const int *const *prompts, const int *prompt_lens, int Q, int L,
+                         int M, int *maxP)
 {
-    const model_config_t *c = &m->cfg;
-    int M = gp->max_new, maxP = 0;
     for (int q = 0; q < Q; q++) {
         int P = prompt_lens[q];
         if (P < 1 || P + M > c->max_pos) {
@@ -191,12 +192,74 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
                         prompts[q][i], i, q, c->V);
                 return -1;
             }
-        if (P > maxP) maxP = P;
+        if (P > *maxP) *maxP = P;
     }
     if (Q < 1 || L < 1 || M < 1) {
         fprintf(stderr, "model_generate: %d prompts, %d completions, %d new tokens: need each at least 1\n", Q, L, M);
         return -1;
     }
+    return 0;
+}
+
+/* L * M uniforms per prompt from its seed: token t of slot s draws with
+ * u[s * M + t]. 0, or -1 out of memory. */
+static int draw_uniforms(const uint64_t *seeds, int Q, int L, int M, float *u)
+{
+    for (int q = 0; q < Q; q++) {
+        rng_t *rng = rng_new(seeds[q]);
+        if (!rng) return -1;
+        rng_uniform(rng, u + (size_t)q * L * M, (size_t)L * M);
+        rng_destroy(&rng);
+    }
+    return 0;
+}
+
+/* prefill each prompt into its first slot, whose keys and values its
+ * L completions share; last prompt first, since every prefill leaves
+ * its logits in row 0 */
+static void prefill(model_t *m, gen_ws_t *ws, const int *const *prompts, int Q)
+{
+    int L = ws->L, V = m->cfg.V;
+    for (int q = Q - 1; q >= 0; q--) {
+        int P = ws->plen[q], s0 = q * L;
+        for (int i = 0; i < P; i++) {
+            ws->tok[i] = prompts[q][i];
+            ws->slot[i] = s0;
+            ws->pos[i] = i;
+        }
+        step(m, ws, P, 1);
+        for (int s = s0 + L - 1; s >= s0; s--)
+            if (s) memcpy(ws->logits + (size_t)s * V, ws->logits, V * sizeof(float));
+    }
+}
+
+/* The slots still live after token t (not at M tokens, eos or a stop),
+ * moved to the front of live, each with its next row: token t at its
+ * position in its own slot. How many. */
+static int next_rows(const model_config_t *c, gen_ws_t *ws, const model_gen_params_t *gp, int *live, int nlive, int t,
+                     int M, const int *tokens)
+{
+    int keep = 0;
+    for (int i = 0; i < nlive; i++) {
+        int s = live[i], tok = tokens[(size_t)s * M + t];
+        bool done =
+            t + 1 == M || is_eos(c, tok) || (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
+        if (done) continue;
+        live[keep] = s;
+        ws->tok[keep] = tok;
+        ws->slot[keep] = s;
+        ws->pos[keep] = ws->plen[s / ws->L] + t;
+        keep++;
+    }
+    return keep;
+}
+
+int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+{
+    const model_config_t *c = &m->cfg;
+    int M = gp->max_new, maxP = 0;
+    if (check_request(c, prompts, prompt_lens, Q, L, M, &maxP) != 0) return -1;
 #ifdef SAPO_HAVE_CUDA
     if (m->cuda)
         return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
@@ -214,32 +277,13 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
         fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", S, maxP + M);
         goto done;
     }
-    for (int q = 0; q < Q; q++) {
-        rng_t *rng = rng_new(seeds[q]);
-        if (!rng) goto done;
-        rng_uniform(rng, u + (size_t)q * L * M, (size_t)L * M);
-        rng_destroy(&rng);
-    }
+    if (draw_uniforms(seeds, Q, L, M, u) != 0) goto done;
     ws_layout(&ws, mem, c, R);
     ws.tok = imem;
     ws.slot = imem + R;
     ws.pos = imem + 2 * R;
     int *live = imem + 3 * R;
-
-    /* prefill each prompt into its first slot, whose keys and values its
-     * L completions share; last prompt first, since every prefill leaves
-     * its logits in row 0 */
-    for (int q = Q - 1; q >= 0; q--) {
-        int P = prompt_lens[q], s0 = q * L;
-        for (int i = 0; i < P; i++) {
-            ws.tok[i] = prompts[q][i];
-            ws.slot[i] = s0;
-            ws.pos[i] = i;
-        }
-        step(m, &ws, P, 1);
-        for (int s = s0 + L - 1; s >= s0; s--)
-            if (s) memcpy(ws.logits + (size_t)s * c->V, ws.logits, c->V * sizeof(float));
-    }
+    prefill(m, &ws, prompts, Q);
     int nlive = S;
     for (int s = 0; s < S; s++) {
         live[s] = s;
@@ -256,19 +300,7 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
             logp[(size_t)s * M + t] = lp;
             lengths[s] = t + 1;
         }
-        int keep = 0;
-        for (int i = 0; i < nlive; i++) {
-            int s = live[i], tok = tokens[(size_t)s * M + t];
-            bool done =
-                t + 1 == M || is_eos(c, tok) || (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
-            if (done) continue;
-            live[keep] = s;
-            ws.tok[keep] = tok;
-            ws.slot[keep] = s;
-            ws.pos[keep] = prompt_lens[s / L] + t;
-            keep++;
-        }
-        nlive = keep;
+        nlive = next_rows(c, &ws, gp, live, nlive, t, M, tokens);
         if (nlive) step(m, &ws, nlive, nlive);
     }
     rc = 0;

@@ -129,12 +129,84 @@ static bool peer_behaviour(const rec_completion_t *c, const int32_t *ids, size_t
     return true;
 }
 
-static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, learn_stats_t *st)
+/* Sequence s of group g: the prompt's P ids pids, then completion c's,
+ * cut to twice max-new-tokens and to the model's positions */
+static void make_sequence(const learn_t *self, const rec_rollout_view_t *rv, const rec_completion_t *c,
+                          const int32_t *pids, size_t P, int g, seq_t *s, learn_stats_t *st)
 {
     const config_t *cfg = self->cfg;
     const policy_t *pol = self->policy;
     const int max_pos = model_config(pol->model)->max_pos;
     const int max_comp = 2 * cfg->max_new_tokens;
+    bool same_model = strcmp(rv->r.model, pol->name) == 0;
+    bool peer_logprobs = rv->r.external && same_model && cfg->external_logprobs == EXTERNAL_LOGPROBS_USE;
+    size_t C = 0;
+    int32_t *cids = NULL;
+    bool keep_ids = same_model && !rv->r.external && c->n_tokens > 0 && c->n_logprobs == c->n_tokens;
+    const float *old = keep_ids ? c->logprobs : NULL;
+    if (keep_ids) {
+        C = c->n_tokens;
+    } else {
+        cids = encode(pol, c->text, &C);
+        if (!cids) C = 0;
+        if (peer_logprobs && peer_behaviour(c, cids, C)) old = c->logprobs, st->external_logprobs++;
+    }
+    if ((int)C > max_comp) C = (size_t)max_comp;
+    if ((int)(P + C) > max_pos) C = (size_t)(max_pos - (int)P);
+    s->P = (int)P;
+    s->C = (int)C;
+    s->ids = malloc(sizeof(int) * (P + C + 1));
+    for (size_t t = 0; t < P; t++) s->ids[t] = pids[t];
+    for (size_t t = 0; t < C; t++) {
+        int32_t id;
+        if (keep_ids) memcpy(&id, c->token_ids + t, sizeof id);
+        else id = cids[t];
+        s->ids[P + t] = id;
+    }
+    s->old = old;
+    s->masked = cfg->mask_truncated && !c->finished;
+    s->no_kl = rv->r.external && cfg->external_kl == EXTERNAL_KL_EXCLUDE;
+    s->group = g;
+    st->masked_truncated += s->masked;
+    free(cids);
+}
+
+/* Group g's sequences from seqs[0] on and their rewards; the number of
+ * them, or 0 when the group is skipped (under two completions, unscored,
+ * or a prompt that leaves no room for a completion) */
+static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t g, seq_t *seqs, float *rewards,
+                     learn_stats_t *st)
+{
+    const policy_t *pol = self->policy;
+    rec_rollout_view_t rv;
+    rec_batch_group(batch, g, &rv);
+    int n = (int)rv.r.n_completions;
+    if (n < 2 || !rv.r.scored) {
+        st->skipped_groups++;
+        return 0;
+    }
+    char *prompt = policy_prompt(pol, rv.r.task.question);
+    size_t P = 0;
+    int32_t *pids = prompt ? encode(pol, prompt, &P) : NULL;
+    free(prompt);
+    if (!pids || (int)P + 1 >= model_config(pol->model)->max_pos) {
+        free(pids);
+        st->skipped_groups++;
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        rec_completion_t c;
+        rec_rollout_completion(&rv, (size_t)i, &c);
+        rewards[i] = c.reward;
+        make_sequence(self, &rv, &c, pids, P, (int)g, &seqs[i], st);
+    }
+    st->groups++;
+    free(pids);
+    return n;
+}
+
+static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, learn_stats_t *st)
+{
     size_t cap = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
@@ -151,66 +223,13 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
     }
     int ns = 0, ng = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
-        rec_rollout_view_t rv;
-        rec_batch_group(batch, g, &rv);
-        int n = (int)rv.r.n_completions;
-        if (n < 2 || !rv.r.scored) {
-            st->skipped_groups++;
-            continue;
-        }
-        char *prompt = policy_prompt(pol, rv.r.task.question);
-        size_t P = 0;
-        int32_t *pids = prompt ? encode(pol, prompt, &P) : NULL;
-        free(prompt);
-        if (!pids || (int)P + 1 >= max_pos) {
-            free(pids);
-            st->skipped_groups++;
-            continue;
-        }
-        bool same_model = strcmp(rv.r.model, pol->name) == 0;
-        bool peer_logprobs = rv.r.external && same_model && cfg->external_logprobs == EXTERNAL_LOGPROBS_USE;
-        for (int i = 0; i < n; i++) {
-            rec_completion_t c;
-            rec_rollout_completion(&rv, (size_t)i, &c);
-            rewards[ns + i] = c.reward;
-            seq_t *s = &seqs[ns + i];
-            size_t C = 0;
-            int32_t *cids = NULL;
-            bool keep_ids = same_model && !rv.r.external && c.n_tokens > 0 && c.n_logprobs == c.n_tokens;
-            const float *old = keep_ids ? c.logprobs : NULL;
-            if (keep_ids) {
-                C = c.n_tokens;
-            } else {
-                cids = encode(pol, c.text, &C);
-                if (!cids) C = 0;
-                if (peer_logprobs && peer_behaviour(&c, cids, C)) old = c.logprobs, st->external_logprobs++;
-            }
-            if ((int)C > max_comp) C = (size_t)max_comp;
-            if ((int)(P + C) > max_pos) C = (size_t)(max_pos - (int)P);
-            s->P = (int)P;
-            s->C = (int)C;
-            s->ids = malloc(sizeof(int) * (P + C + 1));
-            for (size_t t = 0; t < P; t++) s->ids[t] = pids[t];
-            for (size_t t = 0; t < C; t++) {
-                int32_t id;
-                if (keep_ids) memcpy(&id, c.token_ids + t, sizeof id);
-                else id = cids[t];
-                s->ids[P + t] = id;
-            }
-            s->old = old;
-            s->masked = cfg->mask_truncated && !c.finished;
-            s->no_kl = rv.r.external && cfg->external_kl == EXTERNAL_KL_EXCLUDE;
-            s->group = (int)g;
-            st->masked_truncated += s->masked;
-            free(cids);
-        }
+        int n = add_group(self, batch, g, seqs + ns, rewards + ns, st);
+        if (n == 0) continue;
         ns += n;
         sizes[ng++] = n;
-        st->groups++;
-        free(pids);
     }
     /* once every group is in: "batch" scales by the std of all their rewards */
-    grpo_advantages(rewards, sizes, ng, cfg->scale_rewards, adv);
+    grpo_advantages(rewards, sizes, ng, self->cfg->scale_rewards, adv);
     for (int i = 0; i < ns; i++) seqs[i].adv = adv[i];
     free(rewards);
     free(adv);
@@ -250,6 +269,81 @@ static row_t *plan_rows(const learn_t *self, const seq_t *seqs, int B, int *n_ro
     return rows;
 }
 
+/* The rows' tokens, targets and segment starts, (nr, T), and
+ * where[i * Tc + j]: the cell whose target is completion token j of the
+ * rows' sequence i, -1 for none */
+static void lay_out_rows(const seq_t *seqs, const row_t *rows, int nr, int T, int Tc, int *tokens, int *targets,
+                         int *start, int *where)
+{
+    int s0 = rows[0].first, ns = rows[nr - 1].first + rows[nr - 1].count - s0;
+    for (size_t k = 0; k < (size_t)ns * Tc; k++) where[k] = -1;
+    for (int r = 0; r < nr; r++) {
+        const row_t *w = &rows[r];
+        int *tk = tokens + (size_t)r * T, *tg = targets + (size_t)r * T, *st = start + (size_t)r * T;
+        for (int t = 0; t < T; t++) tk[t] = 0, tg[t] = -1, st[t] = 0;
+        if (!w->packed) {
+            const seq_t *s = &seqs[w->first];
+            for (int t = 0; t < s->P + s->C; t++) tk[t] = s->ids[t];
+            for (int j = 0; j < s->C && !s->masked; j++) {
+                tg[s->P - 1 + j] = s->ids[s->P + j];
+                where[(size_t)(w->first - s0) * Tc + j] = (int)((size_t)r * T + s->P - 1 + j);
+            }
+            continue;
+        }
+        const seq_t *s = &seqs[w->first];
+        int P = s->P, n = P - 1, a = 0;
+        for (int t = 0; t < P - 1; t++) tk[t] = s->ids[t];
+        for (int i = w->first; i < w->first + w->count; i++) {
+            s = &seqs[i];
+            if (s->masked || s->C == 0) continue;
+            a = n;
+            for (int j = 0; j < s->C; j++, n++) {
+                tk[n] = s->ids[P - 1 + j];
+                tg[n] = s->ids[P + j];
+                st[n] = a;
+                where[(size_t)(i - s0) * Tc + j] = (int)((size_t)r * T + n);
+            }
+        }
+        for (; n < T; n++) st[n] = a; /* padding joins the last segment */
+    }
+}
+
+/* GRPO's inputs, one sequence a row of Tc: per completion token its
+ * mask, log-prob, reference log-prob and sampling log-prob, gathered from
+ * the cells where says; adv per sequence */
+static void gather_tokens(const seq_t *seqs, int ns, int Tc, const int *where, const float *logp, const float *ref,
+                          float *adv, float *mask, float *lp, float *rf, float *old)
+{
+    for (int i = 0; i < ns; i++) {
+        const seq_t *s = &seqs[i];
+        adv[i] = s->adv;
+        for (int j = 0; j < Tc; j++) {
+            size_t k = (size_t)i * Tc + j;
+            int c = where[k];
+            mask[k] = c >= 0 ? 1.0f : 0.0f;
+            lp[k] = c >= 0 ? logp[c] : 0.0f;
+            /* ref = logp: a KL term of 0 and no gradient from it */
+            rf[k] = c >= 0 ? (s->no_kl ? logp[c] : ref[c]) : 0.0f;
+            if (s->old && c >= 0) memcpy(&old[k], s->old + j, sizeof(float));
+            else old[k] = lp[k];
+        }
+    }
+}
+
+/* at: the token at cell c of GRPO's (ns, Tc) layout, the one with the
+ * lowest ratio, with up to 24 tokens before it */
+static void note_ratio_min(const learn_t *self, const seq_t *seqs, int Tc, long c, const float *lp, const float *old,
+                           ratio_min_at_t *at)
+{
+    const seq_t *s = &seqs[c / Tc];
+    int j = (int)(c % Tc), from = j > 24 ? j - 24 : 0;
+    at->found = 1, at->token_id = s->ids[s->P + j], at->position = j;
+    at->logp = lp[c], at->logp_sampled = old[c], at->advantage = s->adv;
+    if (at->token_id == tokenizer_eos_id(self->policy->tok)) snprintf(at->token, sizeof at->token, "<eos>");
+    else printable(self->policy, s->ids + s->P + j, 1, at->token, sizeof at->token);
+    printable(self->policy, s->ids + s->P + from, (size_t)(j - from), at->before, sizeof at->before);
+}
+
 /* One micro-batch: forward over its rows, GRPO's loss over its sequences'
  * completion tokens (laid out one sequence a row, whatever the rows),
  * backward. *loss gets its share of the batch's loss. 0, or -1 with err. */
@@ -282,38 +376,7 @@ static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens
         snprintf(err, errlen, "out of memory for a micro-batch of %d x %d", nr, T);
         goto done;
     }
-    /* where[i * Tc + j]: the cell whose target is completion token j of
-     * sequence s0 + i, -1 for none */
-    for (size_t k = 0; k < lcells; k++) where[k] = -1;
-    for (int r = 0; r < nr; r++) {
-        const row_t *w = &rows[r];
-        int *tk = tokens + (size_t)r * T, *tg = targets + (size_t)r * T, *st = start + (size_t)r * T;
-        for (int t = 0; t < T; t++) tk[t] = 0, tg[t] = -1, st[t] = 0;
-        if (!w->packed) {
-            const seq_t *s = &seqs[w->first];
-            for (int t = 0; t < s->P + s->C; t++) tk[t] = s->ids[t];
-            for (int j = 0; j < s->C && !s->masked; j++) {
-                tg[s->P - 1 + j] = s->ids[s->P + j];
-                where[(size_t)(w->first - s0) * Tc + j] = (int)((size_t)r * T + s->P - 1 + j);
-            }
-            continue;
-        }
-        const seq_t *s = &seqs[w->first];
-        int P = s->P, n = P - 1, a = 0;
-        for (int t = 0; t < P - 1; t++) tk[t] = s->ids[t];
-        for (int i = w->first; i < w->first + w->count; i++) {
-            s = &seqs[i];
-            if (s->masked || s->C == 0) continue;
-            a = n;
-            for (int j = 0; j < s->C; j++, n++) {
-                tk[n] = s->ids[P - 1 + j];
-                tg[n] = s->ids[P + j];
-                st[n] = a;
-                where[(size_t)(i - s0) * Tc + j] = (int)((size_t)r * T + n);
-            }
-        }
-        for (; n < T; n++) st[n] = a; /* padding joins the last segment */
-    }
+    lay_out_rows(seqs, rows, nr, T, Tc, tokens, targets, start, where);
     float temp = self->cfg->temperature;
     if (self->ref &&
         model_forward_packed(self->ref->model, tokens, targets, packed ? start : NULL, nr, T, temp, ref, NULL) != 0) {
@@ -324,31 +387,9 @@ static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens
         snprintf(err, errlen, "forward failed (see above)");
         goto done;
     }
-    for (int i = 0; i < ns; i++) {
-        const seq_t *s = &seqs[s0 + i];
-        adv[i] = s->adv;
-        for (int j = 0; j < Tc; j++) {
-            size_t k = (size_t)i * Tc + j;
-            int c = where[k];
-            mask[k] = c >= 0 ? 1.0f : 0.0f;
-            lp[k] = c >= 0 ? logp[c] : 0.0f;
-            /* ref = logp: a KL term of 0 and no gradient from it */
-            rf[k] = c >= 0 ? (s->no_kl ? logp[c] : ref[c]) : 0.0f;
-            if (s->old && c >= 0) memcpy(&old[k], s->old + j, sizeof(float));
-            else old[k] = lp[k];
-        }
-    }
+    gather_tokens(seqs + s0, ns, Tc, where, logp, ref, adv, mask, lp, rf, old);
     float l = grpo_loss(&self->gp, ns, Tc, lp, old, self->ref ? rf : NULL, mask, adv, dl, gs);
-    if (gs->ratio_min_at >= 0) {
-        long c = gs->ratio_min_at;
-        const seq_t *s = &seqs[s0 + c / Tc];
-        int j = (int)(c % Tc), from = j > 24 ? j - 24 : 0;
-        at->found = 1, at->token_id = s->ids[s->P + j], at->position = j;
-        at->logp = lp[c], at->logp_sampled = old[c], at->advantage = s->adv;
-        if (at->token_id == tokenizer_eos_id(self->policy->tok)) snprintf(at->token, sizeof at->token, "<eos>");
-        else printable(self->policy, s->ids + s->P + j, 1, at->token, sizeof at->token);
-        printable(self->policy, s->ids + s->P + from, (size_t)(j - from), at->before, sizeof at->before);
-    }
+    if (gs->ratio_min_at >= 0) note_ratio_min(self, seqs + s0, Tc, gs->ratio_min_at, lp, old, at);
     /* the micro-batch's normaliser -> the whole batch's */
     double scale = (self->gp.loss_type == GRPO_LOSS_GRPO || self->gp.loss_type == GRPO_LOSS_DR_GRPO)
                        ? (double)ns / B
@@ -362,6 +403,57 @@ done:
     free(tokens), free(targets), free(start), free(where), free(logp), free(ref), free(dlogp), free(adv);
     free(lp), free(old), free(rf), free(mask), free(dl);
     return rc;
+}
+
+/* the rows' micro-batches: rows r0 on up to micro-batch sequences (one
+ * row at least); the end, and *T its longest row */
+static int micro_batch_end(const learn_t *self, const row_t *rows, int n_rows, int r0, int *T)
+{
+    int r1, mb = rows[r0].count;
+    *T = rows[r0].len;
+    for (r1 = r0 + 1; r1 < n_rows && mb + rows[r1].count <= self->cfg->micro_batch; r1++) {
+        mb += rows[r1].count;
+        *T = rows[r1].len > *T ? rows[r1].len : *T;
+    }
+    return r1;
+}
+
+/* Forward and backward over the batch's rows a micro-batch at a time: the
+ * batch's gradient, its loss, and GRPO's statistics as means weighted by
+ * each micro-batch's tokens. 0, or -1 with err. */
+static int accumulate_gradients(learn_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows,
+                                int n_rows, learn_stats_t *st, char *err, size_t errlen)
+{
+    double loss = 0, w_clip_low = 0, w_clip_high = 0, w_region = 0, w_kl = 0, w_ratio = 0;
+    st->grpo.ratio_min = INFINITY, st->grpo.ratio_max = -INFINITY;
+    for (int r0 = 0, r1; r0 < n_rows; r0 = r1) {
+        int T;
+        r1 = micro_batch_end(self, rows, n_rows, r0, &T);
+        for (int r = r0; r < r1; r++) st->packed_groups += rows[r].packed;
+        st->positions += (long)(r1 - r0) * T;
+        grpo_stats_t gs;
+        ratio_min_at_t at = {0};
+        double l = 0;
+        if (micro_step(self, seqs, B, total_tokens, rows + r0, r1 - r0, &gs, &at, &l, err, errlen)) return -1;
+        loss += l;
+        w_clip_low += gs.clip_low * gs.tokens, w_clip_high += gs.clip_high * gs.tokens;
+        w_region += gs.clip_region * gs.tokens, w_kl += gs.kl * gs.tokens, w_ratio += gs.ratio * gs.tokens;
+        st->grpo.tokens += gs.tokens;
+        if (gs.tokens > 0) {
+            if (at.found && (!st->ratio_min_at.found || gs.ratio_min < st->grpo.ratio_min)) st->ratio_min_at = at;
+            st->grpo.ratio_min = fminf(st->grpo.ratio_min, gs.ratio_min);
+            st->grpo.ratio_max = fmaxf(st->grpo.ratio_max, gs.ratio_max);
+        }
+    }
+    if (st->grpo.tokens == 0) st->grpo.ratio_min = st->grpo.ratio_max = 1.0f;
+    if (st->grpo.tokens > 0) {
+        double n = (double)st->grpo.tokens;
+        st->grpo.clip_low = (float)(w_clip_low / n), st->grpo.clip_high = (float)(w_clip_high / n);
+        st->grpo.clip_region = (float)(w_region / n), st->grpo.kl = (float)(w_kl / n),
+        st->grpo.ratio = (float)(w_ratio / n);
+    }
+    st->loss = (float)loss;
+    return 0;
 }
 
 int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen)
@@ -388,39 +480,7 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
         snprintf(err, errlen, "out of memory building the batch");
         goto done;
     }
-    double loss = 0, w_clip_low = 0, w_clip_high = 0, w_region = 0, w_kl = 0, w_ratio = 0;
-    st->grpo.ratio_min = INFINITY, st->grpo.ratio_max = -INFINITY;
-    for (int r0 = 0, r1; r0 < n_rows; r0 = r1) {
-        /* rows up to micro-batch sequences (one at least) */
-        int mb = rows[r0].count, T = rows[r0].len;
-        for (r1 = r0 + 1; r1 < n_rows && mb + rows[r1].count <= self->cfg->micro_batch; r1++) {
-            mb += rows[r1].count;
-            T = rows[r1].len > T ? rows[r1].len : T;
-        }
-        for (int r = r0; r < r1; r++) st->packed_groups += rows[r].packed;
-        st->positions += (long)(r1 - r0) * T;
-        grpo_stats_t gs;
-        ratio_min_at_t at = {0};
-        double l = 0;
-        if (micro_step(self, seqs, B, total_tokens, rows + r0, r1 - r0, &gs, &at, &l, err, errlen)) goto done;
-        loss += l;
-        w_clip_low += gs.clip_low * gs.tokens, w_clip_high += gs.clip_high * gs.tokens;
-        w_region += gs.clip_region * gs.tokens, w_kl += gs.kl * gs.tokens, w_ratio += gs.ratio * gs.tokens;
-        st->grpo.tokens += gs.tokens;
-        if (gs.tokens > 0) {
-            if (at.found && (!st->ratio_min_at.found || gs.ratio_min < st->grpo.ratio_min)) st->ratio_min_at = at;
-            st->grpo.ratio_min = fminf(st->grpo.ratio_min, gs.ratio_min);
-            st->grpo.ratio_max = fmaxf(st->grpo.ratio_max, gs.ratio_max);
-        }
-    }
-    if (st->grpo.tokens == 0) st->grpo.ratio_min = st->grpo.ratio_max = 1.0f;
-    if (st->grpo.tokens > 0) {
-        double n = (double)st->grpo.tokens;
-        st->grpo.clip_low = (float)(w_clip_low / n), st->grpo.clip_high = (float)(w_clip_high / n);
-        st->grpo.clip_region = (float)(w_region / n), st->grpo.kl = (float)(w_kl / n),
-        st->grpo.ratio = (float)(w_ratio / n);
-    }
-    st->loss = (float)loss;
+    if (accumulate_gradients(self, seqs, B, total_tokens, rows, n_rows, st, err, errlen) != 0) goto done;
     adamw_params_t ap = adam_params(self->cfg);
     ap.lr = st->lr = learn_rate(self->cfg, batch->b.round);
     if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &st->grad_norm) != 0) {
@@ -437,14 +497,14 @@ done:
     return rc;
 }
 
-float learn_sft_step(learn_t *self, const char *const *questions, const char *const *answers, int n)
+/* The examples that fit the model's positions as prompt, answer and eos,
+ * each a row: ids[r], its prompt's length P[r] and its length N[r]. The
+ * number of rows, and *T the longest. */
+static int encode_examples(const policy_t *pol, const char *const *questions, const char *const *answers, int n,
+                           int **ids, int *P, int *N, int *T)
 {
-    const policy_t *pol = self->policy;
     int eos = tokenizer_eos_id(pol->tok);
-    int **ids = calloc((size_t)n, sizeof *ids);
-    int *P = calloc((size_t)n, sizeof *P), *N = calloc((size_t)n, sizeof *N);
-    int T = 0, rows = 0;
-    float loss = -1;
+    int rows = 0;
     for (int i = 0; i < n; i++) {
         char *prompt = policy_prompt(pol, questions[i]);
         size_t np = 0, na = 0;
@@ -458,61 +518,90 @@ float learn_sft_step(learn_t *self, const char *const *questions, const char *co
             ids[rows][np + na] = eos;
             P[rows] = (int)np;
             N[rows] = (int)(np + na + 1);
-            T = N[rows] > T ? N[rows] : T;
+            *T = N[rows] > *T ? N[rows] : *T;
             rows++;
         }
         free(pi);
         free(ai);
     }
-    if (rows > 0) {
-        /* the mean over every answer token of the batch, computed in runs
-         * of rows of similar length: a batch padded to its longest prompt
-         * (a 440-byte logic question beside 120-byte sums) spent most of
-         * its time on padding */
-        int *order = malloc(sizeof(int) * rows);
-        for (int i = 0; i < rows; i++) order[i] = i;
-        for (int i = 1; i < rows; i++)
-            for (int k = i; k > 0 && N[order[k - 1]] > N[order[k]]; k--) {
-                int x = order[k];
-                order[k] = order[k - 1], order[k - 1] = x;
-            }
-        int answer_tokens = 0;
-        for (int i = 0; i < rows; i++) answer_tokens += N[i] - P[i];
-        int *tokens = malloc(sizeof(int) * rows * T), *targets = malloc(sizeof(int) * rows * T);
-        float *logp = malloc(sizeof(float) * rows * T), *dlogp = malloc(sizeof(float) * rows * T);
-        model_t *m = pol->model;
-        model_zero_grad(m);
-        double sum = 0;
-        loss = 0;
-        for (int r0 = 0, r1; r0 < rows && loss == 0; r0 = r1) {
-            for (r1 = r0 + 1; r1 < rows && 2 * N[order[r1]] <= 3 * N[order[r0]]; r1++) {
-            }
-            int Tc = N[order[r1 - 1]], nb = r1 - r0;
-            for (int i = 0; i < nb; i++) {
-                int q = order[r0 + i];
-                for (int t = 0; t < Tc; t++) {
-                    tokens[i * Tc + t] = t < N[q] ? ids[q][t] : 0;
-                    targets[i * Tc + t] = (t >= P[q] - 1 && t < N[q] - 1) ? ids[q][t + 1] : -1;
-                }
-            }
-            if (model_forward(m, tokens, targets, nb, Tc, 1.0f, logp, NULL) != 0) {
-                loss = -1;
-                break;
-            }
-            for (int k = 0; k < nb * Tc; k++) {
-                sum -= targets[k] >= 0 ? logp[k] : 0;
-                dlogp[k] = targets[k] >= 0 ? -1.0f / answer_tokens : 0.0f;
-            }
-            model_backward(m, dlogp);
+    return rows;
+}
+
+/* the rows' indices from shortest to longest (stable) */
+static int *order_by_length(const int *N, int rows)
+{
+    int *order = malloc(sizeof(int) * rows);
+    for (int i = 0; i < rows; i++) order[i] = i;
+    for (int i = 1; i < rows; i++)
+        for (int k = i; k > 0 && N[order[k - 1]] > N[order[k]]; k--) {
+            int x = order[k];
+            order[k] = order[k - 1], order[k - 1] = x;
         }
-        if (loss == 0) {
-            loss = (float)(sum / answer_tokens);
-            adamw_params_t ap = adam_params(self->cfg);
-            float norm;
-            if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &norm) != 0) loss = -1;
+    return order;
+}
+
+/* nb rows of Tc positions from rows order[0..nb): the tokens, padded with
+ * 0, and as targets the answer's tokens and eos, -1 elsewhere */
+static void lay_out_answers(int *const *ids, const int *P, const int *N, const int *order, int nb, int Tc, int *tokens,
+                            int *targets)
+{
+    for (int i = 0; i < nb; i++) {
+        int q = order[i];
+        for (int t = 0; t < Tc; t++) {
+            tokens[i * Tc + t] = t < N[q] ? ids[q][t] : 0;
+            targets[i * Tc + t] = (t >= P[q] - 1 && t < N[q] - 1) ? ids[q][t + 1] : -1;
         }
-        free(order), free(tokens), free(targets), free(logp), free(dlogp);
     }
+}
+
+/* One step of cross-entropy on the rows' answer tokens: their mean,
+ * computed in runs of rows of similar length (a batch padded to its
+ * longest prompt, a 440-byte logic question beside 120-byte sums, spent
+ * most of its time on padding). The mean loss or -1. */
+static float sft_rows(learn_t *self, int *const *ids, const int *P, const int *N, int rows, int T)
+{
+    int *order = order_by_length(N, rows);
+    int answer_tokens = 0;
+    for (int i = 0; i < rows; i++) answer_tokens += N[i] - P[i];
+    int *tokens = malloc(sizeof(int) * rows * T), *targets = malloc(sizeof(int) * rows * T);
+    float *logp = malloc(sizeof(float) * rows * T), *dlogp = malloc(sizeof(float) * rows * T);
+    model_t *m = self->policy->model;
+    model_zero_grad(m);
+    double sum = 0;
+    float loss = 0;
+    for (int r0 = 0, r1; r0 < rows && loss == 0; r0 = r1) {
+        for (r1 = r0 + 1; r1 < rows && 2 * N[order[r1]] <= 3 * N[order[r0]]; r1++) {
+        }
+        int Tc = N[order[r1 - 1]], nb = r1 - r0;
+        lay_out_answers(ids, P, N, order + r0, nb, Tc, tokens, targets);
+        if (model_forward(m, tokens, targets, nb, Tc, 1.0f, logp, NULL) != 0) {
+            loss = -1;
+            break;
+        }
+        for (int k = 0; k < nb * Tc; k++) {
+            sum -= targets[k] >= 0 ? logp[k] : 0;
+            dlogp[k] = targets[k] >= 0 ? -1.0f / answer_tokens : 0.0f;
+        }
+        model_backward(m, dlogp);
+    }
+    if (loss == 0) {
+        loss = (float)(sum / answer_tokens);
+        adamw_params_t ap = adam_params(self->cfg);
+        float norm;
+        if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &norm) != 0) loss = -1;
+    }
+    free(order), free(tokens), free(targets), free(logp), free(dlogp);
+    return loss;
+}
+
+float learn_sft_step(learn_t *self, const char *const *questions, const char *const *answers, int n)
+{
+    int **ids = calloc((size_t)n, sizeof *ids);
+    int *P = calloc((size_t)n, sizeof *P), *N = calloc((size_t)n, sizeof *N);
+    int T = 0;
+    float loss = -1;
+    int rows = encode_examples(self->policy, questions, answers, n, ids, P, N, &T);
+    if (rows > 0) loss = sft_rows(self, ids, P, N, rows, T);
     for (int i = 0; i < rows; i++) free(ids[i]);
     free(ids), free(P), free(N);
     return loss;

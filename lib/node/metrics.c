@@ -28,28 +28,18 @@ static cJSON *means(cJSON *sums, cJSON *counts)
     return sums;
 }
 
-/* What the node's own completions look like, local and external groups'
- * zero-advantage shares and ages (see metrics.h) */
-static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
+/* What the node's own completions look like (see metrics.h) */
+static void add_completions(cJSON *j, const rec_batch_view_t *batch)
 {
     long n = 0, len_sum = 0, len_max = 0, truncated = 0, formatted = 0, logp_n = 0;
     double logp_sum = 0;
-    long zero[2] = {0, 0}, groups[2] = {0, 0};
-    double age_v[2] = {0, 0}, age_r[2] = {0, 0}, age_s[2] = {0, 0}, age_v_max[2] = {0, 0};
-    double age_r_max[2] = {0, 0}, age_s_max[2] = {0, 0};
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(batch, g, &rv);
-        int e = rv.r.external;
-        groups[e]++;
-        float first = 0;
-        bool mixed = false;
+        if (rv.r.external) continue;
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
             rec_rollout_completion(&rv, i, &c);
-            if (i == 0) first = c.reward;
-            else if (fabsf(c.reward - first) > 1e-6f) mixed = true;
-            if (e) continue;
             long len = (long)c.n_tokens;
             n++;
             len_sum += len;
@@ -65,7 +55,41 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
             }
             logp_n += (long)c.n_logprobs;
         }
-        zero[e] += !mixed;
+    }
+    cJSON_AddNumberToObject(j, "completion_length", n ? (double)len_sum / n : 0);
+    cJSON_AddNumberToObject(j, "completion_length_max", (double)len_max);
+    cJSON_AddNumberToObject(j, "truncated_share", n ? (double)truncated / n : 0);
+    cJSON_AddNumberToObject(j, "format_share", n ? (double)formatted / n : 0);
+    cJSON_AddNumberToObject(j, "entropy", logp_n ? -logp_sum / logp_n : 0);
+}
+
+/* whether the group's rewards differ (a nonzero advantage) */
+static bool mixed_rewards(const rec_rollout_view_t *rv)
+{
+    float first = 0;
+    bool mixed = false;
+    for (size_t i = 0; i < rv->r.n_completions; i++) {
+        rec_completion_t c;
+        rec_rollout_completion(rv, i, &c);
+        if (i == 0) first = c.reward;
+        else if (fabsf(c.reward - first) > 1e-6f) mixed = true;
+    }
+    return mixed;
+}
+
+/* Local and external groups' zero-advantage shares and ages (see
+ * metrics.h) */
+static void add_group_ages(cJSON *j, const rec_batch_view_t *batch, double now_s)
+{
+    long zero[2] = {0, 0}, groups[2] = {0, 0};
+    double age_v[2] = {0, 0}, age_r[2] = {0, 0}, age_s[2] = {0, 0}, age_v_max[2] = {0, 0};
+    double age_r_max[2] = {0, 0}, age_s_max[2] = {0, 0};
+    for (size_t g = 0; g < batch->b.n_groups; g++) {
+        rec_rollout_view_t rv;
+        rec_batch_group(batch, g, &rv);
+        int e = rv.r.external;
+        groups[e]++;
+        zero[e] += !mixed_rewards(&rv);
         /* rounds count alike on every node (one per training step); policy
          * versions are the node's own, so an external group's is not ours */
         double v =
@@ -85,11 +109,6 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
         if (r > age_r_max[e]) age_r_max[e] = r;
         if (s > age_s_max[e]) age_s_max[e] = s;
     }
-    cJSON_AddNumberToObject(j, "completion_length", n ? (double)len_sum / n : 0);
-    cJSON_AddNumberToObject(j, "completion_length_max", (double)len_max);
-    cJSON_AddNumberToObject(j, "truncated_share", n ? (double)truncated / n : 0);
-    cJSON_AddNumberToObject(j, "format_share", n ? (double)formatted / n : 0);
-    cJSON_AddNumberToObject(j, "entropy", logp_n ? -logp_sum / logp_n : 0);
     static const char *const side[2] = {"local", "external"};
     for (int e = 0; e < 2; e++) {
         cJSON *o = cJSON_AddObjectToObject(j, side[e]);
@@ -103,37 +122,21 @@ static void add_samples(cJSON *j, const rec_batch_view_t *batch, double now_s)
     }
 }
 
-char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
-                   uint64_t version, double train_seconds)
+/* reward_mean and reward_external over the batch's own and external
+ * completions, family_reward and family_count over its own */
+static void add_rewards(cJSON *j, const rec_batch_view_t *batch)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "node", node);
-    cJSON_AddStringToObject(j, "model", model);
-    cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
-    cJSON_AddNumberToObject(j, "version", (double)version);
-    double own = 0, ext = 0, gen_s = 0, verify_s = 0;
+    double own = 0, ext = 0;
     long n_own = 0, n_ext = 0;
-    cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject(), *from = cJSON_CreateObject();
-    cJSON *ext_r = cJSON_CreateObject(), *ext_n = cJSON_CreateObject();
+    cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
         rec_rollout_view_t rv;
         rec_batch_group(batch, g, &rv);
-        verify_s += rv.r.verify_ms / 1000.0;
-        if (!rv.r.external) gen_s += rv.r.gen_ms / 1000.0;
-        if (rv.r.external) {
-            cJSON *k = cJSON_GetObjectItemCaseSensitive(from, rv.r.node);
-            if (k) cJSON_SetNumberValue(k, k->valuedouble + 1);
-            else cJSON_AddNumberToObject(from, rv.r.node, 1);
-        }
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
             rec_rollout_completion(&rv, i, &c);
             if (rv.r.external) {
                 ext += c.reward, n_ext++;
-                add_to(ext_r, ext_n, rv.r.node, c.reward);
             } else {
                 own += c.reward, n_own++;
                 add_to(fam, fam_n, rv.r.task.family, c.reward);
@@ -146,11 +149,33 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
     cJSON_AddNumberToObject(j, "reward_external", n_ext ? ext / n_ext : 0);
     cJSON_AddItemToObject(j, "family_reward", fam);
     cJSON_AddItemToObject(j, "family_count", fam_count);
-    add_samples(j, batch, now_s);
-    cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
-    cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
+}
+
+/* external_from: {node: groups}, and external_reward_from: {node: mean
+ * reward of its completions} */
+static void add_external_nodes(cJSON *j, const rec_batch_view_t *batch)
+{
+    cJSON *from = cJSON_CreateObject(), *ext_r = cJSON_CreateObject(), *ext_n = cJSON_CreateObject();
+    for (size_t g = 0; g < batch->b.n_groups; g++) {
+        rec_rollout_view_t rv;
+        rec_batch_group(batch, g, &rv);
+        if (!rv.r.external) continue;
+        cJSON *k = cJSON_GetObjectItemCaseSensitive(from, rv.r.node);
+        if (k) cJSON_SetNumberValue(k, k->valuedouble + 1);
+        else cJSON_AddNumberToObject(from, rv.r.node, 1);
+        for (size_t i = 0; i < rv.r.n_completions; i++) {
+            rec_completion_t c;
+            rec_rollout_completion(&rv, i, &c);
+            add_to(ext_r, ext_n, rv.r.node, c.reward);
+        }
+    }
     cJSON_AddItemToObject(j, "external_from", from);
     cJSON_AddItemToObject(j, "external_reward_from", means(ext_r, ext_n));
+}
+
+/* the learner's step: loss to kl */
+static void add_learn_stats(cJSON *j, const learn_stats_t *st)
+{
     cJSON_AddNumberToObject(j, "loss", st->loss);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
@@ -178,6 +203,19 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
         cJSON_AddNumberToObject(at, "advantage", a->advantage);
     }
     cJSON_AddNumberToObject(j, "kl", st->grpo.kl);
+}
+
+/* seconds: the learner's train, the groups' generate (own) and verify,
+ * then the sampler's stage timings; and sampler: the batch's counters */
+static void add_seconds(cJSON *j, const rec_batch_view_t *batch, double train_seconds)
+{
+    double gen_s = 0, verify_s = 0;
+    for (size_t g = 0; g < batch->b.n_groups; g++) {
+        rec_rollout_view_t rv;
+        rec_batch_group(batch, g, &rv);
+        verify_s += rv.r.verify_ms / 1000.0;
+        if (!rv.r.external) gen_s += rv.r.gen_ms / 1000.0;
+    }
     cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
     cJSON_AddNumberToObject(secs, "train", train_seconds);
     cJSON_AddNumberToObject(secs, "generate", gen_s);
@@ -193,6 +231,27 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
     } else {
         cJSON_Delete(sampler);
     }
+}
+
+char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
+                   uint64_t version, double train_seconds)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "node", node);
+    cJSON_AddStringToObject(j, "model", model);
+    cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
+    cJSON_AddNumberToObject(j, "version", (double)version);
+    add_rewards(j, batch);
+    add_completions(j, batch);
+    add_group_ages(j, batch, now_s);
+    cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
+    cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
+    add_external_nodes(j, batch);
+    add_learn_stats(j, st);
+    add_seconds(j, batch, train_seconds);
     cJSON_AddNumberToObject(j, "time", now_s);
     char *out = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);

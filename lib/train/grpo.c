@@ -67,6 +67,16 @@ static double token_weight(const grpo_params_t *p, int B, double seq_tokens, dou
     return 1.0 / fmax(batch_tokens, 1.0);
 }
 
+/* the KL estimate k3 = e^d - d - 1 at d = ref - logp, times r with the
+ * bias correction, and in *dkl its derivative by logp */
+static double kl_term(const grpo_params_t *p, double d, float r, double *dkl)
+{
+    double e = exp(d);
+    double k3 = e - d - 1.0, dk3 = 1.0 - e;
+    *dkl = p->kl_bias_correction ? (dk3 + k3) * r : dk3;
+    return p->kl_bias_correction ? k3 * r : k3;
+}
+
 float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const float *old_logp, const float *ref_logp,
                 const float *mask, const float *adv, float *dlogp_out, grpo_stats_t *stats)
 {
@@ -99,10 +109,7 @@ float grpo_loss(const grpo_params_t *p, int B, int T, const float *logp, const f
             double dl_dr = -(double)A * (a1 <= a2 ? dc1 : dc2);
             double dl = dl_dr * r;
             if (p->beta != 0.0f) {
-                double d = (double)ref_logp[i] - logp[i], e = exp(d);
-                double k3 = e - d - 1.0, dk3 = 1.0 - e;
-                double kl = p->kl_bias_correction ? k3 * r : k3;
-                double dkl = p->kl_bias_correction ? (dk3 + k3) * r : dk3;
+                double dkl, kl = kl_term(p, (double)ref_logp[i] - logp[i], r, &dkl);
                 l += p->beta * kl;
                 dl += p->beta * dkl;
                 kl_sum += kl * mask[i];
