@@ -74,33 +74,39 @@ static int compile(const char *program, op_t **ops_out, size_t *n_out, char *err
     return 0;
 }
 
-int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen, uint64_t *steps, char *err,
-           size_t errlen)
+/* The output so far; cap always leaves room for the closing NUL. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} output_t;
+
+/* 0, or -1 with err when the buffer cannot grow. */
+static int output_byte(output_t *o, char c, char *err, size_t errlen)
 {
-    *out = NULL;
-    *outlen = 0;
-    op_t *ops;
-    size_t n;
-    if (compile(program, &ops, &n, err, errlen) < 0) return -1;
-    unsigned char *tape = calloc(BF_TAPE_CELLS, 1);
-    size_t cap = 64, len = 0;
-    char *buf = malloc(cap);
-    if (!tape || !buf) {
-        free(ops);
-        free(tape);
-        free(buf);
-        snprintf(err, errlen, "bf: out of memory for the tape");
-        return -1;
+    if (o->len + 1 >= o->cap) {
+        char *grown = realloc(o->buf, o->cap * 2);
+        if (!grown) {
+            snprintf(err, errlen, "bf: out of memory for %zu bytes of output", o->len);
+            return -1;
+        }
+        o->buf = grown;
+        o->cap *= 2;
     }
+    o->buf[o->len++] = c;
+    return 0;
+}
+
+/* Runs the ops on a zeroed tape, counting every op executed in *count;
+ * 0, or -1 with err at the step limit or off the tape. */
+static int execute(const op_t *ops, size_t n, unsigned char *tape, uint64_t step_limit, output_t *o, uint64_t *count,
+                   char *err, size_t errlen)
+{
     long ptr = 0;
-    uint64_t count = 0;
-    int rc = 0;
     for (size_t pc = 0; pc < n; pc++) {
-        if (++count > step_limit) {
+        if (++*count > step_limit) {
             snprintf(err, errlen, "bf: step limit %llu reached at program offset %zu", (unsigned long long)step_limit,
                      ops[pc].pos);
-            rc = -1;
-            break;
+            return -1;
         }
         const op_t *op = &ops[pc];
         switch (op->kind) {
@@ -110,21 +116,11 @@ int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
             if (ptr < 0 || ptr >= BF_TAPE_CELLS) {
                 snprintf(err, errlen, "bf: pointer leaves the %d-cell tape at program offset %zu", BF_TAPE_CELLS,
                          op->pos);
-                rc = -1;
+                return -1;
             }
             break;
         case OP_OUT:
-            if (len + 1 >= cap) {
-                char *grown = realloc(buf, cap * 2);
-                if (!grown) {
-                    snprintf(err, errlen, "bf: out of memory for %zu bytes of output", len);
-                    rc = -1;
-                    break;
-                }
-                buf = grown;
-                cap *= 2;
-            }
-            buf[len++] = (char)tape[ptr];
+            if (output_byte(o, (char)tape[ptr], err, errlen) < 0) return -1;
             break;
         case OP_IN: tape[ptr] = 0; break;
         case OP_CLEAR: tape[ptr] = 0; break;
@@ -135,17 +131,38 @@ int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen,
             if (tape[ptr]) pc = (size_t)op->arg;
             break;
         }
-        if (rc < 0) break;
     }
+    return 0;
+}
+
+int bf_run(const char *program, uint64_t step_limit, char **out, size_t *outlen, uint64_t *steps, char *err,
+           size_t errlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    op_t *ops;
+    size_t n;
+    if (compile(program, &ops, &n, err, errlen) < 0) return -1;
+    unsigned char *tape = calloc(BF_TAPE_CELLS, 1);
+    output_t o = {malloc(64), 0, 64};
+    if (!tape || !o.buf) {
+        free(ops);
+        free(tape);
+        free(o.buf);
+        snprintf(err, errlen, "bf: out of memory for the tape");
+        return -1;
+    }
+    uint64_t count = 0;
+    int rc = execute(ops, n, tape, step_limit, &o, &count, err, errlen);
     free(ops);
     free(tape);
     if (rc < 0) {
-        free(buf);
+        free(o.buf);
         return -1;
     }
-    buf[len] = '\0';
-    *out = buf;
-    *outlen = len;
+    o.buf[o.len] = '\0';
+    *out = o.buf;
+    *outlen = o.len;
     if (steps) *steps = count;
     return 0;
 }

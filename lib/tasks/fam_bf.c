@@ -315,6 +315,36 @@ static void compile_accumulate(bfw_t *w, int target, int x, int y, int cond)
     print_decimal(w, ACC);
 }
 
+/* Difficulty 2 or 3: draws a loop that adds x and y until the sum reaches
+ * target (at 3, y only once the sum is past cond), writes its BF into w and
+ * returns its BFit source. */
+static char *draw_accumulate(bfw_t *w, task_rng_t *r, int64_t difficulty)
+{
+    int x, y, target, cond = -1;
+    do {
+        if (difficulty == 2) {
+            x = (int)task_rng_range(r, 1, 4);
+            y = (int)task_rng_range(r, 1, 5);
+            target = x * y * (int)task_rng_range(r, 1, 9) + (int)task_rng_range(r, 1, 9);
+        } else {
+            x = (int)task_rng_range(r, 1, 7);
+            y = (int)task_rng_range(r, 1, 9);
+            target = x * y * (int)task_rng_range(r, 1, 9) + (int)task_rng_range(r, 1, 9) + 50;
+            cond = target - (int)task_rng_range(r, 1, 40);
+        }
+    } while (target + x + y > 255);
+    compile_accumulate(w, target, x, y, cond);
+    if (cond < 0)
+        return task_strdupf("\nint main() {\n    int acc = 0;\n    int target = %d;\n    int x = %d;\n    int y = %d;\n"
+                            "    while (acc < target) {\n        acc = acc + x;\n        acc = acc + y;\n    }\n"
+                            "    printint(acc);\n}\n",
+                            target, x, y);
+    return task_strdupf("\nint main() {\n    int acc = 0;\n    int target = %d;\n    int x = %d;\n    int y = %d;\n"
+                        "    while (acc < target) {\n        acc = acc + x;\n        if (acc > %d) {\n"
+                        "            acc = acc + y;\n        }\n    }\n    printint(acc);\n}\n",
+                        target, x, y, cond);
+}
+
 static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
 {
     int64_t difficulty;
@@ -328,32 +358,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
         compile_word(&w, word);
         source = task_strdupf("\nint main() {\n    print(\"%s\");\n}\n", word);
     } else {
-        int x, y, target, cond = -1;
-        do {
-            if (difficulty == 2) {
-                x = (int)task_rng_range(&r, 1, 4);
-                y = (int)task_rng_range(&r, 1, 5);
-                target = x * y * (int)task_rng_range(&r, 1, 9) + (int)task_rng_range(&r, 1, 9);
-            } else {
-                x = (int)task_rng_range(&r, 1, 7);
-                y = (int)task_rng_range(&r, 1, 9);
-                target = x * y * (int)task_rng_range(&r, 1, 9) + (int)task_rng_range(&r, 1, 9) + 50;
-                cond = target - (int)task_rng_range(&r, 1, 40);
-            }
-        } while (target + x + y > 255);
-        compile_accumulate(&w, target, x, y, cond);
-        if (cond < 0)
-            source = task_strdupf(
-                "\nint main() {\n    int acc = 0;\n    int target = %d;\n    int x = %d;\n    int y = %d;\n"
-                "    while (acc < target) {\n        acc = acc + x;\n        acc = acc + y;\n    }\n"
-                "    printint(acc);\n}\n",
-                target, x, y);
-        else
-            source = task_strdupf(
-                "\nint main() {\n    int acc = 0;\n    int target = %d;\n    int x = %d;\n    int y = %d;\n"
-                "    while (acc < target) {\n        acc = acc + x;\n        if (acc > %d) {\n"
-                "            acc = acc + y;\n        }\n    }\n    printint(acc);\n}\n",
-                target, x, y, cond);
+        source = draw_accumulate(&w, &r, difficulty);
     }
     char *printed;
     size_t printed_len;

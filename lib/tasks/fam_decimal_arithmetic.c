@@ -267,10 +267,10 @@ static dec_t dec_div(const dec_t *a, const dec_t *b, int prec)
     return r;
 }
 
-/* Decimal(str): 0, or -1 for InvalidOperation. As CPython's _decimal:
- * surrounding whitespace stripped first, then every underscore dropped;
- * Unicode digits count. */
-static int dec_parse(const char *s, dec_t *out)
+/* The text as CPython's _decimal reads it: surrounding whitespace stripped,
+ * every underscore dropped, Unicode digits as 0-9; NULL when a character
+ * left is not printable ASCII. */
+static char *dec_ascii(const char *s)
 {
     size_t n = strlen(s);
     py_strip(&s, &n);
@@ -285,12 +285,58 @@ static int dec_parse(const char *s, dec_t *out)
         else if (c < 0x80 && c > ' ') *w++ = (char)c;
         else {
             free(a);
-            return -1;
+            return NULL;
         }
         i += k;
     }
     *w = '\0';
-    const char *p = a, *end = w;
+    return a;
+}
+
+/* The text p..end after the sign as [digits][.digits][e[sign]digits]: 1
+ * with out's coefficient and exponent set, or 0 when it is no number. */
+static int dec_parse_finite(const char *p, const char *end, dec_t *out)
+{
+    const char *int0 = p;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    const char *int1 = p, *frac0 = p, *frac1 = p;
+    if (p < end && *p == '.') {
+        frac0 = ++p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        frac1 = p;
+    }
+    int64_t exp = 0;
+    int ok = int1 > int0 || frac1 > frac0;
+    if (ok && p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int eneg = 0;
+        if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+        ok = p < end && *p >= '0' && *p <= '9';
+        while (p < end && *p >= '0' && *p <= '9') {
+            /* saturate: past 10^15 every score is decided already */
+            if (exp < 1000000000000000ll) exp = exp * 10 + (*p - '0');
+            p++;
+        }
+        if (eneg) exp = -exp;
+    }
+    if (!ok || p != end) return 0;
+    int nd = (int)((int1 - int0) + (frac1 - frac0));
+    out->c = big_new(nd);
+    int k = 0;
+    for (const char *q = frac1 - 1; q >= frac0; q--) out->c.v[k++] = (uint8_t)(*q - '0');
+    for (const char *q = int1 - 1; q >= int0; q--) out->c.v[k++] = (uint8_t)(*q - '0');
+    out->c.n = nd;
+    big_trim(&out->c);
+    out->exp = exp - (frac1 - frac0);
+    return 1;
+}
+
+/* Decimal(str): 0, or -1 for InvalidOperation. */
+static int dec_parse(const char *s, dec_t *out)
+{
+    char *a = dec_ascii(s);
+    if (!a) return -1;
+    const char *p = a, *end = a + strlen(a);
     memset(out, 0, sizeof *out);
     if (p < end && (*p == '+' || *p == '-')) out->neg = *p++ == '-';
     size_t len = (size_t)(end - p);
@@ -302,39 +348,7 @@ static int dec_parse(const char *s, dec_t *out)
         const char *q = p + (out->kind == D_SNAN ? 4 : 3);
         ok = strspn(q, "0123456789") == (size_t)(end - q);
     } else {
-        const char *int0 = p;
-        while (p < end && *p >= '0' && *p <= '9') p++;
-        const char *int1 = p, *frac0 = p, *frac1 = p;
-        if (p < end && *p == '.') {
-            frac0 = ++p;
-            while (p < end && *p >= '0' && *p <= '9') p++;
-            frac1 = p;
-        }
-        int64_t exp = 0;
-        ok = int1 > int0 || frac1 > frac0;
-        if (ok && p < end && (*p == 'e' || *p == 'E')) {
-            p++;
-            int eneg = 0;
-            if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
-            ok = p < end && *p >= '0' && *p <= '9';
-            while (p < end && *p >= '0' && *p <= '9') {
-                /* saturate: past 10^15 every score is decided already */
-                if (exp < 1000000000000000ll) exp = exp * 10 + (*p - '0');
-                p++;
-            }
-            if (eneg) exp = -exp;
-        }
-        ok = ok && p == end;
-        if (ok) {
-            int nd = (int)((int1 - int0) + (frac1 - frac0));
-            out->c = big_new(nd);
-            int k = 0;
-            for (const char *q = frac1 - 1; q >= frac0; q--) out->c.v[k++] = (uint8_t)(*q - '0');
-            for (const char *q = int1 - 1; q >= int0; q--) out->c.v[k++] = (uint8_t)(*q - '0');
-            out->c.n = nd;
-            big_trim(&out->c);
-            out->exp = exp - (frac1 - frac0);
-        }
+        ok = dec_parse_finite(p, end, out);
     }
     free(a);
     return ok ? 0 : -1;
@@ -509,47 +523,62 @@ static dec_t eval_sum(eval_t *e)
     return a;
 }
 
+/* One operand with dp decimals: raw / 10^dp, raw in [1, 10^(dp+1)] */
+static char *draw_operand(task_rng_t *r, int dp)
+{
+    char digits[48];
+    uint64_t scale = 1;
+    int64_t raw;
+    if (dp <= 17) {
+        for (int j = 0; j < dp; j++) scale *= 10;
+        raw = task_rng_range(r, 1, (int64_t)(10 * scale));
+        snprintf(digits, sizeof digits, "%0*lld", dp + 1, (long long)raw);
+    } else {
+        /* beyond 64 bits: digit by digit, then 10^(dp+1) itself
+         * once in 10^(dp+1) draws is too rare to matter */
+        digits[0] = '0';
+        for (int j = 1; j <= dp; j++) digits[j] = (char)('0' + task_rng_below(r, 10));
+        digits[dp + 1] = '\0';
+        if (strspn(digits, "0") == (size_t)dp + 1) digits[dp] = '1';
+    }
+    size_t nd = strlen(digits);
+    return dp ? task_strdupf("%.*s.%s", (int)(nd - (size_t)dp), digits, digits + nd - dp) : task_strdupf("%s", digits);
+}
+
+/* The expression text of one draw: *terms operands joined by random
+ * operators and grouped; *max_dp is the most decimals of any, at least 1. */
+static char *draw_expression(task_rng_t *r, const config_t *k, int *terms_out, int *max_dp_out)
+{
+    static const char ops_all[4] = {'+', '-', '*', '/'};
+    int terms = (int)task_rng_range(r, k->min_terms, k->max_terms), max_dp = 1;
+    char **texts = calloc((size_t)terms, sizeof *texts), *ops = calloc((size_t)terms, 1);
+    size_t total = 16;
+    for (int i = 0; i < terms; i++) {
+        int dp = (int)task_rng_range(r, k->min_dp, k->max_dp);
+        if (dp > max_dp) max_dp = dp;
+        texts[i] = draw_operand(r, dp);
+        total += strlen(texts[i]) + 3;
+        if (i < terms - 1) ops[i] = ops_all[task_rng_below(r, 4)];
+    }
+    char *expr = calloc(total + 2 * (size_t)terms, 1), *w = expr;
+    build_grouped(r, texts, ops, 0, terms, &w);
+    for (int i = 0; i < terms; i++) free(texts[i]);
+    free(texts);
+    free(ops);
+    *terms_out = terms;
+    *max_dp_out = max_dp;
+    return expr;
+}
+
 static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
     task_rng_t r;
     task_rng_init(&r, seed, index);
-    static const char ops_all[4] = {'+', '-', '*', '/'};
     for (int attempt = 0; attempt < 1000; attempt++) {
-        int terms = (int)task_rng_range(&r, k.min_terms, k.max_terms), max_dp = 1;
-        char **texts = calloc((size_t)terms, sizeof *texts), *ops = calloc((size_t)terms, 1);
-        size_t total = 16;
-        for (int i = 0; i < terms; i++) {
-            int dp = (int)task_rng_range(&r, k.min_dp, k.max_dp);
-            if (dp > max_dp) max_dp = dp;
-            /* raw / 10^dp, raw in [1, 10^(dp+1)], printed with dp decimals */
-            char digits[48];
-            uint64_t scale = 1;
-            int64_t raw;
-            if (dp <= 17) {
-                for (int j = 0; j < dp; j++) scale *= 10;
-                raw = task_rng_range(&r, 1, (int64_t)(10 * scale));
-                snprintf(digits, sizeof digits, "%0*lld", dp + 1, (long long)raw);
-            } else {
-                /* beyond 64 bits: digit by digit, then 10^(dp+1) itself
-                 * once in 10^(dp+1) draws is too rare to matter */
-                digits[0] = '0';
-                for (int j = 1; j <= dp; j++) digits[j] = (char)('0' + task_rng_below(&r, 10));
-                digits[dp + 1] = '\0';
-                if (strspn(digits, "0") == (size_t)dp + 1) digits[dp] = '1';
-            }
-            size_t nd = strlen(digits);
-            texts[i] = dp ? task_strdupf("%.*s.%s", (int)(nd - (size_t)dp), digits, digits + nd - dp)
-                          : task_strdupf("%s", digits);
-            total += strlen(texts[i]) + 3;
-            if (i < terms - 1) ops[i] = ops_all[task_rng_below(&r, 4)];
-        }
-        char *expr = calloc(total + 2 * (size_t)terms, 1), *w = expr;
-        build_grouped(&r, texts, ops, 0, terms, &w);
-        for (int i = 0; i < terms; i++) free(texts[i]);
-        free(texts);
-        free(ops);
+        int terms, max_dp;
+        char *expr = draw_expression(&r, &k, &terms, &max_dp);
         eval_t e = {expr, (int)k.precision, 0};
         dec_t v = eval_sum(&e);
         if (e.failed) {

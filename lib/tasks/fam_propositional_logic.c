@@ -117,6 +117,37 @@ static int find_conclusion(formula_set_t *fs, task_rng_t *r, const char (*vars)[
     return -1;
 }
 
+/* The question: the instructions, then the premises numbered from 1, each
+ * also added to plist as its text */
+static char *premises_question(const formula_set_t *fs, const int *premises, int n, cJSON *plist)
+{
+    size_t qcap = 1024, qlen = 0;
+    char *q = malloc(qcap);
+    qlen += (size_t)snprintf(
+        q, qcap,
+        "Below are the premises of a propositional logic problem. Write one conclusion that follows from "
+        "them: a formula that is true under every assignment making all the premises true, and that is not "
+        "a tautology.\n\n"
+        "Notation: \xe2\x88\xa7 and, \xe2\x88\xa8 or, \xc2\xac not, \xe2\x86\x92 implies, \xe2\x86\x94 if and only if. "
+        "Use only the variables of the premises, put every two-sided connective in parentheses, "
+        "for example (\xc2\xacP \xe2\x88\xa8 Q).\n\nPremises:\n");
+    for (int i = 0; i < n; i++) {
+        char *s = formula_set_format(fs, premises[i]);
+        cJSON_AddItemToArray(plist, cJSON_CreateString(s));
+        size_t need = qlen + strlen(s) + 32;
+        if (need > qcap) {
+            while (need > qcap) qcap *= 2;
+            q = realloc(q, qcap);
+        }
+        qlen += (size_t)snprintf(q + qlen, qcap - qlen, "%d. %s\n", i + 1, s);
+        free(s);
+    }
+    const char *tail = "\nAnswer with the conclusion formula only.";
+    if (qlen + strlen(tail) + 1 > qcap) q = realloc(q, qlen + strlen(tail) + 1);
+    strcpy(q + qlen, tail);
+    return q;
+}
+
 static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
 {
     config_t k;
@@ -146,32 +177,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     }
 
     cJSON *m = out->metadata = task_metadata_new("propositional_logic", index);
-    cJSON *plist = cJSON_AddArrayToObject(m, "premises");
-    size_t qcap = 1024, qlen = 0;
-    char *q = malloc(qcap);
-    qlen += (size_t)snprintf(
-        q, qcap,
-        "Below are the premises of a propositional logic problem. Write one conclusion that follows from "
-        "them: a formula that is true under every assignment making all the premises true, and that is not "
-        "a tautology.\n\n"
-        "Notation: \xe2\x88\xa7 and, \xe2\x88\xa8 or, \xc2\xac not, \xe2\x86\x92 implies, \xe2\x86\x94 if and only if. "
-        "Use only the variables of the premises, put every two-sided connective in parentheses, "
-        "for example (\xc2\xacP \xe2\x88\xa8 Q).\n\nPremises:\n");
-    for (int i = 0; i < n; i++) {
-        char *s = formula_set_format(fs, premises[i]);
-        cJSON_AddItemToArray(plist, cJSON_CreateString(s));
-        size_t need = qlen + strlen(s) + 32;
-        if (need > qcap) {
-            while (need > qcap) qcap *= 2;
-            q = realloc(q, qcap);
-        }
-        qlen += (size_t)snprintf(q + qlen, qcap - qlen, "%d. %s\n", i + 1, s);
-        free(s);
-    }
-    const char *tail = "\nAnswer with the conclusion formula only.";
-    if (qlen + strlen(tail) + 1 > qcap) q = realloc(q, qlen + strlen(tail) + 1);
-    strcpy(q + qlen, tail);
-    out->question = q;
+    out->question = premises_question(fs, premises, n, cJSON_AddArrayToObject(m, "premises"));
 
     cJSON *vlist = cJSON_AddArrayToObject(m, "variables");
     for (int i = 0; i < n_vars; i++) cJSON_AddItemToArray(vlist, cJSON_CreateString(vars[i]));

@@ -193,16 +193,13 @@ static const uint64_t lane_bits[6] = {
     0xff00ff00ff00ff00ull, 0xffff0000ffff0000ull, 0xffffffff00000000ull,
 };
 
-int formula_set_entails(const formula_set_t *self, const int *premises, int n_premises, int conclusion,
-                        double max_assignments, int *entailed, int *tautology)
+/* Marks in used every node the premises and the conclusion reach and
+ * numbers their variables in bit (by name, -1 for names not reached);
+ * returns how many there are. Children always have smaller ids than their
+ * parents, so one sweep down from the top marks everything. */
+static int mark_reached(const formula_set_t *self, const int *premises, int n_premises, int conclusion, char *used,
+                        int *bit)
 {
-    /* children always have smaller ids than their parents, so one sweep
-     * down from the top marks everything the formulas reach, and one sweep
-     * up evaluates children before parents */
-    char *used = calloc((size_t)self->n + 1, 1);
-    int *bit = malloc(((size_t)self->n_names + 1) * sizeof *bit);
-    uint64_t *val = malloc(((size_t)self->n + 1) * sizeof *val);
-    if (!used || !bit || !val) abort();
     for (int i = 0; i < n_premises; i++) used[premises[i]] = 1;
     used[conclusion] = 1;
     for (int i = 0; i < self->n_names; i++) bit[i] = -1;
@@ -217,6 +214,40 @@ int formula_set_entails(const formula_set_t *self, const int *premises, int n_pr
     for (int i = 0; i < self->n; i++)
         if (used[i] && self->nodes[i].op == FORMULA_VAR && bit[self->nodes[i].var] < 0)
             bit[self->nodes[i].var] = n_vars++;
+    return n_vars;
+}
+
+/* val[i] for every used node over the 64 assignments of one word, children
+ * before parents in one sweep up */
+static void evaluate_word(const formula_set_t *self, const char *used, const int *bit, uint64_t word, uint64_t *val)
+{
+    for (int i = 0; i < self->n; i++) {
+        if (!used[i]) continue;
+        const node_t *node = &self->nodes[i];
+        uint64_t a = node->a >= 0 ? val[node->a] : 0, b = node->b >= 0 ? val[node->b] : 0;
+        switch (node->op) {
+        case FORMULA_VAR: {
+            int j = bit[node->var];
+            val[i] = j < 6 ? lane_bits[j] : j - 6 < 64 && ((word >> (j - 6)) & 1) ? ~0ull : 0;
+            break;
+        }
+        case FORMULA_NOT: val[i] = ~a; break;
+        case FORMULA_AND: val[i] = a & b; break;
+        case FORMULA_OR: val[i] = a | b; break;
+        case FORMULA_IMPLIES: val[i] = ~a | b; break;
+        case FORMULA_IFF: val[i] = ~(a ^ b); break;
+        }
+    }
+}
+
+int formula_set_entails(const formula_set_t *self, const int *premises, int n_premises, int conclusion,
+                        double max_assignments, int *entailed, int *tautology)
+{
+    char *used = calloc((size_t)self->n + 1, 1);
+    int *bit = malloc(((size_t)self->n_names + 1) * sizeof *bit);
+    uint64_t *val = malloc(((size_t)self->n + 1) * sizeof *val);
+    if (!used || !bit || !val) abort();
+    int n_vars = mark_reached(self, premises, n_premises, conclusion, used, bit);
 
     double total = 1;
     for (int i = 0; i < n_vars; i++) total *= 2;
@@ -229,24 +260,7 @@ int formula_set_entails(const formula_set_t *self, const int *premises, int n_pr
             rc = -1;
             break;
         }
-        uint64_t word = (uint64_t)w;
-        for (int i = 0; i < self->n; i++) {
-            if (!used[i]) continue;
-            const node_t *node = &self->nodes[i];
-            uint64_t a = node->a >= 0 ? val[node->a] : 0, b = node->b >= 0 ? val[node->b] : 0;
-            switch (node->op) {
-            case FORMULA_VAR: {
-                int j = bit[node->var];
-                val[i] = j < 6 ? lane_bits[j] : j - 6 < 64 && ((word >> (j - 6)) & 1) ? ~0ull : 0;
-                break;
-            }
-            case FORMULA_NOT: val[i] = ~a; break;
-            case FORMULA_AND: val[i] = a & b; break;
-            case FORMULA_OR: val[i] = a | b; break;
-            case FORMULA_IMPLIES: val[i] = ~a | b; break;
-            case FORMULA_IFF: val[i] = ~(a ^ b); break;
-            }
-        }
+        evaluate_word(self, used, bit, (uint64_t)w, val);
         uint64_t all = lanes;
         for (int p = 0; p < n_premises; p++) all &= val[premises[p]];
         counterexample = (all & ~val[conclusion]) != 0;
