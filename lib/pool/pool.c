@@ -527,54 +527,34 @@ static int pipeline_replies(pool_t *p, int n, redisReply **out, char *err, size_
 
 /* Drawn entries, read straight from their hashes: two pipelined round
  * trips (a Lua function would copy every entry into Lua and back, 250 us
- * for four at 1,000 nodes); the first reads the server's clock, each
- * entry's meta and its length, the second only the entries no larger than
- * max-record, so a planted huge one never travels.
+ * for four at 1,000 nodes); the first reads each entry's meta and its
+ * length, the second only the entries no larger than max-record, so a
+ * planted huge one never travels.
  *
  * want drawn entries (keys[2i] their meta hash, keys[2i+1] their entry
- * hash, seqs[i] the field): g[0] the server's TIME in ms (an integer
- * reply made here), g[1 + 2i] the meta, g[2 + 2i] the entry's length,
- * g[1 + 2 want + i] the entry when 0 < length <= max-record, else NULL */
+ * hash, seqs[i] the field): g[2i] the meta, g[2i + 1] the entry's length,
+ * g[2 want + i] the entry when 0 < length <= max-record, else NULL */
 static int fetch(pool_t *p, int want, const char **keys, seq_text_t *seqs, redisReply **g, char *err, size_t errlen)
 {
     if (!p->c && connect_now(p, err, errlen) != 0) return -1;
-    redisAppendCommand(p->c, "TIME");
     for (int i = 0; i < want; i++) {
         redisAppendCommand(p->c, "HGET %s %s", keys[2 * i], seqs[i]);
         redisAppendCommand(p->c, "HSTRLEN %s %s", keys[2 * i + 1], seqs[i]);
     }
-    if (pipeline_replies(p, 1 + 2 * want, g, err, errlen) != 0) return -1;
-    redisReply *t = g[0];
-    if (t->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, t->str);
-        return -1;
-    }
-    if (t->type != REDIS_REPLY_ARRAY || t->elements != 2 || t->element[0]->type != REDIS_REPLY_STRING ||
-        t->element[1]->type != REDIS_REPLY_STRING) {
-        snprintf(err, errlen, "redis: TIME answered type %d, not two strings", t->type);
-        return -1;
-    }
-    long long ms = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
-    freeReplyObject(t);
-    g[0] = calloc(1, sizeof(redisReply)); /* freed by freeReplyObject as an integer reply */
-    if (!g[0]) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    g[0]->type = REDIS_REPLY_INTEGER, g[0]->integer = ms;
+    if (pipeline_replies(p, 2 * want, g, err, errlen) != 0) return -1;
     int big = 0;
     for (int i = 0; i < want; i++) {
-        const redisReply *len = g[2 + 2 * i];
+        const redisReply *len = g[2 * i + 1];
         if (len->type != REDIS_REPLY_INTEGER || len->integer <= 0 || (size_t)len->integer > p->max_bytes) continue;
         redisAppendCommand(p->c, "HGET %s %s", keys[2 * i + 1], seqs[i]);
         big++;
     }
     if (big == 0) return 0;
-    redisReply **x = g + 1 + 2 * want;
+    redisReply **x = g + 2 * want;
     if (pipeline_replies(p, big, x, err, errlen) != 0) return -1;
     /* spread the replies to their entries, the last first */
     for (int i = want - 1, j = big - 1; i >= 0; i--) {
-        const redisReply *len = g[2 + 2 * i];
+        const redisReply *len = g[2 * i + 1];
         int fetched = len->type == REDIS_REPLY_INTEGER && len->integer > 0 && (size_t)len->integer <= p->max_bytes;
         redisReply *mine = fetched ? x[j--] : NULL;
         x[i] = mine;
@@ -738,15 +718,16 @@ static size_t bound_ranges(fresh_t *f, size_t nf, uint64_t cap)
 }
 
 /* Other nodes' fresh ranges for a draw, sorted by node, into *out (its
- * length the return value, or -1 with err), and self->bad_nodes. The node
+ * length the return value, or -1 with err), the server's clock in ms into
+ * *now (the age of every entry drawn), and self->bad_nodes. The node
  * set whole when it has at most cand nodes, else cand + 1 of them at
  * random (SRANDMEMBER answers the whole set when it is no larger), so a
  * draw costs the same at 10 or 10,000 nodes. Each node's summary comes
  * with one MGET and is read here (in Lua, 32 of them took 325 us of the
  * server's single thread); a node without one (an older sapo's, or junk)
  * is left to sapo_fresh, which reads its counters and entries' meta. */
-static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, int cand, fresh_t **out, char *err,
-                         size_t errlen)
+static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, int cand, fresh_t **out, long long *now,
+                         char *err, size_t errlen)
 {
     *out = NULL;
     if (!self->c && connect_now(self, err, errlen) != 0) return -1;
@@ -771,7 +752,7 @@ static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, 
                  set->type == REDIS_REPLY_ERROR ? ": " : "", set->type == REDIS_REPLY_ERROR ? set->str : "");
         goto done;
     }
-    long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    *now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
     names = calloc(set->elements + 1, sizeof *names);
     f = calloc(set->elements + 1, sizeof *f);
     if (!names || !f) {
@@ -790,7 +771,7 @@ static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, 
     if (nn > 0 && !(g[2] = summaries(self, prefix, names, nn, err, errlen))) goto done;
     /* the nodes without a summary go to Lua, in names[0..nl) */
     for (size_t i = 0; i < nn; i++) {
-        if (summary_fresh(g[2]->element[i], self->window_rounds, self->window_ms, now, &f[nf])) {
+        if (summary_fresh(g[2]->element[i], self->window_rounds, self->window_ms, *now, &f[nf])) {
             snprintf(f[nf].node, sizeof f[nf].node, "%s", names[i]->str);
             nf++;
         } else {
@@ -917,8 +898,9 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     /* the swarm whole up to POOL_CANDIDATES nodes (or 8 k), else that many
      * nodes at random: exact for a small swarm, O(k) for a large one */
     fresh_t *fr = NULL;
+    long long now; /* the server's clock when the ranges were read, in ms */
     long nr = fresh_ranges(self, prefix, exclude_node ? exclude_node : "",
-                           8 * k > POOL_CANDIDATES ? 8 * k : POOL_CANDIDATES, &fr, err, errlen);
+                           8 * k > POOL_CANDIDATES ? 8 * k : POOL_CANDIDATES, &fr, &now, err, errlen);
     if (nr < 0) return -1;
     int n = -1;
     range_t *ranges = calloc((size_t)nr + 1, sizeof *ranges);
@@ -926,7 +908,7 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     entry_keys_t *keys = calloc((size_t)k, sizeof *keys);
     seq_text_t *seqs = calloc((size_t)k, sizeof *seqs);
     range_t **from = calloc((size_t)k, sizeof *from);
-    redisReply **g = calloc(1 + 3 * (size_t)k, sizeof *g);
+    redisReply **g = calloc(3 * (size_t)k, sizeof *g);
     pool_entry_t *e = calloc((size_t)k + 1, sizeof *e);
     size_t m;
     uint64_t total;
@@ -950,15 +932,14 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
         goto done;
     }
     for (int i = 0; i < want; i++) {
-        int got =
-            drawn_entry(self, from[i], seqs[i], g[1 + 2 * i], g[2 + 2 * i], g[1 + 2 * want + i], g[0]->integer, &e[n]);
+        int got = drawn_entry(self, from[i], seqs[i], g[2 * i], g[2 * i + 1], g[2 * want + i], now, &e[n]);
         if (got < 0) break;
         n += got;
     }
 done:
     if (n > 0) *out = e, e = NULL;
     free(e);
-    for (int i = 0; g && i < 1 + 3 * k; i++)
+    for (int i = 0; g && i < 3 * k; i++)
         if (g[i]) freeReplyObject(g[i]);
     free(g);
     free(fr);
