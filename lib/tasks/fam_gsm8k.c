@@ -230,15 +230,17 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e)
+int task_numbers_equal(const char *a, const char *b)
 {
-    if (!answer || !e->answer) return 0.0;
-    char *got = plain_number(answer, strlen(answer)), *want = plain_number(e->answer, strlen(e->answer));
-    double s = got && want && strcmp(got, want) == 0 ? 1.0 : 0.0;
-    free(got);
-    free(want);
-    return s;
+    if (!a || !b) return 0;
+    char *x = plain_number(a, strlen(a)), *y = plain_number(b, strlen(b));
+    int eq = x && y && strcmp(x, y) == 0;
+    free(x);
+    free(y);
+    return eq;
 }
+
+static double score(const char *answer, const task_entry_t *e) { return task_numbers_equal(answer, e->answer); }
 
 const task_family_t task_family_gsm8k = {
     .name = "gsm8k",

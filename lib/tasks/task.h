@@ -88,6 +88,11 @@ char *task_extract_answer(const char *completion);
  * 0 otherwise, and 0 without a truth. */
 double task_score_default(const char *answer, const char *truth);
 
+/* gsm8k's number rule (fam_gsm8k.c): 1 when a and b are both numbers as
+ * gsm8k's answers may write them ("1,234", "$5", "5.0", surrounding
+ * whitespace) and their values are equal, else 0; NULL is no number. */
+int task_numbers_equal(const char *a, const char *b);
+
 /* Entries as JSON: {question, answer, metadata}. */
 cJSON *task_entry_to_json(const task_entry_t *e);
 int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t errlen);
