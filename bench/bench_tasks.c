@@ -47,6 +47,7 @@ int main(void)
     if (!(seconds > 0)) seconds = 1.0;
     for (int k = 0; k < task_family_count; k++) {
         const task_family_t *f = task_families[k];
+        if (task_family_built(f)) continue; /* the game's stages: built from peers' completions, never drawn */
         char err[512];
         /* gsm8k reads a file: the committed sample */
         cJSON *user =

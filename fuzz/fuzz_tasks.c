@@ -22,6 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *answer = task_extract_answer(text);
         task_score_entry(answer, &e, err, sizeof err);
         task_score_entry(text, &e, err, sizeof err);
+        bool formatted;
+        task_score_completion(text, &e, &formatted, err, sizeof err);
         free(answer);
         task_entry_free(&e);
     }

@@ -40,6 +40,12 @@ for i, r in enumerate(rows):
 "'
 check score_stdin '"$v" score < "$tmp/in.jsonl" | cmp -s - "$tmp/out.jsonl"'
 
+# a game stage's completion is scored whole, in its own form: a right
+# critique of a shown student 1.4, an id not shown 0.2 (form only)
+crit='{"question":"q","answer":"42","metadata":{"source_dataset":"game_critique","source_index":1,"shown":[{"id":3,"answer":"42"}]},"completion":"<compare>a</compare>\n<explain>b\nc</explain><identify>ID</identify>"}'
+check score_game_stage '[ "$(echo "${crit/ID/3}" | "$v" score | python3 -c "import json,sys; print(round(json.load(sys.stdin)[\"score\"], 4))")" = 1.4 ] &&
+  [ "$(echo "${crit/ID/4}" | "$v" score | python3 -c "import json,sys; print(round(json.load(sys.stdin)[\"score\"], 4))")" = 0.2 ]'
+
 # malformed lines: each named on stderr by line number, the others scored, exit 1
 { head -n 1 "$tmp/in.jsonl"; echo '{not json'; echo '{"question":"q","answer":"a","metadata":{"source_dataset":"chess"},"response":"a"}'
   echo '{"question":"q","answer":"a","metadata":{"source_dataset":"bf"}}'; echo '[1,2]'

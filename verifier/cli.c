@@ -20,7 +20,6 @@ static int score_line(const char *line, char **out, char *err, size_t errlen)
     }
     task_entry_t e;
     int rc = -1;
-    char *extracted = NULL;
     const cJSON *resp = cJSON_GetObjectItemCaseSensitive(obj, "response");
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(obj, "completion");
     if (task_entry_from_json(obj, &e, err, errlen) != 0) goto done;
@@ -29,9 +28,11 @@ static int score_line(const char *line, char **out, char *err, size_t errlen)
         snprintf(err, errlen, "\"response\" must be a string or null");
     else if (comp && !cJSON_IsString(comp)) snprintf(err, errlen, "\"completion\" must be a string");
     else {
-        const char *answer = resp ? (cJSON_IsString(resp) ? resp->valuestring : NULL)
-                                  : (extracted = task_extract_answer(comp->valuestring));
-        double s = task_score_entry(answer, &e, err, errlen);
+        bool formatted;
+        /* a completion is scored as a node scores it: whole, by the
+         * family's own form where it has one (the game's stages) */
+        double s = resp ? task_score_entry(cJSON_IsString(resp) ? resp->valuestring : NULL, &e, err, errlen)
+                        : task_score_completion(comp->valuestring, &e, &formatted, err, errlen);
         if (s >= 0) {
             cJSON_DeleteItemFromObjectCaseSensitive(obj, "score");
             cJSON_AddNumberToObject(obj, "score", s);
@@ -41,7 +42,6 @@ static int score_line(const char *line, char **out, char *err, size_t errlen)
     }
     task_entry_free(&e);
 done:
-    free(extracted);
     cJSON_Delete(obj);
     return rc;
 }

@@ -38,11 +38,10 @@ int score_rollout(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, 
     for (size_t i = 0; i < n && rc == 0; i++) {
         rec_completion_t c;
         rec_rollout_completion(&v, i, &c);
-        char *answer = task_extract_answer(c.text);
-        double s = task_score_entry(answer, &e, err, errlen);
+        bool formatted;
+        double s = task_score_completion(c.text, &e, &formatted, err, errlen);
         if (s < 0) rc = -1;
-        rewards[i] = score_reward(s, answer != NULL, rule);
-        free(answer);
+        rewards[i] = score_reward(s, formatted, rule);
     }
     cJSON_Delete(meta);
     if (rc == 0) rc = rec_rollout_score(buf, len, rewards, n, true, err, errlen);

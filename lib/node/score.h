@@ -14,8 +14,16 @@ typedef struct {
 } score_stats_t;
 
 /* The node's reward rule: a verifier score below floor counts 0 (a hedge
- * in the right form earns nothing), and a completion with its answer in
- * the answer tags earns format on top, right or wrong. */
+ * in the right form earns nothing), and a completion in its family's form
+ * (task_score_completion: for most, its answer in the answer tags) earns
+ * format on top, right or wrong.
+ *
+ * The game's stages (game/game.h) score whole completions, and their score
+ * already holds a form part of 0.2, which is all a well-formed wrong
+ * completion earns. Game mode will therefore run with reward-floor 0 (a
+ * floor above 0.2 would zero the form part and leave a group of wrong
+ * answers nothing to learn from) and format-reward 0 (the form would
+ * otherwise count twice). */
 typedef struct {
     float floor;
     float format;

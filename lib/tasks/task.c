@@ -12,8 +12,11 @@
 #include "tasks/rng.h"
 
 /* One line per family: fam_<name>.c defines task_family_<name>. Families
- * listed with O are opt-in (task_family_opt_in). */
-#define TASK_FAMILIES(X, O)    \
+ * listed with O are opt-in (task_family_opt_in). Those listed with B, the
+ * game's stages, are built and opt-in (task_family_built) and scored as
+ * whole completions: game/game_task.c defines task_family_<name> and its
+ * completion scorer task_completion_<name>. */
+#define TASK_FAMILIES(X, O, B) \
     X(base_conversion)         \
     X(basic_arithmetic)        \
     X(fraction_simplification) \
@@ -24,21 +27,44 @@
     X(bf)                      \
     X(propositional_logic)     \
     O(gsm_symbolic)            \
-    O(gsm8k)
+    O(gsm8k)                   \
+    B(game_answer)             \
+    B(game_critique)           \
+    B(game_resolve)
 
 #define DECLARE(name) extern const task_family_t task_family_##name;
-TASK_FAMILIES(DECLARE, DECLARE)
+#define DECLARE_BUILT(name) \
+    DECLARE(name)           \
+    double task_completion_##name(const char *, const task_entry_t *, bool *, char *, size_t);
+TASK_FAMILIES(DECLARE, DECLARE, DECLARE_BUILT)
 #define LIST(name) &task_family_##name,
 #define SKIP(name)
-const task_family_t *const task_families[] = {TASK_FAMILIES(LIST, LIST) NULL};
+const task_family_t *const task_families[] = {TASK_FAMILIES(LIST, LIST, LIST) NULL};
 const int task_family_count = (int)(sizeof task_families / sizeof task_families[0]) - 1;
-static const task_family_t *const opt_in_families[] = {TASK_FAMILIES(SKIP, LIST) NULL};
+static const task_family_t *const opt_in_families[] = {TASK_FAMILIES(SKIP, LIST, LIST) NULL};
+static const task_family_t *const built_families[] = {TASK_FAMILIES(SKIP, SKIP, LIST) NULL};
+#define SCORER(name) {&task_family_##name, task_completion_##name},
+static const struct {
+    const task_family_t *family;
+    task_completion_scorer_t score;
+} completion_scorers[] = {TASK_FAMILIES(SKIP, SKIP, SCORER){NULL, NULL}};
 
-int task_family_opt_in(const task_family_t *f)
+static int listed(const task_family_t *const *list, const task_family_t *f)
 {
-    for (int i = 0; opt_in_families[i]; i++)
-        if (opt_in_families[i] == f) return 1;
+    for (int i = 0; list[i]; i++)
+        if (list[i] == f) return 1;
     return 0;
+}
+
+int task_family_opt_in(const task_family_t *f) { return listed(opt_in_families, f); }
+
+int task_family_built(const task_family_t *f) { return listed(built_families, f); }
+
+task_completion_scorer_t task_family_completion_scorer(const task_family_t *f)
+{
+    for (int i = 0; completion_scorers[i].family; i++)
+        if (completion_scorers[i].family == f) return completion_scorers[i].score;
+    return NULL;
 }
 
 const task_family_t *task_family_find(const char *name)
@@ -166,19 +192,43 @@ cJSON *task_json_pair(double lo, double hi)
     return a;
 }
 
-double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen)
+/* The family of an entry, metadata.source_dataset; NULL with err */
+static const task_family_t *entry_family(const task_entry_t *entry, char *err, size_t errlen)
 {
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(entry->metadata, "source_dataset");
     if (!cJSON_IsString(ds)) {
         snprintf(err, errlen, "metadata.source_dataset is missing or not a string");
-        return -1;
+        return NULL;
     }
     const task_family_t *f = task_family_find(ds->valuestring);
-    if (!f) {
-        snprintf(err, errlen, "unknown family %s", ds->valuestring);
+    if (!f) snprintf(err, errlen, "unknown family %s", ds->valuestring);
+    return f;
+}
+
+double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen)
+{
+    const task_family_t *f = entry_family(entry, err, errlen);
+    if (!f) return -1;
+    if (!f->score) {
+        snprintf(err, errlen, "family %s scores whole completions, not answers", f->name);
         return -1;
     }
     return f->score(answer, entry);
+}
+
+double task_score_completion(const char *completion, const task_entry_t *entry, bool *formatted, char *err,
+                             size_t errlen)
+{
+    *formatted = false;
+    const task_family_t *f = entry_family(entry, err, errlen);
+    if (!f) return -1;
+    task_completion_scorer_t whole = task_family_completion_scorer(f);
+    if (whole) return whole(completion, entry, formatted, err, errlen);
+    char *answer = task_extract_answer(completion);
+    double s = f->score(answer, entry);
+    *formatted = answer != NULL;
+    free(answer);
+    return s;
 }
 
 /* reasoning-gym: the last match of <answer>\s?(.*?)\s?</answer>, stripped.
@@ -263,6 +313,13 @@ struct task_mix {
 
 static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const cJSON *user, char *err, size_t errlen)
 {
+    if (task_family_built(f)) {
+        snprintf(
+            err, errlen,
+            "task mix: %s cannot be drawn: its entries are built from peers' completions by the sampler in game mode",
+            f->name);
+        return -1;
+    }
     if (!(weight >= 0) || isinf(weight)) {
         snprintf(err, errlen, "task mix: weight of %s must be a finite number >= 0", f->name);
         return -1;

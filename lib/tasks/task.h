@@ -2,7 +2,10 @@
  * two opt-in families of math word problems (gsm_symbolic, gsm8k), each a
  * seeded question generator and a rule-based scorer that gives the same
  * score as reasoning-gym's score_answer for the same entry (gsm8k, which
- * reasoning-gym lacks, compares numbers by rules of its own).
+ * reasoning-gym lacks, compares numbers by rules of its own). Three more,
+ * the stages of the game (game_answer, game_critique, game_resolve; see
+ * game/game_task.h), are built from peers' completions rather than drawn,
+ * and score whole completions.
  *
  * An entry is what reasoning-gym calls a dataset item: question text, the
  * ground-truth answer, and metadata in the same JSON shape as reasoning-gym
@@ -12,6 +15,7 @@
 #ifndef SAPO_TASK_H
 #define SAPO_TASK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -37,7 +41,8 @@ typedef struct task_family {
      * and valid (from task_family_config). 0 or -1 with err. */
     int (*generate)(const cJSON *config, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen);
     /* reasoning-gym's score_answer(answer, entry); answer NULL means None.
-     * Never evaluates the answer as code. */
+     * Never evaluates the answer as code. NULL for a family that scores
+     * only whole completions. */
     double (*score)(const char *answer, const task_entry_t *entry);
 } task_family_t;
 
@@ -52,6 +57,24 @@ const task_family_t *task_family_find(const char *name);
  * where a spec names it: the math word problems, which are not among the
  * SAPO paper's nine and one of which needs a file */
 int task_family_opt_in(const task_family_t *f);
+
+/* 1 for a family whose entries are built, never generated: the game's
+ * stages, which the sampler builds from peers' completions. Such a family
+ * is opt-in too, and a task mix naming it is refused. */
+int task_family_built(const task_family_t *f);
+
+/* A scorer of whole completions, for a family whose form has more than an
+ * <answer> (the game's stages): the score of completion, with *formatted
+ * set when it is in the family's form; -1 with err when the entry's
+ * metadata lacks what the scorer needs. */
+typedef double (*task_completion_scorer_t)(const char *completion, const task_entry_t *entry, bool *formatted,
+                                           char *err, size_t errlen);
+
+/* The family's scorer of whole completions, or NULL for a family scored
+ * from its <answer> alone (every family but the game's stages). It lives
+ * beside the family rather than in task_family_t, whose positional
+ * initializers in the families' files would each need a new field. */
+task_completion_scorer_t task_family_completion_scorer(const task_family_t *f);
 
 /* The family's defaults overlaid with the fields of user (NULL for none),
  * then validated: a new complete config, or NULL with err naming the
@@ -77,6 +100,15 @@ char *task_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Score an entry whose family is metadata.source_dataset. Returns the score,
  * or -1 with err set when the family is unknown or metadata is missing. */
 double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen);
+
+/* Score a whole completion of an entry: with the family's completion
+ * scorer where it has one, else the family's score of the completion's
+ * <answer> (task_extract_answer). *formatted: the completion is in the
+ * family's form (for the latter, it has an answer in the tags). Returns
+ * the score, or -1 with err as task_score_entry, or when the entry's
+ * metadata lacks what the family's scorer needs. */
+double task_score_completion(const char *completion, const task_entry_t *entry, bool *formatted, char *err,
+                             size_t errlen);
 
 /* The content of the last <answer>...</answer> in a completion, trimmed of
  * surrounding whitespace, as reasoning-gym's extract_answer; NULL when there
