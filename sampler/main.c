@@ -1,20 +1,21 @@
 /* sampler: runs a node's rounds. Draws questions from the task mix for the
  * generators (SampleBatch), publishes every fresh own group with nonzero
  * advantage to the swarm's Redis pool (SelectSubset + Communicate), samples
- * other nodes' fresh groups from the pool (each once) and sends them
- * through the local verifier (their rewards are never trusted), and hands the learner batches
- * of I own + J external groups (SampleSelf + SampleExternal). Groups are
- * signed with the node's key (its identity, registered in the pool under
- * its node id); drawn entries are kept only when signed by the key of the
- * node they are stored under and naming that node.
- * Produces tasks, rollouts (external groups) and batches; consumes scored;
- * follows policy. */
+ * other nodes' fresh groups from the pool (each once) and scores them as
+ * they arrive with the node's own verifier rules (their rewards are never
+ * trusted), and hands the learner batches of I own + J external groups
+ * (SampleSelf + SampleExternal). Groups are signed with the node's key (its
+ * identity, registered in the pool under its node id); drawn entries are
+ * kept only when signed by the key of the node they are stored under and
+ * naming that node.
+ * Produces tasks and batches; consumes scored; follows policy. */
 #include <czmq.h>
 #include <string.h>
 
 #include "node/assembly.h"
 #include "node/config.h"
 #include "node/identity.h"
+#include "node/score.h"
 #include "node/screen.h"
 #include "node/version.h"
 #include "pool/pool.h"
@@ -25,6 +26,28 @@
 #include "util/mem.h"
 #include "wire/wire.h"
 
+/* Questions in flight: this many rounds' worth, so generators never idle
+ * while the sampler waits for a round's last groups. */
+#define ROUNDS_OF_TASKS_AHEAD 2
+/* Batches ahead of the learner: the one it trains and one queued behind
+ * it; more would train groups further behind the policy. */
+#define BATCHES_AHEAD 2
+/* A draw asks the pool for this many times J groups, since the screen and
+ * the zero-advantage filter drop some of them. */
+#define DRAW_MULTIPLE 2
+/* Draws a round: the pool is taken as dry for the round after this many,
+ * and the batch filled with local groups (entries can all turn out
+ * zero-advantage here). */
+#define DRAWS_PER_ROUND 3
+
+/* Where a round stands, read from the groups assembled so far. */
+typedef enum {
+    ROUND_COLLECTING,   /* waiting for scored local groups */
+    ROUND_DRAWING,      /* the I local groups are in, external ones are missing */
+    ROUND_READY,        /* a batch can be sent */
+    ROUND_LEARNER_BUSY, /* a batch could be sent, but BATCHES_AHEAD are already out */
+} round_state_t;
+
 typedef struct {
     config_t cfg;
     task_mix_t *mix;
@@ -33,21 +56,22 @@ typedef struct {
     pool_t *pool;
     identity_t *id;
     bool registered; /* our key is in the pool's Redis as far as we know */
-    wire_producer_t *tasks, *external, *batches;
+    wire_producer_t *tasks, *batches;
     wire_consumer_t *scored;
     wire_subscriber_t *policy;
     uint64_t version, round, next_task;
     uint64_t learner_round; /* last round the learner applied */
     long in_flight;         /* own tasks sent, not yet back scored */
     int64_t last_progress;  /* when a scored rollout or a learner notice last came */
-    long external_pending;  /* external groups sent to the verifier */
+    reward_rule_t rule;     /* how external groups are scored here, as the verifier scores local ones */
+    score_stats_t external_scoring;
     long published, pool_errors, external_unscorable;
     long pool_failing;         /* failed pool calls since the last that worked */
     char pool_last_error[512]; /* the last pool error logged */
     int64_t pool_failed_at;    /* when a pool call last failed */
     bool pool_outage_logged;   /* a failure was logged since calls last worked */
     bool pool_dry;             /* the pool has nothing more for us this round */
-    int requests;              /* pool requests this round */
+    int draws;                 /* pool draws this round */
     bool fallback_logged;
     double scored_reward;    /* sum of the rewards of own completions scored since the last batch */
     long scored_completions; /* and their count: the reward before local-filter picks groups */
@@ -137,11 +161,30 @@ static int source_key(sampler_t *s, const char *node, uint8_t pub[IDENTITY_PUBLI
     return rc;
 }
 
-/* SampleExternal: other nodes' fresh groups, each once, marked external
- * with their age, to the verifier */
-static void request_external(sampler_t *s)
+/* An external group arrives: scored here by this node's rules (the
+ * publisher's rewards are never trusted), then weighed for the useful
+ * strategy and handed to the assembly, which takes rec. A group no scorer
+ * here takes (metadata of a family this build lacks) is dropped and
+ * counted. */
+static void take_external(sampler_t *s, const char *publisher, uint8_t *rec, size_t len)
 {
-    int want = 2 * s->cfg.external_groups;
+    char err[512];
+    if (score_rollout(rec, len, s->rule, &s->external_scoring, err, sizeof err) != 0) {
+        s->external_unscorable++;
+        log_error("dropped an external group from %s (%ld so far): %s", publisher, s->external_unscorable, err);
+        rec_free(rec);
+        return;
+    }
+    /* how informative this peer's groups are here (pool-strategy useful) */
+    pool_feedback(s->pool, publisher, !group_zero_advantage(rec, len));
+    assembly_add(s->asm_, rec, len);
+}
+
+/* SampleExternal: other nodes' fresh groups, each once, screened, marked
+ * external with their age */
+static void draw_external(sampler_t *s)
+{
+    int want = DRAW_MULTIPLE * s->cfg.external_groups;
     pool_entry_t *got = NULL;
     int64_t t0 = zclock_mono();
     char err[512];
@@ -177,64 +220,62 @@ static void request_external(sampler_t *s)
             r.pool_age_rounds = got[i].age_rounds > UINT32_MAX ? UINT32_MAX : (uint32_t)got[i].age_rounds;
             uint8_t *out;
             size_t len;
-            if (rec_rollout_build(&r, &out, &len) == 0 && wire_producer_send(s->external, out, len) == 0)
-                s->external_pending++;
-            rec_free(out);
+            if (rec_rollout_build(&r, &out, &len) == 0) take_external(s, got[i].node, out, len);
         }
         free(comps);
     }
     pool_entries_free(got, n);
-    /* a few tries a round: entries can all turn out zero-advantage here */
-    s->pool_dry = n == 0 || ++s->requests >= 3;
+    s->pool_dry = n == 0 || ++s->draws >= DRAWS_PER_ROUND;
 }
 
+/* SelectSubset + Communicate: a fresh own group that teaches something is
+ * signed and published (once: a repeat of a task is dropped by the
+ * assembly, and not shared again) */
+static void share_group(sampler_t *s, const void *buf, size_t size, uint64_t task_id)
+{
+    if (assembly_repeat(s->asm_, task_id) || (s->cfg.share != FILTER_ALL && group_zero_advantage(buf, size))) return;
+    char err[512];
+    int64_t t0 = zclock_mono();
+    size_t len;
+    uint8_t *entry = registered(s) ? identity_seal(s->id, buf, size, &len) : NULL;
+    if (entry && pool_publish(s->pool, s->cfg.node, s->round, entry, len, err, sizeof err) == 0)
+        s->published++, pool_worked(s);
+    else if (entry) pool_failed(s, err);
+    free(entry);
+    s->pool_seconds += (zclock_mono() - t0) / 1000.0;
+}
+
+/* one of our own groups, back from a verifier */
 static void on_scored(sampler_t *s, const wire_record_t *r)
 {
     void *buf = malloc(r->size ? r->size : 1);
     memcpy(buf, r->data, r->size);
     rec_rollout_view_t v;
     char err[512];
-    if (rec_rollout_view(buf, r->size, &v, err, sizeof err) != 0) {
-        log_error("dropped a scored record: %s", err);
+    if (rec_rollout_view(buf, r->size, &v, err, sizeof err) != 0 || v.r.external) {
+        /* external groups are scored where they are drawn, and never come
+         * this way */
+        log_error("dropped a scored record: %s", v.r.external ? "an external group" : err);
         free(buf);
         return;
     }
+    s->in_flight -= s->in_flight > 0;
     if (!v.r.scored) {
-        /* the verifier could not score it (an external group's metadata
-         * that no scorer takes): it still counts as back */
-        if (v.r.external) s->external_pending -= s->external_pending > 0, s->external_unscorable++;
-        else s->in_flight -= s->in_flight > 0;
+        /* a verifier that could not score our task (one of an older build,
+         * without its family) sends it back unscored: it is back all the
+         * same, and its slot in flight goes to a new question */
         free(buf);
         return;
     }
-    if (v.r.external) {
-        s->external_pending -= s->external_pending > 0;
-        /* how informative this peer's groups are here (pool-strategy useful) */
-        pool_feedback(s->pool, v.r.node, !group_zero_advantage(buf, r->size));
-    } else {
-        s->in_flight -= s->in_flight > 0;
-        for (size_t i = 0; i < v.r.n_completions; i++) {
-            rec_completion_t c;
-            rec_rollout_completion(&v, i, &c);
-            s->scored_reward += c.reward;
-            s->scored_completions++;
-        }
-        int64_t in_transit = zclock_time() - (int64_t)v.r.created_ms - (int64_t)v.r.verify_ms;
-        s->transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
-        /* SelectSubset: what teaches something is worth sharing (once: a
-         * repeat of a task is dropped by assembly_add below) */
-        if (!assembly_repeat(s->asm_, v.r.task.task_id) &&
-            (s->cfg.share == FILTER_ALL || !group_zero_advantage(buf, r->size))) {
-            int64_t t0 = zclock_mono();
-            size_t len;
-            uint8_t *entry = registered(s) ? identity_seal(s->id, buf, r->size, &len) : NULL;
-            if (entry && pool_publish(s->pool, s->cfg.node, s->round, entry, len, err, sizeof err) == 0)
-                s->published++, pool_worked(s);
-            else if (entry) pool_failed(s, err);
-            free(entry);
-            s->pool_seconds += (zclock_mono() - t0) / 1000.0;
-        }
+    for (size_t i = 0; i < v.r.n_completions; i++) {
+        rec_completion_t c;
+        rec_rollout_completion(&v, i, &c);
+        s->scored_reward += c.reward;
+        s->scored_completions++;
     }
+    int64_t in_transit = zclock_time() - (int64_t)v.r.created_ms - (int64_t)v.r.verify_ms;
+    s->transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
+    share_group(s, buf, r->size, v.r.task.task_id);
     assembly_add(s->asm_, buf, r->size);
 }
 
@@ -271,7 +312,7 @@ static void send_batch(sampler_t *s)
     }
     s->round++;
     s->pool_dry = false;
-    s->requests = 0;
+    s->draws = 0;
     s->pool_seconds = s->transport_seconds = 0;
     s->scored_reward = 0, s->scored_completions = 0;
 }
@@ -303,12 +344,12 @@ static void open_streams(sampler_t *s)
     endpoints_t ep;
     if (endpoints_from_base(s->cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     if (!(s->tasks = wire_producer_new(&ep, STREAM_TASKS, err, sizeof err)) ||
-        !(s->external = wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err)) ||
         !(s->batches = wire_producer_new(&ep, STREAM_BATCHES, err, sizeof err)) ||
         !(s->scored = wire_consumer_new(&ep, STREAM_SCORED, 64, err, sizeof err)) ||
         !(s->policy = wire_subscriber_new(&ep, err, sizeof err)))
         log_fatal("%s", err);
     s->asm_ = assembly_new(&s->cfg);
+    s->rule = (reward_rule_t){s->cfg.reward_floor, s->cfg.format_reward};
     screen_limits_t lim = {.node = s->cfg.node,
                            .completions = s->cfg.completions,
                            .max_record = (size_t)s->cfg.max_record,
@@ -361,7 +402,6 @@ static void receive_scored(sampler_t *s)
         log_error("nothing back for %d s: %ld tasks and the batches after round %llu count as lost; going on",
                   s->cfg.stall_seconds, s->in_flight, (unsigned long long)s->learner_round);
         s->in_flight = 0;
-        s->external_pending = 0;
         if (s->round > s->learner_round + 1) s->round = s->learner_round + 1;
         s->last_progress = zclock_mono();
     }
@@ -376,20 +416,34 @@ static void receive_scored(sampler_t *s)
 /* the round's local groups are in and external ones are still missing */
 static bool wants_external(const sampler_t *s)
 {
-    return s->cfg.external_groups > 0 && !s->pool_dry && s->external_pending == 0 &&
-           assembly_external(s->asm_) < (size_t)s->cfg.external_groups &&
+    return s->cfg.external_groups > 0 && !s->pool_dry && assembly_external(s->asm_) < (size_t)s->cfg.external_groups &&
            assembly_local(s->asm_) >= (size_t)s->cfg.local_groups;
+}
+
+static round_state_t round_state(const sampler_t *s)
+{
+    /* a dry pool lets I + J local groups stand in for the batch */
+    if (assembly_ready(s->asm_, s->version, s->pool_dry))
+        return s->round <= s->learner_round + BATCHES_AHEAD ? ROUND_READY : ROUND_LEARNER_BUSY;
+    return wants_external(s) ? ROUND_DRAWING : ROUND_COLLECTING;
+}
+
+/* enough questions out that ROUNDS_OF_TASKS_AHEAD rounds' groups are
+ * being made or waiting */
+static void send_tasks(sampler_t *s)
+{
+    while (s->in_flight + (long)assembly_local(s->asm_) < ROUNDS_OF_TASKS_AHEAD * (long)s->cfg.questions) send_task(s);
 }
 
 static void shut_down(sampler_t *s)
 {
-    log_info("stopping at round %llu: %ld groups published", (unsigned long long)s->round, s->published);
+    log_info("stopping at round %llu: %ld groups published, %ld external groups scored", (unsigned long long)s->round,
+             s->published, s->external_scoring.scored);
     screen_destroy(&s->screen);
     assembly_destroy(&s->asm_);
     wire_subscriber_destroy(&s->policy);
     wire_consumer_destroy(&s->scored);
     wire_producer_destroy(&s->batches);
-    wire_producer_destroy(&s->external);
     wire_producer_destroy(&s->tasks);
     pool_destroy(&s->pool);
     identity_destroy(&s->id);
@@ -409,14 +463,14 @@ int main(int argc, char **argv)
 
     while (!zsys_interrupted) {
         follow_learner(&s);
-        /* keep two rounds of questions in flight so generators never idle */
-        while (s.in_flight + (long)assembly_local(s.asm_) < 2L * s.cfg.questions) send_task(&s);
+        send_tasks(&s);
         receive_scored(&s);
-        if (wants_external(&s)) request_external(&s);
-        /* one batch queued behind the one in training at most, so groups stay fresh */
-        bool learner_free = s.round <= s.learner_round + 2;
-        bool fallback = s.pool_dry && s.external_pending == 0;
-        if (learner_free && assembly_ready(s.asm_, s.version, fallback)) send_batch(&s);
+        switch (round_state(&s)) {
+        case ROUND_DRAWING: draw_external(&s); break;
+        case ROUND_READY: send_batch(&s); break;
+        case ROUND_COLLECTING:
+        case ROUND_LEARNER_BUSY: break;
+        }
     }
     shut_down(&s);
     return 0;

@@ -1,5 +1,6 @@
-/* verifier: scores every completion of every rollout with this node's task
- * library (local and external rollouts alike) and forwards it.
+/* verifier: scores every completion of every rollout the node's generators
+ * make with this node's task library and forwards it (external groups are
+ * scored by the same library where the sampler draws them).
  * Consumes the rollouts stream, produces the scored stream; stateless, so
  * any number can run. `verifier score|generate` are command-line modes
  * (cli.h) that need no node. */
@@ -45,7 +46,8 @@ int main(int argc, char **argv)
             0) {
             wire_producer_send(out, copy, r->size);
         } else {
-            /* a verifiable record goes back unscored, so the sampler knows it is done with */
+            /* a verifiable record goes back unscored: its question is done
+             * with, and the sampler sends a new one in its place */
             rec_rollout_view_t v;
             if (rec_rollout_view(copy, r->size, &v, NULL, 0) == 0) wire_producer_send(out, copy, r->size);
             log_error("unscorable rollout (%ld so far): %s", st.malformed, err);
