@@ -35,7 +35,7 @@ admin=$(pw)
   for n in "${nodes[@]}"; do
     [[ "$n" =~ ^[A-Za-z0-9_.-]{1,63}$ ]] || { echo "acl: node id '$n': 1..63 letters, digits, '_', '.' or '-'" >&2; exit 2; }
     p=$(pw)
-    echo "user $n on >$p resetchannels -@all +fcall +fcall_ro +ping +hello +auth +select +get +set +hget +hset +hdel +hstrlen +mget +sadd +smembers +scard +srandmember +time +pexpire %R~$swarm:* ~$swarm:n:$n:* ~$swarm:nodes"
+    echo "user $n on >$p resetchannels -@all +fcall +fcall_ro +ping +hello +auth +select +get +set +strlen +hget +hset +hdel +hstrlen +mget +sadd +smembers +scard +srandmember +time +pexpire %R~$swarm:* ~$swarm:n:$n:* ~$swarm:nodes"
     echo "$n redis://$n:$p@HOST" >> "$out.urls.new"
   done
 } > "$out.new"

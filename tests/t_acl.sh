@@ -2,7 +2,8 @@
 # Per-node Redis ACL users (scripts/acl.sh) on a real redis-server: node a
 # publishes and samples through the pool functions, reads b's entries, but
 # cannot publish as b, delete or overwrite b's keys, raise the swarm's
-# bound, load functions or flush the database. Node keys: b cannot take a's
+# bound, load functions or flush the database. Stage outputs: a writes its
+# own and reads b's, never writes b's. Node keys: b cannot take a's
 # node id with its own public key (neither by plain SET nor through the
 # pool function), and a sampler started under a node id held by another
 # key exits with that line.
@@ -42,6 +43,17 @@ check cannot_overwrite_others '[[ "$(cli a HSET s1:n:b:e 1 forged)" == *NOPERM* 
 check cannot_raise_bound '[[ "$(cli a SET s1:max_per_node 1000000)" == *NOPERM* ]]'
 check cannot_admin '[[ "$(cli a FUNCTION FLUSH)" == *NOPERM* ]] && [[ "$(cli a FLUSHALL)" == *NOPERM* ]] && [[ "$(cli a CONFIG SET save "")" == *NOPERM* ]]'
 check bound_holds 'for i in 1 2 3 4 5; do "$bin/pool" publish --redis "$(url a)" --swarm s1 --node a "$tmp/ra" || exit 1; done; [ "$("$bin/pool" size --redis "$(url a)" --swarm s1 --node a)" = 3 ]'
+# stage outputs (game mode), with the commands pool_stage_publish sends (SET
+# ... PX, SADD) and pool_stage_read reads with (SRANDMEMBER, STRLEN, MGET)
+check stage_publishes_own '[ "$(cli a SET s1:n:a:stage:5:2 "stage of a" PX 600000)" = OK ] &&
+                           [ "$(cli a SADD s1:nodes a)" = 0 ] &&
+                           [ "$(cli b SET s1:n:b:stage:5:2 "stage of b" PX 600000)" = OK ]'
+check stage_reads_others '[ "$(cli a SRANDMEMBER s1:nodes 33 | sort | tr "\n" " ")" = "a b " ] &&
+                          [ "$(cli a STRLEN s1:n:b:stage:5:2)" = 10 ] && [ "$(cli a MGET s1:n:b:stage:5:2)" = "stage of b" ]'
+check stage_cannot_write_others '[[ "$(cli a SET s1:n:b:stage:5:2 forged PX 600000)" == *NOPERM* ]] &&
+                                  [[ "$(cli a DEL s1:n:b:stage:5:2)" == *NOPERM* ]] &&
+                                  [[ "$(cli a PEXPIRE s1:n:b:stage:5:2 1)" == *NOPERM* ]] &&
+                                  [ "$(cli admin GET s1:n:b:stage:5:2)" = "stage of b" ]'
 check b_entries_intact '[ "$(cli admin HGET s1:n:b:e 1)" = "record of b" ]'
 check registers_own_key '"$bin/pool" register --redis "$(url a)" --swarm s1 --node a --key "$tmp/a.key" &&
                          "$bin/pool" register --redis "$(url b)" --swarm s1 --node b --key "$tmp/b.key"'

@@ -819,6 +819,242 @@ static void test_record_limit(void)
     pool_destroy(&p);
 }
 
+/* a node's stage output for tests: "<node>@<round>/<stage>" and a zero
+ * byte, so a copy cut at the first zero would not pass */
+static size_t stage_rec(char *rec, size_t cap, const char *node, uint64_t round, int stage, const char *tag)
+{
+    int n = snprintf(rec, cap, "%s@%llu/%d%s", node, (unsigned long long)round, stage, tag);
+    rec[n] = '\0';
+    return (size_t)n + 1;
+}
+
+/* the stage outputs of round 5, stage 2 that a read returned, by node
+ * name: each must be that node's own record, once */
+static int stage_check(const pool_entry_t *e, int n, const char *tag, int *seen_a, int *seen_b, int *seen_c)
+{
+    int wrong = 0;
+    char want[64];
+    for (int i = 0; i < n; i++) {
+        size_t len = stage_rec(want, sizeof want, e[i].node, 5, 2, tag);
+        int *seen = !strcmp(e[i].node, "a")   ? seen_a
+                    : !strcmp(e[i].node, "b") ? seen_b
+                    : !strcmp(e[i].node, "c") ? seen_c
+                                              : NULL;
+        if (!seen || e[i].len != len || memcmp(e[i].data, want, len) != 0 || ((uintptr_t)e[i].data & 15) != 0) {
+            fprintf(stderr, "  read %s: %zu bytes '%.*s'\n", e[i].node, e[i].len, (int)e[i].len, (char *)e[i].data);
+            wrong++;
+            continue;
+        }
+        (*seen)++;
+    }
+    return wrong;
+}
+
+/* Three nodes publish their output of round 5, stage 2: a reads b's and
+ * c's, never its own, byte for byte with their nodes; another stage or
+ * round holds nothing; publishing again replaces a node's own output, and
+ * each output expires after pool_stage_ttl (600 s unless set). */
+static void test_stage_round_trip(void)
+{
+    pool_t *a = fresh_pool(10), *b = same_swarm(10), *c = same_swarm(10);
+    char rec[64], err[256];
+    pool_t *nodes[] = {a, b, c};
+    const char *names[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        size_t len = stage_rec(rec, sizeof rec, names[i], 5, 2, "");
+        EXPECTF(pool_stage_publish(nodes[i], names[i], 5, 2, rec, len, err, sizeof err) == 0, "%s", err);
+    }
+    pool_entry_t *e = NULL;
+    int n = pool_stage_read(a, "a", 5, 2, 10, &e, err, sizeof err);
+    int sa = 0, sb = 0, sc = 0;
+    EXPECTF(n == 2, "read %d: %s", n, n < 0 ? err : "");
+    EXPECT(stage_check(e, n, "", &sa, &sb, &sc) == 0 && sa == 0 && sb == 1 && sc == 1);
+    for (int i = 0; i < n; i++) EXPECT(e[i].seq == 0 && e[i].round == 0 && e[i].age_ms == 0);
+    pool_entries_free(e, n);
+    /* no exclusion: all three */
+    n = pool_stage_read(b, NULL, 5, 2, 10, &e, err, sizeof err);
+    sa = sb = sc = 0;
+    EXPECTF(n == 3 && stage_check(e, n, "", &sa, &sb, &sc) == 0 && sa == 1 && sb == 1 && sc == 1, "read %d", n);
+    pool_entries_free(e, n);
+    /* the neighbouring stages and rounds hold nothing */
+    const int other[][2] = {{5, 1}, {5, 3}, {4, 2}, {6, 2}};
+    for (int k = 0; k < 4; k++) {
+        n = pool_stage_read(a, "a", (uint64_t)other[k][0], other[k][1], 10, &e, err, sizeof err);
+        EXPECTF(n == 0 && e == NULL, "round %d stage %d: read %d", other[k][0], other[k][1], n);
+        pool_entries_free(e, n);
+    }
+    /* b publishes again: its new output replaces the old one */
+    size_t len = stage_rec(rec, sizeof rec, "b", 5, 2, " again");
+    EXPECT(pool_stage_publish(b, "b", 5, 2, rec, len, err, sizeof err) == 0);
+    n = pool_stage_read(c, "c", 5, 2, 10, &e, err, sizeof err);
+    EXPECTF(n == 2, "read %d after b published again", n);
+    for (int i = 0; i < n; i++) {
+        sa = sb = sc = 0;
+        EXPECTF(stage_check(&e[i], 1, !strcmp(e[i].node, "b") ? " again" : "", &sa, &sb, &sc) == 0 && sa + sb == 1,
+                "%s", e[i].node);
+    }
+    pool_entries_free(e, n);
+    /* one key per (node, round, stage), each with the default expiry */
+    redisContext *rc = redisConnect("127.0.0.1", rs.port);
+    redisReply *r = redisCommand(rc, "KEYS t%d:n:b:*", swarm_no);
+    EXPECTF(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 && strstr(r->element[0]->str, ":n:b:stage:5:2"),
+            "b's keys: %zu", r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0);
+    freeReplyObject(r);
+    r = redisCommand(rc, "PTTL t%d:n:b:stage:5:2", swarm_no);
+    EXPECTF(r && r->type == REDIS_REPLY_INTEGER && r->integer > 590000 && r->integer <= 600000, "PTTL %lld",
+            r ? r->integer : -9);
+    freeReplyObject(r);
+    r = redisCommand(rc, "SISMEMBER t%d:nodes c", swarm_no);
+    EXPECT(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    redisFree(rc);
+    pool_destroy(&c);
+    pool_destroy(&b);
+    pool_destroy(&a);
+}
+
+/* Twelve nodes have an output: a read of max 4 brings exactly 4 distinct
+ * other nodes, and reads seeded apart bring different ones. A swarm of
+ * 200 nodes, more than a read asks: a read of 3 still brings 3. */
+static void test_stage_max(void)
+{
+    pool_t *p = fresh_pool(10);
+    char node[16], rec[64], err[256];
+    for (int i = 0; i < 12; i++) {
+        snprintf(node, sizeof node, "n%d", i);
+        size_t len = stage_rec(rec, sizeof rec, node, 5, 2, "");
+        EXPECT(pool_stage_publish(p, node, 5, 2, rec, len, err, sizeof err) == 0);
+    }
+    int ever[12] = {0};
+    for (int s = 0; s < 8; s++) {
+        pool_seed(p, (uint64_t)s + 1);
+        pool_entry_t *e = NULL;
+        int n = pool_stage_read(p, "n0", 5, 2, 4, &e, err, sizeof err), seen[12] = {0}, wrong = 0;
+        for (int i = 0; i < n; i++) {
+            int no = atoi(e[i].node + 1);
+            size_t len = stage_rec(rec, sizeof rec, e[i].node, 5, 2, "");
+            wrong += no < 1 || no > 11 || seen[no]++ || e[i].len != len || memcmp(e[i].data, rec, len) != 0;
+            ever[no < 12 && no >= 0 ? no : 0]++;
+        }
+        EXPECTF(n == 4 && wrong == 0, "read %d, %d wrong", n, wrong);
+        pool_entries_free(e, n);
+    }
+    int nodes = 0;
+    for (int i = 1; i < 12; i++) nodes += ever[i] > 0;
+    EXPECTF(ever[0] == 0 && nodes > 4, "8 reads of 4 brought %d nodes, n0 %d times", nodes, ever[0]);
+    pool_entry_t *e = NULL;
+    EXPECT(pool_stage_read(p, "n0", 5, 2, 0, &e, err, sizeof err) == 0 && e == NULL);
+    pool_destroy(&p);
+
+    p = fresh_pool(10);
+    for (int i = 0; i < 200; i++) {
+        snprintf(node, sizeof node, "n%d", i);
+        size_t len = stage_rec(rec, sizeof rec, node, 7, 1, "");
+        EXPECT(pool_stage_publish(p, node, 7, 1, rec, len, err, sizeof err) == 0);
+    }
+    int n = pool_stage_read(p, "n0", 7, 1, 3, &e, err, sizeof err);
+    EXPECTF(n == 3, "read %d of 200 nodes' outputs", n);
+    for (int i = 0; i < n; i++) EXPECT(strcmp(e[i].node, "n0") != 0);
+    pool_entries_free(e, n);
+    pool_destroy(&p);
+}
+
+/* pool_stage_ttl: an output lives that long, then nothing is read and
+ * nothing is left in Redis. */
+static void test_stage_ttl(void)
+{
+    pool_t *p = fresh_pool(10), *me = same_swarm(10);
+    char err[256];
+    EXPECT(pool_stage_ttl(p, 0) == -1 && pool_stage_ttl(p, -1) == -1 && pool_stage_ttl(p, 1e9) == -1 &&
+           pool_stage_ttl(p, NAN) == -1);
+    EXPECT(pool_stage_ttl(p, 1) == 0);
+    EXPECT(pool_stage_publish(p, "a", 3, 1, "answer", 6, err, sizeof err) == 0);
+    pool_entry_t *e = NULL;
+    int n = pool_stage_read(me, "me", 3, 1, 5, &e, err, sizeof err);
+    EXPECTF(n == 1 && e[0].len == 6 && memcmp(e[0].data, "answer", 6) == 0, "read %d before the expiry", n);
+    pool_entries_free(e, n);
+    zclock_sleep(1500);
+    n = pool_stage_read(me, "me", 3, 1, 5, &e, err, sizeof err);
+    EXPECTF(n == 0, "read %d after the expiry", n);
+    pool_entries_free(e, n);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    redisReply *r = redisCommand(c, "EXISTS t%d:n:a:stage:3:1", swarm_no);
+    EXPECT(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+    redisFree(c);
+    pool_destroy(&me);
+    pool_destroy(&p);
+}
+
+/* The record limit: a larger output is refused at publish; one planted
+ * larger (or of another type) is skipped by a read and counted, and the
+ * planted 4 MB never crosses the wire. Bad stages and node ids fail with
+ * a line; an empty pool reads 0. */
+static void test_stage_limits(void)
+{
+    pool_t *p = fresh_pool(10);
+    char err[256], *big = calloc(4 << 20, 1);
+    pool_limit_record(p, 100);
+    EXPECTF(pool_stage_publish(p, "a", 5, 2, big, 101, err, sizeof err) == -1 && strstr(err, "record limit, 100"), "%s",
+            err);
+    EXPECT(pool_stage_publish(p, "a", 5, 2, big, 0, err, sizeof err) == -1 && strstr(err, "0 bytes"));
+    EXPECT(pool_stage_publish(p, "a", 5, 2, big, 100, err, sizeof err) == 0);
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    memset(big, 'x', 4 << 20);
+    freeReplyObject(redisCommand(c, "SET t%d:n:huge:stage:5:2 %b", swarm_no, big, (size_t)(4 << 20)));
+    freeReplyObject(redisCommand(c, "HSET t%d:n:hashy:stage:5:2 x y", swarm_no));
+    freeReplyObject(redisCommand(c, "SADD t%d:nodes huge hashy a:b", swarm_no));
+    redisReply *r = redisCommand(c, "INFO stats");
+    long long out0 = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "total_net_output_bytes:")
+                         ? atoll(strstr(r->str, "total_net_output_bytes:") + 23)
+                         : -1;
+    freeReplyObject(r);
+    pool_entry_t *e = NULL;
+    int n = pool_stage_read(p, "me", 5, 2, 10, &e, err, sizeof err);
+    EXPECTF(n == 1 && strcmp(e[0].node, "a") == 0 && e[0].len == 100, "read %d: %s", n, n < 0 ? err : "");
+    pool_entries_free(e, n);
+    r = redisCommand(c, "INFO stats");
+    long long out1 = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "total_net_output_bytes:")
+                         ? atoll(strstr(r->str, "total_net_output_bytes:") + 23)
+                         : -1;
+    freeReplyObject(r);
+    EXPECTF(out0 >= 0 && out1 - out0 < (1 << 20), "Redis sent %lld bytes for the read", out1 - out0);
+    long oversize, bad;
+    pool_stage_health(p, &oversize, &bad);
+    EXPECTF(oversize == 1 && bad == 1, "oversize %ld, bad %ld", oversize, bad);
+    /* with the default limit the planted output is a peer's like any */
+    pool_t *q = same_swarm(10);
+    n = pool_stage_read(q, "a", 5, 2, 10, &e, err, sizeof err);
+    EXPECTF(n == 1 && strcmp(e[0].node, "huge") == 0 && e[0].len == (4 << 20), "read %d", n);
+    pool_entries_free(e, n);
+    pool_destroy(&q);
+    /* bad arguments */
+    EXPECT(pool_stage_publish(p, "a", 5, 0, "x", 1, err, sizeof err) == -1 && strstr(err, "stage 0"));
+    EXPECT(pool_stage_publish(p, "a", 5, 4, "x", 1, err, sizeof err) == -1 && strstr(err, "stage 4"));
+    EXPECT(pool_stage_read(p, "me", 5, 4, 1, &e, err, sizeof err) == -1 && strstr(err, "stage 4"));
+    EXPECT(pool_stage_publish(p, "x:n:a", 5, 2, "x", 1, err, sizeof err) == -1 && strstr(err, "node id"));
+    EXPECT(pool_stage_read(p, "a*", 5, 2, 1, &e, err, sizeof err) == -1 && strstr(err, "node id"));
+    /* an empty pool, and a pool of groups without stage outputs */
+    pool_t *empty = fresh_pool(10);
+    n = pool_stage_read(empty, "me", 5, 2, 10, &e, err, sizeof err);
+    EXPECTF(n == 0 && e == NULL, "read %d: %s", n, n < 0 ? err : "");
+    EXPECT(publish_round(empty, "g", 5, 0, 2) == 0);
+    n = pool_stage_read(empty, "me", 5, 2, 10, &e, err, sizeof err);
+    EXPECTF(n == 0, "read %d from a pool of groups", n);
+    pool_destroy(&empty);
+    /* Redis unreachable */
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redis_server_free_port());
+    pool_t *gone = pool_new(url, "s", 10, err, sizeof err);
+    EXPECT(gone && pool_stage_publish(gone, "a", 5, 2, "x", 1, err, sizeof err) == -1 &&
+           strstr(err, "redis 127.0.0.1"));
+    EXPECT(gone && pool_stage_read(gone, "a", 5, 2, 1, &e, err, sizeof err) == -1 && strstr(err, "redis 127.0.0.1"));
+    pool_destroy(&gone);
+    redisFree(c);
+    free(big);
+    pool_destroy(&p);
+}
+
 int main(void)
 {
     if (redis_server_start(&rs, 0) < 0) {
@@ -843,6 +1079,10 @@ int main(void)
     RUN_TEST(test_draw_useful);
     RUN_TEST(test_draw_hostile);
     RUN_TEST(test_record_limit);
+    RUN_TEST(test_stage_round_trip);
+    RUN_TEST(test_stage_max);
+    RUN_TEST(test_stage_ttl);
+    RUN_TEST(test_stage_limits);
     RUN_TEST(test_bad_url);
     RUN_TEST(test_redis_restart);
     redis_server_cleanup(&rs);

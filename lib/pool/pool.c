@@ -17,6 +17,10 @@
 #define POOL_CANDIDATES 32
 /* nodes whose keys a pool remembers (trust on first use) */
 #define KEYS_MAX 4096
+/* pool_stage_ttl's default, in ms: see pool.h */
+#define STAGE_TTL_MS 600000
+/* the most nodes a pool_stage_read asks for, whatever its max */
+#define STAGE_CANDIDATES_MAX 65536
 
 /* Redis Functions library (lib/pool/pool.lua, embedded by the build),
  * loaded (REPLACE) on every connect so a newer sapo upgrades a running
@@ -68,6 +72,8 @@ struct pool {
     pool_strategy_t strategy;
     long missing;   /* drawn entries that were not there */
     long bad_nodes; /* nodes with bad keys at the last draw */
+    long stage_ttl_ms;
+    long stage_oversize, stage_bad; /* stage outputs skipped (pool_stage_health) */
 };
 
 static int parse_url(pool_t *p, const char *url, char *err, size_t errlen)
@@ -134,6 +140,7 @@ pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err
     snprintf(p->swarm, sizeof p->swarm, "%s", swarm);
     p->max_per_node = max_per_node;
     p->max_bytes = ENTRY_MAX_BYTES;
+    p->stage_ttl_ms = STAGE_TTL_MS;
     p->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
     return p;
 }
@@ -626,6 +633,15 @@ static int name_order(const void *a, const void *b)
     return strcmp((*(const redisReply *const *)a)->str, (*(const redisReply *const *)b)->str);
 }
 
+/* whether a member of S:nodes is a node other than exclude: a name that
+ * cannot be a node's is skipped, its keys are no one's */
+static int other_node(const redisReply *e, const char *exclude)
+{
+    char ebuf[128];
+    return e->type == REDIS_REPLY_STRING && e->len < 64 && strlen(e->str) == e->len && strcmp(e->str, exclude) != 0 &&
+           pool_node_ok(e->str, ebuf, sizeof ebuf) == 0;
+}
+
 /* the ranges sapo_fresh (pool.lua) answers for the nodes named in
  * names[0..n), appended to f (one answered for a node not asked about, by
  * the function of an older sapo, is ignored); the count of nodes skipped
@@ -759,14 +775,8 @@ static long fresh_ranges(pool_t *self, const char *prefix, const char *exclude, 
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    /* names that cannot be a node's are skipped: their keys are no one's */
-    char ebuf[128];
-    for (size_t i = 0; i < set->elements; i++) {
-        const redisReply *e = set->element[i];
-        if (e->type == REDIS_REPLY_STRING && e->len < 64 && strlen(e->str) == e->len && strcmp(e->str, exclude) != 0 &&
-            pool_node_ok(e->str, ebuf, sizeof ebuf) == 0)
-            names[nn++] = e;
-    }
+    for (size_t i = 0; i < set->elements; i++)
+        if (other_node(set->element[i], exclude)) names[nn++] = set->element[i];
     qsort(names, nn, sizeof *names, name_order);
     if (nn > 0 && !(g[2] = summaries(self, prefix, names, nn, err, errlen))) goto done;
     /* the nodes without a summary go to Lua, in names[0..nl) */
@@ -948,6 +958,240 @@ done:
     free(keys);
     free(seqs);
     free(from);
+    return n;
+}
+
+int pool_stage_ttl(pool_t *self, double seconds)
+{
+    if (!(seconds >= 0.001 && seconds <= 86400)) return -1;
+    self->stage_ttl_ms = (long)(seconds * 1000 + 0.5);
+    return 0;
+}
+
+void pool_stage_health(const pool_t *self, long *oversize, long *bad)
+{
+    *oversize = self->stage_oversize;
+    *bad = self->stage_bad;
+}
+
+static int stage_ok(int stage, char *err, size_t errlen)
+{
+    if (stage >= 1 && stage <= POOL_STAGE_MAX) return 0;
+    snprintf(err, errlen, "pool: stage %d is no stage of a round (1..%d)", stage, POOL_STAGE_MAX);
+    return -1;
+}
+
+typedef char stage_key_t[256];
+
+static void stage_key(const pool_t *self, stage_key_t key, const char *node, uint64_t round, int stage)
+{
+    snprintf(key, sizeof(stage_key_t), "%s:n:%s:stage:%llu:%d", self->swarm, node, (unsigned long long)round, stage);
+}
+
+/* SET with the expiry, so that a key never outlives it, then SADD, in one
+ * round trip (a node's ACL user has no MULTI: a node left in S:nodes by a
+ * failed SET only costs readers a key that is not there) */
+int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage, const void *rec, size_t len,
+                       char *err, size_t errlen)
+{
+    if (pool_node_ok(node, err, errlen) < 0 || stage_ok(stage, err, errlen) < 0) return -1;
+    if (len == 0 || len > self->max_bytes) {
+        snprintf(err, errlen, "pool: a stage output of %zu bytes: it must be 1 byte to the record limit, %zu", len,
+                 self->max_bytes);
+        return -1;
+    }
+    if (!self->c && connect_now(self, err, errlen) != 0) return -1;
+    stage_key_t key;
+    char nodes[160], ttl[32];
+    stage_key(self, key, node, round, stage);
+    snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
+    snprintf(ttl, sizeof ttl, "%ld", self->stage_ttl_ms);
+    const char *set[] = {"SET", key, rec, "PX", ttl}, *add[] = {"SADD", nodes, node};
+    size_t setl[] = {3, strlen(key), len, 2, strlen(ttl)}, addl[] = {4, strlen(nodes), strlen(node)};
+    redisReply *g[2] = {NULL, NULL};
+    if (redisAppendCommandArgv(self->c, 5, set, setl) != REDIS_OK ||
+        redisAppendCommandArgv(self->c, 3, add, addl) != REDIS_OK) {
+        snprintf(err, errlen, "out of memory");
+        disconnect(self); /* a command half appended would garble the next */
+        return -1;
+    }
+    if (pipeline_replies(self, 2, g, err, errlen) != 0) {
+        freeReplyObject(g[0]);
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (g[i]->type != REDIS_REPLY_ERROR) continue;
+        snprintf(err, errlen, "redis %s:%d: %s %s: %s", self->host, self->port, i ? "SADD" : "SET", i ? nodes : key,
+                 g[i]->str);
+        rc = -1;
+    }
+    freeReplyObject(g[0]);
+    freeReplyObject(g[1]);
+    return rc;
+}
+
+/* the nodes of S:nodes a stage read asks, but exclude, sorted (so that a
+ * seeded pool shuffles them alike), into names (pointing into *set, which
+ * the caller frees): how many, or -1 with err */
+static long stage_nodes(pool_t *self, const char *exclude, long cand, redisReply **set, const redisReply ***names,
+                        char *err, size_t errlen)
+{
+    *set = NULL, *names = NULL;
+    if (!self->c && connect_now(self, err, errlen) != 0) return -1;
+    if (redisAppendCommand(self->c, "SRANDMEMBER %s:nodes %ld", self->swarm, cand) != REDIS_OK) {
+        snprintf(err, errlen, "out of memory");
+        disconnect(self);
+        return -1;
+    }
+    if (pipeline_replies(self, 1, set, err, errlen) != 0) return -1;
+    const redisReply *s = *set;
+    if (s->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "redis: SRANDMEMBER %s:nodes answered type %d%s%s", self->swarm, s->type,
+                 s->type == REDIS_REPLY_ERROR ? ": " : "", s->type == REDIS_REPLY_ERROR ? s->str : "");
+        return -1;
+    }
+    if (!(*names = calloc(s->elements + 1, sizeof **names))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    long n = 0;
+    for (size_t i = 0; i < s->elements; i++)
+        if (other_node(s->element[i], exclude)) (*names)[n++] = s->element[i];
+    qsort(*names, (size_t)n, sizeof **names, name_order);
+    return n;
+}
+
+/* Which of the nn keys hold an output a read may take, by their lengths
+ * (one pipelined STRLEN each), into pick[]; those over the record limit
+ * or of another type are counted. How many, or -1 with err. */
+static long stage_lengths(pool_t *self, stage_key_t *keys, long nn, long *pick, char *err, size_t errlen)
+{
+    redisReply **g = calloc((size_t)nn, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    long np = -1;
+    for (long i = 0; i < nn; i++) {
+        if (redisAppendCommand(self->c, "STRLEN %s", keys[i]) != REDIS_OK) {
+            snprintf(err, errlen, "out of memory");
+            disconnect(self);
+            goto done;
+        }
+    }
+    if (pipeline_replies(self, (int)nn, g, err, errlen) != 0) goto done;
+    np = 0;
+    for (long i = 0; i < nn; i++) {
+        if (g[i]->type == REDIS_REPLY_ERROR && strncmp(g[i]->str, "WRONGTYPE", 9) != 0) {
+            /* NOPERM (an ACL file without STRLEN) or worse: every key would fail alike */
+            snprintf(err, errlen, "redis %s:%d: STRLEN %s: %s", self->host, self->port, keys[i], g[i]->str);
+            np = -1;
+            break;
+        }
+        if (g[i]->type != REDIS_REPLY_INTEGER) self->stage_bad++; /* a key the node made no string */
+        else if ((unsigned long long)g[i]->integer > self->max_bytes) self->stage_oversize++;
+        else if (g[i]->integer > 0) pick[np++] = i;
+    }
+done:
+    for (long i = 0; i < nn; i++) freeReplyObject(g[i]);
+    free(g);
+    return np;
+}
+
+/* The first take of pick[0, np) become a uniform random choice of take
+ * (the first steps of a shuffle). */
+static void pick_at_random(pool_t *self, long *pick, long np, long take)
+{
+    for (long j = 0; j < take; j++) {
+        long r = j + (long)(uniform(self) * (double)(np - j));
+        if (r >= np) r = np - 1;
+        long t = pick[j];
+        pick[j] = pick[r], pick[r] = t;
+    }
+}
+
+/* The values of the take keys picked, by one MGET, into e[] as aligned
+ * copies named for their nodes: how many (a key expired or grown over the
+ * limit since its length was read is left out), or -1 with err. */
+static int stage_fetch(pool_t *self, stage_key_t *keys, const redisReply **names, const long *pick, long take,
+                       pool_entry_t *e, char *err, size_t errlen)
+{
+    const char **argv = calloc((size_t)take + 1, sizeof *argv);
+    size_t *lens = calloc((size_t)take + 1, sizeof *lens);
+    redisReply *got = NULL;
+    int n = -1;
+    if (!argv || !lens) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    argv[0] = "MGET", lens[0] = 4;
+    for (long j = 0; j < take; j++) argv[1 + j] = keys[pick[j]], lens[1 + j] = strlen(keys[pick[j]]);
+    if (!(got = run(self, (int)take + 1, argv, lens, err, errlen))) goto done;
+    if (got->type != REDIS_REPLY_ARRAY || got->elements != (size_t)take) {
+        snprintf(err, errlen, "redis: MGET answered type %d, not %ld values", got->type, take);
+        goto done;
+    }
+    n = 0;
+    for (long j = 0; j < take; j++) {
+        const redisReply *x = got->element[j];
+        /* nil: expired (or made another type) since its length was read */
+        if (x->type != REDIS_REPLY_STRING || x->len == 0) continue;
+        if (x->len > self->max_bytes) { /* grown since its length was read */
+            self->stage_oversize++;
+            continue;
+        }
+        if (posix_memalign(&e[n].data, 16, x->len) != 0) break;
+        memcpy(e[n].data, x->str, x->len);
+        e[n].len = x->len;
+        snprintf(e[n].node, sizeof e[n].node, "%s", names[pick[j]]->str);
+        n++;
+    }
+done:
+    freeReplyObject(got);
+    free(argv), free(lens);
+    return n;
+}
+
+int pool_stage_read(pool_t *self, const char *exclude_node, uint64_t round, int stage, int max, pool_entry_t **out,
+                    char *err, size_t errlen)
+{
+    *out = NULL;
+    if ((exclude_node && pool_node_ok(exclude_node, err, errlen) < 0) || stage_ok(stage, err, errlen) < 0) return -1;
+    if (max <= 0) return 0;
+    /* the swarm whole up to POOL_CANDIDATES nodes (or 8 max), else that
+     * many at random, and one more for the excluded node */
+    long cand = 8L * max > POOL_CANDIDATES ? 8L * max : POOL_CANDIDATES;
+    if (cand > STAGE_CANDIDATES_MAX) cand = STAGE_CANDIDATES_MAX;
+    redisReply *set = NULL;
+    const redisReply **names = NULL;
+    stage_key_t *keys = NULL;
+    long *pick = NULL;
+    pool_entry_t *e = NULL;
+    int n = -1;
+    long nn = stage_nodes(self, exclude_node ? exclude_node : "", cand + 1, &set, &names, err, errlen);
+    if (nn <= 0) {
+        n = nn < 0 ? -1 : 0;
+        goto done;
+    }
+    keys = calloc((size_t)nn, sizeof *keys);
+    pick = calloc((size_t)nn, sizeof *pick);
+    e = calloc((size_t)nn, sizeof *e);
+    if (!keys || !pick || !e) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (long i = 0; i < nn; i++) stage_key(self, keys[i], names[i]->str, round, stage);
+    long np = stage_lengths(self, keys, nn, pick, err, errlen);
+    if (np < 0) goto done;
+    long take = np < max ? np : max;
+    pick_at_random(self, pick, np, take);
+    n = take ? stage_fetch(self, keys, names, pick, take, e, err, errlen) : 0;
+done:
+    if (n > 0) *out = e, e = NULL;
+    free(e);
+    freeReplyObject(set);
+    free(names), free(keys), free(pick);
     return n;
 }
 

@@ -16,6 +16,8 @@
  *   S:n:N:key        the node's Ed25519 public key (64 hex digits): its
  *                    identity, set once (first come) and never replaced
  *                    by sapo; entries of N must be signed with it
+ *   S:n:N:stage:R:K  the node's output of stage K of round R (game mode,
+ *                    pool_stage_publish), a string that expires
  * A node's entries are a contiguous range of sequence numbers, so an entry
  * drawn uniformly from a node is one random number and one HGET, and the
  * bound (oldest entries fall out) is a counter move. Sampling "uniform over
@@ -153,7 +155,60 @@ int pool_node_ok(const char *node, char *err, size_t errlen);
  * (default 16 MiB and a signature, the largest entry the pool takes) */
 void pool_limit_record(pool_t *self, size_t max_bytes);
 
-/* seeds the uniform numbers of pool_sample and pool_draw */
+/* seeds the uniform numbers of pool_sample, pool_draw and pool_stage_read */
 void pool_seed(pool_t *self, uint64_t seed);
+
+/* Stage outputs (game mode, issue 21). A round is played in stages, and
+ * after each a node shares its output (a small signed record, opaque
+ * here) so that the other nodes build their next stage's prompt from it.
+ * Rounds are numbered alike across nodes in game mode, so (round, stage)
+ * names what a node looks for: a node running ahead finds fewer peers and
+ * goes on with what it has; nobody waits.
+ *
+ * Each output is a key of its own, S:n:N:stage:R:K, under the node's
+ * prefix: per-node ACL users (scripts/acl.sh) let no node write another's,
+ * and publishing (R, K) again replaces only the node's own. Every output
+ * is set with an expiry (pool_stage_ttl), so nobody deletes anything and
+ * Redis holds about nodes x stages x the rounds played within the expiry,
+ * each at most the record limit. A node's ACL user needs SET, SADD,
+ * SRANDMEMBER, STRLEN and MGET for them. */
+#define POOL_STAGE_MAX 3 /* the stages of a round: 1 answer, 2 critique, 3 resolve */
+
+/* How long a stage output lives, 600 s unless set. An output is read for
+ * the next stage of its round, a stage's generation after it was
+ * published; a peer further behind than the expiry finds nothing of ours,
+ * as it finds nothing of a node that left, and goes on with what it has.
+ * Under maxmemory-policy volatile-ttl a full Redis drops the outputs
+ * soonest to expire first. 0, or -1 (the expiry unchanged) when seconds is
+ * not between 0.001 and 86400: an output a day old helps no prompt. */
+int pool_stage_ttl(pool_t *self, double seconds);
+
+/* Stores node's output of stage (1..POOL_STAGE_MAX) in round, replacing
+ * node's own output of them if any, and adds node to S:nodes (as
+ * pool_publish does) so that readers find it. A record must be 1 byte to
+ * the record limit (pool_limit_record). One round trip. 0, or -1 with err
+ * (a bad node id, stage or length, or Redis failed). */
+int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage, const void *rec, size_t len,
+                       char *err, size_t errlen);
+
+/* Up to max outputs of stage in round by other nodes than exclude_node
+ * (NULL excludes none), one per node, in random order: each with its node
+ * and data (a 16-byte aligned copy, as pool_draw's; the other fields 0).
+ * Like pool_draw, a read costs O(max), not O(nodes): a swarm of at most
+ * max(32, 8 max) nodes is read whole, a larger one by that many nodes
+ * picked at random (S:nodes holds every node that ever published, so a
+ * few times max are asked to find max that played this stage). Three
+ * round trips: those nodes, their outputs' lengths (STRLEN), the outputs
+ * chosen (one MGET), so an output over the record limit is skipped
+ * without being transferred (pool_stage_health). Returns how many (0 when
+ * no peer's output is there: not an error) with *out malloc'ed (free with
+ * pool_entries_free), or -1 with err (a bad node id or stage, or Redis
+ * failed). */
+int pool_stage_read(pool_t *self, const char *exclude_node, uint64_t round, int stage, int max, pool_entry_t **out,
+                    char *err, size_t errlen);
+
+/* Stage outputs pool_stage_read skipped since this pool was made: over the
+ * record limit, and keys that are no strings (a node planted them). */
+void pool_stage_health(const pool_t *self, long *oversize, long *bad);
 
 #endif
