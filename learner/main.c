@@ -30,23 +30,23 @@ static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t 
     char dir[PATH_MAX], old[PATH_MAX], err[512];
     snprintf(dir, sizeof dir, "%s/policy", cfg->run);
     if (fs_mkdirs(dir) != 0) log_fatal("%s: cannot create", dir);
-    snprintf(dir, sizeof dir, "%s/policy/v%llu", cfg->run, (unsigned long long)st->version);
+    snprintf(dir, sizeof dir, "%s/policy/v%llu", cfg->run, (unsigned long long)st->policy_version);
     if (policy_save(pol, dir, err, sizeof err) != 0)
-        log_fatal("policy version %llu: %s", (unsigned long long)st->version, err);
-    if (st->version >= 4) {
+        log_fatal("policy version %llu: %s", (unsigned long long)st->policy_version, err);
+    if (st->policy_version >= 4) {
         /* generators load a version within moments of its notice */
-        snprintf(old, sizeof old, "%s/policy/v%llu", cfg->run, (unsigned long long)st->version - 4);
+        snprintf(old, sizeof old, "%s/policy/v%llu", cfg->run, (unsigned long long)st->policy_version - 4);
         fs_rm_tree(old);
     }
     rec_policy_t n = {.node = cfg->node,
-                      .version = st->version,
+                      .policy_version = st->policy_version,
                       .round = st->round,
                       .checkpoint = dir,
                       .created_ms = (uint64_t)zclock_time()};
     uint8_t *buf;
     size_t len;
     if (rec_policy_build(&n, &buf, &len) != 0 || wire_publisher_send(pub, buf, len, err, sizeof err) != 0)
-        log_error("policy version %llu not announced: %s", (unsigned long long)st->version, err);
+        log_error("policy version %llu not announced: %s", (unsigned long long)st->policy_version, err);
     rec_free(buf);
 }
 
@@ -133,7 +133,7 @@ static void open_model(learner_t *l)
     l->learn = learn_new(l->pol, l->ref, cfg, l->opt, err, sizeof err);
     if (!l->learn) log_fatal("%s", err);
     log_info("policy %s from %s at round %llu, version %llu", l->pol->name, source, (unsigned long long)l->st.round,
-             (unsigned long long)l->st.version);
+             (unsigned long long)l->st.policy_version);
 }
 
 /* the policy publisher, the batches consumer and the metrics file */
@@ -169,12 +169,12 @@ static void open_streams(learner_t *l)
 static void log_metrics(learner_t *l, const rec_batch_view_t *b, const learn_stats_t *ls, double secs,
                         ckpt_state_t before)
 {
-    char *line = metrics_line(l->cfg.node, l->pol->name, b, ls, l->st.version, secs);
+    char *line = metrics_line(l->cfg.node, l->pol->name, b, ls, l->st.policy_version, secs);
     /* against the last line logged: rounds it has that this
      * state lacks (lost), and rounds neither trained (skipped),
      * so the lines say every round trained, lost or skipped */
     uint64_t lost = l->logged > before.round ? l->logged - before.round : 0, skipped = l->st.round - before.round - 1;
-    uint64_t versions_lost = l->logged_version > before.version ? l->logged_version - before.version : 0;
+    uint64_t versions_lost = l->logged_version > before.policy_version ? l->logged_version - before.policy_version : 0;
     fprintf(l->metrics, "%.*s", (int)strlen(line) - 1, line);
     if (lost) fprintf(l->metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
     if (versions_lost) fprintf(l->metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
@@ -183,7 +183,7 @@ static void log_metrics(learner_t *l, const rec_batch_view_t *b, const learn_sta
     fflush(l->metrics);
     free(line);
     l->logged = l->st.round;
-    l->logged_version = l->st.version;
+    l->logged_version = l->st.policy_version;
     log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)l->st.round,
              b->b.local_count, b->b.external_count, ls->loss, secs);
 }
@@ -208,7 +208,7 @@ static bool apply_batch(learner_t *l, const rec_batch_view_t *b)
     }
     double secs = (zclock_mono() - t0) / 1000.0;
     l->st.round = b->b.round;
-    l->st.version++;
+    l->st.policy_version++;
     mem_release();
     announce(l->pub, &l->cfg, l->pol, &l->st);
     if (l->st.round <= l->logged)

@@ -59,7 +59,7 @@ typedef struct {
     wire_producer_t *tasks, *batches;
     wire_consumer_t *scored;
     wire_subscriber_t *policy;
-    uint64_t version, round, next_task;
+    uint64_t policy_version, round, next_task;
     uint64_t learner_round; /* last round the learner applied */
     long in_flight;         /* own tasks sent, not yet back scored */
     int64_t last_progress;  /* when a scored rollout or a learner notice last came */
@@ -301,7 +301,8 @@ static void send_batch(sampler_t *s)
         s->pool_seconds, s->transport_seconds);
     uint8_t *buf;
     size_t len;
-    if (assembly_take(s->asm_, s->round, s->version, stats, &buf, &len) != 0) log_fatal("batch record too large");
+    if (assembly_take(s->asm_, s->round, s->policy_version, stats, &buf, &len) != 0)
+        log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
     mem_release();
@@ -362,10 +363,10 @@ static void open_streams(sampler_t *s)
  * when interrupted before it came */
 static bool wait_for_learner(sampler_t *s)
 {
-    s->version = UINT64_MAX;
+    s->policy_version = UINT64_MAX;
     log_info("waiting for the learner's policy notice");
-    while (!zsys_interrupted && s->version == UINT64_MAX)
-        version_follow(s->policy, 1000, NULL, &s->version, &s->learner_round, NULL, 0);
+    while (!zsys_interrupted && s->policy_version == UINT64_MAX)
+        version_follow(s->policy, 1000, NULL, &s->policy_version, &s->learner_round, NULL, 0);
     if (zsys_interrupted) return false;
     s->round = s->learner_round + 1;
     s->next_task = s->round * (uint64_t)s->cfg.questions;
@@ -379,7 +380,7 @@ static bool wait_for_learner(sampler_t *s)
 static void follow_learner(sampler_t *s)
 {
     uint64_t learner_before = s->learner_round;
-    int notice = version_follow(s->policy, 0, NULL, &s->version, &s->learner_round, NULL, 0);
+    int notice = version_follow(s->policy, 0, NULL, &s->policy_version, &s->learner_round, NULL, 0);
     if (notice == 1) s->last_progress = zclock_mono();
     if (notice == 1 && s->learner_round < learner_before)
         /* the learner restarted from a checkpoint: the broker gives it
@@ -423,7 +424,7 @@ static bool wants_external(const sampler_t *s)
 static round_state_t round_state(const sampler_t *s)
 {
     /* a dry pool lets I + J local groups stand in for the batch */
-    if (assembly_ready(s->asm_, s->version, s->pool_dry))
+    if (assembly_ready(s->asm_, s->policy_version, s->pool_dry))
         return s->round <= s->learner_round + BATCHES_AHEAD ? ROUND_READY : ROUND_LEARNER_BUSY;
     return wants_external(s) ? ROUND_DRAWING : ROUND_COLLECTING;
 }

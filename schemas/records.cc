@@ -312,7 +312,7 @@ int rec_policy_build(const rec_policy_t *in, uint8_t **buf, size_t *len)
     return build(REC_POLICY, buf, len, [in](FlatBufferBuilder &fbb) {
         auto node = opt_string(fbb, in->node);
         auto ckpt = opt_string(fbb, in->checkpoint);
-        return sapo::CreatePolicyNotice(fbb, node, in->version, in->round, ckpt, in->created_ms);
+        return sapo::CreatePolicyNotice(fbb, node, in->policy_version, in->round, ckpt, in->created_ms);
     });
 }
 
@@ -383,7 +383,7 @@ int rec_policy_view(const void *buf, size_t len, rec_policy_t *out, char *err, s
     if (check(buf, len, REC_POLICY, err, errlen) == REC_UNKNOWN) return -1;
     const sapo::PolicyNotice *p = sapo::GetPolicyNotice(buf);
     out->node = str(p->node());
-    out->version = p->version();
+    out->policy_version = p->policy_version();
     out->round = p->round();
     out->checkpoint = str(p->checkpoint());
     out->created_ms = p->created_ms();

@@ -90,7 +90,7 @@ typedef struct {
 
 typedef struct {
     const char *node;
-    uint64_t version;
+    uint64_t policy_version;
     uint64_t round;
     const char *checkpoint;
     uint64_t created_ms;

@@ -63,10 +63,10 @@ for n in ("a0", "a1"):
         if r["round"] != prev + 1 - lost + skipped:
             stepwise = False
             print("  %s: round %d after %d (rounds_lost %d, rounds_skipped %d)" % (n, r["round"], prev, lost, skipped))
-        if r["version"] != prev_v + 1 - r.get("versions_lost", 0):
+        if r["policy_version"] != prev_v + 1 - r.get("versions_lost", 0):
             versions = False
-            print("  %s: version %d after %d at round %d (versions_lost %d)" % (n, r["version"], prev_v, r["round"], r.get("versions_lost", 0)))
-        prev, prev_v = r["round"], r["version"]
+            print("  %s: version %d after %d at round %d (versions_lost %d)" % (n, r["policy_version"], prev_v, r["round"], r.get("versions_lost", 0)))
+        prev, prev_v = r["round"], r["policy_version"]
     link = os.readlink(os.path.join(tmp, n, "ckpt", "latest"))
     state = json.load(open(os.path.join(tmp, n, "ckpt", link, "state.json")))
     latest &= not link.endswith(".part") and state["round"] == rounds

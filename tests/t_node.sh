@@ -60,7 +60,7 @@ def rows(n):
 m = {n: rows(n) for n in ("n0", "n1", "n2")}
 ok = lambda name, cond: print(("PASS" if cond else "FAIL") + " node_" + name)
 ok("rounds_and_versions", all([r["round"] for r in m[n]] == list(range(1, 9)) and
-                              all(r["version"] == r["round"] for r in m[n]) for n in m))
+                              all(r["policy_version"] == r["round"] for r in m[n]) for n in m))
 def ckpt(n):
     d = os.path.join(run, n, "ckpt", "latest")
     return os.path.islink(d) and json.load(open(os.path.join(d, "state.json")))["round"] == 8

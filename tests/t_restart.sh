@@ -74,7 +74,7 @@ assert rs[-1] == $rounds, rs[-5:]\""
 check nothing_lost "python3 -c \"
 import json; rs=[json.loads(l) for l in open('$metrics')]
 assert [r['round'] for r in rs] == list(range(1, $rounds + 1)), [r['round'] for r in rs]
-assert [r['version'] for r in rs] == list(range(1, $rounds + 1)), [r['version'] for r in rs]
+assert [r['policy_version'] for r in rs] == list(range(1, $rounds + 1)), [r['policy_version'] for r in rs]
 assert not [r for r in rs if 'rounds_lost' in r or 'versions_lost' in r or 'rounds_skipped' in r]\""
 again=$(grep -o "rounds [0-9]*\.\.[0-9]* were trained after the checkpoint; training them again" "$log" | head -1)
 last=$(sed 's/rounds [0-9]*\.\.\([0-9]*\) .*/\1/' <<< "$again")

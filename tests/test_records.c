@@ -499,20 +499,23 @@ static void test_batch_round_trip(void)
 
 static void test_policy_round_trip(void)
 {
-    rec_policy_t p = {
-        .node = "n4", .version = 12, .round = 11, .checkpoint = "run/n4/ckpt/v12", .created_ms = 1763750000999ull};
+    rec_policy_t p = {.node = "n4",
+                      .policy_version = 12,
+                      .round = 11,
+                      .checkpoint = "run/n4/ckpt/v12",
+                      .created_ms = 1763750000999ull};
     uint8_t *buf;
     size_t len;
     char err[256] = "";
     EXPECT(rec_policy_build(&p, &buf, &len) == 0);
     rec_policy_t pv;
     EXPECTF(rec_policy_view(buf, len, &pv, err, sizeof err) == 0, "%s", err);
-    EXPECT(strcmp(pv.node, "n4") == 0 && pv.version == 12 && pv.round == 11);
+    EXPECT(strcmp(pv.node, "n4") == 0 && pv.policy_version == 12 && pv.round == 11);
     EXPECT(strcmp(pv.checkpoint, p.checkpoint) == 0 && pv.created_ms == p.created_ms);
     cJSON *j = flatc_json("policy.fbs", buf, len);
     EXPECT(j != NULL);
     if (j) {
-        EXPECT(strcmp(jstr(j, "node"), "n4") == 0 && jnum(j, "version") == 12);
+        EXPECT(strcmp(jstr(j, "node"), "n4") == 0 && jnum(j, "policy_version") == 12);
         EXPECT(jnum(j, "round") == 11 && strcmp(jstr(j, "checkpoint"), p.checkpoint) == 0);
         EXPECT(jnum(j, "created_ms") == (double)p.created_ms);
         expect_same_json_as_flatc(buf, len, j);
@@ -520,9 +523,9 @@ static void test_policy_round_trip(void)
     cJSON_Delete(j);
     rec_free(buf);
 
-    buf = flatc_bin("policy.fbs", "{\"node\":\"x\",\"version\":3,\"checkpoint\":\"/c\"}", &len);
+    buf = flatc_bin("policy.fbs", "{\"node\":\"x\",\"policy_version\":3,\"checkpoint\":\"/c\"}", &len);
     EXPECT(buf && rec_policy_view(buf, len, &pv, err, sizeof err) == 0);
-    if (buf) EXPECT(pv.version == 3 && strcmp(pv.checkpoint, "/c") == 0 && pv.round == 0);
+    if (buf) EXPECT(pv.policy_version == 3 && strcmp(pv.checkpoint, "/c") == 0 && pv.round == 0);
     free(buf);
 }
 
@@ -666,7 +669,7 @@ static size_t all_records(uint8_t *bufs[4], size_t lens[4])
     rec_rollout_t r = rollout1();
     rec_rollout_t groups[2] = {rollout1(), rollout1()};
     rec_batch_t b = {.node = "n1", .round = 1, .groups = groups, .n_groups = 2, .local_count = 2};
-    rec_policy_t p = {.node = "n1", .version = 2, .round = 3, .checkpoint = "ck", .created_ms = 4};
+    rec_policy_t p = {.node = "n1", .policy_version = 2, .round = 3, .checkpoint = "ck", .created_ms = 4};
     int rc = rec_task_build(&task1, &bufs[0], &lens[0]) | rec_rollout_build(&r, &bufs[1], &lens[1]) |
              rec_batch_build(&b, &bufs[2], &lens[2]) | rec_policy_build(&p, &bufs[3], &lens[3]);
     EXPECT(rc == 0);

@@ -144,7 +144,7 @@ static void publish_rollout(zsock_t *pub, const char *stream, const char *node, 
 
 static void publish_policy(zsock_t *pub, const char *node, uint64_t version)
 {
-    rec_policy_t p = {.node = node, .version = version, .checkpoint = "ck"};
+    rec_policy_t p = {.node = node, .policy_version = version, .checkpoint = "ck"};
     uint8_t *buf;
     size_t len;
     if (rec_policy_build(&p, &buf, &len)) exit(1);
@@ -211,7 +211,7 @@ static void test_stream_where_count(void)
         EXPECT(strcmp(cJSON_GetObjectItem(comp, "text")->valuestring, "<answer>7</answer>") == 0);
         EXPECT(cJSON_GetObjectItem(comp, "reward")->valuedouble == 0.5);
         EXPECT(strcmp(cJSON_GetObjectItem(lines[1], "stream")->valuestring, "policy") == 0);
-        EXPECT(cJSON_GetObjectItem(cJSON_GetObjectItem(lines[1], "record"), "version")->valuedouble == 42);
+        EXPECT(cJSON_GetObjectItem(cJSON_GetObjectItem(lines[1], "record"), "policy_version")->valuedouble == 42);
         EXPECT(strcmp(cJSON_GetObjectItem(lines[2], "stream")->valuestring, "rollouts") == 0);
     }
     for (int i = 0; i < n; i++) cJSON_Delete(lines[i]);

@@ -63,7 +63,7 @@ static void judge_notice(judge_t *j, const rec_policy_t *pn)
     }
     j->due_ready = true;
     j->due_round = pn->round;
-    j->due_version = pn->version;
+    j->due_version = pn->policy_version;
     j->next = (pn->round / j->every + 1) * j->every;
     j->last_loaded = last;
 }
@@ -152,7 +152,7 @@ static char *evaluate(policy_t *pol, judge_t *jd, const heldout_t *h, int nf, ui
     cJSON *j = cJSON_CreateObject(), *fams = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "node", cfg->node);
     cJSON_AddNumberToObject(j, "round", (double)round);
-    cJSON_AddNumberToObject(j, "version", (double)version);
+    cJSON_AddNumberToObject(j, "policy_version", (double)version);
     long passed = 0, total = 0;
     double score_sum = 0;
     for (int f = 0; f < nf; f++) {

@@ -11,6 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A policy version as state.json and metrics lines write it; files
+ * written before the name was unified call it "version" */
+static const cJSON *policy_version_of(const cJSON *j)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "policy_version");
+    return v ? v : cJSON_GetObjectItemCaseSensitive(j, "version");
+}
+
 static int read_state(const char *dir, ckpt_state_t *st, char *err, size_t errlen)
 {
     char path[PATH_MAX + 16];
@@ -26,14 +34,14 @@ static int read_state(const char *dir, ckpt_state_t *st, char *err, size_t errle
     buf[n] = '\0';
     cJSON *j = cJSON_Parse(buf);
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+    const cJSON *v = policy_version_of(j);
     int rc = 0;
     if (!cJSON_IsNumber(r) || !cJSON_IsNumber(v) || r->valuedouble < 0 || v->valuedouble < 0) {
-        snprintf(err, errlen, "%s: needs numbers round and version", path);
+        snprintf(err, errlen, "%s: needs numbers round and policy_version", path);
         rc = -1;
     } else {
         st->round = (uint64_t)r->valuedouble;
-        st->version = (uint64_t)v->valuedouble;
+        st->policy_version = (uint64_t)v->valuedouble;
     }
     cJSON_Delete(j);
     return rc;
@@ -69,7 +77,8 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
      * the same state: only the link is renewed */
     ckpt_state_t old;
     char ignored[256];
-    if (read_state(dir, &old, ignored, sizeof ignored) == 0 && old.round == st->round && old.version == st->version)
+    if (read_state(dir, &old, ignored, sizeof ignored) == 0 && old.round == st->round &&
+        old.policy_version == st->policy_version)
         goto link;
     snprintf(part, sizeof part, "%s.part", dir);
     fs_rm_tree(part);
@@ -82,8 +91,8 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
     snprintf(path, sizeof path, "%s/state.json", part);
     FILE *f = fopen(path, "w");
     if (!f ||
-        fprintf(f, "{\"round\": %llu, \"version\": %llu}\n", (unsigned long long)st->round,
-                (unsigned long long)st->version) < 0 ||
+        fprintf(f, "{\"round\": %llu, \"policy_version\": %llu}\n", (unsigned long long)st->round,
+                (unsigned long long)st->policy_version) < 0 ||
         fflush(f) != 0 || fsync(fileno(f)) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         if (f) fclose(f);
@@ -140,7 +149,7 @@ uint64_t ckpt_last_logged_round(const char *metrics_path, uint64_t *version)
     char *line = strrchr(tail, '\n');
     cJSON *j = cJSON_Parse(line ? line + 1 : tail);
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+    const cJSON *v = policy_version_of(j);
     uint64_t round = cJSON_IsNumber(r) && r->valuedouble > 0 ? (uint64_t)r->valuedouble : 0;
     if (cJSON_IsNumber(v) && v->valuedouble > 0) *version = (uint64_t)v->valuedouble;
     cJSON_Delete(j);

@@ -1,5 +1,5 @@
 /* The learner's checkpoints: run/<node>/ckpt/r<round>/ holds the model
- * (a Hugging Face folder), optimizer.bin and state.json {round, version},
+ * (a Hugging Face folder), optimizer.bin and state.json {round, policy_version},
  * and run/<node>/ckpt/latest is a link to the newest complete one. A
  * checkpoint is written into r<round>.part and renamed, and the link is
  * replaced by rename too, so a learner killed at any moment leaves the
@@ -13,8 +13,8 @@
 #include "train/adamw.h"
 
 typedef struct {
-    uint64_t round;   /* last batch applied */
-    uint64_t version; /* policy version = updates applied */
+    uint64_t round;          /* last batch applied */
+    uint64_t policy_version; /* updates applied */
 } ckpt_state_t;
 
 /* 0 and the folder of the latest checkpoint in dir (run/<node>/ckpt),

@@ -243,7 +243,7 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
     cJSON_AddStringToObject(j, "node", node);
     cJSON_AddStringToObject(j, "model", model);
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
-    cJSON_AddNumberToObject(j, "version", (double)version);
+    cJSON_AddNumberToObject(j, "policy_version", (double)version);
     add_rewards(j, batch);
     add_completions(j, batch);
     add_group_ages(j, batch, now_s);

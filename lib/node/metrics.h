@@ -1,6 +1,6 @@
 /* The per-round metrics line the learner appends to run/<node>/metrics.jsonl:
  * {"node","model" (the policy's name: its kind, "bytes-4L-256C-v264"),
- *  "round","version","reward_mean" (the node's own completions),
+ *  "round","policy_version","reward_mean" (the node's own completions),
  *  "reward_external","family_reward":{family: mean reward of own completions},
  *  "family_count":{family: own completions},
  *  what the node's own completions look like (what a GRPO practitioner

@@ -20,14 +20,14 @@ int version_follow(wire_subscriber_t *sub, int timeout_ms, policy_t *policy, uin
         char err[256];
         if (!buf || rec_policy_view(buf, r->size, &pn, err, sizeof err) != 0) {
             log_error("dropped a policy notice: %s", buf ? err : "out of memory");
-        } else if (pn.version != *version) {
+        } else if (pn.policy_version != *version) {
             char ckpt[4096];
             snprintf(ckpt, sizeof ckpt, "%s", pn.checkpoint);
             if (policy && policy_reload(policy, ckpt, err, sizeof err) != 0) {
-                log_error("policy version %llu: %s", (unsigned long long)pn.version, err);
+                log_error("policy version %llu: %s", (unsigned long long)pn.policy_version, err);
                 changed = changed ? changed : -1;
             } else {
-                *version = pn.version;
+                *version = pn.policy_version;
                 if (round) *round = pn.round;
                 if (checkpoint) snprintf(checkpoint, checkpoint_len, "%s", ckpt);
                 changed = 1;
