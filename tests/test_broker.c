@@ -255,6 +255,76 @@ static long tap_read(zsock_t *tap, long *malformed)
 
 /* ---- tests ---- */
 
+/* what test_stream_kill_and_taps tracks while the records flow */
+typedef struct {
+    child_t cons[2];
+    tally_t *t;
+    int killed;
+    long killed_got;
+    zsock_t *tap; /* the reading tap, attached between 50% and 80% */
+    long tapped, malformed;
+} kill_run_t;
+
+/* SIGKILLs consumer 1, drains what it had written, and starts a new one */
+static void kill_and_restart_consumer(const char *dir, kill_run_t *s)
+{
+    kill(s->cons[1].pid, SIGKILL);
+    waitpid(s->cons[1].pid, NULL, 0);
+    while (read_keys(&s->cons[1], tally_killed, s->t)) {
+    }
+    s->killed_got = s->cons[1].got;
+    close(s->cons[1].fd);
+    s->cons[1] = (child_t){0};
+    s->cons[1].pid = spawn_consumer(dir, &s->cons[1].fd);
+    s->killed = 1;
+}
+
+/* reads both consumers until every record arrived or 90 s pass, killing
+ * consumer 1 at 30% and attaching the reading tap from 50% to 80% */
+static void stream_run(const char *dir, const char *capture, kill_run_t *s)
+{
+    tally_t *t = s->t;
+    int tap_phase = 0;
+    int64_t deadline = zclock_mono() + 90000;
+    while (t->distinct < TOTAL && zclock_mono() < deadline) {
+        struct pollfd pfd[2] = {{s->cons[0].fd, POLLIN, 0}, {s->cons[1].fd, POLLIN, 0}};
+        poll(pfd, 2, 100);
+        for (int i = 0; i < 2; i++)
+            if (pfd[i].revents) read_keys(&s->cons[i], i == 1 && !s->killed ? tally_killed : tally_key, t);
+        if (!s->killed && t->distinct >= TOTAL * 3 / 10) kill_and_restart_consumer(dir, s);
+        if (tap_phase == 0 && t->distinct >= TOTAL / 2) {
+            s->tap = zsock_new_sub(capture, "tasks");
+            tap_phase = 1;
+        }
+        if (s->tap) s->tapped += tap_read(s->tap, &s->malformed);
+        if (tap_phase == 1 && t->distinct >= TOTAL * 8 / 10) {
+            zsock_destroy(&s->tap);
+            tap_phase = 2;
+        }
+    }
+}
+
+/* nothing lost, duplicates only of what the killed consumer held; returns
+ * the number of duplicates */
+static long stream_check(const kill_run_t *s)
+{
+    const tally_t *t = s->t;
+    long missing = TOTAL - t->distinct, dups = 0, dups_elsewhere = 0;
+    for (long k = 0; k < TOTAL; k++) {
+        if (t->count[k] > 1) {
+            dups += t->count[k] - 1;
+            if (!t->held_by_killed[k]) dups_elsewhere++;
+        }
+    }
+    EXPECTF(missing == 0, "%ld of %d records never arrived", missing, TOTAL);
+    EXPECT(t->bad == 0);
+    EXPECTF(s->killed && s->killed_got > 0, "the killed consumer had processed %ld records", s->killed_got);
+    EXPECTF(dups <= CREDIT, "%ld duplicates, more than the killed consumer's credit %d", dups, CREDIT);
+    EXPECTF(dups_elsewhere == 0, "%ld records duplicated that the killed consumer never had", dups_elsewhere);
+    EXPECTF(s->tapped > 0 && s->malformed == 0, "tap got %ld records, %ld malformed", s->tapped, s->malformed);
+    return dups;
+}
+
 /* 3 producers, 2 consumers, 100,000 records; one consumer is SIGKILLed at
  * 30% and restarted; a tap that never reads stays attached throughout and
  * a reading tap is attached and detached mid-stream. */
@@ -270,61 +340,17 @@ static void test_stream_kill_and_taps(void)
 
     zsock_t *idle_tap = zsock_new_sub(ep.capture, "");
     zsock_set_rcvhwm(idle_tap, 100);
-    zsock_t *tap = NULL;
-    long tapped = 0, malformed = 0;
-
-    child_t cons[2] = {{0}};
-    cons[0].pid = spawn_consumer(dir, &cons[0].fd);
-    cons[1].pid = spawn_consumer(dir, &cons[1].fd);
+    kill_run_t s = {0};
+    s.cons[0].pid = spawn_consumer(dir, &s.cons[0].fd);
+    s.cons[1].pid = spawn_consumer(dir, &s.cons[1].fd);
     zclock_sleep(200);
     pid_t prods[3];
     uint64_t per = TOTAL / 3;
     for (int i = 0; i < 3; i++) prods[i] = spawn_producer(dir, i * per, i == 2 ? TOTAL - 2 * per : per);
 
-    tally_t *t = calloc(1, sizeof *t);
-    int killed = 0, tap_phase = 0;
-    long killed_got = 0;
-    int64_t deadline = zclock_mono() + 90000;
-    while (t->distinct < TOTAL && zclock_mono() < deadline) {
-        struct pollfd pfd[2] = {{cons[0].fd, POLLIN, 0}, {cons[1].fd, POLLIN, 0}};
-        poll(pfd, 2, 100);
-        for (int i = 0; i < 2; i++)
-            if (pfd[i].revents) read_keys(&cons[i], i == 1 && !killed ? tally_killed : tally_key, t);
-        if (!killed && t->distinct >= TOTAL * 3 / 10) {
-            kill(cons[1].pid, SIGKILL);
-            waitpid(cons[1].pid, NULL, 0);
-            while (read_keys(&cons[1], tally_killed, t)) {
-            }
-            killed_got = cons[1].got;
-            close(cons[1].fd);
-            cons[1] = (child_t){0};
-            cons[1].pid = spawn_consumer(dir, &cons[1].fd);
-            killed = 1;
-        }
-        if (tap_phase == 0 && t->distinct >= TOTAL / 2) {
-            tap = zsock_new_sub(ep.capture, "tasks");
-            tap_phase = 1;
-        }
-        if (tap) tapped += tap_read(tap, &malformed);
-        if (tap_phase == 1 && t->distinct >= TOTAL * 8 / 10) {
-            zsock_destroy(&tap);
-            tap_phase = 2;
-        }
-    }
-
-    long missing = TOTAL - t->distinct, dups = 0, dups_elsewhere = 0;
-    for (long k = 0; k < TOTAL; k++) {
-        if (t->count[k] > 1) {
-            dups += t->count[k] - 1;
-            if (!t->held_by_killed[k]) dups_elsewhere++;
-        }
-    }
-    EXPECTF(missing == 0, "%ld of %d records never arrived", missing, TOTAL);
-    EXPECT(t->bad == 0);
-    EXPECTF(killed && killed_got > 0, "the killed consumer had processed %ld records", killed_got);
-    EXPECTF(dups <= CREDIT, "%ld duplicates, more than the killed consumer's credit %d", dups, CREDIT);
-    EXPECTF(dups_elsewhere == 0, "%ld records duplicated that the killed consumer never had", dups_elsewhere);
-    EXPECTF(tapped > 0 && malformed == 0, "tap got %ld records, %ld malformed", tapped, malformed);
+    s.t = calloc(1, sizeof *s.t);
+    stream_run(dir, ep.capture, &s);
+    long dups = stream_check(&s);
     long idle = 0, idle_bad = 0;
     idle = tap_read(idle_tap, &idle_bad);
     /* what a tap that never reads holds is bounded by the high-water marks
@@ -333,19 +359,19 @@ static void test_stream_kill_and_taps(void)
 
     for (int i = 0; i < 3; i++) EXPECT(wait_exit(prods[i], 10000) == 0);
     for (int i = 0; i < 2; i++) {
-        kill(cons[i].pid, SIGTERM);
-        EXPECT(wait_exit(cons[i].pid, 10000) == 0);
-        close(cons[i].fd);
+        kill(s.cons[i].pid, SIGTERM);
+        EXPECT(wait_exit(s.cons[i].pid, 10000) == 0);
+        close(s.cons[i].fd);
     }
     kill(broker, SIGTERM);
     EXPECT(wait_exit(broker, 10000) == 0);
     const char *text = slurp(log);
     EXPECTF(strstr(text, "lost") && strstr(text, "requeued"), "broker log:\n%s", text);
     printf("  %d records, %ld duplicates after a kill (credit %d), tap saw %ld, idle tap %ld\n", TOTAL, dups, CREDIT,
-           tapped, idle);
-    zsock_destroy(&tap);
+           s.tapped, idle);
+    zsock_destroy(&s.tap);
     zsock_destroy(&idle_tap);
-    free(t);
+    free(s.t);
     remove_tmpdir(dir);
 }
 

@@ -223,56 +223,56 @@ static void test_adamw_against_torch(void)
     free(small_clipped);
 }
 
-static void test_adamw_state_file(void)
+/* three steps, save, load into a fresh optimizer, three more: the same
+ * parameters as six uninterrupted steps (the no-decay range survives) */
+static void adamw_save_and_resume(const adam_gold_t *g, const char *path, const char *tmp)
 {
-    adam_gold_t g = {0};
-    if (!adam_gold_load(&g)) return;
-    char dir[] = "/tmp/sapo_adamw_XXXXXX", path[128], tmp[140];
-    EXPECT(mkdtemp(dir) != NULL);
-    snprintf(path, sizeof path, "%s/optimizer.bin", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-
-    /* three steps, save, load into a fresh optimizer, three more: the same
-     * parameters as six uninterrupted steps (the no-decay range survives) */
-    adamw_t *opt = adam_new_gold(&g);
-    float *params = malloc(g.n * sizeof *params);
-    memcpy(params, g.init, g.n * sizeof *params);
-    adam_run(&g, opt, params, 0, 3);
+    adamw_t *opt = adam_new_gold(g);
+    float *params = malloc(g->n * sizeof *params);
+    memcpy(params, g->init, g->n * sizeof *params);
+    adam_run(g, opt, params, 0, 3);
     EXPECT(adamw_save(opt, path) == 0);
     EXPECT(access(tmp, F_OK) != 0);
     adamw_destroy(&opt);
-    opt = adamw_load(path, g.n);
+    opt = adamw_load(path, g->n);
     EXPECT(opt != NULL);
     if (opt) {
         EXPECT(adamw_steps(opt) == 3);
-        adam_run(&g, opt, params, 3, 6);
-        for (int i = 0; i < g.n; i++) EXPECT_CLOSE(params[i], g.final[i], 1e-6, 1e-7);
+        adam_run(g, opt, params, 3, 6);
+        for (int i = 0; i < g->n; i++) EXPECT_CLOSE(params[i], g->final[i], 1e-6, 1e-7);
         adamw_destroy(&opt);
     }
+    free(params);
+}
 
-    /* every bad file: NULL with one line, never a crash */
-    char bad[160];
-    snprintf(bad, sizeof bad, "%s/missing.bin", dir);
-    EXPECT(adamw_load(bad, g.n) == NULL);
-    EXPECT(adamw_load(path, g.n + 1) == NULL);
+/* the bytes of a saved state file, NULL if it cannot be opened */
+static char *state_file_bytes(const char *path, long *size)
+{
     FILE *src = fopen(path, "rb");
-    long size = 0;
     char *bytes = NULL;
     if (src) {
         fseek(src, 0, SEEK_END);
-        size = ftell(src);
+        *size = ftell(src);
         rewind(src);
-        bytes = malloc(size);
-        EXPECT(fread(bytes, 1, size, src) == (size_t)size);
+        bytes = malloc(*size);
+        EXPECT(fread(bytes, 1, *size, src) == (size_t)*size);
         fclose(src);
     }
+    return bytes;
+}
+
+/* a good state file cut short, with a wrong magic, with a trailing byte:
+ * each loads as NULL */
+static void adamw_load_damaged(const char *dir, char *bytes, long size, int n)
+{
+    char bad[160];
     const long cuts[] = {4, 30, 48, size - 1};
     for (size_t c = 0; bytes && c < sizeof cuts / sizeof *cuts; c++) {
         snprintf(bad, sizeof bad, "%s/cut%zu.bin", dir, c);
         FILE *f = fopen(bad, "wb");
         fwrite(bytes, 1, cuts[c], f);
         fclose(f);
-        EXPECTF(adamw_load(bad, g.n) == NULL, "a file cut at %ld bytes loaded", cuts[c]);
+        EXPECTF(adamw_load(bad, n) == NULL, "a file cut at %ld bytes loaded", cuts[c]);
         unlink(bad);
     }
     snprintf(bad, sizeof bad, "%s/magic.bin", dir);
@@ -281,7 +281,7 @@ static void test_adamw_state_file(void)
         FILE *f = fopen(bad, "wb");
         fwrite(bytes, 1, size, f);
         fclose(f);
-        EXPECT(adamw_load(bad, g.n) == NULL);
+        EXPECT(adamw_load(bad, n) == NULL);
         unlink(bad);
         bytes[0] ^= 0x20;
         snprintf(bad, sizeof bad, "%s/trailing.bin", dir);
@@ -289,17 +289,36 @@ static void test_adamw_state_file(void)
         fwrite(bytes, 1, size, f);
         fputc(0, f);
         fclose(f);
-        EXPECT(adamw_load(bad, g.n) == NULL);
+        EXPECT(adamw_load(bad, n) == NULL);
         unlink(bad);
     }
+}
+
+static void test_adamw_state_file(void)
+{
+    adam_gold_t g = {0};
+    if (!adam_gold_load(&g)) return;
+    char dir[] = "/tmp/sapo_adamw_XXXXXX", path[128], tmp[140];
+    EXPECT(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/optimizer.bin", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    adamw_save_and_resume(&g, path, tmp);
+
+    /* every bad file: NULL with one line, never a crash */
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s/missing.bin", dir);
+    EXPECT(adamw_load(bad, g.n) == NULL);
+    EXPECT(adamw_load(path, g.n + 1) == NULL);
+    long size = 0;
+    char *bytes = state_file_bytes(path, &size);
+    adamw_load_damaged(dir, bytes, size, g.n);
     /* saving into a folder that does not exist fails cleanly */
     snprintf(bad, sizeof bad, "%s/no/such/dir/opt.bin", dir);
-    opt = adamw_new(4);
+    adamw_t *opt = adamw_new(4);
     EXPECT(adamw_save(opt, bad) == -1);
     adamw_destroy(&opt);
 
     free(bytes);
-    free(params);
     unlink(path);
     rmdir(dir);
     adam_gold_free(&g);

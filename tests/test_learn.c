@@ -166,24 +166,10 @@ static void test_sft_rows(void)
     policy_destroy(&pol);
 }
 
-/* shared-prompt: a batch of an own group (token ids and sampling
- * log-probs, one completion cut by the limit) and an external group
- * (re-encoded text), in micro-batches of 3 sequences, gives the loss, the
- * statistics and the gradient that one row per completion gives, with
- * every loss type and with a KL term to a reference; and it runs fewer
- * positions */
-static void shared_step(const char *const *flags, int nflags, learn_stats_t *st, float **grads, size_t *n)
+/* one local group of 4 byte-token completions with their sampling
+ * log-probs and one external group of 3 completions, as a batch record */
+static int shared_batch_build(const char *node, const char *model, uint8_t **buf, size_t *buf_len)
 {
-    char *argv[24] = {"test_learn", "--lr", "0", "--max-grad-norm", "0", "--micro-batch", "3"};
-    int argc = 7;
-    for (int i = 0; i < nflags; i++) argv[argc++] = (char *)flags[i];
-    config_t cfg;
-    EXPECT(config_load(&cfg, &argc, argv) == 0);
-    char err[256];
-    policy_t *pol = policy_new_bytes(NULL, 9, cfg.system_prompt, err, sizeof err);
-    policy_t *ref = cfg.beta > 0 ? policy_new_bytes(NULL, 10, cfg.system_prompt, err, sizeof err) : NULL;
-    adamw_t *opt = adamw_new(model_num_params(pol->model));
-    learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
     const char *own[4] = {"<answer>7</answer>", "<answer>8</answer>", "7", "<answer>77777"};
     const char *ext[3] = {"<answer>Yes</answer>", "<answer>No</answer>", "No, 2023 is not."};
     int32_t ids[4][32];
@@ -202,8 +188,8 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
     }
     for (int k = 0; k < 3; k++) b[k] = (rec_completion_t){.text = ext[k], .reward = (float)(k != 0), .finished = true};
     rec_rollout_t g[2] = {
-        {.node = cfg.node,
-         .model = pol->name,
+        {.node = node,
+         .model = model,
          .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4 and say it."},
          .completions = a,
          .n_completions = 4,
@@ -216,17 +202,39 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
          .external = true,
          .scored = true},
     };
-    rec_batch_t bt = {.node = cfg.node,
+    rec_batch_t bt = {.node = node,
                       .round = 1,
                       .groups = g,
                       .n_groups = 2,
                       .local_count = 1,
                       .external_count = 1,
                       .stats_json = "{}"};
+    return rec_batch_build(&bt, buf, buf_len);
+}
+
+/* shared-prompt: a batch of an own group (token ids and sampling
+ * log-probs, one completion cut by the limit) and an external group
+ * (re-encoded text), in micro-batches of 3 sequences, gives the loss, the
+ * statistics and the gradient that one row per completion gives, with
+ * every loss type and with a KL term to a reference; and it runs fewer
+ * positions */
+static void shared_step(const char *const *flags, int nflags, learn_stats_t *st, float **grads, size_t *n)
+{
+    char *argv[24] = {"test_learn", "--lr", "0", "--max-grad-norm", "0", "--micro-batch", "3"};
+    int argc = 7;
+    for (int i = 0; i < nflags; i++) argv[argc++] = (char *)flags[i];
+    config_t cfg;
+    EXPECT(config_load(&cfg, &argc, argv) == 0);
+    char err[256];
+    policy_t *pol = policy_new_bytes(NULL, 9, cfg.system_prompt, err, sizeof err);
+    policy_t *ref = cfg.beta > 0 ? policy_new_bytes(NULL, 10, cfg.system_prompt, err, sizeof err) : NULL;
+    adamw_t *opt = adamw_new(model_num_params(pol->model));
+    learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
     uint8_t *buf;
     size_t len;
     rec_batch_view_t v;
-    EXPECT(rec_batch_build(&bt, &buf, &len) == 0 && rec_batch_view(buf, len, &v, err, sizeof err) == 0);
+    EXPECT(shared_batch_build(cfg.node, pol->name, &buf, &len) == 0 &&
+           rec_batch_view(buf, len, &v, err, sizeof err) == 0);
     EXPECTF(learn_step(learn, &v, st, err, sizeof err) == 0, "%s", err);
     *n = model_num_params(pol->model);
     *grads = malloc(*n * sizeof(float));

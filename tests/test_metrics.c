@@ -44,40 +44,10 @@ static double num(const cJSON *j, const char *path)
  * max 1; age_rounds local (2 + 1) / 2, max 2, external 2 (the pool's
  * count, not our round 9 - 6), age_seconds external about 10; reward_mean 1/4,
  * family_reward basic_arithmetic 0.5, bf 0, family_count 2 and 2. */
-static void test_diagnostics(void)
+
+/* groups A, B and C of the comment above, built into one batch record */
+static uint8_t *diagnostics_batch_build(rec_completion_t *cA, rec_completion_t *cB, rec_completion_t *cC, size_t *len)
 {
-    float lpA0[] = {-0.5f, -0.5f, -1.0f}, lpA1[] = {-2.0f, -1.0f}, lpB[] = {-0.25f};
-    int32_t tA0[] = {1, 2, 3}, tA1[] = {4, 5}, tB[] = {6};
-    rec_completion_t cA[] = {{.text = "<answer>3</answer>",
-                              .token_ids = tA0,
-                              .n_tokens = 3,
-                              .logprobs = lpA0,
-                              .n_logprobs = 3,
-                              .reward = 1,
-                              .finished = true},
-                             {.text = "3",
-                              .token_ids = tA1,
-                              .n_tokens = 2,
-                              .logprobs = lpA1,
-                              .n_logprobs = 2,
-                              .reward = 0,
-                              .finished = false}};
-    rec_completion_t cB[] = {{.text = "<answer>x</answer>",
-                              .token_ids = tB,
-                              .n_tokens = 1,
-                              .logprobs = lpB,
-                              .n_logprobs = 1,
-                              .reward = 0,
-                              .finished = true},
-                             {.text = "<answer>x</answer>",
-                              .token_ids = tB,
-                              .n_tokens = 1,
-                              .logprobs = lpB,
-                              .n_logprobs = 1,
-                              .reward = 0,
-                              .finished = true}};
-    rec_completion_t cC[] = {{.text = "<answer>1</answer>", .reward = 1, .finished = true},
-                             {.text = "<answer>1</answer>", .reward = 1, .finished = true}};
     uint64_t now_ms = (uint64_t)time(NULL) * 1000;
     rec_rollout_t g[] = {
         {.node = "n0",
@@ -113,11 +83,51 @@ static void test_diagnostics(void)
                      .external_count = 1,
                      .stats_json = "{}"};
     uint8_t *buf;
-    size_t len;
-    EXPECT(rec_batch_build(&b, &buf, &len) == 0);
-    rec_batch_view_t v;
-    char err[128];
-    EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
+    EXPECT(rec_batch_build(&b, &buf, len) == 0);
+    return buf;
+}
+
+/* the completions of groups A, B and C */
+static uint8_t *diagnostics_batch(size_t *len)
+{
+    float lpA0[] = {-0.5f, -0.5f, -1.0f}, lpA1[] = {-2.0f, -1.0f}, lpB[] = {-0.25f};
+    int32_t tA0[] = {1, 2, 3}, tA1[] = {4, 5}, tB[] = {6};
+    rec_completion_t cA[] = {{.text = "<answer>3</answer>",
+                              .token_ids = tA0,
+                              .n_tokens = 3,
+                              .logprobs = lpA0,
+                              .n_logprobs = 3,
+                              .reward = 1,
+                              .finished = true},
+                             {.text = "3",
+                              .token_ids = tA1,
+                              .n_tokens = 2,
+                              .logprobs = lpA1,
+                              .n_logprobs = 2,
+                              .reward = 0,
+                              .finished = false}};
+    rec_completion_t cB[] = {{.text = "<answer>x</answer>",
+                              .token_ids = tB,
+                              .n_tokens = 1,
+                              .logprobs = lpB,
+                              .n_logprobs = 1,
+                              .reward = 0,
+                              .finished = true},
+                             {.text = "<answer>x</answer>",
+                              .token_ids = tB,
+                              .n_tokens = 1,
+                              .logprobs = lpB,
+                              .n_logprobs = 1,
+                              .reward = 0,
+                              .finished = true}};
+    rec_completion_t cC[] = {{.text = "<answer>1</answer>", .reward = 1, .finished = true},
+                             {.text = "<answer>1</answer>", .reward = 1, .finished = true}};
+    return diagnostics_batch_build(cA, cB, cC, len);
+}
+
+/* the metrics line of the batch, with the learner's step statistics */
+static char *diagnostics_line(const rec_batch_view_t *v)
+{
     learn_stats_t st = {
         .lr = 1e-4f,
         .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f},
@@ -129,10 +139,13 @@ static void test_diagnostics(void)
                          .advantage = -0.5f,
                          .token = ">",
                          .before = "<answer>7</answer\\x0a"}};
-    char *line = metrics_line("n0", "bytes-4L-256C-v264", &v, &st, 7, 1.0);
-    cJSON *j = cJSON_Parse(line);
-    EXPECT(j != NULL);
-    EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model")), "bytes-4L-256C-v264"));
+    return metrics_line("n0", "bytes-4L-256C-v264", v, &st, 7, 1.0);
+}
+
+/* what the batch's completions and groups give: lengths, shares, ages,
+ * rewards */
+static void check_batch_metrics(const cJSON *j)
+{
     EXPECT_NEAR(num(j, "completion_length"), 1.75, 1e-9);
     EXPECT_NEAR(num(j, "completion_length_max"), 3, 1e-9);
     EXPECT_NEAR(num(j, "truncated_share"), 0.25, 1e-9);
@@ -154,6 +167,12 @@ static void test_diagnostics(void)
     EXPECT_NEAR(num(j, "family_reward.bf"), 0, 1e-9);
     EXPECT_NEAR(num(j, "family_count.basic_arithmetic"), 2, 1e-9);
     EXPECT_NEAR(num(j, "family_count.bf"), 2, 1e-9);
+}
+
+/* what the learner's step statistics give: ratios, the token at the
+ * smallest ratio, clipping */
+static void check_step_metrics(const cJSON *j)
+{
     EXPECT_NEAR(num(j, "ratio_min"), 0.5, 1e-9);
     EXPECT_NEAR(num(j, "ratio_max"), 2, 1e-9);
     EXPECT_NEAR(num(j, "ratio_min_at.position"), 9, 1e-9);
@@ -166,6 +185,22 @@ static void test_diagnostics(void)
            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(at, "before")), "<answer>7</answer\\x0a"));
     EXPECT_NEAR(num(j, "clip_low"), 0.25, 1e-9);
     EXPECT_NEAR(num(j, "clip_high"), 0.125, 1e-9);
+}
+
+/* the diagnostics of the batch above */
+static void test_diagnostics(void)
+{
+    size_t len;
+    uint8_t *buf = diagnostics_batch(&len);
+    rec_batch_view_t v;
+    char err[128];
+    EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
+    char *line = diagnostics_line(&v);
+    cJSON *j = cJSON_Parse(line);
+    EXPECT(j != NULL);
+    EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model")), "bytes-4L-256C-v264"));
+    check_batch_metrics(j);
+    check_step_metrics(j);
     cJSON_Delete(j);
     free(line);
     rec_free(buf);

@@ -129,40 +129,41 @@ static double max_abs(const float *a, size_t n)
     return m;
 }
 
-static void check_model(const char *name)
+/* logits and log-probs against transformers', with and without the logits
+ * kept */
+static void check_forward(model_t *m, const golden_t *g, const char *name)
 {
-    char dir[512], err[512];
-    golden_t g;
-    EXPECTF(golden_load(&g, name) == 0, "golden files of %s", name);
-    snprintf(dir, sizeof dir, GOLD "/%s", name);
-    model_t *m = model_load(dir, err, sizeof err);
-    EXPECTF(m, "%s", err);
-    if (!m) {
-        golden_free(&g);
-        return;
-    }
-    int N = g.B * g.T, V = g.V;
+    int N = g->B * g->T, V = g->V;
     float *logits = malloc(sizeof(float) * N * V), *logp = malloc(sizeof(float) * N);
     float *logp2 = malloc(sizeof(float) * N);
-    EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, logp, logits) == 0);
+    EXPECT(model_forward(m, g->tokens, g->targets, g->B, g->T, g->temperature, logp, logits) == 0);
     /* logits of padding positions differ by design (transformers masks
      * the padding keys); only real tokens count */
-    const cJSON *lens = cJSON_GetObjectItem(g.json, "lengths");
+    const cJSON *lens = cJSON_GetObjectItem(g->json, "lengths");
     double worst = 0;
-    for (int b = 0; b < g.B; b++) {
+    for (int b = 0; b < g->B; b++) {
         int len = cJSON_GetArrayItem(lens, b)->valueint;
-        size_t off = (size_t)b * g.T * V;
-        worst = fmax(worst, max_rel(logits + off, g.logits + off, (size_t)len * V, 1.0));
+        size_t off = (size_t)b * g->T * V;
+        worst = fmax(worst, max_rel(logits + off, g->logits + off, (size_t)len * V, 1.0));
     }
     EXPECTF(worst < 1e-4, "%s: logits relative error %.3g", name, worst);
-    worst = max_rel(logp, g.logp, N, 1.0);
+    worst = max_rel(logp, g->logp, N, 1.0);
     EXPECTF(worst < 1e-4, "%s: log-prob relative error %.3g", name, worst);
     /* the chunked lm_head (no logits kept) gives the same log-probs */
-    EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, logp2, NULL) == 0);
+    EXPECT(model_forward(m, g->tokens, g->targets, g->B, g->T, g->temperature, logp2, NULL) == 0);
     EXPECT(memcmp(logp, logp2, sizeof(float) * N) == 0);
+    free(logits);
+    free(logp);
+    free(logp2);
+}
 
+/* gradients against the golden folder's, after the forward above; a
+ * second backward adds to them */
+static void check_backward(model_t *m, const golden_t *g, const char *name)
+{
+    char dir[512], err[512];
     model_zero_grad(m);
-    model_backward(m, g.w);
+    model_backward(m, g->w);
     snprintf(dir, sizeof dir, GOLD "/%s/grads", name);
     model_t *ref = model_load(dir, err, sizeof err);
     EXPECTF(ref, "%s", err);
@@ -177,30 +178,49 @@ static void check_model(const char *name)
             rp += n;
         }
         /* micro-batches accumulate */
-        model_backward(m, g.w);
+        model_backward(m, g->w);
         const float *g2 = model_grads(m);
         rp = model_params(ref);
         double r = max_rel(g2, rp, model_num_params(m), 1e-2);
         EXPECTF(r > 0.5, "a second backward must add up (rel %.3g)", r);
         model_destroy(&ref);
     }
+}
 
-    int M = g.n_greedy + 4, *toks = malloc(sizeof(int) * M), len = 0;
+/* greedy generation: transformers' tokens and log-probs */
+static void check_greedy(model_t *m, const golden_t *g, const char *name)
+{
+    int M = g->n_greedy + 4, *toks = malloc(sizeof(int) * M), len = 0;
     float *glp = malloc(sizeof(float) * M);
     model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 0, .top_k = 0, .top_p = 1}, .seed = 1};
-    EXPECT(model_generate(m, g.prompt, g.n_prompt, 1, &gp, toks, glp, &len) == 0);
+    EXPECT(model_generate(m, g->prompt, g->n_prompt, 1, &gp, toks, glp, &len) == 0);
     /* transformers stops at max_new_tokens or at EOS, and so must we */
     bool eos_end = len < M;
-    EXPECTF(len == g.n_greedy || (!eos_end && len >= g.n_greedy), "%s: greedy length %d vs %d", name, len, g.n_greedy);
-    for (int i = 0; i < g.n_greedy && i < len; i++) {
-        EXPECTF(toks[i] == g.greedy[i], "%s: greedy token %d: %d vs %d", name, i, toks[i], g.greedy[i]);
-        EXPECT_NEAR(glp[i], g.greedy_logp[i], 1e-4);
+    EXPECTF(len == g->n_greedy || (!eos_end && len >= g->n_greedy), "%s: greedy length %d vs %d", name, len,
+            g->n_greedy);
+    for (int i = 0; i < g->n_greedy && i < len; i++) {
+        EXPECTF(toks[i] == g->greedy[i], "%s: greedy token %d: %d vs %d", name, i, toks[i], g->greedy[i]);
+        EXPECT_NEAR(glp[i], g->greedy_logp[i], 1e-4);
     }
     free(toks);
     free(glp);
-    free(logits);
-    free(logp);
-    free(logp2);
+}
+
+static void check_model(const char *name)
+{
+    char dir[512], err[512];
+    golden_t g;
+    EXPECTF(golden_load(&g, name) == 0, "golden files of %s", name);
+    snprintf(dir, sizeof dir, GOLD "/%s", name);
+    model_t *m = model_load(dir, err, sizeof err);
+    EXPECTF(m, "%s", err);
+    if (!m) {
+        golden_free(&g);
+        return;
+    }
+    check_forward(m, &g, name);
+    check_backward(m, &g, name);
+    check_greedy(m, &g, name);
     model_destroy(&m);
     EXPECT(m == NULL);
     golden_free(&g);
@@ -286,16 +306,10 @@ static void expect_error(const char *dir, const char *want1, const char *want2)
     EXPECTF(!strchr(err, '\n'), "one line: \"%s\"", err);
 }
 
-static void test_bad_input(void)
+/* config.json: a missing field, an inconsistent one, a shape the tensors
+ * do not have; model.safetensors truncated and short */
+static void bad_config_and_size(const char *config, const char *st, size_t slen)
 {
-    size_t clen, slen;
-    char *config = slurp(GOLD "/qwen2_tied/config.json", &clen);
-    char *st = slurp(GOLD "/qwen2_tied/model.safetensors", &slen);
-    if (!config || !st) {
-        free(config);
-        free(st);
-        SKIP_TEST("golden qwen2_tied missing");
-    }
     /* missing field */
     char *c2 = strdup(config), *p = strstr(c2, "\"hidden_size\"");
     memcpy(p, "\"hidden_sizX\"", 13);
@@ -316,6 +330,11 @@ static void test_bad_input(void)
     /* truncated file */
     expect_error(bad_folder("truncated", config, st, slen - 100), "model.safetensors", "truncated");
     expect_error(bad_folder("short", config, st, 5), "model.safetensors", "short");
+}
+
+/* model.safetensors with a wrong dtype, then a garbage header */
+static void bad_header(const char *config, const char *st, size_t slen)
+{
     /* wrong dtype: rewrite one header entry, keeping the header length */
     char *s2 = malloc(slen);
     memcpy(s2, st, slen);
@@ -334,7 +353,11 @@ static void test_bad_input(void)
     memset(hdr, 'x', 16);
     expect_error(bad_folder("header", config, s2, slen), "model.safetensors", "header");
     free(s2);
-    /* a shard the index names is gone; a tensor no shard holds */
+}
+
+/* a shard the index names is gone; a tensor no shard holds */
+static void bad_shards(void)
+{
     const char *sh = tmpdir("shards");
     char cmd[1200], path[700];
     snprintf(cmd, sizeof cmd,
@@ -354,6 +377,21 @@ static void test_bad_input(void)
         expect_error(sh, "index.json", "is missing");
         free(idx);
     }
+}
+
+static void test_bad_input(void)
+{
+    size_t clen, slen;
+    char *config = slurp(GOLD "/qwen2_tied/config.json", &clen);
+    char *st = slurp(GOLD "/qwen2_tied/model.safetensors", &slen);
+    if (!config || !st) {
+        free(config);
+        free(st);
+        SKIP_TEST("golden qwen2_tied missing");
+    }
+    bad_config_and_size(config, st, slen);
+    bad_header(config, st, slen);
+    bad_shards();
     /* no folder at all */
     expect_error("/nonexistent/sapo-model", "config.json", "No such file");
     free(config);
@@ -482,82 +520,113 @@ static void test_chunked_lm_head(void)
  * token), beside a plain row, give each completion token the log-prob
  * and the parameters the gradient that one row per completion gives:
  * the same sums in another order */
-static void packed_against_rows(model_t *m, const char *what)
+enum { PACK_P = 7, PACK_L = 3, PACK_CMAX = 6, PACK_T1 = PACK_P + PACK_CMAX, PACK_T2 = PACK_P - 1 + 4 + 1 + 6 + 2 };
+static const int pack_clen[PACK_L] = {4, 1, 6};
+
+/* one prompt, its completions, and both layouts of them with their
+ * gradient weights */
+typedef struct {
+    int prompt[PACK_P], comp[PACK_L][PACK_CMAX];
+    int tk1[PACK_L * PACK_T1], tg1[PACK_L * PACK_T1]; /* one row per completion */
+    float d1[PACK_L * PACK_T1];
+    int tk2[2 * PACK_T2], tg2[2 * PACK_T2], st2[2 * PACK_T2], at[PACK_L][PACK_CMAX]; /* packed */
+    float d2[2 * PACK_T2];
+} pack_case_t;
+
+/* random prompt and completions; one row per completion, padded to T1 */
+static void pack_rows(pack_case_t *c, int V)
 {
-    enum { P = 7, L = 3, CMAX = 6 };
-    const int clen[L] = {4, 1, 6};
-    int prompt[P], comp[L][CMAX];
+    enum { P = PACK_P, L = PACK_L, CMAX = PACK_CMAX, T1 = PACK_T1 };
+    const int *clen = pack_clen;
     uint64_t r = 12345;
-    const int V = model_config(m)->V;
-    for (int t = 0; t < P; t++) prompt[t] = (int)((r = r * 6364136223846793005ULL + 1) >> 40) % V;
+    for (int t = 0; t < P; t++) c->prompt[t] = (int)((r = r * 6364136223846793005ULL + 1) >> 40) % V;
     for (int i = 0; i < L; i++)
-        for (int t = 0; t < CMAX; t++) comp[i][t] = (int)((r = r * 6364136223846793005ULL + 1) >> 40) % V;
-    /* one row per completion, padded to T1 */
-    int T1 = P + CMAX, tk1[L * (P + CMAX)], tg1[L * (P + CMAX)];
-    float lp1[L * (P + CMAX)], d1[L * (P + CMAX)];
+        for (int t = 0; t < CMAX; t++) c->comp[i][t] = (int)((r = r * 6364136223846793005ULL + 1) >> 40) % V;
     for (int i = 0; i < L; i++)
         for (int t = 0; t < T1; t++) {
             int k = i * T1 + t, j = t - (P - 1);
-            tk1[k] = t < P ? prompt[t] : (t - P < clen[i] ? comp[i][t - P] : 0);
-            tg1[k] = j >= 0 && j < clen[i] ? comp[i][j] : -1;
-            d1[k] = tg1[k] >= 0 ? 0.3f * (float)(i + 1) - 0.05f * (float)j : 0.0f;
+            c->tk1[k] = t < P ? c->prompt[t] : (t - P < clen[i] ? c->comp[i][t - P] : 0);
+            c->tg1[k] = j >= 0 && j < clen[i] ? c->comp[i][j] : -1;
+            c->d1[k] = c->tg1[k] >= 0 ? 0.3f * (float)(i + 1) - 0.05f * (float)j : 0.0f;
         }
-    /* packed: row 0 the prompt's first P-1 tokens, then per completion its
-     * segment [prompt[P-1], c_0 .. c_{C-2}] (targets c_0 .. c_{C-1}), then
-     * padding; row 1 completion 0 as a plain row */
-    enum { T2 = P - 1 + 4 + 1 + 6 + 2 };
-    int tk2[2 * T2], tg2[2 * T2], st2[2 * T2], at[L][CMAX];
-    float lp2[2 * T2], d2[2 * T2];
-    for (int k = 0; k < 2 * T2; k++) tk2[k] = 0, tg2[k] = -1, st2[k] = 0, d2[k] = 0;
+}
+
+/* packed: row 0 the prompt's first P-1 tokens, then per completion its
+ * segment [prompt[P-1], c_0 .. c_{C-2}] (targets c_0 .. c_{C-1}), then
+ * padding; row 1 completion 0 as a plain row */
+static void pack_packed(pack_case_t *c)
+{
+    enum { P = PACK_P, L = PACK_L, T1 = PACK_T1, T2 = PACK_T2 };
+    const int *clen = pack_clen;
+    for (int k = 0; k < 2 * T2; k++) c->tk2[k] = 0, c->tg2[k] = -1, c->st2[k] = 0, c->d2[k] = 0;
     int n = 0;
-    for (int t = 0; t < P - 1; t++) tk2[n++] = prompt[t];
+    for (int t = 0; t < P - 1; t++) c->tk2[n++] = c->prompt[t];
     for (int i = 0; i < L; i++) {
         int a = n;
         for (int j = 0; j < clen[i]; j++) {
-            tk2[n] = j == 0 ? prompt[P - 1] : comp[i][j - 1];
-            tg2[n] = comp[i][j];
-            st2[n] = a;
-            at[i][j] = n++;
+            c->tk2[n] = j == 0 ? c->prompt[P - 1] : c->comp[i][j - 1];
+            c->tg2[n] = c->comp[i][j];
+            c->st2[n] = a;
+            c->at[i][j] = n++;
         }
     }
-    for (; n < T2; n++) st2[n] = n; /* padding: segments of one */
-    for (int t = 0; t < T1 && t < T2; t++) tk2[T2 + t] = tk1[t], tg2[T2 + t] = tg1[t];
+    for (; n < T2; n++) c->st2[n] = n; /* padding: segments of one */
+    for (int t = 0; t < T1 && t < T2; t++) c->tk2[T2 + t] = c->tk1[t], c->tg2[T2 + t] = c->tg1[t];
     for (int i = 0; i < L; i++)
-        for (int j = 0; j < clen[i]; j++) d2[at[i][j]] = d1[i * T1 + P - 1 + j];
+        for (int j = 0; j < clen[i]; j++) c->d2[c->at[i][j]] = c->d1[i * T1 + P - 1 + j];
+}
+
+/* a segment that does not see its prefix is another function: a start
+ * that skips the prompt must change the log-probs; malformed layouts are
+ * refused */
+static void pack_bad_starts(model_t *m, const pack_case_t *c, const float *lp1, const char *what)
+{
+    enum { P = PACK_P, T1 = PACK_T1, T2 = PACK_T2 };
+    float lp2[2 * T2];
+    int bad[2 * T2];
+    memcpy(bad, c->st2, sizeof bad);
+    EXPECT(model_forward_packed(m, c->tk2, c->tg2, NULL, 2, T2, 0.8f, lp2, NULL) == 0);
+    EXPECTF(fabs((double)lp2[c->at[2][5]] - lp1[2 * T1 + P - 1 + 5]) > 1e-4,
+            "%s: the causal row should differ from the segment's own", what);
+    /* malformed layouts are refused: a segment's start past its position,
+     * a position that goes back to an earlier segment */
+    bad[P + 1] = P + 3;
+    EXPECT(model_forward_packed(m, c->tk2, c->tg2, bad, 2, T2, 0.8f, lp2, NULL) == -1);
+    memcpy(bad, c->st2, sizeof bad);
+    bad[c->at[2][3]] = c->at[0][0];
+    EXPECT(model_forward_packed(m, c->tk2, c->tg2, bad, 2, T2, 0.8f, lp2, NULL) == -1);
+}
+
+static void packed_against_rows(model_t *m, const char *what)
+{
+    enum { P = PACK_P, L = PACK_L, T1 = PACK_T1, T2 = PACK_T2 };
+    const int *clen = pack_clen;
+    pack_case_t *c = calloc(1, sizeof *c);
+    pack_rows(c, model_config(m)->V);
+    pack_packed(c);
+    float lp1[L * T1], lp2[2 * T2];
     size_t np = model_num_params(m);
     float *g1 = malloc(np * sizeof(float));
     model_zero_grad(m);
-    EXPECT(model_forward(m, tk1, tg1, L, T1, 0.8f, lp1, NULL) == 0);
-    model_backward(m, d1);
+    EXPECT(model_forward(m, c->tk1, c->tg1, L, T1, 0.8f, lp1, NULL) == 0);
+    model_backward(m, c->d1);
     memcpy(g1, model_grads(m), np * sizeof(float));
     model_zero_grad(m);
-    EXPECT(model_forward_packed(m, tk2, tg2, st2, 2, T2, 0.8f, lp2, NULL) == 0);
+    EXPECT(model_forward_packed(m, c->tk2, c->tg2, c->st2, 2, T2, 0.8f, lp2, NULL) == 0);
     /* the plain row's gradient is counted once above, so none here */
-    model_backward(m, d2);
+    model_backward(m, c->d2);
     double worst = 0;
     for (int i = 0; i < L; i++)
         for (int j = 0; j < clen[i]; j++) {
-            worst = fmax(worst, fabs((double)lp2[at[i][j]] - lp1[i * T1 + P - 1 + j]));
+            worst = fmax(worst, fabs((double)lp2[c->at[i][j]] - lp1[i * T1 + P - 1 + j]));
             if (i == 0) worst = fmax(worst, fabs((double)lp2[T2 + P - 1 + j] - lp1[P - 1 + j]));
         }
     EXPECTF(worst < 1e-5, "%s: packed log-probs differ by %.3g", what, worst);
     double rg = max_rel(model_grads(m), g1, np, 0.01 * max_abs(g1, np));
     EXPECTF(rg < 1e-4 && max_abs(g1, np) > 0, "%s: packed gradients differ by %.3g", what, rg);
-    /* a segment that does not see its prefix is another function: a
-     * start that skips the prompt must change the log-probs */
-    int bad[2 * T2];
-    memcpy(bad, st2, sizeof bad);
-    EXPECT(model_forward_packed(m, tk2, tg2, NULL, 2, T2, 0.8f, lp2, NULL) == 0);
-    EXPECTF(fabs((double)lp2[at[2][5]] - lp1[2 * T1 + P - 1 + 5]) > 1e-4,
-            "%s: the causal row should differ from the segment's own", what);
-    /* malformed layouts are refused: a segment's start past its position,
-     * a position that goes back to an earlier segment */
-    bad[P + 1] = P + 3;
-    EXPECT(model_forward_packed(m, tk2, tg2, bad, 2, T2, 0.8f, lp2, NULL) == -1);
-    memcpy(bad, st2, sizeof bad);
-    bad[at[2][3]] = at[0][0];
-    EXPECT(model_forward_packed(m, tk2, tg2, bad, 2, T2, 0.8f, lp2, NULL) == -1);
+    pack_bad_starts(m, c, lp1, what);
     free(g1);
+    free(c);
 }
 
 static void test_packed(void)
@@ -717,6 +786,25 @@ static void test_softmax_causal(void)
     EXPECTF(bad16 == 0, "%d bf16 copies differ from the rounded probabilities", bad16);
 }
 
+/* the double reference sums of op(A) op(B) and of their terms' |values|,
+ * over bf16-rounded inputs for the AMX kernel */
+static void gemm_reference(bool amx, bool ta, bool tb, int M, int N, int K, const float *A, const float *B, double *ref,
+                           double *mag)
+{
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double acc = 0, abs_acc = 0;
+            for (int k = 0; k < K; k++) {
+                float a = ta ? A[(size_t)k * lda + m] : A[(size_t)m * lda + k];
+                float b = tb ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n];
+                double t = amx ? bf16_round(a) * bf16_round(b) : (double)a * b;
+                acc += t, abs_acc += fabs(t);
+            }
+            ref[m * N + n] = acc, mag[m * N + n] = abs_acc;
+        }
+}
+
 /* one of model_gemm's own kernels, C = op(A) op(B) + beta C, against a
  * double reference (over bf16-rounded inputs for the AMX kernel, so only
  * the fp32 sums may differ): beta 0 (C not read: it starts as NaN) and
@@ -739,17 +827,7 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
         model_bf16_round(A16, A, (size_t)M * K);
         model_bf16_round(B16, B, (size_t)N * K);
     }
-    for (int m = 0; m < M; m++)
-        for (int n = 0; n < N; n++) {
-            double acc = 0, abs_acc = 0;
-            for (int k = 0; k < K; k++) {
-                float a = ta ? A[(size_t)k * lda + m] : A[(size_t)m * lda + k];
-                float b = tb ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n];
-                double t = amx ? bf16_round(a) * bf16_round(b) : (double)a * b;
-                acc += t, abs_acc += fabs(t);
-            }
-            ref[m * N + n] = acc, mag[m * N + n] = abs_acc;
-        }
+    gemm_reference(amx, ta, tb, M, N, K, A, B, ref, mag);
     for (int th = 1; th <= 2; th++)
         for (int beta = 0; beta <= 1; beta++) {
             omp_set_num_threads(th);

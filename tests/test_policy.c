@@ -33,15 +33,14 @@ static int make_qwen(const char *dir)
     return 0;
 }
 
-static void test_chat_instruction(void)
+/* the default system prompt, none, one from a file, and a missing file
+ * named in the error; false when the default policy does not open */
+static bool system_prompt_settings(const char *dir)
 {
-    if (access(QWEN_TOKENIZER, R_OK) != 0) SKIP_TEST(QWEN_TOKENIZER " missing (make test unpacks it)");
-    char dir[] = "/tmp/test_policy_XXXXXX", err[512], file[600];
-    EXPECT(mkdtemp(dir) != NULL);
-    EXPECT(make_qwen(dir) == 0);
+    char err[512], file[600];
     policy_t *p = policy_open(dir, "default", err, sizeof err);
     EXPECTF(p != NULL, "%s", err);
-    if (!p) return;
+    if (!p) return false;
     EXPECT(p->fmt == PROMPT_CHATML);
     char *prompt = policy_prompt(p, "Calculate 3 + 4.");
     EXPECTF(strstr(prompt, "<|im_start|>system\n") && strstr(prompt, POLICY_SYSTEM_DEFAULT) &&
@@ -74,9 +73,13 @@ static void test_chat_instruction(void)
     p = policy_open(dir, setting, err, sizeof err);
     EXPECTF(!p && strstr(err, "nowhere.txt"), "missing file: %s", err);
     policy_destroy(&p);
-    fs_rm_tree(dir);
+    return true;
+}
 
-    /* the completion the instruction asks for is scored */
+/* the completion the instruction asks for is scored */
+static void instruction_scored(void)
+{
+    char err[512];
     rec_completion_t c[] = {{.text = "3 + 4 is 7. <answer>7</answer>"}, {.text = "It is 7."}};
     rec_rollout_t r = {.node = "n0",
                        .completions = c,
@@ -98,6 +101,17 @@ static void test_chat_instruction(void)
     rec_rollout_completion(&v, 1, &got);
     EXPECT(got.reward == 0.0f);
     free(buf);
+}
+
+static void test_chat_instruction(void)
+{
+    if (access(QWEN_TOKENIZER, R_OK) != 0) SKIP_TEST(QWEN_TOKENIZER " missing (make test unpacks it)");
+    char dir[] = "/tmp/test_policy_XXXXXX";
+    EXPECT(mkdtemp(dir) != NULL);
+    EXPECT(make_qwen(dir) == 0);
+    if (!system_prompt_settings(dir)) return;
+    fs_rm_tree(dir);
+    instruction_scored();
 }
 
 /* the byte model is trained without an instruction: none by default, the

@@ -986,6 +986,53 @@ static void test_stage_ttl(void)
     pool_destroy(&p);
 }
 
+/* Redis's total_net_output_bytes, -1 when INFO does not give it */
+static long long net_output_bytes(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "INFO stats");
+    long long out = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "total_net_output_bytes:")
+                        ? atoll(strstr(r->str, "total_net_output_bytes:") + 23)
+                        : -1;
+    freeReplyObject(r);
+    return out;
+}
+
+/* a stage number out of range, a node id that is not one: refused */
+static void stage_bad_arguments(pool_t *p)
+{
+    char err[256];
+    pool_entry_t *e = NULL;
+    EXPECT(pool_stage_publish(p, "a", 5, 0, "x", 1, err, sizeof err) == -1 && strstr(err, "stage 0"));
+    EXPECT(pool_stage_publish(p, "a", 5, 4, "x", 1, err, sizeof err) == -1 && strstr(err, "stage 4"));
+    EXPECT(pool_stage_read(p, "me", 5, 4, 1, &e, err, sizeof err) == -1 && strstr(err, "stage 4"));
+    EXPECT(pool_stage_publish(p, "x:n:a", 5, 2, "x", 1, err, sizeof err) == -1 && strstr(err, "node id"));
+    EXPECT(pool_stage_read(p, "a*", 5, 2, 1, &e, err, sizeof err) == -1 && strstr(err, "node id"));
+}
+
+/* an empty pool, a pool of groups without stage outputs, and Redis
+ * unreachable */
+static void stage_empty_and_unreachable(void)
+{
+    char err[256];
+    pool_entry_t stale, *e = &stale; /* an empty read must set it to NULL */
+    int n;
+    pool_t *empty = fresh_pool(10);
+    n = pool_stage_read(empty, "me", 5, 2, 10, &e, err, sizeof err);
+    EXPECTF(n == 0 && e == NULL, "read %d: %s", n, n < 0 ? err : "");
+    EXPECT(publish_round(empty, "g", 5, 0, 2) == 0);
+    n = pool_stage_read(empty, "me", 5, 2, 10, &e, err, sizeof err);
+    EXPECTF(n == 0, "read %d from a pool of groups", n);
+    pool_destroy(&empty);
+    /* Redis unreachable */
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redis_server_free_port());
+    pool_t *gone = pool_new(url, "s", 10, err, sizeof err);
+    EXPECT(gone && pool_stage_publish(gone, "a", 5, 2, "x", 1, err, sizeof err) == -1 &&
+           strstr(err, "redis 127.0.0.1"));
+    EXPECT(gone && pool_stage_read(gone, "a", 5, 2, 1, &e, err, sizeof err) == -1 && strstr(err, "redis 127.0.0.1"));
+    pool_destroy(&gone);
+}
+
 /* The record limit: a larger output is refused at publish; one planted
  * larger (or of another type) is skipped by a read and counted, and the
  * planted 4 MB never crosses the wire. Bad stages and node ids fail with
@@ -1004,20 +1051,12 @@ static void test_stage_limits(void)
     freeReplyObject(redisCommand(c, "SET t%d:n:huge:stage:5:2 %b", swarm_no, big, (size_t)(4 << 20)));
     freeReplyObject(redisCommand(c, "HSET t%d:n:hashy:stage:5:2 x y", swarm_no));
     freeReplyObject(redisCommand(c, "SADD t%d:nodes huge hashy a:b", swarm_no));
-    redisReply *r = redisCommand(c, "INFO stats");
-    long long out0 = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "total_net_output_bytes:")
-                         ? atoll(strstr(r->str, "total_net_output_bytes:") + 23)
-                         : -1;
-    freeReplyObject(r);
+    long long out0 = net_output_bytes(c);
     pool_entry_t *e = NULL;
     int n = pool_stage_read(p, "me", 5, 2, 10, &e, err, sizeof err);
     EXPECTF(n == 1 && strcmp(e[0].node, "a") == 0 && e[0].len == 100, "read %d: %s", n, n < 0 ? err : "");
     pool_entries_free(e, n);
-    r = redisCommand(c, "INFO stats");
-    long long out1 = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "total_net_output_bytes:")
-                         ? atoll(strstr(r->str, "total_net_output_bytes:") + 23)
-                         : -1;
-    freeReplyObject(r);
+    long long out1 = net_output_bytes(c);
     EXPECTF(out0 >= 0 && out1 - out0 < (1 << 20), "Redis sent %lld bytes for the read", out1 - out0);
     long oversize, bad;
     pool_stage_health(p, &oversize, &bad);
@@ -1028,28 +1067,8 @@ static void test_stage_limits(void)
     EXPECTF(n == 1 && strcmp(e[0].node, "huge") == 0 && e[0].len == (4 << 20), "read %d", n);
     pool_entries_free(e, n);
     pool_destroy(&q);
-    /* bad arguments */
-    EXPECT(pool_stage_publish(p, "a", 5, 0, "x", 1, err, sizeof err) == -1 && strstr(err, "stage 0"));
-    EXPECT(pool_stage_publish(p, "a", 5, 4, "x", 1, err, sizeof err) == -1 && strstr(err, "stage 4"));
-    EXPECT(pool_stage_read(p, "me", 5, 4, 1, &e, err, sizeof err) == -1 && strstr(err, "stage 4"));
-    EXPECT(pool_stage_publish(p, "x:n:a", 5, 2, "x", 1, err, sizeof err) == -1 && strstr(err, "node id"));
-    EXPECT(pool_stage_read(p, "a*", 5, 2, 1, &e, err, sizeof err) == -1 && strstr(err, "node id"));
-    /* an empty pool, and a pool of groups without stage outputs */
-    pool_t *empty = fresh_pool(10);
-    n = pool_stage_read(empty, "me", 5, 2, 10, &e, err, sizeof err);
-    EXPECTF(n == 0 && e == NULL, "read %d: %s", n, n < 0 ? err : "");
-    EXPECT(publish_round(empty, "g", 5, 0, 2) == 0);
-    n = pool_stage_read(empty, "me", 5, 2, 10, &e, err, sizeof err);
-    EXPECTF(n == 0, "read %d from a pool of groups", n);
-    pool_destroy(&empty);
-    /* Redis unreachable */
-    char url[64];
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redis_server_free_port());
-    pool_t *gone = pool_new(url, "s", 10, err, sizeof err);
-    EXPECT(gone && pool_stage_publish(gone, "a", 5, 2, "x", 1, err, sizeof err) == -1 &&
-           strstr(err, "redis 127.0.0.1"));
-    EXPECT(gone && pool_stage_read(gone, "a", 5, 2, 1, &e, err, sizeof err) == -1 && strstr(err, "redis 127.0.0.1"));
-    pool_destroy(&gone);
+    stage_bad_arguments(p);
+    stage_empty_and_unreachable();
     redisFree(c);
     free(big);
     pool_destroy(&p);

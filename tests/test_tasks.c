@@ -312,7 +312,9 @@ static void test_mutated_answers(void)
     }
 }
 
-static void test_mix(void)
+/* the default mix: the same entry for the same index, every family but
+ * the opt-in ones, evenly */
+static void mix_default(void)
 {
     char err[256] = "";
     task_mix_t *all = task_mix_new(NULL, 5, err, sizeof err);
@@ -338,7 +340,12 @@ static void test_mix(void)
         else EXPECTF(seen[k] > 3000 / in_default / 2, "%s drawn %d times of 3000", task_families[k]->name, seen[k]);
     task_mix_destroy(&all);
     EXPECT(all == NULL);
+}
 
+/* a mix file: weights, a weight of 0, a family's own config */
+static void mix_weighted(void)
+{
+    char err[256] = "";
     task_mix_t *m = task_mix_new("{\"families\": {\"binary_matrix\": {\"weight\": 3, \"config\": {\"max_n\": 4}},"
                                  " \"base_conversion\": {\"weight\": 1}, \"decimal_arithmetic\": {\"weight\": 0}}}",
                                  9, err, sizeof err);
@@ -357,7 +364,13 @@ static void test_mix(void)
     }
     EXPECTF(bm > 2800 && bm < 3200, "binary_matrix drawn %d of 4000 at weight 3:1", bm);
     task_mix_destroy(&m);
+}
 
+/* mix files that name no family, an unknown one, or bad weights and
+ * configs: refused, naming what is wrong */
+static void mix_bad(void)
+{
+    char err[256] = "";
     static const char *const bad[][2] = {
         {"{\"families\": {\"chess\": {}}}", "chess"},
         {"{\"families\": {\"bf2\": {\"weight\": 1}}}", "bf2"},
@@ -374,6 +387,13 @@ static void test_mix(void)
         EXPECTF(!b && strstr(err, bad[i][1]), "mix %s: err [%s], want %s", bad[i][0], err, bad[i][1]);
         task_mix_destroy(&b);
     }
+}
+
+static void test_mix(void)
+{
+    mix_default();
+    mix_weighted();
+    mix_bad();
 }
 
 static void test_entry_json(void)

@@ -62,12 +62,11 @@ static int find(const int *row, int n, int value)
 
 static int cmp_len(const void *a, const void *b) { return ((const run_t *)a)->len - ((const run_t *)b)->len; }
 
-static int solve(const char *rule, const int *in, int n, int *out)
+/* moves by k cells, and the gravity rules that pile cells to one side */
+static int solve_move_gravity(const char *rule, const int *in, int n, int *out)
 {
-    static run_t r[ROW_MAX];
-    int k, c = runs_of(in, n, r, 1), ones = 0, twos = 0, nonzero = 0;
+    int k, ones = 0, twos = 0, nonzero = 0;
     for (int i = 0; i < n; i++) ones += in[i] == 1, twos += in[i] == 2, nonzero += in[i] != 0;
-    memset(out, 0, (size_t)n * sizeof *out);
     if (sscanf(rule, "move_%dpix_", &k) == 1) {
         int wrapped = strstr(rule, "wrapped") != NULL;
         for (int i = 0; i < n; i++) {
@@ -89,8 +88,18 @@ static int solve(const char *rule, const int *in, int n, int *out)
         memcpy(out, in, (size_t)n * sizeof *out);
         for (int i = 1; i < n; i++)
             if (out[i] && !out[i - 1]) out[i - 1] = out[i], out[i] = 0;
-    } else if (strcmp(rule, "block_touch_dot") == 0 || sscanf(rule, "block_touch_dot_%dpix", &k) == 1 ||
-               strcmp(rule, "block_scale_to_dot") == 0) {
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* one block against a dot, the biggest block, and blocks drawn from two points */
+static int solve_blocks(const char *rule, const int *in, int n, int *out, run_t *r, int c)
+{
+    int k;
+    if (strcmp(rule, "block_touch_dot") == 0 || sscanf(rule, "block_touch_dot_%dpix", &k) == 1 ||
+        strcmp(rule, "block_scale_to_dot") == 0) {
         int touch = strcmp(rule, "block_touch_dot") == 0, dot = find(in, n, touch ? 1 : 2);
         const run_t *b = r[0].start == dot ? &r[1] : &r[0];
         int left = b->start < dot, gap = left ? dot - b->start - b->len : b->start - dot - 1;
@@ -120,7 +129,16 @@ static int solve(const char *rule, const int *in, int n, int *out)
         out[r[0].start] = out[r[0].start + r[0].len - 1] = r[0].color;
     } else if (strncmp(rule, "copy_block_to_dots", 18) == 0) {
         for (int i = 0; i < c; i++) paint(out, i ? r[i].start - r[0].len / 2 : 0, r[0].len, r[i].color);
-    } else if (strcmp(rule, "repeat_pattern_full") == 0) {
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* reflected, repeated, recoloured and sorted blocks */
+static int solve_reflect_recolor(const char *rule, const int *in, int n, int *out, run_t *r, int c)
+{
+    if (strcmp(rule, "repeat_pattern_full") == 0) {
         runs_of(in, n, r, 0);
         for (int i = 0; i < n; i++) out[i] = in[i % (r[0].len / 2)];
     } else if (strncmp(rule, "reflect_block_with", 18) == 0 || strcmp(rule, "reflect_block_random") == 0) {
@@ -147,7 +165,16 @@ static int solve(const char *rule, const int *in, int n, int *out)
     } else if (strncmp(rule, "sort_", 5) == 0) {
         qsort(r, (size_t)c, sizeof *r, cmp_len);
         for (int i = 0, pos = 0; i < c; pos += r[i].len + 1, i++) paint(out, pos, r[i].len, r[i].color);
-    } else if (strcmp(rule, "duplicate_block_from_seeds") == 0) {
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* fills that run from seeds, pixels and marks */
+static int solve_fill(const char *rule, const int *in, int n, int *out, run_t *r, int c)
+{
+    if (strcmp(rule, "duplicate_block_from_seeds") == 0) {
         const run_t *b = &r[0];
         for (int i = 0; i < c; i++)
             if (r[i].len >= 2) b = &r[i];
@@ -184,6 +211,17 @@ static int solve(const char *rule, const int *in, int n, int *out)
         return 0;
     }
     return 1;
+}
+
+/* the reference solver, one rule group per helper: each returns 1 when
+ * the rule is one of its own, 0 otherwise */
+static int solve(const char *rule, const int *in, int n, int *out)
+{
+    static run_t r[ROW_MAX];
+    int c = runs_of(in, n, r, 1);
+    memset(out, 0, (size_t)n * sizeof *out);
+    return solve_move_gravity(rule, in, n, out) || solve_blocks(rule, in, n, out, r, c) ||
+           solve_reflect_recolor(rule, in, n, out, r, c) || solve_fill(rule, in, n, out, r, c);
 }
 
 static int expected_output(const char *rule, const int *in, int n, int *out)

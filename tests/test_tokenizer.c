@@ -369,13 +369,10 @@ static void expect_error(const char *dir, const char *json, const char *field)
 #define DECODER "\"decoder\": {\"type\": \"ByteLevel\"}"
 #define PRE "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"use_regex\": false}"
 
-static void test_bad_input(void)
+/* a file that is not JSON, a model of another type or none, a normalizer,
+ * pre-tokenizer or decoder we do not implement */
+static void bad_model_and_pipeline(const char *dir)
 {
-    char dir[] = "/tmp/sapo-tok-XXXXXX";
-    EXPECT(mkdtemp(dir));
-    char err[512] = "";
-    EXPECT(tokenizer_load("/nonexistent/tokenizer.json", err, sizeof err) == NULL);
-    EXPECT(strstr(err, "/nonexistent/tokenizer.json") && strstr(err, "No such file"));
     expect_error(dir, "{\"model\": {\"type\": \"BPE\", ", "malformed JSON");
     expect_error(dir, "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {}}, " DECODER "}", "model.type \"WordPiece\"");
     expect_error(dir, "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}, " DECODER "}", "model.type \"Unigram\"");
@@ -401,6 +398,12 @@ static void test_bad_input(void)
                  "{" BPE_OK ", " DECODER ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": "
                  "{\"Regex\": \"a\"}, \"behavior\": \"Isolated\"}}",
                  "no ByteLevel step");
+}
+
+/* merges, vocab entries and added tokens that are wrong, or options of
+ * them we do not implement */
+static void bad_vocab_and_added_tokens(const char *dir)
+{
     expect_error(dir,
                  "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a c\"]}, " DECODER ", " PRE "}",
                  "model.merges[0]: \"c\" is not in model.vocab");
@@ -421,7 +424,13 @@ static void test_bad_input(void)
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"byte_fallback\": true}, " DECODER
         ", " PRE "}",
         "model.byte_fallback");
-    // a sound file loads, and a tokenizer_config.json beside it chooses the eos token
+}
+
+/* a sound file loads, and a tokenizer_config.json beside it chooses the
+ * eos token */
+static void eos_from_config(const char *dir)
+{
+    char err[512] = "";
     char path[512];
     snprintf(path, sizeof path, "%s",
              write_file(dir, "tokenizer.json",
@@ -436,6 +445,18 @@ static void test_bad_input(void)
     tokenizer_destroy(&t);
     write_file(dir, "tokenizer_config.json", "{\"eos_token\": \"<|nope|>\"}");
     expect_error(dir, "{" BPE_OK ", " DECODER ", " PRE "}", "eos_token: \"<|nope|>\"");
+}
+
+static void test_bad_input(void)
+{
+    char dir[] = "/tmp/sapo-tok-XXXXXX";
+    EXPECT(mkdtemp(dir));
+    char err[512] = "";
+    EXPECT(tokenizer_load("/nonexistent/tokenizer.json", err, sizeof err) == NULL);
+    EXPECT(strstr(err, "/nonexistent/tokenizer.json") && strstr(err, "No such file"));
+    bad_model_and_pipeline(dir);
+    bad_vocab_and_added_tokens(dir);
+    eos_from_config(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     EXPECT(system(cmd) == 0);

@@ -124,6 +124,16 @@ static void convert(float *dst, const unsigned char *src, size_t n, int esize)
     }
 }
 
+/* 4 = F32, 2 = BF16, 1 = F16 (two bytes, tagged apart), 0 = anything else */
+static int dtype_size(const cJSON *dt)
+{
+    if (!cJSON_IsString(dt)) return 0;
+    if (!strcmp(dt->valuestring, "F32")) return 4;
+    if (!strcmp(dt->valuestring, "BF16")) return 2;
+    if (!strcmp(dt->valuestring, "F16")) return 1;
+    return 0;
+}
+
 /* one tensor entry of a header; seen counts each (kind, layer) */
 static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsigned char *data, uint64_t data_len,
                        unsigned char *seen, char *err, size_t errlen)
@@ -143,12 +153,7 @@ static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsig
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
-    int esize = 0; /* 4 = F32, 2 = BF16, 1 = F16 (two bytes, tagged apart) */
-    if (cJSON_IsString(dt)) {
-        if (!strcmp(dt->valuestring, "F32")) esize = 4;
-        else if (!strcmp(dt->valuestring, "BF16")) esize = 2;
-        else if (!strcmp(dt->valuestring, "F16")) esize = 1;
-    }
+    int esize = dtype_size(dt);
     if (!esize) {
         snprintf(err, errlen, "%s: tensor %s: dtype %s is not F32, BF16 or F16", file, name,
                  cJSON_IsString(dt) ? dt->valuestring : "(missing)");

@@ -65,6 +65,42 @@ int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, cha
     return read_state(dir, st, err, errlen);
 }
 
+/* state.json of a checkpoint folder, flushed to disk */
+static int write_state(const char *dir, const ckpt_state_t *st, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 320];
+    snprintf(path, sizeof path, "%s/state.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f ||
+        fprintf(f, "{\"round\": %llu, \"policy_version\": %llu}\n", (unsigned long long)st->round,
+                (unsigned long long)st->policy_version) < 0 ||
+        fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* names sort by round: drop all but the newest keep */
+static void prune(const char *run, int keep)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 320];
+    snprintf(dir, sizeof dir, "%s/ckpt", run);
+    struct dirent **list;
+    int n = scandir(dir, &list, NULL, alphasort), seen = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        const char *d = list[i]->d_name;
+        if (d[0] == 'r' && strlen(d) == 9 && ++seen > keep) {
+            snprintf(path, sizeof path, "%s/%s", dir, d);
+            fs_rm_tree(path);
+        }
+        free(list[i]);
+    }
+    if (n >= 0) free(list);
+}
+
 int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
               size_t errlen)
 {
@@ -88,17 +124,7 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
         snprintf(err, errlen, "%s: could not be written (see above)", path);
         return -1;
     }
-    snprintf(path, sizeof path, "%s/state.json", part);
-    FILE *f = fopen(path, "w");
-    if (!f ||
-        fprintf(f, "{\"round\": %llu, \"policy_version\": %llu}\n", (unsigned long long)st->round,
-                (unsigned long long)st->policy_version) < 0 ||
-        fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        if (f) fclose(f);
-        return -1;
-    }
-    fclose(f);
+    if (write_state(part, st, err, errlen) != 0) return -1;
     /* a folder of this name no link points at (a learner killed while
      * renaming) gives way to the complete one */
     fs_rm_tree(dir);
@@ -115,19 +141,7 @@ link:;
         snprintf(err, errlen, "%s: %s", link, strerror(errno));
         return -1;
     }
-    /* names sort by round: drop all but the newest keep */
-    snprintf(dir, sizeof dir, "%s/ckpt", run);
-    struct dirent **list;
-    int n = scandir(dir, &list, NULL, alphasort), seen = 0;
-    for (int i = n - 1; i >= 0; i--) {
-        const char *d = list[i]->d_name;
-        if (d[0] == 'r' && strlen(d) == 9 && ++seen > keep) {
-            snprintf(path, sizeof path, "%s/%s", dir, d);
-            fs_rm_tree(path);
-        }
-        free(list[i]);
-    }
-    if (n >= 0) free(list);
+    prune(run, keep);
     return 0;
 }
 

@@ -210,31 +210,38 @@ static size_t scan_digits(parser_t *ps, int base, int leading_underscore)
     return n;
 }
 
+/* the digits of a 0x, 0o or 0b integer, ps->p past its prefix; one that
+ * outgrows 120 bits is V_OTHER */
+static value_t *parse_prefixed_int(parser_t *ps, int base)
+{
+    const char *d0 = ps->p;
+    if (!scan_digits(ps, base, 1) || (ps->p < ps->end && is_ident(*ps->p))) return NULL;
+    unsigned __int128 v = 0;
+    int big = 0;
+    for (const char *q = d0; q < ps->p; q++) {
+        if (*q == '_') continue;
+        if (v >> 120) big = 1;
+        v = v * (unsigned)base + (unsigned)digit_in(*q, base);
+    }
+    value_t *r = value_new(big ? V_OTHER : V_INT);
+    if (!big) {
+        char buf[48];
+        int i = sizeof buf;
+        buf[--i] = '\0';
+        do buf[--i] = (char)('0' + (int)(v % 10));
+        while (v /= 10);
+        r->text = strdup(buf + i);
+    }
+    return r;
+}
+
 static value_t *parse_number(parser_t *ps)
 {
     const char *s = ps->p;
     if (*s == '0' && s + 1 < ps->end && strchr("xXoObB", s[1])) {
         int base = strchr("xX", s[1]) ? 16 : strchr("oO", s[1]) ? 8 : 2;
         ps->p += 2;
-        const char *d0 = ps->p;
-        if (!scan_digits(ps, base, 1) || (ps->p < ps->end && is_ident(*ps->p))) return NULL;
-        unsigned __int128 v = 0;
-        int big = 0;
-        for (const char *q = d0; q < ps->p; q++) {
-            if (*q == '_') continue;
-            if (v >> 120) big = 1;
-            v = v * (unsigned)base + (unsigned)digit_in(*q, base);
-        }
-        value_t *r = value_new(big ? V_OTHER : V_INT);
-        if (!big) {
-            char buf[48];
-            int i = sizeof buf;
-            buf[--i] = '\0';
-            do buf[--i] = (char)('0' + (int)(v % 10));
-            while (v /= 10);
-            r->text = strdup(buf + i);
-        }
-        return r;
+        return parse_prefixed_int(ps, base);
     }
     size_t ni = scan_digits(ps, 10, 0), nf = 0;
     int is_float = 0;
