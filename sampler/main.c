@@ -252,10 +252,15 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
     memcpy(buf, r->data, r->size);
     rec_rollout_view_t v;
     char err[512];
-    if (rec_rollout_view(buf, r->size, &v, err, sizeof err) != 0 || v.r.external) {
+    if (rec_rollout_view(buf, r->size, &v, err, sizeof err) != 0) {
+        log_error("dropped a scored record: %s", err);
+        free(buf);
+        return;
+    }
+    if (v.r.external) {
         /* external groups are scored where they are drawn, and never come
          * this way */
-        log_error("dropped a scored record: %s", v.r.external ? "an external group" : err);
+        log_error("dropped a scored record: an external group (they are scored where they are drawn)");
         free(buf);
         return;
     }
