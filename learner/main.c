@@ -282,7 +282,9 @@ int main(int argc, char **argv)
     open_model(&l);
     open_streams(&l);
     announce(l.pub, &l.cfg, l.pol, &l.st);
-    while (!zsys_interrupted && !(l.cfg.rounds && l.st.round >= (uint64_t)l.cfg.rounds)) {
+    /* the game's rounds are a batch per stage */
+    uint64_t last = (uint64_t)l.cfg.rounds * (l.cfg.game == GAME_THREE_STAGE ? 3 : 1);
+    while (!zsys_interrupted && !(last && l.st.round >= last)) {
         wire_record_t *r = wire_consumer_recv(l.batches, 1000);
         if (!r) continue;
         hold_or_ack(&l, r->id, train_batch(&l, r));

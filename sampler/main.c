@@ -8,30 +8,18 @@
  * identity, registered in the pool under its node id); drawn entries are
  * kept only when signed by the key of the node they are stored under and
  * naming that node.
+ * With game three-stage it plays RL Swarm's game instead (game.c).
  * Produces tasks and batches; consumes scored; follows policy. */
-#include <czmq.h>
 #include <string.h>
 
-#include "node/assembly.h"
-#include "node/config.h"
-#include "node/identity.h"
-#include "node/score.h"
-#include "node/screen.h"
-#include "node/version.h"
-#include "pool/pool.h"
 #include "records.h"
-#include "tasks/task.h"
-#include "util/fs.h"
+#include "sampler.h"
 #include "util/log.h"
 #include "util/mem.h"
-#include "wire/wire.h"
 
 /* Questions in flight: this many rounds' worth, so generators never idle
  * while the sampler waits for a round's last groups. */
 #define ROUNDS_OF_TASKS_AHEAD 2
-/* Batches ahead of the learner: the one it trains and one queued behind
- * it; more would train groups further behind the policy. */
-#define BATCHES_AHEAD 2
 /* A draw asks the pool for this many times J groups, since the screen and
  * the zero-advantage filter drop some of them. */
 #define DRAW_MULTIPLE 2
@@ -47,37 +35,6 @@ typedef enum {
     ROUND_READY,        /* a batch can be sent */
     ROUND_LEARNER_BUSY, /* a batch could be sent, but BATCHES_AHEAD are already out */
 } round_state_t;
-
-typedef struct {
-    config_t cfg;
-    task_mix_t *mix;
-    assembly_t *asm_;
-    screen_t *screen; /* checks every record drawn from the pool */
-    pool_t *pool;
-    identity_t *id;
-    bool registered; /* our key is in the pool's Redis as far as we know */
-    wire_producer_t *tasks, *batches;
-    wire_consumer_t *scored;
-    wire_subscriber_t *policy;
-    uint64_t policy_version, round, next_task;
-    uint64_t learner_round; /* last round the learner applied */
-    long in_flight;         /* own tasks sent, not yet back scored */
-    int64_t last_progress;  /* when a scored rollout or a learner notice last came */
-    reward_rule_t rule;     /* how external groups are scored here, as the verifier scores local ones */
-    score_stats_t external_scoring;
-    long published, pool_errors, external_unscorable;
-    long pool_failing;         /* failed pool calls since the last that worked */
-    char pool_last_error[512]; /* the last pool error logged */
-    int64_t pool_failed_at;    /* when a pool call last failed */
-    bool pool_outage_logged;   /* a failure was logged since calls last worked */
-    bool pool_dry;             /* the pool has nothing more for us this round */
-    int draws;                 /* pool draws this round */
-    bool fallback_logged;
-    double scored_reward;    /* sum of the rewards of own completions scored since the last batch */
-    long scored_completions; /* and their count: the reward before local-filter picks groups */
-    double pool_seconds;
-    double transport_seconds; /* generator done -> sampler, less verification */
-} sampler_t;
 
 static void send_task(sampler_t *s)
 {
@@ -102,63 +59,6 @@ static void send_task(sampler_t *s)
     rec_free(buf);
     free(meta);
     task_entry_free(&e);
-}
-
-/* A pool failure is logged once per outage: a line when calls start to
- * fail (unless with the error logged last, within a minute of the last
- * failure: a call that fails while others work), and one when they work
- * again; the node goes on with its own groups
- * meanwhile, and the pool reconnects with backoff. */
-static void pool_failed(sampler_t *s, const char *err)
-{
-    s->pool_errors++;
-    s->registered = false; /* a Redis that comes back may have lost our key */
-    bool quiet = s->pool_failing++ > 0 || strcmp(err, s->pool_last_error) == 0;
-    s->pool_failed_at = zclock_mono();
-    if (!quiet) {
-        log_error("pool: %s (training on local groups until it is back)", err);
-        snprintf(s->pool_last_error, sizeof s->pool_last_error, "%s", err);
-        s->pool_outage_logged = true;
-    }
-}
-
-static void pool_worked(sampler_t *s)
-{
-    if (s->pool_failing && s->pool_outage_logged) {
-        log_info("pool works again after %ld failed calls", s->pool_failing);
-        s->pool_outage_logged = false;
-    }
-    s->pool_failing = 0;
-    if (s->pool_last_error[0] && zclock_mono() - s->pool_failed_at > 60000) s->pool_last_error[0] = '\0';
-}
-
-/* Our public key under our node id, before anything is published: a
- * Redis restarted empty learns it again; an id held by another key ends
- * the sampler (a node may not take an existing id). */
-static bool registered(sampler_t *s)
-{
-    if (s->registered) return true;
-    char err[512];
-    int rc = pool_register_key(s->pool, s->cfg.node, identity_public(s->id), err, sizeof err);
-    if (rc == -2) log_fatal("%s: choose another node id (SAPO_NODE) or use that id's key file (SAPO_KEY)", err);
-    if (rc < 0) {
-        pool_failed(s, err);
-        return false;
-    }
-    pool_worked(s);
-    s->registered = true;
-    return true;
-}
-
-/* The key of the node an entry is stored under: 1 found (pub set), 0 none
- * or no node id (the screen counts it), -1 when Redis failed. */
-static int source_key(sampler_t *s, const char *node, uint8_t pub[IDENTITY_PUBLIC_BYTES])
-{
-    char err[512];
-    if (pool_node_ok(node, err, sizeof err) != 0) return 0;
-    int rc = pool_node_key(s->pool, node, pub, err, sizeof err);
-    if (rc < 0) pool_failed(s, err);
-    return rc;
 }
 
 /* An external group arrives: scored here by this node's rules (the
@@ -191,14 +91,14 @@ static void draw_external(sampler_t *s)
     int n = pool_draw(s->pool, s->cfg.node, want, &got, err, sizeof err);
     s->pool_seconds += (zclock_mono() - t0) / 1000.0;
     if (n < 0) {
-        pool_failed(s, err);
+        sampler_pool_failed(s, err);
         s->pool_dry = true;
         return;
     }
-    pool_worked(s);
+    sampler_pool_worked(s);
     for (int i = 0; i < n; i++) {
         uint8_t pub[IDENTITY_PUBLIC_BYTES];
-        int known = source_key(s, got[i].node, pub);
+        int known = sampler_source_key(s, got[i].node, pub);
         if (known < 0) continue;
         if (screen_entry(s->screen, got[i].data, got[i].len, got[i].node, known ? pub : NULL) != SCREEN_OK) continue;
         /* pool_sample hands out 16-byte aligned copies, and the signature
@@ -237,10 +137,10 @@ static void share_group(sampler_t *s, const void *buf, size_t size, uint64_t tas
     char err[512];
     int64_t t0 = zclock_mono();
     size_t len;
-    uint8_t *entry = registered(s) ? identity_seal(s->id, buf, size, &len) : NULL;
+    uint8_t *entry = sampler_registered(s) ? identity_seal(s->id, buf, size, &len) : NULL;
     if (entry && pool_publish(s->pool, s->cfg.node, s->round, entry, len, err, sizeof err) == 0)
-        s->published++, pool_worked(s);
-    else if (entry) pool_failed(s, err);
+        s->published++, sampler_pool_worked(s);
+    else if (entry) sampler_pool_failed(s, err);
     free(entry);
     s->pool_seconds += (zclock_mono() - t0) / 1000.0;
 }
@@ -323,80 +223,6 @@ static void send_batch(sampler_t *s)
     s->scored_reward = 0, s->scored_completions = 0;
 }
 
-/* the task mix, the pool and this node's identity, registered in it */
-static void open_pool(sampler_t *s)
-{
-    char err[512];
-    s->mix = task_mix_new(s->cfg.task_mix[0] ? s->cfg.task_mix : NULL, s->cfg.seed, err, sizeof err);
-    if (!s->mix) log_fatal("task mix (SAPO_TASK_MIX): %s", err);
-    s->pool = pool_new(s->cfg.redis, s->cfg.swarm, s->cfg.pool_max, err, sizeof err);
-    if (!s->pool) log_fatal("pool %s: %s", s->cfg.redis, err);
-    pool_limit_record(s->pool, (size_t)s->cfg.max_record + IDENTITY_SIGNATURE_BYTES);
-    pool_window(s->pool, s->cfg.pool_window, s->cfg.pool_window_seconds);
-    pool_strategy(s->pool, s->cfg.pool_strategy);
-    if (fs_mkdirs(s->cfg.run) != 0) log_fatal("run folder %s: cannot create", s->cfg.run);
-    if (!(s->id = identity_load(s->cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
-    char fp[IDENTITY_FINGERPRINT_HEX + 1];
-    identity_fingerprint(identity_public(s->id), fp, sizeof fp);
-    log_info("identity: key %s, fingerprint %s", s->cfg.key, fp);
-    /* a taken node id ends the sampler now; an unreachable Redis is retried before publishing */
-    registered(s);
-}
-
-/* the broker's streams, the batch assembly and the screen of drawn entries */
-static void open_streams(sampler_t *s)
-{
-    char err[512];
-    endpoints_t ep;
-    if (endpoints_from_base(s->cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
-    if (!(s->tasks = wire_producer_new(&ep, STREAM_TASKS, err, sizeof err)) ||
-        !(s->batches = wire_producer_new(&ep, STREAM_BATCHES, err, sizeof err)) ||
-        !(s->scored = wire_consumer_new(&ep, STREAM_SCORED, 64, err, sizeof err)) ||
-        !(s->policy = wire_subscriber_new(&ep, err, sizeof err)))
-        log_fatal("%s", err);
-    s->asm_ = assembly_new(&s->cfg);
-    s->rule = (reward_rule_t){s->cfg.reward_floor, s->cfg.format_reward};
-    screen_limits_t lim = {.node = s->cfg.node,
-                           .completions = s->cfg.completions,
-                           .max_record = (size_t)s->cfg.max_record,
-                           .max_text = (size_t)s->cfg.max_text,
-                           .dup_window = 4 * s->cfg.pool_max};
-    if (!(s->screen = screen_new(&lim))) log_fatal("out of memory (screen)");
-}
-
-/* rounds continue from the learner's: its first notice says where; false
- * when interrupted before it came */
-static bool wait_for_learner(sampler_t *s)
-{
-    s->policy_version = UINT64_MAX;
-    log_info("waiting for the learner's policy notice");
-    while (!zsys_interrupted && s->policy_version == UINT64_MAX)
-        version_follow(s->policy, 1000, NULL, &s->policy_version, &s->learner_round, NULL, 0);
-    if (zsys_interrupted) return false;
-    s->round = s->learner_round + 1;
-    s->next_task = s->round * (uint64_t)s->cfg.questions;
-    s->last_progress = zclock_mono();
-    log_info("starting at round %llu (I=%d local, J=%d external, L=%d)", (unsigned long long)s->round,
-             s->cfg.local_groups, s->cfg.external_groups, s->cfg.completions);
-    return true;
-}
-
-/* the learner's latest policy version and round, if a notice came */
-static void follow_learner(sampler_t *s)
-{
-    uint64_t learner_before = s->learner_round;
-    int notice = version_follow(s->policy, 0, NULL, &s->policy_version, &s->learner_round, NULL, 0);
-    if (notice == 1) s->last_progress = zclock_mono();
-    if (notice == 1 && s->learner_round < learner_before)
-        /* the learner restarted from a checkpoint: the broker gives it
-         * back the batches it applied after that, and it trains them
-         * again; the rounds here go on (new batches wait until it has
-         * caught up, and after stall-seconds count as lost) */
-        log_info("learner is back at round %llu: it trains rounds %llu..%llu again from their batches",
-                 (unsigned long long)s->learner_round, (unsigned long long)s->learner_round + 1,
-                 (unsigned long long)s->round - 1);
-}
-
 /* one scored rollout if any came, else a check for a stall */
 static void receive_scored(sampler_t *s)
 {
@@ -441,19 +267,20 @@ static void send_tasks(sampler_t *s)
     while (s->in_flight + (long)assembly_local(s->asm_) < ROUNDS_OF_TASKS_AHEAD * (long)s->cfg.questions) send_task(s);
 }
 
-static void shut_down(sampler_t *s)
+/* SAPO's rounds, until interrupted */
+static void sapo_run(sampler_t *s)
 {
-    log_info("stopping at round %llu: %ld groups published, %ld external groups scored", (unsigned long long)s->round,
-             s->published, s->external_scoring.scored);
-    screen_destroy(&s->screen);
-    assembly_destroy(&s->asm_);
-    wire_subscriber_destroy(&s->policy);
-    wire_consumer_destroy(&s->scored);
-    wire_producer_destroy(&s->batches);
-    wire_producer_destroy(&s->tasks);
-    pool_destroy(&s->pool);
-    identity_destroy(&s->id);
-    task_mix_destroy(&s->mix);
+    while (!zsys_interrupted) {
+        sampler_follow_learner(s);
+        send_tasks(s);
+        receive_scored(s);
+        switch (round_state(s)) {
+        case ROUND_DRAWING: draw_external(s); break;
+        case ROUND_READY: send_batch(s); break;
+        case ROUND_COLLECTING:
+        case ROUND_LEARNER_BUSY: break;
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -463,21 +290,11 @@ int main(int argc, char **argv)
     if (rc != 0) return rc < 0 ? 2 : 0;
     log_init("sampler", s.cfg.node);
     zsys_init();
-    open_pool(&s);
-    open_streams(&s);
-    if (!wait_for_learner(&s)) return 0;
-
-    while (!zsys_interrupted) {
-        follow_learner(&s);
-        send_tasks(&s);
-        receive_scored(&s);
-        switch (round_state(&s)) {
-        case ROUND_DRAWING: draw_external(&s); break;
-        case ROUND_READY: send_batch(&s); break;
-        case ROUND_COLLECTING:
-        case ROUND_LEARNER_BUSY: break;
-        }
-    }
-    shut_down(&s);
+    sampler_open_pool(&s);
+    sampler_open_streams(&s);
+    if (!sampler_wait_for_learner(&s)) return 0;
+    if (s.cfg.game == GAME_THREE_STAGE) game_run(&s);
+    else sapo_run(&s);
+    sampler_shut_down(&s);
     return 0;
 }

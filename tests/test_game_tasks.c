@@ -220,7 +220,8 @@ static void test_critique_scores(void)
         free(c);
     }
     expect_score(&e, "<identify>7</identify>", 0, false);
-    /* through the verifier's score_rollout, under game mode's rule */
+    /* through the verifier's score_rollout, whose floor and format bonus
+     * leave a stage's score as it is (the default floor would zero 0.2) */
     char *c7 = critique("7"), *c5 = critique("5");
     char *meta = cJSON_PrintUnformatted(e.metadata);
     rec_completion_t c[] = {{.text = c7}, {.text = c5}, {.text = "<answer>42</answer>"}};
@@ -232,7 +233,7 @@ static void test_critique_scores(void)
     size_t len;
     void *buf = rollout_buf(&r, &len);
     score_stats_t st = {0};
-    EXPECTF(buf && score_rollout(buf, len, (reward_rule_t){0, 0}, &st, err, sizeof err) == 0, "%s", err);
+    EXPECTF(buf && score_rollout(buf, len, (reward_rule_t){0.6f, 0.5f}, &st, err, sizeof err) == 0, "%s", err);
     rec_rollout_view_t v;
     EXPECT(buf && rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
     const float want[] = {1.4f, 0.2f, 0.0f};

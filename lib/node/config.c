@@ -30,11 +30,11 @@ typedef struct {
 _Static_assert(sizeof(lr_schedule_t) == sizeof(int) && sizeof(grpo_loss_type_t) == sizeof(int) &&
                    sizeof(grpo_scale_t) == sizeof(int) && sizeof(pool_strategy_t) == sizeof(int) &&
                    sizeof(group_filter_t) == sizeof(int) && sizeof(external_logprobs_t) == sizeof(int) &&
-                   sizeof(external_kl_t) == sizeof(int),
+                   sizeof(external_kl_t) == sizeof(int) && sizeof(game_mode_t) == sizeof(int),
                "enum settings are stored as int");
 _Static_assert(GRPO_LOSS_GRPO == 0 && GRPO_LOSS_BNPO == 1 && GRPO_LOSS_DR_GRPO == 2 && GRPO_LOSS_DAPO == 3 &&
                    GRPO_SCALE_GROUP == 0 && GRPO_SCALE_BATCH == 1 && GRPO_SCALE_NONE == 2 && POOL_UNIFORM == 0 &&
-                   POOL_USEFUL == 1,
+                   POOL_USEFUL == 1 && GAME_OFF == 0 && GAME_THREE_STAGE == 1,
                "the names below are in the enums' order");
 
 static const char *const schedules[] = {"constant", "cosine", NULL};
@@ -44,6 +44,7 @@ static const char *const strategies[] = {"uniform", "useful", NULL};
 static const char *const filters[] = {"nonzero", "all", NULL};
 static const char *const logprobs[] = {"use", "ignore", NULL};
 static const char *const kl_scopes[] = {"include", "exclude", NULL};
+static const char *const games[] = {"off", "three-stage", NULL};
 
 /* one line per setting, however long its help */
 /* clang-format off */
@@ -87,6 +88,7 @@ static const field_t fields[] = {
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
     {"pool-window", "SAPO_POOL_WINDOW", I(pool_window), "2", "SampleExternal draws other nodes' groups of their last this many rounds (each node's own count; 2 = this round's and the one before, slack for asynchrony), never one twice, and a node drops its own older entries from the pool (0 = every entry up to pool-max)"},
+    {"game", "SAPO_GAME", E(game, games), "off", "off: SAPO's rounds (sample, share, train); three-stage: RL Swarm's game, each round a question set answered, critiqued and resolved, a GRPO step per stage, the swarm's nodes playing the same questions (drawn from the task mix seeded by the swarm name; their answers must be numbers) and reading each other's stage outputs from the pool"},
     {"pool-strategy", "SAPO_POOL_STRATEGY", E(pool_strategy, strategies), "uniform", "how SampleExternal weighs other nodes' fresh groups: uniform (all alike, the paper) or useful (a node's groups weigh the chance, from its last ten or so, that they are informative here: rewards not all equal under our verifier)"},
     {"pool-window-seconds", "SAPO_POOL_WINDOW_SECONDS", F(pool_window_seconds), "0", "and only groups published less than this many seconds ago; a node that stops publishing leaves nothing in Redis after it (0 = no bound in time)"},
     {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
@@ -198,7 +200,8 @@ static int check(const config_t *c)
         fprintf(stderr, "config: completions (SAPO_L) must be at least 2: GRPO compares completions of one question\n");
         return -1;
     }
-    if (c->questions < c->local_groups) {
+    /* the game trains every question of a stage, and takes no external group */
+    if (c->game == GAME_OFF && c->questions < c->local_groups) {
         fprintf(stderr, "config: questions (SAPO_QUESTIONS=%d) must be at least local (SAPO_I=%d)\n", c->questions,
                 c->local_groups);
         return -1;

@@ -20,6 +20,9 @@ typedef enum { LR_CONSTANT, LR_COSINE } lr_schedule_t;
 typedef enum { FILTER_NONZERO, FILTER_ALL } group_filter_t;
 typedef enum { EXTERNAL_LOGPROBS_USE, EXTERNAL_LOGPROBS_IGNORE } external_logprobs_t;
 typedef enum { EXTERNAL_KL_INCLUDE, EXTERNAL_KL_EXCLUDE } external_kl_t;
+/* what a round is: SAPO's (sample, share, train), or the three-stage game
+ * of RL Swarm (answer, critique, resolve; sampler/game.c) */
+typedef enum { GAME_OFF, GAME_THREE_STAGE } game_mode_t;
 
 typedef struct {
     char node[64];            /* node id, unique in the swarm */
@@ -59,6 +62,7 @@ typedef struct {
     int pool_max;                          /* pool entries kept per node */
     int pool_window;                       /* SampleExternal's freshness in the publisher's rounds (0 = none) */
     double pool_window_seconds;            /* and in seconds (0 = none) */
+    game_mode_t game;                      /* off (SAPO) or three-stage */
     pool_strategy_t pool_strategy;         /* how SampleExternal weighs other nodes */
     int max_record;                        /* bytes of one record drawn from the pool */
     int max_text;                          /* bytes of one text field of a record drawn from the pool */

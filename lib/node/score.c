@@ -32,6 +32,10 @@ int score_rollout(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, 
         goto bad;
     }
     task_entry_t e = {(char *)v.r.task.question, (char *)v.r.task.answer, meta};
+    /* a game stage's score is its reward (score.h) */
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(meta, "source_dataset");
+    const task_family_t *fam = cJSON_IsString(ds) ? task_family_find(ds->valuestring) : NULL;
+    if (fam && task_family_built(fam)) rule = (reward_rule_t){0, 0};
     size_t n = v.r.n_completions;
     float *rewards = malloc(sizeof(float) * (n ? n : 1));
     int rc = 0;

@@ -20,10 +20,11 @@ typedef struct {
  *
  * The game's stages (game/game.h) score whole completions, and their score
  * already holds a form part of 0.2, which is all a well-formed wrong
- * completion earns. Game mode will therefore run with reward-floor 0 (a
- * floor above 0.2 would zero the form part and leave a group of wrong
- * answers nothing to learn from) and format-reward 0 (the form would
- * otherwise count twice). */
+ * completion earns. The rule therefore does not apply to them: their
+ * reward is their score. A floor above 0.2 would zero the form part and
+ * leave a group of wrong answers nothing to learn from, and a format
+ * bonus would count the form twice.
+ */
 typedef struct {
     float floor;
     float format;

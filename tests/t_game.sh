@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The three-stage game (SAPO_GAME=three-stage) end to end with real
+# processes, a real redis-server and a small random model:
+#   - 3 nodes play 2 rounds through the swarm script: each round is three
+#     batches, answer, critique and resolve, each of its stage's family and
+#     of all the round's questions, and the learner stops after the
+#     rounds' 6 batches;
+#   - the nodes publish their answer and critique outputs and read each
+#     other's: some node's critique shows a peer, and no peer's output is
+#     refused;
+#   - a stage output planted under a node without a key (garbage, with no
+#     signature) is refused, counted, and logged by its node's name.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+. tests/nodes.sh
+need game broker learner sampler generator verifier redis-server redis-cli foreman python3
+tmp=$(mktemp -d)
+cleanup() {
+  [ -f "$tmp/swarm/pids" ] && scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+export SAPO_BIN=$bin
+micro_model game
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=3 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_GAME=three-stage SAPO_SWARM=g$$
+
+scripts/swarm.sh start --nodes 3 --rounds 2 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
+port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1 | grep -o '[0-9]*$')
+# the planted outputs: a node in the swarm's set with no key, its answer
+# outputs of both rounds bytes that are no signed record
+redis-cli -p "$port" SADD "g$$:nodes" evil > /dev/null
+for r in 1 2; do redis-cli -p "$port" SET "g$$:n:evil:stage:$r:1" "not a record" > /dev/null; done
+scripts/swarm.sh wait --run "$tmp/swarm" --timeout 300
+scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+python3 - "$tmp/swarm" > "$tmp/verdicts" <<'PY'
+import json, os, sys
+run = sys.argv[1]
+def rows(n):
+    p = os.path.join(run, n, "metrics.jsonl")
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+m = {n: rows(n) for n in ("n0", "n1", "n2")}
+ok = lambda name, cond: print(("PASS" if cond else "FAIL") + " game_" + name)
+stages = ["answer", "critique", "resolve"]
+def staged(r):
+    g = r["sampler"].get("game", {})
+    b = r["round"]
+    return (g.get("round") == (b - 1) // 3 + 1 and g.get("stage") == stages[(b - 1) % 3] and
+            list(r["family_count"]) == ["game_" + stages[(b - 1) % 3]] and r["local_groups"] == 3 and
+            r["external_groups"] == 0)
+ok("three_batches_a_round", all([r["round"] for r in m[n]] == list(range(1, 7)) and all(staged(r) for r in m[n])
+                                for n in m))
+ok("peers_shown", any(r["sampler"]["game"]["peers"] > 0 for n in m for r in m[n] if r["sampler"]["game"]["stage"] != "answer"))
+ok("outputs_published", all(m[n][-1]["sampler"]["game"]["outputs_published"] >= 3 for n in m))
+logs = {n: open(os.path.join(run, n, "node.log"), errors="replace").read() for n in m}
+ok("planted_output_refused", all(m[n][-1]["sampler"]["game"]["outputs_rejected"] >= 1 and
+                                 "dropped evil's answer output" in logs[n] for n in m))
+ok("no_peer_refused", all(not any("dropped %s's" % p in logs[n] for p in m) for n in m))
+PY
+cat "$tmp/verdicts"
+grep -q FAIL "$tmp/verdicts" && { echo "--- swarm logs"; tail -n 20 "$tmp/swarm"/n*/node.log; }
+exit 0
