@@ -9,7 +9,9 @@
 #     other's: some node's critique shows a peer, and no peer's output is
 #     refused;
 #   - a stage output planted under a node without a key (garbage, with no
-#     signature) is refused, counted, and logged by its node's name.
+#     signature) is refused, counted, and logged by its node's name;
+#   - game_report on hand-made metrics and evaluations: stage rewards and
+#     answer length per game round, and relative regret worked by hand.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -59,4 +61,43 @@ ok("no_peer_refused", all(not any("dropped %s's" % p in logs[n] for p in m) for 
 PY
 cat "$tmp/verdicts"
 grep -q FAIL "$tmp/verdicts" && { echo "--- swarm logs"; tail -n 20 "$tmp/swarm"/n*/node.log; }
+
+# game_report: swarm n0 and n1, solo n0; two rounds (six batches), pass@1
+# at rounds 0 and 2: n0 0.5 0.8, n1 0.5 0.4, solo 0.25 0.6. Best 0.5, 0.8:
+# pointwise regret n0 0 0, n1 0 0.5, solo 0.5 0.25; averaged at round 2:
+# 0, 0.25, 0.375
+mkdir -p "$tmp/r/swarm/n0" "$tmp/r/swarm/n1" "$tmp/r/solo/n0"
+python3 - "$tmp/r" <<'PY'
+import json, sys
+r = sys.argv[1]
+fams = ["game_answer", "game_critique", "game_resolve"]
+def node(path, base, passes):
+    with open(path + "/metrics.jsonl", "w") as f:
+        for b in range(1, 7):
+            st = (b - 1) % 3
+            f.write(json.dumps({"round": b, "reward_mean": base + st / 10 + b / 100, "completion_length": 10 + b,
+                                "sampler": {"game": {"round": (b - 1) // 3 + 1, "stage": ["answer", "critique", "resolve"][st]}},
+                                "family_reward": {fams[st]: 0}}) + "\n")
+    with open(path + "/eval.jsonl", "w") as f:
+        for rd, p in zip((0, 2), passes):
+            f.write(json.dumps({"round": rd, "pass1": p}) + "\n")
+node(r + "/swarm/n0", 0.1, (0.5, 0.8))
+node(r + "/swarm/n1", 0.2, (0.5, 0.4))
+node(r + "/solo/n0", 0.3, (0.25, 0.6))
+PY
+"$bin/game_report" "$tmp/r/swarm" "$tmp/r/solo" > "$tmp/r/out" 2>&1
+python3 - "$tmp/r" <<'PY'
+import sys
+r = sys.argv[1]
+ok = lambda name, cond: print(("PASS" if cond else "FAIL") + " game_" + name)
+rows = [list(map(float, l.split())) for l in open(r + "/swarm/game/regret.dat") if not l.startswith("#")]
+want = [[0, .5, 0, 0, .5, 0, 0, .25, .5, .5], [2, .8, 0, 0, .4, .5, .25, .6, .25, .375]]
+ok("report_regret", len(rows) == 2 and all(abs(a - b) < 1e-6 for x, y in zip(rows, want) for a, b in zip(x, y)))
+# swarm/n0: round 1's stages 0.11 0.22 0.33, round 2's 0.14 0.25 0.36; answer length 11 and 14
+n0 = [list(map(float, l.split())) for l in open(r + "/swarm/game/node0.dat") if not l.startswith("#")]
+ok("report_stages", len(n0) == 2 and all(abs(a - b) < 1e-6 for a, b in zip(n0[0] + n0[1], [1, .11, .22, .33, 11, 2, .14, .25, .36, 14])))
+out = open(r + "/out").read()
+ok("report_summary", "| solo/n0 | 2 |" in out and "0.3750 |" in out)
+PY
+"$bin/game_report" "$tmp/r/swarm" > /dev/null 2>&1; [ $? -eq 2 ] && echo "PASS game_report_usage" || echo "FAIL game_report_usage"
 exit 0

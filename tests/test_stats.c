@@ -25,6 +25,24 @@ static void test_moving_average_by_hand(void)
     for (int i = 0; i < 5; i++) EXPECT(out[i] == x[i]);
 }
 
+static void test_relative_regret_by_hand(void)
+{
+    /* steps: a 0.5 0.4 0.0, b 0.25 0.8 0.0 -> best 0.5, 0.8, 0 */
+    double a[3] = {0.5, 0.4, 0}, b[3] = {0.25, 0.8, 0};
+    double pa[3], pb[3], ma[3], mb[3];
+    const double *v[2] = {a, b};
+    double *point[2] = {pa, pb}, *avg[2] = {ma, mb};
+    stats_relative_regret(v, 2, 3, point, avg);
+    double want_pa[3] = {0, 0.5, 0}, want_pb[3] = {0.5, 0, 0};
+    double want_ma[3] = {0, 0.25, 0.5 / 3}, want_mb[3] = {0.5, 0.25, 0.5 / 3};
+    for (int t = 0; t < 3; t++) {
+        EXPECT_NEAR(pa[t], want_pa[t], 1e-12);
+        EXPECT_NEAR(pb[t], want_pb[t], 1e-12);
+        EXPECT_NEAR(ma[t], want_ma[t], 1e-12);
+        EXPECT_NEAR(mb[t], want_mb[t], 1e-12);
+    }
+}
+
 static void test_welch_by_hand(void)
 {
     /* a = {1,2,3}: mean 2, var 1; b = {4,6}: mean 5, var 2.
@@ -130,6 +148,7 @@ int main(void)
 {
     RUN_TEST(test_cumulative_by_hand);
     RUN_TEST(test_moving_average_by_hand);
+    RUN_TEST(test_relative_regret_by_hand);
     RUN_TEST(test_welch_by_hand);
     RUN_TEST(test_permutation_by_hand);
     RUN_TEST(test_holm_by_hand);

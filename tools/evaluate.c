@@ -9,13 +9,18 @@
  * Held out: every node answers the same entries, drawn with a fixed
  * evaluation seed from index 2^48 upward; training draws with the node's
  * seed from index 0, so no entry of the evaluation set is ever trained on
- * (an easy family can still repeat a question's text by chance). */
+ * (an easy family can still repeat a question's text by chance).
+ *
+ * With game three-stage, a question is asked as the game's answer stage
+ * asks it (game_answer_entry), the answer read from its <answer> alone,
+ * and rounds are the game's: its third batch ends one. */
 #include <czmq.h>
 #include <limits.h>
 #include <string.h>
 
 #include "node/config.h"
 #include "node/policy.h"
+#include "game/game_task.h"
 #include "records.h"
 #include "tasks/task.h"
 #include "util/log.h"
@@ -27,6 +32,7 @@
 typedef struct {
     const char *family;
     task_entry_t *entries;
+    char **prompts; /* each entry's question as asked: the game's answer stage, or as drawn */
     int n;
 } heldout_t;
 
@@ -80,7 +86,12 @@ static void judge_poll(judge_t *j, int timeout_ms)
         char err[512];
         if (!buf || rec_policy_view(buf, r->size, &pn, err, sizeof err) != 0)
             log_error("dropped a policy notice: %s", buf ? err : "out of memory");
-        else judge_notice(j, &pn);
+        else if (j->cfg->game != GAME_THREE_STAGE) judge_notice(j, &pn);
+        else if (pn.round % 3 == 0) {
+            /* the game's round ends with its third batch (resolve) */
+            pn.round /= 3;
+            judge_notice(j, &pn);
+        }
         free(copy);
         wire_record_destroy(&r);
     }
@@ -94,9 +105,24 @@ static long positive(const char *s, const char *what)
     return v;
 }
 
+/* question k of h as it is asked */
+static void heldout_prompt(heldout_t *h, int k, bool game)
+{
+    task_entry_t stage;
+    char err[512];
+    if (!game) {
+        h->prompts[k] = strdup(h->entries[k].question);
+        return;
+    }
+    if (game_answer_entry(&h->entries[k], 0, &stage, err, sizeof err) != 0)
+        log_fatal("held-out %s question %d in the game: %s", h->family, k, err);
+    h->prompts[k] = strdup(stage.question);
+    task_entry_free(&stage);
+}
+
 /* The entries of one family, from a mix that holds only that family with
  * the node's config for it (null for the defaults). */
-static void heldout_make(heldout_t *h, const char *family, const cJSON *config, int n)
+static void heldout_make(heldout_t *h, const char *family, const cJSON *config, int n, bool game)
 {
     cJSON *spec = cJSON_CreateObject(), *fams = cJSON_AddObjectToObject(spec, "families");
     cJSON *one = cJSON_AddObjectToObject(fams, family);
@@ -108,9 +134,12 @@ static void heldout_make(heldout_t *h, const char *family, const cJSON *config, 
     h->family = task_family_find(family)->name;
     h->n = n;
     h->entries = calloc((size_t)n, sizeof *h->entries);
-    for (int k = 0; k < n; k++)
+    h->prompts = calloc((size_t)n, sizeof *h->prompts);
+    for (int k = 0; k < n; k++) {
         if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)k, &h->entries[k], err, sizeof err) != 0)
             log_fatal("held-out %s question %d: %s", family, k, err);
+        heldout_prompt(h, k, game);
+    }
     task_mix_destroy(&mix);
     free(text);
     cJSON_Delete(spec);
@@ -121,12 +150,14 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
 {
     heldout_t *h = calloc((size_t)task_family_count, sizeof *h);
     int n = 0;
+    bool game = cfg->game == GAME_THREE_STAGE;
     cJSON *spec = cfg->task_mix[0] ? cJSON_Parse(cfg->task_mix) : NULL;
     const cJSON *fams = cJSON_GetObjectItemCaseSensitive(spec, "families"), *item;
     if (!cfg->task_mix[0]) {
         /* the default mix: every family but the opt-in ones */
         for (int i = 0; i < task_family_count; i++)
-            if (!task_family_opt_in(task_families[i])) heldout_make(&h[n++], task_families[i]->name, NULL, per_family);
+            if (!task_family_opt_in(task_families[i]))
+                heldout_make(&h[n++], task_families[i]->name, NULL, per_family, game);
     } else if (!cJSON_IsObject(fams)) {
         log_fatal("task mix (SAPO_TASK_MIX): expected {\"families\": {...}}");
     } else {
@@ -135,7 +166,7 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
             const cJSON *w = cJSON_GetObjectItemCaseSensitive(item, "weight");
             if (!task_family_find(item->string)) log_fatal("task mix (SAPO_TASK_MIX): unknown family %s", item->string);
             if (n < task_family_count && !(cJSON_IsNumber(w) && w->valuedouble <= 0))
-                heldout_make(&h[n++], item->string, cJSON_GetObjectItemCaseSensitive(item, "config"), per_family);
+                heldout_make(&h[n++], item->string, cJSON_GetObjectItemCaseSensitive(item, "config"), per_family, game);
         }
     }
     cJSON_Delete(spec);
@@ -162,7 +193,7 @@ static char *evaluate(policy_t *pol, judge_t *jd, const heldout_t *h, int nf, ui
             completion_t c = {0};
             char err[512];
             double s = 0;
-            if (policy_sample(pol, h[f].entries[k].question, 1, &gp, &c, err, sizeof err) != 0) {
+            if (policy_sample(pol, h[f].prompts[k], 1, &gp, &c, err, sizeof err) != 0) {
                 log_error("%s held-out question %d scored 0: %s", h[f].family, k, err);
             } else {
                 char *answer = task_extract_answer(c.text ? c.text : "");
@@ -237,8 +268,8 @@ int main(int argc, char **argv)
     policy_destroy(&jd.due);
     wire_subscriber_destroy(&sub);
     for (int f = 0; f < nf; f++) {
-        for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]);
-        free(h[f].entries);
+        for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]), free(h[f].prompts[k]);
+        free(h[f].entries), free(h[f].prompts);
     }
     free(h);
     return 0;

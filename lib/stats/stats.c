@@ -199,3 +199,15 @@ void stats_bh(const double *p, int n, double *adjusted)
     }
     free(o);
 }
+
+void stats_relative_regret(const double *const *v, int m, int n, double **point, double **averaged)
+{
+    for (int t = 0; t < n; t++) {
+        double best = v[0][t];
+        for (int i = 1; i < m; i++) best = v[i][t] > best ? v[i][t] : best;
+        for (int i = 0; i < m; i++) {
+            point[i][t] = best > 0 ? (best - v[i][t]) / best : 0;
+            averaged[i][t] = ((t ? averaged[i][t - 1] * t : 0) + point[i][t]) / (t + 1);
+        }
+    }
+}

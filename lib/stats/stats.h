@@ -48,4 +48,12 @@ double stats_permutation(const double *a, int na, const double *b, int nb, long 
 void stats_holm(const double *p, int n, double *adjusted);
 void stats_bh(const double *p, int n, double *adjusted);
 
+/* Relative regret of m models measured at the same n steps, v[i][t] a
+ * score where higher is better (held-out pass@1): at step t model i's
+ * pointwise regret is (best_t - v[i][t]) / best_t, best_t the highest of
+ * the m at t (0 for all when best_t <= 0), and its time-averaged regret
+ * at t the mean of its pointwise regrets over steps 0..t. Both go to
+ * point[i][t] and averaged[i][t]; 0 is the best model at every step. */
+void stats_relative_regret(const double *const *v, int m, int n, double **point, double **averaged);
+
 #endif
