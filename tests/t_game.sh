@@ -11,7 +11,9 @@
 #   - a stage output planted under a node without a key (garbage, with no
 #     signature) is refused, counted, and logged by its node's name;
 #   - game_report on hand-made metrics and evaluations: stage rewards and
-#     answer length per game round, and relative regret worked by hand.
+#     answer length per game round, and relative regret worked by hand;
+#   - a node on a random Qwen-shaped model with the real Qwen tokenizer
+#     plays a round: its three stages reach the learner.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -19,7 +21,7 @@ bin=${SAPO_BIN:-build/asan/bin}
 need game broker learner sampler generator verifier redis-server redis-cli foreman python3
 tmp=$(mktemp -d)
 cleanup() {
-  [ -f "$tmp/swarm/pids" ] && scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+  for r in swarm q; do [ -f "$tmp/$r/pids" ] && scripts/swarm.sh stop --run "$tmp/$r" > /dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -100,4 +102,24 @@ out = open(r + "/out").read()
 ok("report_summary", "| solo/n0 | 2 |" in out and "0.3750 |" in out)
 PY
 "$bin/game_report" "$tmp/r/swarm" > /dev/null 2>&1; [ $? -eq 2 ] && echo "PASS game_report_usage" || echo "FAIL game_report_usage"
+
+# a Qwen-shaped checkpoint: ChatML prompts, the real tokenizer, one round
+tok=tests/golden/tokenizer/qwen/tokenizer.json
+if [ ! -f "$tok" ]; then
+  echo "SKIP game_qwen: $tok missing (make test unpacks it)"
+  exit 0
+fi
+cat > "$tmp/qwen.json" <<'JSON'
+{"model_type": "qwen2", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+ "num_key_value_heads": 1, "intermediate_size": 32, "vocab_size": 151936, "rope_theta": 10000.0,
+ "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "max_position_embeddings": 4096, "eos_token_id": 151645}
+JSON
+"$bin/learner" init "$tmp/qwen.json" "$tmp/qwen" > "$tmp/qinit.log" 2>&1 && ln -s "$PWD/$tok" "$tmp/qwen/tokenizer.json"
+SAPO_MODEL=$tmp/qwen SAPO_QUESTIONS=2 SAPO_L=2 SAPO_MAX_NEW_TOKENS=6 SAPO_SWARM=q$$ \
+  scripts/swarm.sh start --nodes 1 --rounds 1 --run "$tmp/q" > "$tmp/q.log" 2>&1
+scripts/swarm.sh wait --run "$tmp/q" --timeout 300
+scripts/swarm.sh stop --run "$tmp/q" > /dev/null
+fams=$(grep -o '"family_count":{"[a-z_]*"' "$tmp/q/n0/metrics.jsonl" 2> /dev/null | cut -d'"' -f4 | tr '\n' ' ')
+if [ "$fams" = "game_answer game_critique game_resolve " ]; then echo "PASS game_qwen"
+else echo "FAIL game_qwen: stages trained: '$fams'"; tail -n 20 "$tmp/q/n0/node.log"; fi
 exit 0

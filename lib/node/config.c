@@ -64,7 +64,7 @@ static const field_t fields[] = {
     {"external", "SAPO_J", I(external_groups), "4", "J: groups sampled from other nodes per batch (0 = no sharing)"},
     {"completions", "SAPO_L", I(completions), "8", "L: completions per question"},
     {"questions", "SAPO_QUESTIONS", I(questions), "8", "questions sampled per round"},
-    {"system-prompt", "SAPO_SYSTEM_PROMPT", S(system_prompt), "default", "instruction before every question: default (for a chat checkpoint, one that asks for the answer between <answer> tags; none for the tiny model), none, @FILE (the file's text) or the text itself"},
+    {"system-prompt", "SAPO_SYSTEM_PROMPT", S(system_prompt), "default", "instruction before every question: default (for a chat checkpoint, one that asks for the answer between <answer> tags; none for the tiny model and in the game, whose stages state their forms), none, @FILE (the file's text) or the text itself"},
     {"max-new-tokens", "SAPO_MAX_NEW_TOKENS", I(max_new_tokens), "48", "longest completion in tokens"},
     {"temperature", "SAPO_TEMPERATURE", F(temperature), "1.0", "sampling temperature"},
     {"top-p", "SAPO_TOP_P", F(top_p), "1.0", "nucleus sampling threshold (1 = off)"},
@@ -326,5 +326,10 @@ int config_load(config_t *cfg, int *argc, char **argv)
         return -1;
     }
     if (cfg->broker[0] == '\0') snprintf(cfg->broker, sizeof cfg->broker, "%s", cfg->run);
-    return set_enums(cfg, enum_text) == 0 ? check(cfg) : -1;
+    if (set_enums(cfg, enum_text) != 0) return -1;
+    /* each stage of the game states its own form, which the default
+     * system prompt (answer tags alone) would contradict */
+    if (cfg->game == GAME_THREE_STAGE && strcmp(cfg->system_prompt, "default") == 0)
+        snprintf(cfg->system_prompt, sizeof cfg->system_prompt, "none");
+    return check(cfg);
 }
