@@ -1,13 +1,17 @@
 /* Speed of the CPU transformer: a training step (forward + backward of
  * sum(w * logp)) and sampling (8 completions of a prompt) for the tiny
  * default config, against PyTorch eager and transformers generate on the
- * same weights and threads (bench/peer_torch.py); matmul throughput of a
- * training step at hidden size 512 against the sgemm peak measured in the
- * same run; peak memory of a training step. SAPO_BENCH_QUICK=1: short. */
+ * same weights and threads (bench/peer_torch.py); backend cpu-bf16 with
+ * each bf16 kernel the CPU has, and those kernels against fp32 on the
+ * tiny step's matmul shapes; matmul throughput of a training step at
+ * hidden size 512 against the sgemm peak measured in the same run; peak
+ * memory of a training step. SAPO_BENCH_QUICK=1: short. */
 #include "bench.h"
 #include "model/model_impl.h"
 
 #include <cblas.h>
+#include <immintrin.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,8 +190,10 @@ static int peer(const char *dir, const char *args, double *train, double *gen, d
 typedef struct {
     int B, T, Q, L, P, NEW;
     double train, train16, gen, genb;
-    bool amx;               /* train16 measured: the CPU has the tiles */
-    struct rusage ru, ru16; /* the peaks after the fp32 and the bf16 steps */
+    bool bf16;                  /* train16 measured: the CPU has a bf16 kernel */
+    model_bf16_kernel_t kernel; /* the one train16 used (the best) */
+    double train16dp;           /* the step forced to AVX512-BF16 where the best is AMX, else 0 */
+    struct rusage ru, ru16;     /* the peaks after the fp32 and the bf16 steps */
 } tiny_t;
 
 /* the peer's tokens/s on the same weights, where have */
@@ -196,19 +202,27 @@ typedef struct {
     double train, gen, genb, train16;
 } peer_t;
 
-/* f's training step in fp32 and, where the CPU has the tiles, in backend
- * cpu-bf16, then back to cpu. 0, or -1 after a line on stderr. */
+/* f's training step in fp32 and, where the CPU has a bf16 kernel, in
+ * backend cpu-bf16 (with the best kernel, and forced to AVX512-BF16
+ * where the best is AMX), then back to cpu. 0, or -1 after a line on
+ * stderr. */
 static int time_training(model_t *m, batch_t *b, int reps, tiny_t *f)
 {
     char err[256];
-    f->train = train_step(m, b, reps), f->train16 = 0;
+    f->train = train_step(m, b, reps), f->train16 = f->train16dp = 0;
     getrusage(RUSAGE_SELF, &f->ru); /* the peak after the fp32 steps, before any bf16 one */
-    /* backend cpu-bf16, where the CPU has the tiles */
-    f->amx = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
-    if (f->amx) f->train16 = train_step(m, b, reps);
-    else printf("no cpu-bf16 figures: %s\n", err);
+    f->bf16 = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
+    if (!f->bf16) printf("no cpu-bf16 figures: %s\n", err);
+    if (f->bf16) {
+        f->kernel = model_bf16_kernel(NULL);
+        f->train16 = train_step(m, b, reps);
+    }
     getrusage(RUSAGE_SELF, &f->ru16);
-    if (f->amx && model_set_backend(m, "cpu", err, sizeof err)) {
+    if (f->bf16 && f->kernel == MODEL_BF16_AMX && model_bf16_use(MODEL_BF16_AVX512BF16)) {
+        f->train16dp = train_step(m, b, reps);
+        model_bf16_use(MODEL_BF16_NONE);
+    }
+    if (f->bf16 && model_set_backend(m, "cpu", err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return -1;
     }
@@ -244,13 +258,18 @@ static void print_tiny(const model_t *m, const tiny_t *f, const peer_t *p)
            "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n",
            model_num_params(m), B, T, Q, L, f->P, NEW);
     bench_line("train_step_tiny", train_tps, "tokens/s", p->have ? "pytorch eager" : NULL, p->train, "tokens/s");
-    if (f->amx) {
+    if (f->bf16) {
         /* against the same peer, and against the peer in bf16 too */
+        printf("cpu-bf16 kernel: %s\n", model_bf16_kernel_name(f->kernel));
         bench_line("train_step_tiny_bf16", B * T / f->train16, "tokens/s", p->have ? "pytorch eager" : NULL, p->train,
                    "tokens/s");
         bench_line("train_step_tiny_bf16_both", B * T / f->train16, "tokens/s",
                    p->have ? "pytorch eager, bf16 autocast" : NULL, p->train16, "tokens/s");
     }
+    /* the fallback kernel on a CPU that has the tiles too, against fp32 */
+    if (f->train16dp > 0)
+        bench_line("train_step_tiny_bf16_avx512bf16", B * T / f->train16dp, "tokens/s", "fp32 (backend cpu)",
+                   B * T / f->train, "tokens/s");
     bench_line("generate_tiny", gen_tps, "tokens/s", p->have ? "transformers generate" : NULL, p->gen, "tokens/s");
     bench_line("generate_round_tiny", genb_tps, "tokens/s", p->have ? "transformers generate" : NULL, p->genb,
                "tokens/s");
@@ -259,6 +278,94 @@ static void print_tiny(const model_t *m, const tiny_t *f, const peer_t *p)
     bench_line("generate_round_vs_requests_tiny", genb_tps, "tokens/s", "a request per prompt", gen_tps, "tokens/s");
     /* a round: its completions sampled in one batch, one training step over them */
     bench_line("round_tiny", f->genb + f->train, "s", NULL, 0, NULL);
+}
+
+/* a matmul of the tiny default's training step: C (M, N) = op(A) op(B) */
+typedef struct {
+    const char *name;
+    bool ta, tb;
+    int M, N, K;
+} shape_t;
+
+/* median seconds of shape s by bf16 kernel k, or by fp32 model_gemm
+ * (k MODEL_BF16_NONE), on fp32 inputs */
+static double gemm_time(const shape_t *s, model_bf16_kernel_t k, int reps)
+{
+    int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+    float *a = malloc(sizeof(float) * s->M * s->K), *b = malloc(sizeof(float) * s->K * s->N);
+    float *c = malloc(sizeof(float) * s->M * s->N);
+    for (int i = 0; i < s->M * s->K; i++) a[i] = (float)(i % 13 - 6) * 0.01f;
+    for (int i = 0; i < s->K * s->N; i++) b[i] = (float)(i % 7 - 3) * 0.01f;
+    double t[16];
+    model_bf16_use(k);
+    for (int r = -1; r < reps; r++) {
+        double t0 = bench_now();
+        if (k == MODEL_BF16_NONE)
+            model_gemm(false, s->ta, s->tb, s->M, s->N, s->K, a, NULL, lda, b, NULL, ldb, 0, c, s->N);
+        else model_gemm_bf16(s->ta, s->tb, s->M, s->N, s->K, a, NULL, lda, b, NULL, ldb, 0, c, s->N);
+        if (r >= 0) t[r] = bench_now() - t0;
+    }
+    model_bf16_use(MODEL_BF16_NONE);
+    free(a);
+    free(b);
+    free(c);
+    return bench_median(t, reps);
+}
+
+#define DOT_TARGET __attribute__((target("avx512f,avx512bf16,fma")))
+
+/* one thread's GFLOP/s of vdpbf16ps (bf16: 32 multiply-adds an
+ * instruction) or of vfmadd231ps (fp32: 16), each over 16 independent
+ * sums in registers: the ceiling of each kernel's inner loop */
+DOT_TARGET static double dot_peak(bool bf16)
+{
+    __m512 c[16];
+    __m512 x = _mm512_set1_ps(1e-9f), y = _mm512_set1_ps(1.0f);
+    __m512bh u = (__m512bh)_mm512_set1_epi32(0x3c003c00), v = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+    for (int j = 0; j < 16; j++) c[j] = _mm512_setzero_ps();
+    long n = 1 << 22;
+    double t0 = bench_now();
+    for (long i = 0; i < n; i++) {
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) c[j] = bf16 ? _mm512_dpbf16_ps(c[j], u, v) : _mm512_fmadd_ps(x, y, c[j]);
+        __asm__("" : "+v"(x), "+v"(u)); /* not hoisted out of the loop */
+    }
+    double t = bench_now() - t0;
+    float sink = 0;
+    for (int j = 0; j < 16; j++) sink += _mm512_reduce_add_ps(c[j]);
+    if (sink < 0) printf("(%g)\n", sink);
+    return 16.0 * n * (bf16 ? 64 : 32) / t / 1e9;
+}
+
+/* each bf16 kernel the CPU has against fp32 on the tiny step's matmuls
+ * over n positions: q's projection and the MLP's forward, input gradient
+ * and weight gradient */
+static void bench_gemm_bf16(int n, int reps)
+{
+    model_config_t c = model_config_tiny();
+    const shape_t shapes[] = {{"qkv_fw", false, true, n, c.NH * c.HD, c.C},
+                              {"mlp_fw", false, true, n, c.FF, c.C},
+                              {"mlp_dinp", false, false, n, c.C, c.FF},
+                              {"mlp_dw", true, false, c.FF, c.C, n}};
+    const model_bf16_kernel_t kernels[] = {MODEL_BF16_AMX, MODEL_BF16_AVX512BF16};
+    if (model_avx512bf16_available()) {
+        /* the best of 3 each, in turns: a busy machine moves both */
+        double bf16 = 0, fp32 = 0;
+        for (int r = 0; r < 3; r++) bf16 = fmax(bf16, dot_peak(true)), fp32 = fmax(fp32, dot_peak(false));
+        bench_line("dot_peak_avx512bf16", bf16, "GFLOP/s", "fp32 fma, one thread", fp32, "GFLOP/s");
+    }
+    printf("bf16 kernels on the tiny step's matmuls (%d positions), fp32 inputs\n", n);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const shape_t *s = &shapes[i];
+        double flop = 2.0 * s->M * s->N * s->K, fp32 = flop / gemm_time(s, MODEL_BF16_NONE, reps) / 1e9;
+        for (size_t j = 0; j < sizeof kernels / sizeof *kernels; j++) {
+            if (!model_bf16_has(kernels[j])) continue;
+            char name[64];
+            snprintf(name, sizeof name, "gemm_tiny_%s_%s", s->name, model_bf16_kernel_name(kernels[j]));
+            bench_line(name, flop / gemm_time(s, kernels[j], reps) / 1e9, "GFLOP/s", "fp32 model_gemm", fp32,
+                       "GFLOP/s");
+        }
+    }
 }
 
 /* hidden 512: how much of the machine's sgemm peak a training step
@@ -327,7 +434,8 @@ int main(int argc, char **argv)
     /* process peak after the training steps (before any sampling); in
      * bf16 the activations going into matmuls are kept in bf16 as well */
     bench_line("train_step_peak_rss_tiny", f.ru.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
-    if (f.amx) bench_line("train_step_peak_rss_tiny_bf16", f.ru16.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
+    if (f.bf16) bench_line("train_step_peak_rss_tiny_bf16", f.ru16.ru_maxrss / 1024.0, "MiB", NULL, 0, NULL);
+    bench_gemm_bf16(f.B * f.T, reps);
     batch_free(&b);
     model_destroy(&m);
     return bench_h512(threads, reps, quick);

@@ -750,7 +750,7 @@ static double bf16_round(float x)
  * same whether p is kept or not) */
 static void test_softmax_causal(void)
 {
-    if (!model_amx_available()) SKIP_TEST("this CPU has no AMX bf16 tiles");
+    if (!model_avx512bf16_available()) SKIP_TEST("this CPU has no AVX512-BF16 instructions");
     const int Ts[] = {1, 5, 16, 37, 192};
     float p[192], q[192], in[192];
     uint16_t h[192], h2[192];
@@ -787,9 +787,9 @@ static void test_softmax_causal(void)
 }
 
 /* the double reference sums of op(A) op(B) and of their terms' |values|,
- * over bf16-rounded inputs for the AMX kernel */
-static void gemm_reference(bool amx, bool ta, bool tb, int M, int N, int K, const float *A, const float *B, double *ref,
-                           double *mag)
+ * over bf16-rounded inputs where bf16 */
+static void gemm_reference(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const float *B,
+                           double *ref, double *mag)
 {
     int lda = ta ? M : K, ldb = tb ? K : N;
     for (int m = 0; m < M; m++)
@@ -798,61 +798,93 @@ static void gemm_reference(bool amx, bool ta, bool tb, int M, int N, int K, cons
             for (int k = 0; k < K; k++) {
                 float a = ta ? A[(size_t)k * lda + m] : A[(size_t)m * lda + k];
                 float b = tb ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n];
-                double t = amx ? bf16_round(a) * bf16_round(b) : (double)a * b;
+                double t = bf16 ? bf16_round(a) * bf16_round(b) : (double)a * b;
                 acc += t, abs_acc += fabs(t);
             }
             ref[m * N + n] = acc, mag[m * N + n] = abs_acc;
         }
 }
 
-/* one of model_gemm's own kernels, C = op(A) op(B) + beta C, against a
- * double reference (over bf16-rounded inputs for the AMX kernel, so only
- * the fp32 sums may differ): beta 0 (C not read: it starts as NaN) and
- * 1, on 1 and 2 threads. The AMX kernel also takes A and B already in
- * bf16, each and both: the same C to the bit */
-static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int K, uint64_t seed)
+/* a bf16 kernel: model_gemm_amx or model_gemm_avx512bf16 */
+typedef void gemm_bf16_fn(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                          const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
+
+/* the worst error of C against want = ref + beta C0, as a share of
+ * mag + |beta C0| (rounding is a part of the terms' size, whatever
+ * cancels); NaN where C is */
+static double gemm_error(const float *C, const double *ref, const double *mag, const float *C0, int beta, int n)
+{
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double want = ref[i] + (beta ? C0[i] : 0), d = fabs(C[i] - want) / (mag[i] + (beta ? fabs(C0[i]) : 0));
+        worst = d > worst || d != d ? d : worst;
+    }
+    return worst;
+}
+
+/* a bf16 kernel takes A and B already in bf16, each and both: the same C
+ * (C0 where beta) to the bit as from fp32 */
+static void gemm_bf16_ways(const char *name, gemm_bf16_fn *gemm, bool ta, bool tb, int M, int N, int K, const float *A,
+                           const uint16_t *A16, const float *B, const uint16_t *B16, int beta, const float *C0,
+                           const float *C, int th)
+{
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    float *C2 = malloc(sizeof(float) * M * N);
+    for (int way = 1; way <= 3; way++) {
+        for (int i = 0; i < M * N; i++) C2[i] = beta ? C0[i] : NAN;
+        gemm(ta, tb, M, N, K, A, way & 1 ? A16 : NULL, lda, B, way & 2 ? B16 : NULL, ldb, (float)beta, C2, N);
+        EXPECTF(
+            !memcmp(C, C2, sizeof(float) * M * N),
+            "%s %c%c M %d N %d K %d beta %d threads %d: from bf16 %s, a different C", name, "NT"[ta], "NT" [tb], M, N,
+            K, beta, th, (const char *[]) { "", "A", "B", "A and B" }[way]);
+    }
+    free(C2);
+}
+
+/* one of model_gemm's own kernels, C = op(A) op(B) + beta C: the few-row
+ * kernel (gemm NULL; A plain, B transposed) against a double reference,
+ * a bf16 kernel against the reference over bf16-rounded inputs (so only
+ * the fp32 sums may differ) and against the exact one within what the
+ * rounding allows: each input off by at most 2^-8 of itself (to nearest,
+ * 8 significant bits), each product by 2^-7 + 2^-16. Beta 0 (C not read:
+ * it starts as NaN) and 1, on 1 and 2 threads; a bf16 kernel also from
+ * bf16 copies (gemm_bf16_ways) */
+static void gemm_against_reference(const char *name, gemm_bf16_fn *gemm, bool ta, bool tb, int M, int N, int K,
+                                   uint64_t seed)
 {
     int lda = ta ? M : K, ldb = tb ? K : N, threads = omp_get_max_threads();
     float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
     float *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N);
     double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
+    double *ref16 = malloc(sizeof(double) * M * N), *mag16 = malloc(sizeof(double) * M * N);
     rng_philox_uniform(seed, 0, A, (size_t)M * K);
     rng_philox_uniform(seed + 1, 0, B, (size_t)N * K);
     rng_philox_uniform(seed + 2, 0, C0, (size_t)M * N);
     for (int i = 0; i < M * K; i++) A[i] -= 0.5f;
     for (int i = 0; i < N * K; i++) B[i] -= 0.5f;
-    float *C2 = malloc(sizeof(float) * M * N);
     uint16_t *A16 = malloc(sizeof(uint16_t) * M * K), *B16 = malloc(sizeof(uint16_t) * N * K);
-    if (amx) {
+    if (gemm) {
         model_bf16_round(A16, A, (size_t)M * K);
         model_bf16_round(B16, B, (size_t)N * K);
+        gemm_reference(true, ta, tb, M, N, K, A, B, ref16, mag16);
     }
-    gemm_reference(amx, ta, tb, M, N, K, A, B, ref, mag);
+    gemm_reference(false, ta, tb, M, N, K, A, B, ref, mag);
     for (int th = 1; th <= 2; th++)
         for (int beta = 0; beta <= 1; beta++) {
             omp_set_num_threads(th);
             for (int i = 0; i < M * N; i++) C[i] = beta ? C0[i] : NAN;
-            if (amx) model_gemm_amx(ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, (float)beta, C, N);
+            if (gemm) gemm(ta, tb, M, N, K, A, NULL, lda, B, NULL, ldb, (float)beta, C, N);
             else model_gemm_few(M, N, K, A, K, B, K, (float)beta, C, N);
-            for (int way = 1; amx && way <= 3; way++) {
-                for (int i = 0; i < M * N; i++) C2[i] = beta ? C0[i] : NAN;
-                model_gemm_amx(ta, tb, M, N, K, A, way & 1 ? A16 : NULL, lda, B, way & 2 ? B16 : NULL, ldb, (float)beta,
-                               C2, N);
-                EXPECTF(
-                    !memcmp(C, C2, sizeof(float) * M * N),
-                    "amx %c%c M %d N %d K %d beta %d threads %d: "
-                    "from bf16 %s, a different C",
-                    "NT"[ta], "NT" [tb], M, N, K, beta, th, (const char *[]) { "", "A", "B", "A and B" }[way]);
-            }
-            double worst = 0;
-            for (int i = 0; i < M * N; i++) {
-                /* error against the sum of |terms|: rounding is a part of
-                 * that, whatever cancels */
-                double want = ref[i] + (beta ? C0[i] : 0), d = fabs(C[i] - want) / (mag[i] + C0[i]);
-                worst = d > worst || d != d ? d : worst;
-            }
-            EXPECTF(worst < 1e-5, "%s %c%c M %d N %d K %d beta %d threads %d: error %.3g of the terms' size",
-                    amx ? "amx" : "few", "NT"[ta], "NT"[tb], M, N, K, beta, th, worst);
+            double sums = gemm_error(C, gemm ? ref16 : ref, gemm ? mag16 : mag, C0, beta, M * N);
+            EXPECTF(sums < 1e-5, "%s %c%c M %d N %d K %d beta %d threads %d: error %.3g of the terms' size", name,
+                    "NT"[ta], "NT"[tb], M, N, K, beta, th, sums);
+            if (!gemm) continue;
+            double exact = gemm_error(C, ref, mag, C0, beta, M * N);
+            EXPECTF(exact < 0x1p-7 + 0x1p-16 + 1e-5,
+                    "%s %c%c M %d N %d K %d beta %d threads %d: off fp32 by %.3g of the terms' size, past bf16's "
+                    "rounding",
+                    name, "NT"[ta], "NT"[tb], M, N, K, beta, th, exact);
+            gemm_bf16_ways(name, gemm, ta, tb, M, N, K, A, A16, B, B16, beta, C0, C, th);
         }
     omp_set_num_threads(threads);
     free(A);
@@ -861,7 +893,8 @@ static void gemm_against_reference(bool amx, bool ta, bool tb, int M, int N, int
     free(C0);
     free(ref);
     free(mag);
-    free(C2);
+    free(ref16);
+    free(mag16);
     free(A16);
     free(B16);
 }
@@ -874,24 +907,35 @@ static void test_gemm_few(void)
     const int shapes[][3] = {{1, 5, 3},     {3, 7, 17},   {4, 4, 16},     {5, 9, 33},     {8, 256, 256},
                              {8, 264, 256}, {13, 37, 70}, {16, 768, 256}, {2, 1030, 260}, {7, 129, 768}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        gemm_against_reference(false, false, true, shapes[s][0], shapes[s][1], shapes[s][2], 3 * s);
+        gemm_against_reference("few", NULL, false, true, shapes[s][0], shapes[s][1], shapes[s][2], 3 * s);
 }
 
-/* the AMX kernel of backend cpu-bf16: every layout (op(A) and op(B)
- * plain or transposed), remainders of 32 rows, 32 columns and 32 depths,
- * depths over one packed chunk, depth split among the threads (a
- * weight gradient's shape: K >= 8 M); panels of an A16 read in place
- * (depth a multiple of 32) and packed (a last partial panel, other
- * depths) */
-static void test_gemm_amx(void)
+/* a bf16 kernel of backend cpu-bf16: every layout (op(A) and op(B)
+ * plain or transposed), remainders of 32 rows, 32 columns and 32 depths
+ * (and of the AVX512-BF16 kernel's bands of 8 rows), one depth, depths
+ * over one packed chunk, depth split among the threads (a weight
+ * gradient's shape: K >= 8 M); panels of an A16 read in place (depth a
+ * multiple of 32) and packed (a last partial panel, other depths) */
+static void gemm_bf16_shapes(const char *name, gemm_bf16_fn *gemm)
 {
-    if (!model_amx_available()) SKIP_TEST("this CPU has no AMX bf16 tiles (backend cpu-bf16 is refused)");
     const int shapes[][5] = {{0, 1, 17, 5, 3},       {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},   {0, 0, 33, 17, 65},
                              {1, 1, 40, 33, 70},     {0, 1, 64, 768, 700}, {1, 0, 96, 33, 5000}, {0, 0, 300, 256, 768},
                              {1, 0, 768, 256, 1030}, {0, 1, 32, 32, 32},   {0, 1, 192, 192, 64}, {1, 0, 64, 40, 4096},
-                             {0, 0, 80, 48, 96}};
+                             {0, 0, 80, 48, 96},     {1, 1, 9, 3, 1},      {0, 0, 45, 19, 2}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        gemm_against_reference(true, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], 5 * s);
+        gemm_against_reference(name, gemm, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], 5 * s);
+}
+
+static void test_gemm_amx(void)
+{
+    if (!model_bf16_has(MODEL_BF16_AMX)) SKIP_TEST("this CPU has no AMX bf16 tiles");
+    gemm_bf16_shapes("amx", model_gemm_amx);
+}
+
+static void test_gemm_avx512bf16(void)
+{
+    if (!model_bf16_has(MODEL_BF16_AVX512BF16)) SKIP_TEST("this CPU has no AVX512-BF16 dot products");
+    gemm_bf16_shapes("avx512bf16", model_gemm_avx512bf16);
 }
 
 /* the tiny default model with random weights, or NULL after a failed check */
@@ -907,12 +951,11 @@ static model_t *tiny_model(uint64_t seed)
 /* backend cpu-bf16 against cpu on the tiny model, and on the same with
  * Qwen3's q/k norms (the bf16 copies of q's and k's gradients come from
  * those norms there, from RoPE in Qwen2): a batch of 2 x 192, large enough
- * that every matmul takes the tiles (so the model keeps no fp32 copy of
- * ln1, ln2, h, and one layer's of y), and one of 1 x 24, where some do not
- * (ln1 is kept: k and v's are too small). Log-probs and the gradient
- * agree to bf16's precision (and differ: the tiles were used); "cpu"
- * goes back to fp32 exactly. Where the CPU has no tiles, the backend is
- * refused with one line that names it. */
+ * that every matmul takes the bf16 kernel (so the model keeps no fp32
+ * copy of ln1, ln2, h, and one layer's of y), and one of 1 x 24, where
+ * some do not (ln1 is kept: k and v's are too small). Log-probs and the
+ * gradient agree to bf16's precision (and differ: the kernel was used);
+ * "cpu" goes back to fp32 exactly. */
 static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T, bool keeps_ln1)
 {
     char err[512];
@@ -959,29 +1002,73 @@ static void cpu_bf16_against_cpu(model_t *m, const char *arch, int B, int T, boo
     EXPECTF(dlp > 0 && dlp < 0.05, "%s %dx%d log-probs: bf16 differs from fp32 by up to %.3g", arch, B, T, dlp);
     EXPECTF(rel > 0 && rel < 0.05, "%s %dx%d gradient: bf16 differs from fp32 by %.3g of its norm", arch, B, T, rel);
     EXPECTF(same == 0, "%s %dx%d back on cpu: differs from the first fp32 pass by %.3g", arch, B, T, same);
-    printf("cpu-bf16 (%s, %d x %d): log-probs within %.2g, gradient within %.2g of its norm\n", arch, B, T, dlp, rel);
+    printf("cpu-bf16 (%s kernel, %s, %d x %d): log-probs within %.2g, gradient within %.2g of its norm\n",
+           model_bf16_kernel_name(model_bf16_kernel(NULL)), arch, B, T, dlp, rel);
     for (int r = 0; r < 3; r++) free(g[r]);
 }
 
-static void test_cpu_bf16(void)
+/* cpu_bf16_against_cpu with bf16 kernel k (forced, then back to the
+ * machine's choice) */
+static void cpu_bf16_with(model_bf16_kernel_t k)
 {
     char err[512];
+    EXPECT(model_bf16_use(k));
     model_t *m = tiny_model(7);
-    if (!m) return;
-    if (!model_amx_available()) {
-        EXPECT(model_set_backend(m, "cpu-bf16", err, sizeof err) == -1);
-        EXPECTF(strstr(err, "cpu-bf16") && strstr(err, "AMX"), "%s", err);
+    if (m) {
+        cpu_bf16_against_cpu(m, "qwen2", 2, 192, false); /* T: attention takes the kernel too */
+        cpu_bf16_against_cpu(m, "qwen2", 1, 24, true);
         model_destroy(&m);
-        SKIP_TEST("this CPU has no AMX bf16 tiles");
     }
-    cpu_bf16_against_cpu(m, "qwen2", 2, 192, false); /* T: attention takes the tiles too */
-    cpu_bf16_against_cpu(m, "qwen2", 1, 24, true);
-    model_destroy(&m);
     model_config_t c = model_config_tiny();
     c.type = MODEL_QWEN3, c.qkv_bias = false;
     m = model_new_random(&c, 7, err, sizeof err);
     EXPECTF(m, "%s", err);
     if (m) cpu_bf16_against_cpu(m, "qwen3", 2, 192, false);
+    model_destroy(&m);
+    EXPECT(model_bf16_use(MODEL_BF16_NONE));
+}
+
+static void test_cpu_bf16_amx(void)
+{
+    if (!model_bf16_has(MODEL_BF16_AMX)) SKIP_TEST("this CPU has no AMX bf16 tiles");
+    cpu_bf16_with(MODEL_BF16_AMX);
+}
+
+static void test_cpu_bf16_avx512bf16(void)
+{
+    if (!model_bf16_has(MODEL_BF16_AVX512BF16)) SKIP_TEST("this CPU has no AVX512-BF16 dot products");
+    cpu_bf16_with(MODEL_BF16_AVX512BF16);
+}
+
+/* which bf16 kernel SAPO_BF16_KERNEL's values give on this CPU: unset,
+ * AMX where the CPU has it, else AVX512-BF16; a kernel it names where the
+ * CPU has it; anything else none, with one line that says why (naming
+ * both kernels' requirements where the CPU has neither). A CPU with
+ * neither refuses backend cpu-bf16 with that line. */
+static void test_bf16_kernel_choice(void)
+{
+    char why[256] = "", err[512];
+    bool amx = model_bf16_has(MODEL_BF16_AMX), dp = model_bf16_has(MODEL_BF16_AVX512BF16);
+    model_bf16_kernel_t best = amx ? MODEL_BF16_AMX : dp ? MODEL_BF16_AVX512BF16 : MODEL_BF16_NONE;
+    EXPECT(model_bf16_choose(NULL, why, sizeof why) == best && model_bf16_choose("", why, sizeof why) == best);
+    if (best == MODEL_BF16_NONE) EXPECTF(strstr(why, "AMX") && strstr(why, "AVX512-BF16"), "%s", why);
+    why[0] = 0;
+    EXPECT(model_bf16_choose("amx", why, sizeof why) == (amx ? MODEL_BF16_AMX : MODEL_BF16_NONE));
+    EXPECTF(amx || strstr(why, "SAPO_BF16_KERNEL=amx: this CPU has no AMX"), "%s", why);
+    why[0] = 0;
+    EXPECT(model_bf16_choose("avx512bf16", why, sizeof why) == (dp ? MODEL_BF16_AVX512BF16 : MODEL_BF16_NONE));
+    EXPECTF(dp || strstr(why, "SAPO_BF16_KERNEL=avx512bf16: this CPU has no AVX512-BF16"), "%s", why);
+    EXPECT(model_bf16_choose("AMX2", why, sizeof why) == MODEL_BF16_NONE);
+    EXPECTF(strstr(why, "SAPO_BF16_KERNEL \"AMX2\": expected amx or avx512bf16"), "%s", why);
+    model_t *m = tiny_model(7);
+    if (!m) return;
+    const char *line = NULL;
+    if (model_bf16_kernel(&line) == MODEL_BF16_NONE) {
+        EXPECT(model_set_backend(m, "cpu-bf16", err, sizeof err) == -1);
+        EXPECTF(strstr(err, "cpu-bf16") && strstr(err, line), "%s", err);
+    } else {
+        EXPECTF(model_set_backend(m, "cpu-bf16", err, sizeof err) == 0, "%s", err);
+    }
     model_destroy(&m);
 }
 
@@ -1090,7 +1177,10 @@ int main(void)
     RUN_TEST(test_threads);
     RUN_TEST(test_gemm_few);
     RUN_TEST(test_gemm_amx);
-    RUN_TEST(test_cpu_bf16);
+    RUN_TEST(test_gemm_avx512bf16);
+    RUN_TEST(test_bf16_kernel_choice);
+    RUN_TEST(test_cpu_bf16_amx);
+    RUN_TEST(test_cpu_bf16_avx512bf16);
     RUN_TEST(test_exp);
     RUN_TEST(test_softmax_causal);
     RUN_TEST(test_long_range_gradient);

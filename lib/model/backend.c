@@ -1,5 +1,6 @@
 /* Where a model runs: "cpu" (forward.c, generate.c), "cpu-bf16" (the same,
- * its large matmuls in bf16 on the AMX tiles: gemm_amx.c) or "cuda:N"
+ * its large matmuls in bf16 on the AMX tiles or by AVX512-BF16 dot
+ * products: gemm_bf16.c) or "cuda:N"
  * (cuda/, built when nvcc is present). The CPU arrays stay the model's identity
  * (checkpoints read and write them); a device holds its own copy, synced
  * both ways on request. */
@@ -31,10 +32,9 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
         return -1;
     }
     bool bf16 = strcmp(backend, "cpu-bf16") == 0;
-    if (bf16 && !model_amx_available()) {
-        snprintf(err, errlen,
-                 "backend cpu-bf16: this CPU has no AMX bf16 tiles (Intel Xeon of the 4th "
-                 "generation or later, Linux 5.16 or later); use cpu");
+    const char *why = NULL;
+    if (bf16 && model_bf16_kernel(&why) == MODEL_BF16_NONE) {
+        snprintf(err, errlen, "backend cpu-bf16: %s", why);
         return -1;
     }
     self->bf16 = bf16;

@@ -1,7 +1,7 @@
 /* Forward and backward of the whole model over a right-padded batch, as
  * x_forward / x_backward pairs. Every matmul is an OpenBLAS sgemm against
  * weights in Hugging Face's (out, in) layout (or, for backend cpu-bf16, a
- * product on the AMX tiles where large enough: gemm_amx.c); the rest are
+ * bf16 product where large enough: gemm_bf16.c); the rest are
  * OpenMP loops.
  * Workspaces are sized for the batch once and reused. */
 #include "model/model_impl.h"
@@ -33,14 +33,14 @@
  * call: one thread pool does all the work, so idle OpenMP threads never
  * spin against OpenBLAS's own. A few rows against transposed weights (a
  * decode step) go to model_gemm_few, which does not repack the weights.
- * On the tiles, A16 and B16 (NULL, or bf16 copies of A and B) are read
+ * In bf16, A16 and B16 (NULL, or bf16 copies of A and B) are read
  * instead of A and B */
 void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                 const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-    if (model_amx_takes(bf16, M, N, K)) {
-        model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+    if (model_bf16_takes(bf16, M, N, K)) {
+        model_gemm_bf16(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
         return;
     }
     /* below 2^18 multiply-adds OpenBLAS's own small-matrix kernel wins */
@@ -224,13 +224,13 @@ void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t
     rope_apply(x, NULL, pos, cos_t, sin_t, N, H, HD, 1.0f);
 }
 
-/* one thread's matmul of attention: C = op(A) op(B) + beta C, on the
- * tiles in bf16 mode where large enough (reading A16, B16 where not NULL:
+/* one thread's matmul of attention: C = op(A) op(B) + beta C, by the
+ * bf16 kernel in bf16 mode where large enough (reading A16, B16 where not NULL:
  * A, B in bf16) */
 static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                    const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
 {
-    if (model_amx_takes(bf16, M, N, K)) model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+    if (model_bf16_takes(bf16, M, N, K)) model_gemm_bf16(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
     else
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
                     lda, B, ldb, beta, C, ldc);
@@ -267,11 +267,12 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
     int T = o->T, HD = o->HD, QD = o->NH * HD, KD = o->NKV * HD;
     size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / (o->NH / o->NKV)) * HD;
     float scale = 1.0f / sqrtf((float)HD);
-    /* the scale goes into the softmax on the tiles (they have no alpha),
+    /* the scale goes into the softmax in bf16 (the kernels have no alpha),
      * into sgemm's alpha else */
-    bool tiles = model_amx_takes(bf16, T, T, HD);
-    if (tiles)
-        model_gemm_amx(false, true, T, T, HD, o->q + qo, at(o->q16, qo), QD, o->k + ko, at(o->k16, ko), KD, 0.0f, p, T);
+    bool in_bf16 = model_bf16_takes(bf16, T, T, HD);
+    if (in_bf16)
+        model_gemm_bf16(false, true, T, T, HD, o->q + qo, at(o->q16, qo), QD, o->k + ko, at(o->k16, ko), KD, 0.0f, p,
+                        T);
     else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD, 0.0f, p, T);
     for (int t = 0; t < T; t++) {
@@ -282,13 +283,13 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
         int a = o->start ? o->start[(size_t)b * T + t] : 0, S = a > 0 ? o->prefix[b] : a;
         for (int j = S; j < a; j++) pr[j] = -INFINITY;
         if (p16) {
-            model_softmax_causal(pr, p16 + (size_t)t * T, keep, t + 1, T, tiles ? scale : 1.0f);
+            model_softmax_causal(pr, p16 + (size_t)t * T, keep, t + 1, T, in_bf16 ? scale : 1.0f);
             for (int j = S; j < a; j++) {
                 if (keep) pr[j] = 0;
                 p16[(size_t)t * T + j] = 0;
             }
         } else {
-            model_softmax_row(pr, t + 1, tiles ? scale : 1.0f);
+            model_softmax_row(pr, t + 1, in_bf16 ? scale : 1.0f);
             for (int j = S; j < a; j++) pr[j] = 0;
             for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
         }
@@ -306,7 +307,7 @@ static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y1
             size_t so = (size_t)omp_get_thread_num() * T * T;
             float *p = o->att + so;
             uint16_t *p16 = at(o->att16, so);
-            attn_probs(bf16, o, b, h, p, p16, !model_amx_takes(bf16, T, HD, T));
+            attn_probs(bf16, o, b, h, p, p16, !model_bf16_takes(bf16, T, HD, T));
             sgemm1(bf16, false, false, T, HD, T, p, p16, T, o->v + ko, at(o->v16, ko), KD, 0.0f, y + qo, QD);
             for (int t = 0; y16 && t < T; t++) model_bf16_round(y16 + qo + (size_t)t * QD, y + qo + (size_t)t * QD, HD);
         }
@@ -360,17 +361,17 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
 
 /* whether a linear layer (in -> out features, over n positions) of
  * model m reads its input only from the bf16 copy: its forward product
- * and its weight gradient both on the tiles */
+ * and its weight gradient both in bf16 */
 static bool input_bf16_only(const model_t *m, int n, int in, int out)
 {
-    return model_amx_takes(m->bf16, n, out, in) && model_amx_takes(m->bf16, out, in, n);
+    return model_bf16_takes(m->bf16, n, out, in) && model_bf16_takes(m->bf16, out, in, n);
 }
 
 /* the same for its output's gradient: the input gradient's product and
- * the weight gradient both on the tiles */
+ * the weight gradient both in bf16 */
 static bool dout_bf16_only(const model_t *m, int n, int in, int out)
 {
-    return model_amx_takes(m->bf16, n, in, out) && model_amx_takes(m->bf16, out, in, n);
+    return model_bf16_takes(m->bf16, n, in, out) && model_bf16_takes(m->bf16, out, in, n);
 }
 
 /* the fp32 activations and gradients, from base (when not NULL); the
@@ -737,8 +738,8 @@ static void layer_backward(model_t *m, int l)
     uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
     const float *ln1 = at(a->ln1, nc), *ln2 = at(a->ln2, nc);
     // MLP: x_next = xm + (silu(g) * u) . wd^T; h recomputed unless the
-    // tiles take its bf16 copy
-    if (!hh || !model_amx_takes(m->bf16, C, FF, N)) {
+    // bf16 kernel takes its bf16 copy
+    if (!hh || !model_bf16_takes(m->bf16, C, FF, N)) {
         model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
         hh = NULL;
     }

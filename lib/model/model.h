@@ -125,16 +125,23 @@ float model_cross_entropy(model_t *self, const int *tokens, const int *targets, 
 
 /* Backend: "cpu" (the default), "cpu-bf16" or "cuda:N", device N of a
  * build made with nvcc. "cpu-bf16" is the CPU code with the large matmuls
- * (over MODEL_AMX_MIN multiply-adds, more than 16 rows) taking bf16
- * products with fp32 sums on Intel's AMX tiles; parameters, gradients
- * and everything else stay fp32. It fails on a CPU without them. On a device, model_forward, model_backward,
+ * (over MODEL_BF16_MIN multiply-adds, more than 16 rows) taking bf16
+ * products with fp32 sums, by one of two kernels: Intel's AMX tiles where
+ * the CPU has them, else AVX512-BF16 dot products (vdpbf16ps: Cooper
+ * Lake, Xeons of the 4th generation on, AMD Zen 4 on). The environment
+ * variable SAPO_BF16_KERNEL=amx or avx512bf16, for tests and benches,
+ * forces one (docs/measurements.md compares them); an unknown value, or
+ * a kernel the CPU lacks, is refused as a CPU with neither is. Parameters,
+ * gradients and everything else stay fp32; "cpu" is the reference. On a
+ * device, model_forward, model_backward,
  * model_cross_entropy, model_zero_grad and model_generate(_batch) run
  * there (bf16 matmuls with fp32 accumulation, fp32 master parameters and
  * gradients); model_params and model_grads are then a host mirror that
  * model_sync_host fills and model_sync_device sends back after the caller
  * changed the parameters (a reload, an optimizer step on the host).
  * Switching back to "cpu" brings the parameters home. 0, or -1 with one
- * line in err: a malformed name, no such device, a build without CUDA. */
+ * line in err: a malformed name, no such device, a build without CUDA,
+ * cpu-bf16 without a bf16 kernel. */
 int model_set_backend(model_t *self, const char *backend, char *err, size_t errlen);
 /* the CUDA device the model runs on, -1 on the CPU */
 int model_device(const model_t *self);

@@ -56,7 +56,7 @@ typedef struct {
     float *rf;   // (N)
     float *lse;  // (N) logsumexp of logits / temperature
     /* backend cpu-bf16 only (else NULL): the matmuls' inputs rounded to
-     * bf16 by their producers, read by the tiles in the forward pass and
+     * bf16 by their producers, read by the bf16 kernel in the forward pass and
      * for the weight gradients */
     uint16_t *ln1h; // (L, N, C)
     uint16_t *yh;   // (L, N, NH*HD)
@@ -124,7 +124,7 @@ struct model {
      * when model_set_backend chose "cuda:N" (device), else NULL */
     struct cuda_model *cuda;
     int device;
-    /* "cpu-bf16": the large matmuls take bf16 products on the AMX tiles */
+    /* "cpu-bf16": the large matmuls take bf16 products (model_gemm_bf16) */
     bool bf16;
 };
 
@@ -144,7 +144,7 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
 }
 
 /* shared kernels (forward.c) */
-/* bf16: products in bf16 on the AMX tiles where the matmul is large
+/* bf16: products in bf16 (model_gemm_bf16) where the matmul is large
  * enough (the model's bf16 flag), reading A16 / B16 where not NULL */
 void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
                 const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
@@ -181,29 +181,62 @@ void model_softmax_backward_row(float *dr, const float *p, int n, int T, float s
 #define MODEL_FEW_PAR_MIN (1 << 20)
 void model_gemm_few(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
                     int ldc);
-/* gemm_amx.c: C (M, N) = op(A) op(B) + beta C with bf16 products and
- * fp32 sums on the AMX tiles, when model_amx_available() */
+/* backend cpu-bf16: C (M, N) = op(A) op(B) + beta C with bf16 products
+ * and fp32 sums by one of two kernels (gemm_bf16.c chooses, once): the
+ * AMX tiles (gemm_amx.c) or AVX512-BF16 dot products
+ * (gemm_avx512bf16.c), from the same packed operands: the two differ
+ * only in the order of their fp32 sums. */
+typedef enum { MODEL_BF16_NONE, MODEL_BF16_AMX, MODEL_BF16_AVX512BF16 } model_bf16_kernel_t;
+/* the kernel model_gemm_bf16 uses: the one SAPO_BF16_KERNEL names ("amx"
+ * or "avx512bf16"; read once) where set, else AMX where the CPU has it,
+ * else AVX512-BF16; MODEL_BF16_NONE where there is none, the variable
+ * names an unknown kernel or one the CPU lacks, and then *why (where why
+ * is not NULL) is one line saying so. model_bf16_use's overrides it */
+model_bf16_kernel_t model_bf16_kernel(const char **why);
+/* the choice model_bf16_kernel makes for SAPO_BF16_KERNEL = name (NULL:
+ * unset), with why (whylen bytes) set where it is MODEL_BF16_NONE */
+model_bf16_kernel_t model_bf16_choose(const char *name, char *why, size_t whylen);
+/* whether this CPU (and Linux) runs kernel k */
+bool model_bf16_has(model_bf16_kernel_t k);
+/* tests and benches: kernel k from now on (not while a matmul runs),
+ * where model_bf16_has(k); MODEL_BF16_NONE goes back to
+ * model_bf16_kernel's own choice. Returns whether it took k */
+bool model_bf16_use(model_bf16_kernel_t k);
+/* "amx", "avx512bf16" (SAPO_BF16_KERNEL's values), "none" */
+const char *model_bf16_kernel_name(model_bf16_kernel_t k);
+/* the product by model_bf16_kernel(NULL), which must not be none */
+void model_gemm_bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                     const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
+/* the CPU has the tiles (and the AVX512-BF16 instructions their packing
+ * takes) and Linux lets this process use them */
 bool model_amx_available(void);
+/* the CPU has AVX-512 F, BW, VL and BF16, and the OS saves their state */
+bool model_avx512bf16_available(void);
 /* below this many multiply-adds a bf16 matmul stays in fp32 sgemm: one
  * thread, 17 to 128 rows, the tiles were 1.36 to 4.9 times as fast as
- * sgemm from 2^20 on, and from 0.5 to 3.8 times at 2^18 */
-#define MODEL_AMX_MIN (1 << 20)
-/* A16 and B16, where not NULL, hold A and B rounded to bf16 (as
- * model_bf16_round does) with the same leading dimensions; they are read
- * instead, and the result is the same (A or B may then be NULL) */
+ * sgemm from 2^20 on, and from 0.5 to 3.8 times at 2^18 (the
+ * AVX512-BF16 kernel takes the same bound) */
+#define MODEL_BF16_MIN (1 << 20)
+/* the kernels: A16 and B16, where not NULL, hold A and B rounded to bf16
+ * (as model_bf16_round does) with the same leading dimensions; they are
+ * read instead, and the result is the same (A or B may then be NULL).
+ * Each needs its model_*_available() */
 void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda, const float *B,
                     const uint16_t *B16, int ldb, float beta, float *C, int ldc);
-/* dst (n) = src rounded to bf16 as the tiles' packing rounds it (to
- * nearest even; denormals to zero): needs model_amx_available() */
+void model_gemm_avx512bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                           const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
+/* dst (n) = src rounded to bf16 as the kernels' packing rounds it (to
+ * nearest even; denormals to zero): needs model_avx512bf16_available() */
 void model_bf16_round(uint16_t *dst, const float *src, size_t n);
 /* p (T) = softmax(scale p) over its first n (0 < n <= T), zeros after,
- * kept in p when keep, and rounded into p16 (needs model_amx_available()) */
+ * kept in p when keep, and rounded into p16 (needs
+ * model_avx512bf16_available()) */
 void model_softmax_causal(float *p, uint16_t *p16, bool keep, int n, int T, float scale);
-/* whether a matmul of a bf16 model goes to the tiles: they need a few
- * 32 x 32 blocks of C to pay for the packing */
-static inline bool model_amx_takes(bool bf16, int M, int N, int K)
+/* whether a matmul of a bf16 model goes to the bf16 kernel: it needs a
+ * few 32 x 32 blocks of C to pay for the packing */
+static inline bool model_bf16_takes(bool bf16, int M, int N, int K)
 {
-    return bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_AMX_MIN;
+    return bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_BF16_MIN;
 }
 void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps);
 void model_swiglu(float *h, const float *g, const float *u, size_t n);

@@ -57,7 +57,7 @@ static const field_t fields[] = {
     {"swarm", "SAPO_SWARM", S(swarm), "sapo", "key prefix in Redis; nodes with the same prefix share rollouts"},
     {"model", "SAPO_MODEL", S(model), "tiny", "\"tiny\" (the embedded default) or a Hugging Face model folder (Qwen2/Qwen3)"},
     {"base", "SAPO_BASE", S(base), "run/base", "where the tiny base model is trained once and cached"},
-    {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu, cpu-bf16 (large matmuls in bf16 on Intel AMX tiles: a faster learner on a Xeon of the 4th generation or later) or cuda:N"},
+    {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu, cpu-bf16 (large matmuls in bf16: on Intel AMX tiles, a faster learner on a Xeon of the 4th generation or later; else by AVX512-BF16 dot products, slower than cpu on the Intel CPU measured) or cuda:N"},
     {"task-mix", "SAPO_TASK_MIX", S(task_mix), "config/tiny-mix.json",
      "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}} or the path of a file holding it; \"all\" = all nine families at their default difficulty, weight 1. The default is single-digit sums and differences, which the tiny model learns to read in its warm start; config/five-family-mix.json is the earlier default, which it does not"},
     {"local", "SAPO_I", I(local_groups), "4", "I: own question groups per training batch"},
