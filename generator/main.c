@@ -79,9 +79,9 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
             for (int l = 0; l < L; l++) {
                 const completion_t *c = &cs[(size_t)q * L + l];
                 rc[l] = (rec_completion_t){.text = c->text ? c->text : "",
-                                           .token_ids = (const int32_t *)c->tokens,
+                                           .token_ids = (const int32_t *)c->token_ids,
                                            .n_tokens = (size_t)c->n,
-                                           .logprobs = c->logp,
+                                           .logprobs = c->logprobs,
                                            .n_logprobs = (size_t)c->n,
                                            .finished = c->finished};
             }

@@ -182,7 +182,7 @@ static void test_sample_batch(void)
         for (int l = 0; l < L; l++) {
             const completion_t *b = &batch[q * L + l];
             same += b->n == one[l].n && strcmp(b->text, one[l].text) == 0 && b->finished == one[l].finished;
-            for (int t = 0; t < b->n && t < one[l].n; t++) EXPECT_NEAR(b->logp[t], one[l].logp[t], 1e-4);
+            for (int t = 0; t < b->n && t < one[l].n; t++) EXPECT_NEAR(b->logprobs[t], one[l].logprobs[t], 1e-4);
             differ += q > 0 && strcmp(b->text, batch[l].text) != 0;
             completion_free(&one[l]);
         }

@@ -236,8 +236,8 @@ static bool stop_on_answer(void *ctx, int seq, const int *tokens, int n)
 void completion_free(completion_t *c)
 {
     free(c->text);
-    free(c->tokens);
-    free(c->logp);
+    free(c->token_ids);
+    free(c->logprobs);
     memset(c, 0, sizeof *c);
 }
 
@@ -310,13 +310,13 @@ int policy_sample_batch(policy_t *self, const char *const *questions, const uint
         completion_t *o = &out[r];
         int n = lengths[r];
         o->n = n;
-        o->tokens = malloc(sizeof(int) * (n ? n : 1));
-        o->logp = malloc(sizeof(float) * (n ? n : 1));
-        memcpy(o->tokens, tokens + r * M, sizeof(int) * n);
-        memcpy(o->logp, logp + r * M, sizeof(float) * n);
+        o->token_ids = malloc(sizeof(int) * (n ? n : 1));
+        o->logprobs = malloc(sizeof(float) * (n ? n : 1));
+        memcpy(o->token_ids, tokens + r * M, sizeof(int) * n);
+        memcpy(o->logprobs, logp + r * M, sizeof(float) * n);
         bool eos = false;
-        for (int e = 0; n > 0 && e < c->n_eos; e++) eos |= o->tokens[n - 1] == c->eos_ids[e];
-        o->text = tokenizer_decode(self->tok, (const int32_t *)o->tokens, (size_t)(eos ? n - 1 : n));
+        for (int e = 0; n > 0 && e < c->n_eos; e++) eos |= o->token_ids[n - 1] == c->eos_ids[e];
+        o->text = tokenizer_decode(self->tok, (const int32_t *)o->token_ids, (size_t)(eos ? n - 1 : n));
         o->finished = eos || (o->text && strstr(o->text, STOP_TEXT));
     }
     rc = 0;

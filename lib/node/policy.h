@@ -56,9 +56,9 @@ char *policy_prompt(const policy_t *self, const char *question);
 
 /* One sampled completion. */
 typedef struct {
-    char *text;  /* decoded, without a final EOS token */
-    int *tokens; /* n sampled ids, EOS included when it ended the completion */
-    float *logp; /* n log-probs of the sampled ids */
+    char *text;      /* decoded, without a final EOS token */
+    int *token_ids;  /* n sampled ids, EOS included when it ended the completion */
+    float *logprobs; /* n log-probs of the sampled ids */
     int n;
     bool finished; /* ended by EOS or "</answer>" rather than the length limit */
 } completion_t;
