@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <czmq.h>
 
+#include "game/game_sft.h"
 #include "node/learn.h"
 #include "node/policy.h"
 #include "tasks/task.h"
@@ -20,6 +21,13 @@
 #define SFT_LR 3e-4f
 #define SFT_WARMUP 20
 #define EVAL_QUESTIONS 200
+/* in game mode, a pair is plain or one of the three stages' forms, one in
+ * four each */
+#define SFT_KINDS (1 + GAME_STAGES)
+#define GAME_EVAL_PROMPTS 30 /* held-out prompts per stage */
+#define GAME_EVAL_SHOWN 3    /* of which the log shows the completions */
+
+static const char *const stage_names[GAME_STAGES] = {"answer", "critique", "resolve"};
 /* question indices of the warm start and of its evaluation never meet
  * those of RL rounds (which count up from 0) */
 #define SFT_INDEX0 (1ull << 40)
@@ -79,18 +87,36 @@ static float sft_lr(int step, int steps)
     return step < SFT_WARMUP ? SFT_LR * (step + 1) / SFT_WARMUP : SFT_LR;
 }
 
-/* one supervised step on the SFT_BATCH pairs of step `step`; the loss */
-static float sft_step(learn_t *learn, const task_mix_t *mix, int step)
+/* Pair number index of the warm start: the entry its prompt is the
+ * question of (the caller frees it) and its target. In game mode pairs
+ * take turns: the plain pair, then the answer, critique and resolve forms
+ * (game_sft.h) on the same draw of the mix, so the base still answers
+ * plain questions and writes each stage's sections. Off game mode every
+ * pair is plain, as it has always been. */
+static void sft_pair(const task_mix_t *mix, bool game, uint64_t index, task_entry_t *e, char **target)
 {
     char err[512];
+    if (task_mix_draw(mix, SFT_INDEX0 + index, e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
+    int kind = game ? (int)(index % SFT_KINDS) : 0;
+    if (kind == 0) {
+        *target = answer_text(e->answer);
+        return;
+    }
+    task_entry_t problem = *e;
+    if (game_sft_pair(&problem, SFT_INDEX0 + index, (game_stage_t)(kind - 1), e, target, err, sizeof err) != 0)
+        log_fatal("game warm start: %s (SAPO_TASK_MIX)", err);
+    task_entry_free(&problem);
+}
+
+/* one supervised step on the SFT_BATCH pairs of step `step`; the loss */
+static float sft_step(learn_t *learn, const task_mix_t *mix, bool game, int step)
+{
     task_entry_t e[SFT_BATCH] = {0};
     const char *q[SFT_BATCH];
     char *a[SFT_BATCH];
     for (int i = 0; i < SFT_BATCH; i++) {
-        if (task_mix_draw(mix, SFT_INDEX0 + (uint64_t)step * SFT_BATCH + i, &e[i], err, sizeof err) != 0)
-            log_fatal("task mix: %s", err);
+        sft_pair(mix, game, (uint64_t)step * SFT_BATCH + i, &e[i], &a[i]);
         q[i] = e[i].question;
-        a[i] = answer_text(e[i].answer);
     }
     float loss = learn_sft_step(learn, q, (const char *const *)a, SFT_BATCH);
     for (int i = 0; i < SFT_BATCH; i++) {
@@ -98,6 +124,50 @@ static float sft_step(learn_t *learn, const task_mix_t *mix, int step)
         free(a[i]);
     }
     return loss;
+}
+
+/* Greedy completions of held-out prompts of stage, built as the warm
+ * start builds its pairs: the share in the stage's form and the mean
+ * stage reward, as {"form": x, "reward": y}. The first few completions go
+ * to the log, to see what the base writes. */
+static cJSON *evaluate_stage(policy_t *pol, const task_mix_t *mix, const config_t *cfg, game_stage_t stage)
+{
+    char err[512];
+    model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0.0f, 0, 1.0f}, .seed = 1};
+    double form = 0, reward = 0;
+    for (int i = 0; i < GAME_EVAL_PROMPTS; i++) {
+        task_entry_t problem = {0}, e;
+        completion_t c = {0};
+        char *target;
+        if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)i, &problem, err, sizeof err) != 0 ||
+            game_sft_pair(&problem, EVAL_INDEX0 + (uint64_t)i, stage, &e, &target, err, sizeof err) != 0)
+            log_fatal("game evaluation: %s", err);
+        if (policy_sample(pol, e.question, 1, &gp, &c, err, sizeof err) != 0) log_fatal("game evaluation: %s", err);
+        bool formatted = false;
+        double r = task_score_completion(c.text, &e, &formatted, err, sizeof err);
+        if (r < 0) log_fatal("game evaluation: %s", err);
+        form += formatted;
+        reward += r;
+        if (i < GAME_EVAL_SHOWN)
+            log_info("game %s prompt %d: reward %.1f for [%s] (target [%s])", stage_names[stage], i, r, c.text, target);
+        free(target);
+        completion_free(&c);
+        task_entry_free(&e);
+        task_entry_free(&problem);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "form", round(1000 * form / GAME_EVAL_PROMPTS) / 1000);
+    cJSON_AddNumberToObject(o, "reward", round(1000 * reward / GAME_EVAL_PROMPTS) / 1000);
+    return o;
+}
+
+/* per stage, the form and reward of greedy completions (evaluate_stage) */
+static cJSON *evaluate_game(policy_t *pol, const task_mix_t *mix, const config_t *cfg)
+{
+    cJSON *game = cJSON_CreateObject();
+    for (int s = 0; s < GAME_STAGES; s++)
+        cJSON_AddItemToObject(game, stage_names[s], evaluate_stage(pol, mix, cfg, (game_stage_t)s));
+    return game;
 }
 
 /* the base model in folder base (its parent made if need be), with its
@@ -139,16 +209,19 @@ int warmstart(const config_t *cfg)
     if (!learn) log_fatal("%s", err);
     log_info("training the base model (shape %s): %d steps of %d pairs, %zu parameters", cfg->warmstart_shape,
              cfg->warmstart_steps, SFT_BATCH, model_num_params(pol->model));
+    bool game = cfg->game == GAME_THREE_STAGE;
+    if (game) log_info("game three-stage: one pair in %d plain, the others in the forms of the stages", SFT_KINDS);
     int64_t t0 = zclock_mono();
     for (int step = 0; step < cfg->warmstart_steps && !zsys_interrupted; step++) {
         sft.lr = sft_lr(step, cfg->warmstart_steps);
-        float loss = sft_step(learn, mix, step);
+        float loss = sft_step(learn, mix, game, step);
         if (step % 50 == 0 || step + 1 == cfg->warmstart_steps)
             log_info("warm start step %d/%d loss %.4f (%.0f s)", step + 1, cfg->warmstart_steps, loss,
                      (zclock_mono() - t0) / 1000.0);
     }
     if (zsys_interrupted) log_fatal("interrupted: base model not saved");
     cJSON *acc = evaluate(pol, mix, cfg);
+    if (game) cJSON_AddItemToObject(acc, "game", evaluate_game(pol, mix, cfg));
     char *acc_text = cJSON_PrintUnformatted(acc);
     log_info("base model pass@1 per family of the task mix (greedy, %d held-out questions): %s", EVAL_QUESTIONS,
              acc_text);

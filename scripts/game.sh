@@ -14,14 +14,16 @@
 # 50 questions every 5 rounds. Each round is three batches (a GRPO step
 # per stage). The tiny model plays from a base trained once for the game
 # (learner warmstart with SAPO_GAME=three-stage) into SAPO_BASE, default
-# run/base-game. Any SAPO_* variable reaches every node; a model folder in
-# SAPO_MODEL plays instead of the tiny model.
+# run/base-game. Completions may run to 192 tokens (SAPO_MAX_NEW_TOKENS):
+# a resolve's five sections take about 140 to 170 bytes on the default mix.
+# Any SAPO_* variable reaches every node; a model folder in SAPO_MODEL
+# plays instead of the tiny model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
 export SAPO_BASE=${SAPO_BASE:-run/base-game}
 export SAPO_GAME=three-stage
-export SAPO_MAX_NEW_TOKENS=${SAPO_MAX_NEW_TOKENS:-96}
+export SAPO_MAX_NEW_TOKENS=${SAPO_MAX_NEW_TOKENS:-192}
 export SAPO_MODEL=${SAPO_MODEL:-tiny}
 nodes=3 rounds=30 seed=1 run="" every=5 per_family=50
 while [ $# -gt 0 ]; do
