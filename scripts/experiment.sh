@@ -11,7 +11,7 @@
 #
 #   scripts/experiment.sh [--nodes N] [--rounds R] [--seeds S[,S...]]
 #       [--configs "I/J I/J ..."] [--model tiny|FOLDER[,...]] [--run EXP]
-#       [--eval-every E] [--eval-questions Q] [--quick]
+#       [--eval-every E] [--eval-questions Q] [--eval-samples S] [--quick]
 #
 # Defaults: 4 nodes, 8/0 6/2 4/4 2/6, 100 rounds, seeds 1,2,3, the tiny model,
 # 40 held-out questions per family at rounds 0, rounds/2 and rounds (12
@@ -19,12 +19,15 @@
 # models gives each node its own (the last repeats: a heterogeneous swarm,
 # scripts/swarm.sh --models); the report then compares each kind of model
 # with itself across configurations. --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
-# 4 held-out questions per family (minutes). Any SAPO_* variable reaches every node.
+# 4 held-out questions per family (minutes). --eval-samples S also samples
+# each held-out question S times at the nodes' temperature (evaluate's
+# sampled pass@1; 0, the default, is greedy only). Any SAPO_* variable
+# reaches every node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
 export SAPO_BASE=${SAPO_BASE:-run/base}
-nodes=4 rounds=100 seeds=1,2,3 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-tiny} exp="" every="" per_family=40
+nodes=4 rounds=100 seeds=1,2,3 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-tiny} exp="" every="" per_family=40 samples=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -35,6 +38,7 @@ while [ $# -gt 0 ]; do
     --run) exp=$2; shift 2 ;;
     --eval-every) every=$2; shift 2 ;;
     --eval-questions) per_family=$2; shift 2 ;;
+    --eval-samples) samples=$2; shift 2 ;;
     --quick) nodes=2 rounds=6 configs="8/0 4/4" per_family=4; shift ;;
     *) echo "experiment: unknown flag '$1' (see the top of scripts/experiment.sh)" >&2; exit 2 ;;
   esac
@@ -43,6 +47,7 @@ int() { [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] || { echo "experiment: $1: '$2'
 int --nodes "$nodes"; int --rounds "$rounds"; int --eval-questions "$per_family"
 every=${every:-$(( rounds / 2 > 1 ? rounds / 2 : 1 ))}
 int --eval-every "$every"
+[[ "$samples" =~ ^[0-9]+$ ]] || { echo "experiment: --eval-samples: '$samples' is not a number" >&2; exit 2; }
 IFS=, read -r -a seed_list <<< "$seeds"
 for s in "${seed_list[@]}"; do int --seeds "$s"; done
 for c in $configs; do
@@ -82,7 +87,7 @@ manifest() {
   local settings="" v
   for v in $(compgen -e | grep '^SAPO_' | sort); do settings+="${settings:+, }$(json_str "$v"): $(json_str "${!v}")"; done
   {
-    printf '{"command": %s,\n' "$(json_str "scripts/experiment.sh --nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" --model $model --eval-every $every --eval-questions $per_family")"
+    printf '{"command": %s,\n' "$(json_str "scripts/experiment.sh --nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" --model $model --eval-every $every --eval-questions $per_family$([ "$samples" -gt 0 ] && echo " --eval-samples $samples")")"
     printf ' "git_version": %s,\n' "$(json_str "$(git describe --always --dirty 2> /dev/null || echo unknown)")"
     printf ' "model": %s, "model_sha256": "%s",\n' "$(json_str "$weights")" "$hash"
     printf ' "nodes": %d, "rounds": %d, "seeds": [%s], "configs": %s,\n' "$nodes" "$rounds" "$seeds" "$(json_str "$configs")"
@@ -120,7 +125,7 @@ for c in $configs; do
     eval_pids=()
     for i in $(seq 0 $((nodes - 1))); do
       SAPO_MODEL=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]} SAPO_NODE=n$i SAPO_RUN=$run/n$i SAPO_BROKER=$run/n$i SAPO_ROUNDS=$rounds SAPO_SEED=$((s * 1000 + i)) \
-        "$SAPO_BIN/evaluate" "$every" "$per_family" > "$run/n$i/eval.log" 2>&1 < /dev/null &
+        "$SAPO_BIN/evaluate" "$every" "$per_family" $([ "$samples" -gt 0 ] && echo "$samples") > "$run/n$i/eval.log" 2>&1 < /dev/null &
       eval_pids+=($!)
     done
     # a progress line every 5 s until every node has run its rounds

@@ -4,7 +4,13 @@
  * evaluation appended to <run>/eval.jsonl; the last round (--rounds) is
  * always scored, then it exits. Subscribes to the node's policy stream.
  *
- *   evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY]]   (defaults 10, 16)
+ *   evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY [SAMPLES]]]   (defaults 10, 16, 0)
+ *
+ * With SAMPLES, each question is also sampled that many times at the
+ * node's temperature, top-k and top-p (the uniforms of a question the same
+ * at every evaluation), and "sampled.pass1" is the share of right answers
+ * among them: what the policy's sampling gets right on questions it never
+ * trained on, beside what its greedy answer gets right.
  *
  * Held out: every node answers the same entries, drawn with a fixed
  * evaluation seed from index 2^48 upward; training draws with the node's
@@ -43,6 +49,7 @@ typedef struct {
     const config_t *cfg;
     wire_subscriber_t *sub;
     uint64_t every, next;
+    int samples;   /* sampled completions per question (0: greedy only) */
     policy_t *due; /* weights of round due_round, when due_ready */
     uint64_t due_round, due_version;
     bool due_ready, last_loaded;
@@ -174,6 +181,53 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
     return n;
 }
 
+/* n completions of question k of h under gp: how many are right (score
+ * 1), their scores added to *score */
+static int score_question(policy_t *pol, const heldout_t *h, int k, int n, const model_gen_params_t *gp, double *score)
+{
+    completion_t c[n];
+    char err[512];
+    memset(c, 0, sizeof c);
+    int right = 0;
+    if (policy_sample(pol, h->prompts[k], n, gp, c, err, sizeof err) != 0) {
+        log_error("%s held-out question %d scored 0: %s", h->family, k, err);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        char *answer = task_extract_answer(c[i].text ? c[i].text : "");
+        double s = task_score_entry(answer, &h->entries[k], err, sizeof err);
+        if (s < 0) log_fatal("%s held-out question %d: %s", h->family, k, err);
+        free(answer);
+        completion_free(&c[i]);
+        right += s >= 1.0;
+        *score += s;
+    }
+    return right;
+}
+
+/* with samples > 0: "sampled", the share of right answers among that many
+ * completions per question at the node's sampling settings, each
+ * question's uniforms the same at every evaluation */
+static void add_sampled(cJSON *j, policy_t *pol, judge_t *jd, const heldout_t *h, int nf)
+{
+    const config_t *cfg = jd->cfg;
+    if (jd->samples <= 0) return;
+    model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {cfg->temperature, cfg->top_k, cfg->top_p}};
+    long right = 0, total = 0;
+    double score = 0;
+    for (int f = 0; f < nf; f++)
+        for (int k = 0; k < h[f].n; k++) {
+            judge_poll(jd, 0);
+            gp.seed = EVAL_SEED + (uint64_t)f * 1000003u + (uint64_t)k;
+            right += score_question(pol, &h[f], k, jd->samples, &gp, &score);
+            total += jd->samples;
+        }
+    cJSON *o = cJSON_AddObjectToObject(j, "sampled");
+    cJSON_AddNumberToObject(o, "pass1", (double)right / total);
+    cJSON_AddNumberToObject(o, "samples", jd->samples);
+    cJSON_AddNumberToObject(o, "temperature", cfg->temperature);
+}
+
 /* one evaluation: a JSON line (malloc'ed); notices are read between questions */
 static char *evaluate(policy_t *pol, judge_t *jd, const heldout_t *h, int nf, uint64_t round, uint64_t version)
 {
@@ -190,25 +244,13 @@ static char *evaluate(policy_t *pol, judge_t *jd, const heldout_t *h, int nf, ui
         long fp = 0;
         for (int k = 0; k < h[f].n; k++) {
             judge_poll(jd, 0);
-            completion_t c = {0};
-            char err[512];
-            double s = 0;
-            if (policy_sample(pol, h[f].prompts[k], 1, &gp, &c, err, sizeof err) != 0) {
-                log_error("%s held-out question %d scored 0: %s", h[f].family, k, err);
-            } else {
-                char *answer = task_extract_answer(c.text ? c.text : "");
-                s = task_score_entry(answer, &h[f].entries[k], err, sizeof err);
-                if (s < 0) log_fatal("%s held-out question %d: %s", h[f].family, k, err);
-                free(answer);
-            }
-            completion_free(&c);
-            fp += s >= 1.0;
-            score_sum += s;
+            fp += score_question(pol, &h[f], k, 1, &gp, &score_sum);
         }
         cJSON_AddNumberToObject(fams, h[f].family, (double)fp / h[f].n);
         passed += fp;
         total += h[f].n;
     }
+    add_sampled(j, pol, jd, h, nf);
     cJSON_AddNumberToObject(j, "pass1", (double)passed / total);
     cJSON_AddNumberToObject(j, "score", score_sum / total);
     cJSON_AddNumberToObject(j, "questions", (double)total);
@@ -226,9 +268,11 @@ int main(int argc, char **argv)
     int rc = config_load(&cfg, &argc, argv);
     if (rc != 0) return rc < 0 ? 2 : 0;
     log_init("evaluate", cfg.node);
-    if (argc > 3) log_fatal("usage: evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY]]");
+    if (argc > 4) log_fatal("usage: evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY [SAMPLES]]]");
     long every = argc > 1 ? positive(argv[1], "EVERY") : 10;
     int per_family = argc > 2 ? (int)positive(argv[2], "PER_FAMILY") : 16;
+    int samples = argc > 3 ? (int)positive(argv[3], "SAMPLES") : 0;
+    if (samples > 64) log_fatal("SAMPLES: %d is more than 64", samples);
     zsys_init();
     heldout_t *h;
     int nf = heldout_all(&cfg, per_family, &h);
@@ -243,7 +287,7 @@ int main(int argc, char **argv)
     if (!out) log_fatal("%s: cannot append", path);
     log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
 
-    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every};
+    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .samples = samples};
     policy_t *pol = NULL;
     uint64_t done = 0;
     while (!zsys_interrupted) {
