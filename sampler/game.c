@@ -300,6 +300,7 @@ static void share_best(game_t *g, const rec_rollout_view_t *views, const int *qu
     sampler_t *s = g->s;
     for (int i = 0; i < n; i++) {
         int b = game_best(&views[i]);
+        if (b < 0) continue;
         rec_completion_t c;
         rec_rollout_completion(&views[i], (size_t)b, &c);
         g->best[g->stage][question[i]] = strdup(c.text ? c.text : "");
@@ -360,7 +361,7 @@ static void receive(game_t *g)
         on_scored(g, r);
         wire_consumer_ack(s->scored, r->id);
         wire_record_destroy(&r);
-    } else if (zclock_mono() - s->last_progress > 1000L * s->cfg.stall_seconds) {
+    } else if (g->n_back < g->questions && zclock_mono() - s->last_progress > 1000L * s->cfg.stall_seconds) {
         log_error("nothing back for %d s: round %llu's %s questions still missing go out again", s->cfg.stall_seconds,
                   (unsigned long long)g->round, stage_names[g->stage]);
         for (int q = 0; q < g->questions; q++)
