@@ -104,7 +104,7 @@ manifest
 "$SAPO_BIN/sampler" --help-markdown > "$exp/settings.md"
 
 run=""
-eval_pids=()
+. scripts/evaluators.sh
 cleanup() {
   for p in "${eval_pids[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
   if [ -n "$run" ] && [ -f "$run/pids" ]; then scripts/swarm.sh stop --run "$run" > /dev/null; fi
@@ -122,11 +122,9 @@ for c in $configs; do
     scripts/swarm.sh start --nodes "$nodes" --ij "$c" --models "$model" --rounds "$rounds" --run "$run" --seed "$s" > "$run.log" 2>&1 ||
       { cat "$run.log" >&2; exit 1; }
     run=$(cd "$run" && pwd)
-    eval_pids=()
     for i in $(seq 0 $((nodes - 1))); do
-      SAPO_MODEL=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]} SAPO_NODE=n$i SAPO_RUN=$run/n$i SAPO_BROKER=$run/n$i SAPO_ROUNDS=$rounds SAPO_SEED=$((s * 1000 + i)) \
-        "$SAPO_BIN/evaluate" "$every" "$per_family" $([ "$samples" -gt 0 ] && echo "$samples") > "$run/n$i/eval.log" 2>&1 < /dev/null &
-      eval_pids+=($!)
+      SAPO_MODEL=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]} \
+        evaluator_start "$run" "n$i" $((s * 1000 + i)) "$rounds" "$every" "$per_family" "$samples"
     done
     # a progress line every 5 s until every node has run its rounds
     while ! scripts/swarm.sh wait --run "$run" --timeout 5; do
@@ -136,13 +134,7 @@ for c in $configs; do
     done
     if [ -t 1 ]; then echo; fi
     scripts/swarm.sh stop --run "$run" > /dev/null
-    # an evaluator finishes the last round it was sent, then exits
-    for p in "${eval_pids[@]}"; do
-      for _ in $(seq 300); do kill -0 "$p" 2> /dev/null || break; sleep 1; done
-      kill -TERM "$p" 2> /dev/null || true
-      wait "$p" 2> /dev/null || true
-    done
-    eval_pids=()
+    evaluators_finish
     for i in $(seq 0 $((nodes - 1))); do
       r=$(tail -n 1 "$run/n$i/metrics.jsonl" 2> /dev/null | grep -o '"round":[0-9]*' | cut -d: -f2)
       [ "${r:-0}" -ge "$rounds" ] || { echo "experiment: node n$i of $c seed $s stopped at round ${r:-0} of $rounds (see $run/n$i/node.log)" >&2; exit 1; }

@@ -56,7 +56,7 @@ if [ "$SAPO_MODEL" = tiny ] && [ ! -f "$SAPO_BASE/config.json" ]; then
   "$SAPO_BIN/learner" warmstart
 fi
 
-eval_pids=()
+. scripts/evaluators.sh
 cleanup() {
   for p in "${eval_pids[@]}"; do kill -TERM "$p" 2> /dev/null || true; done
   for g in swarm solo; do [ -f "$run/$g/pids" ] && scripts/swarm.sh stop --run "$run/$g" > /dev/null; done
@@ -71,11 +71,7 @@ start() {
   scripts/swarm.sh start --nodes "$n" --ij 8/0 --rounds "$rounds" --run "$run/$g" --seed "$seed" > "$run/$g.log" 2>&1 ||
     { cat "$run/$g.log" >&2; exit 1; }
   local dir; dir=$(cd "$run/$g" && pwd)
-  for i in $(seq 0 $((n - 1))); do
-    SAPO_NODE=n$i SAPO_RUN=$dir/n$i SAPO_BROKER=$dir/n$i SAPO_ROUNDS=$rounds SAPO_SEED=$((seed * 1000 + i)) \
-      "$SAPO_BIN/evaluate" "$every" "$per_family" > "$dir/n$i/eval.log" 2>&1 < /dev/null &
-    eval_pids+=($!)
-  done
+  for i in $(seq 0 $((n - 1))); do evaluator_start "$dir" "n$i" $((seed * 1000 + i)) "$rounds" "$every" "$per_family"; done
 }
 echo "game: $nodes swarm nodes and a solo node, $rounds rounds (3 batches each), into $run"
 start swarm "$nodes"
@@ -87,12 +83,6 @@ until scripts/swarm.sh wait --run "$run/swarm" --timeout 5 && scripts/swarm.sh w
 done
 if [ -t 1 ]; then echo; fi
 for g in swarm solo; do scripts/swarm.sh stop --run "$run/$g" > /dev/null; done
-# an evaluator finishes the last round it was sent, then exits
-for p in "${eval_pids[@]}"; do
-  for _ in $(seq 300); do kill -0 "$p" 2> /dev/null || break; sleep 1; done
-  kill -TERM "$p" 2> /dev/null || true
-  wait "$p" 2> /dev/null || true
-done
-eval_pids=()
+evaluators_finish
 echo "game: played in $(( $(date +%s) - t0 )) s"
 "$SAPO_BIN/game_report" "$run/swarm" "$run/solo"

@@ -1,0 +1,24 @@
+# An evaluator beside each node of a swarm.sh run (sourced by
+# scripts/experiment.sh and scripts/game.sh, not run):
+#   evaluator_start DIR NODE SEED ROUNDS EVERY PER_FAMILY [SAMPLES]
+#       starts bin/evaluate on node NODE of the run in DIR (its pid joins
+#       eval_pids); any SAPO_* set before the call reaches it
+#   evaluators_finish
+#       lets each evaluator finish the last round it was sent (at most
+#       300 s), then ends it
+eval_pids=()
+evaluator_start() {
+  local dir=$1 node=$2 seed=$3 rounds=$4 every=$5 per_family=$6 samples=${7:-0}
+  SAPO_NODE=$node SAPO_RUN=$dir/$node SAPO_BROKER=$dir/$node SAPO_ROUNDS=$rounds SAPO_SEED=$seed \
+    "$SAPO_BIN/evaluate" "$every" "$per_family" $([ "$samples" -gt 0 ] && echo "$samples") > "$dir/$node/eval.log" 2>&1 < /dev/null &
+  eval_pids+=($!)
+}
+evaluators_finish() {
+  local p
+  for p in "${eval_pids[@]}"; do
+    for _ in $(seq 300); do kill -0 "$p" 2> /dev/null || break; sleep 1; done
+    kill -TERM "$p" 2> /dev/null || true
+    wait "$p" 2> /dev/null || true
+  done
+  eval_pids=()
+}
