@@ -27,10 +27,10 @@
 # the base's greedy pass@1 was 0.655 and rose by 0.055 to 0.19 in 200
 # rounds over seven runs; the test then required a rise of 0.03. On an
 # Intel Xeon with AMX (family 6 model 167) the same recipe gives a stronger
-# base, 0.75. There, in six runs (five beside learning swarms, one on quiet
+# base, 0.75. There, in ten runs (six beside learning swarms, four on quiet
 # cores), greedy pass@1 moved by -0.065 to +0.085 and the sampled share
-# (four runs) by -0.02 to +0.074, while the reward's least-squares line
-# rose in every run by +0.087 to +0.225. The quiet run was the worst: greedy
+# (eight runs) by -0.02 to +0.095, while the reward's least-squares line
+# rose in every run by +0.087 to +0.225. The worst was a quiet run: greedy
 # 0.75 -> 0.685, sampled 0.525 -> 0.505, reward +0.133. So the test holds
 # the reward to a rise and the held-out figures to no fall beyond 0.05
 # (sampled) and 0.1 (greedy): 0.03 and 0.035 of headroom over the worst run.
