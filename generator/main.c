@@ -1,7 +1,7 @@
 /* generator: samples L completions per question with the node's current
  * policy and sends them on as one rollout record (policy version and
  * per-token log-probs included). Consumes the tasks stream, produces the
- * rollouts stream, follows the policy stream; any number can run, and a new
+ * rollouts stream, follows the notices stream; any number can run, and a new
  * policy version is loaded between two batches without stopping. It takes
  * the queued questions, up to generate-batch, and samples them in one
  * decode batch: small matmuls waste the CPU. */
@@ -122,9 +122,9 @@ int main(int argc, char **argv)
     endpoints_t ep;
     char err[512];
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
-    wire_subscriber_t *policy_in = wire_subscriber_new(&ep, err, sizeof err);
+    wire_subscriber_t *notices_in = wire_subscriber_new(&ep, err, sizeof err);
     wire_consumer_t *tasks =
-        policy_in ? wire_consumer_new(&ep, STREAM_TASKS, cfg.generate_batch, err, sizeof err) : NULL;
+        notices_in ? wire_consumer_new(&ep, STREAM_TASKS, cfg.generate_batch, err, sizeof err) : NULL;
     wire_producer_t *out = tasks ? wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err) : NULL;
     if (!out) log_fatal("%s", err);
 
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     char ckpt[4096] = "";
     log_info("waiting for the learner's policy notice");
     while (!zsys_interrupted && version == UINT64_MAX)
-        version_follow(policy_in, 1000, NULL, &version, NULL, ckpt, sizeof ckpt);
+        version_follow(notices_in, 1000, NULL, &version, NULL, ckpt, sizeof ckpt);
     if (zsys_interrupted) return 0;
     policy_t *pol = policy_open(ckpt, cfg.system_prompt, err, sizeof err);
     if (!pol || model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0) log_fatal("%s", err);
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
     long done = 0;
     take_t t;
     while (!zsys_interrupted) {
-        if (version_follow(policy_in, 0, pol, &version, NULL, ckpt, sizeof ckpt) == 1)
+        if (version_follow(notices_in, 0, pol, &version, NULL, ckpt, sizeof ckpt) == 1)
             log_info("policy version %llu loaded", (unsigned long long)version);
         take(tasks, pol, &cfg, &t);
         if (t.n) done += roll_out(pol, &cfg, version, &t, out);
@@ -158,6 +158,6 @@ int main(int argc, char **argv)
     policy_destroy(&pol);
     wire_producer_destroy(&out);
     wire_consumer_destroy(&tasks);
-    wire_subscriber_destroy(&policy_in);
+    wire_subscriber_destroy(&notices_in);
     return 0;
 }

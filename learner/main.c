@@ -4,7 +4,7 @@
  * generators; checkpoints every N rounds and resumes from the last one,
  * training again the batches applied after it (the broker keeps a batch
  * until a checkpoint holds its step).
- * Consumes the batches stream, publishes the policy stream.
+ * Consumes the batches stream, publishes the notices stream.
  * `learner warmstart` trains the tiny base model, `learner init` makes a
  * random one of any shape (warmstart.h). */
 #include <czmq.h>

@@ -29,7 +29,7 @@ typedef struct {
     bool registered; /* our key is in the pool's Redis as far as we know */
     wire_producer_t *tasks, *batches;
     wire_consumer_t *scored;
-    wire_subscriber_t *policy;
+    wire_subscriber_t *notices;
     uint64_t policy_version, round, next_task;
     uint64_t learner_round; /* last round the learner applied */
     long in_flight;         /* own tasks sent, not yet back scored */

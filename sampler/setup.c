@@ -96,7 +96,7 @@ void sampler_open_streams(sampler_t *s)
     if (!(s->tasks = wire_producer_new(&ep, STREAM_TASKS, err, sizeof err)) ||
         !(s->batches = wire_producer_new(&ep, STREAM_BATCHES, err, sizeof err)) ||
         !(s->scored = wire_consumer_new(&ep, STREAM_SCORED, 64, err, sizeof err)) ||
-        !(s->policy = wire_subscriber_new(&ep, err, sizeof err)))
+        !(s->notices = wire_subscriber_new(&ep, err, sizeof err)))
         log_fatal("%s", err);
     s->asm_ = assembly_new(&s->cfg);
     s->rule = (reward_rule_t){s->cfg.reward_floor, s->cfg.format_reward};
@@ -115,7 +115,7 @@ bool sampler_wait_for_learner(sampler_t *s)
     s->policy_version = UINT64_MAX;
     log_info("waiting for the learner's policy notice");
     while (!zsys_interrupted && s->policy_version == UINT64_MAX)
-        version_follow(s->policy, 1000, NULL, &s->policy_version, &s->learner_round, NULL, 0);
+        version_follow(s->notices, 1000, NULL, &s->policy_version, &s->learner_round, NULL, 0);
     if (zsys_interrupted) return false;
     s->round = s->learner_round + 1;
     s->next_task = s->round * (uint64_t)s->cfg.questions;
@@ -129,7 +129,7 @@ bool sampler_wait_for_learner(sampler_t *s)
 void sampler_follow_learner(sampler_t *s)
 {
     uint64_t learner_before = s->learner_round;
-    int notice = version_follow(s->policy, 0, NULL, &s->policy_version, &s->learner_round, NULL, 0);
+    int notice = version_follow(s->notices, 0, NULL, &s->policy_version, &s->learner_round, NULL, 0);
     if (notice == 1) s->last_progress = zclock_mono();
     if (notice == 1 && s->learner_round < learner_before)
         /* the learner restarted from a checkpoint: the broker gives it
@@ -147,7 +147,7 @@ void sampler_shut_down(sampler_t *s)
              s->published, s->external_scoring.scored);
     screen_destroy(&s->screen);
     assembly_destroy(&s->asm_);
-    wire_subscriber_destroy(&s->policy);
+    wire_subscriber_destroy(&s->notices);
     wire_consumer_destroy(&s->scored);
     wire_producer_destroy(&s->batches);
     wire_producer_destroy(&s->tasks);

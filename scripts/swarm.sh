@@ -160,7 +160,7 @@ case "$cmd" in
         printf 'cd %q\n' "$PWD"
         for v in $(compgen -e | grep '^SAPO_' | sort); do printf 'export %s=%q\n' "$v" "${!v}"; done
         printf 'export SAPO_NODE=%q SAPO_RUN=%q SAPO_BROKER=%q SAPO_REDIS=%q\n' "$node" "$run/$node" "$run/$node" "$redis"
-        printf 'export SAPO_I=%q SAPO_J=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q\n' "${s%/*}" "${s#*/}" "$rounds" \
+        printf 'export SAPO_LOCAL_GROUPS=%q SAPO_EXTERNAL_GROUPS=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q\n' "${s%/*}" "${s#*/}" "$rounds" \
           "$((seed * 1000 + i))" "$m"
         printf 'exec setsid foreman start -f Procfile -d . -m %q >> %q 2>&1 < /dev/null\n' \
           "all=1,redis=0,generator=$gens" "$run/$node/node.log"

@@ -31,8 +31,8 @@ nodes_cleanup() {
 nodes_init() {
   need "$1" broker learner sampler generator verifier redis-server redis-cli python3
   micro_model "$1"
-  export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all \
-         SAPO_I=2 SAPO_J=2
+  export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all \
+         SAPO_LOCAL_GROUPS=2 SAPO_EXTERNAL_GROUPS=2
 }
 node_proc() {
   SAPO_NODE=$1 SAPO_RUN=$tmp/$1 SAPO_BROKER=$tmp/$1 SAPO_SEED=$(cat "$tmp/$1/seed") "$bin/$2" >> "$tmp/$1/$2.log" 2>&1 &

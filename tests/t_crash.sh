@@ -27,7 +27,7 @@ port=6600
 while (exec 3<> /dev/tcp/127.0.0.1/$port) 2> /dev/null; do port=$((port + 1)); done
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no > "$tmp/redis.log" 2>&1 &
 redis_pid=$!
-export SAPO_CHECKPOINT_EVERY=3 SAPO_SWARM=c$$ SAPO_REDIS=redis://127.0.0.1:$port SAPO_ROUNDS=$rounds SAPO_STALL_S=10
+export SAPO_CHECKPOINT_EVERY=3 SAPO_SWARM=c$$ SAPO_REDIS=redis://127.0.0.1:$port SAPO_ROUNDS=$rounds SAPO_STALL_SECONDS=10
 node_start a0 1
 node_start a1 2
 learner_done() { grep -q "stopping at round $rounds" "$tmp/$1/learner.log" 2> /dev/null; }

@@ -34,7 +34,7 @@ sed 's/"num_hidden_layers": 2/"num_hidden_layers": 1/' "$tmp/micro.json" > "$tmp
 { "$bin/learner" init "$tmp/micro.json" "$tmp/micro" && "$bin/learner" init "$tmp/micro1.json" "$tmp/micro1"; } 2> "$tmp/init.log" ||
   { cat "$tmp/init.log"; echo "FAIL experiment_init"; exit 1; }
 exp=$tmp/exp
-SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=t$$ \
+SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=t$$ \
   scripts/experiment.sh --quick --configs "4/0 2/2" --seeds 1,2 --rounds 3 --eval-every 2 --eval-questions 2 \
   --model "$tmp/micro,$tmp/micro1" --run "$exp" > "$tmp/out.log" 2>&1
 rc=$?
@@ -43,7 +43,7 @@ check runs '[ $rc = 0 ] || { tail -20 "$tmp/out.log"; false; }'
 m=$exp/manifest.json
 hash=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1),$(sha256sum "$tmp/micro1/model.safetensors" | cut -d' ' -f1)
 check manifest '[ -f "$m" ] && grep -q "\"model_sha256\": \"$hash\"" "$m" && grep -q "\"git_version\": \"[0-9a-f]" "$m" &&
-  grep -q "\"wall_seconds\": [0-9]" "$m" && grep -q "\"seeds\": \[1,2\]" "$m" && grep -q "\"SAPO_L\": \"4\"" "$m" &&
+  grep -q "\"wall_seconds\": [0-9]" "$m" && grep -q "\"seeds\": \[1,2\]" "$m" && grep -q "\"SAPO_COMPLETIONS\": \"4\"" "$m" &&
   grep -q "^| \`--lr\` | \`SAPO_LR\` |" "$exp/settings.md"'
 
 ok=1

@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 export SAPO_BIN=$bin
 micro_model game
-export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=3 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_GAME=three-stage SAPO_SWARM=g$$
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=3 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_GAME=three-stage SAPO_SWARM=g$$
 
 scripts/swarm.sh start --nodes 3 --rounds 2 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
 port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1 | grep -o '[0-9]*$')
@@ -115,7 +115,7 @@ cat > "$tmp/qwen.json" <<'JSON'
  "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "max_position_embeddings": 4096, "eos_token_id": 151645}
 JSON
 "$bin/learner" init "$tmp/qwen.json" "$tmp/qwen" > "$tmp/qinit.log" 2>&1 && ln -s "$PWD/$tok" "$tmp/qwen/tokenizer.json"
-SAPO_MODEL=$tmp/qwen SAPO_QUESTIONS=2 SAPO_L=2 SAPO_MAX_NEW_TOKENS=6 SAPO_SWARM=q$$ \
+SAPO_MODEL=$tmp/qwen SAPO_QUESTIONS=2 SAPO_COMPLETIONS=2 SAPO_MAX_NEW_TOKENS=6 SAPO_SWARM=q$$ \
   scripts/swarm.sh start --nodes 1 --rounds 1 --run "$tmp/q" > "$tmp/q.log" 2>&1
 scripts/swarm.sh wait --run "$tmp/q" --timeout 300
 scripts/swarm.sh stop --run "$tmp/q" > /dev/null

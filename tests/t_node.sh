@@ -25,7 +25,7 @@ check() { if eval "$2"; then echo "PASS node_$1"; else echo "FAIL node_$1"; fi; 
 export SAPO_BIN=$bin
 
 micro_model node
-export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all \
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all \
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=2 SAPO_SWARM=t$$
 
 # a hostile peer: 50 groups of a real question, wrong answers claiming reward 1
@@ -80,7 +80,7 @@ echo "swarm part: $SECONDS s"
 redis_port=$(grep -o '[0-9]*$' <<< "$port")
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null 2>&1 &
 pids+=($!)
-export SAPO_NODE=k0 SAPO_RUN=$tmp/k0 SAPO_BROKER=$tmp/k0 SAPO_REDIS=$port SAPO_I=4 SAPO_J=0 SAPO_ROUNDS=10
+export SAPO_NODE=k0 SAPO_RUN=$tmp/k0 SAPO_BROKER=$tmp/k0 SAPO_REDIS=$port SAPO_LOCAL_GROUPS=4 SAPO_EXTERNAL_GROUPS=0 SAPO_ROUNDS=10
 mkdir -p "$tmp/k0"
 start() { "$bin/$1" >> "$tmp/k0/$1$2.log" 2>&1 & pids+=($!); eval "pid_$1$2=$!"; }
 metric_rounds() { [ -f "$tmp/k0/metrics.jsonl" ] && wc -l < "$tmp/k0/metrics.jsonl" || echo 0; }

@@ -28,7 +28,7 @@ check() { if eval "$2"; then echo "PASS restart_$1"; else echo "FAIL restart_$1"
 export SAPO_BIN=$bin
 micro_model restart
 rounds=40
-export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_LOCAL_FILTER=all \
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_LOCAL_FILTER=all \
        SAPO_CHECKPOINT_EVERY=4 SAPO_SWARM=r$$
 
 scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds $rounds --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1

@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 . tests/nodes.sh
 need soak broker learner sampler generator verifier redis-server redis-cli foreman python3
 micro_model soak
-export SAPO_BIN=$bin SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_L=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all \
+export SAPO_BIN=$bin SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all \
        SAPO_EXTERNAL_FILTER=all SAPO_CHECKPOINT_EVERY=5 SAPO_SWARM=s$$ ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=16
 mkdir -p "$tmp/run"
 if scripts/soak.sh --minutes 1 --warmup 0.3 --interval 3 --max-growth 100 --run "$tmp/run/soak" > "$tmp/soak.out" 2>&1; then

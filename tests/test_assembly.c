@@ -31,7 +31,7 @@ static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool exter
 
 static void test_duplicates_and_batches(void)
 {
-    char *argv[] = {"test_assembly", "--local", "2", "--external", "2", "--completions", "4", NULL};
+    char *argv[] = {"test_assembly", "--local-groups", "2", "--external-groups", "2", "--completions", "4", NULL};
     int argc = 7;
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);

@@ -272,9 +272,9 @@ static void test_local_filter(void)
 {
     for (int nonzero = 0; nonzero < 2; nonzero++) {
         char *argv[] = {"test_metrics",
-                        "--local",
+                        "--local-groups",
                         "1",
-                        "--external",
+                        "--external-groups",
                         "0",
                         "--completions",
                         "2",
@@ -300,8 +300,8 @@ static void test_local_filter(void)
  * the next is kept, and a batch starts the count again */
 static void test_local_filter_patience(void)
 {
-    char *argv[] = {"test_metrics",   "--local", "2", "--external", "0", "--completions", "2",
-                    "--local-filter", "nonzero", NULL};
+    char *argv[] = {"test_metrics",   "--local-groups", "2", "--external-groups", "0", "--completions", "2",
+                    "--local-filter", "nonzero",        NULL};
     int argc = 9;
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);
@@ -351,6 +351,34 @@ static void test_lr_schedule(void)
     }
 }
 
+/* an old name of a setting fails with its new name, rather than being
+ * ignored; the new names set the fields */
+static void test_renamed_settings(void)
+{
+    config_t cfg;
+    char *now[] = {"t", "--local-groups", "3", "--external-groups", "2", NULL};
+    int argc = 5;
+    EXPECT(config_load(&cfg, &argc, now) == 0 && cfg.local_groups == 3 && cfg.external_groups == 2);
+    char *flag[] = {"t", "--local", "3", NULL};
+    argc = 3;
+    EXPECT(config_load(&cfg, &argc, flag) != 0);
+    const char *envs[] = {"SAPO_I", "SAPO_J", "SAPO_L", "SAPO_STALL_S"};
+    for (int i = 0; i < 4; i++) {
+        char *none[] = {"t", NULL};
+        setenv(envs[i], "3", 1);
+        argc = 1;
+        EXPECTF(config_load(&cfg, &argc, none) != 0, "%s ignored", envs[i]);
+        unsetenv(envs[i]);
+    }
+    setenv("SAPO_COMPLETIONS", "3", 1);
+    setenv("SAPO_STALL_SECONDS", "7", 1);
+    char *none[] = {"t", NULL};
+    argc = 1;
+    EXPECT(config_load(&cfg, &argc, none) == 0 && cfg.completions == 3 && cfg.stall_seconds == 7);
+    unsetenv("SAPO_COMPLETIONS");
+    unsetenv("SAPO_STALL_SECONDS");
+}
+
 int main(void)
 {
     RUN_TEST(test_diagnostics);
@@ -358,5 +386,6 @@ int main(void)
     RUN_TEST(test_local_filter);
     RUN_TEST(test_local_filter_patience);
     RUN_TEST(test_lr_schedule);
+    RUN_TEST(test_renamed_settings);
     CHECK_EXIT();
 }

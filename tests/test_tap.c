@@ -148,7 +148,7 @@ static void publish_policy(zsock_t *pub, const char *node, uint64_t version)
     uint8_t *buf;
     size_t len;
     if (rec_policy_build(&p, &buf, &len)) exit(1);
-    publish(pub, "policy", buf, len);
+    publish(pub, "notices", buf, len);
     rec_free(buf);
 }
 
@@ -174,7 +174,7 @@ static const char *field(const cJSON *j, const char *a, const char *b)
 static void test_stream_where_count(void)
 {
     zsock_t *pub = capture_bind();
-    const char *args[] = {"--broker", base,      "--stream", "rollouts", "--stream", "policy",
+    const char *args[] = {"--broker", base,      "--stream", "rollouts", "--stream", "notices",
                           "--where",  "node=n1", "--count",  "3",        NULL};
     child_t c = spawn_tap(args);
     EXPECT(await_subscriptions(pub, 2) == 0);
@@ -210,7 +210,7 @@ static void test_stream_where_count(void)
             cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(lines[0], "record"), "completions"), 0);
         EXPECT(strcmp(cJSON_GetObjectItem(comp, "text")->valuestring, "<answer>7</answer>") == 0);
         EXPECT(cJSON_GetObjectItem(comp, "reward")->valuedouble == 0.5);
-        EXPECT(strcmp(cJSON_GetObjectItem(lines[1], "stream")->valuestring, "policy") == 0);
+        EXPECT(strcmp(cJSON_GetObjectItem(lines[1], "stream")->valuestring, "notices") == 0);
         EXPECT(cJSON_GetObjectItem(cJSON_GetObjectItem(lines[1], "record"), "policy_version")->valuedouble == 42);
         EXPECT(strcmp(cJSON_GetObjectItem(lines[2], "stream")->valuestring, "rollouts") == 0);
     }

@@ -37,7 +37,7 @@ static void usage(FILE *out)
                  "{\"stream\":NAME,\"record\":{...}}.\n"
                  "  --broker BASE        tcp:PORT, tcp://HOST:PORT, ipc:DIR or a run folder\n"
                  "                       (default: SAPO_BROKER, else SAPO_RUN, else run/$SAPO_NODE)\n"
-                 "  --stream NAME        only this stream (repeatable): tasks rollouts scored batches policy\n"
+                 "  --stream NAME        only this stream (repeatable): tasks rollouts scored batches notices\n"
                  "  --where FIELD=VALUE  only records whose FIELD equals VALUE (repeatable, all must\n"
                  "                       match); FIELD may be dotted, e.g. task.family, completions.0.reward\n"
                  "  --count N            exit after printing N records\n");
@@ -68,7 +68,7 @@ static void parse_args(int argc, char **argv, tap_opts_t *o)
             o->broker = v;
         } else if (strcmp(a, "--stream") == 0) {
             if (stream_from_name(v) < 0)
-                bad_usage("--stream '%s' is not a stream (tasks rollouts scored batches policy)", v);
+                bad_usage("--stream '%s' is not a stream (tasks rollouts scored batches notices)", v);
             if (o->n_streams == MAX_FILTERS) bad_usage("more than 32 %s flags", a);
             o->streams[o->n_streams++] = v;
         } else if (strcmp(a, "--where") == 0) {

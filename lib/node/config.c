@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +61,9 @@ static const field_t fields[] = {
     {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu, cpu-bf16 (large matmuls in bf16: on Intel AMX tiles, a faster learner on a Xeon of the 4th generation or later; else by AVX512-BF16 dot products, slower than cpu on the Intel CPU measured) or cuda:N"},
     {"task-mix", "SAPO_TASK_MIX", S(task_mix), "config/tiny-mix.json",
      "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}} or the path of a file holding it; \"all\" = all nine families at their default difficulty, weight 1. The default is single-digit sums and differences, which the tiny model learns to read in its warm start; config/five-family-mix.json is the earlier default, which it does not"},
-    {"local", "SAPO_I", I(local_groups), "4", "I: own question groups per training batch"},
-    {"external", "SAPO_J", I(external_groups), "4", "J: groups sampled from other nodes per batch (0 = no sharing)"},
-    {"completions", "SAPO_L", I(completions), "8", "L: completions per question"},
+    {"local-groups", "SAPO_LOCAL_GROUPS", I(local_groups), "4", "I: own question groups per training batch"},
+    {"external-groups", "SAPO_EXTERNAL_GROUPS", I(external_groups), "4", "J: groups sampled from other nodes per batch (0 = no sharing)"},
+    {"completions", "SAPO_COMPLETIONS", I(completions), "8", "L: completions per question"},
     {"questions", "SAPO_QUESTIONS", I(questions), "8", "questions sampled per round"},
     {"system-prompt", "SAPO_SYSTEM_PROMPT", S(system_prompt), "default", "instruction before every question: default (for a chat checkpoint, one that asks for the answer between <answer> tags; none for the tiny model and in the game, whose stages state their forms), none, @FILE (the file's text) or the text itself"},
     {"max-new-tokens", "SAPO_MAX_NEW_TOKENS", I(max_new_tokens), "48", "longest completion in tokens"},
@@ -93,7 +94,7 @@ static const field_t fields[] = {
     {"pool-window-seconds", "SAPO_POOL_WINDOW_SECONDS", F(pool_window_seconds), "0", "and only groups published less than this many seconds ago; a node that stops publishing leaves nothing in Redis after it (0 = no bound in time)"},
     {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
     {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
-    {"stall-seconds", "SAPO_STALL_S", I(stall_seconds), "120", "seconds without a scored rollout or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
+    {"stall-seconds", "SAPO_STALL_SECONDS", I(stall_seconds), "120", "seconds without a scored rollout or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "750", "supervised steps that train the tiny base model (learner warmstart; about 9 minutes on 2 cores)"},
     {"warmstart-shape", "SAPO_WARMSTART_SHAPE", S(warmstart_shape), "tiny", "shape of the base model learner warmstart trains over the byte tokenizer: tiny (4 layers of 256, 3.2M parameters) or a config.json with Qwen2 fields, e.g. config/tiny-2layer.json, a second, smaller kind for a heterogeneous swarm"},
     {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", I(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
@@ -109,6 +110,30 @@ static const field_t fields[] = {
 };
 /* clang-format on */
 #define NFIELDS ((int)(sizeof fields / sizeof fields[0]))
+
+/* names settings had before they took the names of their config fields:
+ * one line says the new name rather than a setting being ignored */
+static const struct {
+    const char *old, *now;
+} renamed[] = {
+    {"SAPO_I", "SAPO_LOCAL_GROUPS"},     {"--local", "--local-groups"},  {"SAPO_J", "SAPO_EXTERNAL_GROUPS"},
+    {"--external", "--external-groups"}, {"SAPO_L", "SAPO_COMPLETIONS"}, {"SAPO_STALL_S", "SAPO_STALL_SECONDS"},
+};
+
+/* -1 with one line giving the new name where an old name is in use: a
+ * variable of the environment, or the flag --NAME (name, len) */
+static int check_renamed(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
+        const char *old = renamed[i].old;
+        bool in_use = name ? old[0] == '-' && strlen(old + 2) == len && strncmp(old + 2, name, len) == 0
+                           : old[0] != '-' && getenv(old) && *getenv(old);
+        if (!in_use) continue;
+        fprintf(stderr, "config: %s is now %s\n", old, renamed[i].now);
+        return -1;
+    }
+    return 0;
+}
 
 /* Sets a field from its text. An enum setting keeps the text in
  * *enum_text, named once every source is read (set_enums), so that a flag
@@ -193,17 +218,21 @@ static int check(const config_t *c)
         return -1;
     }
     if (c->local_groups + c->external_groups == 0) {
-        fprintf(stderr, "config: local (SAPO_I) + external (SAPO_J) must be at least 1\n");
+        fprintf(
+            stderr,
+            "config: local-groups (SAPO_LOCAL_GROUPS) + external-groups (SAPO_EXTERNAL_GROUPS) must be at least 1\n");
         return -1;
     }
     if (c->completions < 2) {
-        fprintf(stderr, "config: completions (SAPO_L) must be at least 2: GRPO compares completions of one question\n");
+        fprintf(
+            stderr,
+            "config: completions (SAPO_COMPLETIONS) must be at least 2: GRPO compares completions of one question\n");
         return -1;
     }
     /* the game trains every question of a stage, and takes no external group */
     if (c->game == GAME_OFF && c->questions < c->local_groups) {
-        fprintf(stderr, "config: questions (SAPO_QUESTIONS=%d) must be at least local (SAPO_I=%d)\n", c->questions,
-                c->local_groups);
+        fprintf(stderr, "config: questions (SAPO_QUESTIONS=%d) must be at least local-groups (SAPO_LOCAL_GROUPS=%d)\n",
+                c->questions, c->local_groups);
         return -1;
     }
     if (c->node[0] == '\0' || strpbrk(c->node, ": /{}")) {
@@ -223,7 +252,7 @@ static int check(const config_t *c)
     if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1 || c->stall_seconds < 1) {
         fprintf(stderr,
                 "config: max-record (SAPO_MAX_RECORD) must be at least 1024, max-text (SAPO_MAX_TEXT) at least 64, "
-                "pool-max (SAPO_POOL_MAX) and stall-seconds (SAPO_STALL_S) at least 1\n");
+                "pool-max (SAPO_POOL_MAX) and stall-seconds (SAPO_STALL_SECONDS) at least 1\n");
         return -1;
     }
     return 0;
@@ -282,6 +311,7 @@ int config_load(config_t *cfg, int *argc, char **argv)
     const char *enum_text[NFIELDS] = {0};
     for (int i = 0; i < NFIELDS; i++)
         if (set_field(cfg, &fields[i], fields[i].dflt, fields[i].flag, &enum_text[i]) < 0) return -1;
+    if (check_renamed(NULL, 0) < 0) return -1;
     for (int i = 0; i < NFIELDS; i++) {
         const char *v = getenv(fields[i].env);
         if (v && *v && set_field(cfg, &fields[i], v, fields[i].env, &enum_text[i]) < 0) return -1;
@@ -306,6 +336,7 @@ int config_load(config_t *cfg, int *argc, char **argv)
         int fi = -1;
         for (int i = 0; i < NFIELDS; i++)
             if (strlen(fields[i].flag) == nl && strncmp(fields[i].flag, name, nl) == 0) fi = i;
+        if (fi < 0 && check_renamed(name, nl) < 0) return -1;
         if (fi < 0) {
             fprintf(stderr, "config: unknown flag '%s' (see --help)\n", arg);
             return -1;

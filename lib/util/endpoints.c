@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const stream_names[STREAM_COUNT] = {
-    "tasks", "rollouts", "scored", "batches", "policy",
+    "tasks", "rollouts", "scored", "batches", "notices",
 };
 
 const char *stream_name(stream_t s) { return (s >= 0 && s < STREAM_COUNT) ? stream_names[s] : "?"; }

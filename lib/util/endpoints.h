@@ -19,7 +19,7 @@ typedef enum {
     STREAM_ROLLOUTS, /* generators (and sampler, external groups) -> verifiers */
     STREAM_SCORED,   /* verifiers -> sampler: rollouts with local rewards */
     STREAM_BATCHES,  /* sampler -> learner: I local + J external groups */
-    STREAM_POLICY,   /* learner -> generators: new policy version notices (broadcast) */
+    STREAM_NOTICES,  /* learner -> generators, sampler: new policy version notices (broadcast) */
     STREAM_COUNT
 } stream_t;
 

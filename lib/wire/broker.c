@@ -196,12 +196,12 @@ broker_t *broker_new(const endpoints_t *ep, const broker_opts_t *opts, char *err
         /* ids from a random epoch: an ack a consumer sends for a record of
          * an earlier broker never names one of this broker's records */
         lane->next_id = ((uint64_t)epoch << 32) | 1;
-        lane->in = new_sock(s == STREAM_POLICY ? ZMQ_PULL : ZMQ_ROUTER);
-        lane->out = new_sock(s == STREAM_POLICY ? ZMQ_XPUB : ZMQ_ROUTER);
+        lane->in = new_sock(s == STREAM_NOTICES ? ZMQ_PULL : ZMQ_ROUTER);
+        lane->out = new_sock(s == STREAM_NOTICES ? ZMQ_XPUB : ZMQ_ROUTER);
         if (!lane->in || !lane->out) goto nosock;
         zmq_setsockopt(zsock_resolve(lane->in), ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-        if (s == STREAM_POLICY) set_int(lane->out, ZMQ_XPUB_VERBOSE, 1); /* every subscribe */
-        if (s != STREAM_POLICY) {
+        if (s == STREAM_NOTICES) set_int(lane->out, ZMQ_XPUB_VERBOSE, 1); /* every subscribe */
+        if (s != STREAM_NOTICES) {
             /* A producer back after a network blip takes over its old
              * connection. No heartbeats here: while the queue is full the
              * connection is not read, PONGs included, and a heartbeat
@@ -457,7 +457,7 @@ static int drain_subscriptions(zsock_t *sock, int *joined)
  * can only send to every subscriber, so the others see the notice again,
  * which they ignore (same version). The subscription, not the connection,
  * is the moment to send: a notice sent between the two is filtered out. */
-static void handle_policy_subscribers(broker_t *self, lane_t *lane)
+static void handle_notice_subscribers(broker_t *self, lane_t *lane)
 {
     int joined = 0;
     drain_subscriptions(lane->out, &joined);
@@ -684,7 +684,7 @@ static void log_stats(broker_t *self)
     size_t n = 0;
     for (int s = 0; s < STREAM_COUNT && n < sizeof line; s++) {
         lane_t *lane = &self->lanes[s];
-        if (s == STREAM_POLICY || lane->received == lane->reported) continue;
+        if (s == STREAM_NOTICES || lane->received == lane->reported) continue;
         size_t held = 0;
         for (size_t i = 0; i < lane->ncons; i++) held += lane->cons[i]->nheld;
         n += (size_t)snprintf(line + n, sizeof line - n,
@@ -713,10 +713,10 @@ int broker_run(broker_t *self)
         int n = 0;
         for (int s = 0; s < STREAM_COUNT; s++) {
             lane_t *lane = &self->lanes[s];
-            if (s == STREAM_POLICY || !lane_full(self, lane)) {
+            if (s == STREAM_NOTICES || !lane_full(self, lane)) {
                 items[n] = (zmq_pollitem_t){zsock_resolve(lane->in), 0, ZMQ_POLLIN, 0};
                 lanes[n] = lane;
-                handlers[n++] = s == STREAM_POLICY ? handle_notice : handle_in;
+                handlers[n++] = s == STREAM_NOTICES ? handle_notice : handle_in;
             }
             items[n] = (zmq_pollitem_t){zsock_resolve(lane->out), 0, ZMQ_POLLIN, 0};
             lanes[n] = lane;
@@ -735,17 +735,17 @@ int broker_run(broker_t *self)
             if (!(items[i].revents & ZMQ_POLLIN)) continue;
             if (!lanes[i]) self->capture_topics += drain_subscriptions(self->capture, NULL);
             else if (handlers[i]) handlers[i](self, lanes[i]);
-            else if (lanes[i]->s == STREAM_POLICY) handle_policy_subscribers(self, lanes[i]);
+            else if (lanes[i]->s == STREAM_NOTICES) handle_notice_subscribers(self, lanes[i]);
             else handle_out(lanes[i]);
         }
         for (int s = 0; s < STREAM_COUNT; s++)
-            if (s != STREAM_POLICY) dispatch(&self->lanes[s]);
+            if (s != STREAM_NOTICES) dispatch(&self->lanes[s]);
         now = zclock_mono();
         if (now >= next_probe) {
             for (int s = 0; s < STREAM_COUNT; s++)
-                if (s != STREAM_POLICY) probe(&self->lanes[s]);
+                if (s != STREAM_NOTICES) probe(&self->lanes[s]);
             for (int s = 0; s < STREAM_COUNT; s++)
-                if (s != STREAM_POLICY) dispatch(&self->lanes[s]);
+                if (s != STREAM_NOTICES) dispatch(&self->lanes[s]);
             next_probe = now + hb / 2;
             mem_release();
         }

@@ -2,7 +2,7 @@
  * clients see and wire/proto.h for the protocol).
  *
  * Binds, per work stream, a ROUTER at "in" (producers) and a ROUTER at
- * "out" (consumers); for policy a PULL at "in" (the learner) and an XPUB at "out"
+ * "out" (consumers); for notices a PULL at "in" (the learner) and an XPUB at "out"
  * (generators); and one XPUB at "capture" that gets every record of every
  * stream as [stream name, record] and drops when a subscriber is slow.
  *

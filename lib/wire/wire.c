@@ -64,7 +64,7 @@ static zsock_t *connect_sock(int type, const char *endpoint, const char *what, c
 
 static int work_stream(stream_t s, const char *who, char *err, size_t errlen)
 {
-    if (s < 0 || s >= STREAM_COUNT || s == STREAM_POLICY) {
+    if (s < 0 || s >= STREAM_COUNT || s == STREAM_NOTICES) {
         snprintf(err, errlen, "%s: stream '%s' is not a work stream", who, stream_name(s));
         return -1;
     }
@@ -485,7 +485,7 @@ wire_publisher_t *wire_publisher_new(const endpoints_t *ep, char *err, size_t er
     if (!self) return NULL;
     /* PUSH rather than PUB: a notice sent before the broker is connected
      * waits in the pipe instead of being dropped */
-    self->sock = connect_sock(ZMQ_PUSH, ep->in[STREAM_POLICY], "policy publisher", err, errlen);
+    self->sock = connect_sock(ZMQ_PUSH, ep->in[STREAM_NOTICES], "notices publisher", err, errlen);
     if (!self->sock) {
         free(self);
         return NULL;
@@ -522,15 +522,15 @@ wire_subscriber_t *wire_subscriber_new(const endpoints_t *ep, char *err, size_t 
     if (!self) return NULL;
     self->sock = zsock_new(ZMQ_SUB);
     if (!self->sock) {
-        snprintf(err, errlen, "policy subscriber: cannot create a socket");
+        snprintf(err, errlen, "notices subscriber: cannot create a socket");
         free(self);
         return NULL;
     }
     zsock_set_subscribe(self->sock, "");
     set_heartbeat(self->sock);
     set_maxmsgsize(self->sock);
-    if (zmq_connect(zsock_resolve(self->sock), ep->out[STREAM_POLICY]) != 0) {
-        snprintf(err, errlen, "policy subscriber: cannot connect to %s: %s", ep->out[STREAM_POLICY],
+    if (zmq_connect(zsock_resolve(self->sock), ep->out[STREAM_NOTICES]) != 0) {
+        snprintf(err, errlen, "notices subscriber: cannot connect to %s: %s", ep->out[STREAM_NOTICES],
                  zmq_strerror(errno));
         zsock_destroy(&self->sock);
         free(self);

@@ -10,7 +10,7 @@
  * restarted mid-stream loses nothing; the price is that the records it held
  * may be seen twice.
  *
- * The policy stream is a broadcast: the learner publishes notices, every
+ * The notices stream is a broadcast: the learner publishes notices, every
  * generator's subscriber receives them, and a subscriber that joins late
  * receives the last notice at once. A notice may arrive more than once
  * (whenever another subscriber joins): ignore versions already seen.
@@ -30,7 +30,7 @@
 /* One received record. data is not aligned: read it with memcpy or copy it
  * before reading multi-byte fields. */
 typedef struct {
-    uint64_t id; /* broker-assigned on work streams; 0 on the policy stream */
+    uint64_t id; /* broker-assigned on work streams; 0 on the notices stream */
     const void *data;
     size_t size;
     zmq_msg_t msg_; /* owns data */
@@ -40,7 +40,7 @@ void wire_record_destroy(wire_record_t **self_p);
 
 typedef struct wire_producer_t wire_producer_t;
 
-/* A producer on a work stream (not policy: see wire_publisher_new). */
+/* A producer on a work stream (not notices: see wire_publisher_new). */
 wire_producer_t *wire_producer_new(const endpoints_t *ep, stream_t s, char *err, size_t errlen);
 /* Waits (up to 30 s, or until SIGTERM) until the broker has confirmed
  * receiving every record sent. */
@@ -66,7 +66,7 @@ int wire_consumer_ack(wire_consumer_t *self, uint64_t id);
 
 typedef struct wire_publisher_t wire_publisher_t;
 
-/* The learner's side of the policy stream. */
+/* The learner's side of the notices stream. */
 wire_publisher_t *wire_publisher_new(const endpoints_t *ep, char *err, size_t errlen);
 void wire_publisher_destroy(wire_publisher_t **self_p);
 /* Never blocks: returns -1 with a message in err when the notice cannot be
@@ -75,7 +75,7 @@ int wire_publisher_send(wire_publisher_t *self, const void *data, size_t len, ch
 
 typedef struct wire_subscriber_t wire_subscriber_t;
 
-/* A generator's side of the policy stream. */
+/* A generator's side of the notices stream. */
 wire_subscriber_t *wire_subscriber_new(const endpoints_t *ep, char *err, size_t errlen);
 void wire_subscriber_destroy(wire_subscriber_t **self_p);
 /* As wire_consumer_recv; the record's id is 0 and needs no ack. */
