@@ -134,12 +134,25 @@ case "$cmd" in
     mkdir -p "$run/redis"
     run=$(cd "$run" && pwd)
     if [ -z "$redis" ]; then
-      port=$(free_port 6390)
-      redis-server --port "$port" --bind 127.0.0.1 --dir "$run/redis" --save "" --appendonly no \
-        --logfile "$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
-      echo "redis $! $port" > "$run/pids"
-      for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-      redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "swarm: redis-server did not start on port $port (see $run/redis/redis.log)" >&2; stop; exit 1; }
+      # two swarms started at once can pick the same free port: the
+      # Redis that answers must be ours (its process id), else the next port
+      port=6390 ours=""
+      for _ in $(seq 20); do
+        port=$(free_port "$port")
+        redis-server --port "$port" --bind 127.0.0.1 --dir "$run/redis" --save "" --appendonly no \
+          --logfile "$run/redis/redis.log" --daemonize no >/dev/null 2>&1 &
+        pid=$!
+        for _ in $(seq 50); do
+          kill -0 "$pid" 2>/dev/null || break
+          redis-cli -p "$port" ping >/dev/null 2>&1 && break
+          sleep 0.1
+        done
+        if redis-cli -p "$port" info server 2>/dev/null | grep -q "^process_id:$pid"$'\r'; then ours=$pid; break; fi
+        kill "$pid" 2>/dev/null || true
+        port=$((port + 1))
+      done
+      echo "redis ${ours:-$pid} $port" > "$run/pids"
+      [ -n "$ours" ] || { echo "swarm: redis-server did not start on a free port (see $run/redis/redis.log)" >&2; stop; exit 1; }
       redis=redis://127.0.0.1:$port
     else
       : > "$run/pids"

@@ -17,7 +17,7 @@ need node broker learner sampler generator verifier pool tap redis-server forema
 tmp=$(mktemp -d)
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; wait "$p" 2> /dev/null; done
-  [ -f "$tmp/swarm/pids" ] && scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
+  for r in swarm swarm2; do [ -f "$tmp/$r/pids" ] && scripts/swarm.sh stop --run "$tmp/$r" > /dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -45,10 +45,18 @@ for k in range(50):
 PY
 flatc -b -o "$tmp/forged" schemas/rollout.fbs "$tmp"/forged/*.json 2> "$tmp/flatc.log"
 
-# 1. the swarm
-scripts/swarm.sh start --nodes 3 --ij 2/2,2/2,4/0 --rounds 8 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1
+# 1. the swarm, and beside it a one-node swarm started at the same moment:
+# each must get a Redis of its own (both once took the same free port)
+scripts/swarm.sh start --nodes 3 --ij 2/2,2/2,4/0 --rounds 8 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1 &
+SAPO_SWARM=u$$ scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds 2 --run "$tmp/swarm2" > "$tmp/swarm2.log" 2>&1
+wait
 port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
+port2=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm2.log" | head -1)
 "$bin/pool" publish --redis "$port" --node evil --key "$tmp/evil.key" "$tmp"/forged/*.bin
+scripts/swarm.sh wait --run "$tmp/swarm2" --timeout 300 > /dev/null
+scripts/swarm.sh stop --run "$tmp/swarm2" > /dev/null
+check redis_of_its_own '[ -n "$port" ] && [ -n "$port2" ] && [ "$port" != "$port2" ] &&
+  [ "$(wc -l < "$tmp/swarm2/n0/metrics.jsonl")" = 2 ]'
 scripts/swarm.sh wait --run "$tmp/swarm" --timeout 300
 scripts/swarm.sh stop --run "$tmp/swarm" > /dev/null
 python3 - "$tmp/swarm" > "$tmp/verdicts" <<'PY'
