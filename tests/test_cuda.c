@@ -459,6 +459,15 @@ static void test_forward_backward(void)
     pair_close(&p);
 }
 
+/* the largest difference between two optimizers' moments (n parameters) */
+static double moments_gap(adamw_t *x, adamw_t *y, size_t n)
+{
+    double wm = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) wm = fmax(wm, fabs((double)adamw_moment(x, k)[i] - adamw_moment(y, k)[i]));
+    return wm;
+}
+
 /* cross-entropy steps, each copy with its own optimizer, both through
  * model_optimizer_step: AdamW on the host for the CPU copy, on the device
  * for the GPU copy. Each device step must equal adamw_step on the same
@@ -506,12 +515,8 @@ static void test_train_steps(void)
         if (step == 1) EXPECT_NEAR(ng, nc, 3e-2);
         EXPECT(adamw_steps(og) == step);
         EXPECT(model_sync_host(p.gpu) == 0);
-        double worst = 0, wm = 0;
-        for (size_t i = 0; i < n; i++) {
-            worst = fmax(worst, fabs((double)p.gpu->params[i] - want[i]));
-            wm = fmax(wm, fabs((double)adamw_moment(og, 0)[i] - adamw_moment(mirror, 0)[i]));
-            wm = fmax(wm, fabs((double)adamw_moment(og, 1)[i] - adamw_moment(mirror, 1)[i]));
-        }
+        double worst = 0, wm = moments_gap(og, mirror, n);
+        for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)p.gpu->params[i] - want[i]));
         EXPECTF(worst < 1e-6, "step %d: device AdamW off adamw_step by %.3g", step, worst);
         EXPECTF(wm < 1e-6, "step %d: device moments off adamw_step's by %.3g", step, wm);
     }
@@ -568,16 +573,28 @@ static void device_step_matches(pair_t *p, adamw_t *opt, adamw_t *mirror, const 
     EXPECT(adamw_step(mirror, &ap, want, grads) == 0);
     EXPECT(model_optimizer_step(p->gpu, opt, &ap, 0.0f, &norm) == 0);
     EXPECT(model_sync_host(p->gpu) == 0);
-    double worst = 0, wm = 0;
-    for (size_t i = 0; i < n; i++) {
-        worst = fmax(worst, fabs((double)p->gpu->params[i] - want[i]));
-        wm = fmax(wm, fabs((double)adamw_moment(opt, 0)[i] - adamw_moment(mirror, 0)[i]));
-        wm = fmax(wm, fabs((double)adamw_moment(opt, 1)[i] - adamw_moment(mirror, 1)[i]));
-    }
+    double worst = 0, wm = moments_gap(opt, mirror, n);
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)p->gpu->params[i] - want[i]));
     EXPECTF(worst < 1e-6 && wm < 1e-6, "%s: parameters off adamw_step by %.3g, moments by %.3g", what, worst, wm);
     EXPECT(adamw_steps(opt) == adamw_steps(mirror));
     free(want);
     free(grads);
+}
+
+/* a device step of opt that is not synced, and the same step of mirror on
+ * mp, the host's copy of the parameters (grads: room for the gradient) */
+static void unsynced_device_step(pair_t *p, adamw_t *opt, adamw_t *mirror, float *mp, float *grads)
+{
+    size_t n = p->gpu->n_params;
+    adamw_params_t ap = adamw_params_default();
+    float norm;
+    model_zero_grad(p->gpu);
+    EXPECT(model_cross_entropy(p->gpu, p->tokens, p->targets, p->B, p->T) > 0);
+    EXPECT(model_sync_host(p->gpu) == 0);
+    memcpy(mp, p->gpu->params, n * sizeof(float));
+    memcpy(grads, p->gpu->grads, n * sizeof(float));
+    EXPECT(adamw_step(mirror, &ap, mp, grads) == 0);
+    EXPECT(model_optimizer_step(p->gpu, opt, &ap, 0.0f, &norm) == 0);
 }
 
 /* The device holds an optimizer's moments on its behalf (adamw_hold): a
@@ -618,42 +635,22 @@ static void test_optimizer_state(void)
     device_step_matches(&p, c, mc, "second optimizer again");
     /* a host step on an optimizer the device holds, after a device step
      * not synced: it starts from the device's moments */
-    model_zero_grad(p.gpu);
-    EXPECT(model_cross_entropy(p.gpu, p.tokens, p.targets, p.B, p.T) > 0);
-    EXPECT(model_sync_host(p.gpu) == 0);
     float *grads = malloc(n * sizeof(float)), *mp = malloc(n * sizeof(float)), *hp = malloc(n * sizeof(float));
-    memcpy(mp, p.gpu->params, n * sizeof(float));
-    memcpy(grads, p.gpu->grads, n * sizeof(float));
-    EXPECT(adamw_step(mc, &ap, mp, grads) == 0);
-    EXPECT(model_optimizer_step(p.gpu, c, &ap, 0.0f, &norm) == 0);
+    unsynced_device_step(&p, c, mc, mp, grads);
     for (size_t i = 0; i < n; i++) grads[i] = 1e-3f * (float)((int)(i % 7) - 3);
     memcpy(hp, mp, n * sizeof(float));
     EXPECT(adamw_step(c, &ap, hp, grads) == 0);
     EXPECT(adamw_step(mc, &ap, mp, grads) == 0);
     EXPECT(adamw_holder(c) == NULL && adamw_steps(c) == adamw_steps(mc));
-    double wm = 0;
-    for (size_t i = 0; i < n; i++) {
-        wm = fmax(wm, fabs((double)adamw_moment(c, 0)[i] - adamw_moment(mc, 0)[i]));
-        wm = fmax(wm, fabs((double)adamw_moment(c, 1)[i] - adamw_moment(mc, 1)[i]));
-    }
+    double wm = moments_gap(c, mc, n);
     EXPECTF(wm < 1e-6, "a host step after an unsynced device step: moments off by %.3g", wm);
     /* the model goes first: the optimizer gets the unsynced step back */
     device_step_matches(&p, b, mb, "first optimizer before the model goes");
-    model_zero_grad(p.gpu);
-    EXPECT(model_cross_entropy(p.gpu, p.tokens, p.targets, p.B, p.T) > 0);
-    EXPECT(model_sync_host(p.gpu) == 0);
-    memcpy(mp, p.gpu->params, n * sizeof(float));
-    memcpy(grads, p.gpu->grads, n * sizeof(float));
-    EXPECT(adamw_step(mb, &ap, mp, grads) == 0);
-    EXPECT(model_optimizer_step(p.gpu, b, &ap, 0.0f, &norm) == 0);
+    unsynced_device_step(&p, b, mb, mp, grads);
     EXPECT(adamw_holder(b) == (const void *)p.gpu->cuda);
     pair_close(&p);
     EXPECT(adamw_holder(b) == NULL);
-    wm = 0;
-    for (size_t i = 0; i < n; i++) {
-        wm = fmax(wm, fabs((double)adamw_moment(b, 0)[i] - adamw_moment(mb, 0)[i]));
-        wm = fmax(wm, fabs((double)adamw_moment(b, 1)[i] - adamw_moment(mb, 1)[i]));
-    }
+    wm = moments_gap(b, mb, n);
     EXPECTF(wm < 1e-6, "moments of a step the destroyed model did not sync: off by %.3g", wm);
     free(grads);
     free(mp);

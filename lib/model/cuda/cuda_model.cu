@@ -760,6 +760,42 @@ static int acts_ensure(cuda_model_t *c, int B, int T)
 static const float *lm_weight(const cuda_model_t *c) { return c->m->cfg.tie ? c->w.wte : c->w.lm; }
 static float *lm_grad(cuda_model_t *c) { return c->m->cfg.tie ? c->dw.wte : c->dw.lm; }
 
+/* layer l of the forward pass over the batch's N = B T rows: reads
+ * a->x of layer l, writes layer l + 1's and what backward reads again */
+static void layer_forward(cuda_model_t *c, int l, int B, int T)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int N = B * T, C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD;
+    const model_weights_t *w = &c->w;
+    model_acts_t *a = &c->a;
+    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
+    float *x = a->x + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+    rmsnorm_forward(c, a->ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C);
+    float *qp = cf->type == MODEL_QWEN3 ? a->qpre + nq : q;
+    float *kp = cf->type == MODEL_QWEN3 ? a->kpre + nk : k;
+    matmul_forward(c, qp, a->ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD, false);
+    matmul_forward(c, kp, a->ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD, false);
+    matmul_forward(c, v, a->ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
+    if (cf->type == MODEL_QWEN3) {
+        rmsnorm_forward(c, q, a->rq + (size_t)l * N * cf->NH, qp, w->qn + (size_t)l * HD, N * cf->NH, HD);
+        rmsnorm_forward(c, k, a->rk + (size_t)l * N * cf->NKV, kp, w->kn + (size_t)l * HD, N * cf->NKV, HD);
+    }
+    rope(c, q, c->pos, N, cf->NH, 1.0f);
+    rope(c, k, c->pos, N, cf->NKV, 1.0f);
+    float *xm = a->xm + nc;
+    attention_forward(c, a->y, q, k, v, B, T);
+    CK(cudaMemcpyAsync(xm, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+    matmul_forward(c, xm, a->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
+    float *g = a->g + nf, *u = a->u + nf;
+    rmsnorm_forward(c, a->ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C);
+    matmul_forward(c, g, a->ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
+    matmul_forward(c, u, a->ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
+    swiglu(c, a->h, g, u, (size_t)N * FF);
+    float *xn = a->x + nc + (size_t)N * C;
+    CK(cudaMemcpyAsync(xn, xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+    matmul_forward(c, xn, a->h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+}
+
 int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, int B, int T, float temperature,
                        float *logp, float *logits)
 {
@@ -780,43 +816,13 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
     CK(cudaMemcpyAsync(c->targets, targets, N * sizeof(int), cudaMemcpyHostToDevice, c->st));
     CK(cudaMemcpyAsync(c->pos, pos, N * sizeof(int), cudaMemcpyHostToDevice, c->st));
 
-    int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD;
-    const model_weights_t *w = &c->w;
+    int C = cf->C;
     model_acts_t *a = &c->a;
-    embed_forward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(a->x, w->wte, c->tokens, N, C);
+    embed_forward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(a->x, c->w.wte, c->tokens, N, C);
     launched(c, "embed_forward_kernel");
-    for (int l = 0; l < cf->L; l++) {
-        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
-        float *x = a->x + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-        rmsnorm_forward(c, a->ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C);
-        float *qp = cf->type == MODEL_QWEN3 ? a->qpre + nq : q;
-        float *kp = cf->type == MODEL_QWEN3 ? a->kpre + nk : k;
-        matmul_forward(c, qp, a->ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD,
-                       false);
-        matmul_forward(c, kp, a->ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD,
-                       false);
-        matmul_forward(c, v, a->ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD,
-                       false);
-        if (cf->type == MODEL_QWEN3) {
-            rmsnorm_forward(c, q, a->rq + (size_t)l * N * cf->NH, qp, w->qn + (size_t)l * HD, N * cf->NH, HD);
-            rmsnorm_forward(c, k, a->rk + (size_t)l * N * cf->NKV, kp, w->kn + (size_t)l * HD, N * cf->NKV, HD);
-        }
-        rope(c, q, c->pos, N, cf->NH, 1.0f);
-        rope(c, k, c->pos, N, cf->NKV, 1.0f);
-        float *xm = a->xm + nc;
-        attention_forward(c, a->y, q, k, v, B, T);
-        CK(cudaMemcpyAsync(xm, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-        matmul_forward(c, xm, a->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
-        float *g = a->g + nf, *u = a->u + nf;
-        rmsnorm_forward(c, a->ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C);
-        matmul_forward(c, g, a->ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
-        matmul_forward(c, u, a->ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
-        swiglu(c, a->h, g, u, (size_t)N * FF);
-        float *xn = a->x + nc + (size_t)N * C;
-        CK(cudaMemcpyAsync(xn, xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-        matmul_forward(c, xn, a->h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
-    }
-    rmsnorm_forward(c, a->lnf, a->rf, a->x + (size_t)cf->L * N * C, w->lnf, N, C);
+    for (int l = 0; l < cf->L; l++) layer_forward(c, l, B, T);
+    rmsnorm_forward(c, a->lnf, a->rf, a->x + (size_t)cf->L * N * C, c->w.lnf, N, C);
+    /* the logits a chunk of rows at a time, never all N x V at once */
     int V = cf->V, chunk = (int)chunk_rows(c->m->chunk, V, N);
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
@@ -835,13 +841,80 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
     return rc;
 }
 
+/* the attention half of layer l's backward pass: ga->dx holds the gradient
+ * of the layer's middle residual, and gets that of its input added */
+static void attention_layer_backward(cuda_model_t *c, int l)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int B = c->B, T = c->T, N = B * T;
+    int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, HD = cf->HD;
+    const model_weights_t *w = &c->w;
+    model_weights_t *dw = &c->dw;
+    const model_acts_t *a = &c->a;
+    model_grad_acts_t *ga = &c->ga;
+    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
+    const float *x = a->x + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
+    /* the attention's probabilities and output again */
+    attention_forward(c, a->y, q, k, v, B, T);
+    matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx, a->y,
+                    w->wo + (size_t)l * C * QD, N, QD, C, false);
+    attention_backward(c, ga->dq, ga->dk, ga->dv, ga->dy, B, T);
+    rope(c, ga->dq, c->pos, N, cf->NH, -1.0f);
+    rope(c, ga->dk, c->pos, N, cf->NKV, -1.0f);
+    float *dq = ga->dq, *dk = ga->dk;
+    if (cf->type == MODEL_QWEN3) {
+        /* dy is free again: it takes dq before q_norm, dk2 dk */
+        rmsnorm_backward(c, ga->dy, dw->qn + (size_t)l * HD, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
+                         a->rq + (size_t)l * N * cf->NH, N * cf->NH, HD, false);
+        rmsnorm_backward(c, ga->dk2, dw->kn + (size_t)l * HD, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
+                         a->rk + (size_t)l * N * cf->NKV, N * cf->NKV, HD, false);
+        dq = ga->dy;
+        dk = ga->dk2;
+    }
+    /* the attention's input again */
+    rmsnorm_forward(c, a->ln1, NULL, x, w->ln1 + (size_t)l * C, N, C);
+    matmul_backward(c, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq, a->ln1,
+                    w->wq + (size_t)l * QD * C, N, C, QD, false);
+    matmul_backward(c, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk, a->ln1,
+                    w->wk + (size_t)l * KD * C, N, C, KD, true);
+    matmul_backward(c, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv, a->ln1,
+                    w->wv + (size_t)l * KD * C, N, C, KD, true);
+    rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, x, w->ln1 + (size_t)l * C, a->r1 + (size_t)l * N, N,
+                     C, true);
+}
+
+/* the MLP half of layer l's backward pass: ga->dx holds the gradient of the
+ * layer's output, and gets that of its middle residual added */
+static void mlp_layer_backward(cuda_model_t *c, int l)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int N = c->B * c->T, C = cf->C, FF = cf->FF;
+    const model_weights_t *w = &c->w;
+    model_weights_t *dw = &c->dw;
+    const model_acts_t *a = &c->a;
+    model_grad_acts_t *ga = &c->ga;
+    size_t nc = (size_t)l * N * C, nf = (size_t)l * N * FF;
+    const float *xm = a->xm + nc, *g = a->g + nf, *u = a->u + nf;
+    /* the MLP's input and hidden activation again */
+    rmsnorm_forward(c, a->ln2, NULL, xm, w->ln2 + (size_t)l * C, N, C);
+    swiglu(c, a->h, g, u, (size_t)N * FF);
+    matmul_backward(c, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h, w->wd + (size_t)l * C * FF, N, FF, C,
+                    false);
+    swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, g, u, (size_t)N * FF);
+    launched(c, "swiglu_backward_kernel");
+    matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2, w->wg + (size_t)l * FF * C, N, C, FF,
+                    false);
+    matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2, w->wu + (size_t)l * FF * C, N, C, FF,
+                    true);
+    rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, xm, w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N, N,
+                     C, true);
+}
+
 void cuda_model_backward(cuda_model_t *c, const float *dlogp)
 {
     const model_config_t *cf = &c->m->cfg;
     if (!usable(c) || CK(cudaSetDevice(c->device))) return;
-    int B = c->B, T = c->T, N = B * T;
-    int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD, V = cf->V;
-    const model_weights_t *w = &c->w;
+    int N = c->B * c->T, C = cf->C, V = cf->V;
     model_weights_t *dw = &c->dw;
     const model_acts_t *a = &c->a;
     model_grad_acts_t *ga = &c->ga;
@@ -858,52 +931,10 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
         matmul_backward(c, ga->dln + (size_t)r0 * C, lm_grad(c), NULL, lg, a->lnf + (size_t)r0 * C, lm_weight(c), n, C,
                         V, false);
     }
-    rmsnorm_backward(c, ga->dx, dw->lnf, ga->dln, a->x + (size_t)cf->L * N * C, w->lnf, a->rf, N, C, false);
+    rmsnorm_backward(c, ga->dx, dw->lnf, ga->dln, a->x + (size_t)cf->L * N * C, c->w.lnf, a->rf, N, C, false);
     for (int l = cf->L - 1; l >= 0; l--) {
-        size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
-        const float *x = a->x + nc, *xm = a->xm + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-        const float *g = a->g + nf, *u = a->u + nf;
-        /* the MLP's input and hidden activation again */
-        rmsnorm_forward(c, a->ln2, NULL, xm, w->ln2 + (size_t)l * C, N, C);
-        swiglu(c, a->h, g, u, (size_t)N * FF);
-        matmul_backward(c, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h, w->wd + (size_t)l * C * FF, N, FF,
-                        C, false);
-        swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, g, u,
-                                                                            (size_t)N * FF);
-        launched(c, "swiglu_backward_kernel");
-        matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2, w->wg + (size_t)l * FF * C, N, C,
-                        FF, false);
-        matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2, w->wu + (size_t)l * FF * C, N, C,
-                        FF, true);
-        rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, xm, w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N,
-                         N, C, true);
-        /* the attention's probabilities and output again */
-        attention_forward(c, a->y, q, k, v, B, T);
-        matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx, a->y,
-                        w->wo + (size_t)l * C * QD, N, QD, C, false);
-        attention_backward(c, ga->dq, ga->dk, ga->dv, ga->dy, B, T);
-        rope(c, ga->dq, c->pos, N, cf->NH, -1.0f);
-        rope(c, ga->dk, c->pos, N, cf->NKV, -1.0f);
-        float *dq = ga->dq, *dk = ga->dk;
-        if (cf->type == MODEL_QWEN3) {
-            /* dy is free again: it takes dq before q_norm, dk2 dk */
-            rmsnorm_backward(c, ga->dy, dw->qn + (size_t)l * HD, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
-                             a->rq + (size_t)l * N * cf->NH, N * cf->NH, HD, false);
-            rmsnorm_backward(c, ga->dk2, dw->kn + (size_t)l * HD, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
-                             a->rk + (size_t)l * N * cf->NKV, N * cf->NKV, HD, false);
-            dq = ga->dy;
-            dk = ga->dk2;
-        }
-        /* the attention's input again */
-        rmsnorm_forward(c, a->ln1, NULL, x, w->ln1 + (size_t)l * C, N, C);
-        matmul_backward(c, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq, a->ln1,
-                        w->wq + (size_t)l * QD * C, N, C, QD, false);
-        matmul_backward(c, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk, a->ln1,
-                        w->wk + (size_t)l * KD * C, N, C, KD, true);
-        matmul_backward(c, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
-                        a->ln1, w->wv + (size_t)l * KD * C, N, C, KD, true);
-        rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, x, w->ln1 + (size_t)l * C, a->r1 + (size_t)l * N,
-                         N, C, true);
+        mlp_layer_backward(c, l);
+        attention_layer_backward(c, l);
     }
     embed_backward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(dw->wte, ga->dx, c->tokens, N, C);
     launched(c, "embed_backward_kernel");
@@ -1109,6 +1140,105 @@ static bool is_eos(const model_config_t *cf, int tok)
     return false;
 }
 
+/* the L completions of question q draw their uniforms from seeds[q] (the
+ * same stream as the CPU path's), M per completion */
+static int gen_uniforms(cuda_model_t *c, dev_ws_t *ws, curandGenerator_t gen, const uint64_t *seeds, int Q, int L,
+                        int M)
+{
+    if (rand_check(c, curandSetStream(gen, c->st), "curandSetStream")) return -1;
+    for (int q = 0; q < Q; q++)
+        if (rand_check(c, curandSetPseudoRandomGeneratorSeed(gen, seeds[q]), "curandSetPseudoRandomGeneratorSeed") ||
+            rand_check(c, curandSetGeneratorOffset(gen, 0), "curandSetGeneratorOffset") ||
+            rand_check(c, curandGenerateUniform(gen, ws->uni + (size_t)q * L * M, (size_t)L * M),
+                       "curandGenerateUniform"))
+            return -1;
+    return 0;
+}
+
+/* each question's prompt once through the model into the cache slot of its
+ * first completion, then copied to the other L - 1 slots with the
+ * next-token logits; h is host scratch of 3 R ints (tok, slot, pos) */
+static void gen_prefill(cuda_model_t *c, dev_ws_t *ws, const int *const *prompts, const int *prompt_lens, int Q, int L,
+                        int *h)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int R = ws->R;
+    size_t KD = (size_t)cf->NKV * cf->HD, layer = (size_t)ws->S * ws->maxT * KD;
+    int *htok = h, *hslot = h + R, *hpos = h + 2 * R;
+    /* from the last question down: a prompt's next-token logits land in
+     * row 0 and are copied to its other slots' rows; question 0's stay */
+    for (int q = Q - 1; q >= 0; q--) {
+        int P = prompt_lens[q], s0 = q * L;
+        for (int i = 0; i < P; i++) {
+            htok[i] = prompts[q][i];
+            hslot[i] = s0;
+            hpos[i] = i;
+        }
+        CK(cudaMemcpyAsync(ws->tok, h, 3 * (size_t)R * sizeof(int), cudaMemcpyHostToDevice, c->st));
+        gen_step(c, ws, P, 1);
+        for (int l = 0; l < cf->L; l++)
+            for (int s = s0 + 1; s < s0 + L; s++) {
+                size_t from = l * layer + (size_t)s0 * ws->maxT * KD, to = l * layer + (size_t)s * ws->maxT * KD;
+                CK(cudaMemcpyAsync(ws->kc + to, ws->kc + from, (size_t)P * KD * sizeof(float), cudaMemcpyDeviceToDevice,
+                                   c->st));
+                CK(cudaMemcpyAsync(ws->vc + to, ws->vc + from, (size_t)P * KD * sizeof(float), cudaMemcpyDeviceToDevice,
+                                   c->st));
+            }
+        for (int s = s0 + L - 1; s >= s0; s--)
+            if (s)
+                CK(cudaMemcpyAsync(ws->logits + (size_t)s * cf->V, ws->logits, cf->V * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, c->st));
+    }
+}
+
+/* one token per live completion per step until every one has finished
+ * (max_new, an end of sequence, or gp->stop); h is host scratch of 4 R + S
+ * ints, hlp of S floats */
+static int gen_decode(cuda_model_t *c, dev_ws_t *ws, const int *prompt_lens, int L, const model_gen_params_t *gp,
+                      int *tokens, float *logp, int *lengths, int *h, float *hlp)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int R = ws->R, S = ws->S, M = gp->max_new;
+    int *htok = h, *hslot = h + R, *hpos = h + 2 * R, *huidx = h + 3 * R, *live = h + 4 * R;
+    sample_args_t sa = {gp->sample.temperature, gp->sample.top_k, gp->sample.top_p};
+    int nlive = S;
+    for (int s = 0; s < S; s++) {
+        live[s] = s;
+        lengths[s] = 0;
+    }
+    for (int t = 0; nlive > 0; t++) {
+        for (int i = 0; i < nlive; i++) huidx[i] = live[i] * M + t;
+        CK(cudaMemcpyAsync(ws->uidx, huidx, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+        sample_kernel<<<nlive, SAMPLE_THREADS, 0, c->st>>>(ws->out, ws->lp, ws->logits, cf->V, ws->uni, ws->uidx, sa);
+        launched(c, "sample_kernel");
+        CK(cudaMemcpyAsync(htok, ws->out, nlive * sizeof(int), cudaMemcpyDeviceToHost, c->st));
+        CK(cudaMemcpyAsync(hlp, ws->lp, nlive * sizeof(float), cudaMemcpyDeviceToHost, c->st));
+        if (synced(c, "model_generate (a decode step)")) return -1;
+        int keep = 0;
+        for (int i = 0; i < nlive; i++) {
+            int s = live[i], tok = htok[i];
+            tokens[(size_t)s * M + t] = tok;
+            logp[(size_t)s * M + t] = hlp[i];
+            lengths[s] = t + 1;
+            bool fin =
+                t + 1 == M || is_eos(cf, tok) || (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
+            if (fin) continue;
+            live[keep] = s;
+            htok[keep] = tok;
+            hslot[keep] = s;
+            hpos[keep] = prompt_lens[s / L] + t;
+            keep++;
+        }
+        nlive = keep;
+        if (!nlive) break;
+        CK(cudaMemcpyAsync(ws->tok, htok, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+        CK(cudaMemcpyAsync(ws->slot, hslot, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+        CK(cudaMemcpyAsync(ws->pos, hpos, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
+        gen_step(c, ws, nlive, nlive);
+    }
+    return synced(c, "model_generate");
+}
+
 int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds,
                               int Q, int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
 {
@@ -1147,76 +1277,9 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     ws.pos = imem + 2 * R;
     ws.uidx = imem + 3 * R;
     ws.out = imem + 4 * R;
-    if (rand_check(c, curandSetStream(gen, c->st), "curandSetStream")) goto done;
-    for (int q = 0; q < Q; q++)
-        if (rand_check(c, curandSetPseudoRandomGeneratorSeed(gen, seeds[q]), "curandSetPseudoRandomGeneratorSeed") ||
-            rand_check(c, curandSetGeneratorOffset(gen, 0), "curandSetGeneratorOffset") ||
-            rand_check(c, curandGenerateUniform(gen, ws.uni + (size_t)q * L * M, (size_t)L * M),
-                       "curandGenerateUniform"))
-            goto done;
-    {
-        size_t KD = (size_t)cf->NKV * cf->HD, layer = (size_t)S * ws.maxT * KD;
-        int *htok = h, *hslot = h + R, *hpos = h + 2 * R, *huidx = h + 3 * R, *live = h + 4 * R;
-        sample_args_t sa = {gp->sample.temperature, gp->sample.top_k, gp->sample.top_p};
-        for (int q = Q - 1; q >= 0; q--) {
-            int P = prompt_lens[q], s0 = q * L;
-            for (int i = 0; i < P; i++) {
-                htok[i] = prompts[q][i];
-                hslot[i] = s0;
-                hpos[i] = i;
-            }
-            CK(cudaMemcpyAsync(ws.tok, h, 3 * (size_t)R * sizeof(int), cudaMemcpyHostToDevice, c->st));
-            gen_step(c, &ws, P, 1);
-            for (int l = 0; l < cf->L; l++)
-                for (int s = s0 + 1; s < s0 + L; s++) {
-                    size_t from = l * layer + (size_t)s0 * ws.maxT * KD, to = l * layer + (size_t)s * ws.maxT * KD;
-                    CK(cudaMemcpyAsync(ws.kc + to, ws.kc + from, (size_t)P * KD * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, c->st));
-                    CK(cudaMemcpyAsync(ws.vc + to, ws.vc + from, (size_t)P * KD * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, c->st));
-                }
-            for (int s = s0 + L - 1; s >= s0; s--)
-                if (s)
-                    CK(cudaMemcpyAsync(ws.logits + (size_t)s * cf->V, ws.logits, cf->V * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, c->st));
-        }
-        int nlive = S;
-        for (int s = 0; s < S; s++) {
-            live[s] = s;
-            lengths[s] = 0;
-        }
-        for (int t = 0; nlive > 0; t++) {
-            for (int i = 0; i < nlive; i++) huidx[i] = live[i] * M + t;
-            CK(cudaMemcpyAsync(ws.uidx, huidx, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
-            sample_kernel<<<nlive, SAMPLE_THREADS, 0, c->st>>>(ws.out, ws.lp, ws.logits, cf->V, ws.uni, ws.uidx, sa);
-            launched(c, "sample_kernel");
-            CK(cudaMemcpyAsync(htok, ws.out, nlive * sizeof(int), cudaMemcpyDeviceToHost, c->st));
-            CK(cudaMemcpyAsync(hlp, ws.lp, nlive * sizeof(float), cudaMemcpyDeviceToHost, c->st));
-            if (synced(c, "model_generate (a decode step)")) goto done;
-            int keep = 0;
-            for (int i = 0; i < nlive; i++) {
-                int s = live[i], tok = htok[i];
-                tokens[(size_t)s * M + t] = tok;
-                logp[(size_t)s * M + t] = hlp[i];
-                lengths[s] = t + 1;
-                bool fin = t + 1 == M || is_eos(cf, tok) ||
-                           (gp->stop && gp->stop(gp->stop_ctx, s, tokens + (size_t)s * M, t + 1));
-                if (fin) continue;
-                live[keep] = s;
-                htok[keep] = tok;
-                hslot[keep] = s;
-                hpos[keep] = prompt_lens[s / L] + t;
-                keep++;
-            }
-            nlive = keep;
-            if (!nlive) break;
-            CK(cudaMemcpyAsync(ws.tok, htok, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
-            CK(cudaMemcpyAsync(ws.slot, hslot, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
-            CK(cudaMemcpyAsync(ws.pos, hpos, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
-            gen_step(c, &ws, nlive, nlive);
-        }
-    }
-    rc = synced(c, "model_generate");
+    if (gen_uniforms(c, &ws, gen, seeds, Q, L, M)) goto done;
+    gen_prefill(c, &ws, prompts, prompt_lens, Q, L, h);
+    rc = gen_decode(c, &ws, prompt_lens, L, gp, tokens, logp, lengths, h, hlp);
 done:
     c->xb = oxb;
     c->yb = oyb;
