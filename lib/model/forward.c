@@ -24,9 +24,23 @@
  * call each */
 #define FW_BLOCK 4096
 
-/* p + off, or NULL for an array the model does not keep (a bf16 copy, or
- * an fp32 activation only matmuls that take its bf16 copy read) */
-#define at(p, off) ((p) ? (p) + (off) : NULL)
+/* An activation, or the gradient of one, as the layers take it: f, its
+ * fp32 array, and bf, its copy rounded to bf16 by the layer that writes
+ * it, which the bf16 kernel reads instead of f. In fp32 every bf is NULL.
+ * For backend cpu-bf16 acts_layout decides which arrays exist (f is left
+ * out where every matmul that reads it takes bf); a layer writes and
+ * reads those that do. */
+typedef struct {
+    float *f;
+    uint16_t *bf;
+} act_t;
+
+/* an fp32 array alone: an output with no bf16 copy, or an input the
+ * layer only reads */
+static inline act_t act_fp32(const float *f) { return (act_t){(float *)f, NULL}; }
+
+/* both arrays of a from element off on: a range of rows, or a layer */
+static inline act_t act_at(act_t a, size_t off) { return (act_t){a.f ? a.f + off : NULL, a.bf ? a.bf + off : NULL}; }
 
 /* C (M, N) = A B + beta C, row-major, split into one block of rows (or,
  * for few rows, of columns) per OpenMP thread, each a one-thread OpenBLAS
@@ -73,34 +87,32 @@ void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A
     }
 }
 
-/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc; inp16:
- * NULL or inp in bf16; out16: NULL or where out goes in bf16 too */
-static void matmul_fw(bool bf16, float *out, uint16_t *out16, const float *inp, const uint16_t *inp16, const float *w,
-                      const float *bias, int N, int IN, int OUT, bool acc)
+/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
+static void matmul_fw(bool bf16, act_t out, act_t inp, const float *w, const float *bias, int N, int IN, int OUT,
+                      bool acc)
 {
-    model_gemm(bf16, false, true, N, OUT, IN, inp, inp16, IN, w, NULL, IN, acc ? 1.0f : 0.0f, out, OUT);
-    if (!bias && !out16) return;
+    model_gemm(bf16, false, true, N, OUT, IN, inp.f, inp.bf, IN, w, NULL, IN, acc ? 1.0f : 0.0f, out.f, OUT);
+    if (!bias && !out.bf) return;
 #pragma omp parallel for if ((size_t)N * OUT >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
-        float *row = out + (size_t)n * OUT;
+        float *row = out.f + (size_t)n * OUT;
         if (bias) model_add_row(row, bias, OUT);
-        if (out16) model_bf16_round(out16 + (size_t)n * OUT, row, OUT);
+        if (out.bf) model_bf16_round(out.bf + (size_t)n * OUT, row, OUT);
     }
 }
 
 void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT)
 {
-    matmul_fw(bf16, out, NULL, inp, NULL, w, bias, N, IN, OUT, false);
+    matmul_fw(bf16, act_fp32(out), act_fp32(inp), w, bias, N, IN, OUT, false);
 }
 
 /* dinp (N, IN) = dout . w (or += when acc); dw (OUT, IN) += dout^T . inp;
- * dbias (OUT) += column sums of dout. dout16, inp16: NULL or dout, inp in
- * bf16 */
-static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, const float *dout, const uint16_t *dout16,
-                            const float *inp, const uint16_t *inp16, const float *w, int N, int IN, int OUT, bool acc)
+ * dbias (OUT) += column sums of dout (its fp32 array) */
+static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, act_t dout, act_t inp, const float *w,
+                            int N, int IN, int OUT, bool acc)
 {
-    if (dinp) model_gemm(bf16, false, false, N, IN, OUT, dout, dout16, OUT, w, NULL, IN, acc ? 1.0f : 0.0f, dinp, IN);
-    model_gemm(bf16, true, false, OUT, IN, N, dout, dout16, OUT, inp, inp16, IN, 1.0f, dw, IN);
+    model_gemm(bf16, false, false, N, IN, OUT, dout.f, dout.bf, OUT, w, NULL, IN, acc ? 1.0f : 0.0f, dinp, IN);
+    model_gemm(bf16, true, false, OUT, IN, N, dout.f, dout.bf, OUT, inp.f, inp.bf, IN, 1.0f, dw, IN);
     if (!dbias) return;
 /* each thread sums a range of columns, row by row (the order of one
  * thread alone) */
@@ -108,7 +120,7 @@ static void matmul_backward(bool bf16, float *dinp, float *dw, float *dbias, con
     {
         int lo, hi;
         model_share(OUT, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        if (lo < hi) model_add_cols(dbias + lo, dout + lo, N, hi - lo, OUT);
+        if (lo < hi) model_add_cols(dbias + lo, dout.f + lo, N, hi - lo, OUT);
     }
 }
 
@@ -124,10 +136,8 @@ static void copy(float *dst, const float *src, size_t n)
     }
 }
 
-/* out16: NULL or where out goes rounded to bf16 too; out: NULL where
- * only out16 is wanted */
-static void rmsnorm_fw(float *out, uint16_t *out16, float *rstd, const float *inp, const float *w, int N, int C,
-                       float eps)
+/* out (N, C) = RMSNorm(inp) w, rstd (N) its 1/rms */
+static void rmsnorm_fw(act_t out, float *rstd, const float *inp, const float *w, int N, int C, float eps)
 {
 #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
@@ -135,9 +145,9 @@ static void rmsnorm_fw(float *out, uint16_t *out16, float *rstd, const float *in
         float buf[256], r = model_rms_inv(x, C, eps);
         for (int i0 = 0; i0 < C; i0 += 256) {
             int len = C - i0 < 256 ? C - i0 : 256;
-            float *o = out ? out + (size_t)n * C + i0 : buf;
+            float *o = out.f ? out.f + (size_t)n * C + i0 : buf;
             model_scale_mul(o, x + i0, w + i0, r, len);
-            if (out16) model_bf16_round(out16 + (size_t)n * C + i0, o, len);
+            if (out.bf) model_bf16_round(out.bf + (size_t)n * C + i0, o, len);
         }
         rstd[n] = r;
     }
@@ -145,15 +155,14 @@ static void rmsnorm_fw(float *out, uint16_t *out16, float *rstd, const float *in
 
 void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps)
 {
-    rmsnorm_fw(out, NULL, rstd, inp, w, N, C, eps);
+    rmsnorm_fw(act_fp32(out), rstd, inp, w, N, C, eps);
 }
 
-/* dinp (N, C) += (or = when !acc) the input gradient, and dinp16 (NULL
- * or the same in bf16) =; dw (C) +=. Each thread sums its rows' dw into
- * its own row of part (threads, C), added in thread order so the result
- * does not depend on timing */
-static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *part, const float *dout, const float *inp,
-                             const float *w, const float *rstd, int N, int C, bool acc)
+/* dinp (N, C) += (or = when !acc) the input gradient; dw (C) +=. Each
+ * thread sums its rows' dw into its own row of part (threads, C), added
+ * in thread order so the result does not depend on timing */
+static void rmsnorm_backward(act_t dinp, float *dw, float *part, const float *dout, const float *inp, const float *w,
+                             const float *rstd, int N, int C, bool acc)
 {
     int nth = 1;
 #pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
@@ -165,128 +174,107 @@ static void rmsnorm_backward(float *dinp, uint16_t *dinp16, float *dw, float *pa
         memset(pw, 0, C * sizeof(float));
 #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {
-            float *dx = dinp + (size_t)n * C;
+            float *dx = dinp.f + (size_t)n * C;
             model_rmsnorm_backward_row(dx, pw, dout + (size_t)n * C, inp + (size_t)n * C, w, rstd[n], C, acc);
-            if (dinp16) model_bf16_round(dinp16 + (size_t)n * C, dx, C);
+            if (dinp.bf) model_bf16_round(dinp.bf + (size_t)n * C, dx, C);
         }
     }
     for (int t = 0; t < nth; t++)
         for (int i = 0; i < C; i++) dw[i] += part[(size_t)t * C + i];
 }
 
-/* h16: NULL or where h goes rounded to bf16 too; h: NULL where only h16
- * is wanted */
-static void swiglu_fw(float *h, uint16_t *h16, const float *g, const float *u, size_t n)
+/* h (n) = silu(g) * u */
+static void swiglu_fw(act_t h, const float *g, const float *u, size_t n)
 {
 #pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
         size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
-        float buf[FW_BLOCK], *o = h ? h + lo : buf;
+        float buf[FW_BLOCK], *o = h.f ? h.f + lo : buf;
         model_swiglu_loop(o, g + lo, u + lo, len);
-        if (h16) model_bf16_round(h16 + lo, o, len);
+        if (h.bf) model_bf16_round(h.bf + lo, o, len);
     }
 }
 
-void model_swiglu(float *h, const float *g, const float *u, size_t n) { swiglu_fw(h, NULL, g, u, n); }
+void model_swiglu(float *h, const float *g, const float *u, size_t n) { swiglu_fw(act_fp32(h), g, u, n); }
 
-/* dg16, du16: NULL or where dg, du go in bf16 too; dg, du: NULL where
- * only those are wanted (both given or both NULL) */
-static void swiglu_backward(float *dg, float *du, uint16_t *dg16, uint16_t *du16, const float *dh, const float *g,
-                            const float *u, size_t n)
+/* dg, du (n) = the gradients of swiglu_fw's g and u from dh */
+static void swiglu_backward(act_t dg, act_t du, const float *dh, const float *g, const float *u, size_t n)
 {
 #pragma omp parallel for if (n >= MODEL_PAR_MIN)
     for (size_t lo = 0; lo < n; lo += FW_BLOCK) {
         size_t len = n - lo < FW_BLOCK ? n - lo : FW_BLOCK;
-        float bg[FW_BLOCK], bu[FW_BLOCK], *og = dg ? dg + lo : bg, *ou = du ? du + lo : bu;
+        float bg[FW_BLOCK], bu[FW_BLOCK], *og = dg.f ? dg.f + lo : bg, *ou = du.f ? du.f + lo : bu;
         model_swiglu_backward_loop(og, ou, dh + lo, g + lo, u + lo, len);
-        if (dg16) model_bf16_round(dg16 + lo, og, len);
-        if (du16) model_bf16_round(du16 + lo, ou, len);
+        if (dg.bf) model_bf16_round(dg.bf + lo, og, len);
+        if (du.bf) model_bf16_round(du.bf + lo, ou, len);
     }
 }
 
 /* rotate_half RoPE in place on x (N, H, HD): pairs (i, i + HD/2) turn by
- * pos * theta^(-2i/HD); dir -1 turns back (the backward pass); x16: NULL
- * or where x goes in bf16 too */
-static void rope_apply(float *x, uint16_t *x16, const int *pos, const float *cos_t, const float *sin_t, int N, int H,
-                       int HD, float dir)
+ * pos * theta^(-2i/HD); dir -1 turns back (the backward pass) */
+static void rope_apply(act_t x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD, float dir)
 {
     int half = HD / 2;
+    size_t row = (size_t)H * HD;
 #pragma omp parallel for if ((size_t)N * H * HD >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) {
-        model_rope_row(x + (size_t)n * H * HD, cos_t + (size_t)pos[n] * half, sin_t + (size_t)pos[n] * half, H, HD,
-                       dir);
-        if (x16) model_bf16_round(x16 + (size_t)n * H * HD, x + (size_t)n * H * HD, (size_t)H * HD);
+        model_rope_row(x.f + n * row, cos_t + (size_t)pos[n] * half, sin_t + (size_t)pos[n] * half, H, HD, dir);
+        if (x.bf) model_bf16_round(x.bf + n * row, x.f + n * row, row);
     }
 }
 
 void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD)
 {
-    rope_apply(x, NULL, pos, cos_t, sin_t, N, H, HD, 1.0f);
+    rope_apply(act_fp32(x), pos, cos_t, sin_t, N, H, HD, 1.0f);
 }
 
 /* one thread's matmul of attention: C = op(A) op(B) + beta C, by the
- * bf16 kernel in bf16 mode where large enough (reading A16, B16 where not NULL:
- * A, B in bf16) */
-static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
-                   const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
+ * bf16 kernel in bf16 mode where large enough */
+static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, act_t A, int lda, act_t B, int ldb, float beta,
+                   float *C, int ldc)
 {
-    if (model_bf16_takes(bf16, M, N, K)) model_gemm_bf16(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+    if (model_bf16_takes(bf16, M, N, K)) model_gemm_bf16(ta, tb, M, N, K, A.f, A.bf, lda, B.f, B.bf, ldb, beta, C, ldc);
     else
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
-                    lda, B, ldb, beta, C, ldc);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A.f,
+                    lda, B.f, ldb, beta, C, ldc);
 }
 
-/* the inputs of attention: q (B, T, NH, HD), k and v (B, T, NKV, HD),
- * each with its bf16 copy or NULL; att (threads, T, T) is scratch where
- * each thread puts the probabilities of the head it works on, so they
- * stay in its cache; att16 (NULL or the same in bf16) too */
+/* the inputs of attention: q (B, T, NH, HD), k and v (B, T, NKV, HD);
+ * att (threads, T, T) is scratch where each thread puts the
+ * probabilities of the head it works on, so they stay in its cache */
 typedef struct {
-    const float *q, *k, *v;
-    const uint16_t *q16, *k16, *v16;
-    float *att;
-    uint16_t *att16;
+    act_t q, k, v, att;
     const int *start, *prefix; /* packed rows (model_forward_packed), or NULL */
     int B, T, NH, NKV, HD;
 } attn_t;
 
-static attn_t attn_of(const model_t *m, int l)
-{
-    const model_config_t *c = &m->cfg;
-    const model_acts_t *a = &m->a;
-    size_t N = (size_t)m->B * m->T, nq = l * N * c->NH * c->HD, nk = l * N * c->NKV * c->HD;
-    return (attn_t){a->q + nq, a->k + nk, a->v + nk, at(a->qh, nq), at(a->kh, nk), at(a->vh, nk), a->att, a->atth,
-                    m->start,  m->prefix, m->B,      m->T,          c->NH,         c->NKV,        c->HD};
-}
-
 /* the causal softmax probabilities of batch row b, head h into p (T, T),
- * zero above the diagonal, and p16 (NULL or p in bf16; then p is left
- * undefined unless keep). Scores are one one-thread sgemm: the masked
- * half costs less than hand loops would */
-static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint16_t *p16, bool keep)
+ * zero above the diagonal (p.f is left undefined where p.bf takes them,
+ * unless keep). Scores are one one-thread sgemm: the masked half costs
+ * less than hand loops would */
+static void attn_probs(bool bf16, const attn_t *o, int b, int h, act_t p, bool keep)
 {
     int T = o->T, HD = o->HD, QD = o->NH * HD, KD = o->NKV * HD;
-    size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / (o->NH / o->NKV)) * HD;
+    act_t q = act_at(o->q, (size_t)b * T * QD + h * HD);
+    act_t k = act_at(o->k, (size_t)b * T * KD + (h / (o->NH / o->NKV)) * HD);
     float scale = 1.0f / sqrtf((float)HD);
     /* the scale goes into the softmax in bf16 (the kernels have no alpha),
      * into sgemm's alpha else */
     bool in_bf16 = model_bf16_takes(bf16, T, T, HD);
-    if (in_bf16)
-        model_gemm_bf16(false, true, T, T, HD, o->q + qo, at(o->q16, qo), QD, o->k + ko, at(o->k16, ko), KD, 0.0f, p,
-                        T);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, o->q + qo, QD, o->k + ko, KD, 0.0f, p, T);
+    if (in_bf16) model_gemm_bf16(false, true, T, T, HD, q.f, q.bf, QD, k.f, k.bf, KD, 0.0f, p.f, T);
+    else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, q.f, QD, k.f, KD, 0.0f, p.f, T);
     for (int t = 0; t < T; t++) {
-        float *pr = p + (size_t)t * T;
+        float *pr = p.f + (size_t)t * T;
         /* a packed row's segment sees the prefix [0, S) and itself [a, t]:
          * the keys between are out of the softmax (e^-inf is e^-87 in
          * fastexp, far under a sum of at least 1, and then made 0) */
         int a = o->start ? o->start[(size_t)b * T + t] : 0, S = a > 0 ? o->prefix[b] : a;
         for (int j = S; j < a; j++) pr[j] = -INFINITY;
-        if (p16) {
-            model_softmax_causal(pr, p16 + (size_t)t * T, keep, t + 1, T, in_bf16 ? scale : 1.0f);
+        if (p.bf) {
+            model_softmax_causal(pr, p.bf + (size_t)t * T, keep, t + 1, T, in_bf16 ? scale : 1.0f);
             for (int j = S; j < a; j++) {
                 if (keep) pr[j] = 0;
-                p16[(size_t)t * T + j] = 0;
+                p.bf[(size_t)t * T + j] = 0;
             }
         } else {
             model_softmax_row(pr, t + 1, in_bf16 ? scale : 1.0f);
@@ -296,31 +284,28 @@ static void attn_probs(bool bf16, const attn_t *o, int b, int h, float *p, uint1
     }
 }
 
-/* causal GQA attention: y (B, T, NH, HD), y16 NULL or y in bf16 */
-static void attention_forward(bool bf16, const attn_t *o, float *y, uint16_t *y16)
+/* causal GQA attention: y (B, T, NH, HD) */
+static void attention_forward(bool bf16, const attn_t *o, act_t y)
 {
     int B = o->B, T = o->T, NH = o->NH, HD = o->HD, QD = NH * HD, KD = o->NKV * HD, rep = NH / o->NKV;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / rep) * HD;
-            size_t so = (size_t)omp_get_thread_num() * T * T;
-            float *p = o->att + so;
-            uint16_t *p16 = at(o->att16, so);
-            attn_probs(bf16, o, b, h, p, p16, !model_bf16_takes(bf16, T, HD, T));
-            sgemm1(bf16, false, false, T, HD, T, p, p16, T, o->v + ko, at(o->v16, ko), KD, 0.0f, y + qo, QD);
-            for (int t = 0; y16 && t < T; t++) model_bf16_round(y16 + qo + (size_t)t * QD, y + qo + (size_t)t * QD, HD);
+            act_t p = act_at(o->att, (size_t)omp_get_thread_num() * T * T);
+            attn_probs(bf16, o, b, h, p, !model_bf16_takes(bf16, T, HD, T));
+            sgemm1(bf16, false, false, T, HD, T, p, T, act_at(o->v, ko), KD, 0.0f, y.f + qo, QD);
+            for (int t = 0; y.bf && t < T; t++)
+                model_bf16_round(y.bf + qo + (size_t)t * QD, y.f + qo + (size_t)t * QD, HD);
         }
 }
 
-/* dq, dk, dv are written (not accumulated), dv16 (NULL or dv in bf16)
- * too. One thread owns each (b, kv head), so the keys and values a group
- * of heads shares are summed without races; it recomputes each head's
- * probabilities (keeping them for every layer would cost L B NH T T
- * floats). dp (threads, T, T) is scratch, dp16 (NULL or the same in
- * bf16) too */
-static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk, float *dv, uint16_t *dv16, float *dp,
-                               uint16_t *dp16, const float *dy)
+/* dq, dk, dv are written (not accumulated). One thread owns each (b, kv
+ * head), so the keys and values a group of heads shares are summed
+ * without races; it recomputes each head's probabilities (keeping them
+ * for every layer would cost L B NH T T floats). dp (threads, T, T) is
+ * scratch */
+static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk, act_t dv, act_t dp, const float *dy)
 {
     int B = o->B, T = o->T, NH = o->NH, NKV = o->NKV, HD = o->HD, QD = NH * HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
@@ -328,30 +313,26 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
     for (int b = 0; b < B; b++)
         for (int kh = 0; kh < NKV; kh++) {
             size_t so = (size_t)omp_get_thread_num() * T * T, ko = (size_t)b * T * KD + kh * HD;
-            float *ds = dp + so, *p = o->att + so;
-            uint16_t *ds16 = at(dp16, so), *p16 = at(o->att16, so);
-            const float *kb = o->k + ko, *vb = o->v + ko;
-            const uint16_t *kb16 = at(o->k16, ko), *vb16 = at(o->v16, ko);
+            act_t ds = act_at(dp, so), p = act_at(o->att, so), kb = act_at(o->k, ko), vb = act_at(o->v, ko);
             for (int h = kh * rep; h < (kh + 1) * rep; h++) {
                 size_t qo = (size_t)b * T * QD + h * HD;
-                const float *dyb = dy + qo, *qb = o->q + qo;
-                const uint16_t *qb16 = at(o->q16, qo);
+                act_t dyb = act_fp32(dy + qo), qb = act_at(o->q, qo);
                 float beta = h == kh * rep ? 0.0f : 1.0f;
-                attn_probs(bf16, o, b, h, p, p16, true);
+                attn_probs(bf16, o, b, h, p, true);
                 // dv += p^T . dy ; dp = dy . v^T
-                sgemm1(bf16, true, false, T, HD, T, p, p16, T, dyb, NULL, QD, beta, dv + ko, KD);
-                sgemm1(bf16, false, true, T, T, HD, dyb, NULL, QD, vb, vb16, KD, 0.0f, ds, T);
+                sgemm1(bf16, true, false, T, HD, T, p, T, dyb, QD, beta, dv.f + ko, KD);
+                sgemm1(bf16, false, true, T, T, HD, dyb, QD, vb, KD, 0.0f, ds.f, T);
                 for (int t = 0; t < T; t++) {
-                    model_softmax_backward_row(ds + (size_t)t * T, p + (size_t)t * T, t + 1, T, scale);
-                    if (ds16) model_bf16_round(ds16 + (size_t)t * T, ds + (size_t)t * T, T);
+                    model_softmax_backward_row(ds.f + (size_t)t * T, p.f + (size_t)t * T, t + 1, T, scale);
+                    if (ds.bf) model_bf16_round(ds.bf + (size_t)t * T, ds.f + (size_t)t * T, T);
                 }
                 // dq = ds . k ; dk += ds^T . q
-                sgemm1(bf16, false, false, T, HD, T, ds, ds16, T, kb, kb16, KD, 0.0f, dq + qo, QD);
-                sgemm1(bf16, true, false, T, HD, T, ds, ds16, T, qb, qb16, QD, beta, dk + ko, KD);
+                sgemm1(bf16, false, false, T, HD, T, ds, T, kb, KD, 0.0f, dq + qo, QD);
+                sgemm1(bf16, true, false, T, HD, T, ds, T, qb, QD, beta, dk + ko, KD);
             }
-            for (int t = 0; dv16 && t < T; t++) {
-                size_t at = ((size_t)b * T + t) * KD + kh * HD;
-                model_bf16_round(dv16 + at, dv + at, HD);
+            for (int t = 0; dv.bf && t < T; t++) {
+                size_t r = ((size_t)b * T + t) * KD + kh * HD;
+                model_bf16_round(dv.bf + r, dv.f + r, HD);
             }
         }
 }
@@ -384,12 +365,13 @@ static size_t layout_fp32(model_t *m, float *base, int B, int T)
     size_t chunk = model_logits_chunk(m, (int)N);
     model_acts_t *a = &m->a;
     model_grad_acts_t *g = &m->ga;
-    /* fp32 activations that only linear layers read are not kept where
-     * all of those read the bf16 copy */
+    /* fp32 activations (and gradients: dg, du) that only linear layers
+     * read are not kept where all of those read the bf16 copy */
     int n = (int)N;
     bool ln1 = !(input_bf16_only(m, n, c->C, (int)QD) && input_bf16_only(m, n, c->C, (int)KD));
     bool ln2 = !input_bf16_only(m, n, c->C, c->FF), h32 = !input_bf16_only(m, n, c->FF, c->C);
     a->y_all = !input_bf16_only(m, n, (int)QD, c->C);
+    bool dgu = !dout_bf16_only(m, n, c->C, c->FF);
     struct {
         float **p;
         size_t n;
@@ -422,8 +404,8 @@ static size_t layout_fp32(model_t *m, float *base, int B, int T)
         {&g->dv, N * KD},
         {&g->dy, N * QD},
         {&g->dk2, q3 * N * KD},
-        {&g->dg, N * FF},
-        {&g->du, N * FF},
+        {&g->dg, dgu * N * FF},
+        {&g->du, dgu * N * FF},
         {&g->dh, N * FF},
         {&g->logits, chunk * c->V},
         {&g->part, (size_t)omp_get_max_threads() * (C > (size_t)c->HD ? C : (size_t)c->HD)},
@@ -478,7 +460,10 @@ static size_t layout_bf16(model_t *m, float *base, int B, int T, size_t total)
 }
 
 /* points every activation into base (when not NULL) and returns the floats
- * they take for a batch of B x T */
+ * they take for a batch of B x T. The one place backend cpu-bf16's
+ * choices are made: which arrays have a bf16 copy, and which fp32 arrays
+ * are left out because only their copies are read; the layers see which
+ * of an act_t's arrays exist */
 static size_t acts_layout(model_t *m, float *base, int B, int T)
 {
     size_t total = layout_fp32(m, base, B, T);
@@ -524,11 +509,11 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits_out)
     const model_config_t *c = &m->cfg;
     int V = c->V, chunk = (int)model_logits_chunk(m, N);
     float inv_t = 1.0f / m->temperature;
+    act_t lnf = {m->a.lnf, m->a.lnfh};
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits_out ? logits_out + (size_t)r0 * V : m->ga.logits;
-        matmul_fw(m->bf16, lg, NULL, m->a.lnf + (size_t)r0 * c->C, at(m->a.lnfh, (size_t)r0 * c->C), lm_weight(m), NULL,
-                  n, c->C, V, false);
+        matmul_fw(m->bf16, act_fp32(lg), act_at(lnf, (size_t)r0 * c->C), lm_weight(m), NULL, n, c->C, V, false);
 #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
             const float *row = lg + (size_t)i * V;
@@ -547,15 +532,14 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
     const model_config_t *c = &m->cfg;
     int V = c->V, C = c->C, chunk = (int)model_logits_chunk(m, N);
     float inv_t = 1.0f / m->temperature;
+    act_t lnf_all = {m->a.lnf, m->a.lnfh}, lg = {m->ga.logits, m->ga.lg16};
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
-        float *lg = m->ga.logits;
-        const float *lnf = m->a.lnf + (size_t)r0 * C;
-        uint16_t *lnfh = at(m->a.lnfh, (size_t)r0 * C);
-        matmul_fw(m->bf16, lg, NULL, lnf, lnfh, lm_weight(m), NULL, n, C, V, false);
+        act_t lnf = act_at(lnf_all, (size_t)r0 * C);
+        matmul_fw(m->bf16, act_fp32(lg.f), lnf, lm_weight(m), NULL, n, C, V, false);
 #pragma omp parallel for if ((size_t)n * V >= MODEL_PAR_MIN)
         for (int i = 0; i < n; i++) {
-            float *row = lg + (size_t)i * V;
+            float *row = lg.f + (size_t)i * V;
             int tg = m->targets[r0 + i];
             float d = tg >= 0 ? dlogp[r0 + i] : 0.0f, lse = m->a.lse[r0 + i];
             if (!d) {
@@ -564,10 +548,9 @@ static void lm_head_backward(model_t *m, int N, const float *dlogp)
                 model_softmax_grad_row(row, V, inv_t, lse, d);
                 row[tg] += d * inv_t;
             }
-            if (m->ga.lg16) model_bf16_round(m->ga.lg16 + (size_t)i * V, row, V);
+            if (lg.bf) model_bf16_round(lg.bf + (size_t)i * V, row, V);
         }
-        matmul_backward(m->bf16, m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, m->ga.lg16, lnf, lnfh, lm_weight(m),
-                        n, C, V, false);
+        matmul_backward(m->bf16, m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, lnf, lm_weight(m), n, C, V, false);
     }
 }
 
@@ -655,47 +638,128 @@ static int set_batch(model_t *m, const int *tokens, const int *targets, const in
     return 0;
 }
 
-/* layer l: its residual stream a->x at l to a->x at l + 1 */
+/* p + l n: layer l's slice of a tensor of n per layer, or NULL for a
+ * tensor the config lacks */
+static float *slice(float *p, int l, size_t n) { return p ? p + l * n : NULL; }
+
+/* layer l's slices of the weights (or of their gradients) */
+typedef struct {
+    float *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *qn, *kn, *wo, *bo, *ln2, *wg, *wu, *wd;
+} layer_weights_t;
+
+static layer_weights_t layer_weights(const model_weights_t *w, const model_config_t *c, int l)
+{
+    size_t C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    return (layer_weights_t){
+        .ln1 = slice(w->ln1, l, C),
+        .wq = slice(w->wq, l, QD * C),
+        .bq = slice(w->bq, l, QD),
+        .wk = slice(w->wk, l, KD * C),
+        .bk = slice(w->bk, l, KD),
+        .wv = slice(w->wv, l, KD * C),
+        .bv = slice(w->bv, l, KD),
+        .qn = slice(w->qn, l, HD),
+        .kn = slice(w->kn, l, HD),
+        .wo = slice(w->wo, l, C * QD),
+        .bo = slice(w->bo, l, C),
+        .ln2 = slice(w->ln2, l, C),
+        .wg = slice(w->wg, l, FF * C),
+        .wu = slice(w->wu, l, FF * C),
+        .wd = slice(w->wd, l, C * FF),
+    };
+}
+
+/* layer l's slices of the activations (model_acts_t), N = B * T rows */
+typedef struct {
+    float *x;       // (N, C) residual stream entering the layer
+    act_t ln1;      // (N, C)
+    float *r1;      // (N)
+    float *qp, *kp; // (N, NH*HD), (N, NKV*HD) q_proj's, k_proj's outputs (Qwen3: before the norms, else q.f, k.f)
+    float *rq, *rk; // (N, NH), (N, NKV) Qwen3's q_norm, k_norm 1/rms
+    act_t q, k, v;  // (N, NH*HD), (N, NKV*HD), (N, NKV*HD) after norm and RoPE
+    act_t y;        // (N, NH*HD) attention output; y.f one layer's scratch unless y_all
+    float *xm;      // (N, C) residual after attention
+    act_t ln2;      // (N, C)
+    float *r2;      // (N)
+    float *g, *u;   // (N, FF) gate_proj, up_proj outputs
+    act_t h;        // (N, FF) silu(g) * u; h.f one layer's scratch, recomputed in backward
+    float *xn;      // (N, C) residual stream leaving the layer
+} layer_acts_t;
+
+static layer_acts_t layer_acts(const model_t *m, int l)
+{
+    const model_config_t *c = &m->cfg;
+    const model_acts_t *a = &m->a;
+    size_t N = (size_t)m->B * m->T, C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
+    layer_acts_t o = {
+        .x = slice(a->x, l, N * C),
+        .ln1 = act_at((act_t){a->ln1, a->ln1h}, l * N * C),
+        .r1 = slice(a->r1, l, N),
+        .rq = slice(a->rq, l, N * c->NH),
+        .rk = slice(a->rk, l, N * c->NKV),
+        .q = act_at((act_t){a->q, a->qh}, l * N * QD),
+        .k = act_at((act_t){a->k, a->kh}, l * N * KD),
+        .v = act_at((act_t){a->v, a->vh}, l * N * KD),
+        .y = {slice(a->y, a->y_all ? l : 0, N * QD), a->yh ? a->yh + l * N * QD : NULL},
+        .xm = slice(a->xm, l, N * C),
+        .ln2 = act_at((act_t){a->ln2, a->ln2h}, l * N * C),
+        .r2 = slice(a->r2, l, N),
+        .g = slice(a->g, l, N * FF),
+        .u = slice(a->u, l, N * FF),
+        .h = {a->h, a->hh ? a->hh + l * N * FF : NULL},
+        .xn = slice(a->x, l + 1, N * C),
+    };
+    bool q3 = c->type == MODEL_QWEN3;
+    o.qp = q3 ? slice(a->qpre, l, N * QD) : o.q.f;
+    o.kp = q3 ? slice(a->kpre, l, N * KD) : o.k.f;
+    return o;
+}
+
+static attn_t attn_of(const model_t *m, const layer_acts_t *la)
+{
+    const model_config_t *c = &m->cfg;
+    return (attn_t){.q = la->q,
+                    .k = la->k,
+                    .v = la->v,
+                    .att = {m->a.att, m->a.atth},
+                    .start = m->start,
+                    .prefix = m->prefix,
+                    .B = m->B,
+                    .T = m->T,
+                    .NH = c->NH,
+                    .NKV = c->NKV,
+                    .HD = c->HD};
+}
+
+/* layer l: its residual stream a.x to a.xn */
 static void layer_forward(model_t *m, int l)
 {
     const model_config_t *c = &m->cfg;
-    int N = m->B * m->T;
-    int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
-    const model_weights_t *w = &m->w;
-    model_acts_t *a = &m->a;
-    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
-    size_t nf = (size_t)l * N * FF;
-    float *x = a->x + nc, *ln1 = at(a->ln1, nc), *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-    uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
-    rmsnorm_fw(ln1, ln1h, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C, c->rms_eps);
-    float *qp = c->type == MODEL_QWEN3 ? a->qpre + nq : q;
-    float *kp = c->type == MODEL_QWEN3 ? a->kpre + nk : k;
-    matmul_fw(m->bf16, qp, NULL, ln1, ln1h, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD,
-              false);
-    matmul_fw(m->bf16, kp, NULL, ln1, ln1h, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD,
-              false);
-    matmul_fw(m->bf16, v, at(a->vh, nk), ln1, ln1h, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL,
-              N, C, KD, false);
+    int N = m->B * m->T, C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    layer_weights_t w = layer_weights(&m->w, c, l);
+    layer_acts_t a = layer_acts(m, l);
+    // attention: xm = x + attention(RoPE(q), RoPE(k), v) . wo^T (+ bo)
+    rmsnorm_fw(a.ln1, a.r1, a.x, w.ln1, N, C, c->rms_eps);
+    matmul_fw(m->bf16, act_fp32(a.qp), a.ln1, w.wq, w.bq, N, C, QD, false);
+    matmul_fw(m->bf16, act_fp32(a.kp), a.ln1, w.wk, w.bk, N, C, KD, false);
+    matmul_fw(m->bf16, a.v, a.ln1, w.wv, w.bv, N, C, KD, false);
     if (c->type == MODEL_QWEN3) {
-        model_rmsnorm(q, a->rq + (size_t)l * N * c->NH, qp, w->qn + (size_t)l * HD, N * c->NH, HD, c->rms_eps);
-        model_rmsnorm(k, a->rk + (size_t)l * N * c->NKV, kp, w->kn + (size_t)l * HD, N * c->NKV, HD, c->rms_eps);
+        model_rmsnorm(a.q.f, a.rq, a.qp, w.qn, N * c->NH, HD, c->rms_eps);
+        model_rmsnorm(a.k.f, a.rk, a.kp, w.kn, N * c->NKV, HD, c->rms_eps);
     }
-    rope_apply(q, at(a->qh, nq), m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, 1.0f);
-    rope_apply(k, at(a->kh, nk), m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, 1.0f);
-    float *y = a->y + (a->y_all ? nq : 0), *xm = a->xm + nc;
-    attn_t ao = attn_of(m, l);
-    attention_forward(m->bf16, &ao, y, yh);
-    copy(xm, x, (size_t)N * C);
-    matmul_fw(m->bf16, xm, NULL, y, yh, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C,
-              true);
-    float *ln2 = at(a->ln2, nc), *g = a->g + nf, *u = a->u + nf, *h = a->h;
-    rmsnorm_fw(ln2, ln2h, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C, c->rms_eps);
-    matmul_fw(m->bf16, g, NULL, ln2, ln2h, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
-    matmul_fw(m->bf16, u, NULL, ln2, ln2h, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
-    swiglu_fw(h, hh, g, u, (size_t)N * FF);
-    float *xn = a->x + nc + (size_t)N * C;
-    copy(xn, xm, (size_t)N * C);
-    matmul_fw(m->bf16, xn, NULL, h, hh, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+    rope_apply(a.q, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, 1.0f);
+    rope_apply(a.k, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, 1.0f);
+    attn_t ao = attn_of(m, &a);
+    attention_forward(m->bf16, &ao, a.y);
+    copy(a.xm, a.x, (size_t)N * C);
+    matmul_fw(m->bf16, act_fp32(a.xm), a.y, w.wo, w.bo, N, QD, C, true);
+    // MLP: xn = xm + (silu(g) * u) . wd^T
+    rmsnorm_fw(a.ln2, a.r2, a.xm, w.ln2, N, C, c->rms_eps);
+    matmul_fw(m->bf16, act_fp32(a.g), a.ln2, w.wg, NULL, N, C, FF, false);
+    matmul_fw(m->bf16, act_fp32(a.u), a.ln2, w.wu, NULL, N, C, FF, false);
+    swiglu_fw(a.h, a.g, a.u, (size_t)N * FF);
+    copy(a.xn, a.xm, (size_t)N * C);
+    matmul_fw(m->bf16, act_fp32(a.xn), a.h, w.wd, NULL, N, FF, C, true);
 }
 
 int model_forward_packed(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
@@ -717,7 +781,7 @@ int model_forward_packed(model_t *m, const int *tokens, const int *targets, cons
 #pragma omp parallel for if ((size_t)N * C >= MODEL_PAR_MIN)
     for (int n = 0; n < N; n++) memcpy(a->x + (size_t)n * C, w->wte + (size_t)tokens[n] * C, C * sizeof(float));
     for (int l = 0; l < c->L; l++) layer_forward(m, l);
-    rmsnorm_fw(a->lnf, a->lnfh, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
+    rmsnorm_fw((act_t){a->lnf, a->lnfh}, a->rf, a->x + (size_t)c->L * N * C, w->lnf, N, C, c->rms_eps);
     lm_head_forward(m, N, logp, logits);
     return 0;
 }
@@ -727,62 +791,43 @@ int model_forward_packed(model_t *m, const int *tokens, const int *targets, cons
 static void layer_backward(model_t *m, int l)
 {
     const model_config_t *c = &m->cfg;
-    int N = m->B * m->T;
-    int C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
-    const model_weights_t *w = &m->w;
-    model_weights_t *dw = &m->dw;
-    const model_acts_t *a = &m->a;
+    int N = m->B * m->T, C = c->C, QD = c->NH * c->HD, KD = c->NKV * c->HD, FF = c->FF, HD = c->HD;
+    layer_weights_t w = layer_weights(&m->w, c, l), dw = layer_weights(&m->dw, c, l);
+    layer_acts_t a = layer_acts(m, l);
     model_grad_acts_t *ga = &m->ga;
-    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
-    size_t nf = (size_t)l * N * FF;
-    uint16_t *ln1h = at(a->ln1h, nc), *yh = at(a->yh, nq), *ln2h = at(a->ln2h, nc), *hh = at(a->hh, nf);
-    const float *ln1 = at(a->ln1, nc), *ln2 = at(a->ln2, nc);
-    // MLP: x_next = xm + (silu(g) * u) . wd^T; h recomputed unless the
-    // bf16 kernel takes its bf16 copy
-    if (!hh || !model_bf16_takes(m->bf16, C, FF, N)) {
-        model_swiglu(a->h, a->g + nf, a->u + nf, (size_t)N * FF);
-        hh = NULL;
+    act_t dx = {ga->dx, ga->dx16}, dg = {ga->dg, ga->dg16}, du = {ga->du, ga->du16}, dv = {ga->dv, ga->dv16};
+    // MLP: xn = xm + (silu(g) * u) . wd^T; h.f recomputed where wd's
+    // weight gradient reads it (no bf16 copy, or the product in fp32)
+    if (!a.h.bf || !model_bf16_takes(m->bf16, C, FF, N)) swiglu_fw(act_fp32(a.h.f), a.g, a.u, (size_t)N * FF);
+    matmul_backward(m->bf16, ga->dh, dw.wd, NULL, dx, a.h, w.wd, N, FF, C, false);
+    swiglu_backward(dg, du, ga->dh, a.g, a.u, (size_t)N * FF);
+    matmul_backward(m->bf16, ga->dln, dw.wg, NULL, dg, a.ln2, w.wg, N, C, FF, false);
+    matmul_backward(m->bf16, ga->dln, dw.wu, NULL, du, a.ln2, w.wu, N, C, FF, true);
+    rmsnorm_backward(dx, dw.ln2, ga->part, ga->dln, a.xm, w.ln2, a.r2, N, C, true);
+    // attention: xm = x + y . wo^T (+ bo); where y.f is one layer's
+    // scratch it holds another layer's now, and wo's gradient reads y.bf
+    act_t y = {m->a.y_all ? a.y.f : NULL, a.y.bf};
+    matmul_backward(m->bf16, ga->dy, dw.wo, dw.bo, dx, y, w.wo, N, QD, C, false);
+    attn_t ao = attn_of(m, &a);
+    attention_backward(m->bf16, &ao, ga->dq, ga->dk, dv, (act_t){ga->dp, ga->dp16}, ga->dy);
+    /* the bf16 copies of the gradients wq and wk take come from the last
+     * step before them: RoPE's, or Qwen3's norms' (into dy, free again,
+     * and dk2) */
+    act_t dq = {ga->dq, ga->dq16}, dk = {ga->dk, ga->dk16};
+    if (c->type == MODEL_QWEN3) {
+        rope_apply(act_fp32(ga->dq), m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
+        rope_apply(act_fp32(ga->dk), m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
+        dq = (act_t){ga->dy, ga->dq16}, dk = (act_t){ga->dk2, ga->dk16};
+        rmsnorm_backward(dq, dw.qn, ga->part, ga->dq, a.qp, w.qn, a.rq, N * c->NH, HD, false);
+        rmsnorm_backward(dk, dw.kn, ga->part, ga->dk, a.kp, w.kn, a.rk, N * c->NKV, HD, false);
+    } else {
+        rope_apply(dq, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
+        rope_apply(dk, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
     }
-    matmul_backward(m->bf16, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, ga->dx16, a->h, hh,
-                    w->wd + (size_t)l * C * FF, N, FF, C, false);
-    /* dg and du in fp32 only where a matmul reads them */
-    bool d32 = !dout_bf16_only(m, N, C, FF);
-    float *dg = d32 ? ga->dg : NULL, *du = d32 ? ga->du : NULL;
-    swiglu_backward(dg, du, ga->dg16, ga->du16, ga->dh, a->g + nf, a->u + nf, (size_t)N * FF);
-    matmul_backward(m->bf16, ga->dln, dw->wg + (size_t)l * FF * C, NULL, dg, ga->dg16, ln2, ln2h,
-                    w->wg + (size_t)l * FF * C, N, C, FF, false);
-    matmul_backward(m->bf16, ga->dln, dw->wu + (size_t)l * FF * C, NULL, du, ga->du16, ln2, ln2h,
-                    w->wu + (size_t)l * FF * C, N, C, FF, true);
-    rmsnorm_backward(ga->dx, ga->dx16, dw->ln2 + (size_t)l * C, ga->part, ga->dln, a->xm + nc, w->ln2 + (size_t)l * C,
-                     a->r2 + (size_t)l * N, N, C, true);
-    // attention: xm = x + y . wo^T (+ bo)
-    matmul_backward(m->bf16, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx,
-                    ga->dx16, a->y_all ? a->y + nq : NULL, yh, w->wo + (size_t)l * C * QD, N, QD, C, false);
-    attn_t ao = attn_of(m, l);
-    attention_backward(m->bf16, &ao, ga->dq, ga->dk, ga->dv, ga->dv16, ga->dp, ga->dp16, ga->dy);
-    /* the bf16 copies of the gradients wq and wk take come from the
-     * last step before them: RoPE's, or Qwen3's norms' */
-    bool q3 = c->type == MODEL_QWEN3;
-    rope_apply(ga->dq, q3 ? NULL : ga->dq16, m->pos, m->rope_cos, m->rope_sin, N, c->NH, HD, -1.0f);
-    rope_apply(ga->dk, q3 ? NULL : ga->dk16, m->pos, m->rope_cos, m->rope_sin, N, c->NKV, HD, -1.0f);
-    float *dq = ga->dq, *dk = ga->dk;
-    if (q3) {
-        /* dy is free again: it takes dq before q_norm, dk2 dk */
-        rmsnorm_backward(ga->dy, ga->dq16, dw->qn + (size_t)l * HD, ga->part, ga->dq, a->qpre + nq,
-                         w->qn + (size_t)l * HD, a->rq + (size_t)l * N * c->NH, N * c->NH, HD, false);
-        rmsnorm_backward(ga->dk2, ga->dk16, dw->kn + (size_t)l * HD, ga->part, ga->dk, a->kpre + nk,
-                         w->kn + (size_t)l * HD, a->rk + (size_t)l * N * c->NKV, N * c->NKV, HD, false);
-        dq = ga->dy;
-        dk = ga->dk2;
-    }
-    matmul_backward(m->bf16, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq,
-                    ga->dq16, ln1, ln1h, w->wq + (size_t)l * QD * C, N, C, QD, false);
-    matmul_backward(m->bf16, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk,
-                    ga->dk16, ln1, ln1h, w->wk + (size_t)l * KD * C, N, C, KD, true);
-    matmul_backward(m->bf16, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv,
-                    ga->dv16, ln1, ln1h, w->wv + (size_t)l * KD * C, N, C, KD, true);
-    rmsnorm_backward(ga->dx, ga->dx16, dw->ln1 + (size_t)l * C, ga->part, ga->dln, a->x + nc, w->ln1 + (size_t)l * C,
-                     a->r1 + (size_t)l * N, N, C, true);
+    matmul_backward(m->bf16, ga->dln, dw.wq, dw.bq, dq, a.ln1, w.wq, N, C, QD, false);
+    matmul_backward(m->bf16, ga->dln, dw.wk, dw.bk, dk, a.ln1, w.wk, N, C, KD, true);
+    matmul_backward(m->bf16, ga->dln, dw.wv, dw.bv, dv, a.ln1, w.wv, N, C, KD, true);
+    rmsnorm_backward(dx, dw.ln1, ga->part, ga->dln, a.x, w.ln1, a.r1, N, C, true);
 }
 
 void model_backward(model_t *m, const float *dlogp)
@@ -801,8 +846,8 @@ void model_backward(model_t *m, const float *dlogp)
     model_grad_acts_t *ga = &m->ga;
 
     lm_head_backward(m, N, dlogp);
-    rmsnorm_backward(ga->dx, ga->dx16, dw->lnf, ga->part, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf, N, C,
-                     false);
+    rmsnorm_backward((act_t){ga->dx, ga->dx16}, dw->lnf, ga->part, ga->dln, a->x + (size_t)c->L * N * C, w->lnf, a->rf,
+                     N, C, false);
     for (int l = c->L - 1; l >= 0; l--) layer_backward(m, l);
 /* rows of one token add into the same embedding row: each thread owns
  * a range of columns */

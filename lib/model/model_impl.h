@@ -57,7 +57,8 @@ typedef struct {
     float *lse;  // (N) logsumexp of logits / temperature
     /* backend cpu-bf16 only (else NULL): the matmuls' inputs rounded to
      * bf16 by their producers, read by the bf16 kernel in the forward pass and
-     * for the weight gradients */
+     * for the weight gradients; forward.c pairs each with its fp32 array
+     * above as one handle (act_t) */
     uint16_t *ln1h; // (L, N, C)
     uint16_t *yh;   // (L, N, NH*HD)
     uint16_t *ln2h; // (L, N, C)
@@ -78,14 +79,15 @@ typedef struct {
     float *dv;     // (N, NKV*HD)
     float *dy;     // (N, NH*HD)
     float *dk2;    // (N, NKV*HD) Qwen3: dk before k_norm
-    float *dg;     // (N, FF)
-    float *du;     // (N, FF)
+    float *dg;     // (N, FF), NULL where only matmuls that take dg16 read it
+    float *du;     // (N, FF), the same with du16
     float *dh;     // (N, FF)
     float *logits; // (chunk, V)
     float *part;   // (threads, max(C, HD)) per-thread norm weight gradients
     float *dp;     // (threads, T, T) attention backward scratch
     /* backend cpu-bf16 only (else NULL): the gradients that go into
-     * matmuls, rounded to bf16 by their producers */
+     * matmuls, rounded to bf16 by their producers (paired with their fp32
+     * arrays as act_t handles, as the activations are) */
     uint16_t *dx16; // (N, C)
     uint16_t *dq16; // (N, NH*HD) the gradient wq's matmul takes
     uint16_t *dk16; // (N, NKV*HD) the same for wk
