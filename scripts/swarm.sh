@@ -62,11 +62,15 @@ show() {
 }
 
 progress() {
-  local line="" f r w
+  local line="" f r w last g
   for f in "$run"/*/metrics.jsonl; do
     [ -s "$f" ] || continue
-    r=$(tail -n 1 "$f" | grep -o '"round":[0-9]*' | cut -d: -f2)
-    w=$(tail -n 1 "$f" | grep -o '"reward_mean":[-0-9.e]*' | cut -d: -f2)
+    last=$(tail -n 1 "$f")
+    r=$(grep -o '"round":[0-9]*' <<< "$last" | head -n 1 | cut -d: -f2)
+    # in the game a batch is a stage: its game round and stage instead
+    g=$(grep -o '"game":{"round":[0-9]*,"stage":"[a-z]*"' <<< "$last" | tr -dc 'a-z0-9,:' | cut -d: -f3- || true)
+    [ -n "$g" ] && r="${g%%,*} ${g##*:}"
+    w=$(grep -o '"reward_mean":[-0-9.e]*' <<< "$last" | head -n 1 | cut -d: -f2)
     line+="$(basename "$(dirname "$f")") r${r:-?} reward ${w:0:5}  "
   done
   echo "${line:-waiting for the first round...}"
