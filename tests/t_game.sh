@@ -10,7 +10,7 @@
 #     refused;
 #   - a stage output planted under a node without a key (garbage, with no
 #     signature) is refused, counted, and logged by its node's name;
-#   - game_report on hand-made metrics and evaluations: stage rewards and
+#   - game_report on hand-made metrics and evaluations: stage rewards, peers shown and
 #     answer length per game round, and relative regret worked by hand;
 #   - a node on a random Qwen-shaped model with the real Qwen tokenizer
 #     plays a round: its three stages reach the learner.
@@ -67,23 +67,25 @@ grep -q FAIL "$tmp/verdicts" && { echo "--- swarm logs"; tail -n 20 "$tmp/swarm"
 # game_report: swarm n0 and n1, solo n0; two rounds (six batches), pass@1
 # at rounds 0 and 2: n0 0.5 0.8, n1 0.5 0.4, solo 0.25 0.6. Best 0.5, 0.8:
 # pointwise regret n0 0 0, n1 0 0.5, solo 0.5 0.25; averaged at round 2:
-# 0, 0.25, 0.375
+# 0, 0.25, 0.375. Peers shown: n0 1 at critique and 2 at resolve in round
+# 1, one more of each in round 2; the others 0, then 1
 mkdir -p "$tmp/r/swarm/n0" "$tmp/r/swarm/n1" "$tmp/r/solo/n0"
 python3 - "$tmp/r" <<'PY'
 import json, sys
 r = sys.argv[1]
 fams = ["game_answer", "game_critique", "game_resolve"]
-def node(path, base, passes):
+def node(path, base, passes, peers=0):
     with open(path + "/metrics.jsonl", "w") as f:
         for b in range(1, 7):
             st = (b - 1) % 3
             f.write(json.dumps({"round": b, "reward_mean": base + st / 10 + b / 100, "completion_length": 10 + b,
-                                "sampler": {"game": {"round": (b - 1) // 3 + 1, "stage": ["answer", "critique", "resolve"][st]}},
+                                "sampler": {"game": {"round": (b - 1) // 3 + 1, "stage": ["answer", "critique", "resolve"][st],
+                                                     "peers": peers * st + (b > 3)}},
                                 "family_reward": {fams[st]: 0}}) + "\n")
     with open(path + "/eval.jsonl", "w") as f:
         for rd, p in zip((0, 2), passes):
             f.write(json.dumps({"round": rd, "pass1": p}) + "\n")
-node(r + "/swarm/n0", 0.1, (0.5, 0.8))
+node(r + "/swarm/n0", 0.1, (0.5, 0.8), 1)
 node(r + "/swarm/n1", 0.2, (0.5, 0.4))
 node(r + "/solo/n0", 0.3, (0.25, 0.6))
 PY
@@ -100,6 +102,8 @@ n0 = [list(map(float, l.split())) for l in open(r + "/swarm/game/node0.dat") if 
 ok("report_stages", len(n0) == 2 and all(abs(a - b) < 1e-6 for a, b in zip(n0[0] + n0[1], [1, .11, .22, .33, 11, 2, .14, .25, .36, 14])))
 out = open(r + "/out").read()
 ok("report_summary", "| solo/n0 | 2 |" in out and "0.3750 |" in out)
+# peers shown, mean over the two rounds: n0 1.5 at critique, 2.5 at resolve
+ok("report_peers", "| 1.50, 2.50 |" in out and "| 0.50, 0.50 |" in out)
 PY
 "$bin/game_report" "$tmp/r/swarm" > /dev/null 2>&1; [ $? -eq 2 ] && echo "PASS game_report_usage" || echo "FAIL game_report_usage"
 

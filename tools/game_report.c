@@ -26,8 +26,9 @@
 #define MAX_NODES 64
 
 /* a node's batches (value: the stage's scored reward) with the completions'
- * mean length; batch b is stage (b - 1) % 3 of game round (b - 1) / 3 + 1 */
-static const char *const metric_keys[] = {"completion_length"};
+ * mean length and the peers whose outputs the stage showed; batch b is stage (b - 1) % 3 of game round (b - 1) / 3 + 1
+ */
+static const char *const metric_keys[] = {"completion_length", "sampler.game.peers"};
 static const char *const stages[3] = {"answer", "critique", "resolve"};
 
 typedef struct {
@@ -36,6 +37,7 @@ typedef struct {
     int rounds;              /* game rounds with a batch */
     double *stage[3];        /* per game round, NaN where missing */
     double *length;          /* answer length per game round */
+    double peers[3];         /* peers shown per stage, mean over rounds */
 } node_t;
 
 static const cJSON *pass1(const cJSON *line) { return cJSON_GetObjectItemCaseSensitive(line, "pass1"); }
@@ -53,12 +55,15 @@ static void by_round(node_t *nd)
     }
     nd->length = malloc(sizeof(double) * (size_t)(nd->rounds + 1));
     for (int r = 0; r <= nd->rounds; r++) nd->length[r] = NAN;
+    int shown[3] = {0};
     for (int k = 0; k < s->n; k++) {
         if (s->round[k] < 1) continue;
         int r = (s->round[k] - 1) / 3 + 1, st = (s->round[k] - 1) % 3;
         nd->stage[st][r] = s->value[k];
         if (st == 0) nd->length[r] = s->col[0][k];
+        if (!isnan(s->col[1][k])) nd->peers[st] += s->col[1][k], shown[st]++;
     }
+    for (int st = 0; st < 3; st++) nd->peers[st] = shown[st] ? nd->peers[st] / shown[st] : NAN;
 }
 
 static int by_name(const void *a, const void *b)
@@ -83,7 +88,7 @@ static int load_folder(const char *folder, const char *label, node_t *nodes, int
         node_t *nd = &nodes[nn];
         snprintf(nd->name, sizeof nd->name, "%s/%.127s", label, de->d_name);
         snprintf(path, sizeof path, "%s/%s/metrics.jsonl", folder, de->d_name);
-        if (series_load(&nd->batches, path, metrics_round_reward, metric_keys, 1, "game_report",
+        if (series_load(&nd->batches, path, metrics_round_reward, metric_keys, 2, "game_report",
                         "not a metrics line, skipped") <= 0) {
             series_free(&nd->batches);
             continue;
@@ -178,17 +183,19 @@ static int write_regret(const char *dir, const node_t *nodes, int nn, const int 
 
 static void write_summary(FILE *md, const node_t *nodes, int nn, const int *rounds, int n, const double *regret)
 {
-    fprintf(md,
-            "| node | game rounds | answer, critique, resolve reward: first 10 rounds | last 10 rounds | answer "
-            "length first / last 10 | pass@1 first / last | time-averaged regret |\n|---|---|---|---|---|---|---|\n");
+    fprintf(md, "| node | game rounds | answer, critique, resolve reward: first 10 rounds | last 10 rounds | answer "
+                "length first / last 10 | peers shown at critique, resolve (mean) | pass@1 first / last | "
+                "time-averaged regret |\n|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < nn; i++) {
         const node_t *nd = &nodes[i];
         int R = nd->rounds, a = R < 10 ? R : 10;
-        fprintf(md, "| %s | %d | %.3f, %.3f, %.3f | %.3f, %.3f, %.3f | %.1f / %.1f | %.3f / %.3f | %.4f |\n", nd->name,
-                R, mean_of(nd->stage[0], 1, a), mean_of(nd->stage[1], 1, a), mean_of(nd->stage[2], 1, a),
+        fprintf(md,
+                "| %s | %d | %.3f, %.3f, %.3f | %.3f, %.3f, %.3f | %.1f / %.1f | %.2f, %.2f | %.3f / %.3f | %.4f |\n",
+                nd->name, R, mean_of(nd->stage[0], 1, a), mean_of(nd->stage[1], 1, a), mean_of(nd->stage[2], 1, a),
                 mean_of(nd->stage[0], R - a + 1, R), mean_of(nd->stage[1], R - a + 1, R),
                 mean_of(nd->stage[2], R - a + 1, R), mean_of(nd->length, 1, a), mean_of(nd->length, R - a + 1, R),
-                n ? eval_at(&nd->evals, rounds[0]) : NAN, n ? eval_at(&nd->evals, rounds[n - 1]) : NAN, regret[i]);
+                nd->peers[1], nd->peers[2], n ? eval_at(&nd->evals, rounds[0]) : NAN,
+                n ? eval_at(&nd->evals, rounds[n - 1]) : NAN, regret[i]);
     }
     fprintf(md,
             "\nRegret at %d evaluated rounds (%d to %d): a node's pointwise regret is how far its held-out pass@1 "

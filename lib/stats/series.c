@@ -9,9 +9,9 @@ static const cJSON *lookup(const cJSON *j, const char *key)
 {
     char k[64];
     snprintf(k, sizeof k, "%s", key);
-    char *dot = strchr(k, '.');
-    if (dot) *dot = '\0', j = cJSON_GetObjectItemCaseSensitive(j, k);
-    return cJSON_GetObjectItemCaseSensitive(j, dot ? dot + 1 : k);
+    char *name = k, *dot;
+    for (; (dot = strchr(name, '.')); name = dot + 1) *dot = '\0', j = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_GetObjectItemCaseSensitive(j, name);
 }
 
 static void grow(series_t *s)

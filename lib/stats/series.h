@@ -21,7 +21,7 @@ typedef struct {
 
 /* Reads path into s (emptied first): a point for every line with a number
  * "round" and a number value(line), with the number at each of the ncols
- * keys in its columns (a key "a.b" is b in the object a). A line without
+ * keys in its columns (a key "a.b" is b in the object a, "a.b.c" c in a.b). A line without
  * is skipped with "PROG: PATH:LINE: NOTE" on stderr. Returns the number of
  * points, or -1 when path cannot be opened. */
 int series_load(series_t *s, const char *path, const cJSON *(*value)(const cJSON *line), const char *const *keys,
