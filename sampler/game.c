@@ -260,15 +260,14 @@ static void on_scored(game_t *g, const wire_record_t *r)
 static void send_stage_batch(game_t *g, const rec_rollout_view_t *views, int n)
 {
     sampler_t *s = g->s;
-    rec_rollout_t *rs = calloc((size_t)n + 1, sizeof *rs);
-    rec_completion_t **comps = calloc((size_t)n + 1, sizeof *comps);
     double reward = 0;
     long completions = 0;
-    for (int i = 0; i < n; i++) {
-        comps[i] = calloc(views[i].r.n_completions + 1, sizeof **comps);
-        rec_rollout_unpack(&views[i], &rs[i], comps[i]);
-        for (size_t c = 0; c < views[i].r.n_completions; c++) reward += comps[i][c].reward, completions++;
-    }
+    for (int i = 0; i < n; i++)
+        for (size_t c = 0; c < views[i].r.n_completions; c++) {
+            rec_completion_t comp;
+            rec_rollout_completion(&views[i], c, &comp);
+            reward += comp.reward, completions++;
+        }
     char stats[1024];
     snprintf(stats, sizeof stats,
              "{\"game\":{\"round\":%llu,\"stage\":\"%s\",\"peers\":%d,\"outputs_published\":%ld,"
@@ -279,17 +278,13 @@ static void send_stage_batch(game_t *g, const rec_rollout_view_t *views, int n)
     rec_batch_t b = {.node = s->cfg.node,
                      .round = batch_round(g),
                      .policy_version = s->policy_version,
-                     .groups = rs,
-                     .n_groups = (size_t)n,
                      .local_count = (uint32_t)n,
                      .stats_json = stats};
     uint8_t *buf;
     size_t len;
-    if (rec_batch_build(&b, &buf, &len) != 0) log_fatal("batch record too large");
+    if (batch_build(&b, views, (size_t)n, &buf, &len) != 0) log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
-    for (int i = 0; i < n; i++) free(comps[i]);
-    free(comps), free(rs);
     s->pool_seconds = 0;
 }
 

@@ -165,6 +165,26 @@ bool assembly_ready(assembly_t *self, uint64_t version, bool allow_fallback)
     return allow_fallback && self->local.n + self->external.n >= I + J;
 }
 
+int batch_build(rec_batch_t *b, const rec_rollout_view_t *views, size_t n, uint8_t **buf, size_t *len)
+{
+    size_t all = 0;
+    for (size_t i = 0; i < n; i++) all += views[i].r.n_completions;
+    rec_rollout_t *groups = calloc(n ? n : 1, sizeof *groups);
+    rec_completion_t *comps = calloc(all + 1, sizeof *comps);
+    int rc = -1;
+    if (groups && comps) {
+        for (size_t i = 0, at = 0; i < n; at += views[i].r.n_completions, i++)
+            rec_rollout_unpack(&views[i], &groups[i], comps + at);
+        b->groups = groups;
+        b->n_groups = n;
+        rc = rec_batch_build(b, buf, len);
+        b->groups = NULL;
+    }
+    free(groups);
+    free(comps);
+    return rc;
+}
+
 int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char *stats_json, uint8_t **buf,
                   size_t *len)
 {
@@ -174,26 +194,21 @@ int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char
     if (ni > self->local.n) ni = self->local.n;
     size_t n = ni + nj;
     group_t **taken = calloc(n ? n : 1, sizeof *taken);
-    rec_rollout_t *groups = calloc(n ? n : 1, sizeof *groups);
-    rec_completion_t *comps = calloc(n * (size_t)self->cfg->completions + 1, sizeof *comps);
+    rec_rollout_view_t *views = calloc(n ? n : 1, sizeof *views);
     int rc = -1;
-    if (!taken || !groups || !comps) goto done;
+    if (!taken || !views) goto done;
     for (size_t i = 0; i < n; i++) {
         taken[i] = pop(i < ni ? &self->local : &self->external);
-        rec_rollout_view_t v;
         char err[128];
-        rec_rollout_view(taken[i]->buf, taken[i]->len, &v, err, sizeof err);
-        rec_rollout_unpack(&v, &groups[i], comps + i * (size_t)self->cfg->completions);
+        rec_rollout_view(taken[i]->buf, taken[i]->len, &views[i], err, sizeof err);
     }
     rec_batch_t b = {.node = self->cfg->node,
                      .round = round,
                      .policy_version = version,
-                     .groups = groups,
-                     .n_groups = n,
                      .local_count = (uint32_t)ni,
                      .external_count = (uint32_t)nj,
                      .stats_json = stats_json};
-    rc = rec_batch_build(&b, buf, len);
+    rc = batch_build(&b, views, n, buf, len);
     self->st.batches++;
     self->zero_adv_streak = 0;
     if (nj < J) self->st.fallback_batches++;
@@ -201,8 +216,7 @@ done:
     for (size_t i = 0; taken && i < n; i++)
         if (taken[i]) drop(taken[i]);
     free(taken);
-    free(groups);
-    free(comps);
+    free(views);
     return rc;
 }
 

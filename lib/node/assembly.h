@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "node/config.h"
+#include "records.h"
 
 typedef struct {
     long local_in, external_in;     /* scored groups received */
@@ -58,6 +59,11 @@ size_t assembly_external(const assembly_t *self);
 /* Whether a batch can be made for the current policy version: I fresh local
  * groups and J external ones, or, when allow_fallback, I + J local ones. */
 bool assembly_ready(assembly_t *self, uint64_t version, bool allow_fallback);
+
+/* A Batch record (malloc'ed) of the n groups in views, which stay owned by
+ * the caller: b's groups and n_groups are set here, its other fields
+ * (node, round, policy version, counts, stats) come from b. 0, or -1. */
+int batch_build(rec_batch_t *b, const rec_rollout_view_t *views, size_t n, uint8_t **buf, size_t *len);
 
 /* Builds the batch of round `round` (malloc'ed record) and forgets the
  * groups in it; stats_json is copied into the record. 0, or -1. */
