@@ -47,7 +47,9 @@ typedef struct {
     bool sent;                /* the stage's tasks are out */
     char **best[GAME_STAGES]; /* Q each: this node's best completion of the stage */
     float *best_reward[GAME_STAGES];
-    int peers; /* peers whose outputs this stage's prompts show */
+    int peers;                        /* peers whose outputs this stage's prompts show */
+    int64_t waiting_since, next_look; /* game-wait: the stage's first look for peers, and its next (ms) */
+    double waited;                    /* seconds this stage waited for peers */
     long outputs_published, outputs_rejected;
 } game_t;
 
@@ -169,25 +171,46 @@ static void resolve_entry(game_t *g, int q, const peer_t *peers, int n_peers)
         log_fatal("resolution of round %llu: %s", (unsigned long long)g->round, err);
 }
 
-/* the stage's prompts: from the round's questions, or from this node's
- * and its peers' outputs of the stage before */
-static void build_stage(game_t *g)
+/* whether a stage may start with the got peers read now: every other node
+ * the pool asked has its output in, or game-wait has passed since the
+ * stage first looked (else the next look is due in a quarter second) */
+static bool peers_enough(game_t *g, int got)
 {
+    const sampler_t *s = g->s;
+    int64_t now = zclock_mono();
+    if (!g->waiting_since) g->waiting_since = now;
+    g->waited = (now - g->waiting_since) / 1000.0;
+    if (got >= pool_stage_asked(s->pool) || got >= GAME_PEERS_MAX || g->waited >= s->cfg.game_wait) {
+        g->waiting_since = 0;
+        return true;
+    }
+    g->next_look = now + 250;
+    return false;
+}
+
+/* the stage's prompts: from the round's questions, or from this node's
+ * and its peers' outputs of the stage before; false when the stage waits
+ * for more peers (game-wait) */
+static bool build_stage(game_t *g)
+{
+    g->waited = 0;
     if (g->stage == GAME_ANSWER) {
         draw_problems(g);
         g->peers = 0;
-        return;
+        return true;
     }
     pool_entry_t *got = NULL;
     int n_got = 0;
     peer_t peers[GAME_PEERS_MAX];
     g->peers = read_peers(g, &got, &n_got, peers);
-    for (int q = 0; q < g->questions; q++) {
+    bool go = peers_enough(g, g->peers);
+    for (int q = 0; go && q < g->questions; q++) {
         if (g->stage == GAME_CRITIQUE) critique_entry(g, q, peers, g->peers);
         else resolve_entry(g, q, peers, g->peers);
     }
     for (int p = 0; p < g->peers; p++) free(peers[p].texts);
     pool_entries_free(got, n_got);
+    return go;
 }
 
 /* question q of the stage, to the generators (again, after a stall) */
@@ -219,7 +242,8 @@ static void send_stage_task(game_t *g, int q)
 
 static void start_stage(game_t *g)
 {
-    build_stage(g);
+    if (!build_stage(g)) return;
+    g->s->last_progress = zclock_mono(); /* a wait for peers is no stall */
     for (int q = 0; q < g->questions; q++) {
         g->back[q] = false;
         send_stage_task(g, q);
@@ -270,11 +294,13 @@ static void send_stage_batch(game_t *g, const rec_rollout_view_t *views, int n)
         }
     char stats[1024];
     snprintf(stats, sizeof stats,
-             "{\"game\":{\"round\":%llu,\"stage\":\"%s\",\"peers\":%d,\"outputs_published\":%ld,"
+             "{\"game\":{\"round\":%llu,\"stage\":\"%s\",\"peers\":%d,\"waited_seconds\":%.3f,"
+             "\"outputs_published\":%ld,"
              "\"outputs_rejected\":%ld},\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
              "\"seconds\":{\"pool\":%.4f}}",
-             (unsigned long long)g->round, stage_names[g->stage], g->peers, g->outputs_published, g->outputs_rejected,
-             s->pool_errors, completions ? reward / (double)completions : 0.0, completions, s->pool_seconds);
+             (unsigned long long)g->round, stage_names[g->stage], g->peers, g->waited, g->outputs_published,
+             g->outputs_rejected, s->pool_errors, completions ? reward / (double)completions : 0.0, completions,
+             s->pool_seconds);
     rec_batch_t b = {.node = s->cfg.node,
                      .round = batch_round(g),
                      .policy_version = s->policy_version,
@@ -398,9 +424,9 @@ void game_run(sampler_t *s)
     game_init(&g, s);
     while (!zsys_interrupted) {
         sampler_follow_learner(s);
-        if (!g.sent) start_stage(&g);
+        if (!g.sent && zclock_mono() >= g.next_look) start_stage(&g);
         receive(&g);
-        if (g.n_back == g.questions && batch_round(&g) <= s->learner_round + BATCHES_AHEAD) finish_stage(&g);
+        if (g.sent && g.n_back == g.questions && batch_round(&g) <= s->learner_round + BATCHES_AHEAD) finish_stage(&g);
     }
     game_free(&g);
 }

@@ -10,8 +10,12 @@
 #     refused;
 #   - a stage output planted under a node without a key (garbage, with no
 #     signature) is refused, counted, and logged by its node's name;
-#   - game_report on hand-made metrics and evaluations: stage rewards, peers shown and
-#     answer length per game round, and relative regret worked by hand;
+#   - game-wait: two nodes that wait for each other's outputs see each
+#     other at every stage from round 2 on; a peer that never
+#     plays holds a stage for the bound only;
+#   - game_report on hand-made metrics and evaluations: stage rewards,
+#     peers shown and answer length per game round, and relative regret
+#     worked by hand;
 #   - a node on a random Qwen-shaped model with the real Qwen tokenizer
 #     plays a round: its three stages reach the learner.
 set -u
@@ -21,7 +25,7 @@ bin=${SAPO_BIN:-build/asan/bin}
 need game broker learner sampler generator verifier redis-server redis-cli foreman python3
 tmp=$(mktemp -d)
 cleanup() {
-  for r in swarm q; do [ -f "$tmp/$r/pids" ] && scripts/swarm.sh stop --run "$tmp/$r" > /dev/null; done
+  for r in swarm q w60 w3; do [ -f "$tmp/$r/pids" ] && scripts/swarm.sh stop --run "$tmp/$r" > /dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -63,6 +67,38 @@ ok("no_peer_refused", all(not any("dropped %s's" % p in logs[n] for p in m) for 
 PY
 cat "$tmp/verdicts"
 grep -q FAIL "$tmp/verdicts" && { echo "--- swarm logs"; tail -n 20 "$tmp/swarm"/n*/node.log; }
+
+# game-wait: two nodes whose stages wait up to 60 s for the other's output
+# see it at every stage from round 2 on (in round 1 a node ahead may not
+# know of its peer yet: a node is known once it has published); without
+# the wait, whichever node reaches a stage first sees none. Then a peer that never plays (evil
+# in the pool's set of nodes) holds each stage for the bound (3 s) alone.
+for w in 60 3; do
+  SAPO_GAME_WAIT=$w SAPO_SWARM=w$w$$ scripts/swarm.sh start --nodes 2 --rounds $((w == 60 ? 3 : 1)) --run "$tmp/w$w" \
+    > "$tmp/w$w.log" 2>&1
+  [ "$w" = 3 ] && redis-cli -p "$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/w$w.log" | head -1 | grep -o '[0-9]*$')" \
+    SADD "w$w$$:nodes" evil > /dev/null
+  scripts/swarm.sh wait --run "$tmp/w$w" --timeout 300
+  scripts/swarm.sh stop --run "$tmp/w$w" > /dev/null
+done
+python3 - "$tmp" <<'PY'
+import json, os, sys
+ok = lambda name, cond: print(("PASS" if cond else "FAIL") + " game_" + name)
+def games(run):
+    m = {}
+    for n in ("n0", "n1"):
+        p = os.path.join(run, n, "metrics.jsonl")
+        m[n] = [json.loads(l)["sampler"]["game"] for l in open(p)] if os.path.exists(p) else []
+    return m
+m = games(sys.argv[1] + "/w60")
+later = [g for n in m for g in m[n] if g["stage"] != "answer" and g["round"] > 1]
+ok("wait_for_peers", all(len(m[n]) == 9 for n in m) and len(later) == 8 and
+   all(g["peers"] == 1 and g["waited_seconds"] < 60 for g in later))
+m = games(sys.argv[1] + "/w3")
+shown = [g for n in m for g in m[n] if g["stage"] != "answer"]
+ok("wait_bounded", all(len(m[n]) == 3 for n in m) and len(shown) == 4 and
+   all(g["peers"] == 1 and 3 <= g["waited_seconds"] < 6 for g in shown))
+PY
 
 # game_report: swarm n0 and n1, solo n0; two rounds (six batches), pass@1
 # at rounds 0 and 2: n0 0.5 0.8, n1 0.5 0.4, solo 0.25 0.6. Best 0.5, 0.8:

@@ -851,9 +851,9 @@ static int stage_check(const pool_entry_t *e, int n, const char *tag, int *seen_
 }
 
 /* Three nodes publish their output of round 5, stage 2: a reads b's and
- * c's, never its own, byte for byte with their nodes; another stage or
- * round holds nothing; publishing again replaces a node's own output, and
- * each output expires after pool_stage_ttl (600 s unless set). */
+ * c's, never its own, byte for byte with their nodes, having asked both;
+ * another stage or round holds nothing (both peers asked all the same); publishing again replaces a node's own output,
+ * and each output expires after pool_stage_ttl (600 s unless set). */
 static void test_stage_round_trip(void)
 {
     pool_t *a = fresh_pool(10), *b = same_swarm(10), *c = same_swarm(10);
@@ -868,6 +868,7 @@ static void test_stage_round_trip(void)
     int n = pool_stage_read(a, "a", 5, 2, 10, &e, err, sizeof err);
     int sa = 0, sb = 0, sc = 0;
     EXPECTF(n == 2, "read %d: %s", n, n < 0 ? err : "");
+    EXPECT(pool_stage_asked(a) == 2); /* b and c: a's peers */
     EXPECT(stage_check(e, n, "", &sa, &sb, &sc) == 0 && sa == 0 && sb == 1 && sc == 1);
     for (int i = 0; i < n; i++) EXPECT(e[i].seq == 0 && e[i].round == 0 && e[i].age_ms == 0);
     pool_entries_free(e, n);
@@ -881,6 +882,8 @@ static void test_stage_round_trip(void)
     for (int k = 0; k < 4; k++) {
         n = pool_stage_read(a, "a", (uint64_t)other[k][0], other[k][1], 10, &e, err, sizeof err);
         EXPECTF(n == 0 && e == NULL, "round %d stage %d: read %d", other[k][0], other[k][1], n);
+        /* both peers were asked: their outputs of this stage are not in yet */
+        EXPECT(pool_stage_asked(a) == 2);
         pool_entries_free(e, n);
     }
     /* b publishes again: its new output replaces the old one */

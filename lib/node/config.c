@@ -90,6 +90,7 @@ static const field_t fields[] = {
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
     {"pool-window", "SAPO_POOL_WINDOW", I(pool_window), "2", "SampleExternal draws other nodes' groups of their last this many rounds (each node's own count; 2 = this round's and the one before, slack for asynchrony), never one twice, and a node drops its own older entries from the pool (0 = every entry up to pool-max)"},
     {"game", "SAPO_GAME", E(game, games), "off", "off: SAPO's rounds (sample, share, train); three-stage: RL Swarm's game, each round a question set answered, critiqued and resolved, a GRPO step per stage, the swarm's nodes playing the same questions (drawn from the task mix seeded by the swarm name; their answers must be numbers) and reading each other's stage outputs from the pool"},
+    {"game-wait", "SAPO_GAME_WAIT", F(game_wait), "0", "in the game, seconds a critique or resolve stage waits at its start for the outputs of every other node that has played in the pool (read again every quarter second) before it goes on with those it has; 0 = never: a node ahead of the others then plays without peers (3 nodes at 0: the fastest saw none in 30 rounds, docs/game.md)"},
     {"pool-strategy", "SAPO_POOL_STRATEGY", E(pool_strategy, strategies), "uniform", "how SampleExternal weighs other nodes' fresh groups: uniform (all alike, the paper) or useful (a node's groups weigh the chance, from its last ten or so, that they are informative here: rewards not all equal under our verifier)"},
     {"pool-window-seconds", "SAPO_POOL_WINDOW_SECONDS", F(pool_window_seconds), "0", "and only groups published less than this many seconds ago; a node that stops publishing leaves nothing in Redis after it (0 = no bound in time)"},
     {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest rollout record taken from the pool, bytes (larger ones are dropped and counted)"},
@@ -242,6 +243,10 @@ static int check(const config_t *c)
     }
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
+        return -1;
+    }
+    if (c->game_wait < 0 || c->game_wait > 3600) {
+        fprintf(stderr, "config: game-wait (SAPO_GAME_WAIT) must be 0 to 3600 seconds\n");
         return -1;
     }
     if (c->pool_window < 0 || c->pool_window_seconds < 0) {

@@ -63,6 +63,7 @@ typedef struct {
     int pool_window;                       /* SampleExternal's freshness in the publisher's rounds (0 = none) */
     double pool_window_seconds;            /* and in seconds (0 = none) */
     game_mode_t game;                      /* off (SAPO) or three-stage */
+    float game_wait;                       /* seconds a game stage waits for its peers' outputs */
     pool_strategy_t pool_strategy;         /* how SampleExternal weighs other nodes */
     int max_record;                        /* bytes of one record drawn from the pool */
     int max_text;                          /* bytes of one text field of a record drawn from the pool */

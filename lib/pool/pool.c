@@ -74,6 +74,7 @@ struct pool {
     long bad_nodes; /* nodes with bad keys at the last draw */
     long stage_ttl_ms;
     long stage_oversize, stage_bad; /* stage outputs skipped (pool_stage_health) */
+    long stage_asked;               /* other nodes the last pool_stage_read asked */
 };
 
 static int parse_url(pool_t *p, const char *url, char *err, size_t errlen)
@@ -1170,6 +1171,7 @@ int pool_stage_read(pool_t *self, const char *exclude_node, uint64_t round, int 
     pool_entry_t *e = NULL;
     int n = -1;
     long nn = stage_nodes(self, exclude_node ? exclude_node : "", cand + 1, &set, &names, err, errlen);
+    self->stage_asked = nn > 0 ? nn : 0;
     if (nn <= 0) {
         n = nn < 0 ? -1 : 0;
         goto done;
@@ -1194,6 +1196,8 @@ done:
     free(names), free(keys), free(pick);
     return n;
 }
+
+long pool_stage_asked(const pool_t *self) { return self->stage_asked; }
 
 void pool_entries_free(pool_entry_t *e, int n)
 {

@@ -207,6 +207,12 @@ int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage
 int pool_stage_read(pool_t *self, const char *exclude_node, uint64_t round, int stage, int max, pool_entry_t **out,
                     char *err, size_t errlen);
 
+/* The other nodes the last pool_stage_read asked for an output: every node
+ * that ever published in this pool but the excluded one, in a swarm of up
+ * to its candidate bound (0 before the first read, or when it failed). A
+ * read that found fewer outputs than this came before some peers'. */
+long pool_stage_asked(const pool_t *self);
+
 /* Stage outputs pool_stage_read skipped since this pool was made: over the
  * record limit, and keys that are no strings (a node planted them). */
 void pool_stage_health(const pool_t *self, long *oversize, long *bad);
