@@ -110,7 +110,26 @@ static bool read_peer(game_t *g, const pool_entry_t *e, const char **texts)
     return false;
 }
 
-/* the peers' outputs of the stage before this one; *got holds their text */
+/* whether a stage may start with the n peers' outputs read now: every
+ * other node the pool asked has one in, or game-wait has passed since the
+ * stage first looked (else the next look is due in a quarter second) */
+static bool peers_enough(game_t *g, int n)
+{
+    const sampler_t *s = g->s;
+    int64_t now = zclock_mono();
+    if (!g->waiting_since) g->waiting_since = now;
+    g->waited = (now - g->waiting_since) / 1000.0;
+    if (n >= pool_stage_asked(s->pool) || n >= GAME_PEERS_MAX || g->waited >= s->cfg.game_wait) {
+        g->waiting_since = 0;
+        return true;
+    }
+    g->next_look = now + 250;
+    return false;
+}
+
+/* the peers' outputs of the stage before this one, opened and checked once
+ * the stage stops waiting for more (game-wait); *got holds their text.
+ * How many passed, or -1 while the stage waits */
 static int read_peers(game_t *g, pool_entry_t **got, int *n_got, peer_t *peers)
 {
     sampler_t *s = g->s;
@@ -121,9 +140,11 @@ static int read_peers(game_t *g, pool_entry_t **got, int *n_got, peer_t *peers)
     *n_got = n > 0 ? n : 0;
     if (n < 0) {
         sampler_pool_failed(s, err);
+        g->waiting_since = 0; /* a pool that fails is not waited for */
         return 0;
     }
     sampler_pool_worked(s);
+    if (!peers_enough(g, n)) return -1;
     int k = 0;
     for (int i = 0; i < n; i++) {
         peers[k].node = (*got)[i].node;
@@ -171,23 +192,6 @@ static void resolve_entry(game_t *g, int q, const peer_t *peers, int n_peers)
         log_fatal("resolution of round %llu: %s", (unsigned long long)g->round, err);
 }
 
-/* whether a stage may start with the got peers read now: every other node
- * the pool asked has its output in, or game-wait has passed since the
- * stage first looked (else the next look is due in a quarter second) */
-static bool peers_enough(game_t *g, int got)
-{
-    const sampler_t *s = g->s;
-    int64_t now = zclock_mono();
-    if (!g->waiting_since) g->waiting_since = now;
-    g->waited = (now - g->waiting_since) / 1000.0;
-    if (got >= pool_stage_asked(s->pool) || got >= GAME_PEERS_MAX || g->waited >= s->cfg.game_wait) {
-        g->waiting_since = 0;
-        return true;
-    }
-    g->next_look = now + 250;
-    return false;
-}
-
 /* the stage's prompts: from the round's questions, or from this node's
  * and its peers' outputs of the stage before; false when the stage waits
  * for more peers (game-wait) */
@@ -202,8 +206,9 @@ static bool build_stage(game_t *g)
     pool_entry_t *got = NULL;
     int n_got = 0;
     peer_t peers[GAME_PEERS_MAX];
-    g->peers = read_peers(g, &got, &n_got, peers);
-    bool go = peers_enough(g, g->peers);
+    int k = read_peers(g, &got, &n_got, peers);
+    bool go = k >= 0;
+    g->peers = go ? k : 0;
     for (int q = 0; go && q < g->questions; q++) {
         if (g->stage == GAME_CRITIQUE) critique_entry(g, q, peers, g->peers);
         else resolve_entry(g, q, peers, g->peers);
