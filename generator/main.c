@@ -111,6 +111,24 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
     return sent;
 }
 
+/* In lockstep a task names the policy version that must sample it: the
+ * sampler sent it on the learner's notice, which may reach this generator
+ * a moment later. Waits for that version, up to stall-seconds. */
+static void await_version(wire_subscriber_t *notices_in, policy_t *pol, const config_t *cfg, const take_t *t,
+                          uint64_t *version, char *ckpt, size_t ckpt_len)
+{
+    uint64_t want = 0;
+    for (int q = 0; q < t->n; q++)
+        if (t->task[q].policy_version > want) want = t->task[q].policy_version;
+    int64_t t0 = zclock_mono();
+    while (!zsys_interrupted && *version < want && zclock_mono() - t0 < 1000L * cfg->stall_seconds)
+        if (version_follow(notices_in, 100, pol, version, NULL, ckpt, ckpt_len) == 1)
+            log_info("policy version %llu loaded", (unsigned long long)*version);
+    if (*version < want)
+        log_error("sampling with policy version %llu: version %llu, which the task asks for, did not come",
+                  (unsigned long long)*version, (unsigned long long)want);
+}
+
 int main(int argc, char **argv)
 {
     config_t cfg;
@@ -146,6 +164,7 @@ int main(int argc, char **argv)
         if (version_follow(notices_in, 0, pol, &version, NULL, ckpt, sizeof ckpt) == 1)
             log_info("policy version %llu loaded", (unsigned long long)version);
         take(tasks, pol, &cfg, &t);
+        await_version(notices_in, pol, &cfg, &t, &version, ckpt, sizeof ckpt);
         if (t.n) done += roll_out(pol, &cfg, version, &t, out);
         /* acked once sent: a task in flight when the generator dies goes back to the queue */
         for (int q = 0; q < t.n; q++) {

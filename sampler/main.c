@@ -27,6 +27,10 @@
  * and the batch filled with local groups (entries can all turn out
  * zero-advantage here). */
 #define DRAWS_PER_ROUND 3
+/* Lockstep: round r's k-th question is the question sequence's entry
+ * r * LOCKSTEP_STRIDE + k, whatever I/J is (k stays far below this: the
+ * local filter keeps groups after 4 x I dropped in a row). */
+#define LOCKSTEP_STRIDE (1ull << 20)
 
 /* Where a round stands, read from the groups assembled so far. */
 typedef enum {
@@ -40,7 +44,7 @@ static void send_task(sampler_t *s)
 {
     char err[512];
     task_entry_t e = {0};
-    uint64_t index = s->next_task++;
+    uint64_t index = s->cfg.lockstep ? s->round * LOCKSTEP_STRIDE + s->round_slot++ : s->next_task++;
     if (task_mix_draw(s->mix, index, &e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
     char *meta = cJSON_PrintUnformatted(e.metadata);
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset");
@@ -52,7 +56,8 @@ static void send_task(sampler_t *s)
                     .seed = s->cfg.seed,
                     .index = index,
                     .node = s->cfg.node,
-                    .round = s->round};
+                    .round = s->round,
+                    .policy_version = s->cfg.lockstep ? s->policy_version : 0};
     uint8_t *buf;
     size_t len;
     if (rec_task_build(&t, &buf, &len) == 0 && wire_producer_send(s->tasks, buf, len) == 0) s->in_flight++;
@@ -217,6 +222,7 @@ static void send_batch(sampler_t *s)
         s->fallback_logged = true;
     }
     s->round++;
+    s->round_slot = 0;
     s->pool_dry = false;
     s->draws = 0;
     s->pool_seconds = s->transport_seconds = 0;
@@ -261,9 +267,16 @@ static round_state_t round_state(const sampler_t *s)
 }
 
 /* enough questions out that ROUNDS_OF_TASKS_AHEAD rounds' groups are
- * being made or waiting */
+ * being made or waiting; in lockstep, the round's I once the learner has
+ * applied the round before (and one more for each group the local filter
+ * drops) */
 static void send_tasks(sampler_t *s)
 {
+    if (s->cfg.lockstep) {
+        if (s->learner_round + 1 < s->round) return;
+        while (s->in_flight + (long)assembly_local(s->asm_) < (long)s->cfg.local_groups) send_task(s);
+        return;
+    }
     while (s->in_flight + (long)assembly_local(s->asm_) < ROUNDS_OF_TASKS_AHEAD * (long)s->cfg.questions) send_task(s);
 }
 

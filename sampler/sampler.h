@@ -31,6 +31,7 @@ typedef struct {
     wire_consumer_t *scored;
     wire_subscriber_t *notices;
     uint64_t policy_version, round, next_task;
+    uint64_t round_slot;    /* lockstep: questions drawn for this round so far */
     uint64_t learner_round; /* last round the learner applied */
     long in_flight;         /* own tasks sent, not yet back scored */
     int64_t last_progress;  /* when a scored rollout or a learner notice last came */

@@ -152,7 +152,8 @@ Offset<sapo::Task> task_offset(FlatBufferBuilder &fbb, const rec_task_t *t)
     auto answer = opt_string(fbb, t->answer);
     auto metadata = opt_string(fbb, t->metadata_json);
     auto node = opt_string(fbb, t->node);
-    return sapo::CreateTask(fbb, t->task_id, family, question, answer, metadata, t->seed, t->index, node, t->round);
+    return sapo::CreateTask(fbb, t->task_id, family, question, answer, metadata, t->seed, t->index, node, t->round,
+                            t->policy_version);
 }
 
 Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t *r)
@@ -212,6 +213,7 @@ void task_read(const sapo::Task *t, rec_task_t *o)
     o->index = t->index();
     o->node = str(t->node());
     o->round = t->round();
+    o->policy_version = t->policy_version();
 }
 
 void rollout_read(const sapo::Rollout *r, rec_rollout_view_t *o)

@@ -48,6 +48,7 @@ typedef struct {
     uint64_t index;
     const char *node;
     uint64_t round;
+    uint64_t policy_version; /* sample with this policy version or a later one (lockstep; 0: any) */
 } rec_task_t;
 
 typedef struct {

@@ -129,6 +129,7 @@ static const rec_task_t task1 = {
     .index = 123456789,
     .node = "n1",
     .round = 5,
+    .policy_version = 4,
 };
 
 static const rec_completion_t comps1[] = {
@@ -180,6 +181,7 @@ static void expect_task(const rec_task_t *got, const rec_task_t *want)
     EXPECT(got->index == want->index);
     EXPECT(same_str(got->node, want->node));
     EXPECT(got->round == want->round);
+    EXPECT(got->policy_version == want->policy_version);
 }
 
 static void expect_completion(const rec_completion_t *got, const rec_completion_t *want)
@@ -224,6 +226,7 @@ static void expect_json_task(const cJSON *j, const rec_task_t *t)
     EXPECT(jnum(j, "index") == (double)t->index);
     EXPECT(strcmp(jstr(j, "node"), t->node) == 0);
     EXPECT(jnum(j, "round") == (double)t->round);
+    EXPECT(jnum(j, "policy_version") == (double)t->policy_version);
 }
 
 static void expect_json_rollout(const cJSON *j, const rec_rollout_t *r)

@@ -83,6 +83,7 @@ static const field_t fields[] = {
     {"scale-rewards", "SAPO_SCALE_REWARDS", E(scale_rewards, scales), "group", "advantage scaling: group, batch or none"},
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
     {"generate-batch", "SAPO_GENERATE_BATCH", I(generate_batch), "4", "questions a generator takes at once and samples in one decode batch (those already queued, up to this many)"},
+    {"lockstep", "SAPO_LOCKSTEP", I(lockstep), "0", "1: a node samples a round's questions only once its learner has applied the round before, with that policy (nothing generated ahead), and draws them from the round's own places in the question sequence (round x 2^20 + k), so runs that differ only in I/J or in timing meet the same questions with the same sampling uniforms in a round: common random numbers for a study; 0: generators work up to two rounds ahead of the learner, on groups up to staleness versions old"},
     {"shared-prompt", "SAPO_SHARED_PROMPT", I(shared_prompt), "1", "1: the learner runs a group's shared prompt forward and backward once for all its completions (one packed row) where the prompt is at least as long as the completions' mean, on the CPU; 0: one row per completion"},
     {"staleness", "SAPO_STALENESS", I(staleness), "2", "drop local rollouts more than this many policy versions old"},
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
@@ -216,6 +217,10 @@ static int check(const config_t *c)
         fprintf(stderr,
                 "config: reward-floor (SAPO_REWARD_FLOOR) and format-reward (SAPO_FORMAT_REWARD) must be in [0, 1], "
                 "mask-truncated (SAPO_MASK_TRUNCATED) and warmstart-optimizer (SAPO_WARMSTART_OPTIMIZER) 0 or 1\n");
+        return -1;
+    }
+    if (c->lockstep != 0 && c->lockstep != 1) {
+        fprintf(stderr, "config: lockstep (SAPO_LOCKSTEP) must be 0 or 1\n");
         return -1;
     }
     if (c->local_groups + c->external_groups == 0) {

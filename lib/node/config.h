@@ -55,6 +55,7 @@ typedef struct {
     grpo_scale_t scale_rewards;
     int micro_batch;                       /* sequences per forward/backward pass */
     int generate_batch;                    /* tasks a generator samples in one decode batch */
+    int lockstep;                          /* 1: a round's questions sampled by the policy of the round before */
     int shared_prompt;                     /* 1: a group's completions run over their prompt once (packed rows) */
     int staleness;                         /* drop local rollouts this many versions older than the policy */
     int rounds;                            /* stop after this many rounds (0 = run forever) */
