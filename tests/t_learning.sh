@@ -8,11 +8,11 @@
 #     Each round's questions are new, so this is the sampling policy's
 #     accuracy on questions it never trained on;
 #   - on 200 held-out questions sampled 4 times each at the node's
-#     temperature (the same uniforms at both evaluations), the share of
-#     right answers at the last round falls by no more than
-#     LEARNING_SAMPLED_DROP;
-#   - held-out greedy pass@1 on those questions falls by no more than
-#     LEARNING_GREEDY_DROP.
+#     temperature (the same uniforms at every evaluation), the share of
+#     right answers, averaged over the evaluations at rounds R/2, 3R/4 and
+#     R, falls below round 0's by no more than LEARNING_SAMPLED_DROP;
+#   - held-out greedy pass@1 on those questions, averaged the same way,
+#     falls by no more than LEARNING_GREEDY_DROP.
 # The last two catch a collapse; they do not require a rise, because on
 # some CPUs the held-out figures do not rise within 200 rounds (below).
 #
@@ -27,13 +27,16 @@
 # the base's greedy pass@1 was 0.655 and rose by 0.055 to 0.19 in 200
 # rounds over seven runs; the test then required a rise of 0.03. On an
 # Intel Xeon with AMX (family 6 model 167) the same recipe gives a stronger
-# base, 0.75. There, in ten runs (six beside learning swarms, four on quiet
-# cores), greedy pass@1 moved by -0.065 to +0.085 and the sampled share
-# (eight runs) by -0.02 to +0.095, while the reward's least-squares line
-# rose in every run by +0.087 to +0.225. The worst was a quiet run: greedy
-# 0.75 -> 0.685, sampled 0.525 -> 0.505, reward +0.133. So the test holds
-# the reward to a rise and the held-out figures to no fall beyond 0.05
-# (sampled) and 0.1 (greedy): 0.03 and 0.035 of headroom over the worst run.
+# base, 0.75. There, in ten runs, greedy pass@1 at round 200 alone moved
+# by -0.065 to +0.085, and in CI once by -0.125 (0.625) while the reward
+# rose by +0.142 and the sampled share held (0.525 -> 0.521): one greedy
+# evaluation moves by 0.085 (sd) between evaluations 25 rounds apart
+# (docs/learning.md), so the test compared noise with a margin of 0.1.
+# Averaged over the last three of five evaluations, in six runs (seeds 1
+# to 6) greedy pass@1 moved by -0.008 to +0.075 and the sampled share by
+# +0.006 to +0.055, while the reward rose by +0.054 to +0.154: the margins
+# 0.1 (greedy) and 0.05 (sampled) leave 0.09 and 0.056 of headroom over
+# the worst run.
 #
 # The reward check first compared rounds 1-10 with the last 50. On another
 # CPU in CI (no AMX) that failed once, 0.540 against 0.533, while pass@1
@@ -87,7 +90,7 @@ if [ $? = 124 ] && grep -q "policy .* from $base at round 0" "$tmp/with.log" && 
 else
   cat "$tmp/with.log"; echo "FAIL learning_warmstart_optimizer_loaded"
 fi
-scripts/experiment.sh --nodes 1 --configs 4/0 --rounds "$rounds" --seeds "$seed" --eval-every "$rounds" \
+scripts/experiment.sh --nodes 1 --configs 4/0 --rounds "$rounds" --seeds "$seed" --eval-every $((rounds / 4)) \
   --eval-questions 200 --eval-samples 4 --run "$tmp/exp" > "$tmp/exp.log" 2>&1 || { tail -n 20 "$tmp/exp.log"; echo "FAIL learning_run"; exit 1; }
 python3 - "$tmp/exp/I4J0/seed$seed/n0" "$rounds" "$sampled_drop" "$greedy_drop" <<'PY'
 import json, sys
@@ -105,14 +108,20 @@ f, l = sum(r[:10]) / 10, sum(r[-rounds // 4:]) / (rounds // 4)
 print(("PASS" if slope > 0 else "FAIL") +
       " learning_reward_rises (least-squares rise over %d rounds %+.3f; rounds 1-10 %.3f, last %d %.3f)"
       % (n, slope * n, f, rounds // 4, l))
-e0, e1 = ev.get(0), ev.get(rounds)
-ok = e0 is not None and e1 is not None and "sampled" in e0 and "sampled" in e1
-s0, s1 = (e0["sampled"]["pass1"], e1["sampled"]["pass1"]) if ok else (None, None)
+# the late evaluations (rounds/2, 3 rounds/4, rounds) averaged: one greedy
+# evaluation moves by 0.085 (sd) between evaluations 25 rounds apart
+late = [rounds // 2, 3 * rounds // 4, rounds]
+e0 = ev.get(0)
+ok = e0 is not None and "sampled" in e0 and all(k in ev and "sampled" in ev[k] for k in late)
+def mean(xs): return sum(xs) / len(xs)
+s0 = e0["sampled"]["pass1"] if ok else None
+s1 = mean([ev[k]["sampled"]["pass1"] for k in late]) if ok else None
 print(("PASS" if ok and s1 >= s0 - sampled_drop else "FAIL") +
-      " learning_sampled_holds (held-out share right of 4 samples per question %s at round 0, %s at round %d, may fall %.2f)"
-      % (s0, s1, rounds, sampled_drop))
-g0, g1 = (e0["pass1"], e1["pass1"]) if ok else (None, None)
+      " learning_sampled_holds (held-out share right of 4 samples per question %s at round 0, %s averaged over rounds %s, may fall %.2f)"
+      % (s0, s1 if s1 is None else round(s1, 4), late, sampled_drop))
+g0 = e0["pass1"] if ok else None
+g1 = mean([ev[k]["pass1"] for k in late]) if ok else None
 print(("PASS" if ok and g1 >= g0 - greedy_drop else "FAIL") +
-      " learning_greedy_holds (held-out greedy pass@1 %s at round 0, %s at round %d, may fall %.2f)"
-      % (g0, g1, rounds, greedy_drop))
+      " learning_greedy_holds (held-out greedy pass@1 %s at round 0, %s averaged over rounds %s, may fall %.2f; each: %s)"
+      % (g0, g1 if g1 is None else round(g1, 4), late, greedy_drop, [ev[k]["pass1"] for k in late] if ok else None))
 PY
