@@ -71,8 +71,9 @@ sums=$(awk -F'\t' 'NR > 1 { s[$1 " " $2] += $5 } END { for (k in s) printf "%s %
 cums=$(awk -F'\t' 'NR > 1 { printf "%s %s %.4f\n", $1, $2, $5 }' "$r/cumulative.tsv" | sort)
 check cumulative_tsv '[ "$(wc -l < "$r/cumulative.tsv")" = 5 ] && [ "$sums" = "$cums" ] &&
   awk -F"\t" "NR > 1 && (\$3 != 2 || \$4 != 3) { exit 1 }" "$r/cumulative.tsv"'
-check summary 'grep -q "^| 4/0 | 2 | 3 | 2 | .* | 1 | n/a | n/a |$" "$r/summary.md" &&
-  grep -qE "^\| 2/2 \| 2 \| 3 \| 2 \| .* \| ([0-9.]+|n/a) \| ([0-9.e-]+|n/a) \| ([0-9.e-]+|n/a) \|$" "$r/summary.md" &&
+check summary 'grep -q "^| 4/0 | 2 | 3 | 2 | .* | 1 | n/a | n/a | n/a |$" "$r/summary.md" &&
+  grep -q "| ratio to J = 0 | Welch p | paired p | permutation p |$" "$r/summary.md" &&
+  grep -qE "^\| 2/2 \| 2 \| 3 \| 2 \| .* \| ([0-9.]+|n/a) \| ([0-9.e-]+|n/a) \| ([0-9.e-]+|n/a) \| ([0-9.e-]+|n/a) \|$" "$r/summary.md" &&
   grep -q "^### 2/2 nodes against 4/0 (isolated) nodes" "$r/summary.md" &&
   [ "$(grep -cE "^\| [023] \| [0-9.]+ \(4\) \| [0-9.]+ \(4\) \|" "$r/summary.md")" = 3 ] &&
   grep -q "^- model_sha256: \`$hash\`" "$r/summary.md"'

@@ -49,7 +49,7 @@ static void test_welch_by_hand(void)
      * se^2 = 1/3 + 1 = 4/3, t = -3 / sqrt(4/3) = -2.598..., df =
      * (4/3)^2 / ((1/3)^2/2 + 1^2/1) = (16/9) / (19/18) = 32/19 */
     double a[3] = {1, 2, 3}, b[2] = {4, 6};
-    stats_welch_t w;
+    stats_ttest_t w;
     EXPECT(stats_welch(a, 3, b, 2, &w) == 0);
     EXPECT_NEAR(w.t, -3 / sqrt(4.0 / 3), 1e-12);
     EXPECT_NEAR(w.df, 32.0 / 19, 1e-12);
@@ -61,6 +61,23 @@ static void test_welch_by_hand(void)
     EXPECT(stats_welch(a, 3, c, 1, &w) == -1 && w.p == 1);
     double same[3] = {2, 2, 2}, other[3] = {3, 3, 3};
     EXPECT(stats_welch(same, 3, other, 3, &w) == -1 && w.p == 0);
+}
+
+static void test_paired_by_hand(void)
+{
+    /* differences {1, 3}: mean 2, var 2, se = sqrt(2 / 2) = 1, t = 2,
+     * df = 1: P(|T| >= 2) = 1 - 2 atan(2) / pi for the Cauchy */
+    double a[2] = {3, 5}, b[2] = {2, 2};
+    stats_ttest_t w;
+    EXPECT(stats_paired(a, b, 2, &w) == 0);
+    EXPECT_NEAR(w.t, 2, 1e-12);
+    EXPECT(w.df == 1);
+    EXPECT_NEAR(w.p, 1 - 2 * atan(2) / M_PI, 1e-12);
+    /* the same shift everywhere: no spread to test against */
+    double c[3] = {1, 2, 3}, d[3] = {0, 1, 2};
+    EXPECT(stats_paired(c, d, 3, &w) == -1 && w.p == 0);
+    EXPECT(stats_paired(c, c, 3, &w) == -1 && w.p == 1);
+    EXPECT(stats_paired(c, d, 1, &w) == -1 && w.p == 1);
 }
 
 static void test_permutation_by_hand(void)
@@ -116,7 +133,7 @@ static void test_against_scipy(void)
             if (kind[0] == 'w') {
                 double t, df, pv;
                 if (fscanf(f, "%lf %lf %lf", &t, &df, &pv) != 3) break;
-                stats_welch_t w;
+                stats_ttest_t w;
                 EXPECT(stats_welch(a, na, b, nb, &w) == 0);
                 EXPECT_NEAR(w.t, t, 1e-10);
                 EXPECT_NEAR(w.df, df, 1e-10);
@@ -126,6 +143,16 @@ static void test_against_scipy(void)
                 if (fscanf(f, "%lf", &pv) != 1) break;
                 EXPECT_NEAR(stats_permutation(a, na, b, nb, 100000, 1), pv, 1e-9);
             }
+        } else if (strcmp(kind, "paired") == 0) {
+            int n;
+            double t, pv;
+            if (fscanf(f, "%d", &n) != 1 || n > 64 || read_doubles(f, a, n) || read_doubles(f, b, n) ||
+                fscanf(f, "%lf %lf", &t, &pv) != 2)
+                break;
+            stats_ttest_t w;
+            EXPECT(stats_paired(a, b, n, &w) == 0 && w.df == n - 1);
+            EXPECT_NEAR(w.t, t, 1e-9);
+            EXPECT_NEAR(w.p, pv, 1e-9);
         } else if (strcmp(kind, "bh") == 0) {
             int n;
             if (fscanf(f, "%d", &n) != 1 || n > 64 || read_doubles(f, p, n) || read_doubles(f, want, n)) break;
@@ -140,7 +167,7 @@ static void test_against_scipy(void)
         }
         cases++;
     }
-    EXPECTF(feof(f) && cases >= 14, "read %d cases, stopped at '%s'", cases, kind);
+    EXPECTF(feof(f) && cases >= 17, "read %d cases, stopped at '%s'", cases, kind);
     fclose(f);
 }
 
@@ -150,6 +177,7 @@ int main(void)
     RUN_TEST(test_moving_average_by_hand);
     RUN_TEST(test_relative_regret_by_hand);
     RUN_TEST(test_welch_by_hand);
+    RUN_TEST(test_paired_by_hand);
     RUN_TEST(test_permutation_by_hand);
     RUN_TEST(test_holm_by_hand);
     RUN_TEST(test_against_scipy);

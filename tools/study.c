@@ -267,6 +267,18 @@ static int write_config_rewards(cfg_t *cf, int window, FILE *tsv, FILE *cum)
     return rc;
 }
 
+/* Paired t-test of cf's cumulative rewards against base's, seed by seed
+ * (the seeds both ran); 0, or -1 with fewer than 2 such seeds. */
+static int paired_by_seed(const cfg_t *cf, const cfg_t *base, stats_ttest_t *out)
+{
+    double a[MAX_ITEMS], b[MAX_ITEMS];
+    int n = 0;
+    for (int s = 0; s < cf->ns; s++)
+        for (int k = 0; k < base->ns; k++)
+            if (cf->seeds[s].seed == base->seeds[k].seed) a[n] = cf->cumulative[s], b[n++] = base->cumulative[k];
+    return stats_paired(a, b, n, out);
+}
+
 /* the summary's table of cumulative rewards, each configuration against J = 0 */
 static void write_cumulative_table(const cfg_t *cfgs, int nc, FILE *md)
 {
@@ -279,37 +291,41 @@ static void write_cumulative_table(const cfg_t *cfgs, int nc, FILE *md)
             "per seed.\n\n");
     fprintf(md,
             "| I/J | nodes | rounds | seeds | cumulative reward per seed | mean | sd | per node-round | ratio to %s | "
-            "Welch p | permutation p |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "Welch p | paired p | permutation p |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
             base ? "J = 0" : "J = 0 (none run)");
     for (int c = 0; c < nc; c++) {
         const cfg_t *cf = &cfgs[c];
-        char seeds[1024] = "", pw[32], pp[32], ratio[32] = "n/a";
+        char seeds[1024] = "", pw[32], pd[32], pp[32], ratio[32] = "n/a";
         size_t o = 0;
         for (int s = 0; s < cf->ns && o < sizeof seeds - 32; s++)
             o += (size_t)snprintf(seeds + o, sizeof seeds - o, "%s%.2f", s ? ", " : "", cf->cumulative[s]);
         double m = stats_mean(cf->cumulative, cf->ns), sd = sqrt(stats_var(cf->cumulative, cf->ns));
-        stats_welch_t w = {0, 0, 1};
-        int wok = 0, pok = 0;
+        stats_ttest_t w = {0, 0, 1}, d = {0, 0, 1};
+        int wok = 0, dok = 0, pok = 0;
         double perm = 1;
         if (base && base != cf) {
             double bm = stats_mean(base->cumulative, base->ns);
             if (bm != 0) snprintf(ratio, sizeof ratio, "%.3f", m / bm);
             wok = stats_welch(cf->cumulative, cf->ns, base->cumulative, base->ns, &w) == 0;
+            dok = paired_by_seed(cf, base, &d) == 0;
             pok = cf->ns + base->ns > 2;
             perm = stats_permutation(cf->cumulative, cf->ns, base->cumulative, base->ns, 100000, 1);
         } else if (base == cf) {
             snprintf(ratio, sizeof ratio, "1");
         }
         fmt_p(pw, sizeof pw, w.p, wok);
+        fmt_p(pd, sizeof pd, d.p, dok);
         fmt_p(pp, sizeof pp, perm, pok);
-        fprintf(md, "| %d/%d | %d | %d | %d | %s | %.2f | %.2f | %.4f | %s | %s | %s |\n", cf->I, cf->J,
+        fprintf(md, "| %d/%d | %d | %d | %d | %s | %.2f | %.2f | %.4f | %s | %s | %s | %s |\n", cf->I, cf->J,
                 cf->seeds[0].nn, cf->max_round, cf->ns, seeds, m, sd,
-                m / ((double)cf->seeds[0].nn * (cf->max_round ? cf->max_round : 1)), ratio, pw, pp);
+                m / ((double)cf->seeds[0].nn * (cf->max_round ? cf->max_round : 1)), ratio, pw, pd, pp);
     }
     fprintf(md,
             "\nTests compare each configuration's per-seed cumulative rewards with the J = 0 configuration's: Welch's "
-            "t-test (needs 2 seeds on each side) and an exact permutation test of the mean difference (its smallest "
-            "possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
+            "t-test (needs 2 seeds on each side), the paired t-test of the differences seed by seed (the seeds both "
+            "ran, at least 2; the test for common random numbers, --lockstep 1, where the configurations share each "
+            "seed's questions and sampling uniforms) and an exact permutation test of the mean difference (its "
+            "smallest possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
 }
 
 /* cumulative table, rewards.tsv, cumulative.tsv and the per-configuration curves */
@@ -409,7 +425,7 @@ static void write_by_model(const cfg_t *cfgs, int nc, FILE *md)
             for (int s = 0; s < cf->ns && o < sizeof seeds - 32; s++)
                 o += (size_t)snprintf(seeds + o, sizeof seeds - o, "%s%.2f", s ? ", " : "", cum[s]);
             double m = stats_mean(cum, cf->ns), perm = 1;
-            stats_welch_t w = {0, 0, 1};
+            stats_ttest_t w = {0, 0, 1};
             int wok = 0, pok = 0;
             if (base == cf) {
                 snprintf(ratio, sizeof ratio, "1");
@@ -495,7 +511,7 @@ static void write_eval_comparison(const cfg_t *cf, const cfg_t *base, const int 
     int ok[4096];
     for (int q = 0; q < nb; q++) {
         int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
-        stats_welch_t w;
+        stats_ttest_t w;
         ok[q] = stats_welch(a, na, b, nbv, &w) == 0;
         p[q] = w.p;
     }

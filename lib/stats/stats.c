@@ -85,7 +85,7 @@ double stats_t_two_sided(double t, double df)
     return stats_betai(df / 2, 0.5, df / (df + t * t));
 }
 
-int stats_welch(const double *a, int na, const double *b, int nb, stats_welch_t *out)
+int stats_welch(const double *a, int na, const double *b, int nb, stats_ttest_t *out)
 {
     memset(out, 0, sizeof *out);
     out->p = 1;
@@ -99,6 +99,27 @@ int stats_welch(const double *a, int na, const double *b, int nb, stats_welch_t 
     }
     out->t = (ma - mb) / sqrt(sa + sb);
     out->df = (sa + sb) * (sa + sb) / (sa * sa / (na - 1) + sb * sb / (nb - 1));
+    out->p = stats_t_two_sided(out->t, out->df);
+    return 0;
+}
+
+int stats_paired(const double *a, const double *b, int n, stats_ttest_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->p = 1;
+    if (n < 2) return -1;
+    double *d = malloc((size_t)n * sizeof *d);
+    if (!d) return -1;
+    for (int i = 0; i < n; i++) d[i] = a[i] - b[i];
+    double m = stats_mean(d, n), se2 = stats_var(d, n) / n;
+    free(d);
+    out->df = n - 1;
+    if (se2 == 0) {
+        out->t = m == 0 ? 0 : m > 0 ? INFINITY : -INFINITY;
+        out->p = m == 0 ? 1 : 0;
+        return -1;
+    }
+    out->t = m / sqrt(se2);
     out->p = stats_t_two_sided(out->t, out->df);
     return 0;
 }

@@ -1,7 +1,7 @@
 /* Statistics for the controlled study: cumulative reward as the SAPO paper
  * sums it, moving averages for its plots, and the tests that say whether
  * a difference between configurations is more than seed noise (Welch's
- * t-test, an exact or Monte Carlo permutation test) with the adjustments
+ * t-test, the paired t-test, an exact or Monte Carlo permutation test) with the adjustments
  * for testing many rounds at once (Holm, Benjamini-Hochberg). */
 #ifndef SAPO_STATS_H
 #define SAPO_STATS_H
@@ -22,14 +22,20 @@ void stats_moving_average(const double *x, int n, int window, double *out);
 
 typedef struct {
     double t;  /* (mean a - mean b) / standard error */
-    double df; /* Welch-Satterthwaite degrees of freedom */
+    double df; /* Welch-Satterthwaite degrees of freedom (paired: n - 1) */
     double p;  /* two-sided */
-} stats_welch_t;
+} stats_ttest_t;
 
 /* Welch's unequal-variance t-test of a against b. 0, or -1 when either
  * side has fewer than 2 values or both variances are 0 (p = 1 then when
  * the means are equal, 0 when they differ). */
-int stats_welch(const double *a, int na, const double *b, int nb, stats_welch_t *out);
+int stats_welch(const double *a, int na, const double *b, int nb, stats_ttest_t *out);
+
+/* Paired t-test of a against b, a[i] and b[i] measured alike (a study's
+ * two configurations with the same seed, under common random numbers):
+ * the one-sample test of the differences a[i] - b[i]. 0, or -1 when n < 2
+ * or every difference is the same (p = 1 then when it is 0, else 0). */
+int stats_paired(const double *a, const double *b, int n, stats_ttest_t *out);
 
 /* Student's t distribution: P(|T| >= |t|) with df degrees of freedom. */
 double stats_t_two_sided(double t, double df);

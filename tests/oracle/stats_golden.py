@@ -5,7 +5,8 @@ Writes tests/golden/stats/scipy.txt, one case a line:
   welch NA NB a... b... T DF P
   perm NA NB a... b... P          (exact: every relabelling)
   bh N p... adjusted...
-  betai A B X VALUE"""
+  betai A B X VALUE
+  paired N a... b... T P          (a[i] and b[i] a pair: the same seed)"""
 import numpy as np
 from scipy import special, stats
 
@@ -45,6 +46,18 @@ for p in ([0.01, 0.04, 0.03, 0.005, 0.2], list(rng.uniform(0, 0.2, 12))):
 
 for a, b, x in [(0.5, 0.5, 0.3), (2.5, 0.5, 0.9), (40.0, 0.5, 0.97), (3.0, 7.0, 0.2), (100.0, 100.0, 0.51)]:
     lines.append(f"betai {a!r} {b!r} {x!r} {float(special.betainc(a, b, x))!r}")
+
+# a study's configurations paired by seed (common random numbers)
+paired_rng = np.random.default_rng(11)
+base = paired_rng.normal(200, 8, 5)
+paired_cases = [
+    ([216.91, 217.46, 212.83], [201.45, 198.21, 191.51]),
+    (list(base + paired_rng.normal(3, 1, 5)), list(base)),
+    (list(paired_rng.normal(0.5, 0.1, 12)), list(paired_rng.normal(0.52, 0.1, 12))),
+]
+for a, b in paired_cases:
+    r = stats.ttest_rel(a, b)
+    lines.append(f"paired {len(a)} {nums(a)} {nums(b)} {float(r.statistic)!r} {float(r.pvalue)!r}")
 
 with open("tests/golden/stats/scipy.txt", "w") as f:
     f.write("\n".join(lines) + "\n")
