@@ -269,12 +269,15 @@ static round_state_t round_state(const sampler_t *s)
 /* enough questions out that ROUNDS_OF_TASKS_AHEAD rounds' groups are
  * being made or waiting; in lockstep, the round's I once the learner has
  * applied the round before (and one more for each group the local filter
- * drops) */
+ * drops), and when the pool has run dry, as many more as the batch lacks
+ * external groups (local ones stand in for them) */
 static void send_tasks(sampler_t *s)
 {
     if (s->cfg.lockstep) {
         if (s->learner_round + 1 < s->round) return;
-        while (s->in_flight + (long)assembly_local(s->asm_) < (long)s->cfg.local_groups) send_task(s);
+        long want = s->cfg.local_groups, external = (long)assembly_external(s->asm_);
+        if (s->pool_dry && external < s->cfg.external_groups) want += s->cfg.external_groups - external;
+        while (s->in_flight + (long)assembly_local(s->asm_) < want) send_task(s);
         return;
     }
     while (s->in_flight + (long)assembly_local(s->asm_) < ROUNDS_OF_TASKS_AHEAD * (long)s->cfg.questions) send_task(s);

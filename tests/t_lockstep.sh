@@ -10,7 +10,9 @@
 #   - run twice, the node makes the same groups (questions and completions)
 #     and the same training steps;
 #   - at I = 2 it meets, in each round, the first two questions it meets at
-#     I = 4, and in round 1 (the same base policy) the same completions.
+#     I = 4, and in round 1 (the same base policy) the same completions;
+#   - a node at 2/2 alone in its pool (always dry) fills each batch with
+#     local groups, the round's next questions, and does not stall.
 # (Later rounds' completions are alike too here: a few steps at lr 1e-4
 # barely move the random micro model, so that is not checked.)
 set -u
@@ -34,8 +36,9 @@ for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && break; slee
 export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all \
        SAPO_LOCAL_FILTER=all SAPO_POOL_WINDOW=0 SAPO_LOCKSTEP=1
 # a: I = 4; b: the same again; c: I = 2. The same seed, a swarm name each.
-for r in a:4 b:4 c:2; do
-  SAPO_SWARM=l$$${r%:*} scripts/swarm.sh start --nodes 1 --ij "${r#*:}/0" --rounds 4 --seed 3 \
+# d: I = 2, J = 2, with no peer.
+for r in a:4/0 b:4/0 c:2/0 d:2/2; do
+  SAPO_SWARM=l$$${r%:*} timeout 120 scripts/swarm.sh start --nodes 1 --ij "${r#*:}" --rounds 4 --seed 3 \
     --redis "redis://127.0.0.1:$port" --run "$tmp/${r%:*}" --wait > "$tmp/${r%:*}.log" 2>&1 ||
     { tail -n 20 "$tmp/${r%:*}.log" "$tmp/${r%:*}"/n0/*.log; echo "FAIL lockstep_run_${r%:*}"; exit 1; }
   "$bin/pool" sample --redis "redis://127.0.0.1:$port" --swarm "l$$${r%:*}" --exclude nobody --window 1000 \
@@ -54,7 +57,7 @@ def groups(r):
 def metrics(r):
     return [json.loads(l) for l in open("%s/%s/n0/metrics.jsonl" % (tmp, r))]
 ok = lambda name, cond, why="": print(("PASS" if cond else "FAIL") + " lockstep_" + name + (" (%s)" % why if why else ""))
-a, b, c = groups("a"), groups("b"), groups("c")
+a, b, c, d = groups("a"), groups("b"), groups("c"), groups("d")
 ma, mb = metrics("a"), metrics("b")
 slot = 1 << 20
 ok("all_rounds", len(ma) == 4 and len(mb) == 4 and len(metrics("c")) == 4,
@@ -71,4 +74,7 @@ ok("repeats", sorted(a) == sorted(b) and all(texts(a[t]) == texts(b[t]) for t in
 ok("common_questions", sorted(c) == [r * slot + k for r in range(1, 5) for k in range(2)] and
    all(c[t]["task"]["question"] == a[t]["task"]["question"] for t in c) and
    all(texts(c[t]) == texts(a[t]) for t in c if t // slot == 1))
+md = metrics("d")
+ok("dry_pool_filled_locally", len(md) == 4 and all(m["local_groups"] == 4 and m["external_groups"] == 0 for m in md) and
+   sorted(d) == sorted(a), "%d rounds, task ids %s" % (len(md), sorted(d)))
 PY
