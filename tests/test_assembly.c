@@ -2,7 +2,7 @@
  * records: a local group that comes again (the broker delivers at least
  * once) is dropped and counted, an external group of the same task id is
  * not, and a batch holds I local and J external groups, or I + J local ones
- * when the pool is dry. */
+ * when the pool is dry, its local groups in task order. */
 #include "check.h"
 #include "node/assembly.h"
 #include "node/config.h"
@@ -67,8 +67,36 @@ static void test_duplicates_and_batches(void)
     EXPECT(a == NULL);
 }
 
+/* groups that came back 3, 1, 2 go to the learner as 1, 2, 3 */
+static void test_local_groups_in_task_order(void)
+{
+    char *argv[] = {"test_assembly", "--local-groups", "3", "--external-groups", "0", "--completions", "4", NULL};
+    int argc = 7;
+    config_t cfg;
+    EXPECT(config_load(&cfg, &argc, argv) == 0);
+    assembly_t *a = assembly_new(&cfg);
+    add(a, &cfg, 3, false, true);
+    add(a, &cfg, 1, false, true);
+    add(a, &cfg, 2, false, true);
+    EXPECT(assembly_ready(a, 0, false));
+    uint8_t *buf;
+    size_t len;
+    EXPECT(assembly_take(a, 1, 0, "{}", &buf, &len) == 0);
+    rec_batch_view_t b;
+    char err[128];
+    EXPECT(rec_batch_view(buf, len, &b, err, sizeof err) == 0 && b.b.local_count == 3);
+    for (size_t i = 0; i < 3; i++) {
+        rec_rollout_view_t g;
+        rec_batch_group(&b, i, &g);
+        EXPECTF(g.r.task.task_id == i + 1, "group %zu: task %llu", i, (unsigned long long)g.r.task.task_id);
+    }
+    rec_free(buf);
+    assembly_destroy(&a);
+}
+
 int main(void)
 {
     RUN_TEST(test_duplicates_and_batches);
+    RUN_TEST(test_local_groups_in_task_order);
     CHECK_EXIT();
 }

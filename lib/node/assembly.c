@@ -202,6 +202,16 @@ int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char
         char err[128];
         rec_rollout_view(taken[i]->buf, taken[i]->len, &views[i], err, sizeof err);
     }
+    /* local groups in task order, not in the order the generators finished
+     * them: the learner's sums then run in the same order whatever the
+     * timing (lockstep repeats itself) */
+    for (size_t i = 1; i < ni; i++)
+        for (size_t k = i; k > 0 && views[k].r.task.task_id < views[k - 1].r.task.task_id; k--) {
+            group_t *g = taken[k];
+            taken[k] = taken[k - 1], taken[k - 1] = g;
+            rec_rollout_view_t v = views[k];
+            views[k] = views[k - 1], views[k - 1] = v;
+        }
     rec_batch_t b = {.node = self->cfg->node,
                      .round = round,
                      .policy_version = version,
