@@ -29,13 +29,30 @@ static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool exter
             (unsigned long long)task_id, external, expect_kept);
 }
 
+/* an assembly for I local and J external groups of 4 completions */
+static assembly_t *assembly_ij(config_t *cfg, char *I, char *J)
+{
+    char *argv[] = {"test_assembly", "--local-groups", I, "--external-groups", J, "--completions", "4", NULL};
+    int argc = 7;
+    EXPECT(config_load(cfg, &argc, argv) == 0);
+    return assembly_new(cfg);
+}
+
+/* the batch assembly's one batch: taken, and its view */
+static uint8_t *take_batch(assembly_t *a, rec_batch_view_t *b)
+{
+    uint8_t *buf;
+    size_t len;
+    char err[128];
+    EXPECT(assembly_take(a, 1, 0, "{}", &buf, &len) == 0);
+    EXPECTF(rec_batch_view(buf, len, b, err, sizeof err) == 0, "%s", err);
+    return buf;
+}
+
 static void test_duplicates_and_batches(void)
 {
-    char *argv[] = {"test_assembly", "--local-groups", "2", "--external-groups", "2", "--completions", "4", NULL};
-    int argc = 7;
     config_t cfg;
-    EXPECT(config_load(&cfg, &argc, argv) == 0);
-    assembly_t *a = assembly_new(&cfg);
+    assembly_t *a = assembly_ij(&cfg, "2", "2");
     add(a, &cfg, 1, false, true);
     add(a, &cfg, 1, false, false); /* the same task again */
     add(a, &cfg, 2, false, true);
@@ -47,12 +64,8 @@ static void test_duplicates_and_batches(void)
     add(a, &cfg, 3, false, true);
     add(a, &cfg, 4, false, true);
     EXPECT(assembly_ready(a, 0, true)); /* fallback: 4 local + 1 external */
-    uint8_t *buf;
-    size_t len;
-    EXPECT(assembly_take(a, 0, 0, "{}", &buf, &len) == 0);
     rec_batch_view_t b;
-    char err[128];
-    EXPECT(rec_batch_view(buf, len, &b, err, sizeof err) == 0);
+    uint8_t *buf = take_batch(a, &b);
     EXPECTF(b.b.local_count == 3 && b.b.external_count == 1, "batch of %u local, %u external", b.b.local_count,
             b.b.external_count);
     EXPECT(assembly_stats(a)->fallback_batches == 1);
@@ -70,21 +83,15 @@ static void test_duplicates_and_batches(void)
 /* groups that came back 3, 1, 2 go to the learner as 1, 2, 3 */
 static void test_local_groups_in_task_order(void)
 {
-    char *argv[] = {"test_assembly", "--local-groups", "3", "--external-groups", "0", "--completions", "4", NULL};
-    int argc = 7;
     config_t cfg;
-    EXPECT(config_load(&cfg, &argc, argv) == 0);
-    assembly_t *a = assembly_new(&cfg);
+    assembly_t *a = assembly_ij(&cfg, "3", "0");
     add(a, &cfg, 3, false, true);
     add(a, &cfg, 1, false, true);
     add(a, &cfg, 2, false, true);
     EXPECT(assembly_ready(a, 0, false));
-    uint8_t *buf;
-    size_t len;
-    EXPECT(assembly_take(a, 1, 0, "{}", &buf, &len) == 0);
     rec_batch_view_t b;
-    char err[128];
-    EXPECT(rec_batch_view(buf, len, &b, err, sizeof err) == 0 && b.b.local_count == 3);
+    uint8_t *buf = take_batch(a, &b);
+    EXPECT(b.b.local_count == 3);
     for (size_t i = 0; i < 3; i++) {
         rec_rollout_view_t g;
         rec_batch_group(&b, i, &g);
