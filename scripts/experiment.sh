@@ -82,6 +82,11 @@ for m in "${kinds[@]}"; do
 done
 start=$(date +%s)
 
+# the CPU as lscpu names it, with its family and model numbers
+cpu_name() {
+  lscpu 2> /dev/null | awk -F': *' '/^Model name/ { n = $2 } /^CPU family/ { f = $2 } /^Model:/ { m = $2 }
+    END { printf "%s (family %s, model %s)", n, f, m }'
+}
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 manifest() {
   local settings="" v
@@ -93,7 +98,8 @@ manifest() {
     printf ' "nodes": %d, "rounds": %d, "seeds": [%s], "configs": %s,\n' "$nodes" "$rounds" "$seeds" "$(json_str "$configs")"
     printf ' "eval_every": %d, "eval_questions_per_family": %d, "omp_threads": %d,\n' "$every" "$per_family" "$OMP_NUM_THREADS"
     printf ' "node_seed": "seed * 1000 + node index", "settings": {%s},\n' "$settings"
-    printf ' "host": %s, "cores": %d, "started": "%s"' "$(json_str "$(uname -srm)")" "$(getconf _NPROCESSORS_ONLN)" "$(date -u -d @"$start" +%FT%TZ)"
+    printf ' "host": %s, "cpu": %s, "cores": %d, "started": "%s"' "$(json_str "$(uname -srm)")" "$(json_str "$(cpu_name)")" \
+      "$(getconf _NPROCESSORS_ONLN)" "$(date -u -d @"$start" +%FT%TZ)"
     [ $# -gt 0 ] && printf ',\n "finished": "%s", "wall_seconds": %d, "seconds_per_configuration": {%s}' \
       "$(date -u +%FT%TZ)" "$(( $(date +%s) - start ))" "$1"
     printf '}\n'

@@ -43,7 +43,7 @@ check runs '[ $rc = 0 ] || { tail -20 "$tmp/out.log"; false; }'
 m=$exp/manifest.json
 hash=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1),$(sha256sum "$tmp/micro1/model.safetensors" | cut -d' ' -f1)
 check manifest '[ -f "$m" ] && grep -q "\"model_sha256\": \"$hash\"" "$m" && grep -q "\"git_version\": \"[0-9a-f]" "$m" &&
-  grep -q "\"wall_seconds\": [0-9]" "$m" && grep -q "\"seeds\": \[1,2\]" "$m" && grep -q "\"SAPO_COMPLETIONS\": \"4\"" "$m" &&
+  grep -q "\"wall_seconds\": [0-9]" "$m" && grep -q "\"cpu\": \".*(family [0-9]*, model [0-9]*)\"" "$m" && grep -q "\"seeds\": \[1,2\]" "$m" && grep -q "\"SAPO_COMPLETIONS\": \"4\"" "$m" &&
   grep -q "^| \`--lr\` | \`SAPO_LR\` |" "$exp/settings.md"'
 
 ok=1
