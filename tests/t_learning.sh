@@ -66,7 +66,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-export SAPO_BIN=$bin SAPO_BASE=$base SAPO_SWARM=learning$$
+# the node's default overlap of generation and training, which every
+# figure below was measured with (scripts/experiment.sh would run lockstep)
+export SAPO_BIN=$bin SAPO_BASE=$base SAPO_SWARM=learning$$ SAPO_LOCKSTEP=0
 
 if [ ! -f "$base/config.json" ]; then
   SAPO_SEED=1 SAPO_WARMSTART_SHAPE=config/tiny-2layer.json "$bin/learner" warmstart > "$tmp/warmstart.log" 2>&1 ||
