@@ -9,8 +9,9 @@
 #     accuracy on questions it never trained on;
 #   - on 200 held-out questions sampled 4 times each at the node's
 #     temperature (the same uniforms at every evaluation), the share of
-#     right answers, averaged over the evaluations at rounds R/2, 3R/4 and
-#     R, falls below round 0's by no more than LEARNING_SAMPLED_DROP;
+#     right answers, averaged over the evaluations of the second half
+#     (due at rounds R/2, 3R/4 and R), falls below round 0's by no more
+#     than LEARNING_SAMPLED_DROP;
 #   - held-out greedy pass@1 on those questions, averaged the same way,
 #     falls by no more than LEARNING_GREEDY_DROP.
 # The last two catch a collapse; they do not require a rise, because on
@@ -111,10 +112,13 @@ print(("PASS" if slope > 0 else "FAIL") +
       " learning_reward_rises (least-squares rise over %d rounds %+.3f; rounds 1-10 %.3f, last %d %.3f)"
       % (n, slope * n, f, rounds // 4, l))
 # the late evaluations (rounds/2, 3 rounds/4, rounds) averaged: one greedy
-# evaluation moves by 0.085 (sd) between evaluations 25 rounds apart
-late = [rounds // 2, 3 * rounds // 4, rounds]
+# evaluation moves by 0.085 (sd) between evaluations 25 rounds apart. An
+# evaluator that falls behind a fast node scores the first round it sees
+# at or past the one due (110 for 100), so every evaluation of the second
+# half counts, and the last one must be there.
+late = sorted(k for k in ev if k >= rounds // 2)
 e0 = ev.get(0)
-ok = e0 is not None and "sampled" in e0 and all(k in ev and "sampled" in ev[k] for k in late)
+ok = e0 is not None and len(late) >= 2 and rounds in late and all("sampled" in ev[k] for k in [0] + late)
 def mean(xs): return sum(xs) / len(xs)
 s0 = e0["sampled"]["pass1"] if ok else None
 s1 = mean([ev[k]["sampled"]["pass1"] for k in late]) if ok else None
