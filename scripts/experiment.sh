@@ -31,7 +31,7 @@
 # with 2 nodes, 80 rounds and 4 seeds, it halved the spread across seeds
 # of a configuration's cumulative reward in one comparison (sd 0.95
 # against 1.75 at 8/0, 1.99 against 4.02 at 4/4), and a J = 0 node repeats
-# itself exactly (docs/learning.md, "Common random numbers").
+# itself, nearly exactly (docs/learning.md, "Common random numbers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}

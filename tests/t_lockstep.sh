@@ -33,8 +33,10 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null 2>&1 &
 redis_pid=$!
 for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && break; sleep 0.1; done
+# one question per decode batch: a batch's log-probs differ from a lone
+# question's in the last digits (test_policy), and batches form by timing
 export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all \
-       SAPO_LOCAL_FILTER=all SAPO_POOL_WINDOW=0 SAPO_LOCKSTEP=1
+       SAPO_LOCAL_FILTER=all SAPO_POOL_WINDOW=0 SAPO_LOCKSTEP=1 SAPO_GENERATE_BATCH=1
 # a: I = 4; b: the same again; c: I = 2. The same seed, a swarm name each.
 # d: I = 2, J = 2, with no peer.
 for r in a:4/0 b:4/0 c:2/0 d:2/2; do
