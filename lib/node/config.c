@@ -201,7 +201,8 @@ static int set_enums(config_t *cfg, const char *const *enum_text)
     return 0;
 }
 
-static int check(const config_t *c)
+/* The training settings: the schedule, the ratio clips, the reward shaping. */
+static int check_training(const config_t *c)
 {
     if (c->lr_schedule == LR_COSINE && c->rounds == 0) {
         fprintf(stderr, "config: lr-schedule (SAPO_LR_SCHEDULE) cosine needs rounds (SAPO_ROUNDS) to end at\n");
@@ -223,6 +224,12 @@ static int check(const config_t *c)
         fprintf(stderr, "config: lockstep (SAPO_LOCKSTEP) must be 0 or 1\n");
         return -1;
     }
+    return 0;
+}
+
+/* What a round is made of: groups, completions, questions, and the node's name. */
+static int check_round(const config_t *c)
+{
     if (c->local_groups + c->external_groups == 0) {
         fprintf(
             stderr,
@@ -246,6 +253,12 @@ static int check(const config_t *c)
                 c->node);
         return -1;
     }
+    return 0;
+}
+
+/* Sizes and times, each with its least (and largest) sensible value. */
+static int check_limits(const config_t *c)
+{
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
         return -1;
@@ -267,6 +280,8 @@ static int check(const config_t *c)
     }
     return 0;
 }
+
+static int check(const config_t *c) { return check_training(c) || check_round(c) || check_limits(c) ? -1 : 0; }
 
 /* A task mix that is not inline JSON is a file name: the default names the
  * easy mix the tiny model can partly solve, and a file keeps a long mix out
