@@ -36,9 +36,8 @@
 # Until then the test ran 4/0, and on the Intel CPU its held-out figures
 # did not rise reliably: averaged as now, greedy moved by -0.008 to +0.075
 # and the sampled share by +0.006 to +0.055 over six seeds, so it only
-# checked that they did not collapse. Four groups a step are noisier than
-# eight at the same learning rate; one node gains less per group trained
-# (docs/learning.md, "One node at 8/0"). On an AMD EPYC Zen 3 (AVX2) the
+# checked that they did not collapse. A 4/0 node also gains less per group
+# trained than an 8/0 one (docs/learning.md, "One node at 8/0"). On an AMD EPYC Zen 3 (AVX2) the
 # base was 0.655 and greedy pass@1 at round 200 rose by 0.055 to 0.19 at
 # 4/0 in seven runs. One greedy evaluation moves by 0.085 (sd) between
 # evaluations 25 rounds apart, hence the average of the second half.
