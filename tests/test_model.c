@@ -910,6 +910,60 @@ static void test_gemm_few(void)
         gemm_against_reference("few", NULL, false, true, shapes[s][0], shapes[s][1], shapes[s][2], 3 * s);
 }
 
+/* the packed kernel of a decode step (gemm_packed.c), in each vector
+ * width the CPU has: every remainder of its row blocks (8, 3, 2 rows),
+ * a last partial panel, odd depths; with and without bias and
+ * accumulation, on 1 and 2 threads, against a double reference */
+static void test_gemm_packed(void)
+{
+    const int shapes[][3] = {{1, 5, 3},  {2, 32, 1},   {3, 33, 17},    {7, 64, 70},    {8, 264, 256},
+                             {9, 31, 5}, {17, 96, 33}, {64, 768, 256}, {64, 256, 768}, {23, 129, 260}};
+    int threads = omp_get_max_threads(), widths[3] = {512, 256, 128};
+    for (int wi = 0; wi < 3; wi++) {
+        if (!model_packed_use(widths[wi])) {
+            printf("(gemm_packed: no %d-bit kernel on this CPU)\n", widths[wi]);
+            continue;
+        }
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+            float *A = malloc(sizeof(float) * M * K), *W = malloc(sizeof(float) * N * K),
+                  *bias = malloc(sizeof(float) * N);
+            float *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N);
+            double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
+            rng_philox_uniform(7 * si, 0, A, (size_t)M * K);
+            rng_philox_uniform(7 * si + 1, 0, W, (size_t)N * K);
+            rng_philox_uniform(7 * si + 2, 0, C0, (size_t)M * N);
+            rng_philox_uniform(7 * si + 3, 0, bias, (size_t)N);
+            for (int i = 0; i < M * K; i++) A[i] -= 0.5f;
+            for (int i = 0; i < N * K; i++) W[i] -= 0.5f;
+            gemm_reference(false, false, true, M, N, K, A, W, ref, mag);
+            model_packed_t pk;
+            EXPECT(model_pack(&pk, W, N, K) == 0);
+            for (int th = 1; th <= 2; th++)
+                for (int way = 0; way < 4; way++) {
+                    bool acc = way & 1, with_bias = way & 2;
+                    omp_set_num_threads(th);
+                    for (int i = 0; i < M * N; i++) C[i] = acc ? C0[i] : NAN;
+                    model_gemm_packed(M, A, K, &pk, with_bias ? bias : NULL, acc, C, N);
+                    double worst = 0;
+                    for (int m = 0; m < M; m++)
+                        for (int n = 0; n < N; n++) {
+                            int i = m * N + n;
+                            double want = ref[i] + (acc ? C0[i] : 0) + (with_bias ? bias[n] : 0);
+                            double d = fabs(C[i] - want) / (mag[i] + fabs(C0[i]) + fabs(bias[n]));
+                            worst = d > worst || d != d ? d : worst;
+                        }
+                    EXPECTF(worst < 1e-5, "packed %d bits M %d N %d K %d acc %d bias %d threads %d: error %.3g",
+                            widths[wi], M, N, K, acc, with_bias, th, worst);
+                }
+            model_packed_free(&pk);
+            free(A), free(W), free(bias), free(C), free(C0), free(ref), free(mag);
+        }
+    }
+    model_packed_use(0);
+    omp_set_num_threads(threads);
+}
+
 /* a bf16 kernel of backend cpu-bf16: every layout (op(A) and op(B)
  * plain or transposed), remainders of 32 rows, 32 columns and 32 depths
  * (and of the AVX512-BF16 kernel's bands of 8 rows), one depth, depths
@@ -946,6 +1000,80 @@ static model_t *tiny_model(uint64_t seed)
     model_t *m = model_new_random(&c, seed, err, sizeof err);
     EXPECTF(m, "%s", err);
     return m;
+}
+
+/* sampled log-probs of model m for 3 prompts (1, 20 and 37 tokens) x
+ * 3 completions of up to 20 tokens, checked against a full forward pass
+ * over each prompt + completion; tokens and log-probs returned */
+static void decode_against_forward(model_t *m, const char *what, int *tok, float *lp, int *len)
+{
+    enum { Q = 3, L = 3, M = 20 };
+    static int pr[Q][37];
+    const int *prompts[Q] = {pr[0], pr[1], pr[2]};
+    int plen[Q] = {1, 20, 37};
+    uint64_t seeds[Q] = {11, 12, 13};
+    for (int q = 0; q < Q; q++)
+        for (int i = 0; i < plen[q]; i++) pr[q][i] = 'a' + (5 * i + 3 * q) % 26;
+    model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 0.9f, .top_k = 0, .top_p = 1}};
+    EXPECT(model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len) == 0);
+    double worst = 0;
+    for (int s = 0; s < Q * L; s++) {
+        int q = s / L, P = plen[q], T = P + len[s], tk[64], tg[64];
+        float flp[64];
+        for (int t = 0; t < T; t++) {
+            tk[t] = t < P ? pr[q][t] : tok[s * M + t - P];
+            tg[t] = t + 1 >= P && t + 1 < T ? tok[s * M + t + 1 - P] : -1;
+        }
+        EXPECT(model_forward(m, tk, tg, 1, T, 0.9f, flp, NULL) == 0);
+        for (int t = 0; t < len[s]; t++) {
+            double d = fabs(lp[s * M + t] - flp[P - 1 + t]);
+            worst = d > worst ? d : worst;
+        }
+    }
+    EXPECTF(worst < 1e-4, "%s: decode log-probs off a full forward pass by %.3g", what, worst);
+}
+
+/* a decode's own kernels (gemm_packed.c, the AVX-512 attention for head
+ * dimensions 64 and 128): log-probs equal to a full forward pass's, with
+ * packed weights and without, for two and three query heads per key head
+ * and Qwen3's norms; with packed weights the same tokens and log-probs,
+ * to the bit, on 1 thread as on 2 (each row's sums do not depend on the
+ * rows beside it) */
+static void test_decode_kernels(void)
+{
+    char err[512];
+    model_config_t cs[4] = {model_config_tiny(), model_config_tiny(), model_config_tiny(), model_config_tiny()};
+    cs[1].HD = 128;
+    cs[2].NH = 6;
+    cs[3].type = MODEL_QWEN3;
+    cs[3].qkv_bias = false;
+    const char *names[4] = {"head_dim 64", "head_dim 128", "3 query heads per key head", "qwen3 norms"};
+    int threads = omp_get_max_threads();
+    enum { S = 9, M = 20 };
+    for (int i = 0; i < 4; i++) {
+        model_t *m = model_new_random(&cs[i], 5 + i, err, sizeof err);
+        EXPECTF(m, "%s", err);
+        if (!m) continue;
+        int tok[2][S * M], len[2][S];
+        float lp[2][S * M];
+        char what[96];
+        for (int th = 2; th >= 1; th--) {
+            omp_set_num_threads(th);
+            snprintf(what, sizeof what, "%s, packed, %d threads", names[i], th);
+            decode_against_forward(m, what, tok[th - 1], lp[th - 1], len[th - 1]);
+        }
+        omp_set_num_threads(threads);
+        bool same = !memcmp(len[0], len[1], sizeof len[0]);
+        for (int s = 0; same && s < S; s++)
+            same = !memcmp(tok[0] + s * M, tok[1] + s * M, sizeof(int) * len[0][s]) &&
+                   !memcmp(lp[0] + s * M, lp[1] + s * M, sizeof(float) * len[0][s]);
+        EXPECTF(same, "%s: 1 and 2 threads sampled differently", names[i]);
+        model_pack_limit(1);
+        snprintf(what, sizeof what, "%s, weights in place", names[i]);
+        decode_against_forward(m, what, tok[0], lp[0], len[0]);
+        model_pack_limit(0);
+        model_destroy(&m);
+    }
 }
 
 /* backend cpu-bf16 against cpu on the tiny model, and on the same with
@@ -1176,6 +1304,8 @@ int main(void)
     RUN_TEST(test_stop_and_tiny);
     RUN_TEST(test_threads);
     RUN_TEST(test_gemm_few);
+    RUN_TEST(test_gemm_packed);
+    RUN_TEST(test_decode_kernels);
     RUN_TEST(test_gemm_amx);
     RUN_TEST(test_gemm_avx512bf16);
     RUN_TEST(test_bf16_kernel_choice);

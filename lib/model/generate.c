@@ -7,6 +7,7 @@
 #include "model/model_impl.h"
 #include "sampling/rng.h"
 
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -96,14 +97,97 @@ attend_group(float *y, float *p, const float *q, const float *k1, const float *v
     }
 }
 
-/* attention of each row over positions [0, pos]: the prompt's part from
- * the prompt's first slot, the completion's part from its own slot */
-static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R)
+/* lane j of the result: the sum of the lanes of a[j] */
+__attribute__((target("avx512f"))) static inline __m512 sum16(const __m512 *a)
+{
+    __m512 b[8], c[4], d[2];
+    for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; i++)
+        c[i] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xee));
+    for (int i = 0; i < 2; i++)
+        d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xee));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xdd));
+}
+
+/* attend_group for HD = 16 NC with AVX-512: q's NC vectors in registers,
+ * scores 16 keys at a time (each key's products summed in a vector, the
+ * 16 vectors folded into one), then the values weighted into NC sums per
+ * head, also in registers */
+#define ATTEND16(NAME, NC)                                                                                             \
+    __attribute__((target("avx512f,fma"))) static void NAME(float *y, float *p, const float *q, const float *k1,       \
+                                                            const float *v1, int n1, const float *k2, const float *v2, \
+                                                            int n, int rep, int KD, int HD, float scale)               \
+    {                                                                                                                  \
+        (void)HD;                                                                                                      \
+        for (int h = 0; h < rep; h++) {                                                                                \
+            __m512 qc[NC], acc[16];                                                                                    \
+            for (int c = 0; c < NC; c++) qc[c] = _mm512_loadu_ps(q + (size_t)h * 16 * NC + 16 * c);                    \
+            for (int t0 = 0; t0 < n; t0 += 16) {                                                                       \
+                int nk = n - t0 < 16 ? n - t0 : 16;                                                                    \
+                _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++)                                                  \
+                {                                                                                                      \
+                    /* a short block repeats its last key and keeps only its own scores */                             \
+                    int t = t0 + (j < nk ? j : nk - 1);                                                                \
+                    const float *kr = t < n1 ? k1 + (size_t)t * KD : k2 + (size_t)(t - n1) * KD;                       \
+                    __m512 s = _mm512_mul_ps(qc[0], _mm512_loadu_ps(kr));                                              \
+                    _Pragma("GCC unroll 8") for (int c = 1; c < NC; c++) s =                                           \
+                        _mm512_fmadd_ps(qc[c], _mm512_loadu_ps(kr + 16 * c), s);                                       \
+                    acc[j] = s;                                                                                        \
+                }                                                                                                      \
+                _mm512_mask_storeu_ps(p + (size_t)h * n + t0, (__mmask16)((1u << nk) - 1),                             \
+                                      _mm512_mul_ps(sum16(acc), _mm512_set1_ps(scale)));                               \
+            }                                                                                                          \
+            model_softmax_row(p + (size_t)h * n, n, 1.0f);                                                             \
+        }                                                                                                              \
+        /* the heads two at a time: 2 NC independent sums hide the latency of each */                                  \
+        for (int h = 0; h < rep; h += 2) {                                                                             \
+            int h2 = h + 1 < rep ? h + 1 : h;                                                                          \
+            const float *pa = p + (size_t)h * n, *pb = p + (size_t)h2 * n;                                             \
+            __m512 oa[NC], ob[NC];                                                                                     \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NC; c++) oa[c] = ob[c] = _mm512_setzero_ps();                  \
+            for (int t = 0; t < n; t++) {                                                                              \
+                const float *vr = t < n1 ? v1 + (size_t)t * KD : v2 + (size_t)(t - n1) * KD;                           \
+                __m512 ta = _mm512_set1_ps(pa[t]), tb = _mm512_set1_ps(pb[t]);                                         \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NC; c++)                                                   \
+                {                                                                                                      \
+                    __m512 vc = _mm512_loadu_ps(vr + 16 * c);                                                          \
+                    oa[c] = _mm512_fmadd_ps(ta, vc, oa[c]);                                                            \
+                    ob[c] = _mm512_fmadd_ps(tb, vc, ob[c]);                                                            \
+                }                                                                                                      \
+            }                                                                                                          \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NC; c++)                                                       \
+            {                                                                                                          \
+                _mm512_storeu_ps(y + (size_t)h * 16 * NC + 16 * c, oa[c]);                                             \
+                _mm512_storeu_ps(y + (size_t)h2 * 16 * NC + 16 * c, ob[c]);                                            \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+ATTEND16(attend_group64, 4)
+ATTEND16(attend_group128, 8)
+
+typedef void attend_fn(float *, float *, const float *, const float *, const float *, int, const float *, const float *,
+                       int, int, int, int, float);
+
+/* the kernel for head dimension HD on this CPU */
+static attend_fn *attend_pick(int HD)
+{
+    if (!__builtin_cpu_supports("avx512f")) return attend_group;
+    return HD == 64 ? attend_group64 : HD == 128 ? attend_group128 : attend_group;
+}
+
+/* attention of rows [r0, r0 + R) over positions [0, pos]: the prompt's
+ * part from the prompt's first slot, the completion's part from its own
+ * slot */
+static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int r0, int R)
 {
     int NH = c->NH, NKV = c->NKV, HD = c->HD, KD = NKV * HD, rep = NH / NKV;
     float scale = 1.0f / sqrtf((float)HD);
+    attend_fn *attend = attend_pick(HD);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)R * NH * ws->maxT * HD >= 32 * MODEL_PAR_MIN)
-    for (int r = 0; r < R; r++)
+    for (int r = r0; r < r0 + R; r++)
         for (int kh = 0; kh < NKV; kh++) {
             int s = ws->slot[r], s0 = s - s % ws->L, P = ws->plen[s / ws->L], n = ws->pos[r] + 1;
             int n1 = n < P ? n : P;
@@ -111,57 +195,133 @@ static void cached_attention(gen_ws_t *ws, const model_config_t *c, int l, int R
             size_t b1 = (((size_t)l * ws->S + s0) * ws->maxT) * KD + (size_t)kh * HD;
             size_t b2 = (((size_t)l * ws->S + s) * ws->maxT + P) * KD + (size_t)kh * HD;
             size_t qo = (size_t)r * NH * HD + (size_t)kh * rep * HD;
-            attend_group(ws->y + qo, p, ws->q + qo, ws->kc + b1, ws->vc + b1, n1, ws->kc + b2, ws->vc + b2, n, rep, KD,
-                         HD, scale);
+            attend(ws->y + qo, p, ws->q + qo, ws->kc + b1, ws->vc + b1, n1, ws->kc + b2, ws->vc + b2, n, rep, KD, HD,
+                   scale);
         }
 }
 
-/* runs R rows through the model; logits of rows [R - nlog, R) land in
- * ws->logits */
-static void step(model_t *m, gen_ws_t *ws, int R, int nlog)
+/* the linear layers of a decode, each laid out once for
+ * model_gemm_packed: per layer q, k, v, o, gate, up, down, then the lm
+ * head */
+enum { PK_Q, PK_K, PK_V, PK_O, PK_G, PK_U, PK_D, PK_LAYER };
+
+/* Weights past this many bytes stay where they are: a packed copy of a
+ * real checkpoint would double its memory, and its decode is bound by
+ * reading the weights, not by the copies sgemm makes. */
+#define PACK_MAX ((size_t)256 << 20)
+static size_t pack_max = PACK_MAX;
+
+void model_pack_limit(size_t bytes) { pack_max = bytes ? bytes : PACK_MAX; }
+
+static size_t packed_bytes(int N, int K) { return (size_t)(N + MODEL_PANEL - 1) / MODEL_PANEL * MODEL_PANEL * K * 4; }
+
+/* The model's weights packed (c->L * PK_LAYER + 1 matrices), or NULL:
+ * in backend cpu-bf16 (its products stay in bf16), past PACK_MAX, or out
+ * of memory */
+static model_packed_t *pack_weights(const model_t *m)
+{
+    const model_config_t *c = &m->cfg;
+    const model_weights_t *w = &m->w;
+    size_t C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
+    size_t bytes =
+        packed_bytes(c->V, c->C) + c->L * (packed_bytes(QD, C) + 2 * packed_bytes(KD, C) + packed_bytes(C, QD) +
+                                           2 * packed_bytes(FF, C) + packed_bytes(C, FF));
+    if (m->bf16 || bytes > pack_max) return NULL;
+    int n = c->L * PK_LAYER + 1;
+    model_packed_t *p = calloc(n, sizeof *p);
+    if (!p) return NULL;
+    int rc = 0;
+    for (int l = 0; l < c->L; l++) {
+        model_packed_t *pl = p + l * PK_LAYER;
+        rc |= model_pack(pl + PK_Q, w->wq + l * QD * C, QD, C);
+        rc |= model_pack(pl + PK_K, w->wk + l * KD * C, KD, C);
+        rc |= model_pack(pl + PK_V, w->wv + l * KD * C, KD, C);
+        rc |= model_pack(pl + PK_O, w->wo + l * C * QD, C, QD);
+        rc |= model_pack(pl + PK_G, w->wg + l * FF * C, FF, C);
+        rc |= model_pack(pl + PK_U, w->wu + l * FF * C, FF, C);
+        rc |= model_pack(pl + PK_D, w->wd + l * C * FF, C, FF);
+    }
+    rc |= model_pack(p + n - 1, c->tie ? w->wte : w->lm, c->V, c->C);
+    if (rc) {
+        for (int i = 0; i < n; i++) model_packed_free(p + i);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void packed_free(const model_t *m, model_packed_t *p)
+{
+    for (int i = 0; p && i < m->cfg.L * PK_LAYER + 1; i++) model_packed_free(p + i);
+    free(p);
+}
+
+/* out (R, OUT) = in (R, IN) W^T (+ bias), + out where acc: by the packed
+ * copy p where there is one, else by W in place */
+static void linear(const model_t *m, const model_packed_t *p, float *out, const float *in, const float *W,
+                   const float *bias, int R, int IN, int OUT, bool acc)
+{
+    if (p) {
+        model_gemm_packed(R, in, IN, p, bias, acc, out, OUT);
+        return;
+    }
+    if (!acc) {
+        model_matmul(m->bf16, out, in, W, bias, R, IN, OUT);
+        return;
+    }
+    model_gemm(m->bf16, false, true, R, OUT, IN, in, NULL, IN, W, NULL, IN, 1.0f, out, OUT);
+    if (bias)
+        for (int r = 0; r < R; r++) model_add_row(out + (size_t)r * OUT, bias, OUT);
+}
+
+/* runs rows [r0, r0 + R) through the model, by the packed weights pk
+ * where not NULL; logits of rows [r0 + R - nlog, r0 + R) land in ws->logits
+ * from row r0 on. A call touches its own rows only, so threads may run
+ * disjoint ranges at once. */
+static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int R, int nlog)
 {
     const model_config_t *c = &m->cfg;
     const model_weights_t *w = &m->w;
     int C = c->C, HD = c->HD, QD = c->NH * HD, KD = c->NKV * HD, FF = c->FF;
-    for (int r = 0; r < R; r++) memcpy(ws->x + (size_t)r * C, w->wte + (size_t)ws->tok[r] * C, C * sizeof(float));
+    float *x = ws->x + (size_t)r0 * C, *ln = ws->ln + (size_t)r0 * C, *rs = ws->r + (size_t)r0 * c->NH;
+    float *q = ws->q + (size_t)r0 * QD, *k = ws->k + (size_t)r0 * KD, *v = ws->v + (size_t)r0 * KD;
+    float *y = ws->y + (size_t)r0 * QD, *g = ws->g + (size_t)r0 * FF, *u = ws->u + (size_t)r0 * FF;
+    const int *slot = ws->slot + r0, *pos = ws->pos + r0;
+    for (int r = 0; r < R; r++) memcpy(x + (size_t)r * C, w->wte + (size_t)ws->tok[r0 + r] * C, C * sizeof(float));
     for (int l = 0; l < c->L; l++) {
-        model_rmsnorm(ws->ln, ws->r, ws->x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
-        model_matmul(m->bf16, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C,
-                     QD);
-        model_matmul(m->bf16, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C,
-                     KD);
-        model_matmul(m->bf16, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C,
-                     KD);
+        const model_packed_t *pl = pk ? pk + l * PK_LAYER : NULL;
+#define PK(i) (pl ? pl + (i) : NULL)
+        model_rmsnorm(ln, rs, x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
+        linear(m, PK(PK_Q), q, ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD, false);
+        linear(m, PK(PK_K), k, ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD, false);
+        linear(m, PK(PK_V), v, ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD, false);
         if (c->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q */
-            memcpy(ws->y, ws->q, (size_t)R * QD * sizeof(float));
-            model_rmsnorm(ws->q, ws->r, ws->y, w->qn + (size_t)l * HD, R * c->NH, HD, c->rms_eps);
-            memcpy(ws->y, ws->k, (size_t)R * KD * sizeof(float));
-            model_rmsnorm(ws->k, ws->r, ws->y, w->kn + (size_t)l * HD, R * c->NKV, HD, c->rms_eps);
+            memcpy(y, q, (size_t)R * QD * sizeof(float));
+            model_rmsnorm(q, rs, y, w->qn + (size_t)l * HD, R * c->NH, HD, c->rms_eps);
+            memcpy(y, k, (size_t)R * KD * sizeof(float));
+            model_rmsnorm(k, rs, y, w->kn + (size_t)l * HD, R * c->NKV, HD, c->rms_eps);
         }
-        model_rope(ws->q, ws->pos, m->rope_cos, m->rope_sin, R, c->NH, HD);
-        model_rope(ws->k, ws->pos, m->rope_cos, m->rope_sin, R, c->NKV, HD);
+        model_rope(q, pos, m->rope_cos, m->rope_sin, R, c->NH, HD);
+        model_rope(k, pos, m->rope_cos, m->rope_sin, R, c->NKV, HD);
         for (int r = 0; r < R; r++) {
-            size_t at = (((size_t)l * ws->S + ws->slot[r]) * ws->maxT + ws->pos[r]) * KD;
-            memcpy(ws->kc + at, ws->k + (size_t)r * KD, KD * sizeof(float));
-            memcpy(ws->vc + at, ws->v + (size_t)r * KD, KD * sizeof(float));
+            size_t at = (((size_t)l * ws->S + slot[r]) * ws->maxT + pos[r]) * KD;
+            memcpy(ws->kc + at, k + (size_t)r * KD, KD * sizeof(float));
+            memcpy(ws->vc + at, v + (size_t)r * KD, KD * sizeof(float));
         }
-        cached_attention(ws, c, l, R);
-        model_gemm(m->bf16, false, true, R, C, QD, ws->y, NULL, QD, w->wo + (size_t)l * C * QD, NULL, QD, 1.0f, ws->x,
-                   C);
-        if (w->bo)
-            for (int r = 0; r < R; r++)
-                for (int i = 0; i < C; i++) ws->x[(size_t)r * C + i] += w->bo[(size_t)l * C + i];
-        model_rmsnorm(ws->ln, ws->r, ws->x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
-        model_matmul(m->bf16, ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF);
-        model_matmul(m->bf16, ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF);
-        model_swiglu(ws->g, ws->g, ws->u, (size_t)R * FF);
-        model_gemm(m->bf16, false, true, R, C, FF, ws->g, NULL, FF, w->wd + (size_t)l * C * FF, NULL, FF, 1.0f, ws->x,
-                   C);
+        cached_attention(ws, c, l, r0, R);
+        linear(m, PK(PK_O), x, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C, true);
+        model_rmsnorm(ln, rs, x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
+        linear(m, PK(PK_G), g, ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
+        linear(m, PK(PK_U), u, ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
+        model_swiglu(g, g, u, (size_t)R * FF);
+        linear(m, PK(PK_D), x, g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
+#undef PK
     }
-    float *xl = ws->x + (size_t)(R - nlog) * C;
-    model_rmsnorm(ws->ln, ws->r, xl, w->lnf, nlog, C, c->rms_eps);
-    model_matmul(m->bf16, ws->logits, ws->ln, c->tie ? w->wte : w->lm, NULL, nlog, C, c->V);
+    float *xl = x + (size_t)(R - nlog) * C;
+    model_rmsnorm(ln, rs, xl, w->lnf, nlog, C, c->rms_eps);
+    linear(m, pk ? pk + c->L * PK_LAYER : NULL, ws->logits + (size_t)r0 * c->V, ln, c->tie ? w->wte : w->lm, NULL, nlog,
+           C, c->V, false);
 }
 
 static bool is_eos(const model_config_t *c, int tok)
@@ -217,7 +377,7 @@ static int draw_uniforms(const uint64_t *seeds, int Q, int L, int M, float *u)
 /* prefill each prompt into its first slot, whose keys and values its
  * L completions share; last prompt first, since every prefill leaves
  * its logits in row 0 */
-static void prefill(model_t *m, gen_ws_t *ws, const int *const *prompts, int Q)
+static void prefill(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const int *const *prompts, int Q)
 {
     int L = ws->L, V = m->cfg.V;
     for (int q = Q - 1; q >= 0; q--) {
@@ -227,7 +387,7 @@ static void prefill(model_t *m, gen_ws_t *ws, const int *const *prompts, int Q)
             ws->slot[i] = s0;
             ws->pos[i] = i;
         }
-        step(m, ws, P, 1);
+        step(m, ws, pk, 0, P, 1);
         for (int s = s0 + L - 1; s >= s0; s--)
             if (s) memcpy(ws->logits + (size_t)s * V, ws->logits, V * sizeof(float));
     }
@@ -272,6 +432,7 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
     float *u = malloc((size_t)S * M * sizeof(float));
     int *imem = malloc((3 * (size_t)R + S) * sizeof(int));
     unsigned char *scratch = malloc(sbytes * nth);
+    model_packed_t *pk = pack_weights(m);
     int rc = -1;
     if (!mem || !u || !imem || !scratch || model_rope_ensure(m, maxP + M)) {
         fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", S, maxP + M);
@@ -283,28 +444,42 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
     ws.slot = imem + R;
     ws.pos = imem + 2 * R;
     int *live = imem + 3 * R;
-    prefill(m, &ws, prompts, Q);
+    prefill(m, &ws, pk, prompts, Q);
     int nlive = S;
     for (int s = 0; s < S; s++) {
         live[s] = s;
         lengths[s] = 0;
     }
-    for (int t = 0; nlive > 0; t++) {
-#pragma omp parallel for if ((size_t)nlive * c->V >= 4 * MODEL_PAR_MIN)
-        for (int i = 0; i < nlive; i++) {
-            int s = live[i];
-            float lp;
-            int tok = sample_token(ws.logits + (size_t)i * c->V, c->V, &gp->sample, u[(size_t)s * M + t],
-                                   scratch + sbytes * omp_get_thread_num(), &lp);
-            tokens[(size_t)s * M + t] = tok;
-            logp[(size_t)s * M + t] = lp;
-            lengths[s] = t + 1;
+    /* With packed weights each thread runs its share of the live rows
+     * through the whole model, and the threads meet twice a token: after
+     * sampling, and after one of them has gathered the next rows. Without,
+     * one thread steps every row and each kernel splits its own work. */
+#pragma omp parallel if (pk)
+    {
+        int id = omp_get_thread_num(), nt = omp_get_num_threads(), lo, hi;
+        for (int t = 0; nlive > 0; t++) {
+            model_share(nlive, id, nt, &lo, &hi);
+#pragma omp parallel for if (nt == 1 && (size_t)nlive * c->V >= 4 * MODEL_PAR_MIN)
+            for (int i = lo; i < hi; i++) {
+                int s = live[i];
+                float lp;
+                /* one of the two thread numbers is 0: the outer team's or the inner one's */
+                unsigned char *sc = scratch + sbytes * (id + omp_get_thread_num());
+                int tok = sample_token(ws.logits + (size_t)i * c->V, c->V, &gp->sample, u[(size_t)s * M + t], sc, &lp);
+                tokens[(size_t)s * M + t] = tok;
+                logp[(size_t)s * M + t] = lp;
+                lengths[s] = t + 1;
+            }
+#pragma omp barrier
+#pragma omp single
+            nlive = next_rows(c, &ws, gp, live, nlive, t, M, tokens);
+            model_share(nlive, id, nt, &lo, &hi);
+            if (lo < hi) step(m, &ws, pk, lo, hi - lo, hi - lo);
         }
-        nlive = next_rows(c, &ws, gp, live, nlive, t, M, tokens);
-        if (nlive) step(m, &ws, nlive, nlive);
     }
     rc = 0;
 done:
+    packed_free(m, pk);
     free(scratch);
     free(imem);
     free(u);

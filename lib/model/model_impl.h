@@ -183,6 +183,30 @@ void model_softmax_backward_row(float *dr, const float *p, int n, int T, float s
 #define MODEL_FEW_PAR_MIN (1 << 20)
 void model_gemm_few(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
                     int ldc);
+/* gemm_packed.c: weights W (N, K) in Hugging Face's (out, in) layout laid
+ * out once for many products C (M, N) = A W^T: panels of MODEL_PANEL
+ * columns, each K rows of MODEL_PANEL floats (the last panel padded with
+ * zeros) */
+#define MODEL_PANEL 32
+typedef struct {
+    int N, K, np; /* np panels */
+    float *w;
+} model_packed_t;
+/* 0, or -1 out of memory */
+int model_pack(model_packed_t *p, const float *W, int N, int K);
+void model_packed_free(model_packed_t *p);
+/* C (M, N) = A (M, K; rows lda apart) W^T, + C where acc, + bias (N)
+ * where not NULL; threads split the panels from MODEL_FEW_PAR_MIN
+ * multiply-adds on */
+void model_gemm_packed(int M, const float *A, int lda, const model_packed_t *p, const float *bias, bool acc, float *C,
+                       int ldc);
+/* tests and benches: the kernel for vectors of bits (512, 256 or 128)
+ * from now on, where the CPU has it (0: the widest it has). Returns
+ * whether it took bits */
+bool model_packed_use(int bits);
+/* tests: decodes pack weights of at most bytes from now on (0: the
+ * default, 256 MiB) */
+void model_pack_limit(size_t bytes);
 /* backend cpu-bf16: C (M, N) = op(A) op(B) + beta C with bf16 products
  * and fp32 sums by one of two kernels (gemm_bf16.c chooses, once): the
  * AMX tiles (gemm_amx.c) or AVX512-BF16 dot products
