@@ -1076,6 +1076,33 @@ static void test_decode_kernels(void)
     }
 }
 
+/* prompts longer together than a prefill step's rows (512) go in several
+ * steps, the last ones first; shorter ones share a step. Either way each
+ * prompt's completions are, to the bit, those of a request of its own */
+static void test_prefill_steps(void)
+{
+    model_t *m = tiny_model(9);
+    if (!m) return;
+    enum { Q = 4, L = 2, M = 6 };
+    static int pr[Q][300];
+    const int *prompts[Q] = {pr[0], pr[1], pr[2], pr[3]};
+    int plen[Q] = {300, 5, 250, 260}, tok[Q * L * M], len[Q * L], tok1[L * M], len1[L];
+    float lp[Q * L * M], lp1[L * M];
+    uint64_t seeds[Q] = {21, 22, 23, 24};
+    for (int q = 0; q < Q; q++)
+        for (int i = 0; i < plen[q]; i++) pr[q][i] = 'a' + (7 * i + q) % 26;
+    model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 1, .top_k = 0, .top_p = 1}};
+    EXPECT(model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len) == 0);
+    for (int q = 0; q < Q; q++) {
+        gp.seed = seeds[q];
+        EXPECT(model_generate(m, prompts[q], plen[q], L, &gp, tok1, lp1, len1) == 0);
+        EXPECTF(!memcmp(len + q * L, len1, sizeof len1) && !memcmp(tok + q * L * M, tok1, sizeof tok1) &&
+                    !memcmp(lp + q * L * M, lp1, sizeof lp1),
+                "prompt %d of %d tokens: the batch sampled other tokens or log-probs than a request", q, plen[q]);
+    }
+    model_destroy(&m);
+}
+
 /* backend cpu-bf16 against cpu on the tiny model, and on the same with
  * Qwen3's q/k norms (the bf16 copies of q's and k's gradients come from
  * those norms there, from RoPE in Qwen2): a batch of 2 x 192, large enough
@@ -1306,6 +1333,7 @@ int main(void)
     RUN_TEST(test_gemm_few);
     RUN_TEST(test_gemm_packed);
     RUN_TEST(test_decode_kernels);
+    RUN_TEST(test_prefill_steps);
     RUN_TEST(test_gemm_amx);
     RUN_TEST(test_gemm_avx512bf16);
     RUN_TEST(test_bf16_kernel_choice);

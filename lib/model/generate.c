@@ -275,10 +275,10 @@ static void linear(const model_t *m, const model_packed_t *p, float *out, const 
 }
 
 /* runs rows [r0, r0 + R) through the model, by the packed weights pk
- * where not NULL; logits of rows [r0 + R - nlog, r0 + R) land in ws->logits
- * from row r0 on. A call touches its own rows only, so threads may run
- * disjoint ranges at once. */
-static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int R, int nlog)
+ * where not NULL; logits of nlog rows land in ws->logits from row r0 on:
+ * of rows r0 + lrows[j] where lrows is not NULL, else of the last nlog. A call touches its own rows only, so threads
+ * may run disjoint ranges at once. */
+static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int R, int nlog, const int *lrows)
 {
     const model_config_t *c = &m->cfg;
     const model_weights_t *w = &m->w;
@@ -318,8 +318,10 @@ static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int
         linear(m, PK(PK_D), x, g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
 #undef PK
     }
-    float *xl = x + (size_t)(R - nlog) * C;
-    model_rmsnorm(ln, rs, xl, w->lnf, nlog, C, c->rms_eps);
+    if (lrows)
+        for (int j = 0; j < nlog; j++)
+            model_rmsnorm(ln + (size_t)j * C, rs, x + (size_t)lrows[j] * C, w->lnf, 1, C, c->rms_eps);
+    else model_rmsnorm(ln, rs, x + (size_t)(R - nlog) * C, w->lnf, nlog, C, c->rms_eps);
     linear(m, pk ? pk + c->L * PK_LAYER : NULL, ws->logits + (size_t)r0 * c->V, ln, c->tie ? w->wte : w->lm, NULL, nlog,
            C, c->V, false);
 }
@@ -362,34 +364,42 @@ static int check_request(const model_config_t *c, const int *const *prompts, con
 }
 
 /* L * M uniforms per prompt from its seed: token t of slot s draws with
- * u[s * M + t]. 0, or -1 out of memory. */
-static int draw_uniforms(const uint64_t *seeds, int Q, int L, int M, float *u)
+ * u[s * M + t]. The numbers of cuRAND's Philox stream (rng.h), from the
+ * own implementation: seeding cuRAND's host generator took 4.6 ms, a
+ * request's whole decode step a few. */
+static void draw_uniforms(const uint64_t *seeds, int Q, int L, int M, float *u)
 {
-    for (int q = 0; q < Q; q++) {
-        rng_t *rng = rng_new(seeds[q]);
-        if (!rng) return -1;
-        rng_uniform(rng, u + (size_t)q * L * M, (size_t)L * M);
-        rng_destroy(&rng);
-    }
-    return 0;
+    for (int q = 0; q < Q; q++) rng_philox_uniform(seeds[q], 0, u + (size_t)q * L * M, (size_t)L * M);
 }
 
-/* prefill each prompt into its first slot, whose keys and values its
- * L completions share; last prompt first, since every prefill leaves
- * its logits in row 0 */
-static void prefill(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const int *const *prompts, int Q)
+/* rows a prefill step takes at most, several prompts together */
+#define PREFILL_ROWS 512
+
+/* prefill each prompt into its first slot, whose keys and values its L
+ * completions share, as many prompts in a step as R rows hold; then each
+ * prompt's last logits into its L slots' rows. Last prompts first: a step
+ * leaves its n prompts' logits in rows [0, n), below the slots of every
+ * prompt after them. lrows: scratch for Q ints */
+static void prefill(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const int *const *prompts, int Q, int R,
+                    int *lrows)
 {
     int L = ws->L, V = m->cfg.V;
-    for (int q = Q - 1; q >= 0; q--) {
-        int P = ws->plen[q], s0 = q * L;
-        for (int i = 0; i < P; i++) {
-            ws->tok[i] = prompts[q][i];
-            ws->slot[i] = s0;
-            ws->pos[i] = i;
+    for (int q1 = Q; q1 > 0;) {
+        int q0 = q1 - 1, rows = ws->plen[q0];
+        while (q0 > 0 && rows + ws->plen[q0 - 1] <= R) rows += ws->plen[--q0];
+        for (int q = q0, r = 0; q < q1; q++) {
+            for (int i = 0; i < ws->plen[q]; i++, r++) {
+                ws->tok[r] = prompts[q][i];
+                ws->slot[r] = q * L;
+                ws->pos[r] = i;
+            }
+            lrows[q - q0] = r - 1;
         }
-        step(m, ws, pk, 0, P, 1);
-        for (int s = s0 + L - 1; s >= s0; s--)
-            if (s) memcpy(ws->logits + (size_t)s * V, ws->logits, V * sizeof(float));
+        step(m, ws, pk, 0, rows, q1 - q0, lrows);
+        for (int j = q1 - q0 - 1; j >= 0; j--)
+            for (int s = (q0 + j) * L + L - 1; s >= (q0 + j) * L; s--)
+                if (s != j) memcpy(ws->logits + (size_t)s * V, ws->logits + (size_t)j * V, V * sizeof(float));
+        q1 = q0;
     }
 }
 
@@ -426,7 +436,11 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
 #endif
     int S = Q * L;
     gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
+    /* rows: a decode step's S, the longest prompt, several prompts up to PREFILL_ROWS */
+    int sumP = 0;
+    for (int q = 0; q < Q; q++) sumP += prompt_lens[q];
     int R = maxP > S ? maxP : S, nth = omp_get_max_threads();
+    if (R < PREFILL_ROWS) R = sumP < PREFILL_ROWS ? (sumP > R ? sumP : R) : PREFILL_ROWS;
     size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
     float *mem = malloc(nf * sizeof(float));
     float *u = malloc((size_t)S * M * sizeof(float));
@@ -438,13 +452,13 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
         fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", S, maxP + M);
         goto done;
     }
-    if (draw_uniforms(seeds, Q, L, M, u) != 0) goto done;
+    draw_uniforms(seeds, Q, L, M, u);
     ws_layout(&ws, mem, c, R);
     ws.tok = imem;
     ws.slot = imem + R;
     ws.pos = imem + 2 * R;
     int *live = imem + 3 * R;
-    prefill(m, &ws, pk, prompts, Q);
+    prefill(m, &ws, pk, prompts, Q, R, live);
     int nlive = S;
     for (int s = 0; s < S; s++) {
         live[s] = s;
@@ -474,7 +488,7 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
 #pragma omp single
             nlive = next_rows(c, &ws, gp, live, nlive, t, M, tokens);
             model_share(nlive, id, nt, &lo, &hi);
-            if (lo < hi) step(m, &ws, pk, lo, hi - lo, hi - lo);
+            if (lo < hi) step(m, &ws, pk, lo, hi - lo, hi - lo, NULL);
         }
     }
     rc = 0;
