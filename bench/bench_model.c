@@ -276,8 +276,6 @@ static void print_tiny(const model_t *m, const tiny_t *f, const peer_t *p)
     /* what a generator gains by sampling the queued questions together
      * (generate-batch) over one request per question */
     bench_line("generate_round_vs_requests_tiny", genb_tps, "tokens/s", "a request per prompt", gen_tps, "tokens/s");
-    /* a round: its completions sampled in one batch, one training step over them */
-    bench_line("round_tiny", f->genb + f->train, "s", NULL, 0, NULL);
 }
 
 /* a matmul of the tiny default's training step: C (M, N) = op(A) op(B) */
