@@ -424,50 +424,39 @@ static int next_rows(const model_config_t *c, gen_ws_t *ws, const model_gen_para
     return keep;
 }
 
-int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
-                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+/* rows of a workspace: a decode step's S, the longest prompt, and
+ * several prompts together up to PREFILL_ROWS */
+static int ws_rows(const int *prompt_lens, int Q, int S, int maxP)
+{
+    int sumP = 0, R = maxP > S ? maxP : S;
+    for (int q = 0; q < Q; q++) sumP += prompt_lens[q];
+    if (R < PREFILL_ROWS) R = sumP < PREFILL_ROWS ? (sumP > R ? sumP : R) : PREFILL_ROWS;
+    return R;
+}
+
+/* what a decode writes: (S, M) tokens and log-probs, (S) lengths */
+typedef struct {
+    int *tokens;
+    float *logp;
+    int *lengths;
+} gen_out_t;
+
+/* Samples every slot token by token from the prefilled logits, with the
+ * uniforms u (S, M), until each is done. With packed weights each thread
+ * runs its share of the live rows through the whole model, and the
+ * threads meet twice a token: after sampling, and after one of them has
+ * gathered the next rows. Without, one thread steps every row and each
+ * kernel splits its own work. live: scratch for S ints; scratch: sbytes
+ * of sampling scratch per thread */
+static void decode(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const model_gen_params_t *gp, const float *u,
+                   int *live, unsigned char *scratch, size_t sbytes, gen_out_t o)
 {
     const model_config_t *c = &m->cfg;
-    int M = gp->max_new, maxP = 0;
-    if (check_request(c, prompts, prompt_lens, Q, L, M, &maxP) != 0) return -1;
-#ifdef SAPO_HAVE_CUDA
-    if (m->cuda)
-        return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
-#endif
-    int S = Q * L;
-    gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
-    /* rows: a decode step's S, the longest prompt, several prompts up to PREFILL_ROWS */
-    int sumP = 0;
-    for (int q = 0; q < Q; q++) sumP += prompt_lens[q];
-    int R = maxP > S ? maxP : S, nth = omp_get_max_threads();
-    if (R < PREFILL_ROWS) R = sumP < PREFILL_ROWS ? (sumP > R ? sumP : R) : PREFILL_ROWS;
-    size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
-    float *mem = malloc(nf * sizeof(float));
-    float *u = malloc((size_t)S * M * sizeof(float));
-    int *imem = malloc((3 * (size_t)R + S) * sizeof(int));
-    unsigned char *scratch = malloc(sbytes * nth);
-    model_packed_t *pk = pack_weights(m);
-    int rc = -1;
-    if (!mem || !u || !imem || !scratch || model_rope_ensure(m, maxP + M)) {
-        fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", S, maxP + M);
-        goto done;
-    }
-    draw_uniforms(seeds, Q, L, M, u);
-    ws_layout(&ws, mem, c, R);
-    ws.tok = imem;
-    ws.slot = imem + R;
-    ws.pos = imem + 2 * R;
-    int *live = imem + 3 * R;
-    prefill(m, &ws, pk, prompts, Q, R, live);
-    int nlive = S;
-    for (int s = 0; s < S; s++) {
+    int M = gp->max_new, nlive = ws->S;
+    for (int s = 0; s < ws->S; s++) {
         live[s] = s;
-        lengths[s] = 0;
+        o.lengths[s] = 0;
     }
-    /* With packed weights each thread runs its share of the live rows
-     * through the whole model, and the threads meet twice a token: after
-     * sampling, and after one of them has gathered the next rows. Without,
-     * one thread steps every row and each kernel splits its own work. */
 #pragma omp parallel if (pk)
     {
         int id = omp_get_thread_num(), nt = omp_get_num_threads(), lo, hi;
@@ -479,18 +468,50 @@ int model_generate_batch(model_t *m, const int *const *prompts, const int *promp
                 float lp;
                 /* one of the two thread numbers is 0: the outer team's or the inner one's */
                 unsigned char *sc = scratch + sbytes * (id + omp_get_thread_num());
-                int tok = sample_token(ws.logits + (size_t)i * c->V, c->V, &gp->sample, u[(size_t)s * M + t], sc, &lp);
-                tokens[(size_t)s * M + t] = tok;
-                logp[(size_t)s * M + t] = lp;
-                lengths[s] = t + 1;
+                int tok = sample_token(ws->logits + (size_t)i * c->V, c->V, &gp->sample, u[(size_t)s * M + t], sc, &lp);
+                o.tokens[(size_t)s * M + t] = tok;
+                o.logp[(size_t)s * M + t] = lp;
+                o.lengths[s] = t + 1;
             }
 #pragma omp barrier
 #pragma omp single
-            nlive = next_rows(c, &ws, gp, live, nlive, t, M, tokens);
+            nlive = next_rows(c, ws, gp, live, nlive, t, M, o.tokens);
             model_share(nlive, id, nt, &lo, &hi);
-            if (lo < hi) step(m, &ws, pk, lo, hi - lo, hi - lo, NULL);
+            if (lo < hi) step(m, ws, pk, lo, hi - lo, hi - lo, NULL);
         }
     }
+}
+
+int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+{
+    const model_config_t *c = &m->cfg;
+    int M = gp->max_new, maxP = 0;
+    if (check_request(c, prompts, prompt_lens, Q, L, M, &maxP) != 0) return -1;
+#ifdef SAPO_HAVE_CUDA
+    if (m->cuda)
+        return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
+#endif
+    int S = Q * L, R = ws_rows(prompt_lens, Q, S, maxP);
+    gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
+    size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
+    float *mem = malloc(nf * sizeof(float));
+    float *u = malloc((size_t)S * M * sizeof(float));
+    int *imem = malloc((3 * (size_t)R + S) * sizeof(int));
+    unsigned char *scratch = malloc(sbytes * omp_get_max_threads());
+    model_packed_t *pk = pack_weights(m);
+    int rc = -1;
+    if (!mem || !u || !imem || !scratch || model_rope_ensure(m, maxP + M)) {
+        fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", S, maxP + M);
+        goto done;
+    }
+    draw_uniforms(seeds, Q, L, M, u);
+    ws_layout(&ws, mem, c, R);
+    ws.tok = imem;
+    ws.slot = imem + R;
+    ws.pos = imem + 2 * R;
+    prefill(m, &ws, pk, prompts, Q, R, imem + 3 * R);
+    decode(m, &ws, pk, gp, u, imem + 3 * R, scratch, sbytes, (gen_out_t){tokens, logp, lengths});
     rc = 0;
 done:
     packed_free(m, pk);
