@@ -250,6 +250,12 @@ static model_packed_t *pack_weights(const model_t *m)
     return p;
 }
 
+/* matrix i (PK_Q ... PK_D) of layer l in pk, or NULL without pk */
+static const model_packed_t *packed_of(const model_packed_t *pk, int l, int i)
+{
+    return pk ? pk + l * PK_LAYER + i : NULL;
+}
+
 static void packed_free(const model_t *m, model_packed_t *p)
 {
     for (int i = 0; p && i < m->cfg.L * PK_LAYER + 1; i++) model_packed_free(p + i);
@@ -289,12 +295,13 @@ static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int
     const int *slot = ws->slot + r0, *pos = ws->pos + r0;
     for (int r = 0; r < R; r++) memcpy(x + (size_t)r * C, w->wte + (size_t)ws->tok[r0 + r] * C, C * sizeof(float));
     for (int l = 0; l < c->L; l++) {
-        const model_packed_t *pl = pk ? pk + l * PK_LAYER : NULL;
-#define PK(i) (pl ? pl + (i) : NULL)
         model_rmsnorm(ln, rs, x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
-        linear(m, PK(PK_Q), q, ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD, false);
-        linear(m, PK(PK_K), k, ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD, false);
-        linear(m, PK(PK_V), v, ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD, false);
+        linear(m, packed_of(pk, l, PK_Q), q, ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R,
+               C, QD, false);
+        linear(m, packed_of(pk, l, PK_K), k, ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R,
+               C, KD, false);
+        linear(m, packed_of(pk, l, PK_V), v, ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R,
+               C, KD, false);
         if (c->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q */
             memcpy(y, q, (size_t)R * QD * sizeof(float));
@@ -310,13 +317,13 @@ static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int
             memcpy(ws->vc + at, v + (size_t)r * KD, KD * sizeof(float));
         }
         cached_attention(ws, c, l, r0, R);
-        linear(m, PK(PK_O), x, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C, true);
+        linear(m, packed_of(pk, l, PK_O), x, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD,
+               C, true);
         model_rmsnorm(ln, rs, x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
-        linear(m, PK(PK_G), g, ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
-        linear(m, PK(PK_U), u, ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
+        linear(m, packed_of(pk, l, PK_G), g, ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
+        linear(m, packed_of(pk, l, PK_U), u, ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
         model_swiglu(g, g, u, (size_t)R * FF);
-        linear(m, PK(PK_D), x, g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
-#undef PK
+        linear(m, packed_of(pk, l, PK_D), x, g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
     }
     if (lrows)
         for (int j = 0; j < nlog; j++)
