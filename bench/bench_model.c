@@ -7,6 +7,7 @@
  * hidden size 512 against the sgemm peak measured in the same run; peak
  * memory of a training step. SAPO_BENCH_QUICK=1: short. */
 #include "bench.h"
+#include "group_rows.h"
 #include "model/model_impl.h"
 
 #include <cblas.h>
@@ -99,33 +100,18 @@ static double train_step(model_t *m, batch_t *b, int reps)
  * shared-prompt) */
 static double group_step(model_t *m, int G, int L, int P, int CL, bool packed, int reps)
 {
-    int rows = packed ? 2 : 16, T = packed ? P - 1 + L * CL : P + CL, n = rows * T;
-    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n), *st = malloc(sizeof(int) * n);
-    float *lp = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * n);
-    for (int r = 0; r < rows; r++)
-        for (int t = 0; t < T; t++) {
-            int k = r * T + t, seg = packed && t >= P - 1 ? (t - (P - 1)) / CL : 0;
-            bool comp = packed ? t >= P - 1 : t >= P - 1 && t < T - 1;
-            tok[k] = 'a' + (t * 7 + r) % 26;
-            tgt[k] = comp ? 'a' + (t * 5 + r) % 26 : -1;
-            st[k] = packed && t >= P - 1 ? P - 1 + seg * CL : 0;
-            w[k] = comp ? 0.01f : 0.0f;
-        }
+    group_rows_t b = group_rows_new(L, P, CL, packed);
     double t[16];
     for (int r = -1; r < reps; r++) {
         double t0 = bench_now();
         model_zero_grad(m);
         for (int mb = 0; mb < G * L / 16; mb++) {
-            if (model_forward_packed(m, tok, tgt, packed ? st : NULL, rows, T, 1.0f, lp, NULL)) exit(1);
-            model_backward(m, w);
+            if (model_forward_packed(m, b.tok, b.tgt, packed ? b.start : NULL, b.rows, b.T, 1.0f, b.lp, NULL)) exit(1);
+            model_backward(m, b.w);
         }
         if (r >= 0) t[r] = bench_now() - t0;
     }
-    free(tok);
-    free(tgt);
-    free(st);
-    free(lp);
-    free(w);
+    group_rows_free(&b);
     return bench_median(t, reps);
 }
 

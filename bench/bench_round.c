@@ -13,42 +13,13 @@
  * SAPO_ROUND_BEFORE, only the second way, against an older library
  * (bench/round_before.sh builds one and runs the two binaries in turn). */
 #include "bench.h"
+#include "group_rows.h"
 #include "model/model.h"
 
 #include <stdint.h>
 #include <unistd.h>
 
 enum { G = 4, L = 8, P = 142, CL = 20 };
-
-/* sequences of the round's training batch: rows of T tokens with their
- * targets, segment starts and loss weights */
-typedef struct {
-    int rows, T;
-    int *tok, *tgt, *start;
-    float *lp, *w;
-} rows_t;
-
-/* one packed row per group (packed), else one row per completion; 16
- * sequences, a micro-batch */
-static rows_t rows_new(bool packed)
-{
-    rows_t b = {.rows = packed ? 16 / L : 16, .T = packed ? P - 1 + L * CL : P + CL};
-    int n = b.rows * b.T;
-    b.tok = malloc(sizeof(int) * n), b.tgt = malloc(sizeof(int) * n), b.start = malloc(sizeof(int) * n);
-    b.lp = malloc(sizeof(float) * n), b.w = malloc(sizeof(float) * n);
-    for (int r = 0; r < b.rows; r++)
-        for (int t = 0; t < b.T; t++) {
-            int k = r * b.T + t, seg = packed && t >= P - 1 ? (t - (P - 1)) / CL : 0;
-            bool comp = packed ? t >= P - 1 : t >= P - 1 && t < b.T - 1;
-            b.tok[k] = 'a' + (t * 7 + r) % 26;
-            b.tgt[k] = comp ? 'a' + (t * 5 + r) % 26 : -1;
-            b.start[k] = packed && t >= P - 1 ? P - 1 + seg * CL : 0;
-            b.w[k] = comp ? 0.01f : 0.0f;
-        }
-    return b;
-}
-
-static void rows_free(rows_t *b) { free(b->tok), free(b->tgt), free(b->start), free(b->lp), free(b->w); }
 
 /* median seconds of a round, the node's way (node) or the earlier one;
  * *gen and *train: the medians of its two parts */
@@ -65,7 +36,7 @@ static double round_time(model_t *m, bool node, int reps, double *gen, double *t
     }
     (void)plen; /* read by the batch only */
     model_gen_params_t gp = {.max_new = CL, .sample = {.temperature = 1, .top_k = 0, .top_p = 1}};
-    rows_t b = rows_new(node);
+    group_rows_t b = group_rows_new(L, P, CL, node);
     double tg[32], tt[32], tr[32];
     for (int r = -1; r < reps; r++) {
         double t0 = bench_now();
@@ -89,7 +60,7 @@ static double round_time(model_t *m, bool node, int reps, double *gen, double *t
         double t2 = bench_now();
         if (r >= 0) tg[r] = t1 - t0, tt[r] = t2 - t1, tr[r] = t2 - t0;
     }
-    rows_free(&b);
+    group_rows_free(&b);
     *gen = bench_median(tg, reps), *train = bench_median(tt, reps);
     return bench_median(tr, reps);
 }

@@ -13,7 +13,7 @@ runs=${2:-5}
 work=$(mktemp -d)
 trap 'git worktree remove --force "$work/old" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add -q --detach "$work/old" "$rev"
-cp bench/bench_round.c bench/bench.h "$work/old/bench/"
+cp bench/bench_round.c bench/bench.h bench/group_rows.h "$work/old/bench/"
 make -s -C "$work/old" MODE=release NVCC= CC="gcc -DSAPO_ROUND_BEFORE" build/release/bench/bench_round
 make -s MODE=release build/release/bench/bench_round
 for i in $(seq "$runs"); do

@@ -14,12 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t model_packed_bytes(int N, int K)
+{
+    return (size_t)(N + MODEL_PANEL - 1) / MODEL_PANEL * MODEL_PANEL * K * sizeof(float);
+}
+
 int model_pack(model_packed_t *p, const float *W, int N, int K)
 {
     int np = (N + MODEL_PANEL - 1) / MODEL_PANEL;
-    size_t n = (size_t)np * K * MODEL_PANEL;
     p->N = N, p->K = K, p->np = np;
-    p->w = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    p->w = aligned_alloc(64, (model_packed_bytes(N, K) + 63) / 64 * 64);
     if (!p->w) return -1;
     for (int b = 0; b < np; b++) {
         float *d = p->w + (size_t)b * K * MODEL_PANEL;

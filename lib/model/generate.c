@@ -213,8 +213,6 @@ static size_t pack_max = PACK_MAX;
 
 void model_pack_limit(size_t bytes) { pack_max = bytes ? bytes : PACK_MAX; }
 
-static size_t packed_bytes(int N, int K) { return (size_t)(N + MODEL_PANEL - 1) / MODEL_PANEL * MODEL_PANEL * K * 4; }
-
 /* The model's weights packed (c->L * PK_LAYER + 1 matrices), or NULL:
  * in backend cpu-bf16 (its products stay in bf16), past PACK_MAX, or out
  * of memory */
@@ -223,9 +221,9 @@ static model_packed_t *pack_weights(const model_t *m)
     const model_config_t *c = &m->cfg;
     const model_weights_t *w = &m->w;
     size_t C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
-    size_t bytes =
-        packed_bytes(c->V, c->C) + c->L * (packed_bytes(QD, C) + 2 * packed_bytes(KD, C) + packed_bytes(C, QD) +
-                                           2 * packed_bytes(FF, C) + packed_bytes(C, FF));
+    size_t bytes = model_packed_bytes(c->V, c->C) +
+                   c->L * (model_packed_bytes(QD, C) + 2 * model_packed_bytes(KD, C) + model_packed_bytes(C, QD) +
+                           2 * model_packed_bytes(FF, C) + model_packed_bytes(C, FF));
     if (m->bf16 || bytes > pack_max) return NULL;
     int n = c->L * PK_LAYER + 1;
     model_packed_t *p = calloc(n, sizeof *p);
@@ -282,8 +280,9 @@ static void linear(const model_t *m, const model_packed_t *p, float *out, const 
 
 /* runs rows [r0, r0 + R) through the model, by the packed weights pk
  * where not NULL; logits of nlog rows land in ws->logits from row r0 on:
- * of rows r0 + lrows[j] where lrows is not NULL, else of the last nlog. A call touches its own rows only, so threads
- * may run disjoint ranges at once. */
+ * of rows r0 + lrows[j] where lrows is not NULL, else of the last nlog.
+ * A call touches its own rows only, so threads may run disjoint ranges
+ * at once. */
 static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int R, int nlog, const int *lrows)
 {
     const model_config_t *c = &m->cfg;
@@ -437,8 +436,8 @@ static int ws_rows(const int *prompt_lens, int Q, int S, int maxP)
 {
     int sumP = 0, R = maxP > S ? maxP : S;
     for (int q = 0; q < Q; q++) sumP += prompt_lens[q];
-    if (R < PREFILL_ROWS) R = sumP < PREFILL_ROWS ? (sumP > R ? sumP : R) : PREFILL_ROWS;
-    return R;
+    int together = sumP < PREFILL_ROWS ? sumP : PREFILL_ROWS;
+    return together > R ? together : R;
 }
 
 /* what a decode writes: (S, M) tokens and log-probs, (S) lengths */

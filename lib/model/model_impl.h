@@ -192,6 +192,8 @@ typedef struct {
     int N, K, np; /* np panels */
     float *w;
 } model_packed_t;
+/* the bytes model_pack lays W out in */
+size_t model_packed_bytes(int N, int K);
 /* 0, or -1 out of memory */
 int model_pack(model_packed_t *p, const float *W, int N, int K);
 void model_packed_free(model_packed_t *p);
