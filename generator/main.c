@@ -14,6 +14,7 @@
 #include "records.h"
 #include "util/log.h"
 #include "util/mem.h"
+#include "util/nice.h"
 #include "wire/wire.h"
 
 static uint64_t now_ms(void) { return (uint64_t)zclock_time(); }
@@ -145,6 +146,8 @@ int main(int argc, char **argv)
         notices_in ? wire_consumer_new(&ep, STREAM_TASKS, cfg.generate_batch, err, sizeof err) : NULL;
     wire_producer_t *out = tasks ? wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err) : NULL;
     if (!out) log_fatal("%s", err);
+    /* the model's threads below those that carry records (util/nice.h) */
+    if (nice_compute_threads(cfg.nice, err, sizeof err) != 0) log_error("%s", err);
 
     /* the first notice names the policy to start from */
     uint64_t version = UINT64_MAX;

@@ -21,6 +21,7 @@
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/mem.h"
+#include "util/nice.h"
 #include "warmstart.h"
 #include "wire/wire.h"
 
@@ -281,6 +282,9 @@ int main(int argc, char **argv)
 
     open_model(&l);
     open_streams(&l);
+    /* the model's threads below those that carry records (util/nice.h) */
+    char err[256];
+    if (nice_compute_threads(l.cfg.nice, err, sizeof err) != 0) log_error("%s", err);
     announce(l.pub, &l.cfg, l.pol, &l.st);
     /* the game's rounds are a batch per stage */
     uint64_t last = (uint64_t)l.cfg.rounds * (l.cfg.game == GAME_THREE_STAGE ? 3 : 1);

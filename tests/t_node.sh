@@ -6,8 +6,9 @@
 #     script; versions advance, checkpoints and metrics appear, batches hold
 #     I local + J external groups once the pool has other nodes' entries,
 #     never the node's own; the J = 0 node uses nothing external;
-#   - the learner and generator run at nice SAPO_NICE above the broker,
-#     verifier and sampler;
+#   - the learner's and generator's model threads run at nice SAPO_NICE
+#     above the broker, verifier and sampler, and their threads that carry
+#     records (ZeroMQ's, the wire producer's sender) do not;
 #   - a hostile peer's forged rewards never reach a node's training batch;
 #   - a node run by hand survives a killed generator, and a killed learner
 #     resumes from its checkpoint with its round counter.
@@ -52,20 +53,34 @@ flatc -b -o "$tmp/forged" schemas/rollout.fbs "$tmp"/forged/*.json 2> "$tmp/flat
 scripts/swarm.sh start --nodes 3 --ij 2/2,2/2,4/0 --rounds 8 --run "$tmp/swarm" > "$tmp/swarm.log" 2>&1 &
 SAPO_SWARM=u$$ scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds 2 --run "$tmp/swarm2" > "$tmp/swarm2.log" 2>&1
 wait
-# the Procfile runs the learner and the generator at nice SAPO_NICE (10)
-# above the broker, verifier and sampler, whatever nice the test runs at
+# the learner's and the generator's model threads (the main thread among
+# them) run at nice SAPO_NICE (10) above the broker, verifier and sampler,
+# whatever nice the test runs at; their ZeroMQ and sender threads do not
 nice_of() { ps -o ni= -C "$1" | sort -u | tr -d ' ' | tr '\n' ' '; }
-for _ in $(seq 120); do
-  up=1
-  for p in learner generator broker verifier sampler; do [ -n "$(nice_of $p)" ] || up=0; done
-  [ $up = 1 ] && break
+carriers_nice() {
+  for p in $(pgrep -x learner) $(pgrep -x generator); do
+    for t in /proc/"$p"/task/*; do
+      case "$(cat "$t/comm" 2> /dev/null)" in ZMQbg/* | wire-send) awk '{print $19}' "$t/stat" 2> /dev/null ;; esac
+    done
+  done | sort -u | tr '\n' ' '
+}
+# a process lowers its model threads once its sockets exist: wait until
+# every learner and generator of the swarms (each node's, at least the
+# 3-node swarm's) has
+settled() {
+  [ "$(pgrep -xc learner)" -ge 3 ] && [ "$(pgrep -xc generator)" -ge 3 ] &&
+    [ "$(wc -w <<< "$ni_learner")" = 1 ] && [ "$(wc -w <<< "$ni_generator")" = 1 ] &&
+    { [ "${SAPO_NICE:-10}" = 0 ] || { [ "$ni_learner" != "$ni_broker" ] && [ "$ni_generator" != "$ni_broker" ]; }; }
+}
+for _ in $(seq 240); do
+  ni_learner=$(nice_of learner) ni_generator=$(nice_of generator) ni_broker=$(nice_of broker) ni_carriers=$(carriers_nice)
+  settled && break
   sleep 0.25
 done
-ni_learner=$(nice_of learner) ni_generator=$(nice_of generator) ni_broker=$(nice_of broker)
 check compute_processes_niced '[ -n "$ni_broker" ] && [ "$(nice_of verifier)" = "$ni_broker" ] &&
   [ "$(nice_of sampler)" = "$ni_broker" ] && [ -n "$ni_learner" ] && [ "$ni_learner" = "$ni_generator" ] &&
-  [ $(( ${ni_learner% } - ${ni_broker% } )) = "${SAPO_NICE:-10}" ] ||
-  { echo "nice: learner $ni_learner generator $ni_generator broker $ni_broker"; false; }'
+  [ $(( ${ni_learner% } - ${ni_broker% } )) = "${SAPO_NICE:-10}" ] && [ "$ni_carriers" = "$ni_broker" ] ||
+  { echo "nice: learner $ni_learner generator $ni_generator broker $ni_broker, their record threads $ni_carriers"; false; }'
 port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
 port2=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm2.log" | head -1)
 "$bin/pool" publish --redis "$port" --node evil --key "$tmp/evil.key" "$tmp"/forged/*.bin

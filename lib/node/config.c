@@ -82,6 +82,7 @@ static const field_t fields[] = {
     {"loss-type", "SAPO_LOSS_TYPE", E(loss_type, losses), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
     {"scale-rewards", "SAPO_SCALE_REWARDS", E(scale_rewards, scales), "group", "advantage scaling: group, batch or none"},
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
+    {"nice", "SAPO_NICE", I(nice), "10", "how much lower the priority of the learner's and generators' model threads is than the rest of the node (0 to 19): their threads that carry records, and the broker, verifier, sampler and Redis, get a core as soon as a record comes; 0 = the same"},
     {"generate-batch", "SAPO_GENERATE_BATCH", I(generate_batch), "4", "questions a generator takes at once and samples in one decode batch (those already queued, up to this many)"},
     {"lockstep", "SAPO_LOCKSTEP", I(lockstep), "0", "1: a node samples a round's questions only once its learner has applied the round before, with that policy (nothing generated ahead), and draws them from the round's own places in the question sequence (round x 2^20 + k), so runs that differ only in I/J or in timing meet the same questions with the same sampling uniforms in a round: common random numbers for a study; 0: generators work up to two rounds ahead of the learner, on groups up to staleness versions old"},
     {"shared-prompt", "SAPO_SHARED_PROMPT", I(shared_prompt), "1", "1: the learner runs a group's shared prompt forward and backward once for all its completions (one packed row) where the prompt is at least as long as the completions' mean, on the CPU; 0: one row per completion"},
@@ -261,6 +262,10 @@ static int check_limits(const config_t *c)
 {
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
+        return -1;
+    }
+    if (c->nice < 0 || c->nice > 19) {
+        fprintf(stderr, "config: nice (SAPO_NICE=%d) must be 0 to 19\n", c->nice);
         return -1;
     }
     if (c->game_wait < 0 || c->game_wait > 3600) {

@@ -54,6 +54,7 @@ typedef struct {
     grpo_loss_type_t loss_type;
     grpo_scale_t scale_rewards;
     int micro_batch;                       /* sequences per forward/backward pass */
+    int nice;                              /* the model threads' nice above the rest of the node */
     int generate_batch;                    /* tasks a generator samples in one decode batch */
     int lockstep;                          /* 1: a round's questions sampled by the policy of the round before */
     int shared_prompt;                     /* 1: a group's completions run over their prompt once (packed rows) */

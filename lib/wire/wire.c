@@ -265,6 +265,8 @@ wire_producer_t *wire_producer_new(const endpoints_t *ep, stream_t s, char *err,
         free(self);
         return NULL;
     }
+    /* a name that ps and top show, and that a test finds (see util/nice.h) */
+    pthread_setname_np(self->thread, "wire-send");
     return self;
 }
 
