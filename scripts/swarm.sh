@@ -179,7 +179,13 @@ case "$cmd" in
         printf 'export SAPO_NODE=%q SAPO_RUN=%q SAPO_BROKER=%q SAPO_REDIS=%q\n' "$node" "$run/$node" "$run/$node" "$redis"
         printf 'export SAPO_LOCAL_GROUPS=%q SAPO_EXTERNAL_GROUPS=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q\n' "${s%/*}" "${s#*/}" "$rounds" \
           "$((seed * 1000 + i))" "$m"
-        printf 'exec setsid foreman start -f Procfile -d . -m %q >> %q 2>&1 < /dev/null\n' \
+        # foreman in a process group of its own, in this session: a session
+        # of its own (setsid) would put the node in a scheduler autogroup
+        # of its own, and the kernel shares the cores between autogroups
+        # before nice counts, so a node's broker or verifier waited up to
+        # 0.2 s for a core behind the other nodes' model threads
+        printf 'exec perl -e %q foreman start -f Procfile -d . -m %q >> %q 2>&1 < /dev/null\n' \
+          'setpgrp(0, 0); exec @ARGV or die "foreman: $!\n"' \
           "all=1,redis=0,generator=$gens" "$run/$node/node.log"
       } > "$run/$node/start"
       : > "$run/$node/node.log"
