@@ -241,45 +241,99 @@ static void sgemm1(bool bf16, bool ta, bool tb, int M, int N, int K, act_t A, in
 
 /* the inputs of attention: q (B, T, NH, HD), k and v (B, T, NKV, HD);
  * att (threads, T, T) is scratch where each thread puts the
- * probabilities of the head it works on, so they stay in its cache */
+ * probabilities of the block it works on, so they stay in its cache */
 typedef struct {
     act_t q, k, v, att;
     const int *start, *prefix; /* packed rows (model_forward_packed), or NULL */
     int B, T, NH, NKV, HD;
 } attn_t;
 
-/* the causal softmax probabilities of batch row b, head h into p (T, T),
- * zero above the diagonal (p.f is left undefined where p.bf takes them,
- * unless keep). Scores are one one-thread sgemm: the masked half costs
- * less than hand loops would */
-static void attn_probs(bool bf16, const attn_t *o, int b, int h, act_t p, bool keep)
+/* Attention runs block by block. A block is a run of queries [q0, q1)
+ * of one row that see the keys [0, F) and, causally, their own [q0, t]:
+ * a packed row's segment sees its row's prefix (F = S), and a tile of a
+ * row's prefix (or of a plain row) sees what comes before it (F = q0, one
+ * range of keys [0, q1)). Only those scores are computed: at the default
+ * round's shape (a prefix of 137, 8 segments of 20) that is 44 % of the
+ * row's T x T square. */
+typedef struct {
+    int q0, q1, F;
+} attn_block_t;
+
+#define ATTN_TILE 64 /* queries of a prefix tile */
+
+/* the block of row b after k (from {0, 0, 0}, the first); false after
+ * the last */
+static bool attn_block_next(const attn_t *o, int b, attn_block_t *k)
 {
-    int T = o->T, HD = o->HD, QD = o->NH * HD, KD = o->NKV * HD;
-    act_t q = act_at(o->q, (size_t)b * T * QD + h * HD);
-    act_t k = act_at(o->k, (size_t)b * T * KD + (h / (o->NH / o->NKV)) * HD);
+    int T = o->T, S = o->start ? o->prefix[b] : T, q0 = k->q1;
+    if (q0 >= T) return false;
+    if (q0 < S) {
+        *k = (attn_block_t){q0, q0 + ATTN_TILE < S ? q0 + ATTN_TILE : S, q0};
+        return true;
+    }
+    const int *st = o->start + (size_t)b * T;
+    int e = q0 + 1;
+    while (e < T && st[e] == q0) e++;
+    *k = (attn_block_t){q0, e, S};
+    return true;
+}
+
+/* C (rows, HD) (+)= P (rows, W) X_keys, X_keys being the block's keys'
+ * rows of x (rows ld apart): [0, F) then [q0, q1), or [0, q1) as one */
+static void block_times_keys(bool bf16, attn_block_t k, act_t P, act_t x, int ld, float *C, int ldc, int HD, float beta)
+{
+    int n = k.q1 - k.q0, W = k.F + n;
+    if (k.F == k.q0) {
+        sgemm1(bf16, false, false, n, HD, W, P, W, x, ld, beta, C, ldc);
+        return;
+    }
+    sgemm1(bf16, false, false, n, HD, k.F, P, W, x, ld, beta, C, ldc);
+    sgemm1(bf16, false, false, n, HD, n, act_at(P, k.F), W, act_at(x, (size_t)k.q0 * ld), ld, 1.0f, C, ldc);
+}
+
+/* x_keys (+)= P^T Y for the block's keys' rows of x (rows ld apart; C
+ * fp32 of x's layout): the gradient of keys or values */
+static void keys_plus_block_t(bool bf16, attn_block_t k, act_t P, act_t Y, int ldy, float *C, int ldc, int HD)
+{
+    int n = k.q1 - k.q0, W = k.F + n;
+    if (k.F == k.q0) {
+        sgemm1(bf16, true, false, W, HD, n, P, W, Y, ldy, 1.0f, C, ldc);
+        return;
+    }
+    sgemm1(bf16, true, false, k.F, HD, n, P, W, Y, ldy, 1.0f, C, ldc);
+    sgemm1(bf16, true, false, n, HD, n, act_at(P, k.F), W, Y, ldy, 1.0f, C + (size_t)k.q0 * ldc, ldc);
+}
+
+/* S (rows, W) = Q_block X_keys^T (no scale): scores, or the gradient of
+ * the probabilities (Y the output's gradient, X the values) */
+static void block_scores(bool bf16, attn_block_t k, act_t Q, int ldq, act_t x, int ld, float *S, int HD)
+{
+    int n = k.q1 - k.q0, W = k.F + n;
+    if (k.F == k.q0) {
+        sgemm1(bf16, false, true, n, W, HD, Q, ldq, x, ld, 0.0f, S, W);
+        return;
+    }
+    sgemm1(bf16, false, true, n, k.F, HD, Q, ldq, x, ld, 0.0f, S, W);
+    sgemm1(bf16, false, true, n, n, HD, Q, ldq, act_at(x, (size_t)k.q0 * ld), ld, 0.0f, S + k.F, W);
+}
+
+/* the softmax probabilities of block k of row b, head h into p (rows, W):
+ * a query's first F + i + 1 keys, zeros after; fp32 kept with the bf16
+ * copy where p.bf takes them */
+static void block_probs(bool bf16, const attn_t *o, int b, int h, attn_block_t k, act_t p)
+{
+    int T = o->T, HD = o->HD, QD = o->NH * HD, KD = o->NKV * HD, n = k.q1 - k.q0, W = k.F + n;
+    act_t q = act_at(o->q, ((size_t)b * T + k.q0) * QD + h * HD);
+    act_t kk = act_at(o->k, (size_t)b * T * KD + (h / (o->NH / o->NKV)) * HD);
     float scale = 1.0f / sqrtf((float)HD);
-    /* the scale goes into the softmax in bf16 (the kernels have no alpha),
-     * into sgemm's alpha else */
-    bool in_bf16 = model_bf16_takes(bf16, T, T, HD);
-    if (in_bf16) model_gemm_bf16(false, true, T, T, HD, q.f, q.bf, QD, k.f, k.bf, KD, 0.0f, p.f, T);
-    else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, HD, scale, q.f, QD, k.f, KD, 0.0f, p.f, T);
-    for (int t = 0; t < T; t++) {
-        float *pr = p.f + (size_t)t * T;
-        /* a packed row's segment sees the prefix [0, S) and itself [a, t]:
-         * the keys between are out of the softmax (e^-inf is e^-87 in
-         * fastexp, far under a sum of at least 1, and then made 0) */
-        int a = o->start ? o->start[(size_t)b * T + t] : 0, S = a > 0 ? o->prefix[b] : a;
-        for (int j = S; j < a; j++) pr[j] = -INFINITY;
+    block_scores(bf16, k, q, QD, kk, KD, p.f, HD);
+    for (int i = 0; i < n; i++) {
+        float *pr = p.f + (size_t)i * W;
         if (p.bf) {
-            model_softmax_causal(pr, p.bf + (size_t)t * T, keep, t + 1, T, in_bf16 ? scale : 1.0f);
-            for (int j = S; j < a; j++) {
-                if (keep) pr[j] = 0;
-                p.bf[(size_t)t * T + j] = 0;
-            }
+            model_softmax_causal(pr, p.bf + (size_t)i * W, true, k.F + i + 1, W, scale);
         } else {
-            model_softmax_row(pr, t + 1, in_bf16 ? scale : 1.0f);
-            for (int j = S; j < a; j++) pr[j] = 0;
-            for (int t2 = t + 1; t2 < T; t2++) pr[t2] = 0;
+            model_softmax_row(pr, k.F + i + 1, scale);
+            for (int j = k.F + i + 1; j < W; j++) pr[j] = 0;
         }
     }
 }
@@ -291,18 +345,21 @@ static void attention_forward(bool bf16, const attn_t *o, act_t y)
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if ((size_t)B * NH * T * T * HD >= MODEL_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            size_t qo = (size_t)b * T * QD + h * HD, ko = (size_t)b * T * KD + (h / rep) * HD;
+            size_t ko = (size_t)b * T * KD + (h / rep) * HD;
             act_t p = act_at(o->att, (size_t)omp_get_thread_num() * T * T);
-            attn_probs(bf16, o, b, h, p, !model_bf16_takes(bf16, T, HD, T));
-            sgemm1(bf16, false, false, T, HD, T, p, T, act_at(o->v, ko), KD, 0.0f, y.f + qo, QD);
-            for (int t = 0; y.bf && t < T; t++)
-                model_bf16_round(y.bf + qo + (size_t)t * QD, y.f + qo + (size_t)t * QD, HD);
+            for (attn_block_t k = {0, 0, 0}; attn_block_next(o, b, &k);) {
+                size_t qo = ((size_t)b * T + k.q0) * QD + h * HD;
+                block_probs(bf16, o, b, h, k, p);
+                block_times_keys(bf16, k, p, act_at(o->v, ko), KD, y.f + qo, QD, HD, 0.0f);
+                for (int t = 0; y.bf && t < k.q1 - k.q0; t++)
+                    model_bf16_round(y.bf + qo + (size_t)t * QD, y.f + qo + (size_t)t * QD, HD);
+            }
         }
 }
 
 /* dq, dk, dv are written (not accumulated). One thread owns each (b, kv
  * head), so the keys and values a group of heads shares are summed
- * without races; it recomputes each head's probabilities (keeping them
+ * without races; it recomputes each block's probabilities (keeping them
  * for every layer would cost L B NH T T floats). dp (threads, T, T) is
  * scratch */
 static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk, act_t dv, act_t dp, const float *dy)
@@ -314,22 +371,27 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
         for (int kh = 0; kh < NKV; kh++) {
             size_t so = (size_t)omp_get_thread_num() * T * T, ko = (size_t)b * T * KD + kh * HD;
             act_t ds = act_at(dp, so), p = act_at(o->att, so), kb = act_at(o->k, ko), vb = act_at(o->v, ko);
-            for (int h = kh * rep; h < (kh + 1) * rep; h++) {
-                size_t qo = (size_t)b * T * QD + h * HD;
-                act_t dyb = act_fp32(dy + qo), qb = act_at(o->q, qo);
-                float beta = h == kh * rep ? 0.0f : 1.0f;
-                attn_probs(bf16, o, b, h, p, true);
-                // dv += p^T . dy ; dp = dy . v^T
-                sgemm1(bf16, true, false, T, HD, T, p, T, dyb, QD, beta, dv.f + ko, KD);
-                sgemm1(bf16, false, true, T, T, HD, dyb, QD, vb, KD, 0.0f, ds.f, T);
-                for (int t = 0; t < T; t++) {
-                    model_softmax_backward_row(ds.f + (size_t)t * T, p.f + (size_t)t * T, t + 1, T, scale);
-                    if (ds.bf) model_bf16_round(ds.bf + (size_t)t * T, ds.f + (size_t)t * T, T);
-                }
-                // dq = ds . k ; dk += ds^T . q
-                sgemm1(bf16, false, false, T, HD, T, ds, T, kb, KD, 0.0f, dq + qo, QD);
-                sgemm1(bf16, true, false, T, HD, T, ds, T, qb, QD, beta, dk + ko, KD);
+            for (int t = 0; t < T; t++) {
+                memset(dk + ko + (size_t)t * KD, 0, sizeof(float) * HD);
+                memset(dv.f + ko + (size_t)t * KD, 0, sizeof(float) * HD);
             }
+            for (int h = kh * rep; h < (kh + 1) * rep; h++)
+                for (attn_block_t k = {0, 0, 0}; attn_block_next(o, b, &k);) {
+                    int n = k.q1 - k.q0, W = k.F + n;
+                    size_t qo = ((size_t)b * T + k.q0) * QD + h * HD;
+                    act_t dyb = act_fp32(dy + qo), qb = act_at(o->q, qo);
+                    block_probs(bf16, o, b, h, k, p);
+                    // dv += p^T . dy ; dp = dy . v^T
+                    keys_plus_block_t(bf16, k, p, dyb, QD, dv.f + ko, KD, HD);
+                    block_scores(bf16, k, dyb, QD, vb, KD, ds.f, HD);
+                    for (int i = 0; i < n; i++) {
+                        model_softmax_backward_row(ds.f + (size_t)i * W, p.f + (size_t)i * W, k.F + i + 1, W, scale);
+                        if (ds.bf) model_bf16_round(ds.bf + (size_t)i * W, ds.f + (size_t)i * W, W);
+                    }
+                    // dq = ds . k ; dk += ds^T . q
+                    block_times_keys(bf16, k, ds, kb, KD, dq + qo, QD, HD, 0.0f);
+                    keys_plus_block_t(bf16, k, ds, qb, QD, dk + ko, KD, HD);
+                }
             for (int t = 0; dv.bf && t < T; t++) {
                 size_t r = ((size_t)b * T + t) * KD + kh * HD;
                 model_bf16_round(dv.bf + r, dv.f + r, HD);
