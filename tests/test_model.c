@@ -597,7 +597,9 @@ static void pack_bad_starts(model_t *m, const pack_case_t *c, const float *lp1, 
     EXPECT(model_forward_packed(m, c->tk2, c->tg2, bad, 2, T2, 0.8f, lp2, NULL) == -1);
 }
 
-static void packed_against_rows(model_t *m, const char *what)
+/* tol: the log-probs' largest difference and the gradients' largest
+ * relative one that pass */
+static void packed_against_rows(model_t *m, const char *what, double tol_lp, double tol_g)
 {
     enum { P = PACK_P, L = PACK_L, T1 = PACK_T1, T2 = PACK_T2 };
     const int *clen = pack_clen;
@@ -621,9 +623,10 @@ static void packed_against_rows(model_t *m, const char *what)
             worst = fmax(worst, fabs((double)lp2[c->at[i][j]] - lp1[i * T1 + P - 1 + j]));
             if (i == 0) worst = fmax(worst, fabs((double)lp2[T2 + P - 1 + j] - lp1[P - 1 + j]));
         }
-    EXPECTF(worst < 1e-5, "%s: packed log-probs differ by %.3g", what, worst);
+    EXPECTF(worst < tol_lp, "%s: packed log-probs differ by %.3g", what, worst);
     double rg = max_rel(model_grads(m), g1, np, 0.01 * max_abs(g1, np));
-    EXPECTF(rg < 1e-4 && max_abs(g1, np) > 0, "%s: packed gradients differ by %.3g", what, rg);
+    EXPECTF(rg < tol_g && max_abs(g1, np) > 0, "%s: packed gradients differ by %.3g", what, rg);
+    if (getenv("SAPO_TEST_SHOW")) printf("%s: log-probs %.3g, gradients %.3g\n", what, worst, rg);
     pack_bad_starts(m, c, lp1, what);
     free(g1);
     free(c);
@@ -639,7 +642,14 @@ static void test_packed(void)
         model_t *m = model_load(dir, err, sizeof err);
         EXPECTF(m, "%s", err);
         if (!m) return;
-        packed_against_rows(m, names[i]);
+        packed_against_rows(m, names[i], 1e-5, 1e-4);
+        /* in bf16 a row's segments are one block of attention, masked
+         * (forward.c); these products are too small for the bf16 kernels,
+         * so the sums differ only in order (1e-6 and 7e-5 measured) */
+        char bf16[300];
+        snprintf(bf16, sizeof bf16, "%s in cpu-bf16", names[i]);
+        if (model_avx512bf16_available() && model_set_backend(m, "cpu-bf16", err, sizeof err) == 0)
+            packed_against_rows(m, bf16, 1e-4, 1e-3);
         model_destroy(&m);
     }
 }

@@ -254,27 +254,36 @@ typedef struct {
  * row's prefix (or of a plain row) sees what comes before it (F = q0, one
  * range of keys [0, q1)). Only those scores are computed: at the default
  * round's shape (a prefix of 137, 8 segments of 20) that is 44 % of the
- * row's T x T square. */
+ * row's T x T square. In bf16 such small products would fall under the
+ * bf16 kernels' threshold (MODEL_BF16_MIN) and run in fp32 (a train step
+ * of 64 x 192 took 16 % longer, a packed one 5 %), so there a prefix is
+ * one block, and so are all of a row's segments together (segs: each
+ * query sees [0, F) and its own segment's [a, t], the rest masked). */
 typedef struct {
     int q0, q1, F;
+    bool segs;
 } attn_block_t;
 
-#define ATTN_TILE 64 /* queries of a prefix tile */
+#define ATTN_TILE 64 /* queries of a prefix tile, in fp32 */
 
 /* the block of row b after k (from {0, 0, 0}, the first); false after
  * the last */
-static bool attn_block_next(const attn_t *o, int b, attn_block_t *k)
+static bool attn_block_next(bool bf16, const attn_t *o, int b, attn_block_t *k)
 {
-    int T = o->T, S = o->start ? o->prefix[b] : T, q0 = k->q1;
+    int T = o->T, S = o->start ? o->prefix[b] : T, q0 = k->q1, tile = bf16 ? S : ATTN_TILE;
     if (q0 >= T) return false;
     if (q0 < S) {
-        *k = (attn_block_t){q0, q0 + ATTN_TILE < S ? q0 + ATTN_TILE : S, q0};
+        *k = (attn_block_t){q0, q0 + tile < S ? q0 + tile : S, q0, false};
+        return true;
+    }
+    if (bf16) {
+        *k = (attn_block_t){S, T, S, true};
         return true;
     }
     const int *st = o->start + (size_t)b * T;
     int e = q0 + 1;
     while (e < T && st[e] == q0) e++;
-    *k = (attn_block_t){q0, e, S};
+    *k = (attn_block_t){q0, e, S, false};
     return true;
 }
 
@@ -329,10 +338,17 @@ static void block_probs(bool bf16, const attn_t *o, int b, int h, attn_block_t k
     block_scores(bf16, k, q, QD, kk, KD, p.f, HD);
     for (int i = 0; i < n; i++) {
         float *pr = p.f + (size_t)i * W;
+        /* a query of a segs block skips the other segments' keys [F, a)
+         * of the block: out of the softmax (e^-inf is e^-87 in fastexp,
+         * far under a sum of at least 1), then made 0 */
+        int a = k.segs ? k.F + o->start[(size_t)b * T + k.q0 + i] - k.q0 : k.F;
+        for (int j = k.F; j < a; j++) pr[j] = -INFINITY;
         if (p.bf) {
             model_softmax_causal(pr, p.bf + (size_t)i * W, true, k.F + i + 1, W, scale);
+            for (int j = k.F; j < a; j++) pr[j] = 0, p.bf[(size_t)i * W + j] = 0;
         } else {
             model_softmax_row(pr, k.F + i + 1, scale);
+            for (int j = k.F; j < a; j++) pr[j] = 0;
             for (int j = k.F + i + 1; j < W; j++) pr[j] = 0;
         }
     }
@@ -347,7 +363,7 @@ static void attention_forward(bool bf16, const attn_t *o, act_t y)
         for (int h = 0; h < NH; h++) {
             size_t ko = (size_t)b * T * KD + (h / rep) * HD;
             act_t p = act_at(o->att, (size_t)omp_get_thread_num() * T * T);
-            for (attn_block_t k = {0, 0, 0}; attn_block_next(o, b, &k);) {
+            for (attn_block_t k = {0, 0, 0, false}; attn_block_next(bf16, o, b, &k);) {
                 size_t qo = ((size_t)b * T + k.q0) * QD + h * HD;
                 block_probs(bf16, o, b, h, k, p);
                 block_times_keys(bf16, k, p, act_at(o->v, ko), KD, y.f + qo, QD, HD, 0.0f);
@@ -376,7 +392,7 @@ static void attention_backward(bool bf16, const attn_t *o, float *dq, float *dk,
                 memset(dv.f + ko + (size_t)t * KD, 0, sizeof(float) * HD);
             }
             for (int h = kh * rep; h < (kh + 1) * rep; h++)
-                for (attn_block_t k = {0, 0, 0}; attn_block_next(o, b, &k);) {
+                for (attn_block_t k = {0, 0, 0, false}; attn_block_next(bf16, o, b, &k);) {
                     int n = k.q1 - k.q0, W = k.F + n;
                     size_t qo = ((size_t)b * T + k.q0) * QD + h * HD;
                     act_t dyb = act_fp32(dy + qo), qb = act_at(o->q, qo);
