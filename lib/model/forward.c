@@ -266,8 +266,8 @@ typedef struct {
 
 #define ATTN_TILE 64 /* queries of a prefix tile, in fp32 */
 
-/* the block of row b after k (from {0, 0, 0}, the first); false after
- * the last */
+/* the block of row b after k (from {0, 0, 0, false}, the first); false
+ * after the last */
 static bool attn_block_next(bool bf16, const attn_t *o, int b, attn_block_t *k)
 {
     int T = o->T, S = o->start ? o->prefix[b] : T, q0 = k->q1, tile = bf16 ? S : ATTN_TILE;
