@@ -4,7 +4,6 @@
 #include "check.h"
 #include "util/nice.h"
 
-#include <errno.h>
 #include <omp.h>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -13,34 +12,19 @@
 
 static int nice_now(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
 
-/* a thread that reports its nice when asked, until told to stop */
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int ask, nice, stop;
-} probe_t;
+/* a thread made before the call: it writes its id into the first pipe,
+ * then waits until the second one is closed */
+static int waiter_fd[2][2];
 
-static void *probe_run(void *arg)
+static void *waiter_run(void *arg)
 {
-    probe_t *p = arg;
-    pthread_mutex_lock(&p->mu);
-    while (!p->stop) {
-        if (p->ask) p->nice = nice_now(), p->ask = 0, pthread_cond_broadcast(&p->cv);
-        pthread_cond_wait(&p->cv, &p->mu);
+    (void)arg;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    char c;
+    if (write(waiter_fd[0][1], &tid, sizeof tid) != sizeof tid) return NULL;
+    while (read(waiter_fd[1][0], &c, 1) > 0) {
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
-}
-
-static int probe_nice(probe_t *p)
-{
-    pthread_mutex_lock(&p->mu);
-    p->ask = 1;
-    pthread_cond_broadcast(&p->cv);
-    while (p->ask) pthread_cond_wait(&p->cv, &p->mu);
-    int n = p->nice;
-    pthread_mutex_unlock(&p->mu);
-    return n;
 }
 
 static void *report_nice(void *arg)
@@ -54,9 +38,11 @@ static void test_compute_threads_lowered(void)
     char err[256] = "";
     int base = nice_now(), by = base + 5 > 19 ? 19 - base : 5;
     if (by == 0) SKIP_TEST("this test runs at nice 19 already: nothing can be lowered");
-    probe_t before = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+    pid_t before = 0;
     pthread_t t;
-    EXPECT(pthread_create(&t, NULL, probe_run, &before) == 0);
+    EXPECT(pipe(waiter_fd[0]) == 0 && pipe(waiter_fd[1]) == 0);
+    EXPECT(pthread_create(&t, NULL, waiter_run, NULL) == 0);
+    EXPECT(read(waiter_fd[0][0], &before, sizeof before) == sizeof before);
 
     /* the team exists before the call, as a learner's does once its
      * model is loaded */
@@ -82,7 +68,7 @@ static void test_compute_threads_lowered(void)
     EXPECTF(n == 2, "the team had %d threads", n);
     for (int i = 0; i < n && i < 8; i++)
         EXPECTF(team[i] == base + by, "OpenMP thread %d at nice %d, expected %d", i, team[i], base + by);
-    int earlier = probe_nice(&before);
+    int earlier = getpriority(PRIO_PROCESS, (id_t)before);
     EXPECTF(earlier == base, "the thread made before went from nice %d to %d", base, earlier);
     int later = -100;
     pthread_t u;
@@ -93,11 +79,9 @@ static void test_compute_threads_lowered(void)
     EXPECTF(nice_compute_threads(19, err, sizeof err) == 0, "%s", err);
     EXPECTF(nice_now() == 19, "nice %d, expected 19", nice_now());
 
-    pthread_mutex_lock(&before.mu);
-    before.stop = 1;
-    pthread_cond_broadcast(&before.cv);
-    pthread_mutex_unlock(&before.mu);
+    close(waiter_fd[1][1]);
     pthread_join(t, NULL);
+    close(waiter_fd[0][0]), close(waiter_fd[0][1]), close(waiter_fd[1][0]);
 }
 
 int main(void)

@@ -256,9 +256,10 @@ typedef struct {
  * round's shape (a prefix of 137, 8 segments of 20) that is 44 % of the
  * row's T x T square. In bf16 such small products would fall under the
  * bf16 kernels' threshold (MODEL_BF16_MIN) and run in fp32 (a train step
- * of 64 x 192 took 16 % longer, a packed one 5 %), so there a prefix is
- * one block, and so are all of a row's segments together (segs: each
- * query sees [0, F) and its own segment's [a, t], the rest masked). */
+ * of 64 x 192 took 13 to 15 % longer, a packed one 5 %), so there a
+ * prefix is one block, and so are all of a row's segments together
+ * (segs: each query sees [0, F) and its own segment's [a, t], the rest
+ * masked). */
 typedef struct {
     int q0, q1, F;
     bool segs;
