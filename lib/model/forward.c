@@ -345,7 +345,7 @@ static void block_probs(bool bf16, const attn_t *o, int b, int h, attn_block_t k
         int a = k.segs ? k.F + o->start[(size_t)b * T + k.q0 + i] - k.q0 : k.F;
         for (int j = k.F; j < a; j++) pr[j] = -INFINITY;
         if (p.bf) {
-            model_softmax_causal(pr, p.bf + (size_t)i * W, true, k.F + i + 1, W, scale);
+            model_softmax_causal(pr, p.bf + (size_t)i * W, k.F + i + 1, W, scale);
             for (int j = k.F; j < a; j++) pr[j] = 0, p.bf[(size_t)i * W + j] = 0;
         } else {
             model_softmax_row(pr, k.F + i + 1, scale);

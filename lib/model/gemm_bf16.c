@@ -430,7 +430,7 @@ TARGET static inline __m512 exp16(__m512 x)
     return _mm512_loadu_ps(v);
 }
 
-TARGET void model_softmax_causal(float *p, uint16_t *p16, bool keep, int n, int T, float scale)
+TARGET void model_softmax_causal(float *p, uint16_t *p16, int n, int T, float scale)
 {
     __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
@@ -448,7 +448,7 @@ TARGET void model_softmax_causal(float *p, uint16_t *p16, bool keep, int n, int 
     for (int i = 0; i < T; i += 16) {
         __mmask16 mt = mask16(T - i);
         __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(n - i), p + i), inv);
-        if (keep) _mm512_mask_storeu_ps(p + i, mt, x);
+        _mm512_mask_storeu_ps(p + i, mt, x);
         _mm256_mask_storeu_epi16(p16 + i, mt, (__m256i)_mm512_cvtneps_pbh(x));
     }
 }

@@ -257,9 +257,8 @@ void model_gemm_avx512bf16(bool ta, bool tb, int M, int N, int K, const float *A
  * nearest even; denormals to zero): needs model_avx512bf16_available() */
 void model_bf16_round(uint16_t *dst, const float *src, size_t n);
 /* p (T) = softmax(scale p) over its first n (0 < n <= T), zeros after,
- * kept in p when keep, and rounded into p16 (needs
- * model_avx512bf16_available()) */
-void model_softmax_causal(float *p, uint16_t *p16, bool keep, int n, int T, float scale);
+ * and its bf16 rounding into p16 (needs model_avx512bf16_available()) */
+void model_softmax_causal(float *p, uint16_t *p16, int n, int T, float scale);
 /* whether a matmul of a bf16 model goes to the bf16 kernel: it needs a
  * few 32 x 32 blocks of C to pay for the packing */
 static inline bool model_bf16_takes(bool bf16, int M, int N, int K)
