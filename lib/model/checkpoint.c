@@ -283,6 +283,8 @@ model_t *model_load(const char *dir, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     model_config_t cfg;
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) return model_load_gguf(dir, err, errlen);
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (model_config_load(&cfg, path, err, errlen)) return NULL;
     model_t *m = model_new_empty(&cfg, path, err, errlen);
@@ -339,10 +341,11 @@ static uint16_t float_to_bf16(float f)
 static cJSON *config_json(const model_config_t *c, bool bf16)
 {
     cJSON *o = cJSON_CreateObject();
-    bool q3 = c->type == MODEL_QWEN3;
+    static const char *const arch_names[] = {"Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM"};
+    static const char *const type_names[] = {"qwen2", "qwen3", "llama"};
     cJSON *arch = cJSON_AddArrayToObject(o, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString(q3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"));
-    cJSON_AddStringToObject(o, "model_type", q3 ? "qwen3" : "qwen2");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(arch_names[c->type]));
+    cJSON_AddStringToObject(o, "model_type", type_names[c->type]);
     cJSON_AddNumberToObject(o, "hidden_size", c->C);
     cJSON_AddNumberToObject(o, "num_hidden_layers", c->L);
     cJSON_AddNumberToObject(o, "num_attention_heads", c->NH);
@@ -354,7 +357,8 @@ static cJSON *config_json(const model_config_t *c, bool bf16)
     cJSON_AddNumberToObject(o, "rope_theta", c->rope_theta);
     cJSON_AddNumberToObject(o, "rms_norm_eps", c->rms_eps);
     cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tie);
-    if (q3) cJSON_AddBoolToObject(o, "attention_bias", c->qkv_bias);
+    if (c->type != MODEL_QWEN2) cJSON_AddBoolToObject(o, "attention_bias", c->qkv_bias);
+    if (c->type == MODEL_LLAMA) cJSON_AddBoolToObject(o, "mlp_bias", false);
     cJSON_AddStringToObject(o, "hidden_act", "silu");
     cJSON_AddBoolToObject(o, "use_sliding_window", false);
     cJSON_AddNumberToObject(o, "attention_dropout", 0);

@@ -237,8 +237,8 @@ char *model_read_text(const char *path, char *err, size_t errlen)
     return s;
 }
 
-/* c->type from model_type (qwen2 or qwen3), with hidden_act silu or
- * absent. 0, or -1 with err. */
+/* c->type from model_type (qwen2, qwen3 or llama), with hidden_act silu
+ * or absent. 0, or -1 with err. */
 static int get_model_type(const cJSON *root, model_config_t *c, const char *path, char *err, size_t errlen)
 {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
@@ -249,8 +249,9 @@ static int get_model_type(const cJSON *root, model_config_t *c, const char *path
     }
     if (strcmp(mt->valuestring, "qwen2") == 0) c->type = MODEL_QWEN2;
     else if (strcmp(mt->valuestring, "qwen3") == 0) c->type = MODEL_QWEN3;
+    else if (strcmp(mt->valuestring, "llama") == 0) c->type = MODEL_LLAMA;
     else {
-        snprintf(err, errlen, "%s: field model_type is \"%s\"; supported: qwen2, qwen3", path, mt->valuestring);
+        snprintf(err, errlen, "%s: field model_type is \"%s\"; supported: qwen2, qwen3, llama", path, mt->valuestring);
         return -1;
     }
     if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0)) {
@@ -275,7 +276,7 @@ int model_config_load(model_config_t *c, const char *path, char *err, size_t err
     int rc = -1;
     const int req = -2147483647 - 1;
     if (get_model_type(root, c, path, err, errlen)) goto done;
-    bool sliding = false, attn_bias = false;
+    bool sliding = false, attn_bias = false, mlp_bias = false;
     if (get_int(root, "hidden_size", req, &c->C, path, err, errlen) ||
         get_int(root, "num_hidden_layers", req, &c->L, path, err, errlen) ||
         get_int(root, "num_attention_heads", req, &c->NH, path, err, errlen) ||
@@ -288,8 +289,13 @@ int model_config_load(model_config_t *c, const char *path, char *err, size_t err
         get_rope(root, &c->rope_theta, path, err, errlen) ||
         get_bool(root, "tie_word_embeddings", false, &c->tie, path, err, errlen) ||
         get_bool(root, "use_sliding_window", false, &sliding, path, err, errlen) ||
-        get_bool(root, "attention_bias", false, &attn_bias, path, err, errlen) || get_eos(root, c, path, err, errlen))
+        get_bool(root, "attention_bias", false, &attn_bias, path, err, errlen) ||
+        get_bool(root, "mlp_bias", false, &mlp_bias, path, err, errlen) || get_eos(root, c, path, err, errlen))
         goto done;
+    if (mlp_bias) {
+        snprintf(err, errlen, "%s: field mlp_bias: biases in the MLP are not supported", path);
+        goto done;
+    }
     if (sliding) {
         snprintf(err, errlen, "%s: field use_sliding_window: sliding-window attention is not supported", path);
         goto done;
@@ -299,12 +305,12 @@ int model_config_load(model_config_t *c, const char *path, char *err, size_t err
         goto done;
     }
     if (get_int(root, "head_dim", c->C / c->NH, &c->HD, path, err, errlen)) goto done;
-    if (c->type == MODEL_QWEN2 && c->C % c->NH && !cJSON_GetObjectItemCaseSensitive(root, "head_dim")) {
+    if (c->type != MODEL_QWEN3 && c->C % c->NH && !cJSON_GetObjectItemCaseSensitive(root, "head_dim")) {
         snprintf(err, errlen, "%s: hidden_size is not a multiple of num_attention_heads and head_dim is absent", path);
         goto done;
     }
     c->qkv_bias = c->type == MODEL_QWEN2 || attn_bias;
-    c->o_bias = c->type == MODEL_QWEN3 && attn_bias;
+    c->o_bias = c->type != MODEL_QWEN2 && attn_bias;
     rc = model_config_check(c, path, err, errlen);
 done:
     cJSON_Delete(root);

@@ -1,5 +1,5 @@
-/* The policy: a Qwen2 (or Qwen3) decoder-only transformer on the CPU, as
- * Hugging Face transformers defines it. One fp32 allocation holds every
+/* The policy: a Qwen2, Qwen3 or Llama decoder-only transformer on the
+ * CPU, as Hugging Face transformers defines it. One fp32 allocation holds every
  * parameter and one more every gradient, so an optimizer runs over flat
  * arrays; checkpoints are Hugging Face folders (config.json plus one or
  * several safetensors files), read and written so transformers opens them.
@@ -21,12 +21,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gguf/gguf.h"
 #include "sampling/sample.h"
 #include "train/adamw.h"
 
 #define MODEL_MAX_EOS 4
 
-typedef enum { MODEL_QWEN2, MODEL_QWEN3 } model_type_t;
+/* the three differ in their biases and norms only: Qwen2 has q/k/v
+ * biases, Qwen3 q_norm and k_norm (and biases where attention_bias),
+ * Llama neither (biases where attention_bias) */
+typedef enum { MODEL_QWEN2, MODEL_QWEN3, MODEL_LLAMA } model_type_t;
 
 typedef struct {
     model_type_t type;
@@ -41,8 +45,8 @@ typedef struct {
     float rope_theta;
     float rms_eps;
     bool tie;      /* tie_word_embeddings: lm_head is embed_tokens */
-    bool qkv_bias; /* Qwen2 always; Qwen3 when attention_bias */
-    bool o_bias;   /* Qwen3 with attention_bias only */
+    bool qkv_bias; /* Qwen2 always; Qwen3 and Llama when attention_bias */
+    bool o_bias;   /* Qwen3 and Llama with attention_bias only */
     int bos_id;    /* -1 when the config names none */
     int eos_ids[MODEL_MAX_EOS];
     int n_eos;
@@ -73,6 +77,15 @@ model_t *model_new_random(const model_config_t *cfg, uint64_t seed, char *err, s
  * tensors are converted to fp32. NULL with one line in err naming the file
  * and the field or tensor on any problem. */
 model_t *model_load(const char *dir, char *err, size_t errlen);
+
+/* Loads a GGUF file (gguf_load.c): architecture llama, qwen2 or qwen3,
+ * every tensor dequantized to fp32, Llama's q/k rows put back in Hugging
+ * Face's order. NULL with one line in err naming the file and the key or
+ * tensor: another architecture, scaled RoPE, a tensor type gguf_dequant
+ * does not read, a missing or extra tensor. model_load_gguf_from reads an
+ * opened file. */
+model_t *model_load_gguf(const char *path, char *err, size_t errlen);
+model_t *model_load_gguf_from(const gguf_t *g, char *err, size_t errlen);
 
 /* Writes config.json and model.safetensors (fp32, or bf16 rounded to
  * nearest even) into dir, which must exist. 0, or -1 with err set. */

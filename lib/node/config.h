@@ -31,7 +31,8 @@ typedef struct {
     char broker[512];         /* broker endpoint base (tcp:PORT or a folder) */
     char redis[512];          /* redis://[user:pass@]host:port of the shared pool */
     char swarm[64];           /* key prefix in Redis: one swarm per prefix */
-    char model[512];          /* "tiny" or a Hugging Face model folder */
+    char model[512];          /* "tiny", a Hugging Face model folder, a GGUF file or a fetched model's name */
+    char model_cache[512];    /* where scripts/model.sh keeps fetched models; "" = ~/.cache/sapo/models */
     char base[512];           /* folder of the tiny base model (warm start cache) */
     char backend[32];         /* cpu or cuda:N */
     char task_mix[4096];      /* JSON task mix, empty = every family, weight 1 */

@@ -1,6 +1,7 @@
 #include "node/policy.h"
 #include "util/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -47,36 +48,122 @@ static int set_system(policy_t *p, const char *setting, char *err, size_t errlen
     return 0;
 }
 
-const char *policy_source(const char *model_setting, const char *base_dir)
-{
-    return strcmp(model_setting, "tiny") == 0 ? base_dir : model_setting;
-}
-
 static bool file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
 }
 
+/* the one GGUF file of a fetched model's folder, which scripts/model.sh
+ * stamps with FILE.sha256 once its sha256 matched: a file changed after
+ * that is newer than its stamp */
+static int fetched_gguf(const char *folder, const char *name, char *out, size_t outlen, char *err, size_t errlen)
+{
+    DIR *d = opendir(folder);
+    int found = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n > 5 && strcmp(e->d_name + n - 5, ".gguf") == 0 && e->d_name[0] != '.') {
+            snprintf(out, outlen, "%s/%s", folder, e->d_name);
+            found++;
+        }
+    }
+    if (d) closedir(d);
+    if (found != 1) {
+        snprintf(err, errlen, "model (SAPO_MODEL) %s: %s in %s; fetch it with: scripts/model.sh get %s", name,
+                 found ? "more than one GGUF file" : "no such file or folder, nor a fetched model of that name", folder,
+                 name);
+        return -1;
+    }
+    char stamp[PATH_MAX + 16];
+    struct stat fs, ss;
+    snprintf(stamp, sizeof stamp, "%s.sha256", out);
+    if (stat(out, &fs) != 0 || stat(stamp, &ss) != 0 || ss.st_mtim.tv_sec < fs.st_mtim.tv_sec ||
+        (ss.st_mtim.tv_sec == fs.st_mtim.tv_sec && ss.st_mtim.tv_nsec < fs.st_mtim.tv_nsec)) {
+        snprintf(err, errlen,
+                 "model (SAPO_MODEL) %s: %s changed since its sha256 was checked; fetch it again with: "
+                 "scripts/model.sh get %s",
+                 name, out, name);
+        return -1;
+    }
+    return 0;
+}
+
+int policy_source(const char *model, const char *base, const char *cache, char *out, size_t outlen, char *err,
+                  size_t errlen)
+{
+    if (strcmp(model, "tiny") == 0 || file_exists(model) || strchr(model, '/')) {
+        snprintf(out, outlen, "%s", strcmp(model, "tiny") == 0 ? base : model);
+        return 0;
+    }
+    char folder[PATH_MAX];
+    const char *home = getenv("HOME");
+    if (cache[0]) snprintf(folder, sizeof folder, "%s/%s", cache, model);
+    else snprintf(folder, sizeof folder, "%s/.cache/sapo/models/%s", home ? home : ".", model);
+    return fetched_gguf(folder, model, out, outlen, err, errlen);
+}
+
 /* the same name means the same tokenizer, prompt format and shape */
 static void name_policy(policy_t *p)
 {
     const model_config_t *c = model_config(p->model);
-    snprintf(p->name, sizeof p->name, "%s-%dL-%dC-v%d", p->fmt == PROMPT_CHATML ? "qwen" : "bytes", c->L, c->C, c->V);
+    const char *kind = p->fmt == PROMPT_PLAIN ? "bytes" : c->type == MODEL_LLAMA ? "llama" : "qwen";
+    snprintf(p->name, sizeof p->name, "%s-%dL-%dC-v%d", kind, c->L, c->C, c->V);
 }
 
-policy_t *policy_open(const char *dir, const char *system, char *err, size_t errlen)
+static bool is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The chat template must be one prompt_format writes: ChatML, with its
+ * two tokens whole in the vocabulary. */
+static int check_template(const gguf_t *g, const tokenizer_t *tok, char *err, size_t errlen)
+{
+    const char *tmpl = gguf_get_str(g, "tokenizer.chat_template");
+    if (!tmpl) {
+        snprintf(err, errlen, "%s: no chat template (tokenizer.chat_template); sapo prompts chat models only",
+                 gguf_path(g));
+        return -1;
+    }
+    if (!strstr(tmpl, "<|im_start|>") || !strstr(tmpl, "<|im_end|>") || tokenizer_token_id(tok, "<|im_start|>") < 0 ||
+        tokenizer_token_id(tok, "<|im_end|>") < 0) {
+        snprintf(err, errlen, "%s: the chat template is not ChatML (<|im_start|>, <|im_end|>), the one sapo applies",
+                 gguf_path(g));
+        return -1;
+    }
+    return 0;
+}
+
+/* the model, tokenizer and prompt format of a GGUF file */
+static int open_gguf(policy_t *p, const char *path, char *err, size_t errlen)
+{
+    gguf_t *g = gguf_open(path, err, errlen);
+    if (!g) return -1;
+    int rc = -1;
+    if (!(p->tok = tokenizer_from_gguf(g, err, errlen)) || check_template(g, p->tok, err, errlen) != 0 ||
+        !(p->model = model_load_gguf_from(g, err, errlen)))
+        goto done;
+    if (!realpath(path, p->gguf)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    p->fmt = PROMPT_CHATML;
+    rc = 0;
+done:
+    gguf_destroy(&g);
+    return rc;
+}
+
+/* a Hugging Face folder's, or the tiny model's */
+static int open_folder(policy_t *p, const char *dir, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (!file_exists(path)) {
         snprintf(err, errlen, "%s: no config.json: not a model folder", dir);
-        return NULL;
-    }
-    policy_t *p = calloc(1, sizeof *p);
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
+        return -1;
     }
     /* the tokenizer files of a saved version are links to the original */
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
@@ -84,8 +171,7 @@ policy_t *policy_open(const char *dir, const char *system, char *err, size_t err
         char real[PATH_MAX];
         if (!realpath(path, real)) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
-            free(p);
-            return NULL;
+            return -1;
         }
         p->tok = tokenizer_load(real, err, errlen);
         char *slash = strrchr(real, '/');
@@ -96,14 +182,19 @@ policy_t *policy_open(const char *dir, const char *system, char *err, size_t err
         p->tok = tokenizer_byte_new();
         p->fmt = PROMPT_PLAIN;
     }
-    if (!p->tok) {
-        free(p);
+    if (!p->tok) return -1;
+    return (p->model = model_load(dir, err, errlen)) ? 0 : -1;
+}
+
+policy_t *policy_open(const char *dir, const char *system, char *err, size_t errlen)
+{
+    policy_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    p->model = model_load(dir, err, errlen);
-    if (!p->model) {
-        tokenizer_destroy(&p->tok);
-        free(p);
+    if ((is_file(dir) ? open_gguf(p, dir, err, errlen) : open_folder(p, dir, err, errlen)) != 0) {
+        policy_destroy(&p);
         return NULL;
     }
     if (model_config(p->model)->V < tokenizer_vocab_size(p->tok)) {
@@ -180,9 +271,42 @@ int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/* The tokenizer files of a GGUF policy, written once beside the version
+ * folders (a tokenizer.json is megabytes; each version links to it) into
+ * tokdir (PATH_MAX bytes). 0, or -1 with err. */
+static int gguf_tokenizer_dir(const policy_t *self, const char *dir, char *tokdir, char *err, size_t errlen)
+{
+    snprintf(tokdir, PATH_MAX, "%s", dir);
+    char *slash = strrchr(tokdir, '/');
+    snprintf(slash ? slash + 1 : tokdir, PATH_MAX - (size_t)(slash ? slash + 1 - tokdir : 0), "tokenizer");
+    char probe[PATH_MAX + 32], real[PATH_MAX];
+    snprintf(probe, sizeof probe, "%s/tokenizer.json", tokdir);
+    if (!file_exists(probe)) {
+        char tmp[PATH_MAX + 16];
+        snprintf(tmp, sizeof tmp, "%s.%d", tokdir, (int)getpid());
+        fs_rm_tree(tmp);
+        gguf_t *g = fs_mkdirs(tmp) == 0 ? gguf_open(self->gguf, err, errlen) : NULL;
+        int rc = g ? tokenizer_gguf_save(g, tmp, err, errlen) : -1;
+        gguf_destroy(&g);
+        /* another process may have written it first: either copy is the same */
+        if (rc == 0 && rename(tmp, tokdir) != 0 && !file_exists(probe)) {
+            snprintf(err, errlen, "rename %s -> %s: %s", tmp, tokdir, strerror(errno));
+            rc = -1;
+        }
+        fs_rm_tree(tmp);
+        if (rc != 0) return -1;
+    }
+    if (!realpath(tokdir, real)) {
+        snprintf(err, errlen, "%s: %s", tokdir, strerror(errno));
+        return -1;
+    }
+    snprintf(tokdir, PATH_MAX, "%s", real);
+    return 0;
+}
+
 int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
 {
-    char tmp[PATH_MAX + 8], path[2 * PATH_MAX], target[2 * PATH_MAX];
+    char tmp[PATH_MAX + 8], path[2 * PATH_MAX], target[2 * PATH_MAX], tokdir[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
     fs_rm_tree(tmp);
     if (mkdir(tmp, 0755) != 0) {
@@ -194,9 +318,11 @@ int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
         return -1;
     }
     if (model_save(self->model, tmp, false, err, errlen) != 0) return -1;
+    snprintf(tokdir, sizeof tokdir, "%s", self->tokdir);
+    if (self->gguf[0] && gguf_tokenizer_dir(self, dir, tokdir, err, errlen) != 0) return -1;
     static const char *const tokfiles[] = {"tokenizer.json", "tokenizer_config.json"};
-    for (int i = 0; self->tokdir[0] && i < 2; i++) {
-        snprintf(target, sizeof target, "%s/%s", self->tokdir, tokfiles[i]);
+    for (int i = 0; tokdir[0] && i < 2; i++) {
+        snprintf(target, sizeof target, "%s/%s", tokdir, tokfiles[i]);
         snprintf(path, sizeof path, "%s/%s", tmp, tokfiles[i]);
         if (file_exists(target) && symlink(target, path) != 0) {
             snprintf(err, errlen, "%s: %s", path, strerror(errno));

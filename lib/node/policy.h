@@ -1,9 +1,11 @@
 /* A node's policy: the model, its tokenizer and its prompt format, opened
- * from one folder. A folder with a tokenizer.json is a Hugging Face model
- * (byte-level BPE, ChatML prompts, as Qwen instruct models expect); one
- * without is a model over the byte tokenizer with plain prompts (the tiny
- * default). The learner saves each policy version as such a folder and the
- * generators open it. */
+ * from one folder or one GGUF file. A folder with a tokenizer.json is a
+ * Hugging Face model (byte-level BPE, ChatML prompts, as Qwen instruct
+ * models expect); one without is a model over the byte tokenizer with
+ * plain prompts (the tiny default). A GGUF file holds a chat model's
+ * weights, tokenizer and chat template (ChatML only). The learner saves
+ * each policy version as a Hugging Face folder and the generators open
+ * it. */
 #ifndef SAPO_POLICY_H
 #define SAPO_POLICY_H
 
@@ -17,7 +19,8 @@ typedef struct {
     tokenizer_t *tok;
     prompt_format_t fmt;
     char name[256];    /* recorded in rollouts: same name = same tokenizer and prompt */
-    char tokdir[4096]; /* absolute folder of tokenizer.json, "" for the byte tokenizer */
+    char tokdir[4096]; /* absolute folder of tokenizer.json, "" for the byte tokenizer or a GGUF */
+    char gguf[4096];   /* absolute path of the GGUF file opened, or "" */
     char *system;      /* the instruction before every question, or NULL */
 } policy_t;
 
@@ -26,9 +29,14 @@ typedef struct {
  * <answer> tags, so every reward would be 0. */
 extern const char *const POLICY_SYSTEM_DEFAULT;
 
-/* The folder a node's policy starts from: the base model folder when the
- * model setting is "tiny", else the setting itself. */
-const char *policy_source(const char *model_setting, const char *base_dir);
+/* The folder or file a node's policy starts from, into out: the base
+ * model folder (base) when the model setting is "tiny", a path as it is,
+ * else the GGUF file that scripts/model.sh fetched under that name into
+ * cache (the model-cache setting; "" is ~/.cache/sapo/models). 0, or -1
+ * with one line in err: no such model, or a fetched file changed since
+ * its sha256 was checked. */
+int policy_source(const char *model, const char *base, const char *cache, char *out, size_t outlen, char *err,
+                  size_t errlen);
 
 /* system: the system-prompt setting (config.h): "default" (the
  * instruction above for a chat checkpoint, none for the plain-prompted
@@ -48,7 +56,8 @@ int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen);
 
 /* Saves the weights into dir (created), linking the tokenizer files, written
  * into dir.tmp first and renamed so a reader never sees half a folder.
- * 0 or -1 with err. */
+ * A GGUF policy's tokenizer files are written once, into the folder
+ * "tokenizer" beside dir. 0 or -1 with err. */
 int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen);
 
 /* The prompt text for a question (malloc'ed). */

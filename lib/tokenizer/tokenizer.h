@@ -10,7 +10,7 @@
  *    vocab_size 260. No normalisation: decode(encode(x)) == x for valid UTF-8.
  *  - Hugging Face byte-level BPE read from tokenizer.json (Qwen2, Qwen2.5,
  *    Qwen3 and anything built the same way), giving the ids that the Python
- *    `tokenizers` library gives.
+ *    `tokenizers` library gives, or from a GGUF file's metadata.
  *
  * encode never adds special tokens (no BOS/EOS, the post_processor is not
  * applied), but special and other added tokens written inside the text are
@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gguf/gguf.h"
+
 typedef struct tokenizer_t tokenizer_t;
 
 tokenizer_t *tokenizer_byte_new(void);
@@ -34,6 +36,20 @@ tokenizer_t *tokenizer_byte_new(void);
  * <|endoftext|>. NULL on failure, with one line naming the file and the field
  * in err. */
 tokenizer_t *tokenizer_load(const char *tokenizer_json_path, char *err, size_t errlen);
+
+/* The byte-level BPE a GGUF file's metadata describes (tokenizer.ggml.*:
+ * tokens, merges, token types, the pre-tokenizer's name), with its
+ * eos_token_id as the end of sequence; the same ids as the tokenizer.json
+ * tokenizer_gguf_save writes. NULL with one line in err naming the file
+ * and the key: another tokenizer kind, a pre-tokenizer sapo does not
+ * know. */
+tokenizer_t *tokenizer_from_gguf(const gguf_t *g, char *err, size_t errlen);
+
+/* Writes that tokenizer as dir/tokenizer.json and dir/tokenizer_config.json
+ * (eos, bos and pad tokens, the chat template), so that a folder of
+ * weights saved beside them opens in transformers and in tokenizer_load.
+ * 0, or -1 with err. */
+int tokenizer_gguf_save(const gguf_t *g, const char *dir, char *err, size_t errlen);
 
 void tokenizer_destroy(tokenizer_t **self_p);
 

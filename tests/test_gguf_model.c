@@ -1,0 +1,161 @@
+/* The real models read from their GGUF files against transformers loading
+ * the same files (tests/oracle/gguf_model_golden.py): token ids of the
+ * golden texts, and per-token log-probs of chat prompts with answers
+ * within 2e-3. A model that scripts/model.sh has not fetched is skipped
+ * with the command that fetches it. Also: a policy version saved from a
+ * GGUF policy opens again as a Hugging Face folder with the same ids and
+ * log-probs. */
+#include "check.h"
+#include "node/policy.h"
+#include "util/fs.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <unistd.h>
+
+#define GOLDEN "tests/golden/gguf/"
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* the fetched model's path, or NULL (why set) */
+static const char *model_path(const char *name, char *out, size_t outlen, char *why, size_t whylen)
+{
+    const char *cache = getenv("SAPO_MODEL_CACHE");
+    char err[512];
+    if (policy_source(name, "", cache ? cache : "", out, outlen, err, sizeof err) != 0) {
+        snprintf(why, whylen, "%s is not fetched (scripts/model.sh get %s)", name, name);
+        return NULL;
+    }
+    return out;
+}
+
+static cJSON *golden(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, GOLDEN "%s.model.json", name);
+    char *text = read_text(path);
+    cJSON *g = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return g;
+}
+
+/* every golden text and prompt encodes to transformers' ids */
+static void check_ids(const tokenizer_t *tok, const cJSON *g)
+{
+    const char *keys[2][2] = {{"texts", "text_ids"}, {"prompts", "ids"}};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *texts = cJSON_GetObjectItem(g, keys[k][0]), *ids = cJSON_GetObjectItem(g, keys[k][1]);
+        EXPECT(cJSON_GetArraySize(texts) > 0 && cJSON_GetArraySize(texts) == cJSON_GetArraySize(ids));
+        for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
+            const char *t = cJSON_GetArrayItem(texts, i)->valuestring;
+            const cJSON *want = cJSON_GetArrayItem(ids, i);
+            int32_t *got = NULL;
+            size_t n = 0;
+            EXPECT(tokenizer_encode(tok, t, strlen(t), &got, &n) == 0);
+            bool same = (int)n == cJSON_GetArraySize(want);
+            for (size_t j = 0; same && j < n; j++) same = got[j] == cJSON_GetArrayItem(want, (int)j)->valueint;
+            EXPECTF(same, "%s[%d] %.40s...: %zu ids, transformers %d", keys[k][0], i, t, n, cJSON_GetArraySize(want));
+            free(got);
+        }
+    }
+}
+
+/* the largest |logp - golden| over the golden prompts */
+static double logp_gap(model_t *m, const cJSON *g)
+{
+    const cJSON *ids = cJSON_GetObjectItem(g, "ids"), *logp = cJSON_GetObjectItem(g, "logp");
+    double worst = 0;
+    for (int i = 0; i < cJSON_GetArraySize(ids); i++) {
+        const cJSON *row = cJSON_GetArrayItem(ids, i), *want = cJSON_GetArrayItem(logp, i);
+        int T = cJSON_GetArraySize(row);
+        int *tok = malloc(sizeof(int) * T), *tgt = malloc(sizeof(int) * T);
+        float *lp = malloc(sizeof(float) * T);
+        for (int t = 0; t < T; t++) {
+            tok[t] = cJSON_GetArrayItem(row, t)->valueint;
+            tgt[t] = t + 1 < T ? cJSON_GetArrayItem(row, t + 1)->valueint : -1;
+        }
+        EXPECT(model_forward(m, tok, tgt, 1, T, 1.0f, lp, NULL) == 0);
+        for (int t = 0; t + 1 < T; t++) {
+            double d = fabs(lp[t] - cJSON_GetArrayItem(want, t)->valuedouble);
+            worst = d > worst ? d : worst;
+        }
+        free(tok);
+        free(tgt);
+        free(lp);
+    }
+    return worst;
+}
+
+static void check_model(const char *name, bool save)
+{
+    char path[PATH_MAX], why[256], err[512];
+    if (!model_path(name, path, sizeof path, why, sizeof why)) {
+        static char reason[256];
+        snprintf(reason, sizeof reason, "%s", why);
+        SKIP_TEST(reason);
+    }
+    cJSON *g = golden(name);
+    EXPECT(g != NULL);
+    if (!g) return;
+    policy_t *p = policy_open(path, "default", err, sizeof err);
+    EXPECTF(p != NULL, "%s", err);
+    if (!p) {
+        cJSON_Delete(g);
+        return;
+    }
+    EXPECT(p->fmt == PROMPT_CHATML);
+    check_ids(p->tok, g);
+    double gap = logp_gap(p->model, g);
+    printf("%s: largest |logp - transformers| %.3g (bound 2e-3)\n", name, gap);
+    EXPECTF(gap < 2e-3, "%.3g", gap);
+    if (save) {
+        /* a saved version is a Hugging Face folder: tokenizer.json and
+         * the weights open again, giving the same ids and log-probs */
+        char dir[64], version[128];
+        snprintf(dir, sizeof dir, "/tmp/test_gguf_model.%d", (int)getpid());
+        snprintf(version, sizeof version, "%s/v0", dir);
+        EXPECT(fs_mkdirs(dir) == 0);
+        EXPECTF(policy_save(p, version, err, sizeof err) == 0, "%s", err);
+        char probe[192];
+        snprintf(probe, sizeof probe, "%s/tokenizer/tokenizer.json", dir);
+        EXPECT(access(probe, R_OK) == 0);
+        policy_t *q = policy_open(version, "default", err, sizeof err);
+        EXPECTF(q != NULL, "%s", err);
+        if (q) {
+            EXPECT(strcmp(q->name, p->name) == 0);
+            EXPECT(tokenizer_eos_id(q->tok) == tokenizer_eos_id(p->tok));
+            check_ids(q->tok, g);
+            double again = logp_gap(q->model, g);
+            EXPECTF(again == gap, "%.9g against %.9g", again, gap);
+        }
+        policy_destroy(&q);
+        fs_rm_tree(dir);
+    }
+    policy_destroy(&p);
+    cJSON_Delete(g);
+}
+
+static void test_smollm2_135m(void) { check_model("smollm2-135m", true); }
+static void test_qwen25_coder_05b(void) { check_model("qwen2.5-coder-0.5b", false); }
+
+int main(void)
+{
+    RUN_TEST(test_smollm2_135m);
+    RUN_TEST(test_qwen25_coder_05b);
+    return check_failures ? 1 : 0;
+}
