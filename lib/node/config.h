@@ -25,6 +25,7 @@ typedef enum { EXTERNAL_KL_INCLUDE, EXTERNAL_KL_EXCLUDE } external_kl_t;
 typedef enum { GAME_OFF, GAME_THREE_STAGE } game_mode_t;
 
 typedef struct {
+    char preset[512];         /* a named set of settings, config/presets/NAME.env, or "" */
     char node[64];            /* node id, unique in the swarm */
     char run[512];            /* run folder: checkpoints, metrics, ipc endpoints */
     char key[512];            /* the node's Ed25519 secret key file (its identity in the pool) */
@@ -72,6 +73,7 @@ typedef struct {
     int max_text;                          /* bytes of one text field of a record drawn from the pool */
     int stall_seconds;                     /* silence after which the sampler counts what it sent as lost */
     int warmstart_steps;                   /* supervised steps that make the tiny base model */
+    int format_steps;                      /* a chat model's format warm start steps (0 = none) */
     int warmstart_optimizer;               /* 1: RL starts from the warm start's AdamW state */
     char warmstart_shape[512];             /* "tiny" or a config.json: the shape learner warmstart trains */
     float reward_floor;                    /* scores below it count 0 */

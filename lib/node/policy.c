@@ -89,11 +89,10 @@ static int fetched_gguf(const char *folder, const char *name, char *out, size_t 
     return 0;
 }
 
-int policy_source(const char *model, const char *base, const char *cache, char *out, size_t outlen, char *err,
-                  size_t errlen)
+int policy_model_path(const char *model, const char *cache, char *out, size_t outlen, char *err, size_t errlen)
 {
-    if (strcmp(model, "tiny") == 0 || file_exists(model) || strchr(model, '/')) {
-        snprintf(out, outlen, "%s", strcmp(model, "tiny") == 0 ? base : model);
+    if (file_exists(model) || strchr(model, '/')) {
+        snprintf(out, outlen, "%s", model);
         return 0;
     }
     char folder[PATH_MAX];
@@ -101,6 +100,15 @@ int policy_source(const char *model, const char *base, const char *cache, char *
     if (cache[0]) snprintf(folder, sizeof folder, "%s/%s", cache, model);
     else snprintf(folder, sizeof folder, "%s/.cache/sapo/models/%s", home ? home : ".", model);
     return fetched_gguf(folder, model, out, outlen, err, errlen);
+}
+
+int policy_start(const config_t *cfg, char *out, size_t outlen, char *err, size_t errlen)
+{
+    if (strcmp(cfg->model, "tiny") == 0 || cfg->format_steps > 0) {
+        snprintf(out, outlen, "%s", cfg->base);
+        return 0;
+    }
+    return policy_model_path(cfg->model, cfg->model_cache, out, outlen, err, errlen);
 }
 
 /* the same name means the same tokenizer, prompt format and shape */
@@ -272,13 +280,18 @@ int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen)
 }
 
 /* The tokenizer files of a GGUF policy, written once beside the version
- * folders (a tokenizer.json is megabytes; each version links to it) into
- * tokdir (PATH_MAX bytes). 0, or -1 with err. */
+ * folders (a tokenizer.json is megabytes; each version links to it), in
+ * tokenizer-<the GGUF's name>, whose path goes into tokdir (PATH_MAX
+ * bytes). 0, or -1 with err. */
 static int gguf_tokenizer_dir(const policy_t *self, const char *dir, char *tokdir, char *err, size_t errlen)
 {
+    /* named for the GGUF file: two models' versions may share a parent */
+    const char *file = strrchr(self->gguf, '/') ? strrchr(self->gguf, '/') + 1 : self->gguf;
+    int stem = (int)strlen(file) - (int)strlen(".gguf");
     snprintf(tokdir, PATH_MAX, "%s", dir);
     char *slash = strrchr(tokdir, '/');
-    snprintf(slash ? slash + 1 : tokdir, PATH_MAX - (size_t)(slash ? slash + 1 - tokdir : 0), "tokenizer");
+    snprintf(slash ? slash + 1 : tokdir, PATH_MAX - (size_t)(slash ? slash + 1 - tokdir : 0), "tokenizer-%.*s",
+             stem > 0 ? stem : (int)strlen(file), file);
     char probe[PATH_MAX + 32], real[PATH_MAX];
     snprintf(probe, sizeof probe, "%s/tokenizer.json", tokdir);
     if (!file_exists(probe)) {
@@ -369,9 +382,16 @@ void completion_free(completion_t *c)
 
 /* the prompt's token ids of a question (malloc'ed) and their count, or
  * NULL with err */
-static int32_t *prompt_ids(const policy_t *self, const char *question, int max_new, size_t *P, char *err, size_t errlen)
+static int32_t *prompt_ids(const policy_t *self, const char *question, const char *prefix, int max_new, size_t *P,
+                           char *err, size_t errlen)
 {
     char *prompt = policy_prompt(self, question);
+    if (prompt && prefix) {
+        char *joined = malloc(strlen(prompt) + strlen(prefix) + 1);
+        if (joined) strcat(strcpy(joined, prompt), prefix);
+        free(prompt);
+        prompt = joined;
+    }
     int32_t *pids = NULL;
     if (!prompt || tokenizer_encode(self->tok, prompt, strlen(prompt), &pids, P) != 0) {
         snprintf(err, errlen, "question is not valid UTF-8");
@@ -392,7 +412,7 @@ static int32_t *prompt_ids(const policy_t *self, const char *question, int max_n
 int policy_check(const policy_t *self, const char *question, int max_new, char *err, size_t errlen)
 {
     size_t P = 0;
-    int32_t *pids = prompt_ids(self, question, max_new, &P, err, errlen);
+    int32_t *pids = prompt_ids(self, question, NULL, max_new, &P, err, errlen);
     free(pids);
     return pids ? 0 : -1;
 }
@@ -404,7 +424,14 @@ int policy_sample(policy_t *self, const char *question, int L, const model_gen_p
 }
 
 int policy_sample_batch(policy_t *self, const char *const *questions, const uint64_t *seeds, int Q, int L,
-                        const model_gen_params_t *gp_in, completion_t *out, char *err, size_t errlen)
+                        const model_gen_params_t *gp, completion_t *out, char *err, size_t errlen)
+{
+    return policy_continue_batch(self, questions, NULL, seeds, Q, L, gp, out, err, errlen);
+}
+
+int policy_continue_batch(policy_t *self, const char *const *questions, const char *const *prefixes,
+                          const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp_in, completion_t *out,
+                          char *err, size_t errlen)
 {
     const model_config_t *c = model_config(self->model);
     stop_ctx_t sc = {self->tok};
@@ -424,7 +451,7 @@ int policy_sample_batch(policy_t *self, const char *const *questions, const uint
     }
     for (int q = 0; q < Q; q++) {
         size_t P = 0;
-        if (!(pids[q] = prompt_ids(self, questions[q], M, &P, err, errlen))) goto done;
+        if (!(pids[q] = prompt_ids(self, questions[q], prefixes ? prefixes[q] : NULL, M, &P, err, errlen))) goto done;
         plen[q] = (int)P;
     }
     if (model_generate_batch(self->model, (const int *const *)pids, plen, seeds, Q, L, &gp, tokens, logp, lengths) !=

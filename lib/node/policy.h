@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "model/model.h"
+#include "node/config.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
@@ -29,14 +30,18 @@ typedef struct {
  * <answer> tags, so every reward would be 0. */
 extern const char *const POLICY_SYSTEM_DEFAULT;
 
-/* The folder or file a node's policy starts from, into out: the base
- * model folder (base) when the model setting is "tiny", a path as it is,
- * else the GGUF file that scripts/model.sh fetched under that name into
- * cache (the model-cache setting; "" is ~/.cache/sapo/models). 0, or -1
- * with one line in err: no such model, or a fetched file changed since
- * its sha256 was checked. */
-int policy_source(const char *model, const char *base, const char *cache, char *out, size_t outlen, char *err,
-                  size_t errlen);
+/* The model setting as a path, into out: a folder or file as it is, else
+ * the GGUF file that scripts/model.sh fetched under that name into cache
+ * (the model-cache setting; "" is ~/.cache/sapo/models). 0, or -1 with
+ * one line in err: no such model, or a fetched file changed since its
+ * sha256 was checked. */
+int policy_model_path(const char *model, const char *cache, char *out, size_t outlen, char *err, size_t errlen);
+
+/* The folder or file RL starts from, into out: the base folder (the base
+ * setting, made by learner warmstart) for the tiny model and for a chat
+ * model with a format warm start (format-steps > 0), else the model
+ * setting's path. 0, or -1 with err. */
+int policy_start(const config_t *cfg, char *out, size_t outlen, char *err, size_t errlen);
 
 /* system: the system-prompt setting (config.h): "default" (the
  * instruction above for a chat checkpoint, none for the plain-prompted
@@ -57,7 +62,7 @@ int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen);
 /* Saves the weights into dir (created), linking the tokenizer files, written
  * into dir.tmp first and renamed so a reader never sees half a folder.
  * A GGUF policy's tokenizer files are written once, into the folder
- * "tokenizer" beside dir. 0 or -1 with err. */
+ * "tokenizer-<the GGUF file's name>" beside dir. 0 or -1 with err. */
 int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen);
 
 /* The prompt text for a question (malloc'ed). */
@@ -88,6 +93,12 @@ int policy_check(const policy_t *self, const char *question, int max_new, char *
  * whole batch, with its line in err. */
 int policy_sample_batch(policy_t *self, const char *const *questions, const uint64_t *seeds, int Q, int L,
                         const model_gen_params_t *gp, completion_t *out, char *err, size_t errlen);
+/* policy_sample_batch where question q's answer has begun with
+ * prefixes[q] (the assistant's turn so far; NULL: none): out holds what
+ * follows it. */
+int policy_continue_batch(policy_t *self, const char *const *questions, const char *const *prefixes,
+                          const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp, completion_t *out,
+                          char *err, size_t errlen);
 void completion_free(completion_t *c);
 
 #endif

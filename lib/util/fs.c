@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -34,4 +35,36 @@ int fs_mkdirs(const char *dir)
         *p = '/';
     }
     return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+char *fs_read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            char *grown = realloc(s, cap = 2 * cap + 4096 + 1);
+            if (!grown) {
+                free(s);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            s = grown;
+        }
+        size_t got = fread(s + n, 1, 4096, f);
+        n += got;
+        if (got < 4096) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(s);
+        errno = EIO;
+        return NULL;
+    }
+    s[n] = '\0';
+    return s;
 }

@@ -9,4 +9,7 @@ int fs_rm_tree(const char *dir);
 /* mkdir -p; 0 or -1 with errno */
 int fs_mkdirs(const char *dir);
 
+/* a whole file as a NUL-terminated string (malloc'ed), or NULL with errno */
+char *fs_read_text(const char *path);
+
 #endif

@@ -1,0 +1,84 @@
+/* Speed of a real checkpoint: SmolLM2-135M-Instruct read from its GGUF
+ * (scripts/model.sh get smollm2-135m), a training step and the sampling of
+ * a round, in fp32 and (where the CPU has a bf16 kernel) in backend
+ * cpu-bf16, against PyTorch eager (fp32, and with bf16 autocast) and
+ * transformers generate on the same weights (bench/peer_torch.py loads the
+ * same GGUF) and threads. Without the model, one line says how to fetch
+ * it. SAPO_BENCH_QUICK=1: short. */
+#include "bench.h"
+#include "model/model_impl.h"
+#include "model_steps.h"
+#include "node/policy.h"
+
+#include <limits.h>
+#include <omp.h>
+#include <unistd.h>
+
+/* the peer's line "train T gen G genb GB trainbf16 T16" for the GGUF */
+static int peer(const char *gguf, int threads, int B, int T, int Q, int L, int P, int NEW, int reps, double *v)
+{
+    if (access(".venv/bin/python", X_OK)) return -1;
+    char cmd[PATH_MAX + 256];
+    snprintf(cmd, sizeof cmd,
+             ".venv/bin/python bench/peer_torch.py '%s' --threads %d --batch %d --seq %d --prompts %d "
+             "--completions %d --prompt-len %d --new %d --reps %d 2>/dev/null",
+             gguf, threads, B, T, Q, L, P, NEW, reps);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    int n = fscanf(p, "train %lf gen %lf genb %lf trainbf16 %lf", &v[0], &v[1], &v[2], &v[3]);
+    return pclose(p) == 0 && n == 4 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    /* libgomp's spinning threads starve the one with work on 2 cores */
+    if (argc > 0 && !getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execv("/proc/self/exe", argv);
+    }
+    bool quick = bench_quick();
+    int reps = quick ? 1 : 3, threads = omp_get_max_threads();
+    char path[PATH_MAX], err[512];
+    const char *cache = getenv("SAPO_MODEL_CACHE");
+    if (policy_model_path("smollm2-135m", cache ? cache : "", path, sizeof path, err, sizeof err) != 0) {
+        printf("real: no figures for SmolLM2-135M: not fetched (scripts/model.sh get smollm2-135m)\n");
+        return 0;
+    }
+    model_t *m = model_load_gguf(path, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    m->cfg.n_eos = 0; /* fixed-length completions, as the peer's min_new_tokens */
+    /* a training micro-batch of a round, and a round's sampling: 4
+     * questions x 8 completions after a chat prompt of about 100 tokens */
+    int B = 8, T = quick ? 128 : 256, Q = 4, L = 8, P = 96, NEW = quick ? 32 : 128;
+    printf("real: SmolLM2-135M-Instruct (%zu parameters), %d threads; train batch %d x %d, generation %d prompts x "
+           "%d completions, prompt %d, %d new tokens%s\n",
+           model_num_params(m), threads, B, T, Q, L, P, NEW, quick ? " (quick)" : "");
+    batch_t b = batch_new(B, T, m->cfg.V, 1);
+    double train = train_step(m, &b, reps), train16 = 0;
+    bool bf16 = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
+    if (bf16) {
+        train16 = train_step(m, &b, reps);
+        printf("cpu-bf16 kernel: %s\n", model_bf16_kernel_name(model_bf16_kernel(NULL)));
+        if (model_set_backend(m, "cpu", err, sizeof err) != 0) return 1;
+    } else printf("no cpu-bf16 figures: %s\n", err);
+    double gen = generate(m, 1, P, L, NEW, false, reps), genb = generate(m, Q, P, L, NEW, true, reps);
+    double v[4];
+    bool have = peer(path, threads, B, T, Q, L, P, NEW, quick ? 1 : 3, v) == 0;
+    bench_line("train_step_smollm2", B * T / train, "tokens/s", have ? "pytorch eager" : NULL, v[0], "tokens/s");
+    if (bf16) {
+        bench_line("train_step_smollm2_bf16", B * T / train16, "tokens/s", have ? "pytorch eager" : NULL, v[0],
+                   "tokens/s");
+        bench_line("train_step_smollm2_bf16_both", B * T / train16, "tokens/s",
+                   have ? "pytorch eager, bf16 autocast" : NULL, v[3], "tokens/s");
+    }
+    bench_line("generate_smollm2", (double)L * NEW / gen, "tokens/s", have ? "transformers generate" : NULL, v[1],
+               "tokens/s");
+    bench_line("generate_round_smollm2", (double)Q * L * NEW / genb, "tokens/s", have ? "transformers generate" : NULL,
+               v[2], "tokens/s");
+    batch_free(&b);
+    model_destroy(&m);
+    return 0;
+}
