@@ -461,8 +461,8 @@ static void test_draw_summary(void)
                     8 &&
                 lo == 4 && hi == 9 && r1 == 2 && s1 == 4 && r2 == 3 && s2 == 7 && t1 <= t2 && t1 > 0,
             "summary '%s'", r && r->type == REDIS_REPLY_STRING ? r->str : "");
-    /* the same summary in a form only Lua's tonumber reads ("4.0"): pool.c
-     * leaves such a node to sapo_fresh */
+    /* the same summary in a form only Lua's tonumber reads ("4.0"):
+     * pool_fresh.c leaves such a node to sapo_fresh */
     char lua_form[160];
     snprintf(lua_form, sizeof lua_form, "4.0 9 2 4 %llu 3 7 %llu", t1, t2);
     freeReplyObject(r);

@@ -114,7 +114,8 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
 
 /* Draws k records (with replacement) uniformly from the entries of every
  * node but exclude_node (NULL excludes none); each node counts with at most
- * max_per_node (its newest), whatever its counters claim. Returns how many
+ * max_per_node (its newest), whatever its counters claim. Nodes draw with
+ * pool_draw; this is bin/pool sample's look at a pool. Returns how many
  * were drawn (0 when there are none) with *out malloc'ed (free with
  * pool_entries_free), or -1 with err. An entry over the record limit (see
  * pool_limit_record) is not fetched: it comes back with data NULL and its

@@ -203,8 +203,9 @@ end}
 -- ranges: node, first fresh seq, newest seq, the newest entry's round,
 -- as a flat list. args: exclude, cap, window in rounds, window in ms
 -- (0 = none; with both 0, a node's newest cap entries), candidates, and
--- then, from pool.c, the nodes to read (it reads the summaries itself and
--- asks here only for nodes without one); without them, nodes as below.
+-- then, from pool_fresh.c, the nodes to read (it reads the summaries
+-- itself and asks here only for nodes without one); without them, nodes
+-- as below.
 -- A swarm of at most `candidates` nodes is read whole (the draw is
 -- exact); a larger one by that many nodes picked at random
 -- (SRANDMEMBER), so a draw costs the same at 10 or 10,000 nodes. Each
@@ -278,9 +279,9 @@ end}
 -- the entries named by (node, seq) pairs: per pair its meta ("round:ms"
 -- or "") and the entry, or its length when over max_bytes, or 0 when
 -- it is gone; and the server's time first. args: max_bytes, pairs.
--- This sapo reads entries with pipelined HGETs (pool.c, fetch: no copy
--- through Lua); the function stays for nodes of older versions that
--- share the Redis, since any node's connect replaces the library
+-- This sapo reads entries with pipelined HGETs (pool_draw.c, fetch: no
+-- copy through Lua); the function stays for nodes of older versions
+-- that share the Redis, since any node's connect replaces the library
 redis.register_function{function_name = 'sapo_get', flags = {'no-writes'}, callback = function(keys, args)
   local prefix, max_bytes = string.sub(keys[1], 1, -2), tonumber(args[1]) or 0
   local out = {now_ms()}

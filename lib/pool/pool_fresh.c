@@ -1,0 +1,219 @@
+/* Which of the other nodes' entries a draw may take: each node's fresh
+ * range (pool_window), read from the summary its publishes keep (one MGET
+ * for every node a draw reads, parsed here: the server's single thread
+ * spends nothing on it) and, for a node without one, from sapo_fresh
+ * (pool.lua), which reads its counters and entries' meta. */
+#include "pool/pool_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a summary's numbers: "lo hi" and 64 rounds of three (pool.lua keeps no
+ * more) */
+#define SUMMARY_NUMBERS (2 + 3 * 64)
+
+/* one decimal integer of at most 2^52 (the largest Lua counts exactly) */
+static int summary_number(const char **s, uint64_t *v)
+{
+    const char *p = *s;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+    if (*p < '0' || *p > '9') return *p == '\0' ? 0 : -1;
+    uint64_t x = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (uint64_t)(*p - '0');
+        if (x > (1ull << 52)) return -1;
+    }
+    if (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '\f' && *p != '\v') return -1;
+    *s = p, *v = x;
+    return 1;
+}
+
+/* A node's summary (pool.lua, summary_parse: "lo hi", then per publisher
+ * round "round seq ms", oldest first, seqs rising) read into a fresh
+ * range at server time now: 1, or 0 when it is not one (missing, junk,
+ * or written in a form only Lua reads: the caller asks Lua) */
+static int summary_fresh(const redisReply *s, int rounds, long ms, long long now, pool_fresh_t *f)
+{
+    if (!s || s->type != REDIS_REPLY_STRING || s->len > 4096 || strlen(s->str) != s->len) return 0;
+    uint64_t t[SUMMARY_NUMBERS], v;
+    int n = 0, got;
+    const char *p = s->str;
+    while ((got = summary_number(&p, &v)) == 1) {
+        if (n == SUMMARY_NUMBERS) return 0;
+        t[n++] = v;
+    }
+    if (got < 0 || n < 5 || (n - 2) % 3 != 0 || t[0] < 1 || t[1] < t[0] || t[3] != t[0]) return 0;
+    for (int i = 2; i < n; i += 3)
+        if (t[i + 1] > t[1] || (i > 2 && t[i + 1] <= t[i - 2])) return 0;
+    f->hi = t[1], f->newest = t[n - 3];
+    f->first = t[1] + 1;
+    for (int i = n - 3; i >= 2; i -= 3) {
+        if ((rounds > 0 && t[i] + (uint64_t)rounds <= f->newest) || (ms > 0 && now - (long long)t[i + 2] > ms)) break;
+        f->first = t[i + 1];
+    }
+    if (rounds == 0 && ms == 0) f->first = t[0];
+    return 1;
+}
+
+static int fresh_by_node(const void *a, const void *b)
+{
+    return strcmp(((const pool_fresh_t *)a)->node, ((const pool_fresh_t *)b)->node);
+}
+
+/* the ranges sapo_fresh (pool.lua) answers for the nodes named in
+ * names[0..n), appended to f (one answered for a node not asked about, by
+ * the function of an older sapo, is ignored); the count of nodes skipped
+ * for bad keys, or -1 with err */
+static long lua_fresh(pool_t *self, const char *prefix, const char *exclude, int cand, const redisReply **names,
+                      size_t n, pool_fresh_t *f, size_t *nf, char *err, size_t errlen)
+{
+    char cap[32], wr[32], wms[32], cn[32];
+    snprintf(cap, sizeof cap, "%d", self->max_per_node);
+    snprintf(wr, sizeof wr, "%d", self->window_rounds);
+    snprintf(wms, sizeof wms, "%ld", self->window_ms);
+    snprintf(cn, sizeof cn, "%d", cand);
+    const char **argv = calloc(9 + n, sizeof *argv);
+    size_t *lens = calloc(9 + n, sizeof *lens);
+    if (!argv || !lens) {
+        free(argv), free(lens);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *head[] = {"FCALL_RO", "sapo_fresh", "1", prefix, exclude, cap, wr, wms, cn};
+    for (int i = 0; i < 9; i++) argv[i] = head[i], lens[i] = strlen(head[i]);
+    for (size_t i = 0; i < n; i++) argv[9 + i] = names[i]->str, lens[9 + i] = names[i]->len;
+    redisReply *r = pool_run(self, (int)(9 + n), argv, lens, err, errlen);
+    free(argv), free(lens);
+    if (!r) return -1;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER) {
+        snprintf(err, errlen, "redis: sapo_fresh answered no count of bad nodes");
+        freeReplyObject(r);
+        return -1;
+    }
+    long bad = (long)r->element[0]->integer;
+    for (size_t i = 0; i + 4 < r->elements; i += 4) {
+        redisReply **e = r->element + 1 + i;
+        if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER ||
+            e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER || e[1]->integer < 1 ||
+            e[2]->integer < 1)
+            continue;
+        size_t j = 0;
+        while (j < n && strcmp(names[j]->str, e[0]->str) != 0) j++;
+        if (j == n) continue;
+        pool_fresh_t *o = &f[(*nf)++];
+        snprintf(o->node, sizeof o->node, "%s", e[0]->str);
+        o->first = (uint64_t)e[1]->integer, o->hi = (uint64_t)e[2]->integer;
+        o->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
+    }
+    freeReplyObject(r);
+    return bad;
+}
+
+/* the summaries of the nodes named, one MGET: its reply (an array of nn),
+ * or NULL with err */
+static redisReply *summaries(pool_t *self, const char *prefix, const redisReply **names, size_t nn, char *err,
+                             size_t errlen)
+{
+    const char **argv = calloc(nn + 1, sizeof *argv);
+    size_t *lens = calloc(nn + 1, sizeof *lens);
+    char(*keys)[240] = calloc(nn + 1, sizeof *keys);
+    redisReply *r = NULL;
+    if (!argv || !lens || !keys) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    argv[0] = "MGET", lens[0] = 4;
+    for (size_t i = 0; i < nn; i++) {
+        snprintf(keys[i], sizeof keys[i], "%sn:%s:s", prefix, names[i]->str);
+        argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
+    }
+    r = pool_run(self, (int)(1 + nn), argv, lens, err, errlen);
+    if (r && (r->type != REDIS_REPLY_ARRAY || r->elements != nn)) {
+        snprintf(err, errlen, "redis: MGET answered type %d, not %zu values", r->type, nn);
+        freeReplyObject(r);
+        r = NULL;
+    }
+done:
+    free(argv), free(lens), free(keys);
+    return r;
+}
+
+/* each range cut to the per-node bound (the newest cap entries), the empty
+ * ones dropped, the rest sorted by node: how many are left */
+static size_t bound_ranges(pool_fresh_t *f, size_t nf, uint64_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nf; i++) {
+        if (f[i].hi + 1 > cap && f[i].first < f[i].hi + 1 - cap) f[i].first = f[i].hi + 1 - cap;
+        if (f[i].first <= f[i].hi) f[n++] = f[i];
+    }
+    qsort(f, n, sizeof *f, fresh_by_node);
+    return n;
+}
+
+/* Other nodes' fresh ranges for a draw, sorted by node, into *out (its
+ * length the return value, or -1 with err), the server's clock in ms into
+ * *now (the age of every entry drawn), and self->bad_nodes. The node
+ * set whole when it has at most cand nodes, else cand + 1 of them at
+ * random (SRANDMEMBER answers the whole set when it is no larger), so a
+ * draw costs the same at 10 or 10,000 nodes. Each node's summary comes
+ * with one MGET and is read here (in Lua, 32 of them took 325 us of the
+ * server's single thread); a node without one (an older sapo's, or junk)
+ * is left to sapo_fresh, which reads its counters and entries' meta. */
+long pool_fresh_ranges(pool_t *self, const char *prefix, const char *exclude, int cand, pool_fresh_t **out,
+                       long long *now, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!self->c && pool_connect(self, err, errlen) != 0) return -1;
+    redisReply *g[3] = {NULL, NULL, NULL};
+    redisAppendCommand(self->c, "TIME");
+    redisAppendCommand(self->c, "SRANDMEMBER %snodes %d", prefix, cand + 1);
+    if (pool_replies(self, 2, g, err, errlen) != 0) {
+        freeReplyObject(g[0]);
+        return -1;
+    }
+    long n = -1;
+    const redisReply **names = NULL, *t = g[0], *set = g[1];
+    size_t nn = 0, nl = 0, nf = 0;
+    pool_fresh_t *f = NULL;
+    if (t->type != REDIS_REPLY_ARRAY || t->elements != 2 || t->element[0]->type != REDIS_REPLY_STRING ||
+        t->element[1]->type != REDIS_REPLY_STRING) {
+        snprintf(err, errlen, "redis: TIME answered type %d, not two strings", t->type);
+        goto done;
+    }
+    if (set->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "redis: SRANDMEMBER %snodes answered type %d%s%s", prefix, set->type,
+                 set->type == REDIS_REPLY_ERROR ? ": " : "", set->type == REDIS_REPLY_ERROR ? set->str : "");
+        goto done;
+    }
+    *now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    names = calloc(set->elements + 1, sizeof *names);
+    f = calloc(set->elements + 1, sizeof *f);
+    if (!names || !f) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < set->elements; i++)
+        if (pool_other_node(set->element[i], exclude)) names[nn++] = set->element[i];
+    qsort(names, nn, sizeof *names, pool_by_name);
+    if (nn > 0 && !(g[2] = summaries(self, prefix, names, nn, err, errlen))) goto done;
+    /* the nodes without a summary go to Lua, in names[0..nl) */
+    for (size_t i = 0; i < nn; i++) {
+        if (summary_fresh(g[2]->element[i], self->window_rounds, self->window_ms, *now, &f[nf])) {
+            snprintf(f[nf].node, sizeof f[nf].node, "%s", names[i]->str);
+            nf++;
+        } else {
+            names[nl++] = names[i];
+        }
+    }
+    long bad = 0;
+    if (nl > 0 && (bad = lua_fresh(self, prefix, exclude, cand, names, nl, f, &nf, err, errlen)) < 0) goto done;
+    self->bad_nodes = bad;
+    n = (long)bound_ranges(f, nf, (uint64_t)self->max_per_node);
+    *out = f, f = NULL;
+done:
+    for (int i = 0; i < 3; i++) freeReplyObject(g[i]);
+    free(names), free(f);
+    return n;
+}
