@@ -3,11 +3,13 @@
  * A pretrained instruct model asked for its answer in <answer> tags often
  * answers in prose (SmolLM2-135M: never in the tags), and a reward that
  * is 0 for every completion teaches GRPO nothing. So before RL the model
- * answers questions of the task mix as it would; where it ended its answer
- * without the tags, it is asked, after its own text, what its final answer
- * is, and writes that in the tags. A few supervised steps on these
- * completions teach it the format. They cannot teach it the answers: every
- * target is the model's own, right or wrong, and no ground truth is read.
+ * answers questions of the task mix as it would (greedy), and every
+ * answer it ended by itself gets the last number it wrote appended in the
+ * answer tags. A few supervised steps on these completions teach it the
+ * format. They cannot teach it the answers: every target is the model's
+ * own, right or wrong, and no ground truth is read. The answer it states
+ * is taken as its last number, so the warm start serves families whose
+ * answers are numbers; a completion without one is not used.
  *
  * The result is the base folder (the base setting) that RL starts from,
  * with format.json: the held-out format rate and pass@1 before and after,
@@ -15,6 +17,7 @@
 #include "warmstart.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <czmq.h>
 #include <errno.h>
 #include <limits.h>
@@ -30,50 +33,49 @@
 #include "util/fs.h"
 #include "util/log.h"
 
-/* examples a step; questions sampled a decode batch */
+/* examples a step; questions sampled a decode batch; the supervised
+ * steps' learning rate (RL's, the lr setting, is lower) */
 #define FORMAT_BATCH 8
+#define FORMAT_LR 1e-5f
 #define FORMAT_SAMPLE_BATCH 16
 #define FORMAT_EVAL 64 /* held-out questions scored before and after */
-/* what the model reads after its own answer when asked to state it; the
- * target then holds the same words, so the format it learns is its own
- * answer followed by this line */
-#define PROBE "\n\nFinal answer: <answer>"
-#define PROBE_TOKENS 32
-#define ANSWER_MAX 80 /* bytes of a stated answer kept */
 /* question indices apart from RL's (from 0) and the evaluator's (2^48) */
 #define FORMAT_INDEX0 (1ull << 40)
 #define FORMAT_EVAL_INDEX0 (1ull << 41)
 
-/* The answer the model states after its text, from the probe's
- * continuation "X</answer>"; NULL when it wrote none that fits on a line. */
-static char *stated_answer(const char *continuation)
+/* The last number of text ("-12", "3.5", "7/8"), malloc'ed, or NULL. */
+static char *last_number(const char *text)
 {
-    const char *end = continuation ? strstr(continuation, "</answer>") : NULL;
-    if (!end) return NULL;
-    const char *s = continuation;
-    while (s < end && (*s == ' ' || *s == '\t')) s++;
-    size_t n = (size_t)(end - s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-    if (n == 0 || n > ANSWER_MAX || memchr(s, '\n', n)) return NULL;
-    return strndup(s, n);
+    const char *best = NULL;
+    size_t best_n = 0;
+    for (const char *p = text; *p; p++) {
+        if (!isdigit((unsigned char)*p) || (p > text && isdigit((unsigned char)p[-1]))) continue;
+        const char *s = p > text && p[-1] == '-' ? p - 1 : p, *e = p;
+        while (isdigit((unsigned char)*e)) e++;
+        if ((*e == '.' || *e == '/') && isdigit((unsigned char)e[1]))
+            for (e++; isdigit((unsigned char)*e);) e++;
+        best = s, best_n = (size_t)(e - s);
+        p = e - 1;
+    }
+    return best ? strndup(best, best_n) : NULL;
 }
 
-/* text without its trailing blanks, then the probe, the answer and the
- * closing tag */
+/* text without its trailing blanks, then the answer in the tags on a
+ * line of its own */
 static char *format_target(const char *text, const char *answer)
 {
     size_t n = strlen(text);
     while (n && strchr(" \t\n\r", text[n - 1])) n--;
-    size_t cap = n + sizeof PROBE + strlen(answer) + sizeof "</answer>";
+    size_t cap = n + strlen(answer) + sizeof "\n<answer></answer>";
     char *t = malloc(cap);
-    if (t) snprintf(t, cap, "%.*s" PROBE "%s</answer>", (int)n, text, answer);
+    if (t) snprintf(t, cap, "%.*s\n<answer>%s</answer>", (int)n, text, answer);
     return t;
 }
 
 typedef struct {
     char **questions, **targets;
     int n, cap;
-    long sampled, in_format, stated, truncated;
+    long sampled, in_format, numbered, truncated;
 } examples_t;
 
 static void add_example(examples_t *x, const char *question, char *target)
@@ -88,52 +90,38 @@ static void add_example(examples_t *x, const char *question, char *target)
     x->targets[x->n++] = target;
 }
 
-/* one decode batch of q questions from index i0: their completions, and
- * for those that ended without the tags, the answer they state */
+/* one decode batch of q greedy answers to questions from index i0, each
+ * one ended by the model made an example */
 static void sample_batch(policy_t *pol, const config_t *cfg, const task_mix_t *mix, uint64_t i0, int q, examples_t *x)
 {
     char err[512];
     task_entry_t e[FORMAT_SAMPLE_BATCH] = {0};
     const char *qs[FORMAT_SAMPLE_BATCH];
-    char *prefix[FORMAT_SAMPLE_BATCH];
-    uint64_t seeds[FORMAT_SAMPLE_BATCH];
-    completion_t c[FORMAT_SAMPLE_BATCH] = {0}, probe[FORMAT_SAMPLE_BATCH] = {0};
+    uint64_t seeds[FORMAT_SAMPLE_BATCH] = {0};
+    completion_t c[FORMAT_SAMPLE_BATCH] = {0};
     for (int i = 0; i < q; i++) {
         if (task_mix_draw(mix, FORMAT_INDEX0 + i0 + (uint64_t)i, &e[i], err, sizeof err) != 0)
             log_fatal("task mix: %s", err);
         qs[i] = e[i].question;
-        seeds[i] = cfg->seed * 1000003u + i0 + (uint64_t)i;
     }
-    model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {cfg->temperature, cfg->top_k, cfg->top_p}};
+    model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}};
     if (policy_sample_batch(pol, qs, seeds, q, 1, &gp, c, err, sizeof err) != 0)
         log_fatal("format warm start: %s", err);
-    /* the probe, for every completion (one batch), kept where it counts */
     for (int i = 0; i < q; i++) {
-        size_t n = strlen(c[i].text ? c[i].text : "") + sizeof PROBE;
-        prefix[i] = malloc(n);
-        snprintf(prefix[i], n, "%s" PROBE, c[i].text ? c[i].text : "");
-    }
-    model_gen_params_t greedy = {.max_new = PROBE_TOKENS, .sample = {0, 0, 1}};
-    if (policy_continue_batch(pol, qs, (const char *const *)prefix, seeds, q, 1, &greedy, probe, err, sizeof err) != 0)
-        log_fatal("format warm start: %s", err);
-    for (int i = 0; i < q; i++) {
+        const char *text = c[i].text ? c[i].text : "";
+        char *tagged = task_extract_answer(text), *number = tagged ? NULL : last_number(text);
         x->sampled++;
-        char *tagged = task_extract_answer(c[i].text ? c[i].text : "");
-        bool formatted = tagged != NULL;
-        free(tagged);
-        char *answer = formatted ? NULL : stated_answer(probe[i].text);
-        if (!c[i].finished && !formatted) x->truncated++;
-        else if (formatted) {
+        if (tagged) {
             x->in_format++;
-            add_example(x, qs[i], strdup(c[i].text));
-        } else if (answer) {
-            x->stated++;
-            add_example(x, qs[i], format_target(c[i].text, answer));
+            add_example(x, qs[i], strdup(text));
+        } else if (!c[i].finished) x->truncated++;
+        else if (number) {
+            x->numbered++;
+            add_example(x, qs[i], format_target(text, number));
         }
-        free(answer);
-        free(prefix[i]);
+        free(tagged);
+        free(number);
         completion_free(&c[i]);
-        completion_free(&probe[i]);
         task_entry_free(&e[i]);
     }
 }
@@ -218,6 +206,7 @@ int formatstart(const config_t *cfg)
     adamw_t *opt = adamw_new(model_num_params(pol->model));
     config_t sft = *cfg;
     sft.beta = 0; /* supervised: no KL, no reference model */
+    sft.lr = FORMAT_LR;
     learn_t *learn = opt ? learn_new(pol, NULL, &sft, opt, err, sizeof err) : NULL;
     if (!learn) log_fatal("%s", opt ? err : "out of memory");
     int64_t t0 = zclock_mono();
@@ -232,9 +221,9 @@ int formatstart(const config_t *cfg)
         if (i0 > 40ull * (uint64_t)want)
             log_fatal("format warm start: %d examples from %llu questions", x.n, (unsigned long long)i0);
         sample_batch(pol, cfg, mix, i0, FORMAT_SAMPLE_BATCH, &x);
-        log_info("format warm start: %d of %d examples (%ld sampled: %ld in the tags, %ld stated when asked, %ld cut "
+        log_info("format warm start: %d of %d examples (%ld answers: %ld in the tags, %ld ended with a number, %ld cut "
                  "at max-new-tokens) (%.0f s)",
-                 x.n, want, x.sampled, x.in_format, x.stated, x.truncated, (zclock_mono() - t0) / 1000.0);
+                 x.n, want, x.sampled, x.in_format, x.numbered, x.truncated, (zclock_mono() - t0) / 1000.0);
     }
     for (int s = 0; s < cfg->format_steps && !zsys_interrupted; s++) {
         float loss = learn_sft_step(learn, (const char *const *)x.questions + s * FORMAT_BATCH,
@@ -250,9 +239,9 @@ int formatstart(const config_t *cfg)
     cJSON_AddNumberToObject(tr, "examples", want);
     cJSON_AddNumberToObject(tr, "sampled", (double)x.sampled);
     cJSON_AddNumberToObject(tr, "in_format", (double)x.in_format);
-    cJSON_AddNumberToObject(tr, "stated", (double)x.stated);
+    cJSON_AddNumberToObject(tr, "numbered", (double)x.numbered);
     cJSON_AddNumberToObject(tr, "truncated", (double)x.truncated);
-    cJSON_AddNumberToObject(tr, "lr", cfg->lr);
+    cJSON_AddNumberToObject(tr, "lr", FORMAT_LR);
     cJSON_AddNumberToObject(tr, "seconds", (zclock_mono() - t0) / 1000.0);
     char *text = cJSON_PrintUnformatted(report);
     log_info("format warm start: %s", text);

@@ -5,8 +5,10 @@
  * training again the batches applied after it (the broker keeps a batch
  * until a checkpoint holds its step).
  * Consumes the batches stream, publishes the notices stream.
- * `learner warmstart` trains the tiny base model, `learner init` makes a
- * random one of any shape (warmstart.h). */
+ * `learner warmstart` makes the base model RL starts from (the tiny one
+ * trained from nothing, or a chat model's format warm start), `learner
+ * init` a random one of any shape (warmstart.h), `learner start` prints
+ * the folder or file RL starts from. */
 #include <czmq.h>
 #include <limits.h>
 #include <string.h>
@@ -98,7 +100,14 @@ static int run_mode(const config_t *cfg, int argc, char **argv)
         if (argc != 4) log_fatal("usage: learner init CONFIG_JSON OUT_FOLDER");
         return init_random(argv[2], argv[3], cfg->seed);
     }
-    log_fatal("unknown mode '%s' (warmstart, or no mode to serve a node)", argv[1]);
+    if (strcmp(argv[1], "start") == 0) {
+        /* for scripts: what RL starts from, as the learner resolves it */
+        char path[PATH_MAX], err[512];
+        if (policy_start(cfg, path, sizeof path, err, sizeof err) != 0) log_fatal("%s", err);
+        printf("%s\n", path);
+        return 0;
+    }
+    log_fatal("unknown mode '%s' (warmstart, init, start, or no mode to serve a node)", argv[1]);
 }
 
 /* the policy from the last checkpoint, else the base model, with its

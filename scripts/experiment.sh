@@ -10,7 +10,7 @@
 # EXP/settings.md the node settings' defaults of the binaries used.
 #
 #   scripts/experiment.sh [--nodes N] [--rounds R] [--seeds S[,S...]]
-#       [--configs "I/J I/J ..."] [--model tiny|FOLDER[,...]] [--run EXP]
+#       [--configs "I/J I/J ..."] [--model tiny|NAME|FOLDER|GGUF[,...]] [--run EXP]
 #       [--eval-every E] [--eval-questions Q] [--eval-samples S] [--quick]
 #
 # Defaults: 4 nodes, 8/0 6/2 4/4 2/6, 100 rounds, seeds 1,2,3, the tiny model,
@@ -75,20 +75,20 @@ export SAPO_MODEL=$model
 # a node's processes share the cores with every other node's: one thread each
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
-if [[ ",$model," = *,tiny,* ]]; then
-  if [ ! -f "$SAPO_BASE/config.json" ]; then
-    echo "experiment: training the tiny base model into $SAPO_BASE (once)"
-    "$SAPO_BIN/learner" warmstart
-  fi
-fi
-# each node's weights: the base model for tiny, else the folder
+# each model's start: the base the warm start makes (once; the tiny model
+# from nothing, a chat model's answer format when SAPO_FORMAT_STEPS > 0),
+# else the model itself; its hash for the manifest
 IFS=, read -r -a kinds <<< "$model"
 weights="" hash=""
 for m in "${kinds[@]}"; do
-  [ "$m" = tiny ] && w=$SAPO_BASE || w=$m
-  [ -f "$w/config.json" ] || { echo "experiment: --model: '$m' is neither tiny nor a model folder" >&2; exit 1; }
+  if [ "$m" = tiny ] || [ "${SAPO_FORMAT_STEPS:-0}" != 0 ]; then
+    SAPO_MODEL=$m "$SAPO_BIN/learner" warmstart 2>&1 | sed 's/^/experiment: /'
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "experiment: the warm start of $m failed" >&2; exit 1; }
+  fi
+  w=$(SAPO_MODEL=$m "$SAPO_BIN/learner" start) || exit 1
+  [ -f "$w" ] && h=$(sha256sum "$w" | cut -d' ' -f1) || h=$(cat "$w"/*.safetensors | sha256sum | cut -d' ' -f1)
   weights+="${weights:+,}$w"
-  hash+="${hash:+,}$(cat "$w"/*.safetensors | sha256sum | cut -d' ' -f1)"
+  hash+="${hash:+,}$h"
 done
 start=$(date +%s)
 

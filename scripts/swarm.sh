@@ -13,7 +13,8 @@
 #
 # --ij gives each node its local/external split (the last one repeats), so
 # a mixed swarm is one flag; --models gives each node its model the same
-# way (tiny, or a model folder: a heterogeneous swarm, e.g. --models
+# way (tiny, a model scripts/model.sh fetched, a model folder or a GGUF
+# file: a heterogeneous swarm, e.g. --models
 # tiny,run/base-2layer for the tiny model beside a smaller one made with
 # SAPO_WARMSTART_SHAPE=config/tiny-2layer.json SAPO_BASE=run/base-2layer
 # bin/learner warmstart). Any SAPO_* variable in the environment reaches
@@ -164,12 +165,14 @@ case "$cmd" in
     IFS=, read -r -a splits <<< "$ij"
     IFS=, read -r -a kinds <<< "$models"
     for m in "${kinds[@]}"; do
-      [ "$m" = tiny ] || [ -f "$m/config.json" ] || { echo "swarm: --models: '$m' is neither tiny nor a model folder" >&2; stop; exit 2; }
+      SAPO_MODEL=$m "${SAPO_BIN:-bin}/learner" start > /dev/null 2> "$run/model.err" ||
+        { echo "swarm: --models: $(sed 's/^learner\[[^]]*\] error: //' "$run/model.err")" >&2; stop; exit 2; }
     done
+    rm -f "$run/model.err"
     for i in $(seq 0 $((nodes - 1))); do
       s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
       m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
-      [ "$m" = tiny ] || m=$(cd "$m" && pwd)
+      [ "$m" = tiny ] || [ ! -e "$m" ] || m=$(realpath "$m")
       node=n$i
       mkdir -p "$run/$node"
       {

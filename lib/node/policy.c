@@ -382,16 +382,9 @@ void completion_free(completion_t *c)
 
 /* the prompt's token ids of a question (malloc'ed) and their count, or
  * NULL with err */
-static int32_t *prompt_ids(const policy_t *self, const char *question, const char *prefix, int max_new, size_t *P,
-                           char *err, size_t errlen)
+static int32_t *prompt_ids(const policy_t *self, const char *question, int max_new, size_t *P, char *err, size_t errlen)
 {
     char *prompt = policy_prompt(self, question);
-    if (prompt && prefix) {
-        char *joined = malloc(strlen(prompt) + strlen(prefix) + 1);
-        if (joined) strcat(strcpy(joined, prompt), prefix);
-        free(prompt);
-        prompt = joined;
-    }
     int32_t *pids = NULL;
     if (!prompt || tokenizer_encode(self->tok, prompt, strlen(prompt), &pids, P) != 0) {
         snprintf(err, errlen, "question is not valid UTF-8");
@@ -412,7 +405,7 @@ static int32_t *prompt_ids(const policy_t *self, const char *question, const cha
 int policy_check(const policy_t *self, const char *question, int max_new, char *err, size_t errlen)
 {
     size_t P = 0;
-    int32_t *pids = prompt_ids(self, question, NULL, max_new, &P, err, errlen);
+    int32_t *pids = prompt_ids(self, question, max_new, &P, err, errlen);
     free(pids);
     return pids ? 0 : -1;
 }
@@ -424,14 +417,7 @@ int policy_sample(policy_t *self, const char *question, int L, const model_gen_p
 }
 
 int policy_sample_batch(policy_t *self, const char *const *questions, const uint64_t *seeds, int Q, int L,
-                        const model_gen_params_t *gp, completion_t *out, char *err, size_t errlen)
-{
-    return policy_continue_batch(self, questions, NULL, seeds, Q, L, gp, out, err, errlen);
-}
-
-int policy_continue_batch(policy_t *self, const char *const *questions, const char *const *prefixes,
-                          const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp_in, completion_t *out,
-                          char *err, size_t errlen)
+                        const model_gen_params_t *gp_in, completion_t *out, char *err, size_t errlen)
 {
     const model_config_t *c = model_config(self->model);
     stop_ctx_t sc = {self->tok};
@@ -451,7 +437,7 @@ int policy_continue_batch(policy_t *self, const char *const *questions, const ch
     }
     for (int q = 0; q < Q; q++) {
         size_t P = 0;
-        if (!(pids[q] = prompt_ids(self, questions[q], prefixes ? prefixes[q] : NULL, M, &P, err, errlen))) goto done;
+        if (!(pids[q] = prompt_ids(self, questions[q], M, &P, err, errlen))) goto done;
         plen[q] = (int)P;
     }
     if (model_generate_batch(self->model, (const int *const *)pids, plen, seeds, Q, L, &gp, tokens, logp, lengths) !=

@@ -93,12 +93,6 @@ int policy_check(const policy_t *self, const char *question, int max_new, char *
  * whole batch, with its line in err. */
 int policy_sample_batch(policy_t *self, const char *const *questions, const uint64_t *seeds, int Q, int L,
                         const model_gen_params_t *gp, completion_t *out, char *err, size_t errlen);
-/* policy_sample_batch where question q's answer has begun with
- * prefixes[q] (the assistant's turn so far; NULL: none): out holds what
- * follows it. */
-int policy_continue_batch(policy_t *self, const char *const *questions, const char *const *prefixes,
-                          const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp, completion_t *out,
-                          char *err, size_t errlen);
 void completion_free(completion_t *c);
 
 #endif
