@@ -37,7 +37,7 @@ cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
 export SAPO_BASE=${SAPO_BASE:-run/base}
 export SAPO_LOCKSTEP=${SAPO_LOCKSTEP:-1}
-nodes=4 rounds=100 seeds=1,2,3 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-tiny} exp="" every="" per_family=40 samples=0
+nodes=4 rounds=100 seeds=1,2,3 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-} exp="" every="" per_family=40 samples=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -72,6 +72,8 @@ exp=${exp:-run/experiment-$(date +%Y%m%d-%H%M%S)}
 [ -e "$exp/manifest.json" ] && { echo "experiment: $exp already holds an experiment; pick another --run" >&2; exit 1; }
 mkdir -p "$exp"
 export SAPO_MODEL=$model
+# the warm start runs alone: every core
+warm_threads=${OMP_NUM_THREADS:-$(getconf _NPROCESSORS_ONLN)}
 # a node's processes share the cores with every other node's: one thread each
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
@@ -79,12 +81,12 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 # from nothing, a chat model's answer format when SAPO_FORMAT_STEPS > 0),
 # else the model itself; its hash for the manifest
 IFS=, read -r -a kinds <<< "$model"
+# none given: the model setting's default (tiny, or a preset's)
+[ ${#kinds[@]} -gt 0 ] || kinds=("")
 weights="" hash=""
 for m in "${kinds[@]}"; do
-  if [ "$m" = tiny ] || [ "${SAPO_FORMAT_STEPS:-0}" != 0 ]; then
-    SAPO_MODEL=$m "$SAPO_BIN/learner" warmstart 2>&1 | sed 's/^/experiment: /'
-    [ "${PIPESTATUS[0]}" = 0 ] || { echo "experiment: the warm start of $m failed" >&2; exit 1; }
-  fi
+  OMP_NUM_THREADS=$warm_threads SAPO_MODEL=$m "$SAPO_BIN/learner" warmstart 2>&1 | sed 's/^/experiment: /'
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "experiment: the warm start of ${m:-the model} failed" >&2; exit 1; }
   w=$(SAPO_MODEL=$m "$SAPO_BIN/learner" start) || exit 1
   [ -f "$w" ] && h=$(sha256sum "$w" | cut -d' ' -f1) || h=$(cat "$w"/*.safetensors | sha256sum | cut -d' ' -f1)
   weights+="${weights:+,}$w"

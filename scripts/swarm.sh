@@ -30,7 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-nodes=2 ij="4/4" models=${SAPO_MODEL:-tiny} rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
+nodes=2 ij="4/4" models=${SAPO_MODEL:-} rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -164,6 +164,8 @@ case "$cmd" in
     fi
     IFS=, read -r -a splits <<< "$ij"
     IFS=, read -r -a kinds <<< "$models"
+    # none given: every node takes the model setting's default (tiny, or a preset's)
+    [ ${#kinds[@]} -gt 0 ] || kinds=("")
     for m in "${kinds[@]}"; do
       SAPO_MODEL=$m "${SAPO_BIN:-bin}/learner" start > /dev/null 2> "$run/model.err" ||
         { echo "swarm: --models: $(sed 's/^learner\[[^]]*\] error: //' "$run/model.err")" >&2; stop; exit 2; }
@@ -172,7 +174,7 @@ case "$cmd" in
     for i in $(seq 0 $((nodes - 1))); do
       s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
       m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
-      [ "$m" = tiny ] || [ ! -e "$m" ] || m=$(realpath "$m")
+      [ -z "$m" ] || [ ! -e "$m" ] || m=$(realpath "$m")
       node=n$i
       mkdir -p "$run/$node"
       {
@@ -193,7 +195,7 @@ case "$cmd" in
       } > "$run/$node/start"
       : > "$run/$node/node.log"
       launch "$node"
-      echo "swarm: node $node (I/J ${s}, model $m) log $run/$node/node.log"
+      echo "swarm: node $node (I/J ${s}, model ${m:-$(${SAPO_BIN:-bin}/learner start)}) log $run/$node/node.log"
     done
     echo "swarm: $nodes nodes, pool $redis, run folder $run"
     if [ $wait = 1 ]; then
