@@ -1,6 +1,7 @@
 # sapo build. `make` builds every program into bin/ (-O2); `make test` builds
 # a sanitizer tree (ASan + UBSan) under build/asan and runs every test;
-# `make bench` runs the benchmarks; `make demo` runs a small swarm;
+# `make bench` runs the benchmarks; `make demo` runs a small swarm
+# (`make demo MODEL=smollm2-135m` on a real model);
 # `make format` puts the sources in the house style (.clang-format), which
 # tests/t_format.sh checks in `make test`.
 # Sources are found by layout, not listed: lib/*/*.c is the shared library,
@@ -184,13 +185,15 @@ bench: deps
 	@$(MAKE) --no-print-directory MODE=release programs benches
 	@bench/run.sh
 
-# the paper's controlled study (scripts/experiment.sh; QUICK=1 is its few-minute size)
+# the paper's controlled study (scripts/experiment.sh; QUICK=1 is its few-minute size,
+# PRESET=NAME runs config/presets/NAME.env's study, e.g. PRESET=paper)
 experiment: deps
 	@$(MAKE) --no-print-directory MODE=release programs
-	@scripts/experiment.sh $(if $(QUICK),--quick)
+	@scripts/experiment.sh $(if $(PRESET),--preset $(PRESET)) $(if $(QUICK),--quick)
 
+# MODEL=NAME: a real model (scripts/model.sh) instead of the tiny one
 demo: deps all
-	@scripts/demo.sh
+	@MODEL='$(MODEL)' scripts/demo.sh
 
 clean:
 	rm -rf build bin

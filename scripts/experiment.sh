@@ -9,8 +9,9 @@
 # rerun needs: settings, seeds, git version, base model hash, wall time;
 # EXP/settings.md the node settings' defaults of the binaries used.
 #
-#   scripts/experiment.sh [--nodes N] [--rounds R] [--seeds S[,S...]]
+#   scripts/experiment.sh [--preset NAME] [--nodes N] [--rounds R] [--seeds S[,S...]]
 #       [--configs "I/J I/J ..."] [--model tiny|NAME|FOLDER|GGUF[,...]] [--run EXP]
+#       [--mixes FILE[,FILE...]] [--eval-mix FILE]
 #       [--eval-every E] [--eval-questions Q] [--eval-samples S] [--quick]
 #
 # Defaults: 4 nodes, 8/0 6/2 4/4 2/6, 100 rounds, seeds 1,2,3, the tiny model,
@@ -21,8 +22,15 @@
 # with itself across configurations. --quick: 2 nodes, 8/0 and 4/4, 6 rounds,
 # 4 held-out questions per family (minutes). --eval-samples S also samples
 # each held-out question S times at the nodes' temperature (evaluate's
-# sampled pass@1; 0, the default, is greedy only). Any SAPO_* variable
-# reaches every node.
+# sampled pass@1; 0, the default, is greedy only). A configuration I/Ju
+# draws and counts its J external groups but does not train on them
+# (external-train 0): how much of the batch reward selection alone makes.
+# --preset NAME runs the
+# nodes with config/presets/NAME.env and takes the study's flags from its
+# "# experiment:" line (config/presets/paper.env: the paper's regime).
+# --mixes gives each node its task mix (the last repeats: specialised
+# nodes), --eval-mix the mix every evaluator scores (default: the node's).
+# Any SAPO_* variable reaches every node.
 #
 # The nodes run in lockstep (SAPO_LOCKSTEP=1 unless set): each samples a
 # round's questions with the policy of the round before, and the
@@ -35,9 +43,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
-export SAPO_BASE=${SAPO_BASE:-run/base}
 export SAPO_LOCKSTEP=${SAPO_LOCKSTEP:-1}
 nodes=4 rounds=100 seeds=1,2,3 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-} exp="" every="" per_family=40 samples=0
+mixes="" eval_mix=""
+# --preset NAME: the nodes run with config/presets/NAME.env, and the study
+# takes the flags of its "# experiment:" line; flags given here come after,
+# so they win
+for ((a = 1; a <= $#; a++)); do
+  if [ "${!a}" = --preset ]; then
+    b=$((a + 1))
+    preset=${!b:-}
+    [ -f "config/presets/$preset.env" ] || { echo "experiment: --preset: no config/presets/$preset.env" >&2; exit 2; }
+    export SAPO_PRESET=$preset
+    line=$(sed -n 's/^# experiment: //p' "config/presets/$preset.env" | head -n 1)
+    set -- "${@:1:a-1}" "${@:a+2}"
+    eval "set -- $line \"\$@\""
+    break
+  fi
+done
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -49,6 +72,8 @@ while [ $# -gt 0 ]; do
     --eval-every) every=$2; shift 2 ;;
     --eval-questions) per_family=$2; shift 2 ;;
     --eval-samples) samples=$2; shift 2 ;;
+    --mixes) mixes=$2; shift 2 ;;
+    --eval-mix) eval_mix=$2; shift 2 ;;
     --quick) nodes=2 rounds=6 configs="8/0 4/4" per_family=4; shift ;;
     *) echo "experiment: unknown flag '$1' (see the top of scripts/experiment.sh)" >&2; exit 2 ;;
   esac
@@ -61,7 +86,7 @@ int --eval-every "$every"
 IFS=, read -r -a seed_list <<< "$seeds"
 for s in "${seed_list[@]}"; do int --seeds "$s"; done
 for c in $configs; do
-  [[ "$c" =~ ^[0-9]+/[0-9]+$ ]] || { echo "experiment: --configs: '$c' is not I/J" >&2; exit 2; }
+  [[ "$c" =~ ^[0-9]+/[0-9]+u?$ ]] || { echo "experiment: --configs: '$c' is not I/J or I/Ju" >&2; exit 2; }
 done
 for p in broker learner sampler generator verifier evaluate study; do
   [ -x "$SAPO_BIN/$p" ] || { echo "experiment: $SAPO_BIN/$p missing: run make first" >&2; exit 1; }
@@ -104,7 +129,7 @@ manifest() {
   local settings="" v
   for v in $(compgen -e | grep '^SAPO_' | sort); do settings+="${settings:+, }$(json_str "$v"): $(json_str "${!v}")"; done
   {
-    printf '{"command": %s,\n' "$(json_str "scripts/experiment.sh --nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" --model $model --eval-every $every --eval-questions $per_family$([ "$samples" -gt 0 ] && echo " --eval-samples $samples")")"
+    printf '{"command": %s,\n' "$(json_str "scripts/experiment.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" ${model:+--model $model }--eval-every $every --eval-questions $per_family$([ "$samples" -gt 0 ] && echo " --eval-samples $samples")${mixes:+ --mixes $mixes}${eval_mix:+ --eval-mix $eval_mix}")"
     printf ' "git_version": %s,\n' "$(json_str "$(git describe --always --dirty 2> /dev/null || echo unknown)")"
     printf ' "model": %s, "model_sha256": "%s",\n' "$(json_str "$weights")" "$hash"
     printf ' "nodes": %d, "rounds": %d, "seeds": [%s], "configs": %s,\n' "$nodes" "$rounds" "$seeds" "$(json_str "$configs")"
@@ -133,15 +158,20 @@ trap cleanup EXIT
 times=""
 for c in $configs; do
   for s in "${seed_list[@]}"; do
+    # I/Ju: the external groups drawn and counted, not trained (the batch
+    # reward's selection without its learning)
+    untrained=0
+    [[ "$c" == *u ]] && untrained=1
     run=$exp/I${c%/*}J${c#*/}/seed$s
     t0=$(date +%s)
     mkdir -p "$run"
     echo "experiment: $c, seed $s: $nodes nodes x $rounds rounds into $run"
-    scripts/swarm.sh start --nodes "$nodes" --ij "$c" --models "$model" --rounds "$rounds" --run "$run" --seed "$s" > "$run.log" 2>&1 ||
+    SAPO_EXTERNAL_TRAIN=$((1 - untrained)) scripts/swarm.sh start --nodes "$nodes" --ij "${c%u}" --models "$model" --mixes "$mixes" --rounds "$rounds" --run "$run" \
+      --seed "$s" > "$run.log" 2>&1 ||
       { cat "$run.log" >&2; exit 1; }
     run=$(cd "$run" && pwd)
     for i in $(seq 0 $((nodes - 1))); do
-      SAPO_MODEL=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]} \
+      SAPO_MODEL=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]} SAPO_TASK_MIX=${eval_mix:-${SAPO_TASK_MIX:-}} \
         evaluator_start "$run" "n$i" $((s * 1000 + i)) "$rounds" "$every" "$per_family" "$samples"
     done
     # a progress line every 5 s until every node has run its rounds

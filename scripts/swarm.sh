@@ -3,7 +3,8 @@
 # rollout pool) and, per node, its own foreman process set (Procfile without
 # the redis line) with its own run folder and ipc endpoints.
 #
-#   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--models M[,M...]] [--rounds R] [--run DIR]
+#   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--models M[,M...]] [--mixes F[,F...]]
+#                          [--rounds R] [--run DIR]
 #                          [--seed S] [--wait] [--generators G] [--redis URL]
 #   scripts/swarm.sh stop [--run DIR] [--node NODE]
 #   scripts/swarm.sh restart --node NODE [--run DIR]
@@ -17,7 +18,8 @@
 # file: a heterogeneous swarm, e.g. --models
 # tiny,run/base-2layer for the tiny model beside a smaller one made with
 # SAPO_WARMSTART_SHAPE=config/tiny-2layer.json SAPO_BASE=run/base-2layer
-# bin/learner warmstart). Any SAPO_* variable in the environment reaches
+# bin/learner warmstart). --mixes gives each node its task mix file the same
+# way (a swarm of specialised nodes). Any SAPO_* variable in the environment reaches
 # every node. With --wait the script shows a progress line until every node
 # has run its rounds, then stops the swarm. --redis joins the nodes to a
 # pool that is already running (not started, and not stopped, here).
@@ -30,12 +32,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-nodes=2 ij="4/4" models=${SAPO_MODEL:-} rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
+nodes=2 ij="4/4" models=${SAPO_MODEL:-} mixes= rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
     --ij) ij=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
+    --mixes) mixes=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --run) run=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
@@ -166,6 +169,11 @@ case "$cmd" in
     IFS=, read -r -a kinds <<< "$models"
     # none given: every node takes the model setting's default (tiny, or a preset's)
     [ ${#kinds[@]} -gt 0 ] || kinds=("")
+    IFS=, read -r -a mix_list <<< "$mixes"
+    [ ${#mix_list[@]} -gt 0 ] || mix_list=("")
+    for x in "${mix_list[@]}"; do
+      [ -z "$x" ] || [ -f "$x" ] || { echo "swarm: --mixes: no file '$x'" >&2; stop; exit 2; }
+    done
     for m in "${kinds[@]}"; do
       SAPO_MODEL=$m "${SAPO_BIN:-bin}/learner" start > /dev/null 2> "$run/model.err" ||
         { echo "swarm: --models: $(sed 's/^learner\[[^]]*\] error: //' "$run/model.err")" >&2; stop; exit 2; }
@@ -174,6 +182,8 @@ case "$cmd" in
     for i in $(seq 0 $((nodes - 1))); do
       s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
       m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
+      x=${mix_list[$(( i < ${#mix_list[@]} ? i : ${#mix_list[@]} - 1 ))]}
+      [ -z "$x" ] || x=$(realpath "$x")
       [ -z "$m" ] || [ ! -e "$m" ] || m=$(realpath "$m")
       node=n$i
       mkdir -p "$run/$node"
@@ -184,6 +194,7 @@ case "$cmd" in
         printf 'export SAPO_NODE=%q SAPO_RUN=%q SAPO_BROKER=%q SAPO_REDIS=%q\n' "$node" "$run/$node" "$run/$node" "$redis"
         printf 'export SAPO_LOCAL_GROUPS=%q SAPO_EXTERNAL_GROUPS=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q\n' "${s%/*}" "${s#*/}" "$rounds" \
           "$((seed * 1000 + i))" "$m"
+        [ -z "$x" ] || printf 'export SAPO_TASK_MIX=%q\n' "$x"
         # foreman in a process group of its own, in this session: a session
         # of its own (setsid) would put the node in a scheduler autogroup
         # of its own, and the kernel shares the cores between autogroups

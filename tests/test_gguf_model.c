@@ -150,11 +150,60 @@ static void check_model(const char *name, bool save)
     cJSON_Delete(g);
 }
 
+/* the micro Llama of the fuzz seeds with every occurrence of from (or
+ * the last only) replaced by to, of the same length, written to path */
+static void patched_seed(const char *path, const char *from, const char *to, bool last_only)
+{
+    FILE *f = fopen("fuzz/seeds/fuzz_gguf/micro-llama.gguf", "rb");
+    char buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    size_t k = strlen(from), at = n;
+    for (size_t i = 0; from[0] && i + k <= n; i++)
+        if (memcmp(buf + i, from, k) == 0) {
+            if (!last_only) memcpy(buf + i, to, k);
+            at = i;
+        }
+    if (last_only && at < n) memcpy(buf + at, to, k);
+    f = fopen(path, "wb");
+    fwrite(buf, 1, n, f);
+    fclose(f);
+}
+
+/* a file sapo cannot run gets one line naming the file and what */
+static void test_refused(void)
+{
+    static const struct {
+        const char *from, *to, *want;
+        bool last_only;
+    } cases[] = {
+        {"", "", NULL, false},
+        {"llama", "mamba", "mamba: architecture not supported", false},
+        {"<|im_start|>", "<|xx_start|>", "chat template is not ChatML", true},
+        {"default", "unknown", "unknown: pre-tokenizer not supported", false},
+        {"gpt2", "bert", "bert: tokenizer not supported", false},
+    };
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/tmp/test_gguf_model.%d.gguf", (int)getpid());
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        patched_seed(path, cases[i].from, cases[i].to, cases[i].last_only);
+        err[0] = '\0';
+        policy_t *p = policy_open(path, "default", err, sizeof err);
+        if (!cases[i].want) EXPECTF(p && strcmp(p->name, "llama-1L-8C-v259") == 0, "%s", p ? p->name : err);
+        else
+            EXPECTF(!p && strstr(err, cases[i].want) && strstr(err, path) && !strchr(err, '\n'), "%s: [%s]",
+                    cases[i].to, err);
+        policy_destroy(&p);
+    }
+    unlink(path);
+}
+
 static void test_smollm2_135m(void) { check_model("smollm2-135m", true); }
 static void test_qwen25_coder_05b(void) { check_model("qwen2.5-coder-0.5b", false); }
 
 int main(void)
 {
+    RUN_TEST(test_refused);
     RUN_TEST(test_smollm2_135m);
     RUN_TEST(test_qwen25_coder_05b);
     return check_failures ? 1 : 0;

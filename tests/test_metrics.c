@@ -163,6 +163,8 @@ static void check_batch_metrics(const cJSON *j)
     EXPECT(num(j, "external.age_seconds_max") >= 10 && num(j, "local.age_seconds") < 5);
     EXPECT_NEAR(num(j, "reward_mean"), 0.25, 1e-9);
     EXPECT_NEAR(num(j, "reward_external"), 1, 1e-9);
+    /* every trained completion: 1 right of 4 own, 2 of 2 external */
+    EXPECT_NEAR(num(j, "batch_reward"), 0.5, 1e-9);
     EXPECT_NEAR(num(j, "family_reward.basic_arithmetic"), 0.5, 1e-9);
     EXPECT_NEAR(num(j, "family_reward.bf"), 0, 1e-9);
     EXPECT_NEAR(num(j, "family_count.basic_arithmetic"), 2, 1e-9);

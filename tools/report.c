@@ -22,10 +22,13 @@
 #define MAX_NODES 256
 
 /* the diagnostics plotted beside the reward, by their metrics.jsonl key
- * (a dot goes into an object); a line without one leaves a gap */
+ * (a dot goes into an object); a line without one leaves a gap. The
+ * first, the batch reward, also goes into the summary (DIAG_BATCH) */
+#define DIAG_BATCH 0
 static const struct {
     const char *key, *file, *title;
 } diags[] = {
+    {"batch_reward", "batch_reward", "batch reward: every completion trained, external ones included"},
     {"entropy", "entropy", "entropy of the sampled tokens (nats)"},
     {"completion_length", "completion_length", "mean completion length (tokens)"},
     {"truncated_share", "truncated_share", "share of completions cut by the length limit"},
@@ -101,8 +104,8 @@ static double write_node(const char *outdir, const node_t *nd, int window, FILE 
         return NAN;
     }
     stats_moving_average(s->value, s->n, window, ma);
-    double cum = 0, first = 0, last = 0;
-    int wn = window < s->n ? window : s->n;
+    double cum = 0, first = 0, last = 0, batch = 0;
+    int wn = window < s->n ? window : s->n, nb = 0;
     fprintf(f, "# round reward moving_average cumulative");
     for (int d = 0; d < NDIAG; d++) fprintf(f, " %s", diags[d].file);
     fprintf(f, "\n");
@@ -113,13 +116,16 @@ static double write_node(const char *outdir, const node_t *nd, int window, FILE 
             if (isnan(s->col[d][k])) fprintf(f, " NaN");
             else fprintf(f, " %.6g", s->col[d][k]);
         fprintf(f, "\n");
+        if (!isnan(s->col[DIAG_BATCH][k])) batch += s->col[DIAG_BATCH][k], nb++;
         if (k < wn) first += s->value[k];
         if (k >= s->n - wn) last += s->value[k];
     }
     fclose(f);
     free(ma);
-    fprintf(md, "| %s | %d | %.4f | %.4f | %.4f | %+.4f | %.2f |\n", nd->name, s->n, cum / s->n, first / wn, last / wn,
+    fprintf(md, "| %s | %d | %.4f | %.4f | %.4f | %+.4f | %.2f | ", nd->name, s->n, cum / s->n, first / wn, last / wn,
             (last - first) / wn, cum);
+    if (nb) fprintf(md, "%.4f | %.2f |\n", batch / nb, batch);
+    else fprintf(md, "n/a | n/a |\n");
     return cum;
 }
 
@@ -134,8 +140,11 @@ static int write_summary(const char *outdir, const node_t *nodes, int nn, int wi
         return -1;
     }
     fprintf(md,
-            "| node | rounds | mean reward | first %d | last %d | change | cumulative reward |\n"
-            "|---|---|---|---|---|---|---|\n",
+            "Own reward: the node's own completions, every one its sampler scored (what it learned). Batch reward: "
+            "every completion it trained on, external ones included (what the paper and genrl log; external groups "
+            "come with some right answer, so it rises with J even when nothing is learned).\n\n"
+            "| node | rounds | mean own reward | first %d | last %d | change | cumulative own reward | mean batch "
+            "reward | cumulative batch reward |\n|---|---|---|---|---|---|---|---|---|\n",
             window, window);
     double swarm_total = 0;
     for (int i = 0; i < nn; i++) {
@@ -146,7 +155,7 @@ static int write_summary(const char *outdir, const node_t *nodes, int nn, int wi
         }
         swarm_total += cum;
     }
-    fprintf(md, "| **swarm** | | | | | | **%.2f** |\n", swarm_total);
+    fprintf(md, "| **swarm** | | | | | | **%.2f** | | |\n", swarm_total);
     fclose(md);
     return 0;
 }

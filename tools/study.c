@@ -1,10 +1,12 @@
 /* study: the controlled study's report. Reads an experiment folder that
  * scripts/experiment.sh filled, EXP/I<i>J<j>/seed<s>/<node>/metrics.jsonl
  * (and eval.jsonl where an evaluator ran), and writes into EXP/results:
- *   rewards.tsv      config seed node round reward model (the round's reward as
- *                    metrics_round_reward takes it, as bin/report does: every own completion
- *                    scored; model is the node's kind, its policy name)
- *   cumulative.tsv   config seed nodes rounds cumulative (sum over nodes and rounds)
+ *   rewards.tsv      config seed node round reward batch_reward model (reward: the
+ *                    round's own reward as metrics_round_reward takes it, as bin/report does:
+ *                    every own completion scored; batch_reward: every completion trained,
+ *                    external ones included, the paper's; model is the node's kind)
+ *   cumulative.tsv   config seed nodes rounds cumulative cumulative_batch (sums over nodes
+ *                    and rounds of each)
  *   summary.md       the cumulative-reward table with each configuration's ratio to the
  *                    J = 0 one and tests across seeds; the evaluation table with a per-round
  *                    test of swarm nodes against isolated ones and adjusted p-values; in a
@@ -30,8 +32,9 @@
 
 typedef struct {
     char name[64];
-    char model[64]; /* the policy's name in its metrics ("bytes-4L-256C-v264"): its kind */
-    series_t reward, eval;
+    char model[64];               /* the policy's name in its metrics ("bytes-4L-256C-v264"): its kind */
+    series_t reward, batch, eval; /* own reward, batch reward, held-out pass@1 */
+    double completions;           /* own completions scored per round, the mean */
 } node_t;
 
 typedef struct {
@@ -41,14 +44,24 @@ typedef struct {
 
 typedef struct {
     int I, J, ns, max_round;
-    char dir[16];
+    bool untrained; /* I/Ju: external groups drawn and counted, not trained */
+    char dir[16], label[16];
     seedrun_t seeds[MAX_ITEMS];
-    double cumulative[MAX_ITEMS]; /* per seed */
+    double cumulative[MAX_ITEMS];       /* per seed: own reward */
+    double cumulative_batch[MAX_ITEMS]; /* per seed: batch reward */
+    double completions;                 /* own completions generated per node-round, the mean */
+    double pass1;                       /* held-out pass@1 at the last evaluation, over nodes and seeds */
+    int pass1_round;
 } cfg_t;
 
 static char exp_dir[2048], res_dir[2100];
 
 static const cJSON *pass1(const cJSON *line) { return cJSON_GetObjectItemCaseSensitive(line, "pass1"); }
+
+static const cJSON *scored_completions(const cJSON *line)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(line, "sampler"), "scored_completions");
+}
 
 /* the "model" of a metrics file's first line ("" when none) */
 static void load_model(const char *path, char *out, size_t len)
@@ -77,7 +90,7 @@ static int cmp_node(const void *a, const void *b)
 static int cmp_cfg(const void *a, const void *b)
 {
     const cfg_t *x = a, *y = b;
-    return x->J != y->J ? x->J - y->J : y->I - x->I;
+    return x->J != y->J ? x->J - y->J : x->I != y->I ? y->I - x->I : x->untrained - y->untrained;
 }
 
 static void load_seed(cfg_t *c, int seed)
@@ -99,6 +112,11 @@ static void load_seed(cfg_t *c, int seed)
         const char *skip = "no round and a reward, line skipped";
         if (series_load(&n->reward, path, metrics_round_reward, NULL, 0, "study", skip) <= 0) continue;
         load_model(path, n->model, sizeof n->model);
+        series_load(&n->batch, path, metrics_batch_reward, NULL, 0, "study", NULL);
+        series_t sc = {0};
+        series_load(&sc, path, scored_completions, NULL, 0, "study", NULL);
+        for (int k = 0; k < sc.n; k++) n->completions += sc.value[k] / sc.n;
+        series_free(&sc);
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/eval.jsonl", exp_dir, c->dir, seed, de->d_name);
         series_load(&n->eval, path, pass1, NULL, 0, "study", "no round and pass1, line skipped");
         for (int k = 0; k < n->reward.n; k++)
@@ -123,9 +141,12 @@ static int load_experiment(cfg_t *cfgs)
     struct dirent *de;
     while ((de = readdir(d)) && nc < MAX_ITEMS) {
         cfg_t *c = &cfgs[nc];
-        char tail;
-        if (sscanf(de->d_name, "I%dJ%d%c", &c->I, &c->J, &tail) != 2) continue;
-        snprintf(c->dir, sizeof c->dir, "I%dJ%d", c->I, c->J);
+        char v = 0, tail;
+        int got = sscanf(de->d_name, "I%dJ%d%c%c", &c->I, &c->J, &v, &tail);
+        if (got != 2 && !(got == 3 && v == 'u')) continue;
+        c->untrained = got == 3;
+        snprintf(c->dir, sizeof c->dir, "I%dJ%d%s", c->I, c->J, c->untrained ? "u" : "");
+        snprintf(c->label, sizeof c->label, "%d/%d%s", c->I, c->J, c->untrained ? "u" : "");
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", exp_dir, c->dir);
         DIR *sd = opendir(path);
@@ -154,12 +175,12 @@ static FILE *open_out(const char *name)
     return f;
 }
 
-/* the node's reward in each round 1..R, NaN where it has none */
-static void node_rewards(const node_t *n, int R, double *out)
+/* a node's series in each round 1..R, NaN where it has none */
+static void by_round(const series_t *x, int R, double *out)
 {
     for (int r = 0; r < R; r++) out[r] = NAN;
-    for (int k = 0; k < n->reward.n; k++)
-        if (n->reward.round[k] >= 1 && n->reward.round[k] <= R) out[n->reward.round[k] - 1] = n->reward.value[k];
+    for (int k = 0; k < x->n; k++)
+        if (x->round[k] >= 1 && x->round[k] <= R) out[x->round[k] - 1] = x->value[k];
 }
 
 static void fmt_p(char *buf, size_t len, double p, int ok)
@@ -182,22 +203,26 @@ static void add_seed_rewards(cfg_t *cf, int s, round_sums_t *t, FILE *tsv, FILE 
 {
     int R = t->R;
     seedrun_t *sr = &cf->seeds[s];
-    double *all = malloc((size_t)sr->nn * (R + 1) * sizeof *all);
+    double *all = malloc((size_t)sr->nn * (R + 1) * sizeof *all),
+           *batch = malloc((size_t)sr->nn * (R + 1) * sizeof *batch);
     for (int i = 0; i < sr->nn; i++) {
-        node_rewards(&sr->nodes[i], R, all + (size_t)i * R);
+        by_round(&sr->nodes[i].reward, R, all + (size_t)i * R);
+        by_round(&sr->nodes[i].batch, R, batch + (size_t)i * R);
         for (int r = 0; r < R; r++) {
             double v = all[(size_t)i * R + r];
             if (isnan(v)) continue;
-            fprintf(tsv, "%d/%d\t%d\t%s\t%d\t%.6f\t%s\n", cf->I, cf->J, sr->seed, sr->nodes[i].name, r + 1, v,
-                    sr->nodes[i].model);
+            fprintf(tsv, "%s\t%d\t%s\t%d\t%.6f\t%.6f\t%s\n", cf->label, sr->seed, sr->nodes[i].name, r + 1, v,
+                    batch[(size_t)i * R + r], sr->nodes[i].model);
             t->sum[r] += v, t->cnt[r] += 1;
             t->node_sum[(size_t)i * R + r] += v, t->node_cnt[(size_t)i * R + r] += 1;
         }
     }
     if (sr->nn > t->nodes_max) t->nodes_max = sr->nn;
     cf->cumulative[s] = stats_cumulative(all, sr->nn, R);
-    fprintf(cum, "%d/%d\t%d\t%d\t%d\t%.4f\n", cf->I, cf->J, sr->seed, sr->nn, R, cf->cumulative[s]);
-    free(all);
+    cf->cumulative_batch[s] = stats_cumulative(batch, sr->nn, R);
+    fprintf(cum, "%s\t%d\t%d\t%d\t%.4f\t%.4f\n", cf->label, sr->seed, sr->nn, R, cf->cumulative[s],
+            cf->cumulative_batch[s]);
+    free(all), free(batch);
 }
 
 /* ma_<config>.dat: round, mean reward over nodes and seeds, its moving
@@ -316,8 +341,8 @@ static void write_cumulative_table(const cfg_t *cfgs, int nc, FILE *md)
         fmt_p(pw, sizeof pw, w.p, wok);
         fmt_p(pd, sizeof pd, d.p, dok);
         fmt_p(pp, sizeof pp, perm, pok);
-        fprintf(md, "| %d/%d | %d | %d | %d | %s | %.2f | %.2f | %.4f | %s | %s | %s | %s |\n", cf->I, cf->J,
-                cf->seeds[0].nn, cf->max_round, cf->ns, seeds, m, sd,
+        fprintf(md, "| %s | %d | %d | %d | %s | %.2f | %.2f | %.4f | %s | %s | %s | %s |\n", cf->label, cf->seeds[0].nn,
+                cf->max_round, cf->ns, seeds, m, sd,
                 m / ((double)cf->seeds[0].nn * (cf->max_round ? cf->max_round : 1)), ratio, pw, pd, pp);
     }
     fprintf(md,
@@ -328,17 +353,101 @@ static void write_cumulative_table(const cfg_t *cfgs, int nc, FILE *md)
             "smallest possible p is 2 / C(seeds on both sides, seeds on one side)).\n\n");
 }
 
+/* the paper's cumulative rewards (8 nodes, 2,000 rounds; its Table) by
+ * configuration, to stand beside the batch reward they are comparable to */
+static double paper_cumulative(int I, int J)
+{
+    static const struct {
+        int I, J;
+        double cum;
+    } paper[] = {{8, 0, 561.79}, {6, 2, 854.43}, {4, 4, 1093.31}, {2, 6, 945.87}};
+    for (size_t k = 0; k < sizeof paper / sizeof *paper; k++)
+        if (paper[k].I == I && paper[k].J == J) return paper[k].cum;
+    return NAN;
+}
+
+/* held-out pass@1 at each node's last evaluation, over nodes and seeds */
+static void last_pass1(cfg_t *cf)
+{
+    double sum = 0;
+    int n = 0;
+    cf->pass1_round = 0;
+    for (int s = 0; s < cf->ns; s++)
+        for (int i = 0; i < cf->seeds[s].nn; i++) {
+            const series_t *e = &cf->seeds[s].nodes[i].eval;
+            if (!e->n) continue;
+            sum += e->value[e->n - 1], n++;
+            if (e->round[e->n - 1] > cf->pass1_round) cf->pass1_round = e->round[e->n - 1];
+        }
+    cf->pass1 = n ? sum / n : NAN;
+}
+
+/* own completions generated per node-round, the mean over nodes and seeds */
+static void generated(cfg_t *cf)
+{
+    double sum = 0;
+    int n = 0;
+    for (int s = 0; s < cf->ns; s++)
+        for (int i = 0; i < cf->seeds[s].nn; i++) sum += cf->seeds[s].nodes[i].completions, n++;
+    cf->completions = n ? sum / n : 0;
+}
+
+/* the two rewards side by side: ours (own) and the paper's (batch), each
+ * against J = 0, with the paper's own ratio and held-out pass@1 */
+static void write_two_rewards(cfg_t *cfgs, int nc, FILE *md)
+{
+    const cfg_t *base = NULL;
+    for (int c = 0; c < nc; c++) {
+        last_pass1(&cfgs[c]);
+        generated(&cfgs[c]);
+        if (cfgs[c].J == 0) base = &cfgs[c];
+    }
+    fprintf(md, "## Two rewards\n\nOwn reward: a node's own completions, every one its sampler scored (what it "
+                "learned). Batch reward: every completion its learner trained on, external groups included: what the "
+                "paper and genrl log (their train/rewards). External groups come only with some advantage, so with "
+                "at least one right answer in L: the batch reward rises with J even when nothing is learned. The "
+                "paper's ratio (8 nodes, 2,000 rounds) is comparable to the batch one. Held-out pass@1 judges "
+                "learning. A configuration I/Ju draws its J external groups and counts them in the batch reward "
+                "but does not train on them: what selection alone makes of the batch reward.\n\n");
+    fprintf(md, "| I/J | seeds | cumulative own | ratio to J = 0 | Welch p | cumulative batch | ratio to J = 0 | "
+                "Welch p | paper's ratio | own completions per node-round | held-out pass@1 (round) |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    double paper0 = paper_cumulative(8, 0);
+    for (int c = 0; c < nc; c++) {
+        const cfg_t *cf = &cfgs[c];
+        double m = stats_mean(cf->cumulative, cf->ns), mb = stats_mean(cf->cumulative_batch, cf->ns);
+        char r1[32] = "n/a", r2[32] = "n/a", p1[32] = "n/a", p2[32] = "n/a", pr[32] = "", ev[48] = "n/a";
+        if (base && base != cf) {
+            stats_ttest_t w = {0, 0, 1};
+            double bm = stats_mean(base->cumulative, base->ns), bb = stats_mean(base->cumulative_batch, base->ns);
+            if (bm) snprintf(r1, sizeof r1, "%.3f", m / bm);
+            if (bb) snprintf(r2, sizeof r2, "%.3f", mb / bb);
+            int ok = stats_welch(cf->cumulative, cf->ns, base->cumulative, base->ns, &w) == 0;
+            fmt_p(p1, sizeof p1, w.p, ok);
+            ok = stats_welch(cf->cumulative_batch, cf->ns, base->cumulative_batch, base->ns, &w) == 0;
+            fmt_p(p2, sizeof p2, w.p, ok);
+        } else if (base == cf) snprintf(r1, sizeof r1, "1"), snprintf(r2, sizeof r2, "1");
+        double paper = cf->untrained ? NAN : paper_cumulative(cf->I, cf->J);
+        if (!isnan(paper)) snprintf(pr, sizeof pr, "%.3f", paper / paper0);
+        if (!isnan(cf->pass1)) snprintf(ev, sizeof ev, "%.3f (%d)", cf->pass1, cf->pass1_round);
+        fprintf(md, "| %s | %d | %.2f | %s | %s | %.2f | %s | %s | %s | %.1f | %s |\n", cf->label, cf->ns, m, r1, p1,
+                mb, r2, p2, pr[0] ? pr : "n/a", cf->completions, ev);
+    }
+    fprintf(md, "\n");
+}
+
 /* cumulative table, rewards.tsv, cumulative.tsv and the per-configuration curves */
 static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
 {
     FILE *tsv = open_out("rewards.tsv"), *cum = open_out("cumulative.tsv");
     if (!tsv || !cum) return -1;
-    fprintf(tsv, "config\tseed\tnode\tround\treward\tmodel\n");
-    fprintf(cum, "config\tseed\tnodes\trounds\tcumulative\n");
+    fprintf(tsv, "config\tseed\tnode\tround\treward\tbatch_reward\tmodel\n");
+    fprintf(cum, "config\tseed\tnodes\trounds\tcumulative\tcumulative_batch\n");
     for (int c = 0; c < nc; c++)
         if (write_config_rewards(&cfgs[c], window, tsv, cum) != 0) return -1;
     fclose(tsv);
     fclose(cum);
+    write_two_rewards(cfgs, nc, md);
     write_cumulative_table(cfgs, nc, md);
     return 0;
 }
@@ -441,8 +550,8 @@ static void write_by_model(const cfg_t *cfgs, int nc, FILE *md)
             double f = kind_eval(cf, kinds[k], 0), l = kind_eval(cf, kinds[k], 1);
             if (!isnan(f)) snprintf(e0, sizeof e0, "%.3f", f);
             if (!isnan(l)) snprintf(e1, sizeof e1, "%.3f", l);
-            fprintf(md, "| %s | %d/%d | %d | %s | %.2f | %s | %s | %s | %s | %s |\n",
-                    kinds[k][0] ? kinds[k] : "(unnamed)", cf->I, cf->J, nodes, seeds, m, ratio, pw, pp, e0, e1);
+            fprintf(md, "| %s | %s | %d | %s | %.2f | %s | %s | %s | %s | %s |\n", kinds[k][0] ? kinds[k] : "(unnamed)",
+                    cf->label, nodes, seeds, m, ratio, pw, pp, e0, e1);
         }
     }
     fprintf(md, "\n");
@@ -527,9 +636,9 @@ static void write_eval_comparison(const cfg_t *cf, const cfg_t *base, const int 
         bh[q] = ok[q] ? tb[t++] : 1;
     }
     fprintf(md,
-            "### %d/%d nodes against %d/%d (isolated) nodes\n\n| round | %d/%d pass@1 (nodes) | %d/%d pass@1 (nodes) | "
+            "### %s nodes against %s (isolated) nodes\n\n| round | %s pass@1 (nodes) | %s pass@1 (nodes) | "
             "difference | Welch p | Holm p | BH p |\n|---|---|---|---|---|---|---|\n",
-            cf->I, cf->J, base->I, base->J, cf->I, cf->J, base->I, base->J);
+            cf->label, base->label, cf->label, base->label);
     for (int q = 0; q < nb; q++) {
         int na = eval_values(cf, bins[q], a), nbv = eval_values(base, bins[q], b);
         char s1[32], s2[32], s3[32];
@@ -576,7 +685,7 @@ static void plot_configs(FILE *gp, const cfg_t *cfgs, int nc, const char *prefix
     for (int c = 0; c < nc; c++) {
         char data[4200], title[32];
         snprintf(data, sizeof data, "%s/%s_%s.dat", res_dir, prefix, cfgs[c].dir);
-        snprintf(title, sizeof title, "%d/%d", cfgs[c].I, cfgs[c].J);
+        snprintf(title, sizeof title, "%s", cfgs[c].label);
         series_plot_curve(gp, c, data, col, style, title);
     }
     fprintf(gp, "\n");
@@ -759,7 +868,7 @@ int main(int argc, char **argv)
         for (int s = 0; s < cfgs[c].ns; s++)
             for (int i = 0; i < cfgs[c].seeds[s].nn; i++) {
                 node_t *n = &cfgs[c].seeds[s].nodes[i];
-                series_free(&n->reward), series_free(&n->eval);
+                series_free(&n->reward), series_free(&n->batch), series_free(&n->eval);
             }
     return rc ? 1 : 0;
 }

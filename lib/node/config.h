@@ -82,6 +82,7 @@ typedef struct {
     group_filter_t local_filter;           /* own groups trained */
     group_filter_t share;                  /* SelectSubset: groups published */
     group_filter_t external_filter;        /* external groups kept after re-scoring */
+    int external_train;                    /* 0: external groups counted, not trained (a control) */
     external_logprobs_t external_logprobs; /* an external completion's sampling log-probs */
     external_kl_t external_kl;             /* external completions in the KL term */
     uint64_t seed;

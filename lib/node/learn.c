@@ -173,7 +173,8 @@ static void make_sequence(const learn_t *self, const rec_rollout_view_t *rv, con
 
 /* Group g's sequences from seqs[0] on and their rewards; the number of
  * them, or 0 when the group is skipped (under two completions, unscored,
- * or a prompt that leaves no room for a completion) */
+ * a prompt that leaves no room for a completion, or an external group
+ * under external-train 0) */
 static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t g, seq_t *seqs, float *rewards,
                      learn_stats_t *st)
 {
@@ -183,6 +184,10 @@ static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t 
     int n = (int)rv.r.n_completions;
     if (n < 2 || !rv.r.scored) {
         st->skipped_groups++;
+        return 0;
+    }
+    if (rv.r.external && !self->cfg->external_train) {
+        st->untrained_external++;
         return 0;
     }
     char *prompt = policy_prompt(pol, rv.r.task.question);

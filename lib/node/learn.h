@@ -40,6 +40,7 @@ typedef struct {
     int sequences;
     int groups;
     int skipped_groups;    /* unusable groups (no completions, unscored) */
+    int untrained_external; /* external groups left out of the step (external-train 0) */
     int masked_truncated;  /* completions left out of the loss (mask-truncated) */
     int packed_groups;     /* groups run over their shared prompt once (shared-prompt) */
     int external_logprobs; /* external completions trained with their publisher's log-probs (external-logprobs) */

@@ -123,7 +123,9 @@ static void add_group_ages(cJSON *j, const rec_batch_view_t *batch, double now_s
 }
 
 /* reward_mean and reward_external over the batch's own and external
- * completions, family_reward and family_count over its own */
+ * completions, batch_reward over all of them (what the paper and genrl
+ * log as the round's reward: the mean over every completion trained),
+ * family_reward and family_count over its own */
 static void add_rewards(cJSON *j, const rec_batch_view_t *batch)
 {
     double own = 0, ext = 0;
@@ -147,6 +149,7 @@ static void add_rewards(cJSON *j, const rec_batch_view_t *batch)
     means(fam, fam_n);
     cJSON_AddNumberToObject(j, "reward_mean", n_own ? own / n_own : 0);
     cJSON_AddNumberToObject(j, "reward_external", n_ext ? ext / n_ext : 0);
+    cJSON_AddNumberToObject(j, "batch_reward", n_own + n_ext ? (own + ext) / (double)(n_own + n_ext) : 0);
     cJSON_AddItemToObject(j, "family_reward", fam);
     cJSON_AddItemToObject(j, "family_count", fam_count);
 }
@@ -180,6 +183,7 @@ static void add_learn_stats(cJSON *j, const learn_stats_t *st)
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
     cJSON_AddNumberToObject(j, "tokens", (double)st->tokens);
     cJSON_AddNumberToObject(j, "skipped_groups", st->skipped_groups);
+    if (st->untrained_external) cJSON_AddNumberToObject(j, "untrained_external", st->untrained_external);
     cJSON_AddNumberToObject(j, "lr", st->lr);
     cJSON_AddNumberToObject(j, "masked_truncated", st->masked_truncated);
     cJSON_AddNumberToObject(j, "packed_groups", st->packed_groups);
@@ -266,4 +270,10 @@ const cJSON *metrics_round_reward(const cJSON *line)
     if (cJSON_IsNumber(sr) && cJSON_IsNumber(sc) && sc->valuedouble > 0) return sr;
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(line, "reward_mean");
     return cJSON_IsNumber(w) ? w : NULL;
+}
+
+const cJSON *metrics_batch_reward(const cJSON *line)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(line, "batch_reward");
+    return cJSON_IsNumber(b) ? b : NULL;
 }

@@ -46,4 +46,12 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
  * lines without it; NULL when the line has neither. */
 const cJSON *metrics_round_reward(const cJSON *line);
 
+/* A round's batch reward: the mean reward of every completion the learner
+ * trained on, its own and the external ones (the paper's and genrl's
+ * train/rewards). External groups reach a batch only with some advantage,
+ * so at least one right answer in L, which lifts this above the own
+ * reward even when nothing is learned. NULL on a line without it (an
+ * older build's). */
+const cJSON *metrics_batch_reward(const cJSON *line);
+
 #endif

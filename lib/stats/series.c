@@ -37,7 +37,7 @@ int series_load(series_t *s, const char *path, const cJSON *(*value)(const cJSON
         cJSON *j = cJSON_Parse(line);
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round"), *v = value(j);
         if (!cJSON_IsNumber(r) || !cJSON_IsNumber(v)) {
-            fprintf(stderr, "%s: %s:%d: %s\n", prog, path, lineno, note);
+            if (note) fprintf(stderr, "%s: %s:%d: %s\n", prog, path, lineno, note);
             cJSON_Delete(j);
             continue;
         }

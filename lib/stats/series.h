@@ -22,7 +22,8 @@ typedef struct {
 /* Reads path into s (emptied first): a point for every line with a number
  * "round" and a number value(line), with the number at each of the ncols
  * keys in its columns (a key "a.b" is b in the object a, "a.b.c" c in a.b). A line without
- * is skipped with "PROG: PATH:LINE: NOTE" on stderr. Returns the number of
+ * is skipped with "PROG: PATH:LINE: NOTE" on stderr (silently where note is
+ * NULL: a value older lines lack). Returns the number of
  * points, or -1 when path cannot be opened. */
 int series_load(series_t *s, const char *path, const cJSON *(*value)(const cJSON *line), const char *const *keys,
                 int ncols, const char *prog, const char *note);
