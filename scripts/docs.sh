@@ -32,13 +32,13 @@ config() {
     echo
     echo "# Configuration"
     echo
-    echo "Every setting of a node, from the one table every process reads"
-    echo "(lib/node/config.c). A setting is read, in this order, from its default,"
-    echo "a preset (\`--preset\`, config/presets/NAME.env), its environment"
-    echo "variable (foreman reads .env) and its flag; the last one given wins."
-    echo "Any process prints this table: \`bin/sampler --help\` as text,"
-    echo "\`bin/sampler --help-markdown\` as below. How to add a setting:"
-    echo "[howto-setting.md](howto-setting.md)."
+    echo "Every setting of a node, from the one table (lib/node/config.c) that the"
+    echo "sampler, generators, verifiers, learner and evaluator read. A setting is"
+    echo "read, in this order, from its default, a preset (\`--preset\`,"
+    echo "config/presets/NAME.env), its environment variable (foreman reads .env)"
+    echo "and its flag; the last one given wins. Each of those processes prints"
+    echo "this table: \`bin/sampler --help\` as text, \`bin/sampler --help-markdown\`"
+    echo "as below. How to add a setting: [howto-setting.md](howto-setting.md)."
     echo
     echo "$table"
   } > "$out.tmp"

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The documentation against the code: docs/config.md is what the built
+# sampler's config table prints today (scripts/docs.sh config), the README
+# stays a guide of at most 350 lines, its copy of the SmolLM2 preset is the
+# file and its main settings have config.md's defaults, every relative
+# link in README.md and docs/*.md reaches a file (and a heading, where it
+# names one), and the docs index lists every page of docs/.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check() { if eval "$2"; then echo "PASS docs_$1"; else echo "FAIL docs_$1"; fi; }
+
+if [ -x "$bin/sampler" ]; then
+  scripts/docs.sh config --bin "$bin" --out "$tmp/config.md" 2> "$tmp/err"
+  check config_current 'cmp -s "$tmp/config.md" docs/config.md || { diff docs/config.md "$tmp/config.md" | head -n 20; echo "docs/config.md is stale: run make && scripts/docs.sh config"; false; }'
+else
+  echo "SKIP docs_config_current: $bin/sampler not built"
+fi
+
+lines=$(wc -l < README.md)
+check readme_length '[ "$lines" -le 350 ] || { echo "README.md has $lines lines, at most 350: move reference material to docs/"; false; }'
+
+# the README's copy of the SmolLM2 preset is the file: the fenced block
+# after the comment that names it
+preset=config/presets/smollm2-135m.env
+awk -v mark="<!-- $preset" 'index($0, mark) == 1 { on = 1; next } on && /^```/ { if (in_block) exit; in_block = 1; next } in_block' README.md > "$tmp/preset"
+check readme_preset 'cmp -s "$tmp/preset" "$preset" || { diff "$preset" "$tmp/preset"; echo "README.md: the block after <!-- $preset ... --> is not the file: copy it"; false; }'
+
+# the README's main settings: flag, variable and default as docs/config.md has them
+stale=""
+while IFS= read -r row; do
+  grep -qF "$row" docs/config.md 2> /dev/null || stale="$stale
+  $row"
+done < <(grep -o '^| `--[a-z0-9-]*` | `SAPO_[A-Z0-9_]*` | `[^`]*` |' README.md)
+check readme_settings '[ -z "$stale" ] || { echo "README.md settings not as in docs/config.md:$stale"; false; }'
+
+# docs/README.md, the index, links every page of docs/
+missing=""
+for f in docs/*.md; do
+  [ "$f" = docs/README.md ] && continue
+  grep -qF "](${f#docs/})" docs/README.md 2> /dev/null || missing="$missing ${f#docs/}"
+done
+check index_complete '[ -z "$missing" ] || { echo "docs/README.md does not list:$missing"; false; }'
+
+if ! command -v python3 > /dev/null; then
+  echo "SKIP docs_links: python3 not installed"
+  exit 0
+fi
+# [text](target) outside code: a target that is no URL must name a file or
+# folder that exists, relative to the page; a #heading in a markdown target
+# must be one of its headings (GitHub's anchors: lower case, punctuation
+# dropped, spaces to hyphens)
+python3 - README.md docs/*.md > "$tmp/links" << 'PY'
+import os, re, sys
+
+def strip_code(text):
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+def anchors(path):
+    out, seen = set(), {}
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", open(path, encoding="utf-8").read(), flags=re.S | re.M)
+    for m in re.finditer(r"^#{1,6}\s+(.*?)\s*#*\s*$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", m.group(1).replace("`", "").lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+bad = 0
+for page in sys.argv[1:]:
+    text = strip_code(open(page, encoding="utf-8").read())
+    for m in re.finditer(r"\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)", text):
+        target = m.group(1)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue
+        path, _, frag = target.partition("#")
+        full = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        if not os.path.exists(full):
+            print(f"{page}: link to {target}: {full} does not exist")
+            bad += 1
+        elif frag and full.endswith(".md") and frag not in anchors(full):
+            print(f"{page}: link to {target}: no heading #{frag} in {full}")
+            bad += 1
+print(f"{bad} broken links")
+PY
+check links 'grep -q "^0 broken links" "$tmp/links" || { cat "$tmp/links"; false; }'
