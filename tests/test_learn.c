@@ -167,7 +167,9 @@ static void test_sft_rows(void)
 }
 
 /* one local group of 4 byte-token completions with their sampling
- * log-probs and one external group of 3 completions, as a batch record */
+ * log-probs and one external group of 3 completions (none where
+ * shared_own_only), as a batch record */
+static bool shared_own_only;
 static int shared_batch_build(const char *node, const char *model, uint8_t **buf, size_t *buf_len)
 {
     const char *own[4] = {"<answer>7</answer>", "<answer>8</answer>", "7", "<answer>77777"};
@@ -205,9 +207,9 @@ static int shared_batch_build(const char *node, const char *model, uint8_t **buf
     rec_batch_t bt = {.node = node,
                       .round = 1,
                       .groups = g,
-                      .n_groups = 2,
+                      .n_groups = shared_own_only ? 1 : 2,
                       .local_count = 1,
-                      .external_count = 1,
+                      .external_count = !shared_own_only,
                       .stats_json = "{}"};
     return rec_batch_build(&bt, buf, buf_len);
 }
@@ -333,6 +335,29 @@ static void test_external_kl(void)
     free(ga), free(gb);
 }
 
+/* external-train 0: the external group stays out of the step (counted
+ * as untrained), which is then the step of the own group alone: the
+ * same loss and gradient; with 1 it is trained, and they differ */
+static void test_external_train(void)
+{
+    const char *on[] = {"--beta", "0", "--external-train", "1"}, *off[] = {"--beta", "0", "--external-train", "0"};
+    learn_stats_t a, b, own;
+    float *ga, *gb, *go;
+    size_t n = 0;
+    if (!shared_pair(on, off, 4, &a, &b, &ga, &gb, &n)) return;
+    shared_own_only = true;
+    shared_step(on, 4, &own, &go, &n);
+    shared_own_only = false;
+    EXPECTF(a.groups == 2 && a.untrained_external == 0 && b.groups == 1 && b.untrained_external == 1,
+            "groups %d and %d, untrained %d and %d", a.groups, b.groups, a.untrained_external, b.untrained_external);
+    double same = 0, apart = 0;
+    for (size_t k = 0; k < n; k++) same += fabs((double)gb[k] - go[k]), apart += fabs((double)ga[k] - go[k]);
+    EXPECTF(same == 0 && b.loss == own.loss, "the own group's step differs by %g (loss %g against %g)", same, b.loss,
+            own.loss);
+    EXPECT(apart > 0);
+    free(ga), free(gb), free(go);
+}
+
 /* scale-rewards batch: each advantage is the reward less its group's mean
  * over the std of every reward of the batch (shared_step's groups of 4 and
  * 3: {1, 0, 0.25, 0} and {0, 1, 1}) plus 1e-4. Without a KL term the
@@ -389,6 +414,7 @@ int main(void)
     RUN_TEST(test_shared_prompt);
     RUN_TEST(test_external_logprobs);
     RUN_TEST(test_external_kl);
+    RUN_TEST(test_external_train);
     RUN_TEST(test_ratio_min_at);
     RUN_TEST(test_scale_rewards_batch);
     CHECK_EXIT();

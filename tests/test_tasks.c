@@ -389,11 +389,48 @@ static void mix_bad(void)
     }
 }
 
+/* one family under two labels: each part with its own config (sums apart
+ * from differences), both drawn; a key listed twice or a label on an
+ * unknown family refused */
+static void mix_labelled(void)
+{
+    char err[256] = "";
+    task_mix_t *m = task_mix_new(
+        "{\"families\": {\"basic_arithmetic#add\": {\"config\": {\"operators\": [\"+\"], \"max_terms\": 2}},"
+        " \"basic_arithmetic#sub\": {\"config\": {\"operators\": [\"-\"], \"max_terms\": 2, \"allow_negation\": "
+        "false}}}}",
+        4, err, sizeof err);
+    EXPECTF(m, "%s", err);
+    int plus = 0, minus = 0;
+    for (uint64_t i = 0; m && i < 400; i++) {
+        task_entry_t a = {0};
+        EXPECT(task_mix_draw(m, i, &a, err, sizeof err) == 0);
+        EXPECT(!strcmp(cJSON_GetObjectItem(a.metadata, "source_dataset")->valuestring, "basic_arithmetic"));
+        bool p = strstr(a.question, " + ") != NULL, q = strstr(a.question, " - ") != NULL;
+        EXPECTF(p != q, "%s", a.question);
+        plus += p, minus += q;
+        task_entry_free(&a);
+    }
+    EXPECTF(plus > 150 && minus > 150, "%d sums, %d differences of 400", plus, minus);
+    task_mix_destroy(&m);
+    static const char *const bad[][2] = {
+        {"{\"families\": {\"chess#a\": {}}}", "chess#a"},
+        {"{\"families\": {\"bf#x\": {}, \"bf#x\": {}}}", "bf#x listed twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = '\0';
+        task_mix_t *b = task_mix_new(bad[i][0], 1, err, sizeof err);
+        EXPECTF(!b && strstr(err, bad[i][1]), "mix %s: err [%s], want %s", bad[i][0], err, bad[i][1]);
+        task_mix_destroy(&b);
+    }
+}
+
 static void test_mix(void)
 {
     mix_default();
     mix_weighted();
     mix_bad();
+    mix_labelled();
 }
 
 static void test_entry_json(void)

@@ -45,7 +45,7 @@
 #define EVAL_INDEX0 (1ull << 48)
 
 typedef struct {
-    const char *family;
+    char *family; /* the task mix's key: a family, or FAMILY#LABEL */
     task_entry_t *entries;
     char **prompts; /* each entry's question as asked: the game's answer stage, or as drawn */
     int n;
@@ -146,7 +146,7 @@ static void heldout_make(heldout_t *h, const char *family, const cJSON *config, 
     char *text = cJSON_PrintUnformatted(spec), err[512];
     task_mix_t *mix = task_mix_new(text, EVAL_SEED, err, sizeof err);
     if (!mix) log_fatal("held-out %s questions: %s", family, err);
-    h->family = task_family_find(family)->name;
+    h->family = strdup(family);
     h->n = n;
     h->entries = calloc((size_t)n, sizeof *h->entries);
     h->prompts = calloc((size_t)n, sizeof *h->prompts);
@@ -179,7 +179,8 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
         cJSON_ArrayForEach(item, fams)
         {
             const cJSON *w = cJSON_GetObjectItemCaseSensitive(item, "weight");
-            if (!task_family_find(item->string)) log_fatal("task mix (SAPO_TASK_MIX): unknown family %s", item->string);
+            if (!task_family_of_key(item->string))
+                log_fatal("task mix (SAPO_TASK_MIX): unknown family %s", item->string);
             if (n < task_family_count && !(cJSON_IsNumber(w) && w->valuedouble <= 0))
                 heldout_make(&h[n++], item->string, cJSON_GetObjectItemCaseSensitive(item, "config"), per_family, game);
         }
@@ -193,7 +194,7 @@ static void heldout_free(heldout_t *h, int nf)
 {
     for (int f = 0; f < nf; f++) {
         for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]), free(h[f].prompts[k]);
-        free(h[f].entries), free(h[f].prompts);
+        free(h[f].entries), free(h[f].prompts), free(h[f].family);
     }
     free(h);
 }

@@ -74,6 +74,16 @@ const task_family_t *task_family_find(const char *name)
     return NULL;
 }
 
+const task_family_t *task_family_of_key(const char *key)
+{
+    const char *hash = strchr(key, '#');
+    size_t n = hash ? (size_t)(hash - key) : strlen(key);
+    for (int i = 0; i < task_family_count; i++)
+        if (strlen(task_families[i]->name) == n && strncmp(task_families[i]->name, key, n) == 0)
+            return task_families[i];
+    return NULL;
+}
+
 void task_entry_free(task_entry_t *e)
 {
     if (!e) return;
@@ -311,7 +321,8 @@ struct task_mix {
     uint64_t seed;
 };
 
-static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const cJSON *user, char *err, size_t errlen)
+static int mix_add(task_mix_t *mix, const char *key, const task_family_t *f, double weight, const cJSON *user,
+                   char *err, size_t errlen)
 {
     if (task_family_built(f)) {
         snprintf(
@@ -328,10 +339,10 @@ static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const
     cJSON *config = task_family_config(f, user, err, errlen);
     if (!config) return -1;
     mix_part_t *p = &mix->parts[mix->count];
-    /* each family draws from its own stream, so adding a family to the mix
+    /* each key draws from its own stream, so adding a family to the mix
      * does not change another family's questions for a given seed */
     uint64_t h = 1469598103934665603ull;
-    for (const char *c = f->name; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    for (const char *c = key; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
     uint64_t k = mix->seed ^ h;
     p->family = f;
     p->config = config;
@@ -344,15 +355,17 @@ static int mix_add(task_mix_t *mix, const task_family_t *f, double weight, const
 task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen)
 {
     task_mix_t *mix = calloc(1, sizeof *mix);
-    mix->parts = calloc((size_t)task_family_count + 1, sizeof *mix->parts);
+    cJSON *spec = spec_json ? cJSON_Parse(spec_json) : NULL;
+    /* a part per key: a family may come under several labels */
+    int keys = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "families"));
+    mix->parts = calloc((size_t)(keys > task_family_count ? keys : task_family_count) + 1, sizeof *mix->parts);
     mix->seed = seed;
-    cJSON *spec = NULL;
     int rc = 0;
     if (!spec_json) {
         for (int i = 0; i < task_family_count && rc == 0; i++)
-            if (!task_family_opt_in(task_families[i])) rc = mix_add(mix, task_families[i], 1.0, NULL, err, errlen);
+            if (!task_family_opt_in(task_families[i]))
+                rc = mix_add(mix, task_families[i]->name, task_families[i], 1.0, NULL, err, errlen);
     } else {
-        spec = cJSON_Parse(spec_json);
         const cJSON *fams = cJSON_GetObjectItemCaseSensitive(spec, "families");
         if (!cJSON_IsObject(fams)) {
             snprintf(err, errlen, "task mix: expected {\"families\": {NAME: {\"weight\": W, \"config\": {...}}}}");
@@ -362,7 +375,7 @@ task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t
         const cJSON *item;
         cJSON_ArrayForEach(item, fams)
         {
-            const task_family_t *f = task_family_find(item->string);
+            const task_family_t *f = task_family_of_key(item->string);
             const cJSON *w = cJSON_GetObjectItemCaseSensitive(item, "weight");
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(item, "config");
             if (!f) snprintf(err, errlen, "task mix: unknown family %s", item->string);
@@ -370,9 +383,9 @@ task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t
                 snprintf(err, errlen, "task mix: %s: expected {\"weight\": NUMBER, \"config\": {...}}", item->string);
             else {
                 int dup = 0;
-                for (int i = 0; i < mix->count; i++) dup |= mix->parts[i].family == f;
-                if (dup) snprintf(err, errlen, "task mix: family %s listed twice", f->name);
-                else if (mix_add(mix, f, w ? w->valuedouble : 1.0, c, err, errlen) == 0) continue;
+                for (const cJSON *o = fams->child; o != item; o = o->next) dup |= strcmp(o->string, item->string) == 0;
+                if (dup) snprintf(err, errlen, "task mix: %s listed twice", item->string);
+                else if (mix_add(mix, item->string, f, w ? w->valuedouble : 1.0, c, err, errlen) == 0) continue;
             }
             rc = -1;
             break;

@@ -52,6 +52,9 @@ extern const int task_family_count;
 
 /* NULL if unknown */
 const task_family_t *task_family_find(const char *name);
+/* the family of a task mix key: NAME, or NAME#LABEL (one family drawn with
+ * several configs, each part named apart); NULL if unknown */
+const task_family_t *task_family_of_key(const char *key);
 
 /* 1 for a family left out of the default mix (no spec) and drawn only
  * where a spec names it: the math word problems, which are not among the
@@ -134,7 +137,9 @@ typedef struct task_mix task_mix_t;
 
 /* spec: JSON {"families": {"NAME": {"weight": W, "config": {...}}, ...}}
  * or NULL for every family but the opt-in ones, with weight 1 and default
- * configs. */
+ * configs. A key NAME#LABEL is family NAME too: a family may come several
+ * times under different labels (sums apart from differences, say), each
+ * with its own config and its own stream of questions. */
 task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen);
 void task_mix_destroy(task_mix_t **self_p);
 /* Draw entry number index of the mix: the family by weight, then that
