@@ -35,7 +35,7 @@ static double sgemm_peak(int reps, int threads)
         openblas_set_num_threads(way ? 1 : threads);
         for (int r = -1; r < reps; r++) {
             double t0 = bench_now();
-            if (way) model_gemm(false, false, true, n, n, n, a, NULL, n, b, NULL, n, 0, c, n);
+            if (way) model_gemm(false, true, n, n, n, a, n, b, n, 0, c, n);
             else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
             if (r >= 0) t[r] = bench_now() - t0;
         }
@@ -207,8 +207,7 @@ static double gemm_time(const shape_t *s, model_bf16_kernel_t k, int reps)
     model_bf16_use(k);
     for (int r = -1; r < reps; r++) {
         double t0 = bench_now();
-        if (k == MODEL_BF16_NONE)
-            model_gemm(false, s->ta, s->tb, s->M, s->N, s->K, a, NULL, lda, b, NULL, ldb, 0, c, s->N);
+        if (k == MODEL_BF16_NONE) model_gemm(s->ta, s->tb, s->M, s->N, s->K, a, lda, b, ldb, 0, c, s->N);
         else model_gemm_bf16(s->ta, s->tb, s->M, s->N, s->K, a, NULL, lda, b, NULL, ldb, 0, c, s->N);
         if (r >= 0) t[r] = bench_now() - t0;
     }

@@ -644,7 +644,7 @@ static void test_packed(void)
         if (!m) return;
         packed_against_rows(m, names[i], 1e-5, 1e-4);
         /* in bf16 a row's segments are one block of attention, masked
-         * (forward.c); these products are too small for the bf16 kernels,
+         * (forward_bf16.c); these products are too small for the bf16 kernels,
          * so the sums differ only in order (1e-6 and 7e-5 measured) */
         char bf16[300];
         snprintf(bf16, sizeof bf16, "%s in cpu-bf16", names[i]);
@@ -1010,34 +1010,53 @@ static model_t *tiny_model(uint64_t seed)
     return m;
 }
 
-/* sampled log-probs of model m for 3 prompts (1, 20 and 37 tokens) x
- * 3 completions of up to 20 tokens, checked against a full forward pass
- * over each prompt + completion; tokens and log-probs returned */
-static void decode_against_forward(model_t *m, const char *what, int *tok, float *lp, int *len)
+enum { DECODE_Q = 3, DECODE_L = 3, DECODE_M = 20 };
+static const int decode_plen[DECODE_Q] = {1, 20, 37};
+
+/* prompt q of the decode tests (decode_plen[q] tokens) into pr */
+static void decode_prompt(int q, int *pr)
 {
-    enum { Q = 3, L = 3, M = 20 };
-    static int pr[Q][37];
-    const int *prompts[Q] = {pr[0], pr[1], pr[2]};
-    int plen[Q] = {1, 20, 37};
-    uint64_t seeds[Q] = {11, 12, 13};
-    for (int q = 0; q < Q; q++)
-        for (int i = 0; i < plen[q]; i++) pr[q][i] = 'a' + (5 * i + 3 * q) % 26;
-    model_gen_params_t gp = {.max_new = M, .sample = {.temperature = 0.9f, .top_k = 0, .top_p = 1}};
-    EXPECT(model_generate_batch(m, prompts, plen, seeds, Q, L, &gp, tok, lp, len) == 0);
+    for (int i = 0; i < decode_plen[q]; i++) pr[i] = 'a' + (5 * i + 3 * q) % 26;
+}
+
+/* DECODE_Q prompts x DECODE_L completions of up to DECODE_M tokens sampled by
+ * model m: tokens, log-probs and lengths */
+static void decode_sample(model_t *m, int *tok, float *lp, int *len)
+{
+    static int pr[DECODE_Q][37];
+    const int *prompts[DECODE_Q] = {pr[0], pr[1], pr[2]};
+    uint64_t seeds[DECODE_Q] = {11, 12, 13};
+    for (int q = 0; q < DECODE_Q; q++) decode_prompt(q, pr[q]);
+    model_gen_params_t gp = {.max_new = DECODE_M, .sample = {.temperature = 0.9f, .top_k = 0, .top_p = 1}};
+    EXPECT(model_generate_batch(m, prompts, decode_plen, seeds, DECODE_Q, DECODE_L, &gp, tok, lp, len) == 0);
+}
+
+/* the largest gap between decode_sample's log-probs and those of a full
+ * forward pass of m over each prompt + completion */
+static double decode_gap(model_t *m, const int *tok, const float *lp, const int *len)
+{
+    enum { M = DECODE_M };
     double worst = 0;
-    for (int s = 0; s < Q * L; s++) {
-        int q = s / L, P = plen[q], T = P + len[s], tk[64], tg[64];
+    for (int s = 0; s < DECODE_Q * DECODE_L; s++) {
+        int pr[37], q = s / DECODE_L, P = decode_plen[q], T = P + len[s], tk[64], tg[64];
         float flp[64];
+        decode_prompt(q, pr);
         for (int t = 0; t < T; t++) {
-            tk[t] = t < P ? pr[q][t] : tok[s * M + t - P];
+            tk[t] = t < P ? pr[t] : tok[s * M + t - P];
             tg[t] = t + 1 >= P && t + 1 < T ? tok[s * M + t + 1 - P] : -1;
         }
         EXPECT(model_forward(m, tk, tg, 1, T, 0.9f, flp, NULL) == 0);
-        for (int t = 0; t < len[s]; t++) {
-            double d = fabs(lp[s * M + t] - flp[P - 1 + t]);
-            worst = d > worst ? d : worst;
-        }
+        for (int t = 0; t < len[s]; t++) worst = fmax(worst, fabs(lp[s * M + t] - flp[P - 1 + t]));
     }
+    return worst;
+}
+
+/* sampled log-probs of model m checked against a full forward pass;
+ * tokens and log-probs returned */
+static void decode_against_forward(model_t *m, const char *what, int *tok, float *lp, int *len)
+{
+    decode_sample(m, tok, lp, len);
+    double worst = decode_gap(m, tok, lp, len);
     EXPECTF(worst < 1e-4, "%s: decode log-probs off a full forward pass by %.3g", what, worst);
 }
 
@@ -1057,7 +1076,7 @@ static void test_decode_kernels(void)
     cs[3].qkv_bias = false;
     const char *names[4] = {"head_dim 64", "head_dim 128", "3 query heads per key head", "qwen3 norms"};
     int threads = omp_get_max_threads();
-    enum { S = 9, M = 20 };
+    enum { S = DECODE_Q * DECODE_L, M = DECODE_M };
     for (int i = 0; i < 4; i++) {
         model_t *m = model_new_random(&cs[i], 5 + i, err, sizeof err);
         EXPECTF(m, "%s", err);
@@ -1201,6 +1220,35 @@ static void test_cpu_bf16_avx512bf16(void)
 {
     if (!model_bf16_has(MODEL_BF16_AVX512BF16)) SKIP_TEST("this CPU has no AVX512-BF16 dot products");
     cpu_bf16_with(MODEL_BF16_AVX512BF16);
+}
+
+/* backend cpu-bf16's generation (its prefill's products in bf16, the
+ * decode's where over 16 rows) against the fp32 reference's forward
+ * pass over what it sampled: within bf16's precision, and not equal
+ * (the bf16 kernel ran), for the tiny model and with Qwen3's norms */
+static void test_cpu_bf16_generate(void)
+{
+    char err[512];
+    const char *why = NULL;
+    if (model_bf16_kernel(&why) == MODEL_BF16_NONE) SKIP_TEST(why);
+    model_config_t cs[2] = {model_config_tiny(), model_config_tiny()};
+    cs[1].type = MODEL_QWEN3, cs[1].qkv_bias = false;
+    for (int i = 0; i < 2; i++) {
+        model_t *m = model_new_random(&cs[i], 3 + i, err, sizeof err);
+        EXPECTF(m, "%s", err);
+        if (!m) continue;
+        int tok[DECODE_Q * DECODE_L * DECODE_M], len[DECODE_Q * DECODE_L];
+        float lp[DECODE_Q * DECODE_L * DECODE_M];
+        EXPECTF(model_set_backend(m, "cpu-bf16", err, sizeof err) == 0, "%s", err);
+        decode_sample(m, tok, lp, len);
+        EXPECTF(model_set_backend(m, "cpu", err, sizeof err) == 0, "%s", err);
+        double gap = decode_gap(m, tok, lp, len);
+        EXPECTF(gap > 1e-5 && gap < 0.05, "%s: cpu-bf16's decode log-probs off the fp32 forward pass by %.3g",
+                i ? "qwen3" : "qwen2", gap);
+        printf("cpu-bf16 generation (%s): log-probs within %.2g of the fp32 forward pass\n", i ? "qwen3" : "qwen2",
+               gap);
+        model_destroy(&m);
+    }
 }
 
 /* which bf16 kernel SAPO_BF16_KERNEL's values give on this CPU: unset,
@@ -1347,6 +1395,7 @@ int main(void)
     RUN_TEST(test_bf16_kernel_choice);
     RUN_TEST(test_cpu_bf16_amx);
     RUN_TEST(test_cpu_bf16_avx512bf16);
+    RUN_TEST(test_cpu_bf16_generate);
     RUN_TEST(test_exp);
     RUN_TEST(test_softmax_causal);
     RUN_TEST(test_long_range_gradient);

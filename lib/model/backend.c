@@ -1,9 +1,13 @@
-/* Where a model runs: "cpu" (forward.c, generate.c), "cpu-bf16" (the same,
- * its large matmuls in bf16 on the AMX tiles or by AVX512-BF16 dot
- * products: gemm_bf16.c) or "cuda:N"
- * (cuda/, built when nvcc is present). The CPU arrays stay the model's identity
- * (checkpoints read and write them); a device holds its own copy, synced
- * both ways on request. */
+/* Where a model runs, decided here alone: one table per backend says what
+ * runs a model's forward and backward passes, its generation, its
+ * optimizer step and its syncs. "cpu" is the fp32 reference (forward.c,
+ * generate.c); "cpu-bf16" the same layers with their large matmuls in
+ * bf16 on the AMX tiles or by AVX512-BF16 dot products (forward_bf16.c,
+ * gemm_bf16.c); "cuda:N" the CUDA copy (cuda/, built when nvcc is
+ * present). The CPU arrays stay the model's identity (checkpoints read
+ * and write them); a device holds its own copy, synced both ways on
+ * request. model.h's entry points check their inputs here, once for every
+ * backend, and go to the model's table. */
 #include "model/model_impl.h"
 
 #include <stdio.h>
@@ -13,6 +17,68 @@
 #ifdef SAPO_HAVE_CUDA
 #include "model/cuda/cuda_model.h"
 #endif
+
+// ----------------------------------------------------------------------------
+// the tables
+
+static const model_backend_t cpu = {
+    .forward = model_cpu_forward,
+    .backward = model_cpu_backward,
+    .generate = model_cpu_generate,
+    .linear = model_linear,
+    .packs = true,
+};
+
+/* its decode keeps the bf16 products: no fp32 packed weights */
+static const model_backend_t cpu_bf16 = {
+    .forward = model_bf16_forward,
+    .backward = model_bf16_backward,
+    .generate = model_cpu_generate,
+    .linear = model_bf16_linear,
+    .packs = false,
+};
+
+#ifdef SAPO_HAVE_CUDA
+static int cuda_forward(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
+                        float temperature, float *logp, float *logits)
+{
+    if (start) {
+        fprintf(stderr, "model_forward_packed: packed rows run on the CPU only (the model is on cuda:%d)\n", m->device);
+        return -1;
+    }
+    return cuda_model_forward(m->cuda, tokens, targets, B, T, temperature, logp, logits);
+}
+
+static void cuda_backward(model_t *m, const float *dlogp) { cuda_model_backward(m->cuda, dlogp); }
+
+static int cuda_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+{
+    return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
+}
+
+static int cuda_step(model_t *m, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm)
+{
+    return cuda_model_step(m->cuda, opt, p, max_norm, norm);
+}
+
+static int cuda_sync_host(model_t *m) { return cuda_model_download(m->cuda); }
+static int cuda_sync_device(model_t *m) { return cuda_model_upload(m->cuda); }
+
+static const model_backend_t cuda = {
+    .forward = cuda_forward,
+    .backward = cuda_backward,
+    .generate = cuda_generate,
+    .step = cuda_step,
+    .sync_host = cuda_sync_host,
+    .sync_device = cuda_sync_device,
+};
+#endif
+
+const model_backend_t *model_backend(const model_t *m) { return m->backend ? m->backend : &cpu; }
+
+// ----------------------------------------------------------------------------
+// choosing one
 
 /* -1 for "cpu" and "cpu-bf16", N for "cuda:N", -2 for anything else */
 static int parse_backend(const char *s)
@@ -24,20 +90,10 @@ static int parse_backend(const char *s)
     return *end || n > 1024 ? -2 : (int)n;
 }
 
-int model_set_backend(model_t *self, const char *backend, char *err, size_t errlen)
+/* the model on device dev (-1: the CPU), its device copy made or
+ * dropped; 0, or -1 with err set */
+static int move_to(model_t *self, int dev, const char *backend, char *err, size_t errlen)
 {
-    int dev = parse_backend(backend);
-    if (dev == -2) {
-        snprintf(err, errlen, "backend \"%s\": expected cpu, cpu-bf16 or cuda:N", backend);
-        return -1;
-    }
-    bool bf16 = strcmp(backend, "cpu-bf16") == 0;
-    const char *why = NULL;
-    if (bf16 && model_bf16_kernel(&why) == MODEL_BF16_NONE) {
-        snprintf(err, errlen, "backend cpu-bf16: %s", why);
-        return -1;
-    }
-    self->bf16 = bf16;
     if (dev == model_device(self)) return 0;
 #ifdef SAPO_HAVE_CUDA
     if (self->cuda) {
@@ -46,6 +102,7 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
             return -1;
         }
         cuda_model_destroy(&self->cuda);
+        self->backend = NULL;
     }
     if (dev >= 0) {
         char why[256];
@@ -63,32 +120,157 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
 #endif
 }
 
+/* the table of device dev (-1: the CPU, in bf16 or not) */
+static const model_backend_t *table_of(int dev, bool bf16)
+{
+#ifdef SAPO_HAVE_CUDA
+    if (dev >= 0) return &cuda;
+#endif
+    (void)dev;
+    return bf16 ? &cpu_bf16 : &cpu;
+}
+
+int model_set_backend(model_t *self, const char *backend, char *err, size_t errlen)
+{
+    int dev = parse_backend(backend);
+    if (dev == -2) {
+        snprintf(err, errlen, "backend \"%s\": expected cpu, cpu-bf16 or cuda:N", backend);
+        return -1;
+    }
+    bool bf16 = strcmp(backend, "cpu-bf16") == 0;
+    const char *why = NULL;
+    if (bf16 && model_bf16_kernel(&why) == MODEL_BF16_NONE) {
+        snprintf(err, errlen, "backend cpu-bf16: %s", why);
+        return -1;
+    }
+    if (move_to(self, dev, backend, err, errlen)) return -1;
+    self->backend = table_of(dev, bf16);
+    return 0;
+}
+
 int model_device(const model_t *self) { return self->cuda ? self->device : -1; }
 
 int model_sync_host(model_t *self)
 {
-#ifdef SAPO_HAVE_CUDA
-    if (self->cuda) return cuda_model_download(self->cuda);
-#endif
-    (void)self;
-    return 0;
+    const model_backend_t *b = model_backend(self);
+    return b->sync_host ? b->sync_host(self) : 0;
+}
+
+int model_sync_device(model_t *self)
+{
+    const model_backend_t *b = model_backend(self);
+    return b->sync_device ? b->sync_device(self) : 0;
 }
 
 int model_optimizer_step(model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm)
 {
-#ifdef SAPO_HAVE_CUDA
-    if (self->cuda) return cuda_model_step(self->cuda, opt, p, max_norm, norm);
-#endif
+    const model_backend_t *b = model_backend(self);
+    if (b->step) return b->step(self, opt, p, max_norm, norm);
     *norm = grad_clip_norm(self->grads, self->n_params, max_norm);
     adamw_step(opt, p, self->params, self->grads);
     return 0;
 }
 
-int model_sync_device(model_t *self)
+// ----------------------------------------------------------------------------
+// forward, backward and generate, checked
+
+/* B, T and temperature in range, and every token and target in the
+ * vocabulary; -1 after a line on stderr when not */
+static int check_batch(const model_config_t *c, const int *tokens, const int *targets, const int *start, int B, int T,
+                       float temperature)
 {
-#ifdef SAPO_HAVE_CUDA
-    if (self->cuda) return cuda_model_upload(self->cuda);
-#endif
-    (void)self;
+    if (B <= 0 || T <= 0 || (!start && T > c->max_pos) || !(temperature > 0)) {
+        fprintf(stderr,
+                "model_forward: batch %d x %d, temperature %g: need B, T > 0, T <= %d, "
+                "temperature > 0\n",
+                B, T, temperature, c->max_pos);
+        return -1;
+    }
+    int N = B * T;
+    for (int n = 0; n < N; n++)
+        if (tokens[n] < 0 || tokens[n] >= c->V || targets[n] < -1 || targets[n] >= c->V) {
+            fprintf(stderr,
+                    "model_forward: token %d or target %d at position %d is outside the "
+                    "vocabulary of %d\n",
+                    tokens[n], targets[n], n, c->V);
+            return -1;
+        }
     return 0;
+}
+
+int model_forward_packed(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
+                         float temperature, float *logp, float *logits)
+{
+    if (check_batch(&m->cfg, tokens, targets, start, B, T, temperature)) return -1;
+    return model_backend(m)->forward(m, tokens, targets, start, B, T, temperature, logp, logits);
+}
+
+int model_forward(model_t *m, const int *tokens, const int *targets, int B, int T, float temperature, float *logp,
+                  float *logits)
+{
+    return model_forward_packed(m, tokens, targets, NULL, B, T, temperature, logp, logits);
+}
+
+void model_backward(model_t *m, const float *dlogp) { model_backend(m)->backward(m, dlogp); }
+
+float model_cross_entropy(model_t *m, const int *tokens, const int *targets, int B, int T)
+{
+    int N = B * T, cnt = 0;
+    for (int n = 0; n < N; n++) cnt += targets[n] >= 0;
+    float *logp = malloc(2 * (size_t)N * sizeof(float));
+    if (!logp || model_forward(m, tokens, targets, B, T, 1.0f, logp, NULL)) {
+        free(logp);
+        return -1;
+    }
+    float *dlogp = logp + N;
+    double loss = 0;
+    for (int n = 0; n < N; n++) {
+        loss -= logp[n];
+        dlogp[n] = targets[n] >= 0 ? -1.0f / cnt : 0.0f;
+    }
+    if (cnt) model_backward(m, dlogp);
+    free(logp);
+    return cnt ? (float)(loss / cnt) : 0.0f;
+}
+
+/* Every prompt of at least one token, all in the vocabulary, with room
+ * for M new tokens; Q, L and M at least 1. 0, or -1 with the reason on
+ * stderr. */
+static int check_request(const model_config_t *c, const int *const *prompts, const int *prompt_lens, int Q, int L,
+                         int M)
+{
+    for (int q = 0; q < Q; q++) {
+        int P = prompt_lens[q];
+        if (P < 1 || P + M > c->max_pos) {
+            fprintf(stderr,
+                    "model_generate: prompt %d of %d tokens with %d new tokens: need at least 1 "
+                    "prompt token and prompt + new <= %d\n",
+                    q, P, M, c->max_pos);
+            return -1;
+        }
+        for (int i = 0; i < P; i++)
+            if (prompts[q][i] < 0 || prompts[q][i] >= c->V) {
+                fprintf(stderr, "model_generate: token %d at %d of prompt %d is outside the vocabulary of %d\n",
+                        prompts[q][i], i, q, c->V);
+                return -1;
+            }
+    }
+    if (Q < 1 || L < 1 || M < 1) {
+        fprintf(stderr, "model_generate: %d prompts, %d completions, %d new tokens: need each at least 1\n", Q, L, M);
+        return -1;
+    }
+    return 0;
+}
+
+int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+{
+    if (check_request(&m->cfg, prompts, prompt_lens, Q, L, gp->max_new)) return -1;
+    return model_backend(m)->generate(m, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
+}
+
+int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_params_t *gp, int *tokens, float *logp,
+                   int *lengths)
+{
+    return model_generate_batch(m, &prompt, &P, &gp->seed, 1, L, gp, tokens, logp, lengths);
 }

@@ -21,7 +21,7 @@
  * B), 16 x 16 of them are transposed.
  *
  * An operand may come rounded to bf16 already (A16, B16: the activations
- * and gradients that forward.c keeps in both precisions). Then it is read
+ * and gradients that forward_bf16.c keeps in both precisions). Then it is read
  * at half the bytes and not converted, with results the same to the bit;
  * and a plain A16 whose depth is a multiple of 32 is not packed at all:
  * the kernel reads its full panels in place.

@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef SAPO_HAVE_CUDA
-#include "model/cuda/cuda_model.h"
-#endif
-
 typedef struct {
     int S, maxT;           /* slots (completions) and positions per slot */
     int L;                 /* completions per prompt: slots q*L .. q*L+L-1 */
@@ -214,8 +210,8 @@ static size_t pack_max = PACK_MAX;
 void model_pack_limit(size_t bytes) { pack_max = bytes ? bytes : PACK_MAX; }
 
 /* The model's weights packed (c->L * PK_LAYER + 1 matrices), or NULL:
- * in backend cpu-bf16 (its products stay in bf16), past PACK_MAX, or out
- * of memory */
+ * where its backend does not decode by them (cpu-bf16: its products stay
+ * in bf16), past PACK_MAX, or out of memory */
 static model_packed_t *pack_weights(const model_t *m)
 {
     const model_config_t *c = &m->cfg;
@@ -224,7 +220,7 @@ static model_packed_t *pack_weights(const model_t *m)
     size_t bytes = model_packed_bytes(c->V, c->C) +
                    c->L * (model_packed_bytes(QD, C) + 2 * model_packed_bytes(KD, C) + model_packed_bytes(C, QD) +
                            2 * model_packed_bytes(FF, C) + model_packed_bytes(C, FF));
-    if (m->bf16 || bytes > pack_max) return NULL;
+    if (!model_backend(m)->packs || bytes > pack_max) return NULL;
     int n = c->L * PK_LAYER + 1;
     model_packed_t *p = calloc(n, sizeof *p);
     if (!p) return NULL;
@@ -261,21 +257,13 @@ static void packed_free(const model_t *m, model_packed_t *p)
 }
 
 /* out (R, OUT) = in (R, IN) W^T (+ bias), + out where acc: by the packed
- * copy p where there is one, else by W in place */
+ * copy p where there is one, else by W in place (the backend's own
+ * linear layer) */
 static void linear(const model_t *m, const model_packed_t *p, float *out, const float *in, const float *W,
                    const float *bias, int R, int IN, int OUT, bool acc)
 {
-    if (p) {
-        model_gemm_packed(R, in, IN, p, bias, acc, out, OUT);
-        return;
-    }
-    if (!acc) {
-        model_matmul(m->bf16, out, in, W, bias, R, IN, OUT);
-        return;
-    }
-    model_gemm(m->bf16, false, true, R, OUT, IN, in, NULL, IN, W, NULL, IN, 1.0f, out, OUT);
-    if (bias)
-        for (int r = 0; r < R; r++) model_add_row(out + (size_t)r * OUT, bias, OUT);
+    if (p) model_gemm_packed(R, in, IN, p, bias, acc, out, OUT);
+    else model_backend(m)->linear(out, in, W, bias, R, IN, OUT, acc);
 }
 
 /* runs rows [r0, r0 + R) through the model, by the packed weights pk
@@ -337,36 +325,6 @@ static bool is_eos(const model_config_t *c, int tok)
     for (int i = 0; i < c->n_eos; i++)
         if (c->eos_ids[i] == tok) return true;
     return false;
-}
-
-/* Every prompt of at least one token, all in the vocabulary, with room
- * for M new tokens; Q, L and M at least 1. 0 with *maxP the longest
- * prompt, or -1 with the reason on stderr. */
-static int check_request(const model_config_t *c, const int *const *prompts, const int *prompt_lens, int Q, int L,
-                         int M, int *maxP)
-{
-    for (int q = 0; q < Q; q++) {
-        int P = prompt_lens[q];
-        if (P < 1 || P + M > c->max_pos) {
-            fprintf(stderr,
-                    "model_generate: prompt %d of %d tokens with %d new tokens: need at least 1 "
-                    "prompt token and prompt + new <= %d\n",
-                    q, P, M, c->max_pos);
-            return -1;
-        }
-        for (int i = 0; i < P; i++)
-            if (prompts[q][i] < 0 || prompts[q][i] >= c->V) {
-                fprintf(stderr, "model_generate: token %d at %d of prompt %d is outside the vocabulary of %d\n",
-                        prompts[q][i], i, q, c->V);
-                return -1;
-            }
-        if (P > *maxP) *maxP = P;
-    }
-    if (Q < 1 || L < 1 || M < 1) {
-        fprintf(stderr, "model_generate: %d prompts, %d completions, %d new tokens: need each at least 1\n", Q, L, M);
-        return -1;
-    }
-    return 0;
 }
 
 /* L * M uniforms per prompt from its seed: token t of slot s draws with
@@ -488,16 +446,12 @@ static void decode(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const mod
     }
 }
 
-int model_generate_batch(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
-                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+int model_cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                       int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
 {
     const model_config_t *c = &m->cfg;
     int M = gp->max_new, maxP = 0;
-    if (check_request(c, prompts, prompt_lens, Q, L, M, &maxP) != 0) return -1;
-#ifdef SAPO_HAVE_CUDA
-    if (m->cuda)
-        return cuda_model_generate_batch(m->cuda, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
-#endif
+    for (int q = 0; q < Q; q++) maxP = prompt_lens[q] > maxP ? prompt_lens[q] : maxP;
     int S = Q * L, R = ws_rows(prompt_lens, Q, S, maxP);
     gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
     size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
@@ -526,10 +480,4 @@ done:
     free(u);
     free(mem);
     return rc;
-}
-
-int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_params_t *gp, int *tokens, float *logp,
-                   int *lengths)
-{
-    return model_generate_batch(m, &prompt, &P, &gp->seed, 1, L, gp, tokens, logp, lengths);
 }

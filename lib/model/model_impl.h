@@ -32,8 +32,10 @@ typedef struct {
 /* activations of the last forward, sized for N = B * T positions */
 typedef struct {
     float *x; // (L+1, N, C) residual stream entering each layer, then the last
-    /* ln1, ln2, h: NULL and y one layer's (y_all false) where only
-     * matmuls that take their bf16 copies read them (acts_layout) */
+    /* ln1, ln2: every layer's where ln_all, else one layer's (CUDA's:
+     * computed again in backward); NULL where only matmuls that take
+     * their bf16 copies read them (forward_bf16.c), and so is h; y one
+     * layer's where y_all is false */
     float *ln1;  // (L, N, C)
     float *r1;   // (L, N) 1/rms
     float *qpre; // (L, N, NH*HD) q_proj output (Qwen3: before q_norm)
@@ -45,6 +47,7 @@ typedef struct {
     float *v;    // (L, N, NKV*HD)
     float *att;  // (threads, T, T) softmax probabilities of one head
     float *y;    // (L, N, NH*HD) attention output, or (N, NH*HD)
+    bool ln_all; // whether ln1 and ln2 have every layer's
     bool y_all;  // whether y has every layer's
     float *xm;   // (L, N, C) residual after attention
     float *ln2;  // (L, N, C)
@@ -55,19 +58,6 @@ typedef struct {
     float *lnf;  // (N, C)
     float *rf;   // (N)
     float *lse;  // (N) logsumexp of logits / temperature
-    /* backend cpu-bf16 only (else NULL): the matmuls' inputs rounded to
-     * bf16 by their producers, read by the bf16 kernel in the forward pass and
-     * for the weight gradients; forward.c pairs each with its fp32 array
-     * above as one handle (act_t) */
-    uint16_t *ln1h; // (L, N, C)
-    uint16_t *yh;   // (L, N, NH*HD)
-    uint16_t *ln2h; // (L, N, C)
-    uint16_t *hh;   // (L, N, FF) kept: not recomputed in backward
-    uint16_t *lnfh; // (N, C)
-    uint16_t *qh;   // (L, N, NH*HD) after RoPE
-    uint16_t *kh;   // (L, N, NKV*HD)
-    uint16_t *vh;   // (L, N, NKV*HD)
-    uint16_t *atth; // (threads, T, T)
 } model_acts_t;
 
 /* scratch for backward, one layer at a time */
@@ -79,24 +69,66 @@ typedef struct {
     float *dv;     // (N, NKV*HD)
     float *dy;     // (N, NH*HD)
     float *dk2;    // (N, NKV*HD) Qwen3: dk before k_norm
-    float *dg;     // (N, FF), NULL where only matmuls that take dg16 read it
-    float *du;     // (N, FF), the same with du16
+    float *dg;     // (N, FF), NULL where only matmuls that take its bf16 copy read it
+    float *du;     // (N, FF), the same
     float *dh;     // (N, FF)
     float *logits; // (chunk, V)
     float *part;   // (threads, max(C, HD)) per-thread norm weight gradients
     float *dp;     // (threads, T, T) attention backward scratch
-    /* backend cpu-bf16 only (else NULL): the gradients that go into
-     * matmuls, rounded to bf16 by their producers (paired with their fp32
-     * arrays as act_t handles, as the activations are) */
-    uint16_t *dx16; // (N, C)
-    uint16_t *dq16; // (N, NH*HD) the gradient wq's matmul takes
-    uint16_t *dk16; // (N, NKV*HD) the same for wk
-    uint16_t *dv16; // (N, NKV*HD)
-    uint16_t *dg16; // (N, FF)
-    uint16_t *du16; // (N, FF)
-    uint16_t *lg16; // (chunk, V)
-    uint16_t *dp16; // (threads, T, T)
 } model_grad_acts_t;
+
+/* Backend cpu-bf16 only (forward_bf16.c lays them out with its
+ * workspaces, and it alone reads them): the bf16 copies of the
+ * activations (a16) and gradients (ga16) that go into matmuls, each
+ * named as the fp32 array of model_acts_t or model_grad_acts_t it
+ * rounds, and rounded by the layer that writes that array; read by the
+ * bf16 kernel instead of it */
+typedef struct {
+    uint16_t *ln1; // (L, N, C)
+    uint16_t *y;   // (L, N, NH*HD)
+    uint16_t *ln2; // (L, N, C)
+    uint16_t *h;   // (L, N, FF) kept: not recomputed in backward
+    uint16_t *lnf; // (N, C)
+    uint16_t *q;   // (L, N, NH*HD) after RoPE
+    uint16_t *k;   // (L, N, NKV*HD)
+    uint16_t *v;   // (L, N, NKV*HD)
+    uint16_t *att; // (threads, T, T)
+} model_acts16_t;
+
+typedef struct {
+    uint16_t *dx;     // (N, C)
+    uint16_t *dq;     // (N, NH*HD) the gradient wq's matmul takes
+    uint16_t *dk;     // (N, NKV*HD) the same for wk
+    uint16_t *dv;     // (N, NKV*HD)
+    uint16_t *dg;     // (N, FF)
+    uint16_t *du;     // (N, FF)
+    uint16_t *logits; // (chunk, V)
+    uint16_t *dp;     // (threads, T, T)
+} model_grad_acts16_t;
+
+/* What runs a model: one table per backend (backend.c: cpu, cpu-bf16,
+ * cuda), chosen by model_set_backend. forward, backward and generate
+ * are model.h's after their inputs were checked (backend.c). */
+typedef struct {
+    int (*forward)(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T, float temperature,
+                   float *logp, float *logits);
+    void (*backward)(model_t *m, const float *dlogp);
+    int (*generate)(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q, int L,
+                    const model_gen_params_t *gp, int *tokens, float *logp, int *lengths);
+    /* model.h's optimizer step and syncs where they leave the host
+     * (NULL: the host arrays are the model's own) */
+    int (*step)(model_t *m, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm);
+    int (*sync_host)(model_t *m);
+    int (*sync_device)(model_t *m);
+    /* the CPU's generation (generate.c): its linear layers, out (N, OUT)
+     * = in (N, IN) w^T (+ bias), + out where acc; and whether it may
+     * decode by fp32 weights laid out once (model_gemm_packed) instead */
+    void (*linear)(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
+    bool packs;
+} model_backend_t;
+
+/* m's table (backend.c) */
+const model_backend_t *model_backend(const model_t *m);
 
 struct model {
     model_config_t cfg;
@@ -111,6 +143,8 @@ struct model {
     size_t acts_cap; /* floats in acts_mem */
     model_acts_t a;
     model_grad_acts_t ga;
+    model_acts16_t a16;
+    model_grad_acts16_t ga16;
     int *tokens;     // (N) copies of the last forward's inputs
     int *targets;    // (N)
     int *pos;        // (N) position of each row, for RoPE
@@ -122,12 +156,11 @@ struct model {
     int B, T;
     float temperature;
     int chunk; /* lm_head positions per chunk; 0 = about 4M logits */
-    /* backend.c: the CUDA copy that runs forward, backward and generate
+    /* backend.c: what runs the model (NULL: cpu), and the CUDA copy
      * when model_set_backend chose "cuda:N" (device), else NULL */
+    const model_backend_t *backend;
     struct cuda_model *cuda;
     int device;
-    /* "cpu-bf16": the large matmuls take bf16 products (model_gemm_bf16) */
-    bool bf16;
 };
 
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */
@@ -145,12 +178,117 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
     *hi = *lo + per < count ? *lo + per : count;
 }
 
-/* shared kernels (forward.c) */
-/* bf16: products in bf16 (model_gemm_bf16) where the matmul is large
- * enough (the model's bf16 flag), reading A16 / B16 where not NULL */
-void model_gemm(bool bf16, bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
-                const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
-void model_matmul(bool bf16, float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT);
+/* elementwise loops go in blocks of MODEL_BLOCK elements, one
+ * vectorized call each */
+#define MODEL_BLOCK 4096
+
+/* forward.c, the fp32 reference, and what the other CPU path
+ * (forward_bf16.c), generate.c and cuda/ take from it */
+/* C (M, N) = op(A) op(B) + beta C over the OpenMP threads */
+void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
+                float *C, int ldc);
+/* the same on the calling thread alone (one OpenBLAS call) */
+void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
+                 float *C, int ldc);
+/* out (N, OUT) = inp (N, IN) w^T (+ bias), or += where acc */
+void model_linear(float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
+/* out (N, OUT) += bias (OUT) on every row */
+void model_add_bias(float *out, const float *bias, int N, int OUT);
+/* dbias (OUT) += the column sums of dout (N, OUT) */
+void model_bias_backward(float *dbias, const float *dout, int N, int OUT);
+/* dst (n) = src, by the threads */
+void model_copy(float *dst, const float *src, size_t n);
+/* out (N, C) = RMSNorm(inp) w, rstd (N) its 1/rms */
+void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps);
+/* dinp (N, C) += (or = where !acc) RMSNorm's input gradient, dw (C) +=
+ * its weight's; part (threads, C) is scratch */
+void model_rmsnorm_backward(float *dinp, float *dw, float *part, const float *dout, const float *inp, const float *w,
+                            const float *rstd, int N, int C, bool acc);
+/* h (n) = silu(g) * u */
+void model_swiglu(float *h, const float *g, const float *u, size_t n);
+/* rotate_half RoPE in place on x (N, H, HD) at positions pos (N), and
+ * its backward (the turn undone) */
+void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
+void model_rope_backward(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
+
+/* an fp32 array of the CPU workspaces and the floats it takes (0: none,
+ * and the pointer NULL) */
+typedef struct {
+    float **p;
+    size_t n;
+} model_array_t;
+
+/* the fp32 activations and backward scratch of a batch of B x T, every
+ * one (the reference keeps them all; forward_bf16.c leaves some out):
+ * MODEL_ACTS_ARRAYS entries into t. Sets ln_all and y_all */
+#define MODEL_ACTS_ARRAYS 34
+void model_acts_arrays(model_t *m, int B, int T, model_array_t *t);
+/* points the n arrays of t into base (when not NULL), each from a
+ * 64-byte boundary, from float `at` on; the float after the last */
+size_t model_arrays_place(const model_array_t *t, int n, float *base, size_t at);
+
+/* lays out a CPU path's workspaces from base (when not NULL); the
+ * floats they take */
+typedef size_t model_layout_fn(model_t *m, float *base, int B, int T);
+
+/* the batch the forward pass runs and the backward pass reads: room for
+ * the workspaces (laid out by layout), the tokens, targets, RoPE
+ * positions and (packed) segment starts of B x T. 0, or -1 after a line
+ * on stderr (out of memory, start not a packed layout) */
+int model_set_batch(model_t *m, model_layout_fn *layout, const int *tokens, const int *targets, const int *start, int B,
+                    int T, float temperature);
+/* a.x's first layer: the batch's embedding rows; and the backward of
+ * that, ga.dx into dw.wte */
+void model_embed(model_t *m);
+void model_embed_backward(model_t *m);
+/* the lm_head's loss side over rows [r0, r0 + n) of the batch, whose
+ * logits lg (n, V) hold: their log-probs into logp (and a.lse, for
+ * backward); then, in backward, the log-probs' gradient dlogp by the
+ * logits into lg */
+void model_logp_rows(model_t *m, const float *lg, int r0, int n, float *logp);
+void model_logp_rows_backward(model_t *m, float *lg, int r0, int n, const float *dlogp);
+
+/* layer l's slices of the weights (or of their gradients); NULL for a
+ * tensor the config lacks */
+typedef struct {
+    float *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *qn, *kn, *wo, *bo, *ln2, *wg, *wu, *wd;
+} model_layer_weights_t;
+model_layer_weights_t model_layer_weights(const model_weights_t *w, const model_config_t *c, int l);
+
+/* layer l's slices of the activations (model_acts_t) of N positions: of
+ * an array that holds one layer's (ln_all, y_all; h), the whole */
+typedef struct {
+    float *x;       // (N, C) residual stream entering the layer
+    float *ln1;     // (N, C)
+    float *r1;      // (N)
+    float *qp, *kp; // (N, NH*HD), (N, NKV*HD) q_proj's, k_proj's outputs (Qwen3: before the norms, else q, k)
+    float *rq, *rk; // (N, NH), (N, NKV) Qwen3's q_norm, k_norm 1/rms
+    float *q, *k;   // (N, NH*HD), (N, NKV*HD) after norm and RoPE
+    float *v;       // (N, NKV*HD)
+    float *y;       // (N, NH*HD) attention output
+    float *xm;      // (N, C) residual after attention
+    float *ln2;     // (N, C)
+    float *r2;      // (N)
+    float *g, *u;   // (N, FF) gate_proj, up_proj outputs
+    float *h;       // (N, FF) silu(g) * u
+    float *xn;      // (N, C) residual stream leaving the layer
+} model_layer_acts_t;
+model_layer_acts_t model_layer_acts(const model_acts_t *a, const model_config_t *c, size_t N, int l);
+
+/* the CPU paths behind the backend table: forward.c's fp32 reference
+ * and forward_bf16.c's cpu-bf16 (model.h's model_forward_packed and
+ * model_backward; linear is the table's), generate.c's generation for
+ * both */
+int model_cpu_forward(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
+                      float temperature, float *logp, float *logits);
+void model_cpu_backward(model_t *m, const float *dlogp);
+int model_bf16_forward(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
+                       float temperature, float *logp, float *logits);
+void model_bf16_backward(model_t *m, const float *dlogp);
+void model_bf16_linear(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT,
+                       bool acc);
+int model_cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                       int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths);
 /* vec.c: loops with e^x, vectorized (see there) */
 void model_swiglu_loop(float *h, const float *g, const float *u, size_t n);
 void model_swiglu_backward_loop(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);
@@ -259,15 +397,6 @@ void model_bf16_round(uint16_t *dst, const float *src, size_t n);
 /* p (T) = softmax(scale p) over its first n (0 < n <= T), zeros after,
  * and its bf16 rounding into p16 (needs model_avx512bf16_available()) */
 void model_softmax_causal(float *p, uint16_t *p16, int n, int T, float scale);
-/* whether a matmul of a bf16 model goes to the bf16 kernel: it needs a
- * few 32 x 32 blocks of C to pay for the packing */
-static inline bool model_bf16_takes(bool bf16, int M, int N, int K)
-{
-    return bf16 && M > MODEL_FEW_ROWS && (double)M * N * K >= MODEL_BF16_MIN;
-}
-void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps);
-void model_swiglu(float *h, const float *g, const float *u, size_t n);
-void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
 /* a model with zeroed parameters, or NULL with err naming where */
 model_t *model_new_empty(const model_config_t *cfg, const char *where, char *err, size_t errlen);
 size_t model_num_params_of(const model_config_t *cfg);

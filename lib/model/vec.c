@@ -59,8 +59,9 @@ CLONES void model_softmax_grad_row(float *x, int n, float scale, float lse, floa
     for (int i = 0; i < n; i++) x[i] = -d * fastexp(x[i] * scale - lse) * scale;
 }
 
-/* The row kernels of forward.c's loops: built here for the wider vectors
- * too (forward.c is built for the baseline alone) */
+/* The row kernels of forward.c's and forward_bf16.c's loops: built here
+ * for the wider vectors too (those files are built for the baseline
+ * alone) */
 
 CLONES float model_rms_inv(const float *restrict x, int n, float eps)
 {
