@@ -646,6 +646,7 @@ static void ws_layout(const model_config_t *cf, int chunk, int B, int T, model_a
     size_t N = (size_t)B * T, L = cf->L, C = cf->C, QD = (size_t)cf->NH * cf->HD, KD = (size_t)cf->NKV * cf->HD;
     size_t FF = cf->FF, q3 = cf->type == MODEL_QWEN3, ch = chunk_rows(chunk, cf->V, (int)N);
     size_t ds = (size_t)B * cf->NH * T * T;
+    a->ln_all = a->y_all = false; /* one layer's ln1, ln2 and y */
     struct {
         float **p;
         size_t n;
@@ -766,34 +767,27 @@ static void layer_forward(cuda_model_t *c, int l, int B, int T)
 {
     const model_config_t *cf = &c->m->cfg;
     int N = B * T, C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD;
-    const model_weights_t *w = &c->w;
-    model_acts_t *a = &c->a;
-    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD, nf = (size_t)l * N * FF;
-    float *x = a->x + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
-    rmsnorm_forward(c, a->ln1, a->r1 + (size_t)l * N, x, w->ln1 + (size_t)l * C, N, C);
-    float *qp = cf->type == MODEL_QWEN3 ? a->qpre + nq : q;
-    float *kp = cf->type == MODEL_QWEN3 ? a->kpre + nk : k;
-    matmul_forward(c, qp, a->ln1, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, N, C, QD, false);
-    matmul_forward(c, kp, a->ln1, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, N, C, KD, false);
-    matmul_forward(c, v, a->ln1, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, N, C, KD, false);
+    model_layer_weights_t w = model_layer_weights(&c->w, cf, l);
+    model_layer_acts_t a = model_layer_acts(&c->a, cf, N, l);
+    rmsnorm_forward(c, a.ln1, a.r1, a.x, w.ln1, N, C);
+    matmul_forward(c, a.qp, a.ln1, w.wq, w.bq, N, C, QD, false);
+    matmul_forward(c, a.kp, a.ln1, w.wk, w.bk, N, C, KD, false);
+    matmul_forward(c, a.v, a.ln1, w.wv, w.bv, N, C, KD, false);
     if (cf->type == MODEL_QWEN3) {
-        rmsnorm_forward(c, q, a->rq + (size_t)l * N * cf->NH, qp, w->qn + (size_t)l * HD, N * cf->NH, HD);
-        rmsnorm_forward(c, k, a->rk + (size_t)l * N * cf->NKV, kp, w->kn + (size_t)l * HD, N * cf->NKV, HD);
+        rmsnorm_forward(c, a.q, a.rq, a.qp, w.qn, N * cf->NH, HD);
+        rmsnorm_forward(c, a.k, a.rk, a.kp, w.kn, N * cf->NKV, HD);
     }
-    rope(c, q, c->pos, N, cf->NH, 1.0f);
-    rope(c, k, c->pos, N, cf->NKV, 1.0f);
-    float *xm = a->xm + nc;
-    attention_forward(c, a->y, q, k, v, B, T);
-    CK(cudaMemcpyAsync(xm, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-    matmul_forward(c, xm, a->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, N, QD, C, true);
-    float *g = a->g + nf, *u = a->u + nf;
-    rmsnorm_forward(c, a->ln2, a->r2 + (size_t)l * N, xm, w->ln2 + (size_t)l * C, N, C);
-    matmul_forward(c, g, a->ln2, w->wg + (size_t)l * FF * C, NULL, N, C, FF, false);
-    matmul_forward(c, u, a->ln2, w->wu + (size_t)l * FF * C, NULL, N, C, FF, false);
-    swiglu(c, a->h, g, u, (size_t)N * FF);
-    float *xn = a->x + nc + (size_t)N * C;
-    CK(cudaMemcpyAsync(xn, xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-    matmul_forward(c, xn, a->h, w->wd + (size_t)l * C * FF, NULL, N, FF, C, true);
+    rope(c, a.q, c->pos, N, cf->NH, 1.0f);
+    rope(c, a.k, c->pos, N, cf->NKV, 1.0f);
+    attention_forward(c, a.y, a.q, a.k, a.v, B, T);
+    CK(cudaMemcpyAsync(a.xm, a.x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+    matmul_forward(c, a.xm, a.y, w.wo, w.bo, N, QD, C, true);
+    rmsnorm_forward(c, a.ln2, a.r2, a.xm, w.ln2, N, C);
+    matmul_forward(c, a.g, a.ln2, w.wg, NULL, N, C, FF, false);
+    matmul_forward(c, a.u, a.ln2, w.wu, NULL, N, C, FF, false);
+    swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
+    CK(cudaMemcpyAsync(a.xn, a.xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+    matmul_forward(c, a.xn, a.h, w.wd, NULL, N, FF, C, true);
 }
 
 int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, int B, int T, float temperature,
@@ -848,39 +842,29 @@ static void attention_layer_backward(cuda_model_t *c, int l)
     const model_config_t *cf = &c->m->cfg;
     int B = c->B, T = c->T, N = B * T;
     int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, HD = cf->HD;
-    const model_weights_t *w = &c->w;
-    model_weights_t *dw = &c->dw;
-    const model_acts_t *a = &c->a;
+    model_layer_weights_t w = model_layer_weights(&c->w, cf, l), dw = model_layer_weights(&c->dw, cf, l);
+    model_layer_acts_t a = model_layer_acts(&c->a, cf, N, l);
     model_grad_acts_t *ga = &c->ga;
-    size_t nc = (size_t)l * N * C, nq = (size_t)l * N * QD, nk = (size_t)l * N * KD;
-    const float *x = a->x + nc, *q = a->q + nq, *k = a->k + nk, *v = a->v + nk;
     /* the attention's probabilities and output again */
-    attention_forward(c, a->y, q, k, v, B, T);
-    matmul_backward(c, ga->dy, dw->wo + (size_t)l * C * QD, dw->bo ? dw->bo + (size_t)l * C : NULL, ga->dx, a->y,
-                    w->wo + (size_t)l * C * QD, N, QD, C, false);
+    attention_forward(c, a.y, a.q, a.k, a.v, B, T);
+    matmul_backward(c, ga->dy, dw.wo, dw.bo, ga->dx, a.y, w.wo, N, QD, C, false);
     attention_backward(c, ga->dq, ga->dk, ga->dv, ga->dy, B, T);
     rope(c, ga->dq, c->pos, N, cf->NH, -1.0f);
     rope(c, ga->dk, c->pos, N, cf->NKV, -1.0f);
     float *dq = ga->dq, *dk = ga->dk;
     if (cf->type == MODEL_QWEN3) {
         /* dy is free again: it takes dq before q_norm, dk2 dk */
-        rmsnorm_backward(c, ga->dy, dw->qn + (size_t)l * HD, ga->dq, a->qpre + nq, w->qn + (size_t)l * HD,
-                         a->rq + (size_t)l * N * cf->NH, N * cf->NH, HD, false);
-        rmsnorm_backward(c, ga->dk2, dw->kn + (size_t)l * HD, ga->dk, a->kpre + nk, w->kn + (size_t)l * HD,
-                         a->rk + (size_t)l * N * cf->NKV, N * cf->NKV, HD, false);
+        rmsnorm_backward(c, ga->dy, dw.qn, ga->dq, a.qp, w.qn, a.rq, N * cf->NH, HD, false);
+        rmsnorm_backward(c, ga->dk2, dw.kn, ga->dk, a.kp, w.kn, a.rk, N * cf->NKV, HD, false);
         dq = ga->dy;
         dk = ga->dk2;
     }
     /* the attention's input again */
-    rmsnorm_forward(c, a->ln1, NULL, x, w->ln1 + (size_t)l * C, N, C);
-    matmul_backward(c, ga->dln, dw->wq + (size_t)l * QD * C, dw->bq ? dw->bq + (size_t)l * QD : NULL, dq, a->ln1,
-                    w->wq + (size_t)l * QD * C, N, C, QD, false);
-    matmul_backward(c, ga->dln, dw->wk + (size_t)l * KD * C, dw->bk ? dw->bk + (size_t)l * KD : NULL, dk, a->ln1,
-                    w->wk + (size_t)l * KD * C, N, C, KD, true);
-    matmul_backward(c, ga->dln, dw->wv + (size_t)l * KD * C, dw->bv ? dw->bv + (size_t)l * KD : NULL, ga->dv, a->ln1,
-                    w->wv + (size_t)l * KD * C, N, C, KD, true);
-    rmsnorm_backward(c, ga->dx, dw->ln1 + (size_t)l * C, ga->dln, x, w->ln1 + (size_t)l * C, a->r1 + (size_t)l * N, N,
-                     C, true);
+    rmsnorm_forward(c, a.ln1, NULL, a.x, w.ln1, N, C);
+    matmul_backward(c, ga->dln, dw.wq, dw.bq, dq, a.ln1, w.wq, N, C, QD, false);
+    matmul_backward(c, ga->dln, dw.wk, dw.bk, dk, a.ln1, w.wk, N, C, KD, true);
+    matmul_backward(c, ga->dln, dw.wv, dw.bv, ga->dv, a.ln1, w.wv, N, C, KD, true);
+    rmsnorm_backward(c, ga->dx, dw.ln1, ga->dln, a.x, w.ln1, a.r1, N, C, true);
 }
 
 /* the MLP half of layer l's backward pass: ga->dx holds the gradient of the
@@ -889,25 +873,19 @@ static void mlp_layer_backward(cuda_model_t *c, int l)
 {
     const model_config_t *cf = &c->m->cfg;
     int N = c->B * c->T, C = cf->C, FF = cf->FF;
-    const model_weights_t *w = &c->w;
-    model_weights_t *dw = &c->dw;
-    const model_acts_t *a = &c->a;
+    model_layer_weights_t w = model_layer_weights(&c->w, cf, l), dw = model_layer_weights(&c->dw, cf, l);
+    model_layer_acts_t a = model_layer_acts(&c->a, cf, N, l);
     model_grad_acts_t *ga = &c->ga;
-    size_t nc = (size_t)l * N * C, nf = (size_t)l * N * FF;
-    const float *xm = a->xm + nc, *g = a->g + nf, *u = a->u + nf;
     /* the MLP's input and hidden activation again */
-    rmsnorm_forward(c, a->ln2, NULL, xm, w->ln2 + (size_t)l * C, N, C);
-    swiglu(c, a->h, g, u, (size_t)N * FF);
-    matmul_backward(c, ga->dh, dw->wd + (size_t)l * C * FF, NULL, ga->dx, a->h, w->wd + (size_t)l * C * FF, N, FF, C,
-                    false);
-    swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, g, u, (size_t)N * FF);
+    rmsnorm_forward(c, a.ln2, NULL, a.xm, w.ln2, N, C);
+    swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
+    matmul_backward(c, ga->dh, dw.wd, NULL, ga->dx, a.h, w.wd, N, FF, C, false);
+    swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, a.g, a.u,
+                                                                        (size_t)N * FF);
     launched(c, "swiglu_backward_kernel");
-    matmul_backward(c, ga->dln, dw->wg + (size_t)l * FF * C, NULL, ga->dg, a->ln2, w->wg + (size_t)l * FF * C, N, C, FF,
-                    false);
-    matmul_backward(c, ga->dln, dw->wu + (size_t)l * FF * C, NULL, ga->du, a->ln2, w->wu + (size_t)l * FF * C, N, C, FF,
-                    true);
-    rmsnorm_backward(c, ga->dx, dw->ln2 + (size_t)l * C, ga->dln, xm, w->ln2 + (size_t)l * C, a->r2 + (size_t)l * N, N,
-                     C, true);
+    matmul_backward(c, ga->dln, dw.wg, NULL, ga->dg, a.ln2, w.wg, N, C, FF, false);
+    matmul_backward(c, ga->dln, dw.wu, NULL, ga->du, a.ln2, w.wu, N, C, FF, true);
+    rmsnorm_backward(c, ga->dx, dw.ln2, ga->dln, a.xm, w.ln2, a.r2, N, C, true);
 }
 
 void cuda_model_backward(cuda_model_t *c, const float *dlogp)
@@ -1095,19 +1073,17 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
     embed_forward_kernel<<<grid_for((size_t)R * C), 256, 0, c->st>>>(ws->x, w->wte, ws->tok, R, C);
     launched(c, "embed_forward_kernel");
     for (int l = 0; l < cf->L; l++) {
-        rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln1 + (size_t)l * C, R, C);
-        matmul_forward(c, ws->q, ws->ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R, C, QD,
-                       false);
-        matmul_forward(c, ws->k, ws->ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R, C, KD,
-                       false);
-        matmul_forward(c, ws->v, ws->ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R, C, KD,
-                       false);
+        model_layer_weights_t lw = model_layer_weights(w, cf, l);
+        rmsnorm_forward(c, ws->ln, NULL, ws->x, lw.ln1, R, C);
+        matmul_forward(c, ws->q, ws->ln, lw.wq, lw.bq, R, C, QD, false);
+        matmul_forward(c, ws->k, ws->ln, lw.wk, lw.bk, R, C, KD, false);
+        matmul_forward(c, ws->v, ws->ln, lw.wv, lw.bv, R, C, KD, false);
         if (cf->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q, then k */
             CK(cudaMemcpyAsync(ws->y, ws->q, (size_t)R * QD * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-            rmsnorm_forward(c, ws->q, NULL, ws->y, w->qn + (size_t)l * HD, R * cf->NH, HD);
+            rmsnorm_forward(c, ws->q, NULL, ws->y, lw.qn, R * cf->NH, HD);
             CK(cudaMemcpyAsync(ws->y, ws->k, (size_t)R * KD * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-            rmsnorm_forward(c, ws->k, NULL, ws->y, w->kn + (size_t)l * HD, R * cf->NKV, HD);
+            rmsnorm_forward(c, ws->k, NULL, ws->y, lw.kn, R * cf->NKV, HD);
         }
         rope(c, ws->q, ws->pos, R, cf->NH, 1.0f);
         rope(c, ws->k, ws->pos, R, cf->NKV, 1.0f);
@@ -1121,13 +1097,12 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
         attention_cached_kernel<<<dim3(R, cf->NH), 128, smem, c->st>>>(ws->y, ws->q, kc, vc, ws->slot, ws->pos,
                                                                        ws->maxT, cf->NH, cf->NKV, HD);
         launched(c, "attention_cached_kernel");
-        matmul_forward(c, ws->x, ws->y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD, C,
-                       true);
-        rmsnorm_forward(c, ws->ln, NULL, ws->x, w->ln2 + (size_t)l * C, R, C);
-        matmul_forward(c, ws->g, ws->ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
-        matmul_forward(c, ws->u, ws->ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
+        matmul_forward(c, ws->x, ws->y, lw.wo, lw.bo, R, QD, C, true);
+        rmsnorm_forward(c, ws->ln, NULL, ws->x, lw.ln2, R, C);
+        matmul_forward(c, ws->g, ws->ln, lw.wg, NULL, R, C, FF, false);
+        matmul_forward(c, ws->u, ws->ln, lw.wu, NULL, R, C, FF, false);
         swiglu(c, ws->g, ws->g, ws->u, (size_t)R * FF);
-        matmul_forward(c, ws->x, ws->g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
+        matmul_forward(c, ws->x, ws->g, lw.wd, NULL, R, FF, C, true);
     }
     rmsnorm_forward(c, ws->ln, NULL, ws->x + (size_t)(R - nlog) * C, w->lnf, nlog, C);
     matmul_forward(c, ws->logits, ws->ln, lm_weight(c), NULL, nlog, C, cf->V, false);
