@@ -106,7 +106,7 @@ static void draw_external(sampler_t *s)
         int known = sampler_source_key(s, got[i].node, pub);
         if (known < 0) continue;
         if (screen_entry(s->screen, got[i].data, got[i].len, got[i].node, known ? pub : NULL) != SCREEN_OK) continue;
-        /* pool_sample hands out 16-byte aligned copies, and the signature
+        /* pool_draw hands out 16-byte aligned copies, and the signature
          * before the record is 64 bytes */
         const uint8_t *rec = (const uint8_t *)got[i].data + IDENTITY_SIGNATURE_BYTES;
         size_t rec_len = got[i].len - IDENTITY_SIGNATURE_BYTES;

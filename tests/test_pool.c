@@ -1,10 +1,10 @@
-/* The rollout pool against a real redis-server on a free port: round trip,
- * a node never samples its own entries, the per-node bound, uniformity over
- * other nodes' entries (chi-square over 10^5 draws), keys a hostile node
- * could plant, node keys (first come, trust on first use, each draw naming
- * its node), freshness (pool_draw: only the window, never an entry twice,
- * memory bounded by the window, each entry's age), and Redis going away
- * and coming back. */
+/* The swarm's pool against a real redis-server on a free port: round
+ * trip, a node never draws its own entries, the per-node bound, uniformity
+ * over other nodes' entries (chi-square over the first draws of 500
+ * pools), keys a hostile node could plant, node keys (first come, trust on
+ * first use, each draw naming its node), freshness (pool_draw: only the
+ * window, never an entry twice, memory bounded by the window, each entry's
+ * age), and Redis going away and coming back. */
 #include "check.h"
 #include "node/identity.h"
 #include "pool/pool.h"
@@ -24,6 +24,14 @@ static pool_t *fresh_pool(int max_per_node)
     pool_t *p = pool_new(rs.url, swarm, max_per_node, err, sizeof err);
     if (!p) fprintf(stderr, "pool_new: %s\n", err);
     return p;
+}
+
+/* A second pool on the same swarm prefix as the last fresh_pool (another node's view). */
+static pool_t *same_swarm(int max_per_node)
+{
+    char swarm[32], err[256];
+    snprintf(swarm, sizeof swarm, "t%d", swarm_no);
+    return pool_new(rs.url, swarm, max_per_node, err, sizeof err);
 }
 
 /* Publishes count records "node/i" for i in [first, first + count), in
@@ -53,12 +61,12 @@ static void test_round_trip(void)
     EXPECT(pool_size_total(p) == 3 && pool_size_node(p, "a") == 3 && pool_size_node(p, "b") == 0);
     pool_entry_t *e = NULL;
     char err[256];
-    int n = pool_sample(p, "b", 10, &e, err, sizeof err);
-    EXPECTF(n == 10, "sampled %d: %s", n, n < 0 ? err : "");
+    int n = pool_draw(p, "b", 10, &e, err, sizeof err), seen[3] = {0};
+    EXPECTF(n == 3, "drew %d: %s", n, n < 0 ? err : "");
     for (int i = 0; i < n; i++) {
-        int ok = e[i].len == 3 && (memcmp(e[i].data, "a/0", 3) == 0 || memcmp(e[i].data, "a/1", 3) == 0 ||
-                                   memcmp(e[i].data, "a/2", 3) == 0);
-        EXPECTF(ok, "record %.*s", (int)e[i].len, (char *)e[i].data);
+        const char *rec = e[i].data;
+        int no = e[i].len == 3 && memcmp(rec, "a/", 2) == 0 ? rec[2] - '0' : -1;
+        EXPECTF(no >= 0 && no < 3 && !seen[no]++, "record %.*s", (int)e[i].len, rec);
         EXPECT(((uintptr_t)e[i].data & 15) == 0);
     }
     pool_entries_free(e, n);
@@ -67,7 +75,7 @@ static void test_round_trip(void)
     for (size_t i = 0; i < sizeof bin; i++) bin[i] = (uint8_t)(i * 7);
     pool_t *q = fresh_pool(100);
     EXPECT(pool_publish(q, "c", 0, bin, sizeof bin, err, sizeof err) == 0);
-    n = pool_sample(q, "a", 1, &e, err, sizeof err);
+    n = pool_draw(q, "a", 1, &e, err, sizeof err);
     EXPECT(n == 1 && e[0].len == sizeof bin && memcmp(e[0].data, bin, sizeof bin) == 0);
     pool_entries_free(e, n);
     pool_destroy(&q);
@@ -91,11 +99,12 @@ static void test_hostile_keys(void)
     freeReplyObject(redisCommand(c, "SET %s 1000000", key));
     snprintf(key, sizeof key, "t%d:nodes", swarm_no);
     freeReplyObject(redisCommand(c, "SADD %s junk liar", key));
-    /* the liar weighs at most the bound (20) but holds nothing: most draws
-     * are empty, none fails, and the honest node still comes out */
+    /* the liar weighs at most the bound (20) but holds nothing: its draws
+     * are missing, none fails, and the honest node's entries all come out */
     pool_entry_t *e = NULL;
-    int n = pool_sample(p, "me", 200, &e, err, sizeof err);
-    EXPECTF(n > 0 && n < 200, "sampled %d: %s", n, n < 0 ? err : "");
+    int n = pool_draw(p, "me", 200, &e, err, sizeof err);
+    EXPECTF(n == 4, "drew %d: %s", n, n < 0 ? err : "");
+    for (int i = 0; i < n; i++) EXPECT(strcmp(e[i].node, "honest") == 0);
     pool_entries_free(e, n);
     EXPECT(pool_size_node(p, "junk") == 0);
     /* an entry over the client's record limit stays in Redis */
@@ -104,8 +113,8 @@ static void test_hostile_keys(void)
     pool_t *q = fresh_pool(10);
     EXPECT(pool_publish(q, "b", 0, big, sizeof big, err, sizeof err) == 0);
     pool_limit_record(q, 1000);
-    n = pool_sample(q, "me", 3, &e, err, sizeof err);
-    EXPECT(n == 3 && e[0].data == NULL && e[0].len == sizeof big);
+    n = pool_draw(q, "me", 3, &e, err, sizeof err);
+    EXPECT(n == 1 && e[0].data == NULL && e[0].len == sizeof big);
     pool_entries_free(e, n);
     /* the swarm's bound, set by the operator, beats a publisher's own */
     snprintf(key, sizeof key, "t%d:max_per_node", swarm_no);
@@ -126,18 +135,21 @@ static void test_never_own(void)
     EXPECT(publish(p, "a", 0, 100) == 0);
     pool_entry_t *e = NULL;
     char err[256];
-    EXPECT(pool_sample(p, "a", 20, &e, err, sizeof err) == 0);
+    EXPECT(pool_draw(p, "a", 20, &e, err, sizeof err) == 0);
     pool_entries_free(e, 0);
     EXPECT(publish(p, "b", 0, 5) == 0);
     long own = 0, total = 0;
     for (int round = 0; round < 50; round++) {
-        int n = pool_sample(p, "a", 40, &e, err, sizeof err);
-        EXPECT(n == 40);
+        pool_t *q = same_swarm(1000);
+        pool_seed(q, (uint64_t)round + 1);
+        int n = pool_draw(q, "a", 40, &e, err, sizeof err);
+        EXPECT(n == 5);
         for (int i = 0; i < n; i++) own += e[i].len < 2 || memcmp(e[i].data, "b/", 2) != 0;
         total += n;
         pool_entries_free(e, n);
+        pool_destroy(&q);
     }
-    EXPECTF(own == 0, "%ld of %ld sampled records were the caller's own", own, total);
+    EXPECTF(own == 0, "%ld of %ld drawn records were the caller's own", own, total);
     EXPECT(pool_publish(p, "x:n:a", 0, "r", 1, err, sizeof err) == -1 && strstr(err, "node id"));
     pool_destroy(&p);
 }
@@ -150,8 +162,8 @@ static void test_bound(void)
     EXPECT(pool_size_node(p, "a") == 10 && pool_size_node(p, "b") == 4 && pool_size_total(p) == 14);
     pool_entry_t *e = NULL;
     char err[256];
-    int n = pool_sample(p, "b", 500, &e, err, sizeof err);
-    EXPECT(n == 500);
+    int n = pool_draw(p, "b", 500, &e, err, sizeof err);
+    EXPECT(n == 10);
     int old = 0;
     for (int i = 0; i < n; i++) {
         char s[16] = {0};
@@ -173,8 +185,8 @@ static void test_bound(void)
     }
     EXPECT(pool_publish_many(p, "c", 0, ptrs, lens, 25, err, sizeof err) == 0);
     EXPECT(pool_size_node(p, "c") == 10);
-    n = pool_sample(p, "a", 200, &e, err, sizeof err);
-    EXPECT(n == 200);
+    n = pool_draw(p, "a", 200, &e, err, sizeof err);
+    EXPECT(n == 10);
     old = 0;
     for (int i = 0; i < n; i++) {
         char s[16] = {0};
@@ -186,29 +198,34 @@ static void test_bound(void)
     pool_destroy(&p);
 }
 
-/* Nodes with 30, 70 and 20 entries besides the caller's 40: every one of
- * the 120 others' entries must come up equally often. Picking a node
- * uniformly and then an entry would not pass. */
+/* Nodes with 30, 70 and 20 entries besides the caller's 40: the first K
+ * draws of a fresh pool take every one of the 120 others' entries equally
+ * often (each with chance K / 120), over 500 pools. Picking a node
+ * uniformly and then an entry would not pass. Draws without replacement
+ * within a pool only lower the chi-square, so its limit still holds. */
 static void test_uniform_chi_square(void)
 {
     pool_t *p = fresh_pool(1000);
     const char *nodes[] = {"self", "x", "y", "z"};
     int counts[] = {40, 30, 70, 20};
     for (int i = 0; i < 4; i++) EXPECT(publish(p, nodes[i], 0, counts[i]) == 0);
-    pool_seed(p, 12345);
-    enum { CELLS = 120, DRAWS = 100000, K = 100 };
+    enum { CELLS = 120, POOLS = 500, K = 24 };
     long hist[CELLS] = {0}, own = 0, drawn = 0;
     char err[256];
-    for (int call = 0; call < DRAWS / K; call++) {
+    for (int i = 0; i < POOLS; i++) {
+        pool_t *q = same_swarm(1000);
+        pool_seed(q, 12345 + (uint64_t)i);
         pool_entry_t *e = NULL;
-        int n = pool_sample(p, "self", K, &e, err, sizeof err);
+        int n = pool_draw(q, "self", K, &e, err, sizeof err);
         if (n != K) {
-            EXPECTF(n == K, "pool_sample gave %d: %s", n, n < 0 ? err : "");
+            EXPECTF(n == K, "pool_draw gave %d: %s", n, n < 0 ? err : "");
+            pool_entries_free(e, n);
+            pool_destroy(&q);
             break;
         }
-        for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
             char s[16] = {0};
-            memcpy(s, e[i].data, e[i].len < 15 ? e[i].len : 15);
+            memcpy(s, e[j].data, e[j].len < 15 ? e[j].len : 15);
             int cell = s[0] == 'x' ? 0 : s[0] == 'y' ? 30 : s[0] == 'z' ? 100 : -1;
             if (cell < 0) {
                 own++;
@@ -218,9 +235,10 @@ static void test_uniform_chi_square(void)
             drawn++;
         }
         pool_entries_free(e, n);
+        pool_destroy(&q);
     }
-    EXPECT(own == 0 && drawn == DRAWS);
-    double expect = (double)DRAWS / CELLS, chi2 = 0;
+    EXPECT(own == 0 && drawn == POOLS * K);
+    double expect = (double)drawn / CELLS, chi2 = 0;
     for (int i = 0; i < CELLS; i++) chi2 += (hist[i] - expect) * (hist[i] - expect) / expect;
     /* the chi-square quantile at p = 1e-6 (z = 4.753) for CELLS - 1 degrees
      * of freedom, by the Wilson-Hilferty approximation: about 207 */
@@ -247,7 +265,7 @@ static void test_redis_restart(void)
     EXPECTF(strstr(err, where) != NULL, "error '%s' does not name %s", err, where);
     pool_entry_t *e = NULL;
     for (int i = 0; i < 20; i++) {
-        EXPECT(pool_sample(p, "b", 1, &e, err, sizeof err) == -1);
+        EXPECT(pool_draw(p, "b", 1, &e, err, sizeof err) == -1);
         EXPECT(pool_size_total(p) == -1);
     }
     EXPECTF(zclock_mono() - t0 < 3000, "41 calls to a stopped Redis took %d ms", (int)(zclock_mono() - t0));
@@ -263,7 +281,7 @@ static void test_redis_restart(void)
         if (rc != 0) zclock_sleep(100);
     }
     EXPECTF(rc == 0, "still failing 10 s after Redis came back: %s", err);
-    int n = pool_sample(p, "b", 1, &e, err, sizeof err);
+    int n = pool_draw(p, "b", 1, &e, err, sizeof err);
     EXPECT(n == 1 && e[0].len == 4 && memcmp(e[0].data, "back", 4) == 0);
     pool_entries_free(e, n);
     printf("  working again %.1f s after Redis restarted\n", (zclock_mono() - t1) / 1000.0);
@@ -271,8 +289,8 @@ static void test_redis_restart(void)
 }
 
 /* Each draw names the node it is stored under; an id too long to be a
- * node's (planted with plain commands) comes back as "". */
-static void test_sample_names_node(void)
+ * node's (planted with plain commands) is no one's, and never drawn. */
+static void test_draw_names_node(void)
 {
     pool_t *p = fresh_pool(100);
     EXPECT(publish(p, "a", 0, 3) == 0 && publish(p, "bb", 0, 3) == 0);
@@ -289,8 +307,8 @@ static void test_sample_names_node(void)
     redisFree(c);
     pool_entry_t *e = NULL;
     char err[256];
-    int n = pool_sample(p, "me", 200, &e, err, sizeof err);
-    EXPECTF(n == 200, "sampled %d: %s", n, n < 0 ? err : "");
+    int n = pool_draw(p, "me", 200, &e, err, sizeof err);
+    EXPECTF(n == 6, "drew %d: %s", n, n < 0 ? err : "");
     int seen_a = 0, seen_b = 0, seen_long = 0, wrong = 0;
     for (int i = 0; i < n; i++) {
         const char *rec = e[i].data;
@@ -299,8 +317,8 @@ static void test_sample_names_node(void)
         else if (!e[i].node[0]) seen_long++, wrong += rec[0] != 'x';
         else wrong++;
     }
-    EXPECTF(seen_a && seen_b && seen_long && !wrong, "a %d, bb %d, long id %d, wrong %d", seen_a, seen_b, seen_long,
-            wrong);
+    EXPECTF(seen_a == 3 && seen_b == 3 && !seen_long && !wrong, "a %d, bb %d, long id %d, wrong %d", seen_a, seen_b,
+            seen_long, wrong);
     pool_entries_free(e, n);
     pool_destroy(&p);
 }
@@ -361,14 +379,6 @@ static void test_bad_url(void)
     pool_t *p = pool_new(url, "s", 10, err, sizeof err);
     EXPECT(p && pool_publish(p, "a", 0, "r", 1, err, sizeof err) == -1 && strstr(err, "redis 127.0.0.1"));
     pool_destroy(&p);
-}
-
-/* A second pool on the same swarm prefix as p (another node's view). */
-static pool_t *same_swarm(int max_per_node)
-{
-    char swarm[32], err[256];
-    snprintf(swarm, sizeof swarm, "t%d", swarm_no);
-    return pool_new(rs.url, swarm, max_per_node, err, sizeof err);
 }
 
 /* the number i of a record "node/i" */
@@ -789,11 +799,8 @@ static void test_draw_hostile(void)
     pool_entries_free(e, n);
     pool_health(q, &missing, &bad);
     EXPECTF(missing == 106, "%ld missing", missing);
-    /* sizing and the plain sample survive the wrong types too */
+    /* sizing survives the wrong types too */
     EXPECT(pool_size_total(q) >= 4);
-    n = pool_sample(q, "me", 50, &e, err, sizeof err);
-    EXPECTF(n >= 0, "pool_sample: %s", err);
-    pool_entries_free(e, n);
     /* an operator's bound of 0 (or junk) is ignored, not a stop */
     freeReplyObject(redisCommand(c, "SET %s:max_per_node 0", sw));
     EXPECT(publish_round(p, "honest", 6, 10, 1) == 0);
@@ -1087,7 +1094,7 @@ int main(void)
     RUN_TEST(test_never_own);
     RUN_TEST(test_hostile_keys);
     RUN_TEST(test_bound);
-    RUN_TEST(test_sample_names_node);
+    RUN_TEST(test_draw_names_node);
     RUN_TEST(test_node_keys);
     RUN_TEST(test_uniform_chi_square);
     RUN_TEST(test_draw_window);

@@ -1,11 +1,12 @@
 /* pool: looks at and feeds a swarm's Redis rollout pool.
  *   pool size [--redis URL] [--swarm S] [--node N]     live entries (all nodes, or one)
  *   pool sample [--redis URL] [--swarm S] [--exclude N] [--count K] [--window R]
- *                                                      K draws as JSON lines (records whose
- *                                                      signature verifies; others named on stderr);
- *                                                      with --window, as a node's SampleExternal
- *                                                      draws: fresh entries of the publishers'
- *                                                      last R rounds, without replacement
+ *                                                      up to K entries as JSON lines (records whose
+ *                                                      signature verifies; others named on stderr),
+ *                                                      drawn as a node's SampleExternal draws:
+ *                                                      without replacement, from every live entry,
+ *                                                      or with --window from the fresh entries of
+ *                                                      the publishers' last R rounds
  *   pool publish --node N [--key FILE] [--round R] [--redis URL] [--swarm S] FILE...
  *                                                      publishes record files as node N
  *                                                      in its round R (default 0)
@@ -167,8 +168,7 @@ static int cmd_sample(pool_t *pool, const args_t *o)
     int rc = 0;
     pool_entry_t *e;
     if (o->window) pool_window(pool, o->window, 0);
-    int n = o->window ? pool_draw(pool, o->exclude, o->count, &e, err, sizeof err)
-                      : pool_sample(pool, o->exclude, o->count, &e, err, sizeof err);
+    int n = pool_draw(pool, o->exclude, o->count, &e, err, sizeof err);
     if (n < 0) {
         fprintf(stderr, "pool: %s\n", err);
         rc = 1;

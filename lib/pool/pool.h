@@ -19,12 +19,11 @@
  *   S:n:N:stage:R:K  the node's output of stage K of round R (game mode,
  *                    pool_stage_publish), a string that expires
  * A node's entries are a contiguous range of sequence numbers, so an entry
- * drawn uniformly from a node is one random number and one HGET, and the
- * bound (oldest entries fall out) is a counter move. Sampling "uniform over
- * every other node's entries" picks the node with probability proportional
- * to its live count, then a uniform seq within it. Both run on the server as
- * Redis Functions (library "sapo_pool"), so each is atomic; the client draws
- * the uniform numbers, so a seeded client is reproducible. Every key of
+ * drawn from a node is one random number and one HGET, and the bound
+ * (oldest entries fall out) is a counter move. Publishing and reading a
+ * node's range run on the server as Redis Functions (library "sapo_pool",
+ * pool.lua), so each is atomic; the client draws the uniform numbers, so a
+ * seeded client is reproducible. Every key of
  * node N starts with S:n:N:, which is what per-node ACL users restrict
  * (scripts/acl.sh): such a user may not load functions, so an admin loads
  * them once (bin/pool with the admin's URL) and nodes only call them.
@@ -52,7 +51,7 @@ typedef struct pool pool_t;
 typedef struct {
     void *data; /* malloc'ed, 16-byte aligned entry as published */
     size_t len;
-    char node[64]; /* the node it is stored under ("" for an id too long to be one) */
+    char node[64]; /* the node it is stored under */
     /* pool_draw only: */
     uint64_t seq;        /* its number among the node's entries */
     uint64_t round;      /* the publisher's round when it was published */
@@ -112,15 +111,6 @@ double pool_peer_weight(pool_t *self, const char *node);
  * over the record limit comes back with data NULL and its length. */
 int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen);
 
-/* Draws k records (with replacement) uniformly from the entries of every
- * node but exclude_node (NULL excludes none); each node counts with at most
- * max_per_node (its newest), whatever its counters claim. Nodes draw with
- * pool_draw; this is bin/pool sample's look at a pool. Returns how many
- * were drawn (0 when there are none) with *out malloc'ed (free with
- * pool_entries_free), or -1 with err. An entry over the record limit (see
- * pool_limit_record) is not fetched: it comes back with data NULL and its
- * length in len. */
-int pool_sample(pool_t *self, const char *exclude_node, int k, pool_entry_t **out, char *err, size_t errlen);
 void pool_entries_free(pool_entry_t *e, int n);
 
 /* Registers pub (32 bytes) as node's public key unless one is registered:
@@ -152,11 +142,11 @@ long pool_size_node(pool_t *self, const char *node);
  * with err. */
 int pool_node_ok(const char *node, char *err, size_t errlen);
 
-/* entries larger than max_bytes are left in Redis by pool_sample and pool_draw
+/* entries larger than max_bytes are left in Redis by pool_draw
  * (default 16 MiB and a signature, the largest entry the pool takes) */
 void pool_limit_record(pool_t *self, size_t max_bytes);
 
-/* seeds the uniform numbers of pool_sample, pool_draw and pool_stage_read */
+/* seeds the uniform numbers of pool_draw and pool_stage_read */
 void pool_seed(pool_t *self, uint64_t seed);
 
 /* Stage outputs (game mode, issue 21). A round is played in stages, and

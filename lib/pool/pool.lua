@@ -171,9 +171,11 @@ local function live(prefix, exclude, cap)
   end
   return list, total, bad
 end
--- each draw is answered by the node it is stored under, then the
--- entry; one over max_bytes by its length, so the client counts it
--- without receiving it
+-- draws with replacement, uniform over every other node's live entries:
+-- what bin/pool sample of older builds calls (this one draws with
+-- pool_draw), kept for them. Each draw is answered by the node it is
+-- stored under, then the entry; one over max_bytes by its length, so the
+-- client counts it without receiving it
 redis.register_function{function_name = 'sapo_sample', flags = {'no-writes'}, callback = function(keys, args)
   local cap, max_bytes = tonumber(args[2]) or 1, tonumber(args[3]) or 0
   local list, total = live(string.sub(keys[1], 1, -2), args[1], cap)
