@@ -116,14 +116,14 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
  * sampler sent it on the learner's notice, which may reach this generator
  * a moment later. Waits for that version, up to stall-seconds. */
 static void await_version(wire_subscriber_t *notices_in, policy_t *pol, const config_t *cfg, const take_t *t,
-                          uint64_t *version, char *ckpt, size_t ckpt_len)
+                          uint64_t *version, char *checkpoint, size_t checkpoint_len)
 {
     uint64_t want = 0;
     for (int q = 0; q < t->n; q++)
         if (t->task[q].policy_version > want) want = t->task[q].policy_version;
     int64_t t0 = zclock_mono();
     while (!zsys_interrupted && *version < want && zclock_mono() - t0 < 1000L * cfg->stall_seconds)
-        if (version_follow(notices_in, 100, pol, version, NULL, ckpt, ckpt_len) == 1)
+        if (version_follow(notices_in, 100, pol, version, NULL, checkpoint, checkpoint_len) == 1)
             log_info("policy version %llu loaded", (unsigned long long)*version);
     if (*version < want)
         log_error("sampling with policy version %llu: version %llu, which the task asks for, did not come",
@@ -151,23 +151,23 @@ int main(int argc, char **argv)
 
     /* the first notice names the policy to start from */
     uint64_t version = UINT64_MAX;
-    char ckpt[4096] = "";
+    char checkpoint[4096] = "";
     log_info("waiting for the learner's policy notice");
     while (!zsys_interrupted && version == UINT64_MAX)
-        version_follow(notices_in, 1000, NULL, &version, NULL, ckpt, sizeof ckpt);
+        version_follow(notices_in, 1000, NULL, &version, NULL, checkpoint, sizeof checkpoint);
     if (zsys_interrupted) return 0;
-    policy_t *pol = policy_open(ckpt, cfg.system_prompt, err, sizeof err);
+    policy_t *pol = policy_open(checkpoint, cfg.system_prompt, err, sizeof err);
     if (!pol || model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0) log_fatal("%s", err);
-    log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, ckpt, pol->name,
+    log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, checkpoint, pol->name,
              model_num_params(pol->model));
 
     long done = 0;
     take_t t;
     while (!zsys_interrupted) {
-        if (version_follow(notices_in, 0, pol, &version, NULL, ckpt, sizeof ckpt) == 1)
+        if (version_follow(notices_in, 0, pol, &version, NULL, checkpoint, sizeof checkpoint) == 1)
             log_info("policy version %llu loaded", (unsigned long long)version);
         take(tasks, pol, &cfg, &t);
-        await_version(notices_in, pol, &cfg, &t, &version, ckpt, sizeof ckpt);
+        await_version(notices_in, pol, &cfg, &t, &version, checkpoint, sizeof checkpoint);
         if (t.n) done += roll_out(pol, &cfg, version, &t, out);
         /* acked once sent: a task in flight when the generator dies goes back to the queue */
         for (int q = 0; q < t.n; q++) {

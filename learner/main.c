@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "node/ckpt.h"
+#include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/learn.h"
 #include "node/metrics.h"
@@ -28,7 +28,7 @@
 #include "wire/wire.h"
 
 /* saves version v for the generators and announces it */
-static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t *pol, const ckpt_state_t *st)
+static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t *pol, const checkpoint_state_t *st)
 {
     char dir[PATH_MAX], old[PATH_MAX], err[512];
     snprintf(dir, sizeof dir, "%s/policy", cfg->run);
@@ -80,7 +80,7 @@ static void held_ack(held_t *h, wire_consumer_t *c)
 /* one node's learner: its policy, optimizer, streams and where it stands */
 typedef struct {
     config_t cfg;
-    ckpt_state_t st;
+    checkpoint_state_t st;
     policy_t *pol, *ref;
     adamw_t *opt;
     learn_t *learn;
@@ -116,7 +116,7 @@ static void open_model(learner_t *l)
 {
     const config_t *cfg = &l->cfg;
     char dir[PATH_MAX], path[PATH_MAX + 32], err[512];
-    int have = ckpt_latest(cfg->run, dir, sizeof dir, &l->st, err, sizeof err);
+    int have = checkpoint_latest(cfg->run, dir, sizeof dir, &l->st, err, sizeof err);
     if (have < 0) log_fatal("%s", err);
     char start[PATH_MAX];
     if (policy_start(cfg, start, sizeof start, err, sizeof err) != 0) log_fatal("%s", err);
@@ -167,7 +167,7 @@ static void open_streams(learner_t *l)
     /* rounds logged after the checkpoint resumed from come back from the
      * broker and are trained again (not logged again); those that do not
      * (a broker killed too) are lost, counted in the next metrics line */
-    l->logged = ckpt_last_logged_round(path, &l->logged_version);
+    l->logged = checkpoint_last_logged_round(path, &l->logged_version);
     if (l->logged > l->st.round)
         log_info("rounds %llu..%llu were trained after the checkpoint; training them again from their batches",
                  (unsigned long long)l->st.round + 1, (unsigned long long)l->logged);
@@ -178,7 +178,7 @@ static void open_streams(learner_t *l)
 /* appends the round's metrics line; `before` is the state the step was
  * taken from */
 static void log_metrics(learner_t *l, const rec_batch_view_t *b, const learn_stats_t *ls, double secs,
-                        ckpt_state_t before)
+                        checkpoint_state_t before)
 {
     char *line = metrics_line(l->cfg.node, l->pol->name, b, ls, l->st.policy_version, secs);
     /* against the last line logged: rounds it has that this
@@ -208,7 +208,7 @@ static bool apply_batch(learner_t *l, const rec_batch_view_t *b)
     /* a batch can go missing (a killed broker) or come late (one
      * requeued from a killed learner): rounds are never waited for,
      * and the gap is counted in the metrics line */
-    ckpt_state_t before = l->st;
+    checkpoint_state_t before = l->st;
     if (b->b.round - l->st.round > 1)
         log_info("round %llu comes before rounds %llu..%llu: they are skipped", (unsigned long long)b->b.round,
                  (unsigned long long)l->st.round + 1, (unsigned long long)b->b.round - 1);
@@ -258,7 +258,7 @@ static void hold_or_ack(learner_t *l, uint64_t id, bool applied)
     /* every checkpoint_every rounds, and whenever that many batches
      * wait (rounds can skip a multiple of it) */
     if (l->st.round % (uint64_t)l->hold == 0 || l->held.n >= l->hold) {
-        if (ckpt_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0)
+        if (checkpoint_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0)
             log_error("checkpoint of round %llu: %s", (unsigned long long)l->st.round, err);
         else held_ack(&l->held, l->batches);
     }
@@ -268,7 +268,8 @@ static void hold_or_ack(learner_t *l, uint64_t id, bool applied)
 static void shut_down(learner_t *l)
 {
     char err[512];
-    if (ckpt_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0) log_error("final checkpoint: %s", err);
+    if (checkpoint_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0)
+        log_error("final checkpoint: %s", err);
     else held_ack(&l->held, l->batches);
     log_info("stopping at round %llu", (unsigned long long)l->st.round);
     free(l->held.id);

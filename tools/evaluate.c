@@ -62,7 +62,7 @@ typedef struct {
     uint64_t due_round, due_version;
     bool due_ready, last_loaded;
     rec_policy_t last; /* the last round's notice, when it came while another version was due */
-    char last_ckpt[4096];
+    char last_checkpoint[4096];
 } judge_t;
 
 static void judge_notice(judge_t *j, const rec_policy_t *pn)
@@ -71,9 +71,9 @@ static void judge_notice(judge_t *j, const rec_policy_t *pn)
     bool last = j->cfg->rounds && pn->round >= (uint64_t)j->cfg->rounds;
     if (last && j->due_ready && !j->last_loaded && pn != &j->last) {
         /* the final version stays on disk: load it once the one due is scored */
-        snprintf(j->last_ckpt, sizeof j->last_ckpt, "%s", pn->checkpoint);
+        snprintf(j->last_checkpoint, sizeof j->last_checkpoint, "%s", pn->checkpoint);
         j->last = *pn;
-        j->last.checkpoint = j->last_ckpt;
+        j->last.checkpoint = j->last_checkpoint;
         j->last.node = NULL;
     }
     if (j->due_ready || j->last_loaded || (pn->round < j->next && !last)) return;

@@ -21,15 +21,15 @@ int version_follow(wire_subscriber_t *sub, int timeout_ms, policy_t *policy, uin
         if (!buf || rec_policy_view(buf, r->size, &pn, err, sizeof err) != 0) {
             log_error("dropped a policy notice: %s", buf ? err : "out of memory");
         } else if (pn.policy_version != *version) {
-            char ckpt[4096];
-            snprintf(ckpt, sizeof ckpt, "%s", pn.checkpoint);
-            if (policy && policy_reload(policy, ckpt, err, sizeof err) != 0) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s", pn.checkpoint);
+            if (policy && policy_reload(policy, path, err, sizeof err) != 0) {
                 log_error("policy version %llu: %s", (unsigned long long)pn.policy_version, err);
                 changed = changed ? changed : -1;
             } else {
                 *version = pn.policy_version;
                 if (round) *round = pn.round;
-                if (checkpoint) snprintf(checkpoint, checkpoint_len, "%s", ckpt);
+                if (checkpoint) snprintf(checkpoint, checkpoint_len, "%s", path);
                 changed = 1;
             }
         }

@@ -1,4 +1,5 @@
-/* Hugging Face checkpoint folders. A safetensors file is an 8-byte
+/* Hugging Face model folders, the form every policy is saved in: config.json
+ * and one or several safetensors files. A safetensors file is an 8-byte
  * little-endian header length, a JSON header mapping each tensor name to
  * {dtype, shape, data_offsets} (offsets relative to the end of the
  * header), then the raw little-endian data. Files are mmap'ed and each

@@ -1,4 +1,4 @@
-#include "node/ckpt.h"
+#include "node/checkpoint.h"
 #include "util/fs.h"
 
 #include <cjson/cJSON.h>
@@ -19,7 +19,7 @@ static const cJSON *policy_version_of(const cJSON *j)
     return v ? v : cJSON_GetObjectItemCaseSensitive(j, "version");
 }
 
-static int read_state(const char *dir, ckpt_state_t *st, char *err, size_t errlen)
+static int read_state(const char *dir, checkpoint_state_t *st, char *err, size_t errlen)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/state.json", dir);
@@ -47,7 +47,7 @@ static int read_state(const char *dir, ckpt_state_t *st, char *err, size_t errle
     return rc;
 }
 
-int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, char *err, size_t errlen)
+int checkpoint_latest(const char *run, char *dir, size_t dirlen, checkpoint_state_t *st, char *err, size_t errlen)
 {
     char link[PATH_MAX + 16], target[PATH_MAX];
     snprintf(link, sizeof link, "%s/ckpt/latest", run);
@@ -66,7 +66,7 @@ int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, cha
 }
 
 /* state.json of a checkpoint folder, flushed to disk */
-static int write_state(const char *dir, const ckpt_state_t *st, char *err, size_t errlen)
+static int write_state(const char *dir, const checkpoint_state_t *st, char *err, size_t errlen)
 {
     char path[PATH_MAX + 320];
     snprintf(path, sizeof path, "%s/state.json", dir);
@@ -101,8 +101,8 @@ static void prune(const char *run, int keep)
     if (n >= 0) free(list);
 }
 
-int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
-              size_t errlen)
+int checkpoint_save(const char *run, const policy_t *pol, const adamw_t *opt, const checkpoint_state_t *st, int keep,
+                    char *err, size_t errlen)
 {
     char dir[PATH_MAX], part[PATH_MAX + 8], path[PATH_MAX + 320], name[64];
     snprintf(dir, sizeof dir, "%s/ckpt", run);
@@ -111,7 +111,7 @@ int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ck
     snprintf(dir, sizeof dir, "%s/ckpt/%s", run, name);
     /* the same round saved again (the final save after a periodic one) is
      * the same state: only the link is renewed */
-    ckpt_state_t old;
+    checkpoint_state_t old;
     char ignored[256];
     if (read_state(dir, &old, ignored, sizeof ignored) == 0 && old.round == st->round &&
         old.policy_version == st->policy_version)
@@ -145,7 +145,7 @@ link:;
     return 0;
 }
 
-uint64_t ckpt_last_logged_round(const char *metrics_path, uint64_t *version)
+uint64_t checkpoint_last_logged_round(const char *metrics_path, uint64_t *version)
 {
     *version = 0;
     FILE *f = fopen(metrics_path, "r");

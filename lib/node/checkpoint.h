@@ -3,9 +3,10 @@
  * and run/<node>/ckpt/latest is a link to the newest complete one. A
  * checkpoint is written into r<round>.part and renamed, and the link is
  * replaced by rename too, so a learner killed at any moment leaves the
- * previous checkpoint intact. */
-#ifndef SAPO_CKPT_H
-#define SAPO_CKPT_H
+ * previous checkpoint intact. The folder keeps the name ckpt it always had,
+ * so that a learner resumes from a run folder of an older build. */
+#ifndef SAPO_CHECKPOINT_H
+#define SAPO_CHECKPOINT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,19 +16,19 @@
 typedef struct {
     uint64_t round;          /* last batch applied */
     uint64_t policy_version; /* updates applied */
-} ckpt_state_t;
+} checkpoint_state_t;
 
 /* 0 and the folder of the latest checkpoint in dir (run/<node>/ckpt),
  * 1 when there is none, -1 with err when it is unreadable. */
-int ckpt_latest(const char *run, char *dir, size_t dirlen, ckpt_state_t *st, char *err, size_t errlen);
+int checkpoint_latest(const char *run, char *dir, size_t dirlen, checkpoint_state_t *st, char *err, size_t errlen);
 
 /* Saves and points latest at it; keeps the newest `keep` checkpoints. */
-int ckpt_save(const char *run, const policy_t *pol, const adamw_t *opt, const ckpt_state_t *st, int keep, char *err,
-              size_t errlen);
+int checkpoint_save(const char *run, const policy_t *pol, const adamw_t *opt, const checkpoint_state_t *st, int keep,
+                    char *err, size_t errlen);
 
 /* The round (returned) and policy version (*version) of the last complete
  * line of the metrics file (0 when there is none). A learner that resumes from a checkpoint older than that has
  * lost the rounds in between: they are trained again, and it says so. */
-uint64_t ckpt_last_logged_round(const char *metrics_path, uint64_t *version);
+uint64_t checkpoint_last_logged_round(const char *metrics_path, uint64_t *version);
 
 #endif

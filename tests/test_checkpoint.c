@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "node/ckpt.h"
+#include "node/checkpoint.h"
 
 static char run[64];
 
@@ -44,18 +44,18 @@ static void checkpoint(const char *name, const char *state)
 static void test_latest_state(void)
 {
     char dir[512], err[256] = "";
-    ckpt_state_t st = {0};
-    EXPECT(ckpt_latest(run, dir, sizeof dir, &st, err, sizeof err) == 1);
+    checkpoint_state_t st = {0};
+    EXPECT(checkpoint_latest(run, dir, sizeof dir, &st, err, sizeof err) == 1);
     checkpoint("r00000005", "{\"round\": 5, \"policy_version\": 4}\n");
-    EXPECTF(ckpt_latest(run, dir, sizeof dir, &st, err, sizeof err) == 0, "%s", err);
+    EXPECTF(checkpoint_latest(run, dir, sizeof dir, &st, err, sizeof err) == 0, "%s", err);
     EXPECT(st.round == 5 && st.policy_version == 4);
     EXPECT(strstr(dir, "/ckpt/r00000005") != NULL);
     /* a checkpoint of a build before the rename */
     checkpoint("r00000007", "{\"round\": 7, \"version\": 6}\n");
-    EXPECTF(ckpt_latest(run, dir, sizeof dir, &st, err, sizeof err) == 0, "%s", err);
+    EXPECTF(checkpoint_latest(run, dir, sizeof dir, &st, err, sizeof err) == 0, "%s", err);
     EXPECT(st.round == 7 && st.policy_version == 6);
     checkpoint("r00000008", "{\"round\": 8}\n");
-    EXPECT(ckpt_latest(run, dir, sizeof dir, &st, err, sizeof err) == -1);
+    EXPECT(checkpoint_latest(run, dir, sizeof dir, &st, err, sizeof err) == -1);
     EXPECTF(strstr(err, "needs numbers round and policy_version") != NULL, "%s", err);
 }
 
@@ -64,15 +64,15 @@ static void test_last_logged_round(void)
     char path[256];
     uint64_t version = 99;
     snprintf(path, sizeof path, "%s/metrics.jsonl", run);
-    EXPECT(ckpt_last_logged_round(path, &version) == 0 && version == 0);
+    EXPECT(checkpoint_last_logged_round(path, &version) == 0 && version == 0);
     /* the last complete line counts; a line cut by a kill does not */
     write_file(path, "{\"round\":3,\"policy_version\":3}\n{\"round\":4,\"policy_version\":5}\n{\"round\":5,\"pol");
     version = 0;
-    EXPECT(ckpt_last_logged_round(path, &version) == 4);
+    EXPECT(checkpoint_last_logged_round(path, &version) == 4);
     EXPECT(version == 5);
     write_file(path, "{\"round\":9,\"version\":8}\n");
     version = 0;
-    EXPECT(ckpt_last_logged_round(path, &version) == 9);
+    EXPECT(checkpoint_last_logged_round(path, &version) == 9);
     EXPECT(version == 8);
 }
 
