@@ -1,4 +1,4 @@
-/* bench_records: encode + verify + decode of one rollout group (8
+/* bench_records: encode + verify + decode of one group (8
  * completions of ~200 tokens with token ids and log-probs, as a generator
  * sends them) per second, against the same content as JSON through cJSON
  * (print, then parse and read back). Medians of several timed runs;
@@ -24,7 +24,7 @@ static char texts[L][2048];
 static int32_t ids[L][T];
 static float lps[L][T];
 static rec_completion_t comps[L];
-static rec_rollout_t group;
+static rec_group_t group;
 
 static void make_group(void)
 {
@@ -46,7 +46,7 @@ static void make_group(void)
                                       .reward = (float)(i % 2),
                                       .finished = i % 3 != 0};
     }
-    group = (rec_rollout_t){
+    group = (rec_group_t){
         .node = "node-3",
         .policy_version = 812,
         .round = 811,
@@ -84,20 +84,20 @@ static void flatbuffers_once(size_t *bytes)
 {
     uint8_t *buf;
     size_t len;
-    if (rec_rollout_build(&group, &buf, &len)) {
+    if (rec_group_build(&group, &buf, &len)) {
         fprintf(stderr, "bench_records: build failed\n");
         exit(1);
     }
-    rec_rollout_view_t v;
+    rec_group_view_t v;
     char err[256];
-    if (rec_rollout_view(buf, len, &v, err, sizeof err)) {
+    if (rec_group_view(buf, len, &v, err, sizeof err)) {
         fprintf(stderr, "bench_records: %s\n", err);
         exit(1);
     }
     double acc = (double)strlen(v.r.task.question) + (double)strlen(v.r.task.metadata_json);
     for (size_t i = 0; i < v.r.n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(&v, i, &c);
+        rec_group_completion(&v, i, &c);
         acc += (double)strlen(c.text) + c.reward;
         for (size_t t = 0; t < c.n_tokens; t++) acc += c.token_ids[t] + c.logprobs[t];
     }
@@ -122,7 +122,7 @@ static void add_task(cJSON *o, const rec_task_t *t)
 
 static void cjson_once(size_t *bytes)
 {
-    const rec_rollout_t *r = &group;
+    const rec_group_t *r = &group;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "node", r->node);
     cJSON_AddNumberToObject(o, "policy_version", (double)r->policy_version);
@@ -217,9 +217,9 @@ int main(void)
     double fb = rate(flatbuffers_once, seconds, &fb_bytes);
     double js = rate(cjson_once, seconds, &json_bytes);
     printf("# one group: %zu bytes as a FlatBuffer, %zu bytes as JSON\n", fb_bytes, json_bytes);
-    printf("bench records_roundtrip: %.0f rollouts/s (cjson: %.0f rollouts/s, ratio %.1f)\n", fb, js, fb / js);
+    printf("bench records_roundtrip: %.0f groups/s (cjson: %.0f groups/s, ratio %.1f)\n", fb, js, fb / js);
     key = identity_new();
-    if (!key || rec_rollout_build(&group, &built, &built_len)) {
+    if (!key || rec_group_build(&group, &built, &built_len)) {
         fprintf(stderr, "bench_records: no key\n");
         return 1;
     }

@@ -28,16 +28,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rec_verify(buf, size, err, sizeof err);
     rec_task_t t;
     rec_task_view(buf, size, &t, err, sizeof err);
-    rec_rollout_view_t v;
-    if (rec_rollout_view(buf, size, &v, err, sizeof err) == 0) {
+    rec_group_view_t v;
+    if (rec_group_view(buf, size, &v, err, sizeof err) == 0) {
         rec_completion_t c;
-        for (size_t i = 0; i < v.r.n_completions; i++) rec_rollout_completion(&v, i, &c);
+        for (size_t i = 0; i < v.r.n_completions; i++) rec_group_completion(&v, i, &c);
         rec_completion_t *comps = calloc(v.r.n_completions + 1, sizeof *comps);
-        rec_rollout_t r;
-        rec_rollout_unpack(&v, &r, comps);
+        rec_group_t r;
+        rec_group_unpack(&v, &r, comps);
         uint8_t *out;
         size_t len;
-        if (rec_rollout_build(&r, &out, &len) == 0) rec_free(out);
+        if (rec_group_build(&r, &out, &len) == 0) rec_free(out);
         free(comps);
     }
     rec_batch_view_t b;

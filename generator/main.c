@@ -1,5 +1,5 @@
 /* generator: samples L completions per question with the node's current
- * policy and sends them on as one rollout record (policy version and
+ * policy and sends them on as one group record (policy version and
  * per-token log-probs included). Consumes the tasks stream, produces the
  * rollouts stream, follows the notices stream; any number can run, and a new
  * policy version is loaded between two batches without stopping. It takes
@@ -53,8 +53,8 @@ static void take(wire_consumer_t *tasks, const policy_t *pol, const config_t *cf
     }
 }
 
-/* L completions of each task taken, sampled together; one rollout record
- * each sent on. Each rollout's gen_ms is its share of the batch's time. */
+/* L completions of each task taken, sampled together; one group record
+ * each sent on. Each group's gen_ms is its share of the batch's time. */
 static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_t *t, wire_producer_t *out)
 {
     int L = cfg->completions, Q = t->n;
@@ -86,22 +86,22 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
                                            .n_logprobs = (size_t)c->n,
                                            .finished = c->finished};
             }
-            rec_rollout_t r = {.node = cfg->node,
-                               .policy_version = version,
-                               .round = t->task[q].round,
-                               .model = pol->name,
-                               .task = t->task[q],
-                               .completions = rc,
-                               .n_completions = (size_t)L,
-                               .created_ms = now_ms(),
-                               .gen_ms = gen_ms};
+            rec_group_t r = {.node = cfg->node,
+                             .policy_version = version,
+                             .round = t->task[q].round,
+                             .model = pol->name,
+                             .task = t->task[q],
+                             .completions = rc,
+                             .n_completions = (size_t)L,
+                             .created_ms = now_ms(),
+                             .gen_ms = gen_ms};
             uint8_t *buf = NULL;
             size_t len = 0;
-            if (rec_rollout_build(&r, &buf, &len) == 0) {
+            if (rec_group_build(&r, &buf, &len) == 0) {
                 wire_producer_send(out, buf, len);
                 sent++;
             } else {
-                log_error("dropped a task: rollout record too large");
+                log_error("dropped a task: group record too large");
             }
             rec_free(buf);
         }
@@ -176,7 +176,7 @@ int main(int argc, char **argv)
             free(t.copy[q]);
         }
     }
-    log_info("stopping after %ld rollouts", done);
+    log_info("stopping after %ld groups", done);
     policy_destroy(&pol);
     wire_producer_destroy(&out);
     wire_consumer_destroy(&tasks);

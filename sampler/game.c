@@ -260,12 +260,12 @@ static void start_stage(game_t *g)
 /* a group of ours, back from a verifier: kept when it is of this stage */
 static void on_scored(game_t *g, const wire_record_t *r)
 {
-    rec_rollout_view_t v;
+    rec_group_view_t v;
     char err[512];
     void *buf = malloc(r->size ? r->size : 1);
     memcpy(buf, r->data, r->size);
     uint64_t first = batch_round(g) * (uint64_t)g->questions;
-    if (rec_rollout_view(buf, r->size, &v, err, sizeof err) != 0) log_error("dropped a scored record: %s", err);
+    if (rec_group_view(buf, r->size, &v, err, sizeof err) != 0) log_error("dropped a scored record: %s", err);
     else if (v.r.external) log_error("dropped a scored record: an external group (game mode draws none)");
     else if (v.r.task.task_id >= first && v.r.task.task_id - first < (uint64_t)g->questions &&
              !g->back[v.r.task.task_id - first]) {
@@ -286,7 +286,7 @@ static void on_scored(game_t *g, const wire_record_t *r)
 }
 
 /* the stage's batch for the learner, with the game's counters */
-static void send_stage_batch(game_t *g, const rec_rollout_view_t *views, int n)
+static void send_stage_batch(game_t *g, const rec_group_view_t *views, int n)
 {
     sampler_t *s = g->s;
     double reward = 0;
@@ -294,7 +294,7 @@ static void send_stage_batch(game_t *g, const rec_rollout_view_t *views, int n)
     for (int i = 0; i < n; i++)
         for (size_t c = 0; c < views[i].r.n_completions; c++) {
             rec_completion_t comp;
-            rec_rollout_completion(&views[i], c, &comp);
+            rec_group_completion(&views[i], c, &comp);
             reward += comp.reward, completions++;
         }
     char stats[1024];
@@ -321,19 +321,19 @@ static void send_stage_batch(game_t *g, const rec_rollout_view_t *views, int n)
 
 /* this node's best completion per question, kept for its next stage and
  * published (signed) for its peers' */
-static void share_best(game_t *g, const rec_rollout_view_t *views, const int *question, int n)
+static void share_best(game_t *g, const rec_group_view_t *views, const int *question, int n)
 {
     sampler_t *s = g->s;
     for (int i = 0; i < n; i++) {
         int b = game_best(&views[i]);
         if (b < 0) continue;
         rec_completion_t c;
-        rec_rollout_completion(&views[i], (size_t)b, &c);
+        rec_group_completion(&views[i], (size_t)b, &c);
         g->best[g->stage][question[i]] = strdup(c.text ? c.text : "");
         g->best_reward[g->stage][question[i]] = c.reward;
     }
     if (g->stage == GAME_RESOLVE || n == 0 || !sampler_registered(s)) return;
-    const rec_rollout_view_t *ptrs[n];
+    const rec_group_view_t *ptrs[n];
     for (int i = 0; i < n; i++) ptrs[i] = &views[i];
     char err[512];
     uint8_t *rec;
@@ -356,11 +356,11 @@ static void share_best(game_t *g, const rec_rollout_view_t *views, const int *qu
 /* every question is back: the stage's step, its output, the next stage */
 static void finish_stage(game_t *g)
 {
-    rec_rollout_view_t views[g->questions];
+    rec_group_view_t views[g->questions];
     int question[g->questions], n = 0;
     char err[512];
     for (int q = 0; q < g->questions; q++) {
-        if (g->groups[q] && rec_rollout_view(g->groups[q], g->sizes[q], &views[n], err, sizeof err) == 0)
+        if (g->groups[q] && rec_group_view(g->groups[q], g->sizes[q], &views[n], err, sizeof err) == 0)
             question[n++] = q;
     }
     share_best(g, views, question, n);

@@ -74,7 +74,7 @@ static void send_task(sampler_t *s)
 static void take_external(sampler_t *s, const char *publisher, uint8_t *rec, size_t len)
 {
     char err[512];
-    if (score_rollout(rec, len, s->rule, &s->external_scoring, err, sizeof err) != 0) {
+    if (score_group(rec, len, s->rule, &s->external_scoring, err, sizeof err) != 0) {
         s->external_unscorable++;
         log_error("dropped an external group from %s (%ld so far): %s", publisher, s->external_unscorable, err);
         rec_free(rec);
@@ -110,12 +110,12 @@ static void draw_external(sampler_t *s)
          * before the record is 64 bytes */
         const uint8_t *rec = (const uint8_t *)got[i].data + IDENTITY_SIGNATURE_BYTES;
         size_t rec_len = got[i].len - IDENTITY_SIGNATURE_BYTES;
-        rec_rollout_view_t v;
+        rec_group_view_t v;
         rec_completion_t *comps = NULL;
-        if (rec_rollout_view(rec, rec_len, &v, err, sizeof err) == 0) {
-            rec_rollout_t r;
+        if (rec_group_view(rec, rec_len, &v, err, sizeof err) == 0) {
+            rec_group_t r;
             comps = calloc(v.r.n_completions + 1, sizeof *comps);
-            rec_rollout_unpack(&v, &r, comps);
+            rec_group_unpack(&v, &r, comps);
             /* token ids and sampling log-probs travel on: the learner uses
              * them only where the publisher runs its model and the ids are
              * its own encoding of the text (external-logprobs) */
@@ -125,7 +125,7 @@ static void draw_external(sampler_t *s)
             r.pool_age_rounds = got[i].age_rounds > UINT32_MAX ? UINT32_MAX : (uint32_t)got[i].age_rounds;
             uint8_t *out;
             size_t len;
-            if (rec_rollout_build(&r, &out, &len) == 0) take_external(s, got[i].node, out, len);
+            if (rec_group_build(&r, &out, &len) == 0) take_external(s, got[i].node, out, len);
         }
         free(comps);
     }
@@ -155,9 +155,9 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
 {
     void *buf = malloc(r->size ? r->size : 1);
     memcpy(buf, r->data, r->size);
-    rec_rollout_view_t v;
+    rec_group_view_t v;
     char err[512];
-    if (rec_rollout_view(buf, r->size, &v, err, sizeof err) != 0) {
+    if (rec_group_view(buf, r->size, &v, err, sizeof err) != 0) {
         log_error("dropped a scored record: %s", err);
         free(buf);
         return;
@@ -179,7 +179,7 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
     }
     for (size_t i = 0; i < v.r.n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(&v, i, &c);
+        rec_group_completion(&v, i, &c);
         s->scored_reward += c.reward;
         s->scored_completions++;
     }
@@ -229,7 +229,7 @@ static void send_batch(sampler_t *s)
     s->scored_reward = 0, s->scored_completions = 0;
 }
 
-/* one scored rollout if any came, else a check for a stall */
+/* one scored group if any came, else a check for a stall */
 static void receive_scored(sampler_t *s)
 {
     wire_record_t *r = wire_consumer_recv(s->scored, 100);

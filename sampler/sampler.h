@@ -34,7 +34,7 @@ typedef struct {
     uint64_t round_slot;    /* lockstep: questions drawn for this round so far */
     uint64_t learner_round; /* last round the learner applied */
     long in_flight;         /* own tasks sent, not yet back scored */
-    int64_t last_progress;  /* when a scored rollout or a learner notice last came */
+    int64_t last_progress;  /* when a scored group or a learner notice last came */
     reward_rule_t rule;     /* how external groups are scored here, as the verifier scores local ones */
     score_stats_t external_scoring;
     long published, pool_errors, external_unscorable;

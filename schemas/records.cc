@@ -14,7 +14,7 @@
 #include "flatbuffers/idl.h"
 #include "batch_generated.h"
 #include "policy_generated.h"
-#include "rollout_generated.h"
+#include "group_generated.h"
 #include "task_generated.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -28,22 +28,24 @@ using flatbuffers::Offset;
 
 // the last record kind: kinds run from REC_TASK to it
 constexpr rec_kind_t kLastKind = REC_POLICY;
+// the kinds as errors and tap name them: a group record keeps the name it
+// has on the wire (identifier "SROL", the stream rollouts)
 const char *const kind_names[] = {"unknown", "task", "rollout", "batch", "policy"};
-const char *const root_types[] = {nullptr, "sapo.Task", "sapo.Rollout", "sapo.Batch", "sapo.PolicyNotice"};
+const char *const root_types[] = {nullptr, "sapo.Task", "sapo.Group", "sapo.Batch", "sapo.PolicyNotice"};
 static_assert(sizeof kind_names / sizeof *kind_names == kLastKind + 1, "a name per record kind");
 
 const char *identifier(rec_kind_t kind)
 {
     switch (kind) {
     case REC_TASK: return sapo::TaskIdentifier();
-    case REC_ROLLOUT: return sapo::RolloutIdentifier();
+    case REC_GROUP: return sapo::GroupIdentifier();
     case REC_BATCH: return sapo::BatchIdentifier();
     case REC_POLICY: return sapo::PolicyNoticeIdentifier();
     default: return nullptr;
     }
 }
 
-// Depth: batch > rollout > task/completion > vectors; a batch of 64 groups
+// Depth: batch > group > task/completion > vectors; a batch of 64 groups
 // of 8 completions is about 1,200 tables.
 flatbuffers::Verifier::Options verifier_options()
 {
@@ -57,23 +59,23 @@ bool verify_kind(rec_kind_t kind, flatbuffers::Verifier &v)
 {
     switch (kind) {
     case REC_TASK: return sapo::VerifyTaskBuffer(v);
-    case REC_ROLLOUT: return sapo::VerifyRolloutBuffer(v);
+    case REC_GROUP: return sapo::VerifyGroupBuffer(v);
     case REC_BATCH: return sapo::VerifyBatchBuffer(v);
     case REC_POLICY: return sapo::VerifyPolicyNoticeBuffer(v);
     default: return false;
     }
 }
 
-// Rollout.signature (schemas/common.fbs) is deprecated: flatc generates
+// Group.signature (schemas/common.fbs) is deprecated: flatc generates
 // no accessor for it and its Verifier skips it, but GenerateText prints a
 // present one, so a planted offset would send rec_to_json outside the
 // buffer. It is verified here as the Verifier did before. Its slot is the
 // one between external and scored.
-const flatbuffers::voffset_t kSignatureField = sapo::Rollout::VT_EXTERNAL + sizeof(flatbuffers::voffset_t);
-static_assert(sapo::Rollout::VT_SCORED == kSignatureField + sizeof(flatbuffers::voffset_t),
-              "Rollout.signature sits between external and scored");
+const flatbuffers::voffset_t kSignatureField = sapo::Group::VT_EXTERNAL + sizeof(flatbuffers::voffset_t);
+static_assert(sapo::Group::VT_SCORED == kSignatureField + sizeof(flatbuffers::voffset_t),
+              "Group.signature sits between external and scored");
 
-bool signature_ok(const sapo::Rollout *r, flatbuffers::Verifier &v)
+bool signature_ok(const sapo::Group *r, flatbuffers::Verifier &v)
 {
     // a generated table is a flatbuffers::Table (privately), as GetRoot takes it
     const auto *t = reinterpret_cast<const flatbuffers::Table *>(r);
@@ -84,7 +86,7 @@ bool signature_ok(const sapo::Rollout *r, flatbuffers::Verifier &v)
 // the deprecated fields of a record the Verifier passed
 bool deprecated_ok(rec_kind_t kind, const void *buf, flatbuffers::Verifier &v)
 {
-    if (kind == REC_ROLLOUT) return signature_ok(sapo::GetRollout(buf), v);
+    if (kind == REC_GROUP) return signature_ok(sapo::GetGroup(buf), v);
     if (kind != REC_BATCH) return true;
     const auto *groups = sapo::GetBatch(buf)->groups();
     for (flatbuffers::uoffset_t i = 0; groups && i < groups->size(); i++)
@@ -156,7 +158,7 @@ Offset<sapo::Task> task_offset(FlatBufferBuilder &fbb, const rec_task_t *t)
                             t->policy_version);
 }
 
-Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t *r)
+Offset<sapo::Group> group_offset(FlatBufferBuilder &fbb, const rec_group_t *r)
 {
     std::vector<Offset<sapo::Completion>> comps(r->n_completions);
     for (size_t i = 0; i < r->n_completions; i++) {
@@ -170,8 +172,8 @@ Offset<sapo::Rollout> rollout_offset(FlatBufferBuilder &fbb, const rec_rollout_t
     auto model = opt_string(fbb, r->model);
     auto task = task_offset(fbb, &r->task);
     auto cvec = fbb.CreateVector(comps);
-    return sapo::CreateRollout(fbb, node, r->policy_version, r->round, model, task, cvec, r->created_ms, r->external,
-                               r->scored, r->gen_ms, r->verify_ms, r->pool_age_ms, r->pool_age_rounds);
+    return sapo::CreateGroup(fbb, node, r->policy_version, r->round, model, task, cvec, r->created_ms, r->external,
+                             r->scored, r->gen_ms, r->verify_ms, r->pool_age_ms, r->pool_age_rounds);
 }
 
 // Builds with one builder per thread, reused so that steady traffic does not
@@ -183,7 +185,7 @@ template <typename Fill> int build(rec_kind_t kind, uint8_t **buf, size_t *len, 
     try {
         thread_local FlatBufferBuilder fbb(4096);
         fbb.Clear();
-        // reward and the flags must be present for rec_rollout_score to mutate them
+        // reward and the flags must be present for rec_group_score to mutate them
         fbb.ForceDefaults(true);
         fbb.Finish(fill(fbb), identifier(kind));
         size_t n = fbb.GetSize();
@@ -216,7 +218,7 @@ void task_read(const sapo::Task *t, rec_task_t *o)
     o->policy_version = t->policy_version();
 }
 
-void rollout_read(const sapo::Rollout *r, rec_rollout_view_t *o)
+void group_read(const sapo::Group *r, rec_group_view_t *o)
 {
     memset(o, 0, sizeof *o);
     o->table_ = r;
@@ -291,16 +293,16 @@ int rec_task_build(const rec_task_t *in, uint8_t **buf, size_t *len)
     return build(REC_TASK, buf, len, [in](FlatBufferBuilder &fbb) { return task_offset(fbb, in); });
 }
 
-int rec_rollout_build(const rec_rollout_t *in, uint8_t **buf, size_t *len)
+int rec_group_build(const rec_group_t *in, uint8_t **buf, size_t *len)
 {
-    return build(REC_ROLLOUT, buf, len, [in](FlatBufferBuilder &fbb) { return rollout_offset(fbb, in); });
+    return build(REC_GROUP, buf, len, [in](FlatBufferBuilder &fbb) { return group_offset(fbb, in); });
 }
 
 int rec_batch_build(const rec_batch_t *in, uint8_t **buf, size_t *len)
 {
     return build(REC_BATCH, buf, len, [in](FlatBufferBuilder &fbb) {
-        std::vector<Offset<sapo::Rollout>> groups(in->n_groups);
-        for (size_t i = 0; i < in->n_groups; i++) groups[i] = rollout_offset(fbb, &in->groups[i]);
+        std::vector<Offset<sapo::Group>> groups(in->n_groups);
+        for (size_t i = 0; i < in->n_groups; i++) groups[i] = group_offset(fbb, &in->groups[i]);
         auto node = opt_string(fbb, in->node);
         auto gvec = fbb.CreateVector(groups);
         auto stats = opt_string(fbb, in->stats_json);
@@ -357,10 +359,10 @@ int rec_task_view(const void *buf, size_t len, rec_task_t *out, char *err, size_
     return 0;
 }
 
-int rec_rollout_view(const void *buf, size_t len, rec_rollout_view_t *out, char *err, size_t errlen)
+int rec_group_view(const void *buf, size_t len, rec_group_view_t *out, char *err, size_t errlen)
 {
-    if (check(buf, len, REC_ROLLOUT, err, errlen) == REC_UNKNOWN) return -1;
-    rollout_read(sapo::GetRollout(buf), out);
+    if (check(buf, len, REC_GROUP, err, errlen) == REC_UNKNOWN) return -1;
+    group_read(sapo::GetGroup(buf), out);
     return 0;
 }
 
@@ -392,10 +394,10 @@ int rec_policy_view(const void *buf, size_t len, rec_policy_t *out, char *err, s
     return 0;
 }
 
-void rec_rollout_completion(const rec_rollout_view_t *v, size_t i, rec_completion_t *out)
+void rec_group_completion(const rec_group_view_t *v, size_t i, rec_completion_t *out)
 {
     const sapo::Completion *c =
-        static_cast<const sapo::Rollout *>(v->table_)->completions()->Get(static_cast<flatbuffers::uoffset_t>(i));
+        static_cast<const sapo::Group *>(v->table_)->completions()->Get(static_cast<flatbuffers::uoffset_t>(i));
     memset(out, 0, sizeof *out);
     out->text = str(c->text());
     if (auto ids = c->token_ids()) {
@@ -410,27 +412,26 @@ void rec_rollout_completion(const rec_rollout_view_t *v, size_t i, rec_completio
     out->finished = c->finished();
 }
 
-void rec_batch_group(const rec_batch_view_t *v, size_t i, rec_rollout_view_t *out)
+void rec_batch_group(const rec_batch_view_t *v, size_t i, rec_group_view_t *out)
 {
-    rollout_read(static_cast<const sapo::Batch *>(v->table_)->groups()->Get(static_cast<flatbuffers::uoffset_t>(i)),
-                 out);
+    group_read(static_cast<const sapo::Batch *>(v->table_)->groups()->Get(static_cast<flatbuffers::uoffset_t>(i)), out);
 }
 
-void rec_rollout_unpack(const rec_rollout_view_t *v, rec_rollout_t *out, rec_completion_t *comps)
+void rec_group_unpack(const rec_group_view_t *v, rec_group_t *out, rec_completion_t *comps)
 {
     *out = v->r;
-    for (size_t i = 0; i < v->r.n_completions; i++) rec_rollout_completion(v, i, &comps[i]);
+    for (size_t i = 0; i < v->r.n_completions; i++) rec_group_completion(v, i, &comps[i]);
     out->completions = comps;
 }
 
-int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, bool scored, char *err, size_t errlen)
+int rec_group_score(void *buf, size_t len, const float *rewards, size_t n, bool scored, char *err, size_t errlen)
 {
-    if (check(buf, len, REC_ROLLOUT, err, errlen) == REC_UNKNOWN) return -1;
-    sapo::Rollout *r = sapo::GetMutableRollout(buf);
+    if (check(buf, len, REC_GROUP, err, errlen) == REC_UNKNOWN) return -1;
+    sapo::Group *r = sapo::GetMutableGroup(buf);
     auto *comps = r->mutable_completions();
     size_t have = comps ? comps->size() : 0;
     if (have != n) {
-        set_err(err, errlen, "rollout has %zu completions, got %zu rewards", have, n);
+        set_err(err, errlen, "group has %zu completions, got %zu rewards", have, n);
         return -1;
     }
     // A producer may have left out a default-valued field, which cannot be
@@ -447,17 +448,17 @@ int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, boo
     if (!ok) {
         for (size_t j = 0; j < i; j++)
             comps->GetMutableObject(static_cast<flatbuffers::uoffset_t>(j))->mutate_reward(old[j]);
-        set_err(err, errlen, "rollout lacks a reward or scored field to overwrite in place; rebuild it");
+        set_err(err, errlen, "group lacks a reward or scored field to overwrite in place; rebuild it");
         return -1;
     }
     return 0;
 }
 
-int rec_rollout_set_verify_ms(void *buf, size_t len, uint32_t verify_ms, char *err, size_t errlen)
+int rec_group_set_verify_ms(void *buf, size_t len, uint32_t verify_ms, char *err, size_t errlen)
 {
-    if (check(buf, len, REC_ROLLOUT, err, errlen) == REC_UNKNOWN) return -1;
-    if (!sapo::GetMutableRollout(buf)->mutate_verify_ms(verify_ms)) {
-        set_err(err, errlen, "rollout lacks a verify_ms field to overwrite in place; rebuild it");
+    if (check(buf, len, REC_GROUP, err, errlen) == REC_UNKNOWN) return -1;
+    if (!sapo::GetMutableGroup(buf)->mutate_verify_ms(verify_ms)) {
+        set_err(err, errlen, "group lacks a verify_ms field to overwrite in place; rebuild it");
         return -1;
     }
     return 0;

@@ -32,10 +32,10 @@ extern "C" {
 
 typedef enum {
     REC_UNKNOWN = 0,
-    REC_TASK,    /* identifier "STSK" */
-    REC_ROLLOUT, /* "SROL" */
-    REC_BATCH,   /* "SBAT" */
-    REC_POLICY,  /* "SPOL" */
+    REC_TASK,   /* identifier "STSK" */
+    REC_GROUP,  /* "SROL", from when it was called Rollout */
+    REC_BATCH,  /* "SBAT" */
+    REC_POLICY, /* "SPOL" */
 } rec_kind_t;
 
 typedef struct {
@@ -53,9 +53,9 @@ typedef struct {
 
 typedef struct {
     const char *text;
-    const int32_t *token_ids; /* n_tokens entries, or NULL */
+    const int32_t *token_ids; /* n_tokens of them, or NULL */
     size_t n_tokens;
-    const float *logprobs; /* n_logprobs entries, or NULL */
+    const float *logprobs; /* n_logprobs of them, or NULL */
     size_t n_logprobs;
     float reward;
     bool finished;
@@ -67,7 +67,7 @@ typedef struct {
     uint64_t round;
     const char *model;
     rec_task_t task;
-    const rec_completion_t *completions; /* n_completions entries */
+    const rec_completion_t *completions; /* n_completions of them */
     size_t n_completions;
     uint64_t created_ms;
     bool external;
@@ -76,13 +76,13 @@ typedef struct {
     uint32_t verify_ms;       /* time the verifier spent scoring it */
     uint64_t pool_age_ms;     /* external: ms since it was published, when drawn */
     uint32_t pool_age_rounds; /* external: the publisher's rounds since, when drawn */
-} rec_rollout_t;
+} rec_group_t;
 
 typedef struct {
     const char *node;
     uint64_t round;
     uint64_t policy_version;
-    const rec_rollout_t *groups; /* n_groups entries */
+    const rec_group_t *groups; /* n_groups of them */
     size_t n_groups;
     uint32_t local_count;
     uint32_t external_count;
@@ -101,9 +101,9 @@ typedef struct {
  * groups are read one at a time through the functions below, so r.completions
  * and b.groups are NULL while the counts are set. */
 typedef struct {
-    rec_rollout_t r;
+    rec_group_t r;
     const void *table_;
-} rec_rollout_view_t;
+} rec_group_view_t;
 
 typedef struct {
     rec_batch_t b;
@@ -113,7 +113,7 @@ typedef struct {
 /* Each build returns 0 and a malloc'ed buffer in *buf of *len bytes, or -1
  * (out of memory, or a record over REC_MAX_BYTES). */
 int rec_task_build(const rec_task_t *in, uint8_t **buf, size_t *len);
-int rec_rollout_build(const rec_rollout_t *in, uint8_t **buf, size_t *len);
+int rec_group_build(const rec_group_t *in, uint8_t **buf, size_t *len);
 int rec_batch_build(const rec_batch_t *in, uint8_t **buf, size_t *len);
 int rec_policy_build(const rec_policy_t *in, uint8_t **buf, size_t *len);
 void rec_free(uint8_t *buf);
@@ -134,31 +134,31 @@ rec_kind_t rec_verify(const void *buf, size_t len, char *err, size_t errlen);
 /* Each view verifies first; returns 0, or -1 with the reason in err (wrong
  * type, too large, misaligned, or failed verification). */
 int rec_task_view(const void *buf, size_t len, rec_task_t *out, char *err, size_t errlen);
-int rec_rollout_view(const void *buf, size_t len, rec_rollout_view_t *out, char *err, size_t errlen);
+int rec_group_view(const void *buf, size_t len, rec_group_view_t *out, char *err, size_t errlen);
 int rec_batch_view(const void *buf, size_t len, rec_batch_view_t *out, char *err, size_t errlen);
 int rec_policy_view(const void *buf, size_t len, rec_policy_t *out, char *err, size_t errlen);
 
 /* Completion i (< v->r.n_completions) with zero-copy text, token ids and
  * log-probs. */
-void rec_rollout_completion(const rec_rollout_view_t *v, size_t i, rec_completion_t *out);
-/* Group i (< v->b.n_groups) of a batch as a rollout view. */
-void rec_batch_group(const rec_batch_view_t *v, size_t i, rec_rollout_view_t *out);
+void rec_group_completion(const rec_group_view_t *v, size_t i, rec_completion_t *out);
+/* Group i (< v->b.n_groups) of a batch as a group view. */
+void rec_batch_group(const rec_batch_view_t *v, size_t i, rec_group_view_t *out);
 
 /* Fills *out from a view so that it can be changed and rebuilt: comps must
- * hold v->r.n_completions entries and receives the completions. Strings and
+ * have room for v->r.n_completions and receives the completions. Strings and
  * arrays still point into the viewed buffer. */
-void rec_rollout_unpack(const rec_rollout_view_t *v, rec_rollout_t *out, rec_completion_t *comps);
+void rec_group_unpack(const rec_group_view_t *v, rec_group_t *out, rec_completion_t *comps);
 
-/* Overwrites the n rewards of a rollout in place and sets scored, in a
+/* Overwrites the n rewards of a group in place and sets scored, in a
  * buffer the caller owns. n must equal the number of completions. Returns 0,
  * or -1 with the reason in err (failed verification, a count mismatch, or a
  * buffer whose reward or scored field was left out by its producer: rebuild
- * it with rec_rollout_unpack and rec_rollout_build instead). */
-int rec_rollout_score(void *buf, size_t len, const float *rewards, size_t n, bool scored, char *err, size_t errlen);
+ * it with rec_group_unpack and rec_group_build instead). */
+int rec_group_score(void *buf, size_t len, const float *rewards, size_t n, bool scored, char *err, size_t errlen);
 
 /* Overwrites verify_ms in place in a buffer the caller owns. 0, or -1 with
  * the reason in err. */
-int rec_rollout_set_verify_ms(void *buf, size_t len, uint32_t verify_ms, char *err, size_t errlen);
+int rec_group_set_verify_ms(void *buf, size_t len, uint32_t verify_ms, char *err, size_t errlen);
 
 /* The record as strict JSON on one line (every scalar, defaults included),
  * from the schema compiled into the program. Verifies first. Returns a

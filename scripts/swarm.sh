@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a swarm of N SAPO nodes on this machine: one shared redis-server (the
-# rollout pool) and, per node, its own foreman process set (Procfile without
+# pool) and, per node, its own foreman process set (Procfile without
 # the redis line) with its own run folder and ipc endpoints.
 #
 #   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--models M[,M...]] [--mixes F[,F...]]

@@ -46,7 +46,7 @@ for k in range(50):
     json.dump({"node": "evil", "model": "forger", "task": task, "completions": comps, "scored": True},
               open("%s/f%02d.json" % (sys.argv[2], k), "w"))
 PY
-flatc -b -o "$tmp/forged" schemas/rollout.fbs "$tmp"/forged/*.json 2> "$tmp/flatc.log"
+flatc -b -o "$tmp/forged" schemas/group.fbs "$tmp"/forged/*.json 2> "$tmp/flatc.log"
 
 # 1. the swarm, and beside it a one-node swarm started at the same moment:
 # each must get a Redis of its own (both once took the same free port)

@@ -1,4 +1,4 @@
-/* The sampler's batch assembly (lib/node/assembly.c) on real rollout
+/* The sampler's batch assembly (lib/node/assembly.c) on real group
  * records: a local group that comes again (the broker delivers at least
  * once) is dropped and counted, an external group of the same task id is
  * not, and a batch holds I local and J external groups, or I + J local ones
@@ -7,7 +7,7 @@
 #include "node/assembly.h"
 #include "node/config.h"
 #include "records.h"
-#include "rollout_buf.h"
+#include "group_buf.h"
 
 /* a scored group of L completions, rewards 0 and 1 alternating */
 static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool external, bool expect_kept)
@@ -15,15 +15,15 @@ static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool exter
     rec_completion_t c[16];
     for (int i = 0; i < cfg->completions; i++)
         c[i] = (rec_completion_t){.text = "<answer>2</answer>", .reward = (float)(i % 2)};
-    rec_rollout_t r = {.node = external ? "peer" : cfg->node,
-                       .policy_version = 0,
-                       .task = {.task_id = task_id, .family = "basic_arithmetic", .question = "1 + 1 =", .answer = "2"},
-                       .completions = c,
-                       .n_completions = (size_t)cfg->completions,
-                       .external = external,
-                       .scored = true};
+    rec_group_t r = {.node = external ? "peer" : cfg->node,
+                     .policy_version = 0,
+                     .task = {.task_id = task_id, .family = "basic_arithmetic", .question = "1 + 1 =", .answer = "2"},
+                     .completions = c,
+                     .n_completions = (size_t)cfg->completions,
+                     .external = external,
+                     .scored = true};
     size_t len;
-    void *buf = rollout_buf(&r, &len); /* malloc'ed: assembly_add frees it */
+    void *buf = group_buf(&r, &len); /* malloc'ed: assembly_add frees it */
     EXPECT(buf != NULL);
     EXPECTF(assembly_add(a, buf, len) == expect_kept, "task %llu external %d: kept should be %d",
             (unsigned long long)task_id, external, expect_kept);
@@ -93,7 +93,7 @@ static void test_local_groups_in_task_order(void)
     uint8_t *buf = take_batch(a, &b);
     EXPECT(b.b.local_count == 3);
     for (size_t i = 0; i < 3; i++) {
-        rec_rollout_view_t g;
+        rec_group_view_t g;
         rec_batch_group(&b, i, &g);
         EXPECTF(g.r.task.task_id == i + 1, "group %zu: task %llu", i, (unsigned long long)g.r.task.task_id);
     }

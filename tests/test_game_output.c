@@ -30,21 +30,21 @@ static uint8_t *group(uint64_t index, const char *answer, const char *const *tex
 {
     rec_completion_t c[8] = {0};
     for (int i = 0; i < n; i++) c[i] = (rec_completion_t){.text = texts[i], .reward = rewards[i], .finished = true};
-    rec_rollout_t r = {.node = "n1",
-                       .round = 3 * (ROUND - 1) + 1,
-                       .model = "tiny",
-                       .task = {.task_id = index,
-                                .family = "game_answer",
-                                .question = "Q?",
-                                .answer = answer,
-                                .metadata_json = "{}",
-                                .index = index,
-                                .node = "n1"},
-                       .completions = c,
-                       .n_completions = (size_t)n,
-                       .scored = true};
+    rec_group_t r = {.node = "n1",
+                     .round = 3 * (ROUND - 1) + 1,
+                     .model = "tiny",
+                     .task = {.task_id = index,
+                              .family = "game_answer",
+                              .question = "Q?",
+                              .answer = answer,
+                              .metadata_json = "{}",
+                              .index = index,
+                              .node = "n1"},
+                     .completions = c,
+                     .n_completions = (size_t)n,
+                     .scored = true};
     uint8_t *buf;
-    return rec_rollout_build(&r, &buf, len) == 0 ? buf : NULL;
+    return rec_group_build(&r, &buf, len) == 0 ? buf : NULL;
 }
 
 static void test_best(void)
@@ -57,8 +57,8 @@ static void test_best(void)
     } cases[] = {{{0.2f, 1.2f, 1.2f, 0}, 1}, {{NAN, 0, 0, 0}, 1}, {{NAN, NAN, NAN, NAN}, 0}, {{0, 0, 0, 0.5f}, 3}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         uint8_t *g = group(FIRST, "4", t, cases[k].r, 4, &len);
-        rec_rollout_view_t v;
-        CHECK(g && rec_rollout_view(g, len, &v, NULL, 0) == 0);
+        rec_group_view_t v;
+        CHECK(g && rec_group_view(g, len, &v, NULL, 0) == 0);
         EXPECTF(game_best(&v) == cases[k].best, "case %zu: best %d, want %d", k, game_best(&v), cases[k].best);
         rec_free(g);
     }
@@ -72,9 +72,9 @@ static uint8_t *output(size_t *len)
     float r0[2] = {0.2f, 1.2f}, r2[2] = {0.9f, 0.1f};
     size_t l0, l2;
     uint8_t *g0 = group(FIRST, "4", t0, r0, 2, &l0), *g2 = group(FIRST + 2, "12", t2, r2, 2, &l2);
-    rec_rollout_view_t v0, v2;
-    CHECK(g0 && g2 && rec_rollout_view(g0, l0, &v0, NULL, 0) == 0 && rec_rollout_view(g2, l2, &v2, NULL, 0) == 0);
-    const rec_rollout_view_t *views[3] = {&v0, NULL, &v2};
+    rec_group_view_t v0, v2;
+    CHECK(g0 && g2 && rec_group_view(g0, l0, &v0, NULL, 0) == 0 && rec_group_view(g2, l2, &v2, NULL, 0) == 0);
+    const rec_group_view_t *views[3] = {&v0, NULL, &v2};
     uint8_t *out = NULL;
     char err[256] = "";
     EXPECTF(game_output_build("n1", ROUND, 9, views, 3, &out, len, err, sizeof err) == 0, "build: %s", err);
@@ -112,16 +112,16 @@ static void test_round_trip(void)
 /* a batch of n1 in ROUND holding the given groups as they are */
 static void expect_refused(const char *what, uint64_t *index, const char **answer, const char *const *texts, int n)
 {
-    rec_rollout_t rs[2];
+    rec_group_t rs[2];
     rec_completion_t c[2][3];
     uint8_t *bufs[2];
     size_t lens[2];
     float rewards[3] = {1, 1, 1};
     for (int g = 0; g < 2; g++) {
         bufs[g] = group(index[g], answer[g], texts, rewards, n, &lens[g]);
-        rec_rollout_view_t v;
-        CHECK(bufs[g] && rec_rollout_view(bufs[g], lens[g], &v, NULL, 0) == 0);
-        rec_rollout_unpack(&v, &rs[g], c[g]);
+        rec_group_view_t v;
+        CHECK(bufs[g] && rec_group_view(bufs[g], lens[g], &v, NULL, 0) == 0);
+        rec_group_unpack(&v, &rs[g], c[g]);
     }
     rec_batch_t b = {.node = "n1", .round = ROUND, .groups = rs, .n_groups = 2, .stats_json = "{}"};
     uint8_t *out;

@@ -3,10 +3,10 @@
  * text cut at GAME_PEER_TEXT_MAX on a UTF-8 boundary; the first
  * GAME_CRITIQUES_MAX critiques and their votes), a JSON round trip, the
  * families' scores of whole completions through task_score_completion and
- * score_rollout (values from game.h's weights), their lookup, and that
+ * score_group (values from game.h's weights), their lookup, and that
  * they are never drawn or scored from an answer alone. */
 #include "check.h"
-#include "rollout_buf.h"
+#include "group_buf.h"
 #include "game/game.h"
 #include "game/game_task.h"
 #include "node/score.h"
@@ -220,26 +220,26 @@ static void test_critique_scores(void)
         free(c);
     }
     expect_score(&e, "<identify>7</identify>", 0, false);
-    /* through the verifier's score_rollout, whose floor and format bonus
+    /* through the verifier's score_group, whose floor and format bonus
      * leave a stage's score as it is (the default floor would zero 0.2) */
     char *c7 = critique("7"), *c5 = critique("5");
     char *meta = cJSON_PrintUnformatted(e.metadata);
     rec_completion_t c[] = {{.text = c7}, {.text = c5}, {.text = "<answer>42</answer>"}};
-    rec_rollout_t r = {
+    rec_group_t r = {
         .node = "n0",
         .completions = c,
         .n_completions = 3,
         .task = {.family = "game_critique", .question = e.question, .answer = e.answer, .metadata_json = meta}};
     size_t len;
-    void *buf = rollout_buf(&r, &len);
+    void *buf = group_buf(&r, &len);
     score_stats_t st = {0};
-    EXPECTF(buf && score_rollout(buf, len, (reward_rule_t){0.6f, 0.5f}, &st, err, sizeof err) == 0, "%s", err);
-    rec_rollout_view_t v;
-    EXPECT(buf && rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
+    EXPECTF(buf && score_group(buf, len, (reward_rule_t){0.6f, 0.5f}, &st, err, sizeof err) == 0, "%s", err);
+    rec_group_view_t v;
+    EXPECT(buf && rec_group_view(buf, len, &v, err, sizeof err) == 0);
     const float want[] = {1.4f, 0.2f, 0.0f};
     for (size_t i = 0; buf && i < 3; i++) {
         rec_completion_t got;
-        rec_rollout_completion(&v, i, &got);
+        rec_group_completion(&v, i, &got);
         EXPECTF(fabsf(got.reward - want[i]) < 1e-6f, "completion %zu: reward %g, want %g", i, got.reward, want[i]);
     }
     EXPECT(st.scored == 1 && st.completions == 3 && st.malformed == 0);
@@ -247,10 +247,10 @@ static void test_critique_scores(void)
     /* metadata a peer broke: the record is dropped with the reason */
     const char *bad_meta = "{\"source_dataset\":\"game_critique\",\"shown\":[{\"id\":\"7\",\"answer\":\"42\"}]}";
     r.task.metadata_json = bad_meta;
-    buf = rollout_buf(&r, &len);
+    buf = group_buf(&r, &len);
     err[0] = '\0';
-    EXPECT(buf && score_rollout(buf, len, (reward_rule_t){0, 0}, &st, err, sizeof err) == -1 &&
-           strstr(err, "shown[0]") && st.malformed == 1);
+    EXPECT(buf && score_group(buf, len, (reward_rule_t){0, 0}, &st, err, sizeof err) == -1 && strstr(err, "shown[0]") &&
+           st.malformed == 1);
     free(buf);
     free(meta);
     free(c7);

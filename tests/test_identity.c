@@ -79,7 +79,7 @@ static void test_bad_files(void)
 static void test_sign_verify(void)
 {
     identity_t *a = identity_new(), *b = identity_new();
-    const char msg[] = "a rollout record";
+    const char msg[] = "a group record";
     uint8_t sig[IDENTITY_SIGNATURE_BYTES];
     identity_sign(a, msg, sizeof msg, sig);
     EXPECT(identity_verify(identity_public(a), msg, sizeof msg, sig));

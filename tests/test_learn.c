@@ -47,13 +47,13 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
                                   .reward = (float)(k == 0),
                                   .finished = k == 0};
     }
-    rec_rollout_t g = {.node = step_external ? "peer" : cfg.node,
-                       .model = pol->name,
-                       .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4."},
-                       .completions = c,
-                       .n_completions = 2,
-                       .scored = true,
-                       .external = step_external};
+    rec_group_t g = {.node = step_external ? "peer" : cfg.node,
+                     .model = pol->name,
+                     .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4."},
+                     .completions = c,
+                     .n_completions = 2,
+                     .scored = true,
+                     .external = step_external};
     rec_batch_t b = {.node = cfg.node,
                      .round = 1,
                      .groups = &g,
@@ -189,7 +189,7 @@ static int shared_batch_build(const char *node, const char *model, uint8_t **buf
                                   .finished = k != 3};
     }
     for (int k = 0; k < 3; k++) b[k] = (rec_completion_t){.text = ext[k], .reward = (float)(k != 0), .finished = true};
-    rec_rollout_t g[2] = {
+    rec_group_t g[2] = {
         {.node = node,
          .model = model,
          .task = {.family = "basic_arithmetic", .question = "Calculate 3 + 4 and say it."},

@@ -13,7 +13,7 @@
 #include "node/metrics.h"
 #include "node/score.h"
 #include "records.h"
-#include "rollout_buf.h"
+#include "group_buf.h"
 
 static double num(const cJSON *j, const char *path)
 {
@@ -49,7 +49,7 @@ static double num(const cJSON *j, const char *path)
 static uint8_t *diagnostics_batch_build(rec_completion_t *cA, rec_completion_t *cB, rec_completion_t *cC, size_t *len)
 {
     uint64_t now_ms = (uint64_t)time(NULL) * 1000;
-    rec_rollout_t g[] = {
+    rec_group_t g[] = {
         {.node = "n0",
          .policy_version = 5,
          .task = {.family = "basic_arithmetic", .round = 7},
@@ -221,12 +221,12 @@ static void test_reward_floor(void)
     EXPECT(score_reward(0.5, true, format) == 0.2f);
     EXPECT(score_reward(0.0, false, format) == 0.0f);
     EXPECT(score_reward(1.0, true, format) == 1.2f);
-    /* score_rollout writes the rule's rewards into the record: the right
+    /* score_group writes the rule's rewards into the record: the right
      * answer, a weekday in the wrong case (partial credit 0.05 in
      * reasoning-gym), and no answer tags */
     rec_completion_t c[] = {
         {.text = "<answer>Tuesday</answer>"}, {.text = "<answer>friday</answer>"}, {.text = "Tuesday"}};
-    rec_rollout_t r = {
+    rec_group_t r = {
         .node = "n0",
         .completions = c,
         .n_completions = 3,
@@ -238,16 +238,16 @@ static void test_reward_floor(void)
     const float want[][3] = {{1.0f, 0.05f, 0.0f}, {1.0f, 0.0f, 0.0f}, {1.25f, 0.25f, 0.0f}};
     for (int k = 0; k < 3; k++) {
         size_t len;
-        void *buf = rollout_buf(&r, &len);
+        void *buf = group_buf(&r, &len);
         EXPECT(buf != NULL);
         score_stats_t st = {0};
         char err[256];
-        EXPECTF(score_rollout(buf, len, rules[k], &st, err, sizeof err) == 0, "%s", err);
-        rec_rollout_view_t v;
-        EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
+        EXPECTF(score_group(buf, len, rules[k], &st, err, sizeof err) == 0, "%s", err);
+        rec_group_view_t v;
+        EXPECT(rec_group_view(buf, len, &v, err, sizeof err) == 0);
         for (int i = 0; i < 3; i++) {
             rec_completion_t got;
-            rec_rollout_completion(&v, (size_t)i, &got);
+            rec_group_completion(&v, (size_t)i, &got);
             EXPECTF(fabsf(got.reward - want[k][i]) < 1e-6f, "rule %d, completion %d: reward %g, not %g", k, i,
                     got.reward, want[k][i]);
         }
@@ -258,13 +258,13 @@ static void test_reward_floor(void)
 static void add(assembly_t *a, uint64_t task_id, float r0, float r1)
 {
     rec_completion_t c[] = {{.text = "a", .reward = r0}, {.text = "b", .reward = r1}};
-    rec_rollout_t r = {.node = "node0",
-                       .task = {.task_id = task_id, .family = "bf"},
-                       .completions = c,
-                       .n_completions = 2,
-                       .scored = true};
+    rec_group_t r = {.node = "node0",
+                     .task = {.task_id = task_id, .family = "bf"},
+                     .completions = c,
+                     .n_completions = 2,
+                     .scored = true};
     size_t len;
-    void *buf = rollout_buf(&r, &len);
+    void *buf = group_buf(&r, &len);
     EXPECT(buf != NULL);
     assembly_add(a, buf, len);
 }

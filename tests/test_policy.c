@@ -10,7 +10,7 @@
 #include "node/policy.h"
 #include "node/score.h"
 #include "records.h"
-#include "rollout_buf.h"
+#include "group_buf.h"
 #include "util/fs.h"
 
 #define QWEN_TOKENIZER "tests/golden/tokenizer/qwen/tokenizer.json"
@@ -81,24 +81,24 @@ static void instruction_scored(void)
 {
     char err[512];
     rec_completion_t c[] = {{.text = "3 + 4 is 7. <answer>7</answer>"}, {.text = "It is 7."}};
-    rec_rollout_t r = {.node = "n0",
-                       .completions = c,
-                       .n_completions = 2,
-                       .task = {.family = "basic_arithmetic",
-                                .question = "Calculate 3 + 4.",
-                                .answer = "7",
-                                .metadata_json = "{\"source_dataset\":\"basic_arithmetic\"}"}};
+    rec_group_t r = {.node = "n0",
+                     .completions = c,
+                     .n_completions = 2,
+                     .task = {.family = "basic_arithmetic",
+                              .question = "Calculate 3 + 4.",
+                              .answer = "7",
+                              .metadata_json = "{\"source_dataset\":\"basic_arithmetic\"}"}};
     size_t len;
-    void *buf = rollout_buf(&r, &len);
+    void *buf = group_buf(&r, &len);
     EXPECT(buf != NULL);
     score_stats_t st = {0};
-    EXPECTF(score_rollout(buf, len, (reward_rule_t){0, 0}, &st, err, sizeof err) == 0, "%s", err);
-    rec_rollout_view_t v;
+    EXPECTF(score_group(buf, len, (reward_rule_t){0, 0}, &st, err, sizeof err) == 0, "%s", err);
+    rec_group_view_t v;
     rec_completion_t got;
-    EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
-    rec_rollout_completion(&v, 0, &got);
+    EXPECT(rec_group_view(buf, len, &v, err, sizeof err) == 0);
+    rec_group_completion(&v, 0, &got);
     EXPECT(got.reward == 1.0f);
-    rec_rollout_completion(&v, 1, &got);
+    rec_group_completion(&v, 1, &got);
     EXPECT(got.reward == 0.0f);
     free(buf);
 }

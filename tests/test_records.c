@@ -150,9 +150,9 @@ static const rec_completion_t comps1[] = {
      .finished = true},
 };
 
-static rec_rollout_t rollout1(void)
+static rec_group_t group1(void)
 {
-    return (rec_rollout_t){
+    return (rec_group_t){
         .node = "n1",
         .policy_version = 17,
         .round = 5,
@@ -196,7 +196,7 @@ static void expect_completion(const rec_completion_t *got, const rec_completion_
     EXPECT(got->finished == want->finished);
 }
 
-static void expect_rollout(const rec_rollout_view_t *v, const rec_rollout_t *want)
+static void expect_group(const rec_group_view_t *v, const rec_group_t *want)
 {
     EXPECT(same_str(v->r.node, want->node));
     EXPECT(v->r.policy_version == want->policy_version);
@@ -210,7 +210,7 @@ static void expect_rollout(const rec_rollout_view_t *v, const rec_rollout_t *wan
     EXPECT(v->r.n_completions == want->n_completions);
     for (size_t i = 0; i < v->r.n_completions && i < want->n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(v, i, &c);
+        rec_group_completion(v, i, &c);
         expect_completion(&c, &want->completions[i]);
     }
 }
@@ -229,7 +229,7 @@ static void expect_json_task(const cJSON *j, const rec_task_t *t)
     EXPECT(jnum(j, "policy_version") == (double)t->policy_version);
 }
 
-static void expect_json_rollout(const cJSON *j, const rec_rollout_t *r)
+static void expect_json_group(const cJSON *j, const rec_group_t *r)
 {
     EXPECT(strcmp(jstr(j, "node"), r->node) == 0);
     EXPECT(jnum(j, "policy_version") == (double)r->policy_version);
@@ -278,46 +278,46 @@ static void expect_same_json_as_flatc(const uint8_t *buf, size_t len, const cJSO
 
 /* --- round trips ---------------------------------------------------------- */
 
-static void test_rollout_build_view(void)
+static void test_group_build_view(void)
 {
-    rec_rollout_t in = rollout1();
+    rec_group_t in = group1();
     uint8_t *buf;
     size_t len;
-    EXPECT(rec_rollout_build(&in, &buf, &len) == 0);
-    EXPECT(rec_identify(buf, len) == REC_ROLLOUT);
-    rec_rollout_view_t v;
+    EXPECT(rec_group_build(&in, &buf, &len) == 0);
+    EXPECT(rec_identify(buf, len) == REC_GROUP);
+    rec_group_view_t v;
     char err[256] = "";
-    EXPECTF(rec_rollout_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
-    expect_rollout(&v, &in);
+    EXPECTF(rec_group_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
+    expect_group(&v, &in);
 
     rec_completion_t comps[3];
-    rec_rollout_t again;
-    rec_rollout_unpack(&v, &again, comps);
+    rec_group_t again;
+    rec_group_unpack(&v, &again, comps);
     uint8_t *buf2;
     size_t len2;
-    EXPECT(rec_rollout_build(&again, &buf2, &len2) == 0);
+    EXPECT(rec_group_build(&again, &buf2, &len2) == 0);
     EXPECT(len2 == len && memcmp(buf, buf2, len) == 0);
     rec_free(buf2);
     rec_free(buf);
 }
 
-static void test_rollout_flatc_json(void)
+static void test_group_flatc_json(void)
 {
-    rec_rollout_t in = rollout1();
+    rec_group_t in = group1();
     uint8_t *buf;
     size_t len;
-    EXPECT(rec_rollout_build(&in, &buf, &len) == 0);
-    cJSON *j = flatc_json("rollout.fbs", buf, len);
+    EXPECT(rec_group_build(&in, &buf, &len) == 0);
+    cJSON *j = flatc_json("group.fbs", buf, len);
     EXPECT(j != NULL);
     if (j) {
-        expect_json_rollout(j, &in);
+        expect_json_group(j, &in);
         expect_same_json_as_flatc(buf, len, j);
     }
     cJSON_Delete(j);
     rec_free(buf);
 }
 
-static void test_rollout_from_flatc(void)
+static void test_group_from_flatc(void)
 {
     /* uint64 values beyond a double's 53 bits, one completion with reward
      * and finished left at their defaults (flatc then omits them) */
@@ -328,12 +328,12 @@ static void test_rollout_from_flatc(void)
                        "\"reward\":0.75,\"finished\":true},{\"text\":\"y\"}],\"created_ms\":1,\"external\":false,"
                        "\"pool_age_ms\":7,\"pool_age_rounds\":2,\"scored\":true}";
     size_t len;
-    uint8_t *buf = flatc_bin("rollout.fbs", json, &len);
+    uint8_t *buf = flatc_bin("group.fbs", json, &len);
     EXPECT(buf != NULL);
     if (!buf) return;
-    rec_rollout_view_t v;
+    rec_group_view_t v;
     char err[256] = "";
-    EXPECTF(rec_rollout_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
+    EXPECTF(rec_group_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
     if (err[0]) {
         free(buf);
         return;
@@ -348,52 +348,52 @@ static void test_rollout_from_flatc(void)
     EXPECT(v.r.pool_age_ms == 7 && v.r.pool_age_rounds == 2);
     EXPECT(v.r.n_completions == 2);
     rec_completion_t c;
-    rec_rollout_completion(&v, 0, &c);
+    rec_group_completion(&v, 0, &c);
     EXPECT(strcmp(c.text, "x") == 0 && c.n_tokens == 3 && c.token_ids[2] == -3);
     EXPECT(c.n_logprobs == 3 && c.logprobs[1] == -1.25f && c.reward == 0.75f && c.finished);
-    rec_rollout_completion(&v, 1, &c);
+    rec_group_completion(&v, 1, &c);
     EXPECT(strcmp(c.text, "y") == 0 && c.token_ids == NULL && c.n_tokens == 0);
     EXPECT(c.logprobs == NULL && c.reward == 0.0f && !c.finished);
 
     /* the second completion has no reward field: no in-place score, nothing changed */
     float rw[2] = {0.5f, 1.0f};
-    EXPECT(rec_rollout_score(buf, len, rw, 2, true, err, sizeof err) == -1);
+    EXPECT(rec_group_score(buf, len, rw, 2, true, err, sizeof err) == -1);
     EXPECT(strstr(err, "rebuild") != NULL);
-    rec_rollout_completion(&v, 0, &c);
+    rec_group_completion(&v, 0, &c);
     EXPECT(c.reward == 0.75f);
     /* rebuilt through the C API, it is scoreable */
     rec_completion_t comps[2];
-    rec_rollout_t r;
-    rec_rollout_unpack(&v, &r, comps);
+    rec_group_t r;
+    rec_group_unpack(&v, &r, comps);
     uint8_t *b2;
     size_t l2;
-    EXPECT(rec_rollout_build(&r, &b2, &l2) == 0);
-    EXPECTF(rec_rollout_score(b2, l2, rw, 2, true, err, sizeof err) == 0, "%s", err);
-    rec_rollout_view_t v2;
-    EXPECT(rec_rollout_view(b2, l2, &v2, err, sizeof err) == 0);
-    rec_rollout_completion(&v2, 1, &c);
+    EXPECT(rec_group_build(&r, &b2, &l2) == 0);
+    EXPECTF(rec_group_score(b2, l2, rw, 2, true, err, sizeof err) == 0, "%s", err);
+    rec_group_view_t v2;
+    EXPECT(rec_group_view(b2, l2, &v2, err, sizeof err) == 0);
+    rec_group_completion(&v2, 1, &c);
     EXPECT(c.reward == 1.0f && v2.r.policy_version == UINT64_MAX);
     rec_free(b2);
     free(buf);
 }
 
-static void test_rollout_score_in_place(void)
+static void test_group_score_in_place(void)
 {
-    rec_rollout_t in = rollout1();
+    rec_group_t in = group1();
     uint8_t *buf;
     size_t len;
     char err[256] = "";
-    EXPECT(rec_rollout_build(&in, &buf, &len) == 0);
+    EXPECT(rec_group_build(&in, &buf, &len) == 0);
     float rw[3] = {0.0f, 1.0f, 0.5f};
-    EXPECT(rec_rollout_score(buf, len, rw, 2, true, err, sizeof err) == -1);
+    EXPECT(rec_group_score(buf, len, rw, 2, true, err, sizeof err) == -1);
     EXPECT(strstr(err, "3 completions") != NULL);
-    EXPECTF(rec_rollout_score(buf, len, rw, 3, true, err, sizeof err) == 0, "%s", err);
-    rec_rollout_view_t v;
-    EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
+    EXPECTF(rec_group_score(buf, len, rw, 3, true, err, sizeof err) == 0, "%s", err);
+    rec_group_view_t v;
+    EXPECT(rec_group_view(buf, len, &v, err, sizeof err) == 0);
     EXPECT(v.r.scored);
     for (size_t i = 0; i < 3; i++) {
         rec_completion_t c;
-        rec_rollout_completion(&v, i, &c);
+        rec_group_completion(&v, i, &c);
         EXPECT(c.reward == rw[i]);
         EXPECT(strcmp(c.text, comps1[i].text) == 0);
     }
@@ -440,7 +440,7 @@ static void test_task_round_trip(void)
 
 static void test_batch_round_trip(void)
 {
-    rec_rollout_t groups[2] = {rollout1(), rollout1()};
+    rec_group_t groups[2] = {group1(), group1()};
     groups[1].node = "n2";
     groups[1].external = false;
     groups[1].n_completions = 1;
@@ -464,9 +464,9 @@ static void test_batch_round_trip(void)
     EXPECT(v.b.local_count == 1 && v.b.external_count == 1 && v.b.n_groups == 2);
     EXPECT(strcmp(v.b.stats_json, in.stats_json) == 0);
     for (size_t g = 0; g < v.b.n_groups && g < 2; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(&v, g, &rv);
-        expect_rollout(&rv, &groups[g]);
+        expect_group(&rv, &groups[g]);
     }
     cJSON *j = flatc_json("batch.fbs", buf, len);
     EXPECT(j != NULL);
@@ -477,7 +477,7 @@ static void test_batch_round_trip(void)
         const cJSON *gs = cJSON_GetObjectItemCaseSensitive(j, "groups");
         EXPECT(cJSON_GetArraySize(gs) == 2);
         for (int g = 0; g < cJSON_GetArraySize(gs) && g < 2; g++)
-            expect_json_rollout(cJSON_GetArrayItem(gs, g), &groups[g]);
+            expect_json_group(cJSON_GetArrayItem(gs, g), &groups[g]);
         expect_same_json_as_flatc(buf, len, j);
     }
     cJSON_Delete(j);
@@ -492,7 +492,7 @@ static void test_batch_round_trip(void)
     EXPECTF(rec_batch_view(buf, len, &v, err, sizeof err) == 0, "%s", err);
     EXPECT(strcmp(v.b.node, "n3") == 0 && v.b.round == 2 && v.b.n_groups == 2);
     EXPECT(v.b.external_count == 4000000000u && v.b.local_count == 0 && strcmp(v.b.stats_json, "") == 0);
-    rec_rollout_view_t rv;
+    rec_group_view_t rv;
     rec_batch_group(&v, 0, &rv);
     EXPECT(strcmp(rv.r.node, "a") == 0 && rv.r.n_completions == 1 && strcmp(rv.r.task.family, "") == 0);
     rec_batch_group(&v, 1, &rv);
@@ -532,17 +532,17 @@ static void test_policy_round_trip(void)
     free(buf);
 }
 
-/* Rollout.signature is deprecated: nothing writes it and the generated
+/* Group.signature is deprecated: nothing writes it and the generated
  * Verifier skips it, but a producer built from the schema before could
  * plant one, and the JSON printer follows it. One that fits is read and
- * printed; one whose length runs past the buffer is refused, in a rollout
+ * printed; one whose length runs past the buffer is refused, in a group
  * and in a batch's group, before anything prints it. */
 static void test_deprecated_signature(void)
 {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
              "mkdir -p %s/old && sed 's/ (deprecated)//' schemas/common.fbs > %s/old/common.fbs && "
-             "cp schemas/rollout.fbs schemas/batch.fbs %s/old/",
+             "cp schemas/group.fbs schemas/batch.fbs %s/old/",
              tmpdir, tmpdir, tmpdir);
     EXPECT(sh(cmd) == 0);
     const char *group = "{\"node\":\"n1\",\"signature\":[171,205,239,1],\"completions\":[{\"text\":\"x\"}]}";
@@ -550,7 +550,7 @@ static void test_deprecated_signature(void)
     snprintf(batch, sizeof batch, "{\"node\":\"n1\",\"groups\":[%s]}", group);
     const struct {
         const char *fbs, *json;
-    } cases[] = {{"rollout.fbs", group}, {"batch.fbs", batch}};
+    } cases[] = {{"group.fbs", group}, {"batch.fbs", batch}};
     for (int k = 0; k < 2; k++) {
         char schema[128], err[256] = "";
         snprintf(schema, sizeof schema, "%s/old/%s", tmpdir, cases[k].fbs);
@@ -579,11 +579,11 @@ static void test_json_nonfinite(void)
 {
     const float lp[3] = {-INFINITY, -0.5f, NAN};
     rec_completion_t c = {.text = "\"nan\" or -inf \\\"inf", .logprobs = lp, .n_logprobs = 3, .reward = NAN};
-    rec_rollout_t r = {.node = "inf", .model = "nan", .completions = &c, .n_completions = 1};
+    rec_group_t r = {.node = "inf", .model = "nan", .completions = &c, .n_completions = 1};
     uint8_t *buf;
     size_t len;
     char err[256] = "";
-    EXPECT(rec_rollout_build(&r, &buf, &len) == 0);
+    EXPECT(rec_group_build(&r, &buf, &len) == 0);
     char *json = rec_to_json(buf, len, err, sizeof err);
     EXPECTF(json != NULL, "%s", err);
     cJSON *j = json ? cJSON_Parse(json) : NULL;
@@ -606,7 +606,7 @@ static void test_json_nonfinite(void)
 
 static size_t touch_str(const char *s) { return strlen(s) + (size_t)(unsigned char)s[0]; }
 
-static size_t touch_rollout(const rec_rollout_view_t *v)
+static size_t touch_group(const rec_group_view_t *v)
 {
     size_t sum = touch_str(v->r.node) + touch_str(v->r.model) + touch_str(v->r.task.family) +
                  touch_str(v->r.task.question) + touch_str(v->r.task.answer) + touch_str(v->r.task.metadata_json) +
@@ -614,7 +614,7 @@ static size_t touch_rollout(const rec_rollout_view_t *v)
     sum += (size_t)v->r.pool_age_ms + v->r.pool_age_rounds;
     for (size_t i = 0; i < v->r.n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(v, i, &c);
+        rec_group_completion(v, i, &c);
         sum += touch_str(c.text) + (size_t)c.reward;
         for (size_t t = 0; t < c.n_tokens; t++) sum += (size_t)c.token_ids[t];
         for (size_t t = 0; t < c.n_logprobs; t++) sum += (size_t)(c.logprobs[t] != 0);
@@ -635,10 +635,10 @@ static int read_all(const uint8_t *buf, size_t len, size_t *sink)
                  touch_str(t.node);
         break;
     }
-    case REC_ROLLOUT: {
-        rec_rollout_view_t v;
-        if (rec_rollout_view(buf, len, &v, err, sizeof err)) return 0;
-        *sink += touch_rollout(&v);
+    case REC_GROUP: {
+        rec_group_view_t v;
+        if (rec_group_view(buf, len, &v, err, sizeof err)) return 0;
+        *sink += touch_group(&v);
         break;
     }
     case REC_BATCH: {
@@ -646,9 +646,9 @@ static int read_all(const uint8_t *buf, size_t len, size_t *sink)
         if (rec_batch_view(buf, len, &v, err, sizeof err)) return 0;
         *sink += touch_str(v.b.node);
         for (size_t g = 0; g < v.b.n_groups; g++) {
-            rec_rollout_view_t rv;
+            rec_group_view_t rv;
             rec_batch_group(&v, g, &rv);
-            *sink += touch_rollout(&rv);
+            *sink += touch_group(&rv);
         }
         break;
     }
@@ -669,11 +669,11 @@ static int read_all(const uint8_t *buf, size_t len, size_t *sink)
 /* one built record of every type */
 static size_t all_records(uint8_t *bufs[4], size_t lens[4])
 {
-    rec_rollout_t r = rollout1();
-    rec_rollout_t groups[2] = {rollout1(), rollout1()};
+    rec_group_t r = group1();
+    rec_group_t groups[2] = {group1(), group1()};
     rec_batch_t b = {.node = "n1", .round = 1, .groups = groups, .n_groups = 2, .local_count = 2};
     rec_policy_t p = {.node = "n1", .policy_version = 2, .round = 3, .checkpoint = "ck", .created_ms = 4};
-    int rc = rec_task_build(&task1, &bufs[0], &lens[0]) | rec_rollout_build(&r, &bufs[1], &lens[1]) |
+    int rc = rec_task_build(&task1, &bufs[0], &lens[0]) | rec_group_build(&r, &bufs[1], &lens[1]) |
              rec_batch_build(&b, &bufs[2], &lens[2]) | rec_policy_build(&p, &bufs[3], &lens[3]);
     EXPECT(rc == 0);
     return 4;
@@ -737,17 +737,17 @@ static void test_bit_flips(void)
 
 static void test_oversized_misaligned_wrong_id(void)
 {
-    rec_rollout_t in = rollout1();
+    rec_group_t in = group1();
     uint8_t *buf;
     size_t len;
     char err[256] = "";
-    EXPECT(rec_rollout_build(&in, &buf, &len) == 0);
-    rec_rollout_view_t v;
+    EXPECT(rec_group_build(&in, &buf, &len) == 0);
+    rec_group_view_t v;
 
     /* a valid record inside a buffer over the limit */
     uint8_t *big = calloc(1, REC_MAX_BYTES + 8);
     memcpy(big, buf, len);
-    EXPECT(rec_rollout_view(big, REC_MAX_BYTES + 8, &v, err, sizeof err) == -1);
+    EXPECT(rec_group_view(big, REC_MAX_BYTES + 8, &v, err, sizeof err) == -1);
     EXPECT(strstr(err, "exceeds") != NULL);
     EXPECT(rec_to_json(big, REC_MAX_BYTES + 8, err, sizeof err) == NULL);
     /* a record whose text alone is over the limit cannot be built */
@@ -758,18 +758,18 @@ static void test_oversized_misaligned_wrong_id(void)
     in.n_completions = 1;
     uint8_t *huge = NULL;
     size_t hlen = 0;
-    EXPECT(rec_rollout_build(&in, &huge, &hlen) == -1 && huge == NULL);
+    EXPECT(rec_group_build(&in, &huge, &hlen) == -1 && huge == NULL);
     free(big);
 
     /* at an odd address: rejected; rec_aligned makes it readable */
     uint8_t *odd = malloc(len + 1);
     memcpy(odd + 1, buf, len);
-    EXPECT(rec_rollout_view(odd + 1, len, &v, err, sizeof err) == -1);
+    EXPECT(rec_group_view(odd + 1, len, &v, err, sizeof err) == -1);
     EXPECT(strstr(err, "aligned") != NULL);
     void *copy;
     const void *al = rec_aligned(odd + 1, len, &copy);
     EXPECT(copy != NULL && al == copy);
-    EXPECT(rec_rollout_view(al, len, &v, err, sizeof err) == 0);
+    EXPECT(rec_group_view(al, len, &v, err, sizeof err) == 0);
     EXPECT(strcmp(v.r.model, "qwen2.5-0.5b") == 0);
     free(copy);
     EXPECT(rec_aligned(buf, len, &copy) == buf && copy == NULL);
@@ -779,7 +779,7 @@ static void test_oversized_misaligned_wrong_id(void)
     rec_task_t t;
     memcpy(buf + 4, "STSK", 4);
     EXPECT(rec_identify(buf, len) == REC_TASK);
-    EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == -1);
+    EXPECT(rec_group_view(buf, len, &v, err, sizeof err) == -1);
     EXPECT(strstr(err, "expected a rollout record") != NULL);
     memcpy(buf + 4, "ZZZZ", 4);
     EXPECT(rec_identify(buf, len) == REC_UNKNOWN);
@@ -788,7 +788,7 @@ static void test_oversized_misaligned_wrong_id(void)
     EXPECT(rec_task_view(buf, len, &t, err, sizeof err) == -1);
     EXPECT(rec_to_json(buf, len, err, sizeof err) == NULL);
     memcpy(buf + 4, "SROL", 4);
-    EXPECT(rec_rollout_view(buf, len, &v, err, sizeof err) == 0);
+    EXPECT(rec_group_view(buf, len, &v, err, sizeof err) == 0);
     EXPECT(rec_verify(NULL, 0, err, sizeof err) == REC_UNKNOWN);
     rec_free(buf);
 }
@@ -800,10 +800,10 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    RUN_TEST(test_rollout_build_view);
-    RUN_TEST(test_rollout_flatc_json);
-    RUN_TEST(test_rollout_from_flatc);
-    RUN_TEST(test_rollout_score_in_place);
+    RUN_TEST(test_group_build_view);
+    RUN_TEST(test_group_flatc_json);
+    RUN_TEST(test_group_from_flatc);
+    RUN_TEST(test_group_score_in_place);
     RUN_TEST(test_task_round_trip);
     RUN_TEST(test_batch_round_trip);
     RUN_TEST(test_policy_round_trip);

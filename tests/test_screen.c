@@ -28,9 +28,9 @@ static uint8_t *build(const shape_t *s, size_t *len)
     rec_completion_t c[8];
     for (int i = 0; i < s->n; i++)
         c[i] = (rec_completion_t){.text = i == 0 && s->text0 ? s->text0 : "<answer>1</answer>"};
-    rec_rollout_t r = {.node = s->node ? s->node : "peer", .task = t, .completions = c, .n_completions = (size_t)s->n};
+    rec_group_t r = {.node = s->node ? s->node : "peer", .task = t, .completions = c, .n_completions = (size_t)s->n};
     uint8_t *buf = NULL;
-    EXPECT(rec_rollout_build(&r, &buf, len) == 0);
+    EXPECT(rec_group_build(&r, &buf, len) == 0);
     free(meta);
     task_entry_free(&e);
     task_mix_destroy(&mix);

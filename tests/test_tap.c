@@ -125,19 +125,19 @@ static void publish(zsock_t *pub, const char *stream, const uint8_t *buf, size_t
     zmsg_send(&m, pub);
 }
 
-static void publish_rollout(zsock_t *pub, const char *stream, const char *node, const char *family, float reward)
+static void publish_group(zsock_t *pub, const char *stream, const char *node, const char *family, float reward)
 {
     rec_completion_t c = {.text = "<answer>7</answer>", .reward = reward, .finished = true};
-    rec_rollout_t r = {.node = node,
-                       .policy_version = 3,
-                       .round = 2,
-                       .model = "tiny",
-                       .task = {.family = family, .question = "3+4?", .answer = "7"},
-                       .completions = &c,
-                       .n_completions = 1};
+    rec_group_t r = {.node = node,
+                     .policy_version = 3,
+                     .round = 2,
+                     .model = "tiny",
+                     .task = {.family = family, .question = "3+4?", .answer = "7"},
+                     .completions = &c,
+                     .n_completions = 1};
     uint8_t *buf;
     size_t len;
-    if (rec_rollout_build(&r, &buf, &len)) exit(1);
+    if (rec_group_build(&r, &buf, &len)) exit(1);
     publish(pub, stream, buf, len);
     rec_free(buf);
 }
@@ -185,15 +185,15 @@ static void test_stream_where_count(void)
     EXPECT(rec_task_build(&t, &buf, &len) == 0);
     publish(pub, "tasks", buf, len); /* stream not wanted */
     rec_free(buf);
-    publish_rollout(pub, "rollouts", "n2", "bf", 1.0f); /* other node */
+    publish_group(pub, "rollouts", "n2", "bf", 1.0f); /* other node */
     uint8_t junk[64];
     memset(junk, 0xA5, sizeof junk);
     memcpy(junk + 4, "SROL", 4);
     publish(pub, "rollouts", junk, sizeof junk); /* corrupt: skipped, counted */
-    publish_rollout(pub, "rollouts", "n1", "arc_1d", 0.5f);
+    publish_group(pub, "rollouts", "n1", "arc_1d", 0.5f);
     publish_policy(pub, "n1", 42);
-    publish_rollout(pub, "rollouts", "n1", "bf", 1.0f);
-    publish_rollout(pub, "rollouts", "n1", "bf", 0.0f); /* after --count */
+    publish_group(pub, "rollouts", "n1", "bf", 1.0f);
+    publish_group(pub, "rollouts", "n1", "bf", 0.0f); /* after --count */
 
     char *out = slurp(c.out, 10000);
     char *err = slurp(c.err, 2000);
@@ -231,9 +231,9 @@ static void test_dotted_where(void)
                           "--count",  "1",  NULL};
     child_t c = spawn_tap(args);
     EXPECT(await_subscriptions(pub, 1) == 0);
-    publish_rollout(pub, "scored", "n1", "arc_1d", 1.0f);
-    publish_rollout(pub, "scored", "n1", "bf", 0.0f);
-    publish_rollout(pub, "scored", "n7", "bf", 1.0f);
+    publish_group(pub, "scored", "n1", "arc_1d", 1.0f);
+    publish_group(pub, "scored", "n1", "bf", 0.0f);
+    publish_group(pub, "scored", "n7", "bf", 1.0f);
     char *out = slurp(c.out, 10000);
     EXPECT(wait_exit(c.pid, 10000) == 0);
     cJSON *lines[4];

@@ -99,17 +99,17 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
         t.metadata_json = index % 2 ? "[1, 2, 3]" : "{\"source_dataset\": \"no_such_family\"}";
     if (!strcmp(kind, "bad_node")) t.node = "evil:other";
     if (!strcmp(kind, "impostor")) t.node = victim;
-    rec_rollout_t r = {.node = t.node,
-                       .policy_version = index,
-                       .round = index,
-                       .model = "forger",
-                       .task = t,
-                       .completions = c,
-                       .n_completions = (size_t)n,
-                       .created_ms = index,
-                       .scored = true};
+    rec_group_t r = {.node = t.node,
+                     .policy_version = index,
+                     .round = index,
+                     .model = "forger",
+                     .task = t,
+                     .completions = c,
+                     .n_completions = (size_t)n,
+                     .created_ms = index,
+                     .scored = true};
     uint8_t *buf = NULL;
-    if (!strcmp(kind, "wrong_type") ? rec_task_build(&t, &buf, len) : rec_rollout_build(&r, &buf, len)) {
+    if (!strcmp(kind, "wrong_type") ? rec_task_build(&t, &buf, len) : rec_group_build(&r, &buf, len)) {
         fprintf(stderr, "hostile: %s record %llu could not be built\n", kind, (unsigned long long)index);
         exit(1);
     }
@@ -171,7 +171,7 @@ static uint8_t *make_record(const opts_t *o, long i, identity_t *forger, size_t 
         *len = 1 + next() % 4096;
         buf = malloc(*len);
         for (size_t j = 0; j < *len; j++) buf[j] = (uint8_t)next();
-        /* some random buffers carry a rollout's identifier, so they reach the Verifier */
+        /* some random buffers carry a group's identifier, so they reach the Verifier */
         if (*len >= 8 && i % 2) memcpy(buf + 4, "SROL", 4);
         return buf;
     }

@@ -1,4 +1,4 @@
-/* loadgen: a swarm's load on the rollout pool, without the swarm. N
+/* loadgen: a swarm's load on the pool, without the swarm. N
  * simulated nodes share a real redis-server the way N sapo nodes do: each
  * publishes G signed groups of B bytes per round (pool_publish, one call a
  * group, as a sampler publishes) and draws J fresh groups of the others

@@ -1,4 +1,4 @@
-/* pool: looks at and feeds a swarm's Redis rollout pool.
+/* pool: looks at and feeds a swarm's Redis pool.
  *   pool size [--redis URL] [--swarm S] [--node N]     live entries (all nodes, or one)
  *   pool sample [--redis URL] [--swarm S] [--exclude N] [--count K] [--window R]
  *                                                      up to K entries as JSON lines (records whose

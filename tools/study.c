@@ -651,7 +651,7 @@ static void write_eval_comparison(const cfg_t *cf, const cfg_t *base, const int 
     fprintf(md,
             "\nOne Welch test per round over nodes (all seeds); Holm and Benjamini-Hochberg adjust for the %d rounds "
             "tested (a round where every node scored the same has no test). Nodes of one swarm see each other's "
-            "rollouts, so they are not independent samples.\n\n",
+            "groups, so they are not independent samples.\n\n",
             nt);
 }
 

@@ -1,4 +1,4 @@
-/* verifier: scores every completion of every rollout the node's generators
+/* verifier: scores every completion of every group the node's generators
  * make with this node's task library and forwards it (external groups are
  * scored by the same library where the sampler draws them).
  * Consumes the rollouts stream, produces the scored stream; stateless, so
@@ -42,22 +42,22 @@ int main(int argc, char **argv)
         if (!r) continue;
         void *copy = malloc(r->size ? r->size : 1);
         memcpy(copy, r->data, r->size);
-        if (score_rollout(copy, r->size, (reward_rule_t){cfg.reward_floor, cfg.format_reward}, &st, err, sizeof err) ==
+        if (score_group(copy, r->size, (reward_rule_t){cfg.reward_floor, cfg.format_reward}, &st, err, sizeof err) ==
             0) {
             wire_producer_send(out, copy, r->size);
         } else {
             /* a verifiable record goes back unscored: its question is done
              * with, and the sampler sends a new one in its place */
-            rec_rollout_view_t v;
-            if (rec_rollout_view(copy, r->size, &v, NULL, 0) == 0) wire_producer_send(out, copy, r->size);
-            log_error("unscorable rollout (%ld so far): %s", st.malformed, err);
+            rec_group_view_t v;
+            if (rec_group_view(copy, r->size, &v, NULL, 0) == 0) wire_producer_send(out, copy, r->size);
+            log_error("unscorable group (%ld so far): %s", st.malformed, err);
         }
         free(copy);
         wire_consumer_ack(in, r->id);
         wire_record_destroy(&r);
         mem_release();
     }
-    log_info("stopping: %ld rollouts, %ld completions scored, %ld dropped", st.scored, st.completions, st.malformed);
+    log_info("stopping: %ld groups, %ld completions scored, %ld dropped", st.scored, st.completions, st.malformed);
     wire_producer_destroy(&out);
     wire_consumer_destroy(&in);
     return 0;

@@ -18,13 +18,13 @@ uint64_t game_swarm_seed(const char *swarm) { return fnv1a(swarm); }
 
 int game_student_id(const char *node) { return (int)(fnv1a(node) % 1000); }
 
-int game_best(const rec_rollout_view_t *group)
+int game_best(const rec_group_view_t *group)
 {
     int best = -1;
     float top = 0;
     for (size_t i = 0; i < group->r.n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(group, i, &c);
+        rec_group_completion(group, i, &c);
         if (isnan(c.reward)) {
             if (best < 0) best = (int)i, top = NAN;
             continue;
@@ -34,11 +34,10 @@ int game_best(const rec_rollout_view_t *group)
     return best;
 }
 
-int game_output_build(const char *node, uint64_t round, uint64_t policy_version,
-                      const rec_rollout_view_t *const *groups, int n, uint8_t **buf, size_t *len, char *err,
-                      size_t errlen)
+int game_output_build(const char *node, uint64_t round, uint64_t policy_version, const rec_group_view_t *const *groups,
+                      int n, uint8_t **buf, size_t *len, char *err, size_t errlen)
 {
-    rec_rollout_t *rs = calloc((size_t)n + 1, sizeof *rs);
+    rec_group_t *rs = calloc((size_t)n + 1, sizeof *rs);
     rec_completion_t *best = calloc((size_t)n + 1, sizeof *best);
     if (!rs || !best) {
         free(rs), free(best);
@@ -51,7 +50,7 @@ int game_output_build(const char *node, uint64_t round, uint64_t policy_version,
         if (b < 0) continue;
         rec_completion_t *all = calloc(groups[q]->r.n_completions, sizeof *all);
         if (!all) continue;
-        rec_rollout_unpack(groups[q], &rs[k], all);
+        rec_group_unpack(groups[q], &rs[k], all);
         best[k] = all[b];
         best[k].token_ids = NULL, best[k].n_tokens = 0;
         best[k].logprobs = NULL, best[k].n_logprobs = 0;
@@ -74,7 +73,7 @@ int game_output_build(const char *node, uint64_t round, uint64_t policy_version,
 }
 
 /* one group of a peer's output: its question's slot q, or -1 with err */
-static int read_group(const rec_rollout_view_t *g, uint64_t first, int questions, const char *const *answers,
+static int read_group(const rec_group_view_t *g, uint64_t first, int questions, const char *const *answers,
                       size_t max_text, const char **texts, char *err, size_t errlen)
 {
     uint64_t i = g->r.task.index;
@@ -97,7 +96,7 @@ static int read_group(const rec_rollout_view_t *g, uint64_t first, int questions
         return -1;
     }
     rec_completion_t c;
-    rec_rollout_completion(g, 0, &c);
+    rec_group_completion(g, 0, &c);
     size_t n = c.text ? strlen(c.text) : 0;
     if (!c.text || n > max_text || !utf8_valid(c.text, n)) {
         snprintf(err, errlen, "question %llu: a completion longer than %zu bytes or not UTF-8", (unsigned long long)i,
@@ -123,7 +122,7 @@ int game_output_read(const void *rec, size_t len, const char *node, uint64_t rou
         return -1;
     }
     for (size_t g = 0; g < v.b.n_groups; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(&v, g, &rv);
         if (read_group(&rv, first, questions, answers, max_text, texts, err, errlen) < 0) {
             for (int q = 0; q < questions; q++) texts[q] = NULL;

@@ -36,14 +36,13 @@ int game_student_id(const char *node);
 
 /* The completion of a scored group with the highest reward: the first of
  * equals; NaN ranks last. -1 for a group without completions. */
-int game_best(const rec_rollout_view_t *group);
+int game_best(const rec_group_view_t *group);
 
 /* The stage output of node in round: one group per scored group given (n
  * views, NULL ones skipped), each with its best completion only. 0 with a
  * malloc'ed record (rec_free), or -1 with err. */
-int game_output_build(const char *node, uint64_t round, uint64_t policy_version,
-                      const rec_rollout_view_t *const *groups, int n, uint8_t **buf, size_t *len, char *err,
-                      size_t errlen);
+int game_output_build(const char *node, uint64_t round, uint64_t policy_version, const rec_group_view_t *const *groups,
+                      int n, uint8_t **buf, size_t *len, char *err, size_t errlen);
 
 /* Reads a peer's stage output (rec, already opened from its envelope and
  * REC_ALIGN-aligned): texts[q] (q < questions) is set to the peer's

@@ -85,14 +85,14 @@ void assembly_destroy(assembly_t **self_p)
 
 bool group_zero_advantage(const void *buf, size_t len)
 {
-    rec_rollout_view_t v;
+    rec_group_view_t v;
     char err[128];
-    if (rec_rollout_view(buf, len, &v, err, sizeof err) != 0 || v.r.n_completions == 0) return true;
+    if (rec_group_view(buf, len, &v, err, sizeof err) != 0 || v.r.n_completions == 0) return true;
     rec_completion_t c;
-    rec_rollout_completion(&v, 0, &c);
+    rec_group_completion(&v, 0, &c);
     float first = c.reward;
     for (size_t i = 1; i < v.r.n_completions; i++) {
-        rec_rollout_completion(&v, i, &c);
+        rec_group_completion(&v, i, &c);
         if (fabsf(c.reward - first) > 1e-6f) return false;
     }
     return true;
@@ -100,9 +100,9 @@ bool group_zero_advantage(const void *buf, size_t len)
 
 bool assembly_add(assembly_t *self, void *buf, size_t len)
 {
-    rec_rollout_view_t v;
+    rec_group_view_t v;
     char err[128];
-    if (rec_rollout_view(buf, len, &v, err, sizeof err) != 0) {
+    if (rec_group_view(buf, len, &v, err, sizeof err) != 0) {
         free(buf);
         return false;
     }
@@ -165,16 +165,16 @@ bool assembly_ready(assembly_t *self, uint64_t version, bool allow_fallback)
     return allow_fallback && self->local.n + self->external.n >= I + J;
 }
 
-int batch_build(rec_batch_t *b, const rec_rollout_view_t *views, size_t n, uint8_t **buf, size_t *len)
+int batch_build(rec_batch_t *b, const rec_group_view_t *views, size_t n, uint8_t **buf, size_t *len)
 {
     size_t all = 0;
     for (size_t i = 0; i < n; i++) all += views[i].r.n_completions;
-    rec_rollout_t *groups = calloc(n ? n : 1, sizeof *groups);
+    rec_group_t *groups = calloc(n ? n : 1, sizeof *groups);
     rec_completion_t *comps = calloc(all + 1, sizeof *comps);
     int rc = -1;
     if (groups && comps) {
         for (size_t i = 0, at = 0; i < n; at += views[i].r.n_completions, i++)
-            rec_rollout_unpack(&views[i], &groups[i], comps + at);
+            rec_group_unpack(&views[i], &groups[i], comps + at);
         b->groups = groups;
         b->n_groups = n;
         rc = rec_batch_build(b, buf, len);
@@ -194,13 +194,13 @@ int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char
     if (ni > self->local.n) ni = self->local.n;
     size_t n = ni + nj;
     group_t **taken = calloc(n ? n : 1, sizeof *taken);
-    rec_rollout_view_t *views = calloc(n ? n : 1, sizeof *views);
+    rec_group_view_t *views = calloc(n ? n : 1, sizeof *views);
     int rc = -1;
     if (!taken || !views) goto done;
     for (size_t i = 0; i < n; i++) {
         taken[i] = pop(i < ni ? &self->local : &self->external);
         char err[128];
-        rec_rollout_view(taken[i]->buf, taken[i]->len, &views[i], err, sizeof err);
+        rec_group_view(taken[i]->buf, taken[i]->len, &views[i], err, sizeof err);
     }
     /* local groups in task order, not in the order the generators finished
      * them: the learner's sums then run in the same order whatever the
@@ -209,7 +209,7 @@ int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char
         for (size_t k = i; k > 0 && views[k].r.task.task_id < views[k - 1].r.task.task_id; k--) {
             group_t *g = taken[k];
             taken[k] = taken[k - 1], taken[k - 1] = g;
-            rec_rollout_view_t v = views[k];
+            rec_group_view_t v = views[k];
             views[k] = views[k - 1], views[k - 1] = v;
         }
     rec_batch_t b = {.node = self->cfg->node,

@@ -1,4 +1,4 @@
-/* The sampler's bookkeeping between scored rollouts and training batches:
+/* The sampler's bookkeeping between scored groups and training batches:
  * SampleSelf(I) from the node's own fresh groups, SampleExternal(J) from
  * re-scored groups of other nodes, and the batch record built from them.
  * No sockets here, so it is tested directly. */
@@ -40,9 +40,9 @@ void assembly_destroy(assembly_t **self_p);
 
 /* True when every completion of the group got the same reward: such a group
  * has zero advantage everywhere and teaches nothing. */
-bool group_zero_advantage(const void *rollout_buf, size_t len);
+bool group_zero_advantage(const void *group_buf, size_t len);
 
-/* Takes ownership of a scored rollout record (REC_ALIGN-aligned, verified by
+/* Takes ownership of a scored group record (REC_ALIGN-aligned, verified by
  * the caller). Returns true when it was kept. The node's streams deliver at
  * least once, so a local group whose task id is among the last
  * ASSEMBLY_SEEN_MAX taken is a repeat and is dropped here: one group per
@@ -63,7 +63,7 @@ bool assembly_ready(assembly_t *self, uint64_t version, bool allow_fallback);
 /* A Batch record (malloc'ed) of the n groups in views, which stay owned by
  * the caller: b's groups and n_groups are set here, its other fields
  * (node, round, policy version, counts, stats) come from b. 0, or -1. */
-int batch_build(rec_batch_t *b, const rec_rollout_view_t *views, size_t n, uint8_t **buf, size_t *len);
+int batch_build(rec_batch_t *b, const rec_group_view_t *views, size_t n, uint8_t **buf, size_t *len);
 
 /* Builds the batch of round `round` (malloc'ed record) and forgets the
  * groups in it; stats_json is copied into the record. 0, or -1. */

@@ -60,7 +60,7 @@ typedef struct {
     int generate_batch;                    /* tasks a generator samples in one decode batch */
     int lockstep;                          /* 1: a round's questions sampled by the policy of the round before */
     int shared_prompt;                     /* 1: a group's completions run over their prompt once (packed rows) */
-    int staleness;                         /* drop local rollouts this many versions older than the policy */
+    int staleness;                         /* drop local groups this many versions older than the policy */
     int rounds;                            /* stop after this many rounds (0 = run forever) */
     int checkpoint_every;                  /* rounds between checkpoints */
     int pool_max;                          /* pool entries kept per node */

@@ -1,5 +1,5 @@
 /* A node's identity: an Ed25519 key pair (libsodium). The public key is
- * who the node is to the swarm; every rollout group it publishes to the
+ * who the node is to the swarm; every group it publishes to the
  * pool is signed with the secret key, and a reader verifies the signature
  * under the key registered for the node id the entry is stored under.
  *

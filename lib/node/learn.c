@@ -131,7 +131,7 @@ static bool peer_behaviour(const rec_completion_t *c, const int32_t *ids, size_t
 
 /* Sequence s of group g: the prompt's P ids pids, then completion c's,
  * cut to twice max-new-tokens and to the model's positions */
-static void make_sequence(const learn_t *self, const rec_rollout_view_t *rv, const rec_completion_t *c,
+static void make_sequence(const learn_t *self, const rec_group_view_t *rv, const rec_completion_t *c,
                           const int32_t *pids, size_t P, int g, seq_t *s, learn_stats_t *st)
 {
     const config_t *cfg = self->cfg;
@@ -179,7 +179,7 @@ static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t 
                      learn_stats_t *st)
 {
     const policy_t *pol = self->policy;
-    rec_rollout_view_t rv;
+    rec_group_view_t rv;
     rec_batch_group(batch, g, &rv);
     int n = (int)rv.r.n_completions;
     if (n < 2 || !rv.r.scored) {
@@ -201,7 +201,7 @@ static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t 
     }
     for (int i = 0; i < n; i++) {
         rec_completion_t c;
-        rec_rollout_completion(&rv, (size_t)i, &c);
+        rec_group_completion(&rv, (size_t)i, &c);
         rewards[i] = c.reward;
         make_sequence(self, &rv, &c, pids, P, (int)g, &seqs[i], st);
     }
@@ -214,7 +214,7 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
 {
     size_t cap = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(batch, g, &rv);
         cap += rv.r.n_completions;
     }

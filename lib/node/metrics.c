@@ -34,12 +34,12 @@ static void add_completions(cJSON *j, const rec_batch_view_t *batch)
     long n = 0, len_sum = 0, len_max = 0, truncated = 0, formatted = 0, logp_n = 0;
     double logp_sum = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(batch, g, &rv);
         if (rv.r.external) continue;
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
-            rec_rollout_completion(&rv, i, &c);
+            rec_group_completion(&rv, i, &c);
             long len = (long)c.n_tokens;
             n++;
             len_sum += len;
@@ -64,13 +64,13 @@ static void add_completions(cJSON *j, const rec_batch_view_t *batch)
 }
 
 /* whether the group's rewards differ (a nonzero advantage) */
-static bool mixed_rewards(const rec_rollout_view_t *rv)
+static bool mixed_rewards(const rec_group_view_t *rv)
 {
     float first = 0;
     bool mixed = false;
     for (size_t i = 0; i < rv->r.n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(rv, i, &c);
+        rec_group_completion(rv, i, &c);
         if (i == 0) first = c.reward;
         else if (fabsf(c.reward - first) > 1e-6f) mixed = true;
     }
@@ -85,7 +85,7 @@ static void add_group_ages(cJSON *j, const rec_batch_view_t *batch, double now_s
     double age_v[2] = {0, 0}, age_r[2] = {0, 0}, age_s[2] = {0, 0}, age_v_max[2] = {0, 0};
     double age_r_max[2] = {0, 0}, age_s_max[2] = {0, 0};
     for (size_t g = 0; g < batch->b.n_groups; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(batch, g, &rv);
         int e = rv.r.external;
         groups[e]++;
@@ -132,11 +132,11 @@ static void add_rewards(cJSON *j, const rec_batch_view_t *batch)
     long n_own = 0, n_ext = 0;
     cJSON *fam = cJSON_CreateObject(), *fam_n = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(batch, g, &rv);
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
-            rec_rollout_completion(&rv, i, &c);
+            rec_group_completion(&rv, i, &c);
             if (rv.r.external) {
                 ext += c.reward, n_ext++;
             } else {
@@ -160,7 +160,7 @@ static void add_external_nodes(cJSON *j, const rec_batch_view_t *batch)
 {
     cJSON *from = cJSON_CreateObject(), *ext_r = cJSON_CreateObject(), *ext_n = cJSON_CreateObject();
     for (size_t g = 0; g < batch->b.n_groups; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(batch, g, &rv);
         if (!rv.r.external) continue;
         cJSON *k = cJSON_GetObjectItemCaseSensitive(from, rv.r.node);
@@ -168,7 +168,7 @@ static void add_external_nodes(cJSON *j, const rec_batch_view_t *batch)
         else cJSON_AddNumberToObject(from, rv.r.node, 1);
         for (size_t i = 0; i < rv.r.n_completions; i++) {
             rec_completion_t c;
-            rec_rollout_completion(&rv, i, &c);
+            rec_group_completion(&rv, i, &c);
             add_to(ext_r, ext_n, rv.r.node, c.reward);
         }
     }
@@ -215,7 +215,7 @@ static void add_seconds(cJSON *j, const rec_batch_view_t *batch, double train_se
 {
     double gen_s = 0, verify_s = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
-        rec_rollout_view_t rv;
+        rec_group_view_t rv;
         rec_batch_group(batch, g, &rv);
         verify_s += rv.r.verify_ms / 1000.0;
         if (!rv.r.external) gen_s += rv.r.gen_ms / 1000.0;

@@ -19,7 +19,7 @@ typedef struct {
     model_t *model;
     tokenizer_t *tok;
     prompt_format_t fmt;
-    char name[256];    /* recorded in rollouts: same name = same tokenizer and prompt */
+    char name[256];    /* recorded in groups: same name = same tokenizer and prompt */
     char tokdir[4096]; /* absolute folder of tokenizer.json, "" for the byte tokenizer or a GGUF */
     char gguf[4096];   /* absolute path of the GGUF file opened, or "" */
     char *system;      /* the instruction before every question, or NULL */

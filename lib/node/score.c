@@ -20,11 +20,11 @@ float score_reward(double score, bool formatted, reward_rule_t rule)
     return (score < rule.floor ? 0.0f : (float)score) + (formatted ? rule.format : 0.0f);
 }
 
-int score_rollout(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, char *err, size_t errlen)
+int score_group(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, char *err, size_t errlen)
 {
     int64_t t0 = now_us();
-    rec_rollout_view_t v;
-    if (rec_rollout_view(buf, len, &v, err, errlen) != 0) goto bad;
+    rec_group_view_t v;
+    if (rec_group_view(buf, len, &v, err, errlen) != 0) goto bad;
     cJSON *meta = cJSON_Parse(v.r.task.metadata_json);
     if (!cJSON_IsObject(meta)) {
         snprintf(err, errlen, "task %llu: metadata_json is not a JSON object", (unsigned long long)v.r.task.task_id);
@@ -41,15 +41,15 @@ int score_rollout(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, 
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         rec_completion_t c;
-        rec_rollout_completion(&v, i, &c);
+        rec_group_completion(&v, i, &c);
         bool formatted;
         double s = task_score_completion(c.text, &e, &formatted, err, errlen);
         if (s < 0) rc = -1;
         rewards[i] = score_reward(s, formatted, rule);
     }
     cJSON_Delete(meta);
-    if (rc == 0) rc = rec_rollout_score(buf, len, rewards, n, true, err, errlen);
-    if (rc == 0) rc = rec_rollout_set_verify_ms(buf, len, (uint32_t)((now_us() - t0 + 500) / 1000), err, errlen);
+    if (rc == 0) rc = rec_group_score(buf, len, rewards, n, true, err, errlen);
+    if (rc == 0) rc = rec_group_set_verify_ms(buf, len, (uint32_t)((now_us() - t0 + 500) / 1000), err, errlen);
     free(rewards);
     if (rc != 0) goto bad;
     st->scored++;

@@ -1,4 +1,4 @@
-/* The verifier's work on one rollout record: every completion is scored
+/* The verifier's work on one group record: every completion is scored
  * by this node's task library, whatever rewards the record carried (a
  * peer's rewards are never trusted). */
 #ifndef SAPO_SCORE_H
@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 typedef struct {
-    long scored;      /* rollouts scored */
+    long scored;      /* groups scored */
     long completions; /* completions scored */
     long malformed;   /* records dropped: failed verification, bad task */
 } score_stats_t;
@@ -30,10 +30,10 @@ typedef struct {
     float format;
 } reward_rule_t;
 
-/* buf is a rollout record the caller owns, REC_ALIGN-aligned. Scores it in
+/* buf is a group record the caller owns, REC_ALIGN-aligned. Scores it in
  * place under the rule and marks it scored. 0, or -1 with the reason in
  * err (the record must then be dropped). */
-int score_rollout(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, char *err, size_t errlen);
+int score_group(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, char *err, size_t errlen);
 
 /* The reward of a verifier score, for a completion with (formatted) or
  * without an answer in the tags. */

@@ -98,7 +98,7 @@ static void absorb(crypto_generichash_state *h, const char *s)
 /* What makes two groups the same to a learner: the node, the question and
  * the completion texts. Versions, timestamps and rewards are left out, so a
  * flood of one group with those changed is still a flood. */
-static digest_t content_digest(const rec_rollout_view_t *v)
+static digest_t content_digest(const rec_group_view_t *v)
 {
     crypto_generichash_state h;
     crypto_generichash_init(&h, NULL, 0, 16);
@@ -108,7 +108,7 @@ static digest_t content_digest(const rec_rollout_view_t *v)
     absorb(&h, v->r.task.answer);
     for (size_t i = 0; i < v->r.n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(v, i, &c);
+        rec_group_completion(v, i, &c);
         absorb(&h, c.text);
     }
     unsigned char out[16];
@@ -144,9 +144,9 @@ static screen_reason_t metadata_ok(const char *json, const char *family)
 static screen_reason_t check(screen_t *self, const void *buf, size_t len, const char *source)
 {
     if (len > self->lim.max_record) return SCREEN_TOO_LARGE;
-    rec_rollout_view_t v;
+    rec_group_view_t v;
     char err[256];
-    if (rec_rollout_view(buf, len, &v, err, sizeof err) != 0) return SCREEN_MALFORMED;
+    if (rec_group_view(buf, len, &v, err, sizeof err) != 0) return SCREEN_MALFORMED;
     if (pool_node_ok(v.r.node, err, sizeof err) != 0) return SCREEN_BAD_NODE;
     if (source && strcmp(v.r.node, source) != 0) return SCREEN_NODE_MISMATCH;
     if (strcmp(v.r.node, self->node) == 0) return SCREEN_OWN;
@@ -158,7 +158,7 @@ static screen_reason_t check(screen_t *self, const void *buf, size_t len, const 
         if ((r = text_ok(self, fields[i])) != SCREEN_OK) return r;
     for (size_t i = 0; i < v.r.n_completions; i++) {
         rec_completion_t c;
-        rec_rollout_completion(&v, i, &c);
+        rec_group_completion(&v, i, &c);
         if ((r = text_ok(self, c.text)) != SCREEN_OK) return r;
     }
     if (!task_family_find(v.r.task.family)) return SCREEN_UNKNOWN_FAMILY;

@@ -1,4 +1,4 @@
-/* Screening of rollout groups drawn from the swarm's pool. Every byte in the
+/* Screening of groups drawn from the swarm's pool. Every byte in the
  * pool may come from a hostile peer, so an entry is checked here before any
  * field of it is used: size, the signature under the key registered for the
  * node the entry is stored under (node/identity.h: an entry is signature ||
@@ -17,7 +17,7 @@
 typedef enum {
     SCREEN_OK = 0,
     SCREEN_TOO_LARGE,      /* record over the size limit */
-    SCREEN_MALFORMED,      /* not a verifiable rollout record */
+    SCREEN_MALFORMED,      /* not a verifiable group record */
     SCREEN_BAD_NODE,       /* node id that no pool key could hold */
     SCREEN_OWN,            /* the node's own group (never external) */
     SCREEN_WRONG_SIZE,     /* not L completions */

@@ -1,5 +1,5 @@
-/* The swarm's rollout pool in Redis: every node publishes its shareable
- * rollout groups (opaque records) and samples other nodes' groups.
+/* The swarm's pool in Redis: every node publishes its shareable groups
+ * (opaque records) and draws other nodes' groups.
  *
  * Layout, per swarm prefix S and node N:
  *   S:nodes          set of node ids that ever published

@@ -17,7 +17,7 @@
 typedef enum {
     STREAM_TASKS,    /* sampler -> generators: questions to roll out */
     STREAM_ROLLOUTS, /* generators (and sampler, external groups) -> verifiers */
-    STREAM_SCORED,   /* verifiers -> sampler: rollouts with local rewards */
+    STREAM_SCORED,   /* verifiers -> sampler: groups with local rewards */
     STREAM_BATCHES,  /* sampler -> learner: I local + J external groups */
     STREAM_NOTICES,  /* learner -> generators, sampler: new policy version notices (broadcast) */
     STREAM_COUNT
