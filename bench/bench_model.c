@@ -109,7 +109,7 @@ typedef struct {
 typedef struct {
     int have;
     double train, gen, genb, train16;
-} peer_t;
+} peer_rates_t;
 
 /* f's training step in fp32 and, where the CPU has a bf16 kernel, in
  * backend cpu-bf16 (with the best kernel, and forced to AVX512-BF16
@@ -140,10 +140,10 @@ static int time_training(model_t *m, batch_t *b, int reps, tiny_t *f)
 
 /* the peer's figures for f on m's weights, saved to a folder in /tmp
  * that is removed after */
-static peer_t run_peer(const model_t *m, const tiny_t *f, int threads, bool quick)
+static peer_rates_t run_peer(const model_t *m, const tiny_t *f, int threads, bool quick)
 {
     char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[256], err[256];
-    peer_t p = {0};
+    peer_rates_t p = {0};
     p.have = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
     /* transformers generate is slow enough that one prompt gives its rate */
     snprintf(args, sizeof args,
@@ -158,7 +158,7 @@ static peer_t run_peer(const model_t *m, const tiny_t *f, int threads, bool quic
 }
 
 /* the tiny default's training and sampling lines, against the peer's */
-static void print_tiny(const model_t *m, const tiny_t *f, const peer_t *p)
+static void print_tiny(const model_t *m, const tiny_t *f, const peer_rates_t *p)
 {
     int B = f->B, T = f->T, Q = f->Q, L = f->L, NEW = f->NEW;
     double train_tps = B * T / f->train, gen_tps = (double)Q * L * NEW / f->gen;
@@ -329,7 +329,7 @@ int main(int argc, char **argv)
     if (time_training(m, &b, reps, &f)) return 1;
     f.gen = generate(m, f.Q, f.P, f.L, f.NEW, false, quick ? 1 : 3);
     f.genb = generate(m, f.Q, f.P, f.L, f.NEW, true, quick ? 1 : 3);
-    peer_t p = run_peer(m, &f, threads, quick);
+    peer_rates_t p = run_peer(m, &f, threads, quick);
     print_tiny(m, &f, &p);
     /* the default round's training batch: 4 groups x 8 completions of 20
      * tokens after a prompt of 138 (basic_arithmetic's, byte tokens) */

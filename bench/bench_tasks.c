@@ -1,7 +1,7 @@
-/* Entries generated per second and answers scored per second for every
+/* Questions generated per second and answers scored per second for every
  * task family at its default config (gsm8k: the sample file of the
  * tests), one thread; the scored answers are
- * each entry's own answer and a near miss ("x " + answer). With the
+ * each question's own answer and a near miss ("x " + answer). With the
  * project venv present the same work runs in reasoning-gym
  * (bench/peer_tasks.py) for the ratio. Run from the repository root;
  * SAPO_BENCH_SECONDS sets the time per measurement (default 1). */
@@ -59,11 +59,11 @@ int main(void)
             return 1;
         }
         size_t cap = 1024, n = 0;
-        task_entry_t *entries = malloc(cap * sizeof *entries);
+        task_question_t *questions = malloc(cap * sizeof *questions);
         double t0 = now(), t;
         while ((t = now()) - t0 < seconds) {
-            if (n == cap) entries = realloc(entries, (cap *= 2) * sizeof *entries);
-            if (f->generate(config, 1, n, &entries[n], err, sizeof err) != 0) {
+            if (n == cap) questions = realloc(questions, (cap *= 2) * sizeof *questions);
+            if (f->generate(config, 1, n, &questions[n], err, sizeof err) != 0) {
                 fprintf(stderr, "bench_tasks: %s: %s\n", f->name, err);
                 return 1;
             }
@@ -75,7 +75,7 @@ int main(void)
         char *miss = NULL;
         t0 = now();
         while ((t = now()) - t0 < seconds) {
-            const task_entry_t *e = &entries[scored / 2 % n];
+            const task_question_t *e = &questions[scored / 2 % n];
             if (scored % 2 == 0) sink += f->score(e->answer, e);
             else {
                 free(miss);
@@ -88,11 +88,11 @@ int main(void)
         free(miss);
         double peer_gen = 0, peer_score = 0;
         int have_peer = peer(f->name, seconds, &peer_gen, &peer_score) == 0;
-        report("generate", f->name, gen_rate, "entries/s", have_peer, peer_gen);
+        report("generate", f->name, gen_rate, "questions/s", have_peer, peer_gen);
         report("score", f->name, score_rate, "answers/s", have_peer, peer_score);
         fflush(stdout);
-        for (size_t i = 0; i < n; i++) task_entry_free(&entries[i]);
-        free(entries);
+        for (size_t i = 0; i < n; i++) task_question_free(&questions[i]);
+        free(questions);
         cJSON_Delete(config);
     }
     return 0;

@@ -1,5 +1,5 @@
 /* libFuzzer target: task metadata JSON and the scorers. The input is a
- * completion, a NUL byte, then an entry as JSON ({question, answer,
+ * completion, a NUL byte, then a question as JSON ({question, answer,
  * metadata}); what the verifier does with an external group's task. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -16,16 +16,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t cut = strlen(text);
     const char *json = cut < size ? text + cut + 1 : "{}";
     cJSON *obj = cJSON_ParseWithLength(json, size - (cut < size ? cut + 1 : size));
-    task_entry_t e = {0};
+    task_question_t e = {0};
     char err[256];
-    if (obj && task_entry_from_json(obj, &e, err, sizeof err) == 0) {
+    if (obj && task_question_from_json(obj, &e, err, sizeof err) == 0) {
         char *answer = task_extract_answer(text);
-        task_score_entry(answer, &e, err, sizeof err);
-        task_score_entry(text, &e, err, sizeof err);
+        task_score_answer(answer, &e, err, sizeof err);
+        task_score_answer(text, &e, err, sizeof err);
         bool formatted;
         task_score_completion(text, &e, &formatted, err, sizeof err);
         free(answer);
-        task_entry_free(&e);
+        task_question_free(&e);
     }
     cJSON_Delete(obj);
     free(text);

@@ -95,7 +95,7 @@ static void add_example(examples_t *x, const char *question, char *target)
 static void sample_batch(policy_t *pol, const config_t *cfg, const task_mix_t *mix, uint64_t i0, int q, examples_t *x)
 {
     char err[512];
-    task_entry_t e[FORMAT_SAMPLE_BATCH] = {0};
+    task_question_t e[FORMAT_SAMPLE_BATCH] = {0};
     const char *qs[FORMAT_SAMPLE_BATCH];
     uint64_t seeds[FORMAT_SAMPLE_BATCH] = {0};
     completion_t c[FORMAT_SAMPLE_BATCH] = {0};
@@ -122,14 +122,14 @@ static void sample_batch(policy_t *pol, const config_t *cfg, const task_mix_t *m
         free(tagged);
         free(number);
         completion_free(&c[i]);
-        task_entry_free(&e[i]);
+        task_question_free(&e[i]);
     }
 }
 
 /* format rate and pass@1 of greedy answers to FORMAT_EVAL held-out questions */
 static cJSON *score(policy_t *pol, const config_t *cfg, const task_mix_t *mix)
 {
-    task_entry_t e[FORMAT_EVAL];
+    task_question_t e[FORMAT_EVAL];
     char *prompts[FORMAT_EVAL], err[512];
     for (int i = 0; i < FORMAT_EVAL; i++) {
         if (task_mix_draw(mix, FORMAT_EVAL_INDEX0 + (uint64_t)i, &e[i], err, sizeof err) != 0)
@@ -138,7 +138,7 @@ static cJSON *score(policy_t *pol, const config_t *cfg, const task_mix_t *mix)
     }
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}};
     heldout_tally_t t = heldout_score(pol, e, prompts, FORMAT_EVAL, 1, gp, 0, NULL, NULL);
-    for (int i = 0; i < FORMAT_EVAL; i++) task_entry_free(&e[i]);
+    for (int i = 0; i < FORMAT_EVAL; i++) task_question_free(&e[i]);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "format", (double)t.formatted / t.total);
     cJSON_AddNumberToObject(o, "pass1", (double)t.right / t.total);

@@ -50,7 +50,7 @@ static cJSON *evaluate(policy_t *pol, const task_mix_t *mix, const config_t *cfg
     char err[512];
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0.0f, 0, 1.0f}, .seed = 1};
     for (int i = 0; i < EVAL_QUESTIONS; i++) {
-        task_entry_t e = {0};
+        task_question_t e = {0};
         completion_t c = {0};
         if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)i, &e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset"));
@@ -58,12 +58,12 @@ static cJSON *evaluate(policy_t *pol, const task_mix_t *mix, const config_t *cfg
         while (f < task_family_count - 1 && strcmp(task_families[f]->name, name) != 0) f++;
         if (policy_sample(pol, e.question, 1, &gp, &c, err, sizeof err) != 0) log_fatal("evaluation: %s", err);
         char *a = task_extract_answer(c.text);
-        double s = task_score_entry(a, &e, err, sizeof err);
+        double s = task_score_answer(a, &e, err, sizeof err);
         sum[f] += s > 0 ? s : 0;
         count[f]++;
         free(a);
         completion_free(&c);
-        task_entry_free(&e);
+        task_question_free(&e);
     }
     cJSON *acc = cJSON_CreateObject();
     double all = 0;
@@ -87,13 +87,13 @@ static float sft_lr(int step, int steps)
     return step < SFT_WARMUP ? SFT_LR * (step + 1) / SFT_WARMUP : SFT_LR;
 }
 
-/* Pair number index of the warm start: the entry its prompt is the
- * question of (the caller frees it) and its target. In game mode pairs
- * take turns: the plain pair, then the answer, critique and resolve forms
- * (game_sft.h) on the same draw of the mix, so the base still answers
- * plain questions and writes each stage's sections. Off game mode every
- * pair is plain, as it has always been. */
-static void sft_pair(const task_mix_t *mix, bool game, uint64_t index, task_entry_t *e, char **target)
+/* Pair number index of the warm start: the question its prompt asks (the
+ * caller frees it) and its target. In game mode pairs take turns: the
+ * plain pair, then the answer, critique and resolve forms (game_sft.h) on
+ * the same draw of the mix, so the base still answers plain questions and
+ * writes each stage's sections. Off game mode every pair is plain, as it
+ * has always been. */
+static void sft_pair(const task_mix_t *mix, bool game, uint64_t index, task_question_t *e, char **target)
 {
     char err[512];
     if (task_mix_draw(mix, SFT_INDEX0 + index, e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
@@ -102,16 +102,16 @@ static void sft_pair(const task_mix_t *mix, bool game, uint64_t index, task_entr
         *target = answer_text(e->answer);
         return;
     }
-    task_entry_t problem = *e;
+    task_question_t problem = *e;
     if (game_sft_pair(&problem, SFT_INDEX0 + index, (game_stage_t)(kind - 1), e, target, err, sizeof err) != 0)
         log_fatal("game warm start: %s (SAPO_TASK_MIX)", err);
-    task_entry_free(&problem);
+    task_question_free(&problem);
 }
 
 /* one supervised step on the SFT_BATCH pairs of step `step`; the loss */
 static float sft_step(learn_t *learn, const task_mix_t *mix, bool game, int step)
 {
-    task_entry_t e[SFT_BATCH] = {0};
+    task_question_t e[SFT_BATCH] = {0};
     const char *q[SFT_BATCH];
     char *a[SFT_BATCH];
     for (int i = 0; i < SFT_BATCH; i++) {
@@ -120,7 +120,7 @@ static float sft_step(learn_t *learn, const task_mix_t *mix, bool game, int step
     }
     float loss = learn_sft_step(learn, q, (const char *const *)a, SFT_BATCH);
     for (int i = 0; i < SFT_BATCH; i++) {
-        task_entry_free(&e[i]);
+        task_question_free(&e[i]);
         free(a[i]);
     }
     return loss;
@@ -136,7 +136,7 @@ static cJSON *evaluate_stage(policy_t *pol, const task_mix_t *mix, const config_
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0.0f, 0, 1.0f}, .seed = 1};
     double form = 0, reward = 0;
     for (int i = 0; i < GAME_EVAL_PROMPTS; i++) {
-        task_entry_t problem = {0}, e;
+        task_question_t problem = {0}, e;
         completion_t c = {0};
         char *target;
         if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)i, &problem, err, sizeof err) != 0 ||
@@ -152,8 +152,8 @@ static cJSON *evaluate_stage(policy_t *pol, const task_mix_t *mix, const config_
             log_info("game %s prompt %d: reward %.1f for [%s] (target [%s])", stage_names[stage], i, r, c.text, target);
         free(target);
         completion_free(&c);
-        task_entry_free(&e);
-        task_entry_free(&problem);
+        task_question_free(&e);
+        task_question_free(&problem);
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "form", round(1000 * form / GAME_EVAL_PROMPTS) / 1000);

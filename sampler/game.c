@@ -35,12 +35,12 @@ static const char *const stage_names[GAME_STAGES] = {"answer", "critique", "reso
 
 typedef struct {
     sampler_t *s;
-    uint64_t round;                     /* the game round, from 1 */
-    game_stage_t stage;                 /* the stage being played */
-    int questions;                      /* Q */
-    task_entry_t *problems;             /* Q: the round's questions */
-    task_entry_t *entries[GAME_STAGES]; /* Q each: the stages' tasks */
-    void **groups;                      /* Q: the stage's scored groups, by question */
+    uint64_t round;                                /* the game round, from 1 */
+    game_stage_t stage;                            /* the stage being played */
+    int questions;                                 /* Q */
+    task_question_t *problems;                     /* Q: the round's problems, drawn from the task mix */
+    task_question_t *stage_questions[GAME_STAGES]; /* Q each: the stages' questions, built from the problems */
+    void **groups;                                 /* Q: the stage's scored groups, by question */
     size_t *sizes;
     bool *back; /* Q: the question's group came back (scored or not) */
     int n_back;
@@ -53,26 +53,27 @@ typedef struct {
     long outputs_published, outputs_rejected;
 } game_t;
 
+/* a peer's outputs of the stage before, as this stage's prompts show them */
 typedef struct {
     const char *node;
     const char **texts; /* Q: the peer's completion per question, or NULL */
-} peer_t;
+} game_peer_t;
 
 static uint64_t batch_round(const game_t *g) { return 3 * (g->round - 1) + (uint64_t)g->stage + 1; }
 
 static void free_round(game_t *g)
 {
     for (int q = 0; q < g->questions; q++) {
-        task_entry_free(&g->problems[q]);
+        task_question_free(&g->problems[q]);
         for (int k = 0; k < GAME_STAGES; k++) {
-            task_entry_free(&g->entries[k][q]);
+            task_question_free(&g->stage_questions[k][q]);
             free(g->best[k][q]);
             g->best[k][q] = NULL;
         }
     }
 }
 
-/* the swarm's questions of the round: entries round x Q + q of the mix */
+/* the swarm's problems of the round: questions round x Q + q of the mix */
 static void draw_problems(game_t *g)
 {
     char err[512];
@@ -80,7 +81,7 @@ static void draw_problems(game_t *g)
     for (int q = 0; q < g->questions; q++) {
         uint64_t index = g->round * (uint64_t)g->questions + (uint64_t)q;
         if (task_mix_draw(g->s->mix, index, &g->problems[q], err, sizeof err) != 0) log_fatal("task mix: %s", err);
-        if (game_answer_entry(&g->problems[q], g->round, &g->entries[GAME_ANSWER][q], err, sizeof err) != 0)
+        if (game_answer_question(&g->problems[q], g->round, &g->stage_questions[GAME_ANSWER][q], err, sizeof err) != 0)
             log_fatal("game three-stage plays questions with a number for an answer: %s (SAPO_TASK_MIX)", err);
     }
 }
@@ -130,7 +131,7 @@ static bool peers_enough(game_t *g, int n)
 /* the peers' outputs of the stage before this one, opened and checked once
  * the stage stops waiting for more (game-wait); *got holds their text.
  * How many passed, or -1 while the stage waits */
-static int read_peers(game_t *g, pool_entry_t **got, int *n_got, peer_t *peers)
+static int read_peers(game_t *g, pool_entry_t **got, int *n_got, game_peer_t *peers)
 {
     sampler_t *s = g->s;
     char err[512];
@@ -157,7 +158,7 @@ static int read_peers(game_t *g, pool_entry_t **got, int *n_got, peer_t *peers)
 
 /* the critique of question q: this node's best answer and the peers',
  * each under its node's student number, with its reward here */
-static void critique_entry(game_t *g, int q, const peer_t *peers, int n_peers)
+static void critique_question(game_t *g, int q, const game_peer_t *peers, int n_peers)
 {
     char err[512];
     game_student_t st[1 + GAME_PEERS_MAX];
@@ -172,15 +173,16 @@ static void critique_entry(game_t *g, int q, const peer_t *peers, int n_peers)
         for (int i = 0; i < n; i++) taken |= st[i].id == id;
         if (!text || taken) continue;
         bool formatted;
-        double r = task_score_completion(text, &g->entries[GAME_ANSWER][q], &formatted, err, sizeof err);
+        double r = task_score_completion(text, &g->stage_questions[GAME_ANSWER][q], &formatted, err, sizeof err);
         st[n++] = (game_student_t){id, text, r < 0 ? 0 : r};
     }
-    if (game_critique_entry(&g->problems[q], g->round, st, n, &g->entries[GAME_CRITIQUE][q], err, sizeof err) != 0)
+    if (game_critique_question(&g->problems[q], g->round, st, n, &g->stage_questions[GAME_CRITIQUE][q], err,
+                               sizeof err) != 0)
         log_fatal("critique of round %llu: %s", (unsigned long long)g->round, err);
 }
 
 /* the resolution of question q: this node's best critique, then the peers' */
-static void resolve_entry(game_t *g, int q, const peer_t *peers, int n_peers)
+static void resolve_question(game_t *g, int q, const game_peer_t *peers, int n_peers)
 {
     char err[512];
     const char *critiques[1 + GAME_PEERS_MAX];
@@ -188,11 +190,12 @@ static void resolve_entry(game_t *g, int q, const peer_t *peers, int n_peers)
     if (g->best[GAME_CRITIQUE][q]) critiques[n++] = g->best[GAME_CRITIQUE][q];
     for (int p = 0; p < n_peers; p++)
         if (peers[p].texts[q]) critiques[n++] = peers[p].texts[q];
-    if (game_resolve_entry(&g->problems[q], g->round, critiques, n, &g->entries[GAME_RESOLVE][q], err, sizeof err) != 0)
+    if (game_resolve_question(&g->problems[q], g->round, critiques, n, &g->stage_questions[GAME_RESOLVE][q], err,
+                              sizeof err) != 0)
         log_fatal("resolution of round %llu: %s", (unsigned long long)g->round, err);
 }
 
-/* the stage's prompts: from the round's questions, or from this node's
+/* the stage's prompts: from the round's problems, or from this node's
  * and its peers' outputs of the stage before; false when the stage waits
  * for more peers (game-wait) */
 static bool build_stage(game_t *g)
@@ -205,13 +208,13 @@ static bool build_stage(game_t *g)
     }
     pool_entry_t *got = NULL;
     int n_got = 0;
-    peer_t peers[GAME_PEERS_MAX];
+    game_peer_t peers[GAME_PEERS_MAX];
     int k = read_peers(g, &got, &n_got, peers);
     bool go = k >= 0;
     g->peers = go ? k : 0;
     for (int q = 0; go && q < g->questions; q++) {
-        if (g->stage == GAME_CRITIQUE) critique_entry(g, q, peers, g->peers);
-        else resolve_entry(g, q, peers, g->peers);
+        if (g->stage == GAME_CRITIQUE) critique_question(g, q, peers, g->peers);
+        else resolve_question(g, q, peers, g->peers);
     }
     for (int p = 0; p < g->peers; p++) free(peers[p].texts);
     pool_entries_free(got, n_got);
@@ -222,7 +225,7 @@ static bool build_stage(game_t *g)
 static void send_stage_task(game_t *g, int q)
 {
     sampler_t *s = g->s;
-    const task_entry_t *e = &g->entries[g->stage][q];
+    const task_question_t *e = &g->stage_questions[g->stage][q];
     char *meta = cJSON_PrintUnformatted(e->metadata);
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(e->metadata, "source_dataset");
     uint64_t b = batch_round(g);
@@ -407,7 +410,7 @@ static void game_init(game_t *g, sampler_t *s)
     g->sizes = calloc((size_t)Q, sizeof *g->sizes);
     g->back = calloc((size_t)Q, sizeof *g->back);
     for (int k = 0; k < GAME_STAGES; k++) {
-        g->entries[k] = calloc((size_t)Q, sizeof **g->entries);
+        g->stage_questions[k] = calloc((size_t)Q, sizeof **g->stage_questions);
         g->best[k] = calloc((size_t)Q, sizeof **g->best);
         g->best_reward[k] = calloc((size_t)Q, sizeof **g->best_reward);
     }
@@ -419,7 +422,7 @@ static void game_free(game_t *g)
 {
     free_round(g);
     for (int q = 0; q < g->questions; q++) free(g->groups[q]);
-    for (int k = 0; k < GAME_STAGES; k++) free(g->entries[k]), free(g->best[k]), free(g->best_reward[k]);
+    for (int k = 0; k < GAME_STAGES; k++) free(g->stage_questions[k]), free(g->best[k]), free(g->best_reward[k]);
     free(g->problems), free(g->groups), free(g->sizes), free(g->back);
 }
 

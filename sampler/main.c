@@ -5,7 +5,7 @@
  * they arrive with the node's own verifier rules (their rewards are never
  * trusted), and hands the learner batches of I own + J external groups
  * (SampleSelf + SampleExternal). Groups are signed with the node's key (its
- * identity, registered in the pool under its node id); drawn entries are
+ * identity, registered in the pool under its node id); drawn pool entries are
  * kept only when signed by the key of the node they are stored under and
  * naming that node.
  * With game three-stage it plays RL Swarm's game instead (game.c).
@@ -24,10 +24,10 @@
  * the zero-advantage filter drop some of them. */
 #define DRAW_MULTIPLE 2
 /* Draws a round: the pool is taken as dry for the round after this many,
- * and the batch filled with local groups (entries can all turn out
+ * and the batch filled with local groups (drawn groups can all turn out
  * zero-advantage here). */
 #define DRAWS_PER_ROUND 3
-/* Lockstep: round r's k-th question is the question sequence's entry
+/* Lockstep: round r's k-th question is the question sequence's number
  * r * LOCKSTEP_STRIDE + k, whatever I/J is (k stays far below this: the
  * local filter keeps groups after 4 x I dropped in a row). */
 #define LOCKSTEP_STRIDE (1ull << 20)
@@ -43,7 +43,7 @@ typedef enum {
 static void send_task(sampler_t *s)
 {
     char err[512];
-    task_entry_t e = {0};
+    task_question_t e = {0};
     uint64_t index = s->cfg.lockstep ? s->round * LOCKSTEP_STRIDE + s->round_slot++ : s->next_task++;
     if (task_mix_draw(s->mix, index, &e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
     char *meta = cJSON_PrintUnformatted(e.metadata);
@@ -63,7 +63,7 @@ static void send_task(sampler_t *s)
     if (rec_task_build(&t, &buf, &len) == 0 && wire_producer_send(s->tasks, buf, len) == 0) s->in_flight++;
     rec_free(buf);
     free(meta);
-    task_entry_free(&e);
+    task_question_free(&e);
 }
 
 /* An external group arrives: scored here by this node's rules (the

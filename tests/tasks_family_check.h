@@ -1,6 +1,6 @@
-/* Checks every task family test runs on its family: the entry's own answer
- * scores 1.0, the same (config, seed, index) gives the same entry, many
- * entries generate without a crash or hang, and the scorer agrees with
+/* Checks every task family test runs on its family: the question's own answer
+ * scores 1.0, the same (config, seed, index) gives the same question, many
+ * questions generate without a crash or hang, and the scorer agrees with
  * reasoning-gym on committed fixtures. Include after check.h. */
 #ifndef SAPO_TASKS_FAMILY_CHECK_H
 #define SAPO_TASKS_FAMILY_CHECK_H
@@ -29,45 +29,45 @@ static inline cJSON *family_config(const task_family_t *f, const char *json)
     return config;
 }
 
-static inline char *family_entry_text(const task_entry_t *e)
+static inline char *family_question_text(const task_question_t *e)
 {
-    cJSON *j = task_entry_to_json(e);
+    cJSON *j = task_question_to_json(e);
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return s;
 }
 
-/* count entries of config from seed: each generates, its answer scores
- * 1.0, and generating it again gives the same entry. check is called on
- * each entry for family-specific checks (may be NULL). */
-typedef void (*family_entry_check_fn)(const task_entry_t *e);
+/* count questions of config from seed: each generates, its answer scores
+ * 1.0, and generating it again gives the same question. check is called on
+ * each question for family-specific checks (may be NULL). */
+typedef void (*family_question_check_fn)(const task_question_t *e);
 
-static inline void family_check_entries(const task_family_t *f, const char *config_json, uint64_t seed, int count,
-                                        family_entry_check_fn check)
+static inline void family_check_questions(const task_family_t *f, const char *config_json, uint64_t seed, int count,
+                                          family_question_check_fn check)
 {
     cJSON *config = family_config(f, config_json);
     if (!config) return;
     int failures = 0;
     for (int i = 0; i < count && failures < 5; i++) {
-        task_entry_t a = {0}, b = {0};
+        task_question_t a = {0}, b = {0};
         char err[256] = "";
         int rc = f->generate(config, seed, (uint64_t)i, &a, err, sizeof err);
-        EXPECTF(rc == 0, "%s entry %d: %s", f->name, i, err);
+        EXPECTF(rc == 0, "%s question %d: %s", f->name, i, err);
         if (rc != 0) {
             failures++;
             continue;
         }
         double s = f->score(a.answer, &a);
-        EXPECTF(s == 1.0, "%s entry %d scores %g with its own answer %s", f->name, i, s, a.answer);
+        EXPECTF(s == 1.0, "%s question %d scores %g with its own answer %s", f->name, i, s, a.answer);
         failures += s != 1.0;
         EXPECT(f->generate(config, seed, (uint64_t)i, &b, err, sizeof err) == 0);
-        char *ta = family_entry_text(&a), *tb = family_entry_text(&b);
-        EXPECTF(strcmp(ta, tb) == 0, "%s entry %d differs on a second generation", f->name, i);
+        char *ta = family_question_text(&a), *tb = family_question_text(&b);
+        EXPECTF(strcmp(ta, tb) == 0, "%s question %d differs on a second generation", f->name, i);
         free(ta);
         free(tb);
         if (check) check(&a);
-        task_entry_free(&a);
-        task_entry_free(&b);
+        task_question_free(&a);
+        task_question_free(&b);
     }
     cJSON_Delete(config);
 }
@@ -86,7 +86,7 @@ static inline void family_check_bad_configs(const task_family_t *f, const char *
     }
 }
 
-/* Generates n entries of the default config (a million with
+/* Generates n questions of the default config (a million with
  * SAPO_TEST_FULL=1) and prints the rate. */
 static inline void family_check_many(const task_family_t *f, int n)
 {
@@ -96,25 +96,25 @@ static inline void family_check_many(const task_family_t *f, int n)
     double t0 = family_now();
     int bad = 0;
     for (int i = 0; i < n; i++) {
-        task_entry_t e = {0};
+        task_question_t e = {0};
         char err[256] = "";
         if (f->generate(config, 7, (uint64_t)i, &e, err, sizeof err) != 0) {
-            if (bad++ < 3) fprintf(stderr, "%s entry %d: %s\n", f->name, i, err);
+            if (bad++ < 3) fprintf(stderr, "%s question %d: %s\n", f->name, i, err);
         }
-        task_entry_free(&e);
+        task_question_free(&e);
     }
     double dt = family_now() - t0;
-    EXPECTF(bad == 0, "%d of %d %s entries failed", bad, n, f->name);
-    printf("# %s: %d entries in %.2f s (%.0f entries/s)\n", f->name, n, dt, n / dt);
+    EXPECTF(bad == 0, "%d of %d %s questions failed", bad, n, f->name);
+    printf("# %s: %d questions in %.2f s (%.0f questions/s)\n", f->name, n, dt, n / dt);
     cJSON_Delete(config);
 }
 
 /* Every line of a fixture file written by tests/oracle/tasks_variants.py
- * or tasks_fixtures.py: an entry {question, answer, metadata[, seed, index,
+ * or tasks_fixtures.py: a question {question, answer, metadata[, seed, index,
  * config]} with either variants: [[response, score], ...] or one response
  * and its score. Our score of each response (null for None) equals
  * reasoning-gym's within 1e-6, and a line with a seed regenerates to the
- * same entry. Returns the number of answers checked, -1 when the file is
+ * same question. Returns the number of answers checked, -1 when the file is
  * absent. */
 static inline int family_check_fixtures(const task_family_t *f, const char *path)
 {
@@ -138,7 +138,7 @@ static inline int family_check_fixtures(const task_family_t *f, const char *path
             cJSON_AddItemToArray(pair, cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "score"), 1));
             cJSON_AddItemToArray(single, pair);
         }
-        task_entry_t e = {0};
+        task_question_t e = {0};
         e.answer = cJSON_IsString(a) ? a->valuestring : NULL;
         e.metadata = cJSON_GetObjectItemCaseSensitive(j, "metadata");
         const cJSON *pair;
@@ -157,28 +157,28 @@ static inline int family_check_fixtures(const task_family_t *f, const char *path
         if (cJSON_IsNumber(seed)) {
             char err[256] = "";
             cJSON *config = task_family_config(f, cJSON_GetObjectItemCaseSensitive(j, "config"), err, sizeof err);
-            task_entry_t g = {0};
+            task_question_t g = {0};
             uint64_t index = (uint64_t)cJSON_GetObjectItemCaseSensitive(j, "index")->valuedouble;
             EXPECTF(config && f->generate(config, (uint64_t)seed->valuedouble, index, &g, err, sizeof err) == 0,
                     "%s:%d: %s", path, lines, err);
-            cJSON *want = cJSON_CreateObject(), *got = task_entry_to_json(&g);
+            cJSON *want = cJSON_CreateObject(), *got = task_question_to_json(&g);
             cJSON_AddItemToObject(want, "question",
                                   cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, "question"), 1));
             cJSON_AddItemToObject(want, "answer", cJSON_Duplicate(a, 1));
             cJSON_AddItemToObject(want, "metadata", cJSON_Duplicate(e.metadata, 1));
-            EXPECTF(cJSON_Compare(want, got, 1), "%s:%d: seed %g index %llu generates another entry", path, lines,
+            EXPECTF(cJSON_Compare(want, got, 1), "%s:%d: seed %g index %llu generates another question", path, lines,
                     seed->valuedouble, (unsigned long long)index);
             cJSON_Delete(want);
             cJSON_Delete(got);
             cJSON_Delete(config);
-            task_entry_free(&g);
+            task_question_free(&g);
         }
         cJSON_Delete(j);
     }
     free(line);
     fclose(fp);
     EXPECTF(mismatches == 0, "%s: %d of %d scores differ from reasoning-gym", path, mismatches, answers);
-    printf("# %s: %d entries, %d answers\n", path, lines, answers);
+    printf("# %s: %d questions, %d answers\n", path, lines, answers);
     return answers;
 }
 

@@ -1,5 +1,5 @@
 /* The game warm start's pairs (game_sft.h): each stage's target scores, on
- * the entry its prompt came from and through task_score_completion, what
+ * the question its prompt came from and through task_score_completion, what
  * this test works out on its own from the prompt's text (the students'
  * answers, the critiques' votes); the no-peer prompts; distinct ids in
  * 0..999; the identified student and the majority drawn at random, right
@@ -19,15 +19,15 @@ static const char mix_spec[] = "{\"families\": {\"basic_arithmetic\": {\"weight\
                                "\"max_terms\": 2, \"min_digits\": 1, \"max_digits\": 1, \"operators\": [\"+\", "
                                "\"-\"], \"allow_parentheses\": false, \"allow_negation\": false}}}}";
 
-static task_entry_t word_problem(const char *question, const char *answer)
+static task_question_t word_problem(const char *question, const char *answer)
 {
-    task_entry_t p = {strdup(question), strdup(answer), task_metadata_new("gsm8k", 3)};
+    task_question_t p = {strdup(question), strdup(answer), task_metadata_new("gsm8k", 3)};
     return p;
 }
 
-/* problem number i: a basic_arithmetic entry of the mix, or one of the word
+/* problem number i: a basic_arithmetic question of the mix, or one of the word
  * problems; the caller frees it */
-static task_entry_t problem(const task_mix_t *mix, int i)
+static task_question_t problem(const task_mix_t *mix, int i)
 {
     char err[256];
     if (i % 3 == 1)
@@ -36,7 +36,7 @@ static task_entry_t problem(const task_mix_t *mix, int i)
                             "1242");
     if (i % 3 == 2)
         return word_problem("A tank (<question>) loses 2.5 l a day. What is its change after one day?", "-2.5");
-    task_entry_t e = {0};
+    task_question_t e = {0};
     EXPECTF(task_mix_draw(mix, (uint64_t)i, &e, err, sizeof err) == 0, "%s", err);
     return e;
 }
@@ -69,7 +69,7 @@ static double value(const char *s)
     return strtod(plain, NULL);
 }
 
-static double score(const char *completion, const task_entry_t *e, bool *formatted)
+static double score(const char *completion, const task_question_t *e, bool *formatted)
 {
     char err[256] = "";
     double r = task_score_completion(completion, e, formatted, err, sizeof err);
@@ -82,19 +82,19 @@ static void test_answer(void)
     char err[256];
     task_mix_t *mix = task_mix_new(mix_spec, 5, err, sizeof err);
     for (int i = 0; i < 60; i++) {
-        task_entry_t p = problem(mix, i), e, built;
+        task_question_t p = problem(mix, i), e, built;
         char *target;
         EXPECTF(game_sft_pair(&p, (uint64_t)i, GAME_ANSWER, &e, &target, err, sizeof err) == 0, "%s", err);
-        EXPECT(game_answer_entry(&p, (uint64_t)i, &built, err, sizeof err) == 0);
+        EXPECT(game_answer_question(&p, (uint64_t)i, &built, err, sizeof err) == 0);
         EXPECTF(!strcmp(e.question, built.question), "the prompt is not the answer builder's: %s", e.question);
         bool formatted = false;
         double r = score(target, &e, &formatted);
         EXPECTF(fabs(r - 1.2) < 1e-6 && formatted, "[%s] on %s scores %g", target, p.answer, r);
         EXPECTF(strlen(target) < 48, "[%s] is long", target);
         free(target);
-        task_entry_free(&built);
-        task_entry_free(&e);
-        task_entry_free(&p);
+        task_question_free(&built);
+        task_question_free(&e);
+        task_question_free(&p);
     }
     task_mix_destroy(&mix);
 }
@@ -138,10 +138,10 @@ typedef struct {
     int first, later;             /* identified the first listed, or another */
 } critique_seen_t;
 
-static void check_critique(const task_entry_t *p, int i, critique_seen_t *seen)
+static void check_critique(const task_question_t *p, int i, critique_seen_t *seen)
 {
     char err[256];
-    task_entry_t e;
+    task_question_t e;
     char *target;
     if (game_sft_pair(p, (uint64_t)i, GAME_CRITIQUE, &e, &target, err, sizeof err) != 0) {
         EXPECTF(0, "pair %d: %s", i, err);
@@ -173,7 +173,7 @@ static void check_critique(const task_entry_t *p, int i, critique_seen_t *seen)
     EXPECTF(strlen(target) < most, "pair %d: [%s] is %zu bytes", i, target, strlen(target));
     free(identify);
     free(target);
-    task_entry_free(&e);
+    task_question_free(&e);
 }
 
 static void test_critique(void)
@@ -182,9 +182,9 @@ static void test_critique(void)
     task_mix_t *mix = task_mix_new(mix_spec, 5, err, sizeof err);
     critique_seen_t seen = {0};
     for (int i = 0; i < PAIRS; i++) {
-        task_entry_t p = problem(mix, i);
+        task_question_t p = problem(mix, i);
         check_critique(&p, i, &seen);
-        task_entry_free(&p);
+        task_question_free(&p);
     }
     for (int n = 0; n <= GAME_SHOWN_MAX; n++)
         EXPECTF(seen.by_n[n] > PAIRS / 12, "%d students in %d prompts", n, seen.by_n[n]);
@@ -228,10 +228,10 @@ typedef struct {
     int first, later;                 /* majorities the first critique's vote, or only a later one's */
 } resolve_seen_t;
 
-static void check_resolve(const task_entry_t *p, int i, resolve_seen_t *seen)
+static void check_resolve(const task_question_t *p, int i, resolve_seen_t *seen)
 {
     char err[256];
-    task_entry_t e;
+    task_question_t e;
     char *target;
     if (game_sft_pair(p, (uint64_t)i, GAME_RESOLVE, &e, &target, err, sizeof err) != 0) {
         EXPECTF(0, "pair %d: %s", i, err);
@@ -261,7 +261,7 @@ static void check_resolve(const task_entry_t *p, int i, resolve_seen_t *seen)
     EXPECTF(strlen(target) < 200, "pair %d: [%s] is %zu bytes", i, target, strlen(target));
     free(majority);
     free(target);
-    task_entry_free(&e);
+    task_question_free(&e);
 }
 
 static void test_resolve(void)
@@ -270,9 +270,9 @@ static void test_resolve(void)
     task_mix_t *mix = task_mix_new(mix_spec, 5, err, sizeof err);
     resolve_seen_t seen = {0};
     for (int i = 0; i < PAIRS; i++) {
-        task_entry_t p = problem(mix, i);
+        task_question_t p = problem(mix, i);
         check_resolve(&p, i, &seen);
-        task_entry_free(&p);
+        task_question_free(&p);
     }
     for (int k = 0; k <= GAME_CRITIQUES_MAX; k++)
         EXPECTF(seen.by_k[k] > PAIRS / 12, "%d critiques in %d prompts", k, seen.by_k[k]);
@@ -283,23 +283,23 @@ static void test_resolve(void)
 }
 
 /* one pair as text: prompt, metadata and target */
-static char *pair_text(const task_entry_t *p, uint64_t index, game_stage_t stage)
+static char *pair_text(const task_question_t *p, uint64_t index, game_stage_t stage)
 {
     char err[256];
-    task_entry_t e;
+    task_question_t e;
     char *target;
     EXPECTF(game_sft_pair(p, index, stage, &e, &target, err, sizeof err) == 0, "%s", err);
     char *meta = cJSON_PrintUnformatted(e.metadata);
     char *all = task_strdupf("%s|%s|%s", e.question, meta, target);
     free(meta);
     free(target);
-    task_entry_free(&e);
+    task_question_free(&e);
     return all;
 }
 
 static void test_deterministic(void)
 {
-    task_entry_t p = word_problem("What is 6 times 7?", "42");
+    task_question_t p = word_problem("What is 6 times 7?", "42");
     for (int stage = 0; stage < GAME_STAGES; stage++) {
         int differ = 0;
         for (uint64_t i = 0; i < 20; i++) {
@@ -311,26 +311,26 @@ static void test_deterministic(void)
         }
         EXPECTF(differ > 10, "stage %d: index changes %d pairs of 20", stage, differ);
     }
-    task_entry_free(&p);
+    task_question_free(&p);
 }
 
 static void test_refused(void)
 {
     char err[256] = "";
-    task_entry_t e;
+    task_question_t e;
     char *target = (char *)"unset";
-    task_entry_t words = word_problem("Name a colour.", "blue"), none = {strdup("What is 1 + 1?"), NULL, NULL};
+    task_question_t words = word_problem("Name a colour.", "blue"), none = {strdup("What is 1 + 1?"), NULL, NULL};
     for (int stage = 0; stage < GAME_STAGES; stage++) {
         err[0] = '\0';
         EXPECT(game_sft_pair(&words, 1, (game_stage_t)stage, &e, &target, err, sizeof err) == -1);
         EXPECTF(strstr(err, "no number") && !target && !e.question, "stage %d: %s", stage, err);
         EXPECT(game_sft_pair(&none, 1, (game_stage_t)stage, &e, &target, err, sizeof err) == -1 && !target);
     }
-    task_entry_t fine = word_problem("What is 6 times 7?", "42");
+    task_question_t fine = word_problem("What is 6 times 7?", "42");
     EXPECT(game_sft_pair(&fine, 1, GAME_STAGES, &e, &target, err, sizeof err) == -1 && strstr(err, "stage"));
-    task_entry_free(&fine);
-    task_entry_free(&words);
-    task_entry_free(&none);
+    task_question_free(&fine);
+    task_question_free(&words);
+    task_question_free(&none);
 }
 
 int main(void)

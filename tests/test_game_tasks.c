@@ -16,13 +16,13 @@
 #define GSM_SUFFIX " Give the final answer as a number, without units, between <answer> and </answer>."
 
 /* a gsm8k-like problem with the answer 42; the caller frees it */
-static task_entry_t problem(void)
+static task_question_t problem(void)
 {
-    task_entry_t p = {strdup(QUESTION GSM_SUFFIX), strdup("42"), task_metadata_new("gsm8k", 12)};
+    task_question_t p = {strdup(QUESTION GSM_SUFFIX), strdup("42"), task_metadata_new("gsm8k", 12)};
     return p;
 }
 
-static const char *meta_str(const task_entry_t *e, const char *key)
+static const char *meta_str(const task_question_t *e, const char *key)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e->metadata, key));
 }
@@ -41,7 +41,7 @@ static int count(const char *s, const char *needle)
 }
 
 /* score completion on e and check the score and formatted */
-static void expect_score(const task_entry_t *e, const char *completion, double want, bool want_formatted)
+static void expect_score(const task_question_t *e, const char *completion, double want, bool want_formatted)
 {
     char err[256] = "";
     bool formatted = !want_formatted;
@@ -76,10 +76,10 @@ static void test_families(void)
         EXPECT(task_family_opt_in(f) && task_family_built(f));
         EXPECT(task_family_completion_scorer(f) != NULL);
         EXPECT(f->score == NULL);
-        /* no config fields; generate says where entries come from */
+        /* no config fields; generate says where questions come from */
         cJSON *config = task_family_config(f, NULL, err, sizeof err);
         EXPECT(config != NULL);
-        task_entry_t e = {0};
+        task_question_t e = {0};
         err[0] = '\0';
         EXPECT(f->generate(config, 1, 0, &e, err, sizeof err) == -1 && strstr(err, "built by the sampler"));
         EXPECT(e.question == NULL);
@@ -102,11 +102,11 @@ static void test_families(void)
     EXPECT(task_family_find("game") == NULL);
 }
 
-static void test_answer_entry(void)
+static void test_answer_question(void)
 {
-    task_entry_t p = problem(), e;
+    task_question_t p = problem(), e;
     char err[256];
-    EXPECTF(game_answer_entry(&p, 5, &e, err, sizeof err) == 0, "%s", err);
+    EXPECTF(game_answer_question(&p, 5, &e, err, sizeof err) == 0, "%s", err);
     /* the question less the gsm suffix, then the stage's form */
     EXPECTF(!strncmp(e.question, QUESTION "\n\n", strlen(QUESTION) + 2) && !strstr(e.question, "Give the final") &&
                 count(e.question, "<answer>") == 1 && strstr(e.question, "<think>"),
@@ -120,36 +120,36 @@ static void test_answer_entry(void)
     expect_score(&e, "<think>30 + 12</think>\n<answer>42</answer>", 1.2, true);
     expect_score(&e, "<think>30 + 11</think><answer>41</answer>", 0.2, true);
     expect_score(&e, "<answer>42</answer>", 0, false);
-    /* a game entry has no score of an answer alone */
-    EXPECT(task_score_entry("42", &e, err, sizeof err) == -1 && strstr(err, "whole completions"));
-    task_entry_free(&e);
+    /* a game question has no score of an answer alone */
+    EXPECT(task_score_answer("42", &e, err, sizeof err) == -1 && strstr(err, "whole completions"));
+    task_question_free(&e);
     /* the game needs a number for an answer */
     free(p.answer);
     p.answer = strdup("forty-two");
-    EXPECT(game_answer_entry(&p, 5, &e, err, sizeof err) == -1 && strstr(err, "forty-two") && !e.question);
+    EXPECT(game_answer_question(&p, 5, &e, err, sizeof err) == -1 && strstr(err, "forty-two") && !e.question);
     free(p.answer);
     p.answer = NULL;
-    EXPECT(game_answer_entry(&p, 5, &e, err, sizeof err) == -1 && strstr(err, "no number"));
-    task_entry_free(&p);
+    EXPECT(game_answer_question(&p, 5, &e, err, sizeof err) == -1 && strstr(err, "no number"));
+    task_question_free(&p);
 }
 
-/* the question of a real gsm_symbolic entry loses its own form sentence */
-static void test_answer_entry_from_gsm_symbolic(void)
+/* the text of a real gsm_symbolic question loses its own form sentence */
+static void test_answer_question_from_gsm_symbolic(void)
 {
     const task_family_t *f = task_family_find("gsm_symbolic");
     char err[256];
     cJSON *config = task_family_config(f, NULL, err, sizeof err);
     for (uint64_t i = 0; i < 50; i++) {
-        task_entry_t p, e;
+        task_question_t p, e;
         EXPECT(f->generate(config, 3, i, &p, err, sizeof err) == 0);
-        EXPECTF(game_answer_entry(&p, i, &e, err, sizeof err) == 0, "%s", err);
+        EXPECTF(game_answer_question(&p, i, &e, err, sizeof err) == 0, "%s", err);
         const char *tail = strstr(p.question, " Give the final answer");
         EXPECTF(tail && !strncmp(e.question, p.question, (size_t)(tail - p.question)) &&
                     !strncmp(e.question + (tail - p.question), "\n\nReply", 7) && count(e.question, "<answer>") == 1,
                 "[%s] from [%s]", e.question, p.question);
         EXPECT(!strcmp(e.answer, p.answer));
-        task_entry_free(&p);
-        task_entry_free(&e);
+        task_question_free(&p);
+        task_question_free(&e);
     }
     cJSON_Delete(config);
 }
@@ -164,9 +164,9 @@ static void test_critique_selection(void)
         {25, "<think>e</think><answer>7</answer>", 0.0},   {11, "<think>f</think><answer>42.0</answer>", 1.2},
         {2, "<answer>40</answer> and more", 0.2},          {30, "<think>g</think><answer>42</answer>", NAN},
     };
-    task_entry_t p = problem(), e;
+    task_question_t p = problem(), e;
     char err[256];
-    EXPECTF(game_critique_entry(&p, 9, students, 8, &e, err, sizeof err) == 0, "%s", err);
+    EXPECTF(game_critique_question(&p, 9, students, 8, &e, err, sizeof err) == 0, "%s", err);
     const int want[] = {2, 8, 11, 17, 40};
     const char *const want_answer[] = {NULL, "42", "42.0", "$42", "42"};
     const cJSON *shown = cJSON_GetObjectItemCaseSensitive(e.metadata, "shown");
@@ -191,14 +191,14 @@ static void test_critique_selection(void)
     EXPECT(!strncmp(e.question, head, strlen(head)));
     EXPECT(count(e.question, "<identify>") == 1 && !strstr(e.question, "Give the final"));
     EXPECT(meta_num(e.metadata, "source_index") == 9 && !strcmp(e.answer, "42"));
-    task_entry_free(&e);
+    task_question_free(&e);
     /* fewer than five: all of them */
-    EXPECT(game_critique_entry(&p, 9, students, 2, &e, err, sizeof err) == 0);
+    EXPECT(game_critique_question(&p, 9, students, 2, &e, err, sizeof err) == 0);
     shown = cJSON_GetObjectItemCaseSensitive(e.metadata, "shown");
     EXPECT(cJSON_GetArraySize(shown) == 2 && meta_num(cJSON_GetArrayItem(shown, 0), "id") == 3 &&
            meta_num(cJSON_GetArrayItem(shown, 1), "id") == 40);
-    task_entry_free(&e);
-    task_entry_free(&p);
+    task_question_free(&e);
+    task_question_free(&p);
 }
 
 static void test_critique_scores(void)
@@ -207,9 +207,9 @@ static void test_critique_scores(void)
     const game_student_t students[] = {{3, "<think>x</think><answer>41</answer>", 0.2},
                                        {7, "<think>y</think><answer>$42</answer>", 1.2},
                                        {12, "<think>z</think>42", 0}};
-    task_entry_t p = problem(), e;
+    task_question_t p = problem(), e;
     char err[256];
-    EXPECT(game_critique_entry(&p, 1, students, 3, &e, err, sizeof err) == 0);
+    EXPECT(game_critique_question(&p, 1, students, 3, &e, err, sizeof err) == 0);
     static const struct {
         const char *id;
         double score;
@@ -255,15 +255,15 @@ static void test_critique_scores(void)
     free(meta);
     free(c7);
     free(c5);
-    task_entry_free(&e);
-    task_entry_free(&p);
+    task_question_free(&e);
+    task_question_free(&p);
 }
 
 static void test_no_peers(void)
 {
-    task_entry_t p = problem(), e;
+    task_question_t p = problem(), e;
     char err[256];
-    EXPECT(game_critique_entry(&p, 2, NULL, 0, &e, err, sizeof err) == 0);
+    EXPECT(game_critique_question(&p, 2, NULL, 0, &e, err, sizeof err) == 0);
     EXPECT(strstr(e.question, "No other student's answer reached you") && !strstr(e.question, "Student #") &&
            strstr(e.question, "leave <identify></identify> empty"));
     const cJSON *shown = cJSON_GetObjectItemCaseSensitive(e.metadata, "shown");
@@ -273,9 +273,9 @@ static void test_no_peers(void)
     expect_score(&e, c, 0.2, true);
     free(c);
     expect_score(&e, "<compare>c</compare><explain>e</explain><identify></identify>", 0.2, true);
-    task_entry_free(&e);
+    task_question_free(&e);
 
-    EXPECT(game_resolve_entry(&p, 2, NULL, 0, &e, err, sizeof err) == 0);
+    EXPECT(game_resolve_question(&p, 2, NULL, 0, &e, err, sizeof err) == 0);
     EXPECT(strstr(e.question, "No criticism") && !strstr(e.question, "Criticism #"));
     const cJSON *votes = cJSON_GetObjectItemCaseSensitive(e.metadata, "votes");
     EXPECT(cJSON_IsArray(votes) && cJSON_GetArraySize(votes) == 0);
@@ -286,8 +286,8 @@ static void test_no_peers(void)
     r = resolution("7", "42");
     expect_score(&e, r, 1.2, true);
     free(r);
-    task_entry_free(&e);
-    task_entry_free(&p);
+    task_question_free(&e);
+    task_question_free(&p);
 }
 
 /* head (an odd number of bytes) then two-byte characters, so that every
@@ -311,9 +311,9 @@ static void test_truncation(void)
     memset(exact, 'x', GAME_PEER_TEXT_MAX);
     exact[GAME_PEER_TEXT_MAX] = '\0';
     const game_student_t students[] = {{4, lng, 1.2}, {6, exact, 0}};
-    task_entry_t p = problem(), e;
+    task_question_t p = problem(), e;
     char err[256];
-    EXPECT(game_critique_entry(&p, 1, students, 2, &e, err, sizeof err) == 0);
+    EXPECT(game_critique_question(&p, 1, students, 2, &e, err, sizeof err) == 0);
     /* student 4: its first GAME_PEER_TEXT_MAX - 1 bytes, then the mark */
     char *want = task_strdupf("Student #4 said: %.*s [cut]\n\n", GAME_PEER_TEXT_MAX - 1, lng);
     EXPECTF(strstr(e.question, want), "the cut text is not in the prompt");
@@ -329,35 +329,35 @@ static void test_truncation(void)
     char *c = critique("4");
     expect_score(&e, c, 0.4, true);
     free(c);
-    task_entry_free(&e);
+    task_question_free(&e);
 
     /* a critique cut before its <identify> casts no vote */
     char *long_critique = long_completion("<compare>", "</compare><explain>e</explain><identify>4</identify>");
     EXPECT(game_identified(long_critique) == 4); /* a vote, uncut */
     char *c4 = critique("4");
     const char *const critiques[] = {long_critique, c4};
-    EXPECT(game_resolve_entry(&p, 1, critiques, 2, &e, err, sizeof err) == 0);
+    EXPECT(game_resolve_question(&p, 1, critiques, 2, &e, err, sizeof err) == 0);
     const cJSON *votes = cJSON_GetObjectItemCaseSensitive(e.metadata, "votes");
     EXPECT(cJSON_GetArraySize(votes) == 2 && cJSON_GetArrayItem(votes, 0)->valuedouble == -1 &&
            cJSON_GetArrayItem(votes, 1)->valuedouble == 4);
     EXPECT(count(e.question, "[cut]") == 1 && e.question && strlen(e.question) < 2 * GAME_PEER_TEXT_MAX);
     free(c4);
     free(long_critique);
-    task_entry_free(&e);
-    task_entry_free(&p);
+    task_question_free(&e);
+    task_question_free(&p);
     free(exact);
     free(lng);
 }
 
-static void test_resolve_entry(void)
+static void test_resolve_question(void)
 {
     /* seven critiques: the first five are listed, and with them 7 has the
      * plurality (3 votes to 1); with all seven 3 would tie it (3 to 3) */
     char *c7 = critique("7"), *c3 = critique("3");
     const char *const critiques[] = {c7, c3, c7, "<identify>7</identify>", c7, c3, c3};
-    task_entry_t p = problem(), e;
+    task_question_t p = problem(), e;
     char err[256];
-    EXPECTF(game_resolve_entry(&p, 4, critiques, 7, &e, err, sizeof err) == 0, "%s", err);
+    EXPECTF(game_resolve_question(&p, 4, critiques, 7, &e, err, sizeof err) == 0, "%s", err);
     const cJSON *votes = cJSON_GetObjectItemCaseSensitive(e.metadata, "votes");
     const double want[] = {7, 3, 7, -1, 7};
     EXPECT(cJSON_GetArraySize(votes) == 5);
@@ -378,35 +378,35 @@ static void test_resolve_entry(void)
         free(r);
     }
     expect_score(&e, "<think>t</think><answer>42</answer>", 0, false);
-    task_entry_free(&e);
+    task_question_free(&e);
     free(c7);
     free(c3);
-    task_entry_free(&p);
+    task_question_free(&p);
 }
 
-/* an entry through JSON is the same entry and scores the same */
+/* a question through JSON is the same question and scores the same */
 static void test_json_round_trip(void)
 {
     const game_student_t students[] = {{3, "<think>x</think><answer>41</answer>", 0.2},
                                        {7, "<think>y</think><answer>42</answer>", 1.2}};
-    task_entry_t p = problem(), e, back;
+    task_question_t p = problem(), e, back;
     char err[256];
-    EXPECT(game_critique_entry(&p, 8, students, 2, &e, err, sizeof err) == 0);
-    cJSON *j = task_entry_to_json(&e);
+    EXPECT(game_critique_question(&p, 8, students, 2, &e, err, sizeof err) == 0);
+    cJSON *j = task_question_to_json(&e);
     char *text = cJSON_PrintUnformatted(j);
     cJSON *parsed = cJSON_Parse(text);
-    EXPECTF(task_entry_from_json(parsed, &back, err, sizeof err) == 0, "%s", err);
+    EXPECTF(task_question_from_json(parsed, &back, err, sizeof err) == 0, "%s", err);
     EXPECT(!strcmp(back.question, e.question) && !strcmp(back.answer, e.answer) &&
            cJSON_Compare(back.metadata, e.metadata, 1));
     char *c = critique("7");
     expect_score(&back, c, 1.4, true);
     free(c);
-    task_entry_free(&back);
+    task_question_free(&back);
     cJSON_Delete(parsed);
     free(text);
     cJSON_Delete(j);
-    task_entry_free(&e);
-    task_entry_free(&p);
+    task_question_free(&e);
+    task_question_free(&p);
 }
 
 /* metadata without what the scorers need: -1 and the field named */
@@ -432,7 +432,7 @@ static void test_bad_metadata(void)
          "6 students"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        task_entry_t e = {"q", "42", cJSON_Parse(bad[i][0])};
+        task_question_t e = {"q", "42", cJSON_Parse(bad[i][0])};
         char err[256] = "";
         bool formatted;
         double s = task_score_completion("<compare>c</compare><explain>e</explain><identify>1</identify>", &e,
@@ -441,9 +441,9 @@ static void test_bad_metadata(void)
         cJSON_Delete(e.metadata);
     }
     /* well-formed edge values are accepted */
-    task_entry_t e = {"q", "42",
-                      cJSON_Parse("{\"source_dataset\":\"game_critique\",\"shown\":[{\"id\":999999999,"
-                                  "\"answer\":\"42\"},{\"id\":0,\"answer\":null}]}")};
+    task_question_t e = {"q", "42",
+                         cJSON_Parse("{\"source_dataset\":\"game_critique\",\"shown\":[{\"id\":999999999,"
+                                     "\"answer\":\"42\"},{\"id\":0,\"answer\":null}]}")};
     expect_score(&e, "<compare>c</compare><explain>e</explain><identify>999999999</identify>", 1.4, true);
     cJSON_Delete(e.metadata);
     e.metadata = cJSON_Parse("{\"source_dataset\":\"game_resolve\",\"votes\":[-5,0,0,3,4]}");
@@ -455,28 +455,28 @@ static void test_bad_metadata(void)
 
 static void test_builder_errors(void)
 {
-    task_entry_t p = problem(), e;
+    task_question_t p = problem(), e;
     char err[256];
     const game_student_t dup[] = {{3, "a", 1}, {3, "b", 0}};
-    EXPECT(game_critique_entry(&p, 1, dup, 2, &e, err, sizeof err) == -1 && strstr(err, "id of another") &&
+    EXPECT(game_critique_question(&p, 1, dup, 2, &e, err, sizeof err) == -1 && strstr(err, "id of another") &&
            !e.question);
     const game_student_t neg[] = {{-1, "a", 1}};
-    EXPECT(game_critique_entry(&p, 1, neg, 1, &e, err, sizeof err) == -1 && strstr(err, "outside"));
+    EXPECT(game_critique_question(&p, 1, neg, 1, &e, err, sizeof err) == -1 && strstr(err, "outside"));
     const game_student_t big[] = {{GAME_ID_MAX + 1, "a", 1}};
-    EXPECT(game_critique_entry(&p, 1, big, 1, &e, err, sizeof err) == -1 && strstr(err, "outside"));
+    EXPECT(game_critique_question(&p, 1, big, 1, &e, err, sizeof err) == -1 && strstr(err, "outside"));
     const game_student_t none[] = {{1, NULL, 1}};
-    EXPECT(game_critique_entry(&p, 1, none, 1, &e, err, sizeof err) == -1 && strstr(err, "no completion"));
-    EXPECT(game_critique_entry(&p, 1, dup, -1, &e, err, sizeof err) == -1);
+    EXPECT(game_critique_question(&p, 1, none, 1, &e, err, sizeof err) == -1 && strstr(err, "no completion"));
+    EXPECT(game_critique_question(&p, 1, dup, -1, &e, err, sizeof err) == -1);
     const char *const critiques[] = {"a", NULL};
-    EXPECT(game_resolve_entry(&p, 1, critiques, 2, &e, err, sizeof err) == -1 && strstr(err, "critique 1"));
-    EXPECT(game_resolve_entry(&p, 1, critiques, -1, &e, err, sizeof err) == -1);
-    task_entry_free(&p);
+    EXPECT(game_resolve_question(&p, 1, critiques, 2, &e, err, sizeof err) == -1 && strstr(err, "critique 1"));
+    EXPECT(game_resolve_question(&p, 1, critiques, -1, &e, err, sizeof err) == -1);
+    task_question_free(&p);
 }
 
 /* the families scored from <answer> alone are unchanged */
 static void test_other_families(void)
 {
-    task_entry_t e = {"q", "42", task_metadata_new("gsm8k", 0)};
+    task_question_t e = {"q", "42", task_metadata_new("gsm8k", 0)};
     expect_score(&e, "<think>t</think><answer>$42</answer>", 1.0, true);
     expect_score(&e, "some words <answer>41</answer>", 0.0, true);
     expect_score(&e, "42", 0.0, false);
@@ -492,13 +492,13 @@ static void test_other_families(void)
 int main(void)
 {
     RUN_TEST(test_families);
-    RUN_TEST(test_answer_entry);
-    RUN_TEST(test_answer_entry_from_gsm_symbolic);
+    RUN_TEST(test_answer_question);
+    RUN_TEST(test_answer_question_from_gsm_symbolic);
     RUN_TEST(test_critique_selection);
     RUN_TEST(test_critique_scores);
     RUN_TEST(test_no_peers);
     RUN_TEST(test_truncation);
-    RUN_TEST(test_resolve_entry);
+    RUN_TEST(test_resolve_question);
     RUN_TEST(test_json_round_trip);
     RUN_TEST(test_bad_metadata);
     RUN_TEST(test_builder_errors);

@@ -16,7 +16,7 @@ typedef struct {
 static uint8_t *build(const shape_t *s, size_t *len)
 {
     task_mix_t *mix = task_mix_new(NULL, 3, NULL, 0);
-    task_entry_t e = {0};
+    task_question_t e = {0};
     char err[256];
     task_mix_draw(mix, 0, &e, err, sizeof err);
     char *meta = cJSON_PrintUnformatted(e.metadata);
@@ -32,7 +32,7 @@ static uint8_t *build(const shape_t *s, size_t *len)
     uint8_t *buf = NULL;
     EXPECT(rec_group_build(&r, &buf, len) == 0);
     free(meta);
-    task_entry_free(&e);
+    task_question_free(&e);
     task_mix_destroy(&mix);
     return buf;
 }

@@ -1,6 +1,6 @@
 /* The task library against reasoning-gym: every committed fixture scores
- * the same (within 1e-6), sapo's fixture entries regenerate identically,
- * every entry's own answer scores 1.0; plus configs, the task mix, entry
+ * the same (within 1e-6), sapo's fixture questions regenerate identically,
+ * every question's own answer scores 1.0; plus configs, the task mix, question
  * JSON, answer extraction and the Python string semantics under them. */
 #include <dirent.h>
 #include <stdint.h>
@@ -50,13 +50,13 @@ static void test_extract_answer(void)
 }
 
 /* Scores every answer of one fixture line {..., variants: [[response,
- * score], ...]}; for a sapo line, also regenerates the entry from its seed,
+ * score], ...]}; for a sapo line, also regenerates the question from its seed,
  * index and config. */
 static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scores, int *mismatches, int *flat_lines)
 {
-    task_entry_t e;
+    task_question_t e;
     char err[256] = "";
-    if (task_entry_from_json(j, &e, err, sizeof err) != 0) {
+    if (task_question_from_json(j, &e, err, sizeof err) != 0) {
         EXPECTF(0, "%s:%d: %s", path, lineno, err);
         return;
     }
@@ -66,7 +66,7 @@ static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scor
     cJSON_ArrayForEach(v, variants)
     {
         const cJSON *resp = cJSON_GetArrayItem(v, 0), *want = cJSON_GetArrayItem(v, 1);
-        double got = task_score_entry(cJSON_IsString(resp) ? resp->valuestring : NULL, &e, err, sizeof err);
+        double got = task_score_answer(cJSON_IsString(resp) ? resp->valuestring : NULL, &e, err, sizeof err);
         (*scores)++;
         if (!cJSON_IsNumber(want) || !(fabs(got - want->valuedouble) <= 1e-6)) {
             if ((*mismatches)++ < 10)
@@ -79,20 +79,20 @@ static void check_fixture_line(const char *path, int lineno, cJSON *j, int *scor
     if (cJSON_IsNumber(seed) && cJSON_IsNumber(index)) {
         const task_family_t *f = task_family_find(cJSON_GetObjectItem(e.metadata, "source_dataset")->valuestring);
         cJSON *config = task_family_config(f, cJSON_GetObjectItem(j, "config"), err, sizeof err);
-        task_entry_t g = {0};
+        task_question_t g = {0};
         EXPECTF(config && f->generate(config, (uint64_t)seed->valuedouble, (uint64_t)index->valuedouble, &g, err,
                                       sizeof err) == 0,
                 "%s:%d: %s", path, lineno, err);
         if (g.question) {
             EXPECTF(strcmp(g.question, e.question) == 0 && strcmp(g.answer, e.answer) == 0 &&
                         cJSON_Compare(g.metadata, e.metadata, 1),
-                    "%s:%d: seed %g index %g generates another entry now", path, lineno, seed->valuedouble,
+                    "%s:%d: seed %g index %g generates another question now", path, lineno, seed->valuedouble,
                     index->valuedouble);
         }
-        task_entry_free(&g);
+        task_question_free(&g);
         cJSON_Delete(config);
     }
-    task_entry_free(&e);
+    task_question_free(&e);
 }
 
 /* family named by a fixture file rg_<family>.jsonl or sapo_<family>.jsonl */
@@ -173,7 +173,7 @@ static void test_own_answers(void)
         EXPECTF(f, "%s is not registered", mine[i]);
         if (!f) continue;
         for (int k = 0; k < 3 && configs[i][k]; k++)
-            family_check_entries(f, configs[i][k], 11 + (uint64_t)k, 400, NULL);
+            family_check_questions(f, configs[i][k], 11 + (uint64_t)k, 400, NULL);
     }
 }
 
@@ -184,16 +184,16 @@ static void test_seeds_differ(void)
         cJSON *config = family_config(f, NULL);
         int same = 0;
         for (int k = 0; k < 20; k++) {
-            task_entry_t a = {0}, b = {0};
+            task_question_t a = {0}, b = {0};
             char err[128];
             f->generate(config, 1, (uint64_t)k, &a, err, sizeof err);
             f->generate(config, 2, (uint64_t)k, &b, err, sizeof err);
             same += strcmp(a.question, b.question) == 0;
             EXPECT(cJSON_GetObjectItem(a.metadata, "source_index")->valuedouble == k);
-            task_entry_free(&a);
-            task_entry_free(&b);
+            task_question_free(&a);
+            task_question_free(&b);
         }
-        EXPECTF(same < 5, "%s: %d of 20 entries equal across seeds", f->name, same);
+        EXPECTF(same < 5, "%s: %d of 20 questions equal across seeds", f->name, same);
         cJSON_Delete(config);
     }
 }
@@ -244,23 +244,23 @@ static void test_many(void)
 /* cases the fixtures cannot reach: reasoning-gym never makes them */
 static void test_scores_by_hand(void)
 {
-    task_entry_t e = {.answer = "-1"};
+    task_question_t e = {.answer = "-1"};
     e.metadata = cJSON_Parse("{\"source_dataset\": \"calendar_arithmetic\", \"task\": \"recurring_event_day\"}");
     char err[128];
     /* a negative truth gives credit above 1, as reasoning-gym: exp(-5 * 6 / -1) */
-    EXPECT_NEAR(task_score_entry("5", &e, err, sizeof err), exp(30.0), 1e-12);
+    EXPECT_NEAR(task_score_answer("5", &e, err, sizeof err), exp(30.0), 1e-12);
     /* where reasoning-gym's exp() overflows (it raises), 0 */
-    EXPECT(task_score_entry("200", &e, err, sizeof err) == 0.0);
-    EXPECT(task_score_entry("-1", &e, err, sizeof err) == 1.0);
+    EXPECT(task_score_answer("200", &e, err, sizeof err) == 0.0);
+    EXPECT(task_score_answer("-1", &e, err, sizeof err) == 1.0);
     cJSON_Delete(e.metadata);
     e.metadata = cJSON_Parse("{\"source_dataset\": \"calendar_arithmetic\"}");
-    EXPECT(task_score_entry("-1", &e, err, sizeof err) == 0.0); /* no task: reasoning-gym's KeyError */
+    EXPECT(task_score_answer("-1", &e, err, sizeof err) == 0.0); /* no task: reasoning-gym's KeyError */
     cJSON_Delete(e.metadata);
     e.metadata = cJSON_Parse("{\"source_dataset\": \"no_such_family\"}");
-    EXPECT(task_score_entry("x", &e, err, sizeof err) < 0 && strstr(err, "no_such_family"));
+    EXPECT(task_score_answer("x", &e, err, sizeof err) < 0 && strstr(err, "no_such_family"));
     cJSON_Delete(e.metadata);
     e.metadata = cJSON_Parse("{}");
-    EXPECT(task_score_entry("x", &e, err, sizeof err) < 0 && strstr(err, "source_dataset"));
+    EXPECT(task_score_answer("x", &e, err, sizeof err) < 0 && strstr(err, "source_dataset"));
     cJSON_Delete(e.metadata);
     /* default scorer: code points, not bytes */
     EXPECT_NEAR(task_score_default("\u00e9\u00e9ab", "ab"), 0.5, 1e-12);
@@ -289,7 +289,7 @@ static void test_mutated_answers(void)
         task_rng_init(&r, 99, (uint64_t)k);
         int bad = 0;
         for (int i = 0; i < 60; i++) {
-            task_entry_t e = {0};
+            task_question_t e = {0};
             char err[256], buf[512];
             if (f->generate(config, 5, (uint64_t)i, &e, err, sizeof err) != 0) continue;
             for (int m = 0; m < 40; m++) {
@@ -305,14 +305,14 @@ static void test_mutated_answers(void)
                 double s = f->score(buf, &e);
                 if (!(s >= 0 && s <= 1) && bad++ < 3) fprintf(stderr, "%s: score %g for [%s]\n", f->name, s, buf);
             }
-            task_entry_free(&e);
+            task_question_free(&e);
         }
         EXPECTF(bad == 0, "%s: %d scores outside [0, 1]", f->name, bad);
         cJSON_Delete(config);
     }
 }
 
-/* the default mix: the same entry for the same index, every family but
+/* the default mix: the same question for the same index, every family but
  * the opt-in ones, evenly */
 static void mix_default(void)
 {
@@ -321,14 +321,14 @@ static void mix_default(void)
     EXPECTF(all, "%s", err);
     int seen[16] = {0};
     for (uint64_t i = 0; all && i < 3000; i++) {
-        task_entry_t a = {0}, b = {0};
+        task_question_t a = {0}, b = {0};
         EXPECT(task_mix_draw(all, i, &a, err, sizeof err) == 0);
         EXPECT(task_mix_draw(all, i, &b, err, sizeof err) == 0);
         EXPECT(strcmp(a.question, b.question) == 0);
         const char *name = cJSON_GetObjectItem(a.metadata, "source_dataset")->valuestring;
         for (int k = 0; k < task_family_count; k++) seen[k] += !strcmp(name, task_families[k]->name);
-        task_entry_free(&a);
-        task_entry_free(&b);
+        task_question_free(&a);
+        task_question_free(&b);
     }
     /* the default mix: every family but the opt-in ones, evenly */
     int in_default = 0;
@@ -352,7 +352,7 @@ static void mix_weighted(void)
     EXPECTF(m, "%s", err);
     int bm = 0;
     for (uint64_t i = 0; m && i < 4000; i++) {
-        task_entry_t a = {0};
+        task_question_t a = {0};
         EXPECT(task_mix_draw(m, i, &a, err, sizeof err) == 0);
         const char *name = cJSON_GetObjectItem(a.metadata, "source_dataset")->valuestring;
         EXPECT(strcmp(name, "decimal_arithmetic") != 0);
@@ -360,7 +360,7 @@ static void mix_weighted(void)
             bm++;
             EXPECT(cJSON_GetObjectItem(a.metadata, "n")->valuedouble <= 4);
         }
-        task_entry_free(&a);
+        task_question_free(&a);
     }
     EXPECTF(bm > 2800 && bm < 3200, "binary_matrix drawn %d of 4000 at weight 3:1", bm);
     task_mix_destroy(&m);
@@ -403,13 +403,13 @@ static void mix_labelled(void)
     EXPECTF(m, "%s", err);
     int plus = 0, minus = 0;
     for (uint64_t i = 0; m && i < 400; i++) {
-        task_entry_t a = {0};
+        task_question_t a = {0};
         EXPECT(task_mix_draw(m, i, &a, err, sizeof err) == 0);
         EXPECT(!strcmp(cJSON_GetObjectItem(a.metadata, "source_dataset")->valuestring, "basic_arithmetic"));
         bool p = strstr(a.question, " + ") != NULL, q = strstr(a.question, " - ") != NULL;
         EXPECTF(p != q, "%s", a.question);
         plus += p, minus += q;
-        task_entry_free(&a);
+        task_question_free(&a);
     }
     EXPECTF(plus > 150 && minus > 150, "%d sums, %d differences of 400", plus, minus);
     task_mix_destroy(&m);
@@ -435,24 +435,24 @@ static void test_mix(void)
 
 static void test_entry_json(void)
 {
-    task_entry_t e = {0}, back = {0};
+    task_question_t e = {0}, back = {0};
     char err[256] = "";
     const task_family_t *f = task_family_find("fraction_simplification");
     cJSON *config = family_config(f, NULL);
     EXPECT(f->generate(config, 3, 4, &e, err, sizeof err) == 0);
-    cJSON *j = task_entry_to_json(&e);
-    EXPECT(task_entry_from_json(j, &back, err, sizeof err) == 0);
+    cJSON *j = task_question_to_json(&e);
+    EXPECT(task_question_from_json(j, &back, err, sizeof err) == 0);
     EXPECT(strcmp(back.question, e.question) == 0 && strcmp(back.answer, e.answer) == 0);
     EXPECT(cJSON_Compare(back.metadata, e.metadata, 1));
-    task_entry_free(&back);
+    task_question_free(&back);
     cJSON_DeleteItemFromObject(j, "answer");
-    EXPECT(task_entry_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "answer"));
+    EXPECT(task_question_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "answer"));
     cJSON_Delete(j);
-    task_entry_free(&e);
+    task_question_free(&e);
     EXPECT(e.question == NULL);
     cJSON_Delete(config);
     cJSON *k = cJSON_Parse("{\"question\": \"q\", \"answer\": \"a\", \"metadata\": {\"x\": 1}}");
-    EXPECT(task_entry_from_json(k, &back, err, sizeof err) != 0 && strstr(err, "source_dataset"));
+    EXPECT(task_question_from_json(k, &back, err, sizeof err) != 0 && strstr(err, "source_dataset"));
     cJSON_Delete(k);
 }
 

@@ -243,7 +243,7 @@ static int names_seen[128];
 static char names[128][64];
 static int n_names;
 
-static void check_entry(const task_entry_t *e)
+static void check_entry(const task_question_t *e)
 {
     const cJSON *m = e->metadata;
     const char *rule = cJSON_GetObjectItemCaseSensitive(m, "task_name")->valuestring;
@@ -288,17 +288,17 @@ static void check_entry(const task_entry_t *e)
 static void test_entries(void)
 {
     n_names = 0;
-    family_check_entries(F, NULL, 1, 1500, check_entry);
-    EXPECTF(n_names == 70, "%d rules drawn in 1500 entries, reasoning-gym has 70", n_names);
+    family_check_questions(F, NULL, 1, 1500, check_entry);
+    EXPECTF(n_names == 70, "%d rules drawn in 1500 questions, reasoning-gym has 70", n_names);
     for (int i = 0; i < n_names; i++) EXPECTF(rules_solved[i], "rule %s has no independent solver", names[i]);
 }
 
 static void test_sizes(void)
 {
     /* the smallest row every rule must handle, and long rows */
-    family_check_entries(F, "{\"min_size\": 8, \"max_size\": 8, \"num_train\": 5}", 2, 1500, check_entry);
-    family_check_entries(F, "{\"min_size\": 9, \"max_size\": 13}", 3, 1500, check_entry);
-    family_check_entries(F, "{\"min_size\": 150, \"max_size\": 200, \"num_train\": 1}", 4, 300, check_entry);
+    family_check_questions(F, "{\"min_size\": 8, \"max_size\": 8, \"num_train\": 5}", 2, 1500, check_entry);
+    family_check_questions(F, "{\"min_size\": 9, \"max_size\": 13}", 3, 1500, check_entry);
+    family_check_questions(F, "{\"min_size\": 150, \"max_size\": 200, \"num_train\": 1}", 4, 300, check_entry);
 }
 
 static void test_config(void)

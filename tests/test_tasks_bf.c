@@ -47,7 +47,7 @@ static void test_interpreter(void)
 }
 
 /* what the BFit source in metadata computes, in C */
-static void check_source(const task_entry_t *e)
+static void check_source(const task_question_t *e)
 {
     const char *src = cJSON_GetObjectItemCaseSensitive(e->metadata, "bfit_code")->valuestring;
     int target, x, y, cond = -1;
@@ -74,9 +74,9 @@ static void check_source(const task_entry_t *e)
 
 static void test_generated_programs(void)
 {
-    family_check_entries(F, NULL, 1, 300, check_source);
-    family_check_entries(F, "{\"difficulty\": 2}", 2, 300, check_source);
-    family_check_entries(F, "{\"difficulty\": 3}", 3, 300, check_source);
+    family_check_questions(F, NULL, 1, 300, check_source);
+    family_check_questions(F, "{\"difficulty\": 2}", 2, 300, check_source);
+    family_check_questions(F, "{\"difficulty\": 3}", 3, 300, check_source);
 }
 
 static void test_config(void)
@@ -89,7 +89,7 @@ static void test_config(void)
 
 static void test_scores(void)
 {
-    task_entry_t e = {0};
+    task_question_t e = {0};
     e.answer = "crave";
     EXPECT(F->score("crave", &e) == 1.0);
     EXPECT(F->score(NULL, &e) == 0.0);

@@ -1,5 +1,5 @@
 /* The math word problem families: gsm_symbolic's scorer against
- * reasoning-gym's fixtures (its entries and ours) and by hand, its entries (own answer 1.0, the
+ * reasoning-gym's fixtures (its entries and ours) and by hand, its questions (own answer 1.0, the
  * same per (seed, index), every template drawn, the worked solution ending
  * in the answer); gsm8k's reading of a real file, its errors, and its
  * number rules case by case; neither in the default mix. */
@@ -18,7 +18,7 @@ static const task_family_t *S = &task_family_gsm_symbolic, *G = &task_family_gsm
 
 static double score(const task_family_t *f, const char *answer, const char *truth)
 {
-    task_entry_t e = {.answer = (char *)truth};
+    task_question_t e = {.answer = (char *)truth};
     e.metadata = task_metadata_new(f->name, 0);
     double s = f->score(answer, &e);
     cJSON_Delete(e.metadata);
@@ -87,7 +87,7 @@ static void test_symbolic_scores(void)
 static char *seen_templates[64];
 static int n_templates;
 
-static void check_symbolic_entry(const task_entry_t *e)
+static void check_symbolic_entry(const task_question_t *e)
 {
     char *end;
     long long v = strtoll(e->answer, &end, 10);
@@ -113,24 +113,24 @@ static void check_symbolic_entry(const task_entry_t *e)
 
 static void test_symbolic_entries(void)
 {
-    family_check_entries(S, NULL, 1, 3000, check_symbolic_entry);
-    family_check_entries(S, "{\"difficulty\": 1}", 2, 3000, check_symbolic_entry);
-    EXPECTF(n_templates >= 12, "%d templates drawn in 6000 entries", n_templates);
+    family_check_questions(S, NULL, 1, 3000, check_symbolic_entry);
+    family_check_questions(S, "{\"difficulty\": 1}", 2, 3000, check_symbolic_entry);
+    EXPECTF(n_templates >= 12, "%d templates drawn in 6000 questions", n_templates);
     printf("# gsm_symbolic: %d templates\n", n_templates);
     for (int i = 0; i < n_templates; i++) free(seen_templates[i]);
     cJSON *config = family_config(S, NULL);
     int same = 0;
     for (int k = 0; k < 50; k++) {
-        task_entry_t a = {0}, b = {0};
+        task_question_t a = {0}, b = {0};
         char err[128];
         EXPECT(S->generate(config, 1, (uint64_t)k, &a, err, sizeof err) == 0);
         EXPECT(S->generate(config, 2, (uint64_t)k, &b, err, sizeof err) == 0);
         same += !strcmp(a.question, b.question);
         EXPECT(cJSON_GetObjectItem(a.metadata, "source_index")->valuedouble == k);
-        task_entry_free(&a);
-        task_entry_free(&b);
+        task_question_free(&a);
+        task_question_free(&b);
     }
-    EXPECTF(same < 5, "%d of 50 entries equal across seeds", same);
+    EXPECTF(same < 5, "%d of 50 questions equal across seeds", same);
     cJSON_Delete(config);
 }
 
@@ -200,10 +200,10 @@ static void test_configs(void)
     snprintf(json, sizeof json, "{\"path\": \"%s\"}", path);
     cJSON *user = cJSON_Parse(json), *c = task_family_config(G, user, err, sizeof err);
     EXPECTF(c, "%s", err);
-    task_entry_t e = {0};
+    task_question_t e = {0};
     EXPECT(c && G->generate(c, 1, 0, &e, err, sizeof err) == 0 && !strcmp(e.answer, "2"));
     EXPECT(c && cJSON_GetObjectItem(e.metadata, "line")->valuedouble != 2);
-    task_entry_free(&e);
+    task_question_free(&e);
     cJSON_Delete(c);
     cJSON_Delete(user);
     unlink(path);
@@ -211,7 +211,7 @@ static void test_configs(void)
 
 static int lines_seen[64];
 
-static void check_gsm8k_entry(const task_entry_t *e)
+static void check_gsm8k_entry(const task_question_t *e)
 {
     const cJSON *m = e->metadata;
     int line = (int)cJSON_GetObjectItem(m, "line")->valuedouble;
@@ -226,10 +226,10 @@ static void check_gsm8k_entry(const task_entry_t *e)
 
 static void test_gsm8k_entries(void)
 {
-    family_check_entries(G, "{\"path\": \"" SAMPLE "\"}", 3, 400, check_gsm8k_entry);
+    family_check_questions(G, "{\"path\": \"" SAMPLE "\"}", 3, 400, check_gsm8k_entry);
     int drawn = 0;
     for (int i = 1; i < 64; i++) drawn += lines_seen[i] > 0;
-    EXPECTF(drawn == 11, "%d of the sample's 11 lines drawn in 400 entries", drawn);
+    EXPECTF(drawn == 11, "%d of the sample's 11 lines drawn in 400 questions", drawn);
 }
 
 static void test_gsm8k_numbers(void)
@@ -293,11 +293,11 @@ static void test_mix(void)
     EXPECTF(m, "%s", err);
     int gsm8k = 0;
     for (uint64_t i = 0; m && i < 1000; i++) {
-        task_entry_t a = {0};
+        task_question_t a = {0};
         EXPECT(task_mix_draw(m, i, &a, err, sizeof err) == 0);
         gsm8k += !strcmp(cJSON_GetObjectItem(a.metadata, "source_dataset")->valuestring, "gsm8k");
-        EXPECT(task_score_entry(a.answer, &a, err, sizeof err) == 1.0);
-        task_entry_free(&a);
+        EXPECT(task_score_answer(a.answer, &a, err, sizeof err) == 1.0);
+        task_question_free(&a);
     }
     EXPECTF(gsm8k > 400 && gsm8k < 600, "gsm8k drawn %d of 1000 at weight 1:1", gsm8k);
     task_mix_destroy(&m);
@@ -308,10 +308,10 @@ static void test_mix(void)
     EXPECT(task_family_opt_in(S) && task_family_opt_in(G) && !task_family_opt_in(task_family_find("bf")));
     m = task_mix_new(NULL, 4, err, sizeof err);
     for (uint64_t i = 0; m && i < 2000; i++) {
-        task_entry_t a = {0};
+        task_question_t a = {0};
         EXPECT(task_mix_draw(m, i, &a, err, sizeof err) == 0);
         EXPECT(strncmp(cJSON_GetObjectItem(a.metadata, "source_dataset")->valuestring, "gsm", 3) != 0);
-        task_entry_free(&a);
+        task_question_free(&a);
     }
     task_mix_destroy(&m);
 }

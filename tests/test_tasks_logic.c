@@ -66,7 +66,7 @@ static void test_reader(void)
 
 static double score_with(const char *answer, const char *premises_json, const char *variables_json)
 {
-    task_entry_t e = {0};
+    task_question_t e = {0};
     char meta[512];
     snprintf(meta, sizeof meta, "{\"source_dataset\": \"propositional_logic\", \"premises\": %s, \"variables\": %s}",
              premises_json, variables_json);
@@ -105,7 +105,7 @@ static void test_scores(void)
 
 /* premises read back as written; the example is the answer and its size
  * the complexity */
-static void check_entry(const task_entry_t *e)
+static void check_entry(const task_question_t *e)
 {
     const cJSON *p, *m = e->metadata;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(m, "premises"))
@@ -123,13 +123,13 @@ static void check_entry(const task_entry_t *e)
 
 static void test_entries(void)
 {
-    family_check_entries(F, NULL, 1, 1000, check_entry);
-    family_check_entries(F, "{\"min_vars\": 1, \"max_vars\": 1, \"min_statements\": 1, \"max_statements\": 1}", 2, 300,
-                         check_entry);
-    family_check_entries(F,
-                         "{\"min_vars\": 8, \"max_vars\": 11, \"min_statements\": 6, \"max_statements\": 10,"
-                         " \"min_complexity\": 3, \"max_complexity\": 5}",
-                         3, 300, check_entry);
+    family_check_questions(F, NULL, 1, 1000, check_entry);
+    family_check_questions(F, "{\"min_vars\": 1, \"max_vars\": 1, \"min_statements\": 1, \"max_statements\": 1}", 2,
+                           300, check_entry);
+    family_check_questions(F,
+                           "{\"min_vars\": 8, \"max_vars\": 11, \"min_statements\": 6, \"max_statements\": 10,"
+                           " \"min_complexity\": 3, \"max_complexity\": 5}",
+                           3, 300, check_entry);
 }
 
 static void test_config(void)

@@ -20,13 +20,13 @@
  * among them: what the policy's sampling gets right on questions it never
  * trained on, beside what its greedy answer gets right.
  *
- * Held out: every node answers the same entries, drawn with a fixed
+ * Held out: every node answers the same questions, drawn with a fixed
  * evaluation seed from index 2^48 upward; training draws with the node's
- * seed from index 0, so no entry of the evaluation set is ever trained on
+ * seed from index 0, so no question of the evaluation set is ever trained on
  * (an easy family can still repeat a question's text by chance).
  *
  * With game three-stage, a question is asked as the game's answer stage
- * asks it (game_answer_entry), the answer read from its <answer> alone,
+ * asks it (game_answer_question), the answer read from its <answer> alone,
  * and rounds are the game's: its third batch ends one. */
 #include <czmq.h>
 #include <limits.h>
@@ -46,8 +46,8 @@
 
 typedef struct {
     char *family; /* the task mix's key: a family, or FAMILY#LABEL */
-    task_entry_t *entries;
-    char **prompts; /* each entry's question as asked: the game's answer stage, or as drawn */
+    task_question_t *questions;
+    char **prompts; /* each question as asked: the game's answer stage, or as drawn */
     int n;
 } heldout_t;
 
@@ -123,19 +123,19 @@ static long positive(const char *s, const char *what)
 /* question k of h as it is asked */
 static void heldout_prompt(heldout_t *h, int k, bool game)
 {
-    task_entry_t stage;
+    task_question_t stage;
     char err[512];
     if (!game) {
-        h->prompts[k] = strdup(h->entries[k].question);
+        h->prompts[k] = strdup(h->questions[k].question);
         return;
     }
-    if (game_answer_entry(&h->entries[k], 0, &stage, err, sizeof err) != 0)
+    if (game_answer_question(&h->questions[k], 0, &stage, err, sizeof err) != 0)
         log_fatal("held-out %s question %d in the game: %s", h->family, k, err);
     h->prompts[k] = strdup(stage.question);
-    task_entry_free(&stage);
+    task_question_free(&stage);
 }
 
-/* The entries of one family, from a mix that holds only that family with
+/* The questions of one family, from a mix that holds only that family with
  * the node's config for it (null for the defaults). */
 static void heldout_make(heldout_t *h, const char *family, const cJSON *config, int n, bool game)
 {
@@ -148,10 +148,10 @@ static void heldout_make(heldout_t *h, const char *family, const cJSON *config, 
     if (!mix) log_fatal("held-out %s questions: %s", family, err);
     h->family = strdup(family);
     h->n = n;
-    h->entries = calloc((size_t)n, sizeof *h->entries);
+    h->questions = calloc((size_t)n, sizeof *h->questions);
     h->prompts = calloc((size_t)n, sizeof *h->prompts);
     for (int k = 0; k < n; k++) {
-        if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)k, &h->entries[k], err, sizeof err) != 0)
+        if (task_mix_draw(mix, EVAL_INDEX0 + (uint64_t)k, &h->questions[k], err, sizeof err) != 0)
             log_fatal("held-out %s question %d: %s", family, k, err);
         heldout_prompt(h, k, game);
     }
@@ -193,8 +193,8 @@ static int heldout_all(const config_t *cfg, int per_family, heldout_t **out)
 static void heldout_free(heldout_t *h, int nf)
 {
     for (int f = 0; f < nf; f++) {
-        for (int k = 0; k < h[f].n; k++) task_entry_free(&h[f].entries[k]), free(h[f].prompts[k]);
-        free(h[f].entries), free(h[f].prompts), free(h[f].family);
+        for (int k = 0; k < h[f].n; k++) task_question_free(&h[f].questions[k]), free(h[f].prompts[k]);
+        free(h[f].questions), free(h[f].prompts), free(h[f].family);
     }
     free(h);
 }
@@ -205,7 +205,7 @@ static void poll_notices(void *ctx) { judge_poll(ctx, 0); }
 static heldout_tally_t score_family(policy_t *pol, judge_t *jd, const heldout_t *h, int n, model_gen_params_t gp,
                                     uint64_t seed0)
 {
-    return heldout_score(pol, h->entries, h->prompts, h->n, n, gp, seed0, jd ? poll_notices : NULL, jd);
+    return heldout_score(pol, h->questions, h->prompts, h->n, n, gp, seed0, jd ? poll_notices : NULL, jd);
 }
 
 /* with samples > 0: "sampled", the share of right answers among that many

@@ -37,7 +37,7 @@ static uint64_t next(void) { return splitmix64(&rng_state); }
 
 /* the task of question index of the library's mix (seed 7); exits on
  * failure */
-static void draw_task(uint64_t index, task_entry_t *e)
+static void draw_task(uint64_t index, task_question_t *e)
 {
     static task_mix_t *mix;
     char err[256];
@@ -68,7 +68,7 @@ static void made_up_completions(int n, size_t text_len, char **texts, rec_comple
  * part of it. Returns a malloc'ed record. */
 static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_t text, const char *victim, size_t *len)
 {
-    task_entry_t e = {0};
+    task_question_t e = {0};
     draw_task(index, &e);
     char node[64];
     snprintf(node, sizeof node, "evil-%s", kind);
@@ -117,7 +117,7 @@ static uint8_t *group(const char *kind, uint64_t index, int L, size_t big, size_
     free(texts);
     free(c);
     free(meta);
-    task_entry_free(&e);
+    task_question_free(&e);
     return buf;
 }
 

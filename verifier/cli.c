@@ -1,5 +1,5 @@
 /* verifier score and verifier generate: the task library on JSON lines, for
- * scoring exported entries (reasoning-gym's JSONL too) and for looking at
+ * scoring questions as JSON (reasoning-gym's exported entries too) and for looking at
  * what a family generates. */
 #include "cli.h"
 
@@ -10,7 +10,7 @@
 
 #include "tasks/task.h"
 
-/* one line: the entry, scored; 0, or -1 with err */
+/* one line: a question as JSON and a response, scored; 0, or -1 with err */
 static int score_line(const char *line, char **out, char *err, size_t errlen)
 {
     cJSON *obj = cJSON_Parse(line);
@@ -18,11 +18,11 @@ static int score_line(const char *line, char **out, char *err, size_t errlen)
         snprintf(err, errlen, "not valid JSON");
         return -1;
     }
-    task_entry_t e;
+    task_question_t e;
     int rc = -1;
     const cJSON *resp = cJSON_GetObjectItemCaseSensitive(obj, "response");
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(obj, "completion");
-    if (task_entry_from_json(obj, &e, err, errlen) != 0) goto done;
+    if (task_question_from_json(obj, &e, err, errlen) != 0) goto done;
     if ((resp != NULL) == (comp != NULL)) snprintf(err, errlen, "needs exactly one of \"response\" and \"completion\"");
     else if (resp && !cJSON_IsString(resp) && !cJSON_IsNull(resp))
         snprintf(err, errlen, "\"response\" must be a string or null");
@@ -31,7 +31,7 @@ static int score_line(const char *line, char **out, char *err, size_t errlen)
         bool formatted;
         /* a completion is scored as a node scores it: whole, by the
          * family's own form where it has one (the game's stages) */
-        double s = resp ? task_score_entry(cJSON_IsString(resp) ? resp->valuestring : NULL, &e, err, errlen)
+        double s = resp ? task_score_answer(cJSON_IsString(resp) ? resp->valuestring : NULL, &e, err, errlen)
                         : task_score_completion(comp->valuestring, &e, &formatted, err, errlen);
         if (s >= 0) {
             cJSON_DeleteItemFromObjectCaseSensitive(obj, "score");
@@ -40,7 +40,7 @@ static int score_line(const char *line, char **out, char *err, size_t errlen)
             rc = 0;
         }
     }
-    task_entry_free(&e);
+    task_question_free(&e);
 done:
     cJSON_Delete(obj);
     return rc;
@@ -157,22 +157,22 @@ static cJSON *family_config(const task_family_t *f, const char *config_text)
     return config;
 }
 
-/* entries start..start+count-1 as JSON lines; 1 after a line on stderr */
-static int print_entries(const task_family_t *f, const cJSON *config, const generate_args_t *a)
+/* questions start..start+count-1 as JSON lines; 1 after a line on stderr */
+static int print_questions(const task_family_t *f, const cJSON *config, const generate_args_t *a)
 {
     char err[512];
     for (unsigned long long i = a->start; i < a->start + a->count; i++) {
-        task_entry_t e;
+        task_question_t e;
         if (f->generate(config, a->seed, i, &e, err, sizeof err) != 0) {
             fprintf(stderr, "verifier generate: %s\n", err);
             return 1;
         }
-        cJSON *j = task_entry_to_json(&e);
+        cJSON *j = task_question_to_json(&e);
         char *s = cJSON_PrintUnformatted(j);
         puts(s);
         free(s);
         cJSON_Delete(j);
-        task_entry_free(&e);
+        task_question_free(&e);
     }
     return 0;
 }
@@ -190,7 +190,7 @@ int verifier_cli_generate(int argc, char **argv)
     }
     cJSON *config = family_config(f, a.config_text);
     if (!config) return 2;
-    int rc = print_entries(f, config, &a);
+    int rc = print_questions(f, config, &a);
     cJSON_Delete(config);
     fflush(stdout);
     return rc;

@@ -11,7 +11,7 @@
  *
  * Every node of a swarm plays the same questions in a round, since the
  * task mix is seeded by the swarm's name (game_swarm_seed): question q of
- * round r is entry r x Q + q of the mix. A reader takes a peer's output
+ * round r is question r x Q + q of the mix. A reader takes a peer's output
  * only where the peer played exactly those questions (the same index and
  * the same answer); a peer with another mix or question count finds no
  * reader, which says so in its metrics. */

@@ -81,23 +81,23 @@ static char *critique_form(const int *ids, char (*said)[NUMBER_MAX], int n, int 
                         ids[chosen], said[chosen], ids[chosen]);
 }
 
-static int answer_pair(const task_entry_t *problem, uint64_t index, task_entry_t *entry, char **target, char *err,
+static int answer_pair(const task_question_t *problem, uint64_t index, task_question_t *out, char **target, char *err,
                        size_t errlen)
 {
-    if (game_answer_entry(problem, index, entry, err, errlen) != 0) return -1;
+    if (game_answer_question(problem, index, out, err, errlen) != 0) return -1;
     *target = answer_form(problem->answer);
     return 0;
 }
 
-static int critique_pair(const task_entry_t *problem, uint64_t index, uint64_t *rng, task_entry_t *entry, char **target,
-                         char *err, size_t errlen)
+static int critique_pair(const task_question_t *problem, uint64_t index, uint64_t *rng, task_question_t *out,
+                         char **target, char *err, size_t errlen)
 {
     int n = below(rng, GAME_SHOWN_MAX + 1), ids[GAME_SHOWN_MAX];
     char said[GAME_SHOWN_MAX][NUMBER_MAX];
     game_student_t students[GAME_SHOWN_MAX];
     draw_students(rng, n, problem->answer, ids, said);
     for (int i = 0; i < n; i++) students[i] = (game_student_t){ids[i], answer_form(said[i]), 0.0};
-    int rc = game_critique_entry(problem, index, students, n, entry, err, errlen);
+    int rc = game_critique_question(problem, index, students, n, out, err, errlen);
     for (int i = 0; i < n; i++) free((char *)students[i].completion);
     if (rc != 0) return -1;
     *target = critique_form(ids, said, n, n ? below(rng, n) : 0, problem->answer);
@@ -127,8 +127,8 @@ static void summary(const int *votes, int k, char *out, size_t outlen)
     for (int i = 0; i < k && len < outlen; i++) len += (size_t)snprintf(out + len, outlen - len, " %d", votes[i]);
 }
 
-static int resolve_pair(const task_entry_t *problem, uint64_t index, uint64_t *rng, task_entry_t *entry, char **target,
-                        char *err, size_t errlen)
+static int resolve_pair(const task_question_t *problem, uint64_t index, uint64_t *rng, task_question_t *out,
+                        char **target, char *err, size_t errlen)
 {
     int m = 1 + below(rng, RESOLVE_STUDENTS), ids[RESOLVE_STUDENTS];
     char said[RESOLVE_STUDENTS][NUMBER_MAX];
@@ -140,7 +140,7 @@ static int resolve_pair(const task_entry_t *problem, uint64_t index, uint64_t *r
         votes[j] = ids[chosen];
         critiques[j] = critique_form(ids, said, m, chosen, problem->answer);
     }
-    int rc = game_resolve_entry(problem, index, (const char *const *)critiques, k, entry, err, errlen);
+    int rc = game_resolve_question(problem, index, (const char *const *)critiques, k, out, err, errlen);
     for (int j = 0; j < k; j++) free(critiques[j]);
     if (rc != 0) return -1;
     char majority[16] = "", feedback[16 + GAME_CRITIQUES_MAX * 12], question[RESTATEMENT_MAX + 1];
@@ -153,21 +153,21 @@ static int resolve_pair(const task_entry_t *problem, uint64_t index, uint64_t *r
     return 0;
 }
 
-int game_sft_pair(const task_entry_t *problem, uint64_t index, game_stage_t stage, task_entry_t *entry, char **target,
-                  char *err, size_t errlen)
+int game_sft_pair(const task_question_t *problem, uint64_t index, game_stage_t stage, task_question_t *out,
+                  char **target, char *err, size_t errlen)
 {
-    memset(entry, 0, sizeof *entry);
+    memset(out, 0, sizeof *out);
     *target = NULL;
     /* the synthetic peers read the answer before a stage's builder checks
      * the problem: a bad one fails here, with the answer builder's words */
     if (!problem || !problem->question || !task_numbers_equal(problem->answer, problem->answer))
-        return game_answer_entry(problem, index, entry, err, errlen);
+        return game_answer_question(problem, index, out, err, errlen);
     /* one stream per (index, stage): the stages of one index draw apart */
     uint64_t rng = index * GAME_STAGES + (uint64_t)stage;
     switch (stage) {
-    case GAME_ANSWER: return answer_pair(problem, index, entry, target, err, errlen);
-    case GAME_CRITIQUE: return critique_pair(problem, index, &rng, entry, target, err, errlen);
-    case GAME_RESOLVE: return resolve_pair(problem, index, &rng, entry, target, err, errlen);
+    case GAME_ANSWER: return answer_pair(problem, index, out, target, err, errlen);
+    case GAME_CRITIQUE: return critique_pair(problem, index, &rng, out, target, err, errlen);
+    case GAME_RESOLVE: return resolve_pair(problem, index, &rng, out, target, err, errlen);
     default: snprintf(err, errlen, "game warm start: unknown stage %d", (int)stage); return -1;
     }
 }

@@ -5,8 +5,8 @@
  * and GRPO has no difference between completions to learn from; these
  * pairs teach the forms before RL starts.
  *
- * Each pair is a stage's real entry, built by game_answer_entry,
- * game_critique_entry or game_resolve_entry from a problem and synthetic
+ * Each pair is a stage's real question, built by game_answer_question,
+ * game_critique_question or game_resolve_question from a problem and synthetic
  * peers, and a short completion in the stage's form (game.h):
  *   answer    <think>X</think> <answer>X</answer>, X the problem's answer;
  *   critique  0 to GAME_SHOWN_MAX students with distinct ids in 0..999 (as
@@ -34,12 +34,12 @@
 #include "tasks/task.h"
 
 /* The pair number index of stage for problem (a question with a number for
- * an answer): entry is the stage's entry (its question is the prompt, its
- * metadata what the stage's scorer reads; free it with task_entry_free),
+ * an answer): out is the stage's question (its text is the prompt, its
+ * metadata what the stage's scorer reads; free it with task_question_free),
  * *target a new string in the stage's form. The same (problem, index,
  * stage) always gives the same pair. 0, or -1 with err as the builders
  * give it, or for an unknown stage. */
-int game_sft_pair(const task_entry_t *problem, uint64_t index, game_stage_t stage, task_entry_t *entry, char **target,
-                  char *err, size_t errlen);
+int game_sft_pair(const task_question_t *problem, uint64_t index, game_stage_t stage, task_question_t *out,
+                  char **target, char *err, size_t errlen);
 
 #endif

@@ -1,4 +1,4 @@
-/* The game's stages as tasks: the builders of their entries, and the three
+/* The game's stages as tasks: the builders of their questions, and the three
  * families that score them with the stage rewards of game.c. */
 #include "game/game_task.h"
 
@@ -45,7 +45,7 @@ static char *bare_question(const char *q)
     return start == q ? strdup(q) : strndup(q, (size_t)(start - q));
 }
 
-static int check_problem(const task_entry_t *problem, char *err, size_t errlen)
+static int check_problem(const task_question_t *problem, char *err, size_t errlen)
 {
     if (!problem || !problem->question) {
         snprintf(err, errlen, "game: the problem has no question");
@@ -59,7 +59,7 @@ static int check_problem(const task_entry_t *problem, char *err, size_t errlen)
     return 0;
 }
 
-static cJSON *stage_metadata(const char *family, const task_entry_t *problem, uint64_t round)
+static cJSON *stage_metadata(const char *family, const task_question_t *problem, uint64_t round)
 {
     cJSON *m = task_metadata_new(family, round);
     cJSON *p = cJSON_AddObjectToObject(m, "problem");
@@ -71,15 +71,16 @@ static cJSON *stage_metadata(const char *family, const task_entry_t *problem, ui
     return m;
 }
 
-/* The entry's fields once its prompt is written; takes prompt */
-static void entry_set(task_entry_t *out, const char *family, const task_entry_t *problem, uint64_t round, char *prompt)
+/* The question's fields once its prompt is written; takes prompt */
+static void question_set(task_question_t *out, const char *family, const task_question_t *problem, uint64_t round,
+                         char *prompt)
 {
     out->question = prompt;
     out->answer = strdup(problem->answer);
     out->metadata = stage_metadata(family, problem, round);
 }
 
-int game_answer_entry(const task_entry_t *problem, uint64_t round, task_entry_t *out, char *err, size_t errlen)
+int game_answer_question(const task_question_t *problem, uint64_t round, task_question_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (check_problem(problem, err, errlen) != 0) return -1;
@@ -89,7 +90,7 @@ int game_answer_entry(const task_entry_t *problem, uint64_t round, task_entry_t 
                                 "without units.",
                                 q);
     free(q);
-    entry_set(out, "game_answer", problem, round, prompt);
+    question_set(out, "game_answer", problem, round, prompt);
     return 0;
 }
 
@@ -130,8 +131,8 @@ static const char critique_alone[] =
     "all the same: between <compare> and </compare> and between <explain> and </explain>, work out what a right "
     "solution to the question needs; leave <identify></identify> empty.";
 
-int game_critique_entry(const task_entry_t *problem, uint64_t round, const game_student_t *students, int n,
-                        task_entry_t *out, char *err, size_t errlen)
+int game_critique_question(const task_question_t *problem, uint64_t round, const game_student_t *students, int n,
+                           task_question_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (check_problem(problem, err, errlen) != 0) return -1;
@@ -176,7 +177,7 @@ int game_critique_entry(const task_entry_t *problem, uint64_t round, const game_
     fclose(f);
     free(q);
     free(top);
-    entry_set(out, "game_critique", problem, round, prompt);
+    question_set(out, "game_critique", problem, round, prompt);
     cJSON_AddItemToObject(out->metadata, "shown", shown);
     return 0;
 }
@@ -187,8 +188,8 @@ static const char resolve_form[] =
     "named; between <question> and </question>, the question in your own words; between <think> and </think>, "
     "your reasoning; between <answer> and </answer>, only the final answer as a number, without units.";
 
-int game_resolve_entry(const task_entry_t *problem, uint64_t round, const char *const *critiques, int n,
-                       task_entry_t *out, char *err, size_t errlen)
+int game_resolve_question(const task_question_t *problem, uint64_t round, const char *const *critiques, int n,
+                          task_question_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (check_problem(problem, err, errlen) != 0) return -1;
@@ -222,13 +223,13 @@ int game_resolve_entry(const task_entry_t *problem, uint64_t round, const char *
     fputs(resolve_form, f);
     fclose(f);
     free(q);
-    entry_set(out, "game_resolve", problem, round, prompt);
+    question_set(out, "game_resolve", problem, round, prompt);
     cJSON_AddItemToObject(out->metadata, "votes", votes);
     return 0;
 }
 
-/* The families. Their entries come from the builders above, so there is no
- * config and generate only says where entries come from; no score of an
+/* The families. Their questions come from the builders above, so there is no
+ * config and generate only says where questions come from; no score of an
  * answer alone, but a scorer of whole completions each (task.c lists them
  * as task_completion_<family>). */
 
@@ -240,7 +241,7 @@ static int no_fields(const cJSON *config, char *err, size_t errlen)
     return 0;
 }
 
-static int generate_built(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate_built(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     (void)c, (void)seed, (void)index, (void)out;
     snprintf(err, errlen, "the game's stages are built by the sampler from peers' completions, never generated");
@@ -253,7 +254,7 @@ static int json_int(const cJSON *v, double lo, double hi)
     return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= lo && v->valuedouble <= hi;
 }
 
-double task_completion_game_answer(const char *completion, const task_entry_t *e, bool *formatted, char *err,
+double task_completion_game_answer(const char *completion, const task_question_t *e, bool *formatted, char *err,
                                    size_t errlen)
 {
     (void)err, (void)errlen;
@@ -262,7 +263,7 @@ double task_completion_game_answer(const char *completion, const task_entry_t *e
     return r.total;
 }
 
-double task_completion_game_critique(const char *completion, const task_entry_t *e, bool *formatted, char *err,
+double task_completion_game_critique(const char *completion, const task_question_t *e, bool *formatted, char *err,
                                      size_t errlen)
 {
     const cJSON *shown = cJSON_GetObjectItemCaseSensitive(e->metadata, "shown");
@@ -301,7 +302,7 @@ double task_completion_game_critique(const char *completion, const task_entry_t 
     return r.total;
 }
 
-double task_completion_game_resolve(const char *completion, const task_entry_t *e, bool *formatted, char *err,
+double task_completion_game_resolve(const char *completion, const task_question_t *e, bool *formatted, char *err,
                                     size_t errlen)
 {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(e->metadata, "votes");

@@ -1,21 +1,22 @@
-/* The game's stages as tasks (issue 21): each stage of a round is an entry
+/* The game's stages as tasks (issue 21): each stage of a round is a question
  * of a family of its own (game_answer, game_critique, game_resolve) whose
- * question is the stage's prompt and whose scorer is the stage's reward
+ * text is the stage's prompt and whose scorer is the stage's reward
  * (game.h), so the generator and the learner handle a stage as they handle
- * any task. The sampler builds the entries of a round from a math word
- * problem (gsm_symbolic, gsm8k) and, for stages 2 and 3, from the
- * completions of the stage before as its peers wrote them; the families
- * never generate an entry, and a task mix cannot name them
+ * any task. The sampler builds a round's stage questions from the round's
+ * problem, a question drawn from a math word family (gsm_symbolic, gsm8k),
+ * and, for stages 2 and 3, from the completions of the stage before as
+ * its peers wrote them; the families
+ * never generate a question, and a task mix cannot name them
  * (task_family_built). They are reached through task.h like any family:
  * task_family_find, and task_score_completion for their scores (their
  * scorers, task_completion_game_*, are listed in task.c).
  *
- * Every entry's answer is the problem's answer, the truth the stage's
+ * Every stage question's answer is the problem's answer, the truth the stage's
  * reward compares with. Its metadata, in reasoning-gym's shape:
  *   source_dataset  the stage's family
  *   source_index    the round
  *   problem         the problem's own source_dataset and source_index
- *                   (those it has), to trace the entry to its question
+ *                   (those it has), to trace the stage's question to the problem
  *   shown           critique: the students the prompt lists, in its order,
  *                   each {"id": int, "answer": string or null}
  *   votes           resolve: the id each critique the prompt lists
@@ -37,7 +38,7 @@
  * is out of form: the student gave no answer, the critic cast no vote.
  * What the model is scored against is what it was shown.
  *
- * The problem's question is embedded whole (it is the node's own entry),
+ * The problem's question text is embedded whole (it is the node's own),
  * less a last sentence naming the <answer> tags, as the gsm families end
  * their questions: each stage states its own form, and a critique told to
  * answer between <answer> tags would fall out of its own. */
@@ -63,33 +64,34 @@ typedef struct {
 /* Stage 1 of problem (a question with a number for an answer) in round:
  * the question and the answer stage's form. 0, or -1 with err (the
  * problem has no question, or its answer is no number); the caller frees
- * out with task_entry_free. */
-int game_answer_entry(const task_entry_t *problem, uint64_t round, task_entry_t *out, char *err, size_t errlen);
+ * out with task_question_free. */
+int game_answer_question(const task_question_t *problem, uint64_t round, task_question_t *out, char *err,
+                         size_t errlen);
 
 /* Stage 2: the question, the students shown, and the critique stage's
  * form. Of n students, the GAME_SHOWN_MAX with the highest stage-1 reward
  * are shown (equal rewards: the lower id first; NaN ranks last), listed
  * by id, so that where a student stands says nothing of its reward.
  *
- * With no student (n == 0) the entry still exists: the prompt says that
+ * With no student (n == 0) the question still exists: the prompt says that
  * no peer answer arrived, asks for the same three sections with the
  * reasoning the question needs and an empty <identify>, and shown is
  * empty, so only the form (0.2) can be earned. A node keeps playing every
  * stage of each round, its group of completions is scored alike, and the
  * form stays in practice for rounds with peers.
  *
- * -1 with err as game_answer_entry, or when n < 0, an id is out of range
+ * -1 with err as game_answer_question, or when n < 0, an id is out of range
  * or repeated, or a completion is NULL. */
-int game_critique_entry(const task_entry_t *problem, uint64_t round, const game_student_t *students, int n,
-                        task_entry_t *out, char *err, size_t errlen);
+int game_critique_question(const task_question_t *problem, uint64_t round, const game_student_t *students, int n,
+                           task_question_t *out, char *err, size_t errlen);
 
 /* Stage 3: the question, the first GAME_CRITIQUES_MAX of n critique
  * completions in the order given, listed as "Criticism #1", "#2", ... by
  * that order, and the resolve stage's form. With none, the prompt says
  * so and asks for an empty <majority>; votes is empty, so the vote part
  * cannot be earned, the form and a right answer can. -1 with err as
- * game_answer_entry, or when n < 0 or a critique is NULL. */
-int game_resolve_entry(const task_entry_t *problem, uint64_t round, const char *const *critiques, int n,
-                       task_entry_t *out, char *err, size_t errlen);
+ * game_answer_question, or when n < 0 or a critique is NULL. */
+int game_resolve_question(const task_question_t *problem, uint64_t round, const char *const *critiques, int n,
+                          task_question_t *out, char *err, size_t errlen);
 
 #endif

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-heldout_tally_t heldout_score(policy_t *pol, const task_entry_t *entries, char *const *prompts, int nq, int n,
+heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, char *const *prompts, int nq, int n,
                               model_gen_params_t gp, uint64_t seed0, void (*poll)(void *ctx), void *ctx)
 {
     heldout_tally_t t = {0};
@@ -24,7 +24,7 @@ heldout_tally_t heldout_score(policy_t *pol, const task_entry_t *entries, char *
         for (int i = 0; i < q * n; i++) {
             bool formatted;
             double s =
-                task_score_completion(c[i].text ? c[i].text : "", &entries[k0 + i / n], &formatted, err, sizeof err);
+                task_score_completion(c[i].text ? c[i].text : "", &questions[k0 + i / n], &formatted, err, sizeof err);
             if (s < 0) fprintf(stderr, "held-out question %d scored 0: %s\n", k0 + i / n, err);
             completion_free(&c[i]);
             t.right += s >= 1.0;

@@ -18,12 +18,12 @@ typedef struct {
 } heldout_tally_t;
 
 /* n completions of each of the nq questions (prompts[k] as asked, scored
- * against entries[k]) under gp, question k's uniforms from seed0 + k,
+ * against questions[k]) under gp, question k's uniforms from seed0 + k,
  * HELDOUT_BATCH questions to a decode batch; between batches poll(ctx)
  * runs where poll is not NULL. A batch that cannot be sampled scores 0,
  * with a line on stderr. */
 #define HELDOUT_BATCH 16
-heldout_tally_t heldout_score(policy_t *pol, const task_entry_t *entries, char *const *prompts, int nq, int n,
+heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, char *const *prompts, int nq, int n,
                               model_gen_params_t gp, uint64_t seed0, void (*poll)(void *ctx), void *ctx);
 
 #endif

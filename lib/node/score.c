@@ -31,7 +31,7 @@ int score_group(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, ch
         cJSON_Delete(meta);
         goto bad;
     }
-    task_entry_t e = {(char *)v.r.task.question, (char *)v.r.task.answer, meta};
+    task_question_t e = {(char *)v.r.task.question, (char *)v.r.task.answer, meta};
     /* a game stage's score is its reward (score.h) */
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(meta, "source_dataset");
     const task_family_t *fam = cJSON_IsString(ds) ? task_family_find(ds->valuestring) : NULL;

@@ -1,5 +1,5 @@
 /* A Brainfuck interpreter for the bf task family: the ground truth of a bf
- * entry is what its program prints. Cells are 8-bit and wrap, the tape has
+ * question is what its program prints. Cells are 8-bit and wrap, the tape has
  * BF_TAPE_CELLS cells and starts at its left end, as in the common
  * interpreters (bfi, which reasoning-gym uses, included). A step limit
  * turns a program that would not halt into an error instead of a hang.

@@ -806,7 +806,7 @@ static char *row_text(const cell_t *row, int n, char *text)
     return text;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -866,7 +866,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e) { return task_score_default(answer, e->answer); }
+static double score(const char *answer, const task_question_t *e) { return task_score_default(answer, e->answer); }
 
 const task_family_t task_family_arc_1d = {
     "arc_1d", default_config, validate_config, generate, score,

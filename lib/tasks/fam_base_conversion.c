@@ -68,7 +68,7 @@ static const char *base_name(int base, char *buf, size_t len)
     return buf;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -99,7 +99,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e) { return task_score_default(answer, e->answer); }
+static double score(const char *answer, const task_question_t *e) { return task_score_default(answer, e->answer); }
 
 const task_family_t task_family_base_conversion = {
     "base_conversion", default_config, validate_config, generate, score,

@@ -306,7 +306,7 @@ static const char *const natural_templates[] = {
     "Evaluate the expression %s.",
 };
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -363,7 +363,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return -1;
 }
 
-static double score(const char *answer, const task_entry_t *e) { return task_score_default(answer, e->answer); }
+static double score(const char *answer, const task_question_t *e) { return task_score_default(answer, e->answer); }
 
 const task_family_t task_family_basic_arithmetic = {
     "basic_arithmetic", default_config, validate_config, generate, score,

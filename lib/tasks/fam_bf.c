@@ -345,7 +345,7 @@ static char *draw_accumulate(bfw_t *w, task_rng_t *r, int64_t difficulty)
                         target, x, y, cond);
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     int64_t difficulty;
     if (task_config_int(c, "difficulty", &difficulty, err, errlen)) return -1;
@@ -385,7 +385,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e) { return task_score_default(answer, e->answer); }
+static double score(const char *answer, const task_question_t *e) { return task_score_default(answer, e->answer); }
 
 const task_family_t task_family_bf = {
     "bf", default_config, validate_config, generate, score,

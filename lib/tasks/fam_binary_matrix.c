@@ -83,7 +83,7 @@ static void distances(const int *a, int n, int *dist, int *queue)
     }
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -610,7 +610,7 @@ static char *matrix_to_str(const value_t *m)
     return out;
 }
 
-static double score(const char *answer, const task_entry_t *e)
+static double score(const char *answer, const task_question_t *e)
 {
     if (!answer) return 0.0;
     if (strcmp(answer, e->answer) == 0) return 1.0;

@@ -142,7 +142,7 @@ static const char *const count_hint = "Answer with a whole number.";
 
 /* Each kind of question draws from r in reasoning-gym's order and adds its
  * metadata fields to m in reasoning-gym's order. */
-static void ask_weekday_offset(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+static void ask_weekday_offset(task_rng_t *r, const config_t *k, task_question_t *out, cJSON *m)
 {
     char a[64], ia[16], ib[16];
     int64_t start = random_day_in_year(r, k->year), off = task_rng_range(r, 1, k->offset);
@@ -160,7 +160,7 @@ static void ask_weekday_offset(task_rng_t *r, const config_t *k, task_entry_t *o
     cJSON_AddStringToObject(m, "target_date", ib);
 }
 
-static void ask_weekday_of_date(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+static void ask_weekday_of_date(task_rng_t *r, const config_t *k, task_question_t *out, cJSON *m)
 {
     char ia[16];
     int64_t day = random_day_in_year(r, k->year);
@@ -172,7 +172,7 @@ static void ask_weekday_of_date(task_rng_t *r, const config_t *k, task_entry_t *
     cJSON_AddStringToObject(m, "target_date", ia);
 }
 
-static void ask_weekday_from_first(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+static void ask_weekday_from_first(task_rng_t *r, const config_t *k, task_question_t *out, cJSON *m)
 {
     char ia[16];
     int64_t y = k->year, jan1 = day_number(y, 1, 1), dec31 = day_number(y, 12, 31);
@@ -191,7 +191,7 @@ static void ask_weekday_from_first(task_rng_t *r, const config_t *k, task_entry_
     cJSON_AddNumberToObject(m, "delta_days", (double)delta);
 }
 
-static void ask_recurring_event(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+static void ask_recurring_event(task_rng_t *r, const config_t *k, task_question_t *out, cJSON *m)
 {
     static const char *const ordinals[5] = {"first", "second", "third", "fourth", "last"};
     int64_t y = k->year;
@@ -212,7 +212,7 @@ static void ask_recurring_event(task_rng_t *r, const config_t *k, task_entry_t *
 }
 
 /* COUNT_DAYS (one weekday) or COUNT_BUSINESS_DAYS in a range of dates */
-static void ask_count_days(task_rng_t *r, const config_t *k, int task, task_entry_t *out, cJSON *m)
+static void ask_count_days(task_rng_t *r, const config_t *k, int task, task_question_t *out, cJSON *m)
 {
     char a[64], b[64], ia[16], ib[16];
     int64_t y = k->year, jan1 = day_number(y, 1, 1), dec31 = day_number(y, 12, 31);
@@ -241,7 +241,7 @@ static void ask_count_days(task_rng_t *r, const config_t *k, int task, task_entr
     cJSON_AddStringToObject(m, "end_date", ib);
 }
 
-static void ask_leap_year(task_rng_t *r, const config_t *k, task_entry_t *out, cJSON *m)
+static void ask_leap_year(task_rng_t *r, const config_t *k, task_question_t *out, cJSON *m)
 {
     int64_t semi = k->leap_range / 2, year = task_rng_range(r, k->year - semi, k->year + semi);
     int leap = is_leap(year);
@@ -252,7 +252,7 @@ static void ask_leap_year(task_rng_t *r, const config_t *k, task_entry_t *out, c
     cJSON_AddBoolToObject(m, "is_leap", leap);
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -287,7 +287,7 @@ static int is_weekday_name(const char *s)
     return 0;
 }
 
-static double score(const char *answer, const task_entry_t *e)
+static double score(const char *answer, const task_question_t *e)
 {
     if (!answer || !*answer || !e->answer) return 0.0;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(e->metadata, "task");

@@ -570,7 +570,7 @@ static char *draw_expression(task_rng_t *r, const config_t *k, int *terms_out, i
     return expr;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -608,7 +608,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
 
 /* The context precision at scoring time. reasoning-gym's score_answer runs
  * in whatever decimal context the process has: the dataset's precision once
- * it has generated an entry. Both its question and ours state it as "N
+ * it has generated a question. Both its question and ours state it as "N
  * significant digits"; without one, Python's default of 28. */
 static int scoring_precision(const char *question)
 {
@@ -621,7 +621,7 @@ static int scoring_precision(const char *question)
 }
 
 /* reasoning-gym scores against its dataset's config, max_num_decimal_places;
- * for an entry that is the upper end of metadata.difficulty.decimal_places,
+ * for a question that is the upper end of metadata.difficulty.decimal_places,
  * and the config default (3) without one */
 static int tolerance_places(const cJSON *metadata)
 {
@@ -631,7 +631,7 @@ static int tolerance_places(const cJSON *metadata)
     return cJSON_IsNumber(hi) ? hi->valueint : 3;
 }
 
-static double score(const char *answer, const task_entry_t *e)
+static double score(const char *answer, const task_question_t *e)
 {
     if (!answer || !e->answer) return 0.0;
     dec_t u, t;

@@ -92,7 +92,7 @@ static char *format_fraction(int style, int64_t num, int64_t den)
     }
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -209,7 +209,7 @@ static int int_equals(pyint_t x, const cJSON *m, const char *key)
     return d == floor(d) && fabs(d) < 9.2e18 && (int64_t)d == x.v;
 }
 
-static double score(const char *answer, const task_entry_t *e)
+static double score(const char *answer, const task_question_t *e)
 {
     pyint_t num, den;
     if (!answer || !extract_fraction(answer, &num, &den)) return 0.01;

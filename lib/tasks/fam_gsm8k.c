@@ -1,6 +1,6 @@
 /* gsm8k: problems read from a GSM8K JSONL file the user names (config field
  * path), one {"question", "answer"} object a line, the answer's last line
- * "#### N". Entry number index is a line drawn by (seed, index). The file
+ * "#### N". Question number index is a line drawn by (seed, index). The file
  * is read and checked once per process, at the first config naming it.
  *
  * reasoning-gym has no gsm8k dataset: the scorer is ours and compares
@@ -12,7 +12,7 @@
  * number; digits are ASCII. Two numbers are equal when their values are: leading zeros and
  * trailing zeros after the point do not count ("$1,000.00" is 1000, "-0"
  * is 0). 1.0 when the answer's number equals N, else 0.0. N itself is read
- * by the same rules, and the entry's answer is N written plainly. */
+ * by the same rules, and the question's answer is N written plainly. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -213,7 +213,7 @@ static int validate_config(const cJSON *c, char *err, size_t errlen)
     return path && source_get(path, err, errlen) ? 0 : -1;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     const char *path = config_path(c, err, errlen);
     const source_t *src = path ? source_get(path, err, errlen) : NULL;
@@ -240,7 +240,7 @@ int task_numbers_equal(const char *a, const char *b)
     return eq;
 }
 
-static double score(const char *answer, const task_entry_t *e) { return task_numbers_equal(answer, e->answer); }
+static double score(const char *answer, const task_question_t *e) { return task_numbers_equal(answer, e->answer); }
 
 const task_family_t task_family_gsm8k = {
     .name = "gsm8k",

@@ -440,7 +440,7 @@ static int validate_config(const cJSON *c, char *err, size_t errlen)
     return 0;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     (void)c, (void)err, (void)errlen;
     task_rng_t r;
@@ -516,7 +516,7 @@ static int first_number(const char *s, double *value)
     return found;
 }
 
-static double score(const char *answer, const task_entry_t *e)
+static double score(const char *answer, const task_question_t *e)
 {
     double got, want;
     if (!answer || first_number(answer, &got) != 0) return 0.0;

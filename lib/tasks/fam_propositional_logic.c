@@ -148,7 +148,7 @@ static char *premises_question(const formula_set_t *fs, const int *premises, int
     return q;
 }
 
-static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     config_t k;
     if (read_config(c, &k, err, errlen)) return -1;
@@ -197,7 +197,7 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_entry_t 
  * not a string) it returns 0.0, and so do we. Where it would die instead
  * (nesting past Python's recursion limit) or run for hours (an entailed
  * answer over more than 2^26 assignments) we return 0.0 too. */
-static double score(const char *answer, const task_entry_t *e)
+static double score(const char *answer, const task_question_t *e)
 {
     if (!answer) return 0.0;
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(e->metadata, "variables");

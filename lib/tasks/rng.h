@@ -1,5 +1,5 @@
 /* The task generators' PRNG: xoshiro256** seeded through splitmix64 from
- * (seed, index), so entry number index of a dataset depends on nothing but
+ * (seed, index), so question number index of a dataset depends on nothing but
  * the seed and the index, the way reasoning-gym seeds Random(seed + idx).
  * We do not reproduce Python's Mersenne Twister sequence: only the ranges. */
 #ifndef SAPO_TASKS_RNG_H

@@ -1,4 +1,4 @@
-/* The family registry, entries as JSON, answer extraction, the default
+/* The family registry, questions as JSON, answer extraction, the default
  * scorer and the task mix. */
 #include "tasks/task.h"
 
@@ -35,7 +35,7 @@
 #define DECLARE(name) extern const task_family_t task_family_##name;
 #define DECLARE_BUILT(name) \
     DECLARE(name)           \
-    double task_completion_##name(const char *, const task_entry_t *, bool *, char *, size_t);
+    double task_completion_##name(const char *, const task_question_t *, bool *, char *, size_t);
 TASK_FAMILIES(DECLARE, DECLARE, DECLARE_BUILT)
 #define LIST(name) &task_family_##name,
 #define SKIP(name)
@@ -84,7 +84,7 @@ const task_family_t *task_family_of_key(const char *key)
     return NULL;
 }
 
-void task_entry_free(task_entry_t *e)
+void task_question_free(task_question_t *e)
 {
     if (!e) return;
     free(e->question);
@@ -202,10 +202,10 @@ cJSON *task_json_pair(double lo, double hi)
     return a;
 }
 
-/* The family of an entry, metadata.source_dataset; NULL with err */
-static const task_family_t *entry_family(const task_entry_t *entry, char *err, size_t errlen)
+/* The family of a question, metadata.source_dataset; NULL with err */
+static const task_family_t *question_family(const task_question_t *q, char *err, size_t errlen)
 {
-    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(entry->metadata, "source_dataset");
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(q->metadata, "source_dataset");
     if (!cJSON_IsString(ds)) {
         snprintf(err, errlen, "metadata.source_dataset is missing or not a string");
         return NULL;
@@ -215,27 +215,27 @@ static const task_family_t *entry_family(const task_entry_t *entry, char *err, s
     return f;
 }
 
-double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen)
+double task_score_answer(const char *answer, const task_question_t *q, char *err, size_t errlen)
 {
-    const task_family_t *f = entry_family(entry, err, errlen);
+    const task_family_t *f = question_family(q, err, errlen);
     if (!f) return -1;
     if (!f->score) {
         snprintf(err, errlen, "family %s scores whole completions, not answers", f->name);
         return -1;
     }
-    return f->score(answer, entry);
+    return f->score(answer, q);
 }
 
-double task_score_completion(const char *completion, const task_entry_t *entry, bool *formatted, char *err,
+double task_score_completion(const char *completion, const task_question_t *q, bool *formatted, char *err,
                              size_t errlen)
 {
     *formatted = false;
-    const task_family_t *f = entry_family(entry, err, errlen);
+    const task_family_t *f = question_family(q, err, errlen);
     if (!f) return -1;
     task_completion_scorer_t whole = task_family_completion_scorer(f);
-    if (whole) return whole(completion, entry, formatted, err, errlen);
+    if (whole) return whole(completion, q, formatted, err, errlen);
     char *answer = task_extract_answer(completion);
-    double s = f->score(answer, entry);
+    double s = f->score(answer, q);
     *formatted = answer != NULL;
     free(answer);
     return s;
@@ -271,7 +271,7 @@ double task_score_default(const char *answer, const char *truth)
     return 0.0;
 }
 
-cJSON *task_entry_to_json(const task_entry_t *e)
+cJSON *task_question_to_json(const task_question_t *e)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "question", e->question);
@@ -281,7 +281,7 @@ cJSON *task_entry_to_json(const task_entry_t *e)
     return o;
 }
 
-int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t errlen)
+int task_question_from_json(const cJSON *obj, task_question_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!cJSON_IsObject(obj)) {
@@ -327,7 +327,7 @@ static int mix_add(task_mix_t *mix, const char *key, const task_family_t *f, dou
     if (task_family_built(f)) {
         snprintf(
             err, errlen,
-            "task mix: %s cannot be drawn: its entries are built from peers' completions by the sampler in game mode",
+            "task mix: %s cannot be drawn: its questions are built from peers' completions by the sampler in game mode",
             f->name);
         return -1;
     }
@@ -410,7 +410,7 @@ void task_mix_destroy(task_mix_t **self_p)
     *self_p = NULL;
 }
 
-int task_mix_draw(const task_mix_t *mix, uint64_t index, task_entry_t *out, char *err, size_t errlen)
+int task_mix_draw(const task_mix_t *mix, uint64_t index, task_question_t *out, char *err, size_t errlen)
 {
     task_rng_t r;
     task_rng_init(&r, mix->seed, index);

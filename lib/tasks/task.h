@@ -1,17 +1,17 @@
 /* The task library: the nine ReasoningGYM families of the SAPO paper and
  * two opt-in families of math word problems (gsm_symbolic, gsm8k), each a
  * seeded question generator and a rule-based scorer that gives the same
- * score as reasoning-gym's score_answer for the same entry (gsm8k, which
+ * score as reasoning-gym's score_answer for the same question (gsm8k, which
  * reasoning-gym lacks, compares numbers by rules of its own). Three more,
  * the stages of the game (game_answer, game_critique, game_resolve; see
  * game/game_task.h), are built from peers' completions rather than drawn,
  * and score whole completions.
  *
- * An entry is what reasoning-gym calls a dataset item: question text, the
- * ground-truth answer, and metadata in the same JSON shape as reasoning-gym
- * (source_dataset, source_index, the family's own fields). Entries exported
- * from reasoning-gym itself score the same way, so Python and C nodes can
- * share one pool. */
+ * A question is what reasoning-gym calls a dataset entry: question text,
+ * the ground-truth answer, and metadata in the same JSON shape as
+ * reasoning-gym (source_dataset, source_index, the family's own fields).
+ * Entries exported from reasoning-gym itself score the same way, so Python
+ * and C nodes can share one pool. */
 #ifndef SAPO_TASK_H
 #define SAPO_TASK_H
 
@@ -24,9 +24,9 @@ typedef struct {
     char *question;
     char *answer;    /* NULL where the family has no single answer (None) */
     cJSON *metadata; /* owned; metadata.source_dataset names the family */
-} task_entry_t;
+} task_question_t;
 
-void task_entry_free(task_entry_t *e); /* frees the fields, not e */
+void task_question_free(task_question_t *q); /* frees the fields, not q */
 
 typedef struct task_family {
     const char *name; /* reasoning-gym's dataset name, e.g. "basic_arithmetic" */
@@ -36,14 +36,14 @@ typedef struct task_family {
     /* Checks a complete config (every field present, as task_family_config
      * makes it); 0, or -1 with one line in err naming the field. */
     int (*validate_config)(const cJSON *config, char *err, size_t errlen);
-    /* Entry number index of the dataset with this config and seed; the same
-     * (config, seed, index) always gives the same entry. config is complete
+    /* Question number index of the dataset with this config and seed; the
+     * same (config, seed, index) always gives the same question. config is complete
      * and valid (from task_family_config). 0 or -1 with err. */
-    int (*generate)(const cJSON *config, uint64_t seed, uint64_t index, task_entry_t *out, char *err, size_t errlen);
-    /* reasoning-gym's score_answer(answer, entry); answer NULL means None.
+    int (*generate)(const cJSON *config, uint64_t seed, uint64_t index, task_question_t *out, char *err, size_t errlen);
+    /* reasoning-gym's score_answer(answer, entry) of question q; answer NULL means None.
      * Never evaluates the answer as code. NULL for a family that scores
      * only whole completions. */
-    double (*score)(const char *answer, const task_entry_t *entry);
+    double (*score)(const char *answer, const task_question_t *q);
 } task_family_t;
 
 /* Every family, in a fixed order; task_family_count of them. */
@@ -61,17 +61,17 @@ const task_family_t *task_family_of_key(const char *key);
  * SAPO paper's nine and one of which needs a file */
 int task_family_opt_in(const task_family_t *f);
 
-/* 1 for a family whose entries are built, never generated: the game's
+/* 1 for a family whose questions are built, never generated: the game's
  * stages, which the sampler builds from peers' completions. Such a family
  * is opt-in too, and a task mix naming it is refused. */
 int task_family_built(const task_family_t *f);
 
 /* A scorer of whole completions, for a family whose form has more than an
  * <answer> (the game's stages): the score of completion, with *formatted
- * set when it is in the family's form; -1 with err when the entry's
+ * set when it is in the family's form; -1 with err when the question's
  * metadata lacks what the scorer needs. */
-typedef double (*task_completion_scorer_t)(const char *completion, const task_entry_t *entry, bool *formatted,
-                                           char *err, size_t errlen);
+typedef double (*task_completion_scorer_t)(const char *completion, const task_question_t *q, bool *formatted, char *err,
+                                           size_t errlen);
 
 /* The family's scorer of whole completions, or NULL for a family scored
  * from its <answer> alone (every family but the game's stages). It lives
@@ -100,17 +100,17 @@ cJSON *task_json_pair(double lo, double hi);
 /* printf into a new string */
 char *task_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Score an entry whose family is metadata.source_dataset. Returns the score,
+/* Score an answer to q, whose family is q's metadata.source_dataset. Returns the score,
  * or -1 with err set when the family is unknown or metadata is missing. */
-double task_score_entry(const char *answer, const task_entry_t *entry, char *err, size_t errlen);
+double task_score_answer(const char *answer, const task_question_t *q, char *err, size_t errlen);
 
-/* Score a whole completion of an entry: with the family's completion
+/* Score a whole completion of q: with the family's completion
  * scorer where it has one, else the family's score of the completion's
  * <answer> (task_extract_answer). *formatted: the completion is in the
  * family's form (for the latter, it has an answer in the tags). Returns
- * the score, or -1 with err as task_score_entry, or when the entry's
+ * the score, or -1 with err as task_score_answer, or when the question's
  * metadata lacks what the family's scorer needs. */
-double task_score_completion(const char *completion, const task_entry_t *entry, bool *formatted, char *err,
+double task_score_completion(const char *completion, const task_question_t *q, bool *formatted, char *err,
                              size_t errlen);
 
 /* The content of the last <answer>...</answer> in a completion, trimmed of
@@ -128,9 +128,9 @@ double task_score_default(const char *answer, const char *truth);
  * whitespace) and their values are equal, else 0; NULL is no number. */
 int task_numbers_equal(const char *a, const char *b);
 
-/* Entries as JSON: {question, answer, metadata}. */
-cJSON *task_entry_to_json(const task_entry_t *e);
-int task_entry_from_json(const cJSON *obj, task_entry_t *out, char *err, size_t errlen);
+/* Questions as JSON: {question, answer, metadata}, reasoning-gym's entries. */
+cJSON *task_question_to_json(const task_question_t *e);
+int task_question_from_json(const cJSON *obj, task_question_t *out, char *err, size_t errlen);
 
 /* A task mix: which families the node trains on, their weights and configs. */
 typedef struct task_mix task_mix_t;
@@ -142,8 +142,8 @@ typedef struct task_mix task_mix_t;
  * with its own config and its own stream of questions. */
 task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen);
 void task_mix_destroy(task_mix_t **self_p);
-/* Draw entry number index of the mix: the family by weight, then that
- * family's entry, both determined by (seed, index). */
-int task_mix_draw(const task_mix_t *mix, uint64_t index, task_entry_t *out, char *err, size_t errlen);
+/* Draw question number index of the mix: the family by weight, then that
+ * family's question, both determined by (seed, index). */
+int task_mix_draw(const task_mix_t *mix, uint64_t index, task_question_t *out, char *err, size_t errlen);
 
 #endif

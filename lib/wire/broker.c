@@ -15,15 +15,16 @@
 #define PRODUCERS_MAX 4096           /* producers remembered per stream; the longest silent is forgotten */
 #define QUEUE_BYTES_MAX (1ull << 30) /* a stream's queue is also full at this many bytes */
 
+/* a queued record: its id and its message */
 typedef struct {
     uint64_t id; /* 0: acked, a hole to be skipped */
     zmq_msg_t msg;
-} entry_t;
+} queued_t;
 
-/* A ring of entries that grows: the stream's queue (push back, requeue at
+/* A ring of queued records that grows: the stream's queue (push back, requeue at
  * the front) and each consumer's held records in delivery order. */
 typedef struct {
-    entry_t *buf;
+    queued_t *buf;
     size_t cap, head, len;
 } deque_t;
 
@@ -70,16 +71,16 @@ struct broker_t {
     int nipc;
 };
 
-static entry_t *deque_at(deque_t *d, size_t i) { return &d->buf[(d->head + i) % d->cap]; }
+static queued_t *deque_at(deque_t *d, size_t i) { return &d->buf[(d->head + i) % d->cap]; }
 
 static int deque_reserve(deque_t *d)
 {
     if (d->len < d->cap) return 0;
     size_t cap = d->cap ? 2 * d->cap : 64;
-    entry_t *buf = malloc(cap * sizeof *buf);
+    queued_t *buf = malloc(cap * sizeof *buf);
     if (!buf) return -1;
     for (size_t i = 0; i < d->len; i++) {
-        entry_t *e = deque_at(d, i);
+        queued_t *e = deque_at(d, i);
         buf[i].id = e->id;
         zmq_msg_init(&buf[i].msg);
         zmq_msg_move(&buf[i].msg, &e->msg);
@@ -92,12 +93,12 @@ static int deque_reserve(deque_t *d)
     return 0;
 }
 
-/* Moves msg into a new entry at the back or the front. */
+/* Moves msg into a new queued record at the back or the front. */
 static int deque_push(deque_t *d, uint64_t id, zmq_msg_t *msg, int front)
 {
     if (deque_reserve(d) < 0) return -1;
     if (front) d->head = (d->head + d->cap - 1) % d->cap;
-    entry_t *e = deque_at(d, front ? 0 : d->len);
+    queued_t *e = deque_at(d, front ? 0 : d->len);
     d->len++;
     e->id = id;
     zmq_msg_init(&e->msg);
@@ -105,10 +106,10 @@ static int deque_push(deque_t *d, uint64_t id, zmq_msg_t *msg, int front)
     return 0;
 }
 
-/* Moves the front entry's message into msg (initialised by the caller). */
+/* Moves the front record's message into msg (initialised by the caller). */
 static uint64_t deque_pop(deque_t *d, zmq_msg_t *msg)
 {
-    entry_t *e = deque_at(d, 0);
+    queued_t *e = deque_at(d, 0);
     uint64_t id = e->id;
     zmq_msg_move(msg, &e->msg);
     zmq_msg_close(&e->msg);
@@ -509,7 +510,7 @@ static void lose_consumer(lane_t *lane, size_t index, const char *why)
     consumer_t *c = lane->cons[index];
     size_t requeued = 0;
     while (c->held.len > 0) {
-        entry_t *e = deque_at(&c->held, c->held.len - 1);
+        queued_t *e = deque_at(&c->held, c->held.len - 1);
         if (e->id) {
             lane->queued_bytes += zmq_msg_size(&e->msg);
             deque_push(&lane->queue, e->id, &e->msg, 1);
@@ -530,7 +531,7 @@ static void lose_consumer(lane_t *lane, size_t index, const char *why)
 static void consumer_ack(lane_t *lane, consumer_t *c, uint64_t id)
 {
     for (size_t i = 0; i < c->held.len; i++) {
-        entry_t *e = deque_at(&c->held, i);
+        queued_t *e = deque_at(&c->held, i);
         if (e->id != id) continue;
         e->id = 0;
         zmq_msg_close(&e->msg);
