@@ -137,7 +137,7 @@ static int read_peers(game_t *g, pool_entry_t **got, int *n_got, game_peer_t *pe
     char err[512];
     int64_t t0 = zclock_mono();
     int n = pool_stage_read(s->pool, s->cfg.node, g->round, (int)g->stage, GAME_PEERS_MAX, got, err, sizeof err);
-    s->pool_seconds += (zclock_mono() - t0) / 1000.0;
+    s->counts.pool_seconds += (zclock_mono() - t0) / 1000.0;
     *n_got = n > 0 ? n : 0;
     if (n < 0) {
         sampler_pool_failed(s, err);
@@ -251,7 +251,7 @@ static void send_stage_task(game_t *g, int q)
 static void start_stage(game_t *g)
 {
     if (!build_stage(g)) return;
-    g->s->last_progress = zclock_mono(); /* a wait for peers is no stall */
+    g->s->at.last_progress = zclock_mono(); /* a wait for peers is no stall */
     for (int q = 0; q < g->questions; q++) {
         g->back[q] = false;
         send_stage_task(g, q);
@@ -307,11 +307,11 @@ static void send_stage_batch(game_t *g, const rec_group_view_t *views, int n)
              "\"outputs_rejected\":%ld},\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
              "\"seconds\":{\"pool\":%.4f}}",
              (unsigned long long)g->round, stage_names[g->stage], g->peers, g->waited, g->outputs_published,
-             g->outputs_rejected, s->pool_errors, completions ? reward / (double)completions : 0.0, completions,
-             s->pool_seconds);
+             g->outputs_rejected, s->counts.pool_errors, completions ? reward / (double)completions : 0.0, completions,
+             s->counts.pool_seconds);
     rec_batch_t b = {.node = s->cfg.node,
                      .round = batch_round(g),
-                     .policy_version = s->policy_version,
+                     .policy_version = s->at.policy_version,
                      .local_count = (uint32_t)n,
                      .stats_json = stats};
     uint8_t *buf;
@@ -319,7 +319,7 @@ static void send_stage_batch(game_t *g, const rec_group_view_t *views, int n)
     if (batch_build(&b, views, (size_t)n, &buf, &len) != 0) log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
-    s->pool_seconds = 0;
+    s->counts.pool_seconds = 0;
 }
 
 /* this node's best completion per question, kept for its next stage and
@@ -341,7 +341,7 @@ static void share_best(game_t *g, const rec_group_view_t *views, const int *ques
     char err[512];
     uint8_t *rec;
     size_t len, sealed_len;
-    if (game_output_build(s->cfg.node, g->round, s->policy_version, ptrs, n, &rec, &len, err, sizeof err) != 0) {
+    if (game_output_build(s->cfg.node, g->round, s->at.policy_version, ptrs, n, &rec, &len, err, sizeof err) != 0) {
         log_error("%s", err);
         return;
     }
@@ -351,7 +351,7 @@ static void share_best(game_t *g, const rec_group_view_t *views, const int *ques
         pool_stage_publish(s->pool, s->cfg.node, g->round, (int)g->stage + 1, sealed, sealed_len, err, sizeof err) == 0)
         g->outputs_published++, sampler_pool_worked(s);
     else if (sealed) sampler_pool_failed(s, err);
-    s->pool_seconds += (zclock_mono() - t0) / 1000.0;
+    s->counts.pool_seconds += (zclock_mono() - t0) / 1000.0;
     free(sealed);
     rec_free(rec);
 }
@@ -373,7 +373,7 @@ static void finish_stage(game_t *g)
         g->groups[q] = NULL;
     }
     mem_release();
-    g->s->round = batch_round(g) + 1;
+    g->s->at.round = batch_round(g) + 1;
     g->sent = false;
     if (g->stage == GAME_RESOLVE) g->round++, g->stage = GAME_ANSWER;
     else g->stage++;
@@ -386,16 +386,16 @@ static void receive(game_t *g)
     sampler_t *s = g->s;
     wire_record_t *r = wire_consumer_recv(s->scored, 100);
     if (r) {
-        s->last_progress = zclock_mono();
+        s->at.last_progress = zclock_mono();
         on_scored(g, r);
         wire_consumer_ack(s->scored, r->id);
         wire_record_destroy(&r);
-    } else if (g->n_back < g->questions && zclock_mono() - s->last_progress > 1000L * s->cfg.stall_seconds) {
+    } else if (g->n_back < g->questions && zclock_mono() - s->at.last_progress > 1000L * s->cfg.stall_seconds) {
         log_error("nothing back for %d s: round %llu's %s questions still missing go out again", s->cfg.stall_seconds,
                   (unsigned long long)g->round, stage_names[g->stage]);
         for (int q = 0; q < g->questions; q++)
             if (!g->back[q]) send_stage_task(g, q);
-        s->last_progress = zclock_mono();
+        s->at.last_progress = zclock_mono();
     }
 }
 
@@ -404,7 +404,7 @@ static void game_init(game_t *g, sampler_t *s)
     int Q = s->cfg.questions;
     *g = (game_t){.s = s, .questions = Q, .stage = GAME_ANSWER};
     /* the round after the learner's last batch, from its first stage */
-    g->round = (s->learner_round + 2) / 3 + 1;
+    g->round = (s->at.learner_round + 2) / 3 + 1;
     g->problems = calloc((size_t)Q, sizeof *g->problems);
     g->groups = calloc((size_t)Q, sizeof *g->groups);
     g->sizes = calloc((size_t)Q, sizeof *g->sizes);
@@ -434,7 +434,8 @@ void game_run(sampler_t *s)
         sampler_follow_learner(s);
         if (!g.sent && zclock_mono() >= g.next_look) start_stage(&g);
         receive(&g);
-        if (g.sent && g.n_back == g.questions && batch_round(&g) <= s->learner_round + BATCHES_AHEAD) finish_stage(&g);
+        if (g.sent && g.n_back == g.questions && batch_round(&g) <= s->at.learner_round + BATCHES_AHEAD)
+            finish_stage(&g);
     }
     game_free(&g);
 }

@@ -44,7 +44,7 @@ static void send_task(sampler_t *s)
 {
     char err[512];
     task_question_t e = {0};
-    uint64_t index = s->cfg.lockstep ? s->round * LOCKSTEP_STRIDE + s->round_slot++ : s->next_task++;
+    uint64_t index = s->cfg.lockstep ? s->at.round * LOCKSTEP_STRIDE + s->at.slot++ : s->at.next_task++;
     if (task_mix_draw(s->mix, index, &e, err, sizeof err) != 0) log_fatal("task mix: %s", err);
     char *meta = cJSON_PrintUnformatted(e.metadata);
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(e.metadata, "source_dataset");
@@ -56,11 +56,11 @@ static void send_task(sampler_t *s)
                     .seed = s->cfg.seed,
                     .index = index,
                     .node = s->cfg.node,
-                    .round = s->round,
-                    .policy_version = s->cfg.lockstep ? s->policy_version : 0};
+                    .round = s->at.round,
+                    .policy_version = s->cfg.lockstep ? s->at.policy_version : 0};
     uint8_t *buf;
     size_t len;
-    if (rec_task_build(&t, &buf, &len) == 0 && wire_producer_send(s->tasks, buf, len) == 0) s->in_flight++;
+    if (rec_task_build(&t, &buf, &len) == 0 && wire_producer_send(s->tasks, buf, len) == 0) s->at.in_flight++;
     rec_free(buf);
     free(meta);
     task_question_free(&e);
@@ -74,9 +74,9 @@ static void send_task(sampler_t *s)
 static void take_external(sampler_t *s, const char *publisher, uint8_t *rec, size_t len)
 {
     char err[512];
-    if (score_group(rec, len, s->rule, &s->external_scoring, err, sizeof err) != 0) {
-        s->external_unscorable++;
-        log_error("dropped an external group from %s (%ld so far): %s", publisher, s->external_unscorable, err);
+    if (score_group(rec, len, s->rule, &s->counts.external_scoring, err, sizeof err) != 0) {
+        s->counts.external_unscorable++;
+        log_error("dropped an external group from %s (%ld so far): %s", publisher, s->counts.external_unscorable, err);
         rec_free(rec);
         return;
     }
@@ -94,10 +94,10 @@ static void draw_external(sampler_t *s)
     int64_t t0 = zclock_mono();
     char err[512];
     int n = pool_draw(s->pool, s->cfg.node, want, &got, err, sizeof err);
-    s->pool_seconds += (zclock_mono() - t0) / 1000.0;
+    s->counts.pool_seconds += (zclock_mono() - t0) / 1000.0;
     if (n < 0) {
         sampler_pool_failed(s, err);
-        s->pool_dry = true;
+        s->at.pool_dry = true;
         return;
     }
     sampler_pool_worked(s);
@@ -130,7 +130,7 @@ static void draw_external(sampler_t *s)
         free(comps);
     }
     pool_entries_free(got, n);
-    s->pool_dry = n == 0 || ++s->draws >= DRAWS_PER_ROUND;
+    s->at.pool_dry = n == 0 || ++s->at.draws >= DRAWS_PER_ROUND;
 }
 
 /* SelectSubset + Communicate: a fresh own group that teaches something is
@@ -143,11 +143,11 @@ static void share_group(sampler_t *s, const void *buf, size_t size, uint64_t tas
     int64_t t0 = zclock_mono();
     size_t len;
     uint8_t *entry = sampler_registered(s) ? identity_seal(s->id, buf, size, &len) : NULL;
-    if (entry && pool_publish(s->pool, s->cfg.node, s->round, entry, len, err, sizeof err) == 0)
-        s->published++, sampler_pool_worked(s);
+    if (entry && pool_publish(s->pool, s->cfg.node, s->at.round, entry, len, err, sizeof err) == 0)
+        s->counts.published++, sampler_pool_worked(s);
     else if (entry) sampler_pool_failed(s, err);
     free(entry);
-    s->pool_seconds += (zclock_mono() - t0) / 1000.0;
+    s->counts.pool_seconds += (zclock_mono() - t0) / 1000.0;
 }
 
 /* one of our own groups, back from a verifier */
@@ -169,7 +169,7 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
         free(buf);
         return;
     }
-    s->in_flight -= s->in_flight > 0;
+    s->at.in_flight -= s->at.in_flight > 0;
     if (!v.r.scored) {
         /* a verifier that could not score our task (one of an older build,
          * without its family) sends it back unscored: it is back all the
@@ -180,11 +180,11 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
     for (size_t i = 0; i < v.r.n_completions; i++) {
         rec_completion_t c;
         rec_group_completion(&v, i, &c);
-        s->scored_reward += c.reward;
-        s->scored_completions++;
+        s->counts.scored_reward += c.reward;
+        s->counts.scored_completions++;
     }
     int64_t in_transit = zclock_time() - (int64_t)v.r.created_ms - (int64_t)v.r.verify_ms;
-    s->transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
+    s->counts.transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
     share_group(s, buf, r->size, v.r.task.task_id);
     assembly_add(s->asm_, buf, r->size);
 }
@@ -204,47 +204,47 @@ static void send_batch(sampler_t *s)
         "\"external_unscorable\":%ld,\"pool_missing\":%ld,\"pool_bad_nodes\":%ld,\"screen\":%s,"
         "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
         "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
-        pool_size, s->published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
+        pool_size, s->counts.published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
         a->local_zero_adv_kept, a->wrong_size_dropped, a->duplicate_dropped, screen_rejected(s->screen),
-        s->external_unscorable, missing, bad_nodes, screened, a->fallback_batches, s->pool_errors,
-        s->scored_completions ? s->scored_reward / (double)s->scored_completions : 0.0, s->scored_completions,
-        s->pool_seconds, s->transport_seconds);
+        s->counts.external_unscorable, missing, bad_nodes, screened, a->fallback_batches, s->counts.pool_errors,
+        s->counts.scored_completions ? s->counts.scored_reward / (double)s->counts.scored_completions : 0.0,
+        s->counts.scored_completions, s->counts.pool_seconds, s->counts.transport_seconds);
     uint8_t *buf;
     size_t len;
-    if (assembly_take(s->asm_, s->round, s->policy_version, stats, &buf, &len) != 0)
+    if (assembly_take(s->asm_, s->at.round, s->at.policy_version, stats, &buf, &len) != 0)
         log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
     mem_release();
-    if (a->fallback_batches && !s->fallback_logged) {
+    if (a->fallback_batches && !s->pool_health.fallback_logged) {
         log_info("round %llu: too few external groups in the pool, filled with local ones",
-                 (unsigned long long)s->round);
-        s->fallback_logged = true;
+                 (unsigned long long)s->at.round);
+        s->pool_health.fallback_logged = true;
     }
-    s->round++;
-    s->round_slot = 0;
-    s->pool_dry = false;
-    s->draws = 0;
-    s->pool_seconds = s->transport_seconds = 0;
-    s->scored_reward = 0, s->scored_completions = 0;
+    s->at.round++;
+    s->at.slot = 0;
+    s->at.pool_dry = false;
+    s->at.draws = 0;
+    s->counts.pool_seconds = s->counts.transport_seconds = 0;
+    s->counts.scored_reward = 0, s->counts.scored_completions = 0;
 }
 
 /* one scored group if any came, else a check for a stall */
 static void receive_scored(sampler_t *s)
 {
     wire_record_t *r = wire_consumer_recv(s->scored, 100);
-    if (!r && zclock_mono() - s->last_progress > 1000L * s->cfg.stall_seconds) {
+    if (!r && zclock_mono() - s->at.last_progress > 1000L * s->cfg.stall_seconds) {
         /* a broker killed with records queued loses them: after this
          * long without news, what was sent counts as lost (a late one
          * is still taken, and the learner skips a round it has) */
         log_error("nothing back for %d s: %ld tasks and the batches after round %llu count as lost; going on",
-                  s->cfg.stall_seconds, s->in_flight, (unsigned long long)s->learner_round);
-        s->in_flight = 0;
-        if (s->round > s->learner_round + 1) s->round = s->learner_round + 1;
-        s->last_progress = zclock_mono();
+                  s->cfg.stall_seconds, s->at.in_flight, (unsigned long long)s->at.learner_round);
+        s->at.in_flight = 0;
+        if (s->at.round > s->at.learner_round + 1) s->at.round = s->at.learner_round + 1;
+        s->at.last_progress = zclock_mono();
     }
     if (r) {
-        s->last_progress = zclock_mono();
+        s->at.last_progress = zclock_mono();
         on_scored(s, r);
         wire_consumer_ack(s->scored, r->id);
         wire_record_destroy(&r);
@@ -254,15 +254,16 @@ static void receive_scored(sampler_t *s)
 /* the round's local groups are in and external ones are still missing */
 static bool wants_external(const sampler_t *s)
 {
-    return s->cfg.external_groups > 0 && !s->pool_dry && assembly_external(s->asm_) < (size_t)s->cfg.external_groups &&
+    return s->cfg.external_groups > 0 && !s->at.pool_dry &&
+           assembly_external(s->asm_) < (size_t)s->cfg.external_groups &&
            assembly_local(s->asm_) >= (size_t)s->cfg.local_groups;
 }
 
 static round_state_t round_state(const sampler_t *s)
 {
     /* a dry pool lets I + J local groups stand in for the batch */
-    if (assembly_ready(s->asm_, s->policy_version, s->pool_dry))
-        return s->round <= s->learner_round + BATCHES_AHEAD ? ROUND_READY : ROUND_LEARNER_BUSY;
+    if (assembly_ready(s->asm_, s->at.policy_version, s->at.pool_dry))
+        return s->at.round <= s->at.learner_round + BATCHES_AHEAD ? ROUND_READY : ROUND_LEARNER_BUSY;
     return wants_external(s) ? ROUND_DRAWING : ROUND_COLLECTING;
 }
 
@@ -274,13 +275,14 @@ static round_state_t round_state(const sampler_t *s)
 static void send_tasks(sampler_t *s)
 {
     if (s->cfg.lockstep) {
-        if (s->learner_round + 1 < s->round) return;
+        if (s->at.learner_round + 1 < s->at.round) return;
         long want = s->cfg.local_groups, external = (long)assembly_external(s->asm_);
-        if (s->pool_dry && external < s->cfg.external_groups) want += s->cfg.external_groups - external;
-        while (s->in_flight + (long)assembly_local(s->asm_) < want) send_task(s);
+        if (s->at.pool_dry && external < s->cfg.external_groups) want += s->cfg.external_groups - external;
+        while (s->at.in_flight + (long)assembly_local(s->asm_) < want) send_task(s);
         return;
     }
-    while (s->in_flight + (long)assembly_local(s->asm_) < ROUNDS_OF_TASKS_AHEAD * (long)s->cfg.questions) send_task(s);
+    while (s->at.in_flight + (long)assembly_local(s->asm_) < ROUNDS_OF_TASKS_AHEAD * (long)s->cfg.questions)
+        send_task(s);
 }
 
 /* SAPO's rounds, until interrupted */

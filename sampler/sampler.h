@@ -19,6 +19,41 @@
  * it; more would train groups further behind the policy. */
 #define BATCHES_AHEAD 2
 
+/* Where the node's rounds stand, and its learner's. */
+typedef struct {
+    uint64_t round;          /* the round whose batch is being assembled */
+    uint64_t policy_version; /* the learner's latest */
+    uint64_t learner_round;  /* the last round the learner applied */
+    uint64_t next_task;      /* the next question's number in the sequence (overlap) */
+    uint64_t slot;           /* lockstep: questions drawn for this round so far */
+    long in_flight;          /* own tasks sent, not yet back scored */
+    int64_t last_progress;   /* when a scored group or a learner notice last came */
+    int draws;               /* pool draws this round */
+    bool pool_dry;           /* the pool has nothing more for us this round */
+} sampler_round_t;
+
+/* The pool as the sampler has found it: an outage is logged once, when
+ * calls start to fail and when they work again. */
+typedef struct {
+    bool registered;      /* our key is in the pool's Redis as far as we know */
+    long failing;         /* failed pool calls since the last that worked */
+    char last_error[512]; /* the last pool error logged */
+    int64_t failed_at;    /* when a pool call last failed */
+    bool outage_logged;   /* a failure was logged since calls last worked */
+    bool fallback_logged; /* a batch's local groups stood in for external ones, logged once */
+} sampler_pool_health_t;
+
+/* What a batch's counters (its stats_json) report: since the sampler
+ * started, then since the last batch. */
+typedef struct {
+    long published, pool_errors, external_unscorable;
+    score_stats_t external_scoring;
+    double scored_reward;     /* sum of the rewards of own completions scored since the last batch */
+    long scored_completions;  /* and their count: the reward before local-filter picks groups */
+    double pool_seconds;      /* in pool calls since the last batch */
+    double transport_seconds; /* generator done -> sampler, less verification, since the last batch */
+} sampler_counters_t;
+
 typedef struct {
     config_t cfg;
     task_mix_t *mix;
@@ -26,29 +61,13 @@ typedef struct {
     screen_t *screen; /* checks every record drawn from the pool */
     pool_t *pool;
     identity_t *id;
-    bool registered; /* our key is in the pool's Redis as far as we know */
     wire_producer_t *tasks, *batches;
     wire_consumer_t *scored;
     wire_subscriber_t *notices;
-    uint64_t policy_version, round, next_task;
-    uint64_t round_slot;    /* lockstep: questions drawn for this round so far */
-    uint64_t learner_round; /* last round the learner applied */
-    long in_flight;         /* own tasks sent, not yet back scored */
-    int64_t last_progress;  /* when a scored group or a learner notice last came */
-    reward_rule_t rule;     /* how external groups are scored here, as the verifier scores local ones */
-    score_stats_t external_scoring;
-    long published, pool_errors, external_unscorable;
-    long pool_failing;         /* failed pool calls since the last that worked */
-    char pool_last_error[512]; /* the last pool error logged */
-    int64_t pool_failed_at;    /* when a pool call last failed */
-    bool pool_outage_logged;   /* a failure was logged since calls last worked */
-    bool pool_dry;             /* the pool has nothing more for us this round */
-    int draws;                 /* pool draws this round */
-    bool fallback_logged;
-    double scored_reward;    /* sum of the rewards of own completions scored since the last batch */
-    long scored_completions; /* and their count: the reward before local-filter picks groups */
-    double pool_seconds;
-    double transport_seconds; /* generator done -> sampler, less verification */
+    reward_rule_t rule; /* how external groups are scored here, as the verifier scores local ones */
+    sampler_round_t at;
+    sampler_pool_health_t pool_health;
+    sampler_counters_t counts;
 } sampler_t;
 
 /* A failed pool call: logged once per outage. */

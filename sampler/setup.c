@@ -16,25 +16,26 @@
  * meanwhile, and the pool reconnects with backoff. */
 void sampler_pool_failed(sampler_t *s, const char *err)
 {
-    s->pool_errors++;
-    s->registered = false; /* a Redis that comes back may have lost our key */
-    bool quiet = s->pool_failing++ > 0 || strcmp(err, s->pool_last_error) == 0;
-    s->pool_failed_at = zclock_mono();
+    s->counts.pool_errors++;
+    s->pool_health.registered = false; /* a Redis that comes back may have lost our key */
+    bool quiet = s->pool_health.failing++ > 0 || strcmp(err, s->pool_health.last_error) == 0;
+    s->pool_health.failed_at = zclock_mono();
     if (!quiet) {
         log_error("pool: %s (training on local groups until it is back)", err);
-        snprintf(s->pool_last_error, sizeof s->pool_last_error, "%s", err);
-        s->pool_outage_logged = true;
+        snprintf(s->pool_health.last_error, sizeof s->pool_health.last_error, "%s", err);
+        s->pool_health.outage_logged = true;
     }
 }
 
 void sampler_pool_worked(sampler_t *s)
 {
-    if (s->pool_failing && s->pool_outage_logged) {
-        log_info("pool works again after %ld failed calls", s->pool_failing);
-        s->pool_outage_logged = false;
+    if (s->pool_health.failing && s->pool_health.outage_logged) {
+        log_info("pool works again after %ld failed calls", s->pool_health.failing);
+        s->pool_health.outage_logged = false;
     }
-    s->pool_failing = 0;
-    if (s->pool_last_error[0] && zclock_mono() - s->pool_failed_at > 60000) s->pool_last_error[0] = '\0';
+    s->pool_health.failing = 0;
+    if (s->pool_health.last_error[0] && zclock_mono() - s->pool_health.failed_at > 60000)
+        s->pool_health.last_error[0] = '\0';
 }
 
 /* Our public key under our node id, before anything is published: a
@@ -42,7 +43,7 @@ void sampler_pool_worked(sampler_t *s)
  * the sampler (a node may not take an existing id). */
 bool sampler_registered(sampler_t *s)
 {
-    if (s->registered) return true;
+    if (s->pool_health.registered) return true;
     char err[512];
     int rc = pool_register_key(s->pool, s->cfg.node, identity_public(s->id), err, sizeof err);
     if (rc == -2) log_fatal("%s: choose another node id (SAPO_NODE) or use that id's key file (SAPO_KEY)", err);
@@ -51,7 +52,7 @@ bool sampler_registered(sampler_t *s)
         return false;
     }
     sampler_pool_worked(s);
-    s->registered = true;
+    s->pool_health.registered = true;
     return true;
 }
 
@@ -112,15 +113,15 @@ void sampler_open_streams(sampler_t *s)
  * when interrupted before it came */
 bool sampler_wait_for_learner(sampler_t *s)
 {
-    s->policy_version = UINT64_MAX;
+    s->at.policy_version = UINT64_MAX;
     log_info("waiting for the learner's policy notice");
-    while (!zsys_interrupted && s->policy_version == UINT64_MAX)
-        version_follow(s->notices, 1000, NULL, &s->policy_version, &s->learner_round, NULL, 0);
+    while (!zsys_interrupted && s->at.policy_version == UINT64_MAX)
+        version_follow(s->notices, 1000, NULL, &s->at.policy_version, &s->at.learner_round, NULL, 0);
     if (zsys_interrupted) return false;
-    s->round = s->learner_round + 1;
-    s->next_task = s->round * (uint64_t)s->cfg.questions;
-    s->last_progress = zclock_mono();
-    log_info("starting at round %llu (I=%d local, J=%d external, L=%d)", (unsigned long long)s->round,
+    s->at.round = s->at.learner_round + 1;
+    s->at.next_task = s->at.round * (uint64_t)s->cfg.questions;
+    s->at.last_progress = zclock_mono();
+    log_info("starting at round %llu (I=%d local, J=%d external, L=%d)", (unsigned long long)s->at.round,
              s->cfg.local_groups, s->cfg.external_groups, s->cfg.completions);
     return true;
 }
@@ -128,23 +129,23 @@ bool sampler_wait_for_learner(sampler_t *s)
 /* the learner's latest policy version and round, if a notice came */
 void sampler_follow_learner(sampler_t *s)
 {
-    uint64_t learner_before = s->learner_round;
-    int notice = version_follow(s->notices, 0, NULL, &s->policy_version, &s->learner_round, NULL, 0);
-    if (notice == 1) s->last_progress = zclock_mono();
-    if (notice == 1 && s->learner_round < learner_before)
+    uint64_t learner_before = s->at.learner_round;
+    int notice = version_follow(s->notices, 0, NULL, &s->at.policy_version, &s->at.learner_round, NULL, 0);
+    if (notice == 1) s->at.last_progress = zclock_mono();
+    if (notice == 1 && s->at.learner_round < learner_before)
         /* the learner restarted from a checkpoint: the broker gives it
          * back the batches it applied after that, and it trains them
          * again; the rounds here go on (new batches wait until it has
          * caught up, and after stall-seconds count as lost) */
         log_info("learner is back at round %llu: it trains rounds %llu..%llu again from their batches",
-                 (unsigned long long)s->learner_round, (unsigned long long)s->learner_round + 1,
-                 (unsigned long long)s->round - 1);
+                 (unsigned long long)s->at.learner_round, (unsigned long long)s->at.learner_round + 1,
+                 (unsigned long long)s->at.round - 1);
 }
 
 void sampler_shut_down(sampler_t *s)
 {
-    log_info("stopping at round %llu: %ld groups published, %ld external groups scored", (unsigned long long)s->round,
-             s->published, s->external_scoring.scored);
+    log_info("stopping at round %llu: %ld groups published, %ld external groups scored",
+             (unsigned long long)s->at.round, s->counts.published, s->counts.external_scoring.scored);
     screen_destroy(&s->screen);
     assembly_destroy(&s->asm_);
     wire_subscriber_destroy(&s->notices);
