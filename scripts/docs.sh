@@ -33,7 +33,7 @@ config() {
     echo "# Configuration"
     echo
     echo "Every setting of a node, from the one table (lib/node/config.c) that the"
-    echo "sampler, generators, verifiers, learner and evaluator read. A setting is"
+    echo "broker, sampler, generators, verifiers, learner and evaluator read. A setting is"
     echo "read, in this order, from its default, a preset (\`--preset\`,"
     echo "config/presets/NAME.env), its environment variable (foreman reads .env)"
     echo "and its flag; the last one given wins. Each of those processes prints"

@@ -100,6 +100,9 @@ static const field_t fields[] = {
     {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest group record taken from the pool, bytes (larger ones are dropped and counted)"},
     {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
     {"stall-seconds", "SAPO_STALL_SECONDS", I(stall_seconds), "120", "seconds without a scored group or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
+    {"heartbeat-ms", "SAPO_HEARTBEAT_MS", I(heartbeat_ms), "3000", "milliseconds after which the broker counts a silent consumer as lost and queues the records it held again (at least 30)"},
+    {"hwm", "SAPO_HWM", I(hwm), "10000", "records the broker queues per stream (and at most 1 GiB) before it stops reading that stream's producers, whose sends then wait (at least 1)"},
+    {"stats-ms", "SAPO_STATS_MS", I(stats_ms), "10000", "milliseconds between the broker's stats lines, written when records moved (0 = none)"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "750", "supervised steps that train the tiny base model (learner warmstart; about 9 minutes on 2 cores)"},
     {"warmstart-shape", "SAPO_WARMSTART_SHAPE", S(warmstart_shape), "tiny", "shape of the base model learner warmstart trains over the byte tokenizer: tiny (4 layers of 256, 3.2M parameters) or a config.json with Qwen2 fields, e.g. config/tiny-2layer.json, a second, smaller kind for a heterogeneous swarm"},
     {"format-steps", "SAPO_FORMAT_STEPS", I(format_steps), "0", "a chat model's warm start (learner warmstart, into the base folder, which RL then starts from): this many supervised steps on its own answers to questions of the task mix, each completion it ended followed by the answer it states when asked, in the answer tags; it learns the format, not the answers (0 = RL starts from the model as it is)"},
@@ -279,6 +282,10 @@ static int check_limits(const config_t *c)
     if (c->pool_window < 0 || c->pool_window_seconds < 0) {
         fprintf(stderr, "config: pool-window (SAPO_POOL_WINDOW) and pool-window-seconds (SAPO_POOL_WINDOW_SECONDS) "
                         "must be at least 0\n");
+        return -1;
+    }
+    if (c->heartbeat_ms < 30 || c->hwm < 1) {
+        fprintf(stderr, "config: heartbeat-ms (SAPO_HEARTBEAT_MS) must be at least 30, hwm (SAPO_HWM) at least 1\n");
         return -1;
     }
     if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1 || c->stall_seconds < 1) {

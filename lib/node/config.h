@@ -72,6 +72,9 @@ typedef struct {
     int max_record;                        /* bytes of one record drawn from the pool */
     int max_text;                          /* bytes of one text field of a record drawn from the pool */
     int stall_seconds;                     /* silence after which the sampler counts what it sent as lost */
+    int heartbeat_ms;                      /* broker: a consumer silent this long is lost */
+    int hwm;                               /* broker: records queued per stream before its "in" is paused */
+    int stats_ms;                          /* broker: a stats line this often when something moved; 0: never */
     int warmstart_steps;                   /* supervised steps that make the tiny base model */
     int format_steps;                      /* a chat model's format warm start steps (0 = none) */
     int warmstart_optimizer;               /* 1: RL starts from the warm start's AdamW state */
