@@ -1,6 +1,6 @@
 /* sampler: runs a node's rounds. Draws questions from the task mix for the
  * generators (SampleBatch), publishes every fresh own group with nonzero
- * advantage to the swarm's Redis pool (SelectSubset + Communicate), samples
+ * advantage to the swarm's Redis pool (SelectSubset + Communicate), draws
  * other nodes' fresh groups from the pool (each once) and scores them as
  * they arrive with the node's own verifier rules (their rewards are never
  * trusted), and hands the learner batches of I own + J external groups
