@@ -39,13 +39,13 @@ typedef struct {
     long tokens; /* completion tokens trained on */
     int sequences;
     int groups;
-    int skipped_groups;    /* unusable groups (no completions, unscored) */
+    int skipped_groups;     /* unusable groups (no completions, unscored) */
     int untrained_external; /* external groups left out of the step (external-train 0) */
-    int masked_truncated;  /* completions left out of the loss (mask-truncated) */
-    int packed_groups;     /* groups run over their shared prompt once (shared-prompt) */
-    int external_logprobs; /* external completions trained with their publisher's log-probs (external-logprobs) */
-    long positions;        /* positions the forward pass ran, padding included */
-    float lr;              /* the learning rate of the step */
+    int masked_truncated;   /* completions left out of the loss (mask-truncated) */
+    int packed_groups;      /* groups run over their shared prompt once (shared-prompt) */
+    int external_logprobs;  /* external completions trained with their publisher's log-probs (external-logprobs) */
+    long positions;         /* positions the forward pass ran, padding included */
+    float lr;               /* the learning rate of the step */
     grpo_stats_t grpo;
     ratio_min_at_t ratio_min_at;
 } learn_stats_t;
