@@ -11,7 +11,7 @@
 #                and settings); default: the tiny model sapo trains itself
 #   DEMO_ROUNDS  rounds per node (default 100 for the tiny model: GRPO's gain
 #                on the default mix shows from about 50 rounds on,
-#                docs/learning.md; 30 for a real model)
+#                docs/learning.md; 12 for a real model, whose round takes a minute)
 #   DEMO_RUN     run folder (default run/demo-<date>-<time>)
 #   SAPO_*       any node setting (see bin/sampler --help), e.g. SAPO_TASK_MIX
 set -euo pipefail
@@ -26,7 +26,7 @@ if [ -n "$model" ]; then
   scripts/model.sh get "$model"
   export SAPO_MODEL=$model
   [ -f "config/presets/$model.env" ] && export SAPO_PRESET=${SAPO_PRESET:-$model}
-  rounds=${DEMO_ROUNDS:-30}
+  rounds=${DEMO_ROUNDS:-12}
 else
   rounds=${DEMO_ROUNDS:-100}
 fi

@@ -55,7 +55,7 @@ for c in I4J0 I2J2; do
       # rounds 0 (the base policy), 2 and 3 (the last)
       [ "$(grep -o '"round":[0-9]*' "$d/eval.jsonl" | cut -d: -f2 | tr '\n' ' ')" = "0 2 3 " ] ||
         { echo "$d/eval.jsonl: rounds $(grep -o '"round":[0-9]*' "$d/eval.jsonl" | tr '\n' ' ')"; ok=0; }
-      grep -q '"pass1":[0-9.]*,"score":[0-9.e-]*,"questions":[0-9]*,"families":{"basic_arithmetic"' "$d/eval.jsonl" ||
+      grep -q '"pass1":[0-9.]*,"score":[0-9.e-]*,"format":[0-9.e-]*,"questions":[0-9]*,"families":{"basic_arithmetic"' "$d/eval.jsonl" ||
         { echo "$d/eval.jsonl: no pass1/families"; ok=0; }
     done
   done
@@ -63,8 +63,8 @@ done
 check node_files '[ $ok = 1 ]'
 
 r=$exp/results
-check rewards_tsv '[ "$(head -1 "$r/rewards.tsv")" = "$(printf "config\tseed\tnode\tround\treward\tmodel")" ] &&
-  [ "$(awk -F"\t" "NR > 1 { print \$3, \$6 }" "$r/rewards.tsv" | sort -u | tr "\n" " ")" = "n0 bytes-2L-64C-v264 n1 bytes-1L-64C-v264 " ] &&
+check rewards_tsv '[ "$(head -1 "$r/rewards.tsv")" = "$(printf "config\tseed\tnode\tround\treward\tbatch_reward\tmodel")" ] &&
+  [ "$(awk -F"\t" "NR > 1 { print \$3, \$7 }" "$r/rewards.tsv" | sort -u | tr "\n" " ")" = "n0 bytes-2L-64C-v264 n1 bytes-1L-64C-v264 " ] &&
   [ "$(wc -l < "$r/rewards.tsv")" = $((1 + 2 * 2 * 2 * 3)) ]'
 # each cumulative value is the sum over nodes and rounds of that run's rewards
 sums=$(awk -F'\t' 'NR > 1 { s[$1 " " $2] += $5 } END { for (k in s) printf "%s %.4f\n", k, s[k] }' "$r/rewards.tsv" | sort)
@@ -78,7 +78,7 @@ check summary 'grep -q "^| 4/0 | 2 | 3 | 2 | .* | 1 | n/a | n/a | n/a |$" "$r/su
   [ "$(grep -cE "^\| [023] \| [0-9.]+ \(4\) \| [0-9.]+ \(4\) \|" "$r/summary.md")" = 3 ] &&
   grep -q "^- model_sha256: \`$hash\`" "$r/summary.md"'
 # the by-kind table: per kind and configuration, the per-seed sums of rewards.tsv
-want=$(awk -F'\t' 'NR > 1 { s[$6 " " $1 " " $2] += $5 } END { for (k in s) printf "%s %.2f\n", k, s[k] }' "$r/rewards.tsv" | sort)
+want=$(awk -F'\t' 'NR > 1 { s[$7 " " $1 " " $2] += $5 } END { for (k in s) printf "%s %.2f\n", k, s[k] }' "$r/rewards.tsv" | sort)
 got=$(awk -F' [|] ' '/^\| bytes-/ { n = split($4, v, ", "); for (i = 1; i <= n; i++) printf "%s %s %d %s\n", substr($1, 3), $2, i, v[i] }' "$r/summary.md" | sort)
 check by_model 'grep -q "^## By kind of model" "$r/summary.md" && [ "$(grep -c "^| bytes-" "$r/summary.md")" = 4 ] &&
   [ "$want" = "$got" ] && grep -qE "^\| bytes-1L-64C-v264 \| 4/0 \| 1 \| .* \| 1 \| n/a \| n/a \| [0-9.]+ \| [0-9.]+ \|$" "$r/summary.md" ||
@@ -88,5 +88,26 @@ for p in moving_average cumulative grid evaluation; do
   [ "$(head -c 4 "$r/$p.png" | od -An -c | tr -d ' ')" = "211PNG" ] || { echo "$r/$p.png: not a PNG"; ok=0; }
 done
 check plots '[ $ok = 1 ]'
+# the two rewards: each run's batch reward summed as its own reward is (cumulative_batch)
+sums=$(awk -F'\t' 'NR > 1 { s[$1 " " $2] += $6 } END { for (k in s) printf "%s %.4f\n", k, s[k] }' "$r/rewards.tsv" | sort)
+cums=$(awk -F'\t' 'NR > 1 { printf "%s %s %.4f\n", $1, $2, $6 }' "$r/cumulative.tsv" | sort)
+check both_rewards '[ "$(head -1 "$r/cumulative.tsv")" = "$(printf "config\tseed\tnodes\trounds\tcumulative\tcumulative_batch")" ] &&
+  [ "$sums" = "$cums" ] && grep -q "^## Two rewards" "$r/summary.md" &&
+  grep -qE "^\| 2/2 \| 2 \| [0-9.]+ \| [0-9.n/a]+ \| .* \| [0-9.]+ \| [0-9.n/a]+ \| .* \| n/a \| [0-9.]+ \| [0-9.]+ \(3\) \|$" "$r/summary.md"'
+
+# the paper's preset at its quick size (on the micro model): both rewards
+# in the table, and I/Ju, whose nodes count external groups they do not train
+SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=u$$ \
+  scripts/experiment.sh --preset paper --quick --configs "4/0 2/2 2/2u" --seeds 1 --rounds 3 --eval-every 3 --eval-questions 2 \
+  --model "$tmp/micro" --run "$tmp/paper" > "$tmp/paper.log" 2>&1
+rc=$?
+pr=$tmp/paper/results
+check preset_runs '[ $rc = 0 ] && grep -q "\"command\": \"scripts/experiment.sh --preset paper --nodes 2 --rounds 3" "$tmp/paper/manifest.json" ||
+  { tail -20 "$tmp/paper.log"; false; }'
+check preset_both_rewards '[ "$(grep -cE "^\| (4/0|2/2|2/2u) \| 1 \| [0-9.]+ \|" "$pr/summary.md")" = 3 ] &&
+  grep -q "| cumulative own | ratio to J = 0 | Welch p | cumulative batch | ratio to J = 0 |" "$pr/summary.md"'
+check untrained_external 'grep -q "\"untrained_external\":[1-9]" "$tmp/paper/I2J2u/seed1/n0/metrics.jsonl" &&
+  ! grep -q "\"untrained_external\"" "$tmp/paper/I2J2/seed1/n0/metrics.jsonl"'
+
 out=$(scripts/experiment.sh --rounds 3 --run "$exp" --model "$tmp/micro" 2>&1); rc=$?
 check no_overwrite '[ $rc = 1 ] && [ "$out" = "experiment: $exp already holds an experiment; pick another --run" ]'
