@@ -109,5 +109,28 @@ check preset_both_rewards '[ "$(grep -cE "^\| (4/0|2/2|2/2u) \| 1 \| [0-9.]+ \|"
 check untrained_external 'grep -q "\"untrained_external\":[1-9]" "$tmp/paper/I2J2u/seed1/n0/metrics.jsonl" &&
   ! grep -q "\"untrained_external\"" "$tmp/paper/I2J2/seed1/n0/metrics.jsonl"'
 
+# specialised nodes (the specialised preset's mixes on the micro model): a
+# node draws only from its own mix (every task on n0's stream a sum, on
+# n1's a difference), and its evaluator scores the union, by key
+SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=s$$ \
+  scripts/experiment.sh --preset specialised --quick --configs "2/2" --seeds 1 --rounds 4 --eval-every 4 --eval-questions 2 \
+  --model "$tmp/micro" --run "$tmp/spec" > "$tmp/spec.log" 2>&1 &
+sp=$!
+for n in n0 n1; do
+  for _ in $(seq 600); do [ -f "$tmp/spec/I2J2/seed1/$n/start" ] && break; sleep 0.1; done
+  timeout 60 "$bin/tap" --broker "$tmp/spec/I2J2/seed1/$n" --stream tasks --count 6 > "$tmp/$n.tasks" 2> /dev/null &
+done
+wait $sp
+rc=$?
+wait
+spec_ok() {
+  [ $rc = 0 ] && [ "$(wc -l < "$tmp/n0.tasks")" -ge 2 ] && [ "$(wc -l < "$tmp/n1.tasks")" -ge 2 ] &&
+    [ "$(grep -c 'Calculate [0-9]* + [0-9]*\.' "$tmp/n0.tasks")" = "$(wc -l < "$tmp/n0.tasks")" ] &&
+    [ "$(grep -c 'Calculate [0-9]* - [0-9]*\.' "$tmp/n1.tasks")" = "$(wc -l < "$tmp/n1.tasks")" ] &&
+    grep -q '"families":{"basic_arithmetic#add":[0-9.]*,"basic_arithmetic#sub":[0-9.]*,"basic_arithmetic#mul":[0-9.]*}' \
+      "$tmp/spec/I2J2/seed1/n0/eval.jsonl"
+}
+check specialised_mixes 'spec_ok || { tail -5 "$tmp/spec.log"; head -2 "$tmp/n0.tasks" "$tmp/n1.tasks"; false; }'
+
 out=$(scripts/experiment.sh --rounds 3 --run "$exp" --model "$tmp/micro" 2>&1); rc=$?
 check no_overwrite '[ $rc = 1 ] && [ "$out" = "experiment: $exp already holds an experiment; pick another --run" ]'
