@@ -1,3 +1,5 @@
+/* The three-stage game's stage rewards: reading a completion of one
+ * stage (answer, critique, resolve) and scoring its form and content. */
 #include "game/game.h"
 
 #include <stdio.h>

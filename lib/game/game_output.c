@@ -1,3 +1,5 @@
+/* What a node shares after a stage of the game, as a record, and how a
+ * peer's share is read back. */
 #include "game/game_output.h"
 
 #include <math.h>

@@ -1,3 +1,5 @@
+/* The sampler's bookkeeping between scored groups and training batches:
+ * SampleSelf(I), SampleExternal(J) and the batch record, without sockets. */
 #include "node/assembly.h"
 
 #include <math.h>

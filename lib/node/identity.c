@@ -1,3 +1,5 @@
+/* A node's Ed25519 identity: its key file, and signing and verifying the
+ * groups it publishes to the pool. */
 #include "node/identity.h"
 
 #include <errno.h>

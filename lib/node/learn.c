@@ -1,3 +1,5 @@
+/* The learner's GRPO step on a batch of groups, re-encoded with the
+ * learner's own tokenizer, and the supervised steps of the warm starts. */
 #include "node/learn.h"
 
 #include <math.h>

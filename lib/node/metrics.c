@@ -1,3 +1,5 @@
+/* The learner's metrics line for a round: rewards, what the completions
+ * look like, group ages, and the step's statistics. */
 #include "node/metrics.h"
 
 #include <cjson/cJSON.h>

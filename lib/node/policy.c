@@ -1,3 +1,5 @@
+/* A node's policy: the model, tokenizer and prompt format opened from a
+ * folder or a GGUF file, saved as a Hugging Face folder, and sampled. */
 #include "node/policy.h"
 #include "util/fs.h"
 

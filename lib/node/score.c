@@ -1,3 +1,5 @@
+/* The verifier's rule: every completion of a group re-scored by this
+ * node's task library, peers' rewards never trusted. */
 #include "node/score.h"
 
 #include <stdio.h>

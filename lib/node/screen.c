@@ -1,3 +1,5 @@
+/* Checks on a group drawn from the pool, in an order that reads no field
+ * of a hostile entry before its size, signature and structure pass. */
 #include "node/screen.h"
 
 #include <cjson/cJSON.h>

@@ -1,3 +1,5 @@
+/* Following the learner's policy versions from its notices, and loading
+ * each one. */
 #include "node/version.h"
 
 #include <stdio.h>

@@ -1,3 +1,5 @@
+/* A node's values round by round from its JSON lines, and the gnuplot
+ * curves that draw them, for bin/report and bin/study. */
 #include "stats/series.h"
 
 #include <math.h>

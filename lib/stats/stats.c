@@ -1,3 +1,5 @@
+/* The study's statistics: cumulative reward, moving averages, and the
+ * tests across seeds with their adjustments for many rounds. */
 #include "stats/stats.h"
 
 #include <math.h>

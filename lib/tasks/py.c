@@ -1,3 +1,5 @@
+/* Python's string semantics that reasoning-gym's scorers rely on, so
+ * that scores match CPython's to the last case. */
 #include "tasks/py.h"
 
 #include <ctype.h>

@@ -1,3 +1,5 @@
+/* A node's stream endpoints derived from one base (a folder, tcp:PORT or
+ * tcp://HOST:PORT), so one value configures a whole node. */
 #include "util/endpoints.h"
 
 #include <stdio.h>

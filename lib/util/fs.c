@@ -1,3 +1,5 @@
+/* Small file-system helpers: removing a tree, making folders, reading a
+ * whole file. */
 #include "util/fs.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* One line per event on stderr, prefixed with the process's role and
+ * node. */
 #include "util/log.h"
 
 #include <stdarg.h>

@@ -1,3 +1,5 @@
+/* Giving freed heap back to the system, so a long-running process's
+ * resident memory shows what it holds rather than its largest burst. */
 #include "util/mem.h"
 
 #include <malloc.h>

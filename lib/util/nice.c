@@ -1,3 +1,5 @@
+/* Lowering the priority of a process's model threads only, so the
+ * threads that carry records keep the node's. */
 #include "util/nice.h"
 
 #include <errno.h>

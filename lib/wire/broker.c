@@ -1,3 +1,5 @@
+/* The broker core: the node's ZeroMQ switchboard, holding each work
+ * record until a consumer acknowledges it, and the capture feed for tap. */
 #include "wire/broker.h"
 #include "wire/proto.h"
 #include "wire/wire.h"

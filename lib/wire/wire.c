@@ -1,3 +1,5 @@
+/* The client side of a node's streams: producers, credit-based
+ * consumers and subscribers, all through the broker. */
 #include "wire/wire.h"
 #include "wire/proto.h"
 
