@@ -23,8 +23,9 @@ done
 "$r" "$tmp/run" > "$tmp/out" 2> "$tmp/err"; rc=$?
 check rc '[ $rc = 0 ]'
 check plots '[ $(ls "$tmp/run/report/"*.png | wc -l) = 9 ] && [ -s "$tmp/run/report/entropy.png" ] && [ -s "$tmp/run/report/zero_adv_share.png" ]'
-# round reward moving_average cumulative, then the diagnostics in the plots' order
-check columns 'awk "NR == 3 { exit !(\$5 == 0.7 && \$6 == 22 && \$7 == 0 && \$8 == 1 && \$9 == 0.5 && \$10 == 1.2) }" "$tmp/run/report/n0.dat"'
+# round reward moving_average cumulative batch_reward (NaN: these metrics
+# predate it), then the diagnostics in the plots' order
+check columns 'awk "NR == 3 { exit !(\$5 == \"NaN\" && \$6 == 0.7 && \$7 == 22 && \$8 == 0 && \$9 == 1 && \$10 == 0.5 && \$11 == 1.2) }" "$tmp/run/report/n0.dat"'
 check no_warning '! grep -qi warning "$tmp/err"'
 # window 1 here (4 rounds): the change is the last round's reward minus the first's
 check change 'grep -qF "| n0 | 4 | 0.2500 | 0.1000 | 0.4000 | +0.3000 | 1.00 |" "$tmp/run/report/summary.md"'
