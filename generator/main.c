@@ -73,7 +73,10 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
     if (!cs || !rc) {
         log_error("dropped %d tasks: out of memory", Q);
     } else if (policy_sample_batch(pol, questions, seeds, Q, L, &gp, cs, err, sizeof err) != 0) {
-        log_error("dropped %d tasks: %s", Q, err);
+        if (zsys_interrupted)
+            log_info("stopped while sampling: %d tasks go back to the queue", Q);
+        else
+            log_error("dropped %d tasks: %s", Q, err);
     } else {
         uint32_t gen_ms = (uint32_t)((zclock_mono() - t0) / Q);
         for (int q = 0; q < Q; q++) {
@@ -160,6 +163,7 @@ int main(int argc, char **argv)
     if (!pol || model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0) log_fatal("%s", err);
     log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, checkpoint, pol->name,
              model_num_params(pol->model));
+    pol->cancel = &zsys_interrupted;
 
     long done = 0;
     take_t t;
@@ -169,9 +173,10 @@ int main(int argc, char **argv)
         take(tasks, pol, &cfg, &t);
         await_version(notices_in, pol, &cfg, &t, &version, checkpoint, sizeof checkpoint);
         if (t.n) done += roll_out(pol, &cfg, version, &t, out);
-        /* acked once sent: a task in flight when the generator dies goes back to the queue */
+        /* acked once sent: a task in flight when the generator dies, or
+         * stops while sampling it, goes back to the queue */
         for (int q = 0; q < t.n; q++) {
-            wire_consumer_ack(tasks, t.rec[q]->id);
+            if (!zsys_interrupted) wire_consumer_ack(tasks, t.rec[q]->id);
             wire_record_destroy(&t.rec[q]);
             free(t.copy[q]);
         }

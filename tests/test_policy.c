@@ -196,11 +196,29 @@ static void test_sample_batch(void)
     policy_destroy(&p);
 }
 
+/* a process told to stop: sampling ends at once and says so, and the
+ * same policy samples again once the flag is down */
+static void test_cancel(void)
+{
+    char err[256];
+    policy_t *p = policy_new_bytes(NULL, 4, "default", err, sizeof err);
+    volatile int stop = 1;
+    p->cancel = &stop;
+    model_gen_params_t gp = {.max_new = 24, .sample = {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f}, .seed = 5};
+    completion_t c[2];
+    EXPECT(policy_sample(p, "Calculate 3 + 4.", 2, &gp, c, err, sizeof err) == -1 && strcmp(err, "interrupted") == 0);
+    stop = 0;
+    EXPECTF(policy_sample(p, "Calculate 3 + 4.", 2, &gp, c, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < 2; i++) completion_free(&c[i]);
+    policy_destroy(&p);
+}
+
 int main(void)
 {
     RUN_TEST(test_chat_instruction);
     RUN_TEST(test_plain);
     RUN_TEST(test_shape);
     RUN_TEST(test_sample_batch);
+    RUN_TEST(test_cancel);
     CHECK_EXIT();
 }

@@ -82,6 +82,7 @@ static void judge_notice(judge_t *j, const rec_policy_t *pn)
         log_error("round %llu not evaluated: %s", (unsigned long long)pn->round, err);
         return;
     }
+    j->due->cancel = &zsys_interrupted;
     j->due_ready = true;
     j->due_round = pn->round;
     j->due_version = pn->policy_version;
@@ -270,11 +271,18 @@ static int evaluate_once(const config_t *cfg, const heldout_t *h, int nf, int sa
     policy_t *pol = policy_open(source, cfg->system_prompt, err, sizeof err);
     if (!pol) log_fatal("%s", err);
     if (model_set_backend(pol->model, cfg->backend, err, sizeof err) != 0) log_fatal("%s", err);
+    pol->cancel = &zsys_interrupted;
     char *line = evaluate(pol, NULL, cfg, samples, h, nf, 0, 0);
-    printf("%s\n", line);
+    int rc = 0;
+    if (zsys_interrupted) {
+        log_error("interrupted: no score written");
+        rc = 1;
+    } else {
+        printf("%s\n", line);
+    }
     free(line);
     policy_destroy(&pol);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -321,6 +329,11 @@ int main(int argc, char **argv)
         bool last = jd.last_loaded;
         done = jd.due_round;
         char *line = evaluate(pol, &jd, &cfg, samples, h, nf, jd.due_round, jd.due_version);
+        if (zsys_interrupted) { /* a partial evaluation is not written */
+            log_info("stopped while evaluating round %llu: not written", (unsigned long long)jd.due_round);
+            free(line);
+            break;
+        }
         fprintf(out, "%s\n", line);
         fflush(out);
         free(line);

@@ -10,6 +10,7 @@ heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, c
     heldout_tally_t t = {0};
     char err[512];
     for (int k0 = 0; k0 < nq; k0 += HELDOUT_BATCH) {
+        if (pol->cancel && *pol->cancel) break; /* told to stop: the tally is partial */
         if (poll) poll(ctx);
         int q = nq - k0 < HELDOUT_BATCH ? nq - k0 : HELDOUT_BATCH;
         uint64_t seeds[HELDOUT_BATCH];

@@ -359,6 +359,7 @@ char *policy_prompt(const policy_t *self, const char *question)
 
 typedef struct {
     const tokenizer_t *tok;
+    const volatile int *cancel;
 } stop_ctx_t;
 
 /* Decoding the whole completion each step is cheap next to a forward pass
@@ -367,6 +368,7 @@ static bool stop_on_answer(void *ctx, int seq, const int *tokens, int n)
 {
     (void)seq;
     const stop_ctx_t *s = ctx;
+    if (s->cancel && *s->cancel) return true;
     int from = n > 24 ? n - 24 : 0;
     char *text = tokenizer_decode(s->tok, (const int32_t *)tokens + from, (size_t)(n - from));
     bool stop = text && strstr(text, STOP_TEXT) != NULL;
@@ -422,7 +424,7 @@ int policy_sample_batch(policy_t *self, const char *const *questions, const uint
                         const model_gen_params_t *gp_in, completion_t *out, char *err, size_t errlen)
 {
     const model_config_t *c = model_config(self->model);
-    stop_ctx_t sc = {self->tok};
+    stop_ctx_t sc = {self->tok, self->cancel};
     model_gen_params_t gp = *gp_in;
     gp.stop = stop_on_answer;
     gp.stop_ctx = &sc;
@@ -445,6 +447,10 @@ int policy_sample_batch(policy_t *self, const char *const *questions, const uint
     if (model_generate_batch(self->model, (const int *const *)pids, plen, seeds, Q, L, &gp, tokens, logp, lengths) !=
         0) {
         snprintf(err, errlen, "generation failed (see the line above)");
+        goto done;
+    }
+    if (self->cancel && *self->cancel) {
+        snprintf(err, errlen, "interrupted");
         goto done;
     }
     for (size_t r = 0; r < R; r++) {

@@ -23,6 +23,10 @@ typedef struct {
     char tokdir[4096]; /* absolute folder of tokenizer.json, "" for the byte tokenizer or a GGUF */
     char gguf[4096];   /* absolute path of the GGUF file opened, or "" */
     char *system;      /* the instruction before every question, or NULL */
+    /* when set and nonzero (a process told to stop), sampling ends at the
+     * next token and fails with "interrupted": a large model's batch can
+     * take minutes, longer than a supervisor waits before killing */
+    const volatile int *cancel;
 } policy_t;
 
 /* The instruction a chat checkpoint gets when the system-prompt setting is
