@@ -29,6 +29,9 @@ while :; do
   started=$(date +%s)
   "$@" &
   child=$!
+  # for scripts/swarm.sh stop: a process busy in a long step (a large
+  # model's batch or load) can outlive this script when foreman kills it
+  [ -n "${SAPO_RUN:-}" ] && [ -d "$SAPO_RUN" ] && echo "$child" > "$SAPO_RUN/$name.pid"
   # wait returns early when a trapped signal arrives: wait until the child is gone
   while :; do
     wait "$child"

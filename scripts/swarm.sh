@@ -88,6 +88,27 @@ alive() {
   return 1
 }
 
+# the processes of node folder $1 that outlived their foreman (keep.sh
+# writes each one's pid; the pid counts only while that process runs with
+# SAPO_RUN=$1): asked to stop, then killed after 10 s
+reap() {
+  local f pid left=()
+  for f in "$1"/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' '\n' 2>/dev/null < "/proc/$pid/environ" | grep -qxF "SAPO_RUN=$1"; then
+      kill -TERM "$pid" 2>/dev/null && left+=("$pid")
+    fi
+    rm -f "$f"
+  done
+  [ ${#left[@]} = 0 ] && return 0
+  for _ in $(seq 50); do
+    kill -0 "${left[@]}" 2>/dev/null || return 0
+    sleep 0.2
+  done
+  kill -KILL "${left[@]}" 2>/dev/null || true
+}
+
 # ends the foreman of one node (and its processes), and forgets it
 stop_node() {
   local kind pid node
@@ -100,12 +121,14 @@ stop_node() {
     [ $up = 0 ] && break
     sleep 0.2
   done
+  reap "$run/$1"
   grep -v "^foreman [0-9]* $1\$" "$run/pids" > "$run/pids.new" || true
   mv "$run/pids.new" "$run/pids"
 }
 
 stop() {
   [ -f "$run/pids" ] || { echo "swarm: nothing running under $run"; return 0; }
+  run=$(cd "$run" && pwd)
   if [ -n "$only" ]; then
     grep -q "^foreman [0-9]* $only\$" "$run/pids" || { echo "swarm: no node $only runs under $run" >&2; return 1; }
     stop_node "$only"
@@ -119,6 +142,8 @@ stop() {
     alive || break
     sleep 0.2
   done
+  local d
+  for d in "$run"/*/; do reap "${d%/}"; done
   # the Redis this script started, and one restarted by hand on its port
   while read -r kind pid port; do
     [ "$kind" = redis ] || continue

@@ -11,7 +11,8 @@
 #     records (ZeroMQ's, the wire producer's sender) do not;
 #   - a hostile peer's forged rewards never reach a node's training batch;
 #   - a node run by hand survives a killed generator, and a killed learner
-#     resumes from its checkpoint with its round counter.
+#     resumes from its checkpoint with its round counter;
+#   - the swarm's stop ends a process that does not answer it.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -85,7 +86,19 @@ port=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm.log" | head -1)
 port2=$(grep -o 'redis://127.0.0.1:[0-9]*' "$tmp/swarm2.log" | head -1)
 "$bin/pool" publish --redis "$port" --node evil --key "$tmp/evil.key" "$tmp"/forged/*.bin
 scripts/swarm.sh wait --run "$tmp/swarm2" --timeout 300 > /dev/null
+# keep.sh names each process it runs in the node's folder (NAME.pid); one
+# that does not answer its stop in time (in life, a large model's batch or
+# load) outlives foreman, which kills keep.sh only: here a process that
+# ignores SIGTERM, named as keep.sh names them. The swarm's stop ends it.
+check keep_names_its_processes '(for p in broker generator learner sampler verifier; do
+  grep -qx "[0-9][0-9]*" "$tmp/swarm2/n0/$p.pid" || exit 1; done)'
+(trap '' TERM; SAPO_RUN=$tmp/swarm2/n0 exec sleep 300) &
+stuck=$!
+echo "$stuck" > "$tmp/swarm2/n0/stuck.pid"
 scripts/swarm.sh stop --run "$tmp/swarm2" > /dev/null
+check stop_ends_every_process '! ps -p "$stuck" -o stat= | grep -qv Z'
+kill -9 "$stuck" 2> /dev/null
+wait "$stuck" 2> /dev/null
 check redis_of_its_own '[ -n "$port" ] && [ -n "$port2" ] && [ "$port" != "$port2" ] &&
   [ "$(wc -l < "$tmp/swarm2/n0/metrics.jsonl")" = 2 ]'
 scripts/swarm.sh wait --run "$tmp/swarm" --timeout 300
