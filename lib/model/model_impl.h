@@ -345,7 +345,7 @@ void model_gemm_packed(int M, const float *A, int lda, const model_packed_t *p, 
  * whether it took bits */
 bool model_packed_use(int bits);
 /* tests: decodes pack weights of at most bytes from now on (0: the
- * default, 256 MiB) */
+ * default, 1 GiB) */
 void model_pack_limit(size_t bytes);
 /* backend cpu-bf16: C (M, N) = op(A) op(B) + beta C with bf16 products
  * and fp32 sums by one of two kernels (gemm_bf16.c chooses, once): the
