@@ -73,10 +73,8 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
     if (!cs || !rc) {
         log_error("dropped %d tasks: out of memory", Q);
     } else if (policy_sample_batch(pol, questions, seeds, Q, L, &gp, cs, err, sizeof err) != 0) {
-        if (zsys_interrupted)
-            log_info("stopped while sampling: %d tasks go back to the queue", Q);
-        else
-            log_error("dropped %d tasks: %s", Q, err);
+        if (zsys_interrupted) log_info("stopped while sampling: %d tasks go back to the queue", Q);
+        else log_error("dropped %d tasks: %s", Q, err);
     } else {
         uint32_t gen_ms = (uint32_t)((zclock_mono() - t0) / Q);
         for (int q = 0; q < Q; q++) {
