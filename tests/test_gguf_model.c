@@ -6,6 +6,7 @@
  * GGUF policy opens again as a Hugging Face folder with the same ids and
  * log-probs. */
 #include "check.h"
+#include "golden_logp.h"
 #include "node/policy.h"
 #include "util/fs.h"
 
@@ -75,32 +76,6 @@ static void check_ids(const tokenizer_t *tok, const cJSON *g)
     }
 }
 
-/* the largest |logp - golden| over the golden prompts */
-static double logp_gap(model_t *m, const cJSON *g)
-{
-    const cJSON *ids = cJSON_GetObjectItem(g, "ids"), *logp = cJSON_GetObjectItem(g, "logp");
-    double worst = 0;
-    for (int i = 0; i < cJSON_GetArraySize(ids); i++) {
-        const cJSON *row = cJSON_GetArrayItem(ids, i), *want = cJSON_GetArrayItem(logp, i);
-        int T = cJSON_GetArraySize(row);
-        int *tok = malloc(sizeof(int) * T), *tgt = malloc(sizeof(int) * T);
-        float *lp = malloc(sizeof(float) * T);
-        for (int t = 0; t < T; t++) {
-            tok[t] = cJSON_GetArrayItem(row, t)->valueint;
-            tgt[t] = t + 1 < T ? cJSON_GetArrayItem(row, t + 1)->valueint : -1;
-        }
-        EXPECT(model_forward(m, tok, tgt, 1, T, 1.0f, lp, NULL) == 0);
-        for (int t = 0; t + 1 < T; t++) {
-            double d = fabs(lp[t] - cJSON_GetArrayItem(want, t)->valuedouble);
-            worst = d > worst ? d : worst;
-        }
-        free(tok);
-        free(tgt);
-        free(lp);
-    }
-    return worst;
-}
-
 static void check_model(const char *name, bool save)
 {
     char path[PATH_MAX], why[256], err[512];
@@ -120,7 +95,7 @@ static void check_model(const char *name, bool save)
     }
     EXPECT(p->fmt == PROMPT_CHATML);
     check_ids(p->tok, g);
-    double gap = logp_gap(p->model, g);
+    double gap = golden_logp_gap(p->model, g).worst;
     printf("%s: largest |logp - transformers| %.3g (bound 2e-3)\n", name, gap);
     EXPECTF(gap < 2e-3, "%.3g", gap);
     if (save) {
@@ -140,7 +115,7 @@ static void check_model(const char *name, bool save)
             EXPECT(strcmp(q->name, p->name) == 0);
             EXPECT(tokenizer_eos_id(q->tok) == tokenizer_eos_id(p->tok));
             check_ids(q->tok, g);
-            double again = logp_gap(q->model, g);
+            double again = golden_logp_gap(q->model, g).worst;
             EXPECTF(again == gap, "%.9g against %.9g", again, gap);
         }
         policy_destroy(&q);
