@@ -54,7 +54,9 @@ static void take(wire_consumer_t *tasks, const policy_t *pol, const config_t *cf
 }
 
 /* L completions of each task taken, sampled together; one group record
- * each sent on. Each group's gen_ms is its share of the batch's time. */
+ * each sent on. Each group's gen_ms is its share of the batch's time.
+ * The groups sent, or -1 when told to stop while sampling (the tasks are
+ * then left to go back to the queue). */
 static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_t *t, wire_producer_t *out)
 {
     int L = cfg->completions, Q = t->n;
@@ -73,8 +75,12 @@ static long roll_out(policy_t *pol, const config_t *cfg, uint64_t version, take_
     if (!cs || !rc) {
         log_error("dropped %d tasks: out of memory", Q);
     } else if (policy_sample_batch(pol, questions, seeds, Q, L, &gp, cs, err, sizeof err) != 0) {
-        if (zsys_interrupted) log_info("stopped while sampling: %d tasks go back to the queue", Q);
-        else log_error("dropped %d tasks: %s", Q, err);
+        if (zsys_interrupted) {
+            log_info("stopped while sampling: %d tasks go back to the queue", Q);
+            sent = -1;
+        } else {
+            log_error("dropped %d tasks: %s", Q, err);
+        }
     } else {
         uint32_t gen_ms = (uint32_t)((zclock_mono() - t0) / Q);
         for (int q = 0; q < Q; q++) {
@@ -170,11 +176,12 @@ int main(int argc, char **argv)
             log_info("policy version %llu loaded", (unsigned long long)version);
         take(tasks, pol, &cfg, &t);
         await_version(notices_in, pol, &cfg, &t, &version, checkpoint, sizeof checkpoint);
-        if (t.n) done += roll_out(pol, &cfg, version, &t, out);
+        long sent = t.n ? roll_out(pol, &cfg, version, &t, out) : 0;
+        if (sent > 0) done += sent;
         /* acked once sent: a task in flight when the generator dies, or
          * stops while sampling it, goes back to the queue */
         for (int q = 0; q < t.n; q++) {
-            if (!zsys_interrupted) wire_consumer_ack(tasks, t.rec[q]->id);
+            if (sent >= 0) wire_consumer_ack(tasks, t.rec[q]->id);
             wire_record_destroy(&t.rec[q]);
             free(t.copy[q]);
         }
