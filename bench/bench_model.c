@@ -314,7 +314,8 @@ int main(int argc, char **argv)
     bool quick = bench_quick();
     int reps = quick ? 1 : 5, threads = omp_get_max_threads();
     char err[256];
-    printf("model: %d threads, OMP_WAIT_POLICY=%s%s\n", threads, getenv("OMP_WAIT_POLICY"), quick ? " (quick)" : "");
+    printf("model: %d threads, OMP_WAIT_POLICY=%s, OpenBLAS %s kernels%s\n", threads, getenv("OMP_WAIT_POLICY"),
+           openblas_get_corename(), quick ? " (quick)" : "");
 
     /* tiny default: a round of 8 questions x 8 completions */
     model_config_t c = model_config_tiny();

@@ -6,6 +6,7 @@
  * same GGUF) and threads. Without the model, one line says how to fetch
  * it. SAPO_BENCH_QUICK=1: short. */
 #include "bench.h"
+#include <cblas.h>
 #include "model/model_impl.h"
 #include "model_steps.h"
 #include "node/policy.h"
@@ -57,6 +58,8 @@ int main(int argc, char **argv)
            "%d completions, prompt %d, %d new tokens%s\n",
            model_num_params(m), threads, B, T, Q, L, P, NEW, quick ? " (quick)" : "");
     batch_t b = batch_new(B, T, m->cfg.V, 1);
+    printf("fp32 matmuls: OpenBLAS %s kernels, OMP_WAIT_POLICY=%s\n", openblas_get_corename(),
+           getenv("OMP_WAIT_POLICY"));
     double train = train_step(m, &b, reps), train16 = 0;
     bool bf16 = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
     if (bf16) {

@@ -975,7 +975,8 @@ static void test_gemm_packed(void)
 /* a bf16 kernel of backend cpu-bf16: every layout (op(A) and op(B)
  * plain or transposed), remainders of 32 rows, 32 columns and 32 depths
  * (and of the AVX512-BF16 kernel's bands of 8 rows), one depth, depths
- * over one packed chunk, depth split among the threads (a weight
+ * over one packed chunk, columns over several panels of B (a last one
+ * narrower, with one chunk of depth and with several), depth split among the threads (a weight
  * gradient's shape: K >= 8 M); panels of an A16 read in place (depth a
  * multiple of 32) and packed (a last partial panel, other depths) */
 static void gemm_bf16_shapes(const char *name, gemm_bf16_fn *gemm)
@@ -983,7 +984,8 @@ static void gemm_bf16_shapes(const char *name, gemm_bf16_fn *gemm)
     const int shapes[][5] = {{0, 1, 17, 5, 3},       {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},   {0, 0, 33, 17, 65},
                              {1, 1, 40, 33, 70},     {0, 1, 64, 768, 700}, {1, 0, 96, 33, 5000}, {0, 0, 300, 256, 768},
                              {1, 0, 768, 256, 1030}, {0, 1, 32, 32, 32},   {0, 1, 192, 192, 64}, {1, 0, 64, 40, 4096},
-                             {0, 0, 80, 48, 96},     {1, 1, 9, 3, 1},      {0, 0, 45, 19, 2}};
+                             {0, 0, 80, 48, 96},     {1, 1, 9, 3, 1},      {0, 0, 45, 19, 2},    {0, 0, 50, 900, 1700},
+                             {1, 1, 40, 900, 700}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         gemm_against_reference(name, gemm, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], shapes[s][4], 5 * s);
 }

@@ -11,8 +11,11 @@
  * tile multiply reads, and what one dot product instruction takes against
  * a unit of A broadcast. So both operands are converted and repacked once
  * per call (B) or per 32-row panel (A), with zeros past every edge.
- * Depth comes in chunks whose packed B stays in L2; C is the sum across
- * chunks.
+ * B goes in panels of columns, each in chunks of depth, whose packed
+ * part stays in L2 while every row of A passes over it; C is the sum
+ * across chunks. A wide B (the vocabulary's head) thus takes many narrow
+ * panels over the whole depth, not all its columns over a thin slice of
+ * depth with C read and written again for each.
  *
  * A source whose rows run along the depth (a plain A, a transposed B)
  * gives 16 units per 32 floats of a row; one whose rows are depths (a
@@ -296,38 +299,50 @@ static op_t depth_range(const op_t *o, int k0, int k1)
     return s;
 }
 
-/* one thread's part: B packed together, then the thread's panels of A,
- * chunk by chunk (its own function, with the AVX-512 instructions
- * enabled: clang does not pass the target to an outlined parallel
- * region) */
-TARGET static void team_part(const gemm_bf16_kernel_t *kn, const op_t *o, int id, int n, int kc, int nb16, uint16_t *bp,
+/* how a product is cut: depth in chunks of kc, the columns in panels of
+ * nbp 16-column blocks (an even count) of nb16 in all, so that a panel's
+ * packed chunk of B (bsz bf16) stays in L2 while every row panel of A
+ * (asz bf16 packed) passes over it */
+typedef struct {
+    int kc, nb16, nbp;
+    size_t bsz, asz;
+} plan_t;
+
+/* one thread's part: each panel of B's columns, chunk by chunk, packed
+ * together, then the thread's panels of A (its own function, with the
+ * AVX-512 instructions enabled: clang does not pass the target to an
+ * outlined parallel region) */
+TARGET static void team_part(const gemm_bf16_kernel_t *kn, const op_t *o, int id, int n, const plan_t *pl, uint16_t *bp,
                              uint16_t *ap, float beta, float *C, int ldc)
 {
     int panels = (o->M + 31) / 32;
     if (kn->begin) kn->begin();
-    for (int k0 = 0; k0 < o->K; k0 += kc) {
-        int k1 = k0 + kc < o->K ? k0 + kc : o->K, nkb = (k1 - k0 + 31) / 32;
-        size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
-        /* split by hand, not by omp for: called alone inside another
-         * team's region, this thread must not share its loops */
-        int j0, j1, p0, p1;
-        model_share(nb16, id, n, &j0, &j1);
-        for (int j = j0; j < j1; j++) pack_b(o, j * 16, k0, k1, bp + j * bstride);
-        if (n > 1) {
+    for (int jn = 0; jn < pl->nb16; jn += pl->nbp) {
+        int nbp = pl->nb16 - jn < pl->nbp ? pl->nb16 - jn : pl->nbp;
+        for (int k0 = 0; k0 < o->K; k0 += pl->kc) {
+            int k1 = k0 + pl->kc < o->K ? k0 + pl->kc : o->K, nkb = (k1 - k0 + 31) / 32;
+            size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
+            /* split by hand, not by omp for: called alone inside another
+             * team's region, this thread must not share its loops */
+            int j0, j1, p0, p1;
+            model_share(nbp, id, n, &j0, &j1);
+            for (int j = j0; j < j1; j++) pack_b(o, (jn + j) * 16, k0, k1, bp + j * bstride);
+            if (n > 1) {
 #pragma omp barrier
-        }
-        model_share(panels, id, n, &p0, &p1);
-        for (int p = p0; p < p1; p++) {
-            const uint16_t *a = ap;
-            size_t ald = 32, akb = 1024;
-            if (a_in_place(o, p * 32)) a = o->A16 + (size_t)p * 32 * o->lda + k0, ald = o->lda, akb = 32;
-            else pack_a(o, p * 32, k0, k1, ap);
-            for (int j = 0; j < nb16; j += 2)
-                kn->block(C, ldc, o->M, o->N, p * 32, j * 16, a, ald, akb, bp + j * bstride, bp + (j + 1) * bstride,
-                          nkb, k0 == 0, beta);
-        }
-        if (n > 1) {
+            }
+            model_share(panels, id, n, &p0, &p1);
+            for (int p = p0; p < p1; p++) {
+                const uint16_t *a = ap;
+                size_t ald = 32, akb = 1024;
+                if (a_in_place(o, p * 32)) a = o->A16 + (size_t)p * 32 * o->lda + k0, ald = o->lda, akb = 32;
+                else pack_a(o, p * 32, k0, k1, ap);
+                for (int j = 0; j < nbp; j += 2)
+                    kn->block(C, ldc, o->M, o->N, p * 32, (jn + j) * 16, a, ald, akb, bp + j * bstride,
+                              bp + (j + 1) * bstride, nkb, k0 == 0, beta);
+            }
+            if (n > 1) {
 #pragma omp barrier
+            }
         }
     }
     if (kn->end) kn->end();
@@ -337,9 +352,9 @@ TARGET static void team_part(const gemm_bf16_kernel_t *kn, const op_t *o, int id
  * the batch's positions) by nth threads, each over its own range of the
  * depth into a C of its own (the first into C), summed into C after:
  * none waits for another until the end, and none reads what another
- * packed. bsz, asz: the bf16 a thread packs B and A into */
-static void split_depth(const gemm_bf16_kernel_t *kn, const op_t *o, int nth, int kc, int nb16, size_t bsz, size_t asz,
-                        float beta, float *C, int ldc)
+ * packed */
+static void split_depth(const gemm_bf16_kernel_t *kn, const op_t *o, int nth, const plan_t *pl, float beta, float *C,
+                        int ldc)
 {
     float *parts[64];
     if (nth > 64) nth = 64;
@@ -348,13 +363,13 @@ static void split_depth(const gemm_bf16_kernel_t *kn, const op_t *o, int nth, in
         int id = omp_get_thread_num(), n = omp_get_num_threads(), s0, s1, r0, r1, M = o->M, N = o->N;
         model_share((o->K + 31) / 32, id, n, &s0, &s1);
         int k0 = s0 * 32 < o->K ? s0 * 32 : o->K, k1 = s1 * 32 < o->K ? s1 * 32 : o->K;
-        size_t at = (bsz + asz + 31) / 32 * 32; /* the thread's C from a 64-byte boundary */
+        size_t at = (pl->bsz + pl->asz + 31) / 32 * 32; /* the thread's C from a 64-byte boundary */
         uint16_t *w = ws_ensure(at + (id ? (size_t)M * N * 2 : 0));
         float *Ct = id ? (float *)(w + at) : C;
         parts[id] = NULL;
         if (k0 < k1) {
             op_t s = depth_range(o, k0, k1);
-            team_part(kn, &s, 0, 1, kc, nb16, w, w + bsz, id ? 0.0f : beta, Ct, id ? N : ldc);
+            team_part(kn, &s, 0, 1, pl, w, w + pl->bsz, id ? 0.0f : beta, Ct, id ? N : ldc);
             parts[id] = Ct;
         } else if (id == 0 && beta == 0.0f) {
             for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, N * sizeof(float));
@@ -366,6 +381,31 @@ static void split_depth(const gemm_bf16_kernel_t *kn, const op_t *o, int nth, in
             for (int i = r0; parts[t] && i < r1; i++)
                 for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] += parts[t][(size_t)i * N + j];
     }
+}
+
+/* the packed chunk of B a column panel may take, in bytes */
+#define B_PANEL_BYTES (384 << 10)
+/* or up to this where one panel then takes every column (a weight
+ * gradient's: its rows, of A, are packed once a chunk, not once a panel) */
+#define B_WHOLE_BYTES (640 << 10)
+
+/* the cut of a product with N columns and depth K: the whole depth in one
+ * chunk up to 768, else chunks of about 512 (C is read and written once
+ * a chunk), and as many columns as the chunk leaves room for (measured
+ * per shape of SmolLM2's step on an AMD Zen 5, L2 1 MiB) */
+static plan_t plan(int N, int K)
+{
+    plan_t pl;
+    int chunks = K <= 768 ? 1 : (K + 511) / 512;
+    pl.kc = ((K + chunks - 1) / chunks + 31) / 32 * 32;
+    pl.nb16 = (N + 31) / 32 * 2; /* 16-column blocks, an even count */
+    size_t block = (size_t)pl.kc * 16 * sizeof(uint16_t);
+    pl.nbp = (size_t)pl.nb16 * block <= B_WHOLE_BYTES ? pl.nb16 : (int)(B_PANEL_BYTES / block) / 2 * 2;
+    if (pl.nbp < 2) pl.nbp = 2;
+    if (pl.nbp > pl.nb16) pl.nbp = pl.nb16;
+    pl.bsz = (size_t)pl.nbp * (pl.kc / 2) * 32;
+    pl.asz = (size_t)pl.kc * 32;
+    return pl;
 }
 
 void gemm_bf16_run(const gemm_bf16_kernel_t *kn, bool ta, bool tb, int M, int N, int K, const float *A,
@@ -382,29 +422,25 @@ void gemm_bf16_run(const gemm_bf16_kernel_t *kn, bool ta, bool tb, int M, int N,
         for (int i = 0; i < M && beta == 0.0f; i++) memset(C + (size_t)i * ldc, 0, N * sizeof(float));
         return;
     }
-    int nb16 = (N + 31) / 32 * 2; /* 16-column blocks, an even count */
-    /* depth per chunk: its packed B about 256 KiB */
-    int kc = (int)((1 << 19) / ((size_t)nb16 * 16 * 2 * sizeof(uint16_t))) / 32 * 32;
-    kc = kc < 64 ? 64 : kc > K ? (K + 31) / 32 * 32 : kc;
+    plan_t pl = plan(N, K);
     /* inside a parallel region (attention's per-head calls) this thread
      * does it all, without opening a nested team */
     int nth = omp_in_parallel() ? 1 : omp_get_max_threads(), panels = (M + 31) / 32;
     if (nth > panels) nth = panels;
-    size_t bsz = (size_t)nb16 * (kc / 2) * 32, asz = (size_t)kc * 32;
     if (nth > 1 && K >= 8 * M) { /* a weight gradient: the threads split the depth */
-        split_depth(kn, &o, nth, kc, nb16, bsz, asz, beta, C, ldc);
+        split_depth(kn, &o, nth, &pl, beta, C, ldc);
         return;
     }
-    ws_ensure(bsz + (size_t)nth * asz);
-    uint16_t *bp = ws.p, *aps = ws.p + bsz; /* (ws is this thread's, not the team's) */
+    ws_ensure(pl.bsz + (size_t)nth * pl.asz);
+    uint16_t *bp = ws.p, *aps = ws.p + pl.bsz; /* (ws is this thread's, not the team's) */
     if (nth == 1) {
-        team_part(kn, &o, 0, 1, kc, nb16, bp, aps, beta, C, ldc);
+        team_part(kn, &o, 0, 1, &pl, bp, aps, beta, C, ldc);
         return;
     }
 #pragma omp parallel num_threads(nth)
     {
         int id = omp_get_thread_num();
-        team_part(kn, &o, id, omp_get_num_threads(), kc, nb16, bp, aps + (size_t)id * asz, beta, C, ldc);
+        team_part(kn, &o, id, omp_get_num_threads(), &pl, bp, aps + (size_t)id * pl.asz, beta, C, ldc);
     }
 }
 

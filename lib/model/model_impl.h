@@ -155,7 +155,7 @@ struct model {
     int rope_cap;
     int B, T;
     float temperature;
-    int chunk; /* lm_head positions per chunk; 0 = about 4M logits */
+    int chunk; /* lm_head positions per chunk; 0 = about 64M logits */
     /* backend.c: what runs the model (NULL: cpu), and the CUDA copy
      * when model_set_backend chose "cuda:N" (device), else NULL */
     const model_backend_t *backend;
