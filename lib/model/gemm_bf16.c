@@ -30,7 +30,8 @@
  * the kernel reads its full panels in place.
  *
  * Threads split the rows of C, sharing B's packing; a product with far
- * more depth than rows (a weight gradient) splits its depth instead. */
+ * more depth than rows (a weight gradient) splits its depth instead, and
+ * one with many panels of columns (the vocabulary's head) its panels. */
 #include "model/gemm_bf16.h"
 #include "model/model_impl.h"
 
@@ -308,20 +309,24 @@ typedef struct {
     size_t bsz, asz;
 } plan_t;
 
-/* one thread's part: each panel of B's columns, chunk by chunk, packed
- * together, then the thread's panels of A (its own function, with the
- * AVX-512 instructions enabled: clang does not pass the target to an
- * outlined parallel region) */
-TARGET static void team_part(const gemm_bf16_kernel_t *kn, const op_t *o, int id, int n, const plan_t *pl, uint16_t *bp,
-                             uint16_t *ap, float beta, float *C, int ldc)
+/* one thread's part of the 16-column blocks [jb0, jb1) of C: each panel
+ * of them, chunk by chunk, B packed together (into one of bp's two
+ * halves of bsz, in turn), then the thread's panels of A. One barrier a
+ * chunk: past it every thread has done with the chunk before, whose half
+ * of bp the next one packs into. (Its own function, with the AVX-512
+ * instructions enabled: clang does not pass the target to an outlined
+ * parallel region.) */
+TARGET static void team_part(const gemm_bf16_kernel_t *kn, const op_t *o, int id, int n, const plan_t *pl, int jb0,
+                             int jb1, uint16_t *bp2, uint16_t *ap, float beta, float *C, int ldc)
 {
-    int panels = (o->M + 31) / 32;
+    int panels = (o->M + 31) / 32, turn = 0;
     if (kn->begin) kn->begin();
-    for (int jn = 0; jn < pl->nb16; jn += pl->nbp) {
-        int nbp = pl->nb16 - jn < pl->nbp ? pl->nb16 - jn : pl->nbp;
-        for (int k0 = 0; k0 < o->K; k0 += pl->kc) {
+    for (int jn = jb0; jn < jb1; jn += pl->nbp) {
+        int nbp = jb1 - jn < pl->nbp ? jb1 - jn : pl->nbp;
+        for (int k0 = 0; k0 < o->K; k0 += pl->kc, turn ^= 1) {
             int k1 = k0 + pl->kc < o->K ? k0 + pl->kc : o->K, nkb = (k1 - k0 + 31) / 32;
             size_t bstride = (size_t)nkb * 16 * 32; /* one 16-column block */
+            uint16_t *bp = bp2 + turn * pl->bsz;
             /* split by hand, not by omp for: called alone inside another
              * team's region, this thread must not share its loops */
             int j0, j1, p0, p1;
@@ -339,9 +344,6 @@ TARGET static void team_part(const gemm_bf16_kernel_t *kn, const op_t *o, int id
                 for (int j = 0; j < nbp; j += 2)
                     kn->block(C, ldc, o->M, o->N, p * 32, (jn + j) * 16, a, ald, akb, bp + j * bstride,
                               bp + (j + 1) * bstride, nkb, k0 == 0, beta);
-            }
-            if (n > 1) {
-#pragma omp barrier
             }
         }
     }
@@ -363,13 +365,13 @@ static void split_depth(const gemm_bf16_kernel_t *kn, const op_t *o, int nth, co
         int id = omp_get_thread_num(), n = omp_get_num_threads(), s0, s1, r0, r1, M = o->M, N = o->N;
         model_share((o->K + 31) / 32, id, n, &s0, &s1);
         int k0 = s0 * 32 < o->K ? s0 * 32 : o->K, k1 = s1 * 32 < o->K ? s1 * 32 : o->K;
-        size_t at = (pl->bsz + pl->asz + 31) / 32 * 32; /* the thread's C from a 64-byte boundary */
+        size_t at = (2 * pl->bsz + pl->asz + 31) / 32 * 32; /* the thread's C from a 64-byte boundary */
         uint16_t *w = ws_ensure(at + (id ? (size_t)M * N * 2 : 0));
         float *Ct = id ? (float *)(w + at) : C;
         parts[id] = NULL;
         if (k0 < k1) {
             op_t s = depth_range(o, k0, k1);
-            team_part(kn, &s, 0, 1, pl, w, w + pl->bsz, id ? 0.0f : beta, Ct, id ? N : ldc);
+            team_part(kn, &s, 0, 1, pl, 0, pl->nb16, w, w + 2 * pl->bsz, id ? 0.0f : beta, Ct, id ? N : ldc);
             parts[id] = Ct;
         } else if (id == 0 && beta == 0.0f) {
             for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, N * sizeof(float));
@@ -431,16 +433,30 @@ void gemm_bf16_run(const gemm_bf16_kernel_t *kn, bool ta, bool tb, int M, int N,
         split_depth(kn, &o, nth, &pl, beta, C, ldc);
         return;
     }
-    ws_ensure(pl.bsz + (size_t)nth * pl.asz);
-    uint16_t *bp = ws.p, *aps = ws.p + pl.bsz; /* (ws is this thread's, not the team's) */
+    int wide = (pl.nb16 + pl.nbp - 1) / pl.nbp; /* panels of columns */
+    if (nth > 1 && wide >= 2 * nth) {
+        /* a wide B (the vocabulary's head): each thread its own panels,
+         * packed alone, over every row; none waits for another */
+#pragma omp parallel num_threads(nth)
+        {
+            int id = omp_get_thread_num(), q0, q1;
+            model_share(wide, id, omp_get_num_threads(), &q0, &q1);
+            uint16_t *w = ws_ensure(2 * pl.bsz + pl.asz);
+            int jb1 = q1 * pl.nbp < pl.nb16 ? q1 * pl.nbp : pl.nb16;
+            team_part(kn, &o, 0, 1, &pl, q0 * pl.nbp, jb1, w, w + 2 * pl.bsz, beta, C, ldc);
+        }
+        return;
+    }
+    ws_ensure(2 * pl.bsz + (size_t)nth * pl.asz);
+    uint16_t *bp = ws.p, *aps = ws.p + 2 * pl.bsz; /* (ws is this thread's, not the team's) */
     if (nth == 1) {
-        team_part(kn, &o, 0, 1, &pl, bp, aps, beta, C, ldc);
+        team_part(kn, &o, 0, 1, &pl, 0, pl.nb16, bp, aps, beta, C, ldc);
         return;
     }
 #pragma omp parallel num_threads(nth)
     {
         int id = omp_get_thread_num();
-        team_part(kn, &o, id, omp_get_num_threads(), &pl, bp, aps + (size_t)id * pl.asz, beta, C, ldc);
+        team_part(kn, &o, id, omp_get_num_threads(), &pl, 0, pl.nb16, bp, aps + (size_t)id * pl.asz, beta, C, ldc);
     }
 }
 
