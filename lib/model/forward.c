@@ -543,18 +543,27 @@ static void lm_head_forward(model_t *m, int N, float *logp, float *logits)
         float *lg = logits ? logits + (size_t)r0 * V : m->ga.logits;
         model_linear(lg, m->a.lnf + (size_t)r0 * C, lm_weight(m), NULL, n, C, V, false);
         model_logp_rows(m, lg, r0, n, logp);
+        m->logits_kept = !logits, m->logits_r0 = r0;
     }
 }
 
-/* the logits are computed again per chunk rather than kept */
+bool model_logits_recompute(model_t *m, int r0)
+{
+    bool kept = m->logits_kept && m->logits_r0 == r0;
+    m->logits_kept = false; /* the backward pass writes over them */
+    return !kept;
+}
+
+/* the logits are computed again per chunk rather than kept, from the last
+ * chunk back: the forward pass's logits of the last are still there */
 static void lm_head_backward(model_t *m, int N, const float *dlogp)
 {
     int C = m->cfg.C, V = m->cfg.V, chunk = (int)model_logits_chunk(m, N);
     float *lg = m->ga.logits;
-    for (int r0 = 0; r0 < N; r0 += chunk) {
+    for (int r0 = (N - 1) / chunk * chunk; r0 >= 0; r0 -= chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         const float *lnf = m->a.lnf + (size_t)r0 * C;
-        model_linear(lg, lnf, lm_weight(m), NULL, n, C, V, false);
+        if (model_logits_recompute(m, r0)) model_linear(lg, lnf, lm_weight(m), NULL, n, C, V, false);
         model_logp_rows_backward(m, lg, r0, n, dlogp);
         matmul_backward(m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, lnf, lm_weight(m), n, C, V, false);
     }

@@ -321,6 +321,7 @@ static void lm_head16_forward(model_t *m, int N, float *logp, float *logits)
         float *lg = logits ? logits + (size_t)r0 * V : m->ga.logits;
         matmul16(fp32(lg), act_at(lnf, (size_t)r0 * C), lm_weight(m), NULL, n, C, V, false);
         model_logp_rows(m, lg, r0, n, logp);
+        m->logits_kept = !logits, m->logits_r0 = r0;
     }
 }
 
@@ -328,10 +329,10 @@ static void lm_head16_backward(model_t *m, int N, const float *dlogp)
 {
     int C = m->cfg.C, V = m->cfg.V, chunk = (int)model_logits_chunk(m, N);
     act_t lnf_all = {m->a.lnf, m->a16.lnf}, lg = {m->ga.logits, m->ga16.logits};
-    for (int r0 = 0; r0 < N; r0 += chunk) {
+    for (int r0 = (N - 1) / chunk * chunk; r0 >= 0; r0 -= chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         act_t lnf = act_at(lnf_all, (size_t)r0 * C);
-        matmul16(fp32(lg.f), lnf, lm_weight(m), NULL, n, C, V, false);
+        if (model_logits_recompute(m, r0)) matmul16(fp32(lg.f), lnf, lm_weight(m), NULL, n, C, V, false);
         model_logp_rows_backward(m, lg.f, r0, n, dlogp);
         round16(lg.f16, lg.f, (size_t)n * V);
         matmul16_backward(m->ga.dln + (size_t)r0 * C, lm_grad(m), NULL, lg, lnf, lm_weight(m), n, C, V, false);

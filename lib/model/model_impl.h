@@ -156,6 +156,10 @@ struct model {
     int B, T;
     float temperature;
     int chunk; /* lm_head positions per chunk; 0 = about 64M logits */
+    /* the forward pass's last chunk of logits, still in ga.logits for the
+     * backward pass (which starts from it), from position logits_r0 */
+    bool logits_kept;
+    int logits_r0;
     /* backend.c: what runs the model (NULL: cpu), and the CUDA copy
      * when model_set_backend chose "cuda:N" (device), else NULL */
     const model_backend_t *backend;
@@ -247,6 +251,10 @@ void model_embed_backward(model_t *m);
  * logits into lg */
 void model_logp_rows(model_t *m, const float *lg, int r0, int n, float *logp);
 void model_logp_rows_backward(model_t *m, float *lg, int r0, int n, const float *dlogp);
+/* whether the backward pass must compute the logits of the chunk from
+ * position r0 again (not the forward pass's last, still held); after it,
+ * no chunk is held */
+bool model_logits_recompute(model_t *m, int r0);
 
 /* layer l's slices of the weights (or of their gradients); NULL for a
  * tensor the config lacks */
