@@ -394,7 +394,8 @@ static void split_depth(const gemm_bf16_kernel_t *kn, const op_t *o, int nth, co
 /* the cut of a product with N columns and depth K: the whole depth in one
  * chunk up to 768, else chunks of about 512 (C is read and written once
  * a chunk), and as many columns as the chunk leaves room for (measured
- * per shape of SmolLM2's step on an AMD Zen 5, L2 1 MiB) */
+ * per shape of SmolLM2's step on an AMD Zen 5, L2 1 MiB). A chunk is at
+ * most 768 deep, so a panel holds at least 16 blocks, an even count. */
 static plan_t plan(int N, int K)
 {
     plan_t pl;
@@ -403,8 +404,6 @@ static plan_t plan(int N, int K)
     pl.nb16 = (N + 31) / 32 * 2; /* 16-column blocks, an even count */
     size_t block = (size_t)pl.kc * 16 * sizeof(uint16_t);
     pl.nbp = (size_t)pl.nb16 * block <= B_WHOLE_BYTES ? pl.nb16 : (int)(B_PANEL_BYTES / block) / 2 * 2;
-    if (pl.nbp < 2) pl.nbp = 2;
-    if (pl.nbp > pl.nb16) pl.nbp = pl.nb16;
     pl.bsz = (size_t)pl.nbp * (pl.kc / 2) * 32;
     pl.asz = (size_t)pl.kc * 32;
     return pl;
