@@ -507,6 +507,19 @@ static void test_chunked_lm_head(void)
         /* sums in another order: rounding only, judged against the scale */
         double r = max_rel(model_grads(m), g1, n, 0.01 * max_abs(g1, n));
         EXPECTF(r < 1e-4, "%s: chunked gradients differ by %.3g", names[i], r);
+        /* the backward pass takes the forward pass's last chunk of logits
+         * as it stands, and computes every other chunk again: so does it
+         * every chunk after a pass that wrote the whole logits elsewhere */
+        int last = (N - 1) / 7 * 7;
+        EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, lp7, NULL) == 0);
+        EXPECTF(last > 0 && model_logits_recompute(m, 0), "%s: the first chunk taken as held", names[i]);
+        EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, lp7, NULL) == 0);
+        EXPECTF(!model_logits_recompute(m, last), "%s: the last chunk's logits computed again", names[i]);
+        EXPECT(model_logits_recompute(m, last));
+        float *all = malloc(sizeof(float) * N * m->cfg.V);
+        EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, lp7, all) == 0);
+        EXPECTF(model_logits_recompute(m, last), "%s: logits taken as held after a pass that returned them", names[i]);
+        free(all);
         free(lp);
         free(lp7);
         free(g1);
@@ -976,9 +989,11 @@ static void test_gemm_packed(void)
  * plain or transposed), remainders of 32 rows, 32 columns and 32 depths
  * (and of the AVX512-BF16 kernel's bands of 8 rows), one depth, depths
  * over one packed chunk, columns over several panels of B (a last one
- * narrower, with one chunk of depth and with several), depth split among the threads (a weight
- * gradient's shape: K >= 8 M); panels of an A16 read in place (depth a
- * multiple of 32) and packed (a last partial panel, other depths) */
+ * narrower, with one chunk of depth and with several; split among the
+ * threads where there are many), depth split among the threads (a
+ * weight gradient's shape: K >= 8 M); panels of an A16 read in place
+ * (depth a multiple of 32) and packed (a last partial panel, other
+ * depths) */
 static void gemm_bf16_shapes(const char *name, gemm_bf16_fn *gemm)
 {
     const int shapes[][5] = {{0, 1, 17, 5, 3},       {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},   {0, 0, 33, 17, 65},
