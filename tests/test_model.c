@@ -985,6 +985,76 @@ static void test_gemm_packed(void)
     omp_set_num_threads(threads);
 }
 
+/* backend cpu's own fp32 kernel (gemm_f32.c): every layout, remainders
+ * of its 12 rows, 32 columns and 16 depths, depths over several chunks,
+ * columns over several panels, beta 0 (C not read: NaN), 1 and 0.5,
+ * against a double reference; the same C to the bit from operands with
+ * wider leading dimensions, and from any block of rows or columns
+ * computed alone (model_gemm's split among threads) */
+static void test_gemm_f32(void)
+{
+    if (!model_avx512_available()) SKIP_TEST("this CPU has no AVX-512");
+    const int shapes[][5] = {{0, 1, 17, 5, 3},   {0, 1, 100, 70, 45},  {1, 0, 37, 50, 99},    {0, 0, 33, 17, 65},
+                             {1, 1, 40, 33, 70}, {0, 1, 64, 768, 700}, {1, 0, 96, 33, 5000},  {0, 0, 300, 256, 768},
+                             {1, 1, 9, 3, 1},    {0, 0, 45, 19, 2},    {0, 1, 26, 5000, 40},  {1, 0, 13, 4200, 400},
+                             {0, 0, 12, 32, 16}, {1, 1, 25, 65, 385},  {0, 1, 50, 900, 1700}, {1, 0, 24, 64, 769}};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        bool ta = shapes[si][0], tb = shapes[si][1];
+        int M = shapes[si][2], N = shapes[si][3], K = shapes[si][4], lda = ta ? M : K, ldb = tb ? K : N;
+        /* the same operands again with 3 more columns in every row */
+        int lda2 = lda + 3, ldb2 = ldb + 3, ldc2 = N + 3, ra = ta ? K : M, rb = tb ? N : K;
+        float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K),
+              *C = malloc(sizeof(float) * M * N);
+        float *C0 = malloc(sizeof(float) * M * N), *A2 = calloc((size_t)ra * lda2, sizeof(float));
+        float *B2 = calloc((size_t)rb * ldb2, sizeof(float)), *C2 = malloc(sizeof(float) * M * ldc2);
+        double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
+        rng_philox_uniform(11 * si, 0, A, (size_t)M * K);
+        rng_philox_uniform(11 * si + 1, 0, B, (size_t)N * K);
+        rng_philox_uniform(11 * si + 2, 0, C0, (size_t)M * N);
+        for (int i = 0; i < M * K; i++) A[i] -= 0.5f;
+        for (int i = 0; i < N * K; i++) B[i] -= 0.5f;
+        for (int r = 0; r < ra; r++) memcpy(A2 + (size_t)r * lda2, A + (size_t)r * lda, sizeof(float) * lda);
+        for (int r = 0; r < rb; r++) memcpy(B2 + (size_t)r * ldb2, B + (size_t)r * ldb, sizeof(float) * ldb);
+        gemm_reference(false, ta, tb, M, N, K, A, B, ref, mag);
+        const float betas[3] = {0.0f, 1.0f, 0.5f};
+        for (int bi = 0; bi < 3; bi++) {
+            float beta = betas[bi];
+            for (int i = 0; i < M * N; i++) C[i] = beta != 0.0f ? C0[i] : NAN;
+            model_gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, beta, C, N);
+            double worst = 0;
+            for (int i = 0; i < M * N; i++) {
+                double want = ref[i] + beta * C0[i], d = fabs(C[i] - want) / (mag[i] + fabs(beta * C0[i]));
+                worst = d > worst || d != d ? d : worst;
+            }
+            EXPECTF(worst < 1e-5, "f32 %c%c M %d N %d K %d beta %g: error %.3g of the terms' size", "NT"[ta], "NT"[tb],
+                    M, N, K, beta, worst);
+            if (beta != 1.0f) continue;
+            /* wider leading dimensions */
+            for (int i = 0; i < M; i++) memcpy(C2 + (size_t)i * ldc2, C0 + (size_t)i * N, sizeof(float) * N);
+            model_gemm_f32(ta, tb, M, N, K, A2, lda2, B2, ldb2, beta, C2, ldc2);
+            bool same = true;
+            for (int i = 0; i < M; i++) same &= !memcmp(C2 + (size_t)i * ldc2, C + (size_t)i * N, sizeof(float) * N);
+            EXPECTF(same, "f32 %c%c M %d N %d K %d: wider leading dimensions give a different C", "NT"[ta], "NT"[tb], M,
+                    N, K);
+            /* rows [r0, M) alone, then columns [c0, N) alone */
+            int r0 = M / 3, c0 = N / 3;
+            memcpy(C2, C0, sizeof(float) * M * N);
+            model_gemm_f32(ta, tb, M - r0, N, K, ta ? A + r0 : A + (size_t)r0 * lda, lda, B, ldb, beta,
+                           C2 + (size_t)r0 * N, N);
+            EXPECTF(!memcmp(C2 + (size_t)r0 * N, C + (size_t)r0 * N, sizeof(float) * (M - r0) * N),
+                    "f32 %c%c M %d N %d K %d: rows from %d alone give a different C", "NT"[ta], "NT"[tb], M, N, K, r0);
+            memcpy(C2, C0, sizeof(float) * M * N);
+            model_gemm_f32(ta, tb, M, N - c0, K, A, lda, tb ? B + (size_t)c0 * ldb : B + c0, ldb, beta, C2 + c0, N);
+            same = true;
+            for (int i = 0; i < M; i++)
+                same &= !memcmp(C2 + (size_t)i * N + c0, C + (size_t)i * N + c0, sizeof(float) * (N - c0));
+            EXPECTF(same, "f32 %c%c M %d N %d K %d: columns from %d alone give a different C", "NT"[ta], "NT"[tb], M, N,
+                    K, c0);
+        }
+        free(A), free(B), free(C), free(C0), free(A2), free(B2), free(C2), free(ref), free(mag);
+    }
+}
+
 /* a bf16 kernel of backend cpu-bf16: every layout (op(A) and op(B)
  * plain or transposed), remainders of 32 rows, 32 columns and 32 depths
  * (and of the AVX512-BF16 kernel's bands of 8 rows), one depth, depths
@@ -1404,6 +1474,7 @@ int main(void)
     RUN_TEST(test_stop_and_tiny);
     RUN_TEST(test_threads);
     RUN_TEST(test_gemm_few);
+    RUN_TEST(test_gemm_f32);
     RUN_TEST(test_gemm_packed);
     RUN_TEST(test_decode_kernels);
     RUN_TEST(test_prefill_steps);

@@ -22,16 +22,14 @@
 static int dp_ok = -1;
 static pthread_once_t dp_once = PTHREAD_ONCE_INIT;
 
-/* AVX-512 F, BW, VL and BF16 (CPUID leaf 7), and the OS saves the vector
- * and mask registers (XCR0's SSE, AVX, opmask and ZMM bits) */
+/* AVX-512 F (and the OS saves its state: model_avx512_available), BW,
+ * VL and BF16 (CPUID leaf 7) */
 static void dp_probe(void)
 {
-    unsigned a, b, c, d, lo, hi;
+    unsigned a, b, c, d;
     dp_ok = 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return; /* OSXSAVE */
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & 0xe6) != 0xe6 || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
-    if (!(b >> 16 & 1) || !(b >> 30 & 1) || !(b >> 31 & 1) || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return;
+    if (!model_avx512_available() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+    if (!(b >> 30 & 1) || !(b >> 31 & 1) || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return;
     dp_ok = a >> 5 & 1;
 }
 

@@ -34,6 +34,7 @@
  * one with many panels of columns (the vocabulary's head) its panels. */
 #include "model/gemm_bf16.h"
 #include "model/model_impl.h"
+#include "model/simd_transpose.h"
 
 #include "util/fastexp.h"
 
@@ -166,35 +167,6 @@ TARGET static inline __m512i units_across(const float *f, const uint16_t *h, siz
     return units_of_rows(rows > 0 ? f + at : NULL, rows > 1 ? f + at + ld : NULL, mk);
 }
 
-/* r[i] lane j <-> r[j] lane i, for 32-bit lanes */
-TARGET static inline void transpose16(__m512i r[16])
-{
-    __m512i t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    /* each 128-bit lane of r[i] now holds a 4 x 4 block; gather the blocks */
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
-        t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
-        r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
-        r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
-    }
-}
-
 static inline __mmask16 mask16(int n) { return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
 static inline __mmask32 mask32(int n) { return n >= 32 ? 0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1); }
 
@@ -233,7 +205,7 @@ TARGET static void pack_a(const op_t *o, int m0, int k0, int k1, uint16_t *ap)
                     int ka = k + 2 * p;
                     u[p] = units_across(o->A, o->A16, (size_t)ka * o->lda + m, o->lda, k1 - ka, mk);
                 }
-                transpose16(u);
+                simd_transpose16(u);
                 for (int j = 0; j < 16; j++) _mm512_storeu_si512(blk + (h * 16 + j) * 32, u[j]);
             }
         }
@@ -259,7 +231,7 @@ TARGET static void pack_b(const op_t *o, int n0, int k0, int k1, uint16_t *bp)
             for (int j = 0; j < 16; j++)
                 u[j] = n0 + j < o->N ? units_along(o->B, o->B16, (size_t)(n0 + j) * o->ldb + k, mk)
                                      : _mm512_setzero_si512();
-            transpose16(u);
+            simd_transpose16(u);
         }
         for (int p = 0; p < 16; p++) _mm512_storeu_si512(blk + p * 32, u[p]);
     }
@@ -268,24 +240,8 @@ TARGET static void pack_b(const op_t *o, int n0, int k0, int k1, uint16_t *bp)
 // ----------------------------------------------------------------------------
 // threads
 
-/* each thread's buffers (packed operands, a C of its own), kept across
- * calls */
-static _Thread_local struct {
-    uint16_t *p;
-    size_t cap;
-} ws;
-
-/* this thread's buffers, at least n bf16 (64-byte aligned) */
-static uint16_t *ws_ensure(size_t n)
-{
-    if (ws.cap < n) {
-        free(ws.p);
-        ws.p = aligned_alloc(64, (n * sizeof(uint16_t) + 63) / 64 * 64);
-        ws.cap = ws.p ? n : 0;
-        if (!ws.p) abort();
-    }
-    return ws.p;
-}
+/* this thread's buffer (model_gemm_ws), at least n bf16 */
+static uint16_t *ws_ensure(size_t n) { return model_gemm_ws(n * sizeof(uint16_t)); }
 
 /* the same product over depths [k0, k1) only */
 static op_t depth_range(const op_t *o, int k0, int k1)
@@ -446,8 +402,8 @@ void gemm_bf16_run(const gemm_bf16_kernel_t *kn, bool ta, bool tb, int M, int N,
         }
         return;
     }
-    ws_ensure(2 * pl.bsz + (size_t)nth * pl.asz);
-    uint16_t *bp = ws.p, *aps = ws.p + 2 * pl.bsz; /* (ws is this thread's, not the team's) */
+    /* (this thread's buffer, shared with the team) */
+    uint16_t *bp = ws_ensure(2 * pl.bsz + (size_t)nth * pl.asz), *aps = bp + 2 * pl.bsz;
     if (nth == 1) {
         team_part(kn, &o, 0, 1, &pl, 0, pl.nb16, bp, aps, beta, C, ldc);
         return;

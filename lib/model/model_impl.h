@@ -191,9 +191,23 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
 /* C (M, N) = op(A) op(B) + beta C over the OpenMP threads */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                 float *C, int ldc);
-/* the same on the calling thread alone (one OpenBLAS call) */
+/* the same on the calling thread alone: model_gemm_f32 where the CPU
+ * has AVX-512 and the product is large, else one OpenBLAS call */
 void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc);
+/* gemm_f32.c: model_gemm1's product by AVX-512 fused multiply-adds, on
+ * the calling thread; every element of C sums its products in an order
+ * that depends on K alone. Needs model_avx512_available() */
+void model_gemm_f32(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
+                    float *C, int ldc);
+/* the calling thread's buffer for a gemm's packed operands, at least
+ * bytes, 64-byte aligned, kept for its next call (gemm_f32.c and
+ * gemm_bf16.c share it: neither calls the other) */
+void *model_gemm_ws(size_t bytes);
+/* the CPU has AVX-512 F and the OS saves its registers */
+bool model_avx512_available(void);
+/* from this many multiply-adds on, model_gemm1 takes model_gemm_f32 */
+#define MODEL_F32_MIN (1 << 15)
 /* out (N, OUT) = inp (N, IN) w^T (+ bias), or += where acc */
 void model_linear(float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
 /* out (N, OUT) += bias (OUT) on every row */
