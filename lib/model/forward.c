@@ -1,12 +1,13 @@
 /* The fp32 reference: forward and backward of the whole model over a
  * right-padded (or packed) batch, as x_forward / x_backward pairs. Every
  * matmul is model_gemm's (gemm_f32.c's AVX-512 kernel or OpenBLAS's
- * sgemm) against weights in Hugging Face's (out, in) layout; the rest are OpenMP loops over vec.c's row kernels. Backend
- * "cpu" runs it. The faster backends (backend.c's tables) live in files
- * of their own, are checked against it (test_model, test_cuda), and take
- * from here, through model_impl.h, their batch set-up, layer slices and
- * the layers they do not change.
- * Workspaces are sized for the batch once and reused. */
+ * sgemm) against weights in Hugging Face's (out, in) layout; the rest
+ * are OpenMP loops over vec.c's row kernels. Backend "cpu" runs it. The
+ * faster backends (backend.c's tables) live in files of their own, are
+ * checked against it (test_model, test_cuda), and take from here,
+ * through model_impl.h, their batch set-up, layer slices and the layers
+ * they do not change. Workspaces are sized for the batch once and
+ * reused. */
 #include "model/model_impl.h"
 
 #include <cblas.h>
