@@ -142,21 +142,45 @@ TARGET static void kernel(int kc, const float *a, const float *b, float *c, int 
         }
 }
 
-/* this thread's buffer, kept across calls */
-static _Thread_local struct {
+/* each thread's buffer, kept across its calls and freed when it exits:
+ * a thread-specific key, not a _Thread_local pointer, because a nested
+ * OpenMP team (a matmul inside generate.c's parallel region) is made of
+ * new threads each time, and their buffers would leak */
+typedef struct {
     void *p;
     size_t cap;
-} ws;
+} ws_t;
+
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+
+static void ws_free(void *v)
+{
+    ws_t *w = v;
+    free(w->p);
+    free(w);
+}
+
+static void ws_key_make(void)
+{
+    if (pthread_key_create(&ws_key, ws_free) != 0) abort();
+}
 
 void *model_gemm_ws(size_t bytes)
 {
-    if (ws.cap < bytes) {
-        free(ws.p);
-        ws.p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        ws.cap = ws.p ? bytes : 0;
-        if (!ws.p) abort();
+    pthread_once(&ws_once, ws_key_make);
+    ws_t *w = pthread_getspecific(ws_key);
+    if (!w) {
+        w = calloc(1, sizeof *w);
+        if (!w || pthread_setspecific(ws_key, w) != 0) abort();
     }
-    return ws.p;
+    if (w->cap < bytes) {
+        free(w->p);
+        w->p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        w->cap = w->p ? bytes : 0;
+        if (!w->p) abort();
+    }
+    return w->p;
 }
 
 void model_gemm_f32(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,

@@ -201,8 +201,9 @@ void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
 void model_gemm_f32(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                     float *C, int ldc);
 /* the calling thread's buffer for a gemm's packed operands, at least
- * bytes, 64-byte aligned, kept for its next call (gemm_f32.c and
- * gemm_bf16.c share it: neither calls the other) */
+ * bytes, 64-byte aligned, kept for its next call and freed when the
+ * thread exits (gemm_f32.c and gemm_bf16.c share it: neither calls the
+ * other) */
 void *model_gemm_ws(size_t bytes);
 /* the CPU has AVX-512 F and the OS saves its registers */
 bool model_avx512_available(void);
