@@ -11,7 +11,8 @@
 #     records (ZeroMQ's, the wire producer's sender) do not;
 #   - a hostile peer's forged rewards never reach a node's training batch;
 #   - a node run by hand survives a killed generator, and a killed learner
-#     resumes from its checkpoint with its round counter;
+#     resumes from its checkpoint with its round counter; its evaluator,
+#     started after round 0, scores round 0 first;
 #   - the swarm's stop ends a process that does not answer it.
 set -u
 cd "$(dirname "$0")/.."
@@ -138,6 +139,16 @@ start() { "$bin/$1" >> "$tmp/k0/$1$2.log" 2>&1 & pids+=($!); eval "pid_$1$2=$!";
 metric_rounds() { [ -f "$tmp/k0/metrics.jsonl" ] && wc -l < "$tmp/k0/metrics.jsonl" || echo 0; }
 wait_rounds() { for _ in $(seq 600); do [ "$(metric_rounds)" -ge "$1" ] && return 0; sleep 0.2; done; return 1; }
 start broker ""; start learner ""; start sampler ""; start verifier ""; start generator 1; start generator 2
+# an evaluator started after round 0 (the learner held still meanwhile)
+# scores round 0 first, from the learner's version 0
+wait_rounds 1
+kill -STOP "$pid_learner"
+"$bin/evaluate" 100 1 >> "$tmp/k0/evaluate.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do [ -s "$tmp/k0/eval.jsonl" ] && break; sleep 0.2; done
+kill -CONT "$pid_learner"
+check evaluator_late_scores_round_0 'grep -q "\"round\":0," <(head -1 "$tmp/k0/eval.jsonl") && grep -q "round 0 first" "$tmp/k0/evaluate.log" ||
+  { cat "$tmp/k0/evaluate.log"; false; }'
 wait_rounds 2
 kill -9 "$pid_generator1"; wait "$pid_generator1" 2> /dev/null
 check generator_killed_node_continues 'wait_rounds 5'

@@ -31,6 +31,7 @@
 #include <czmq.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "node/config.h"
 #include "node/heldout.h"
@@ -63,11 +64,31 @@ typedef struct {
     bool due_ready, last_loaded;
     rec_policy_t last; /* the last round's notice, when it came while another version was due */
     char last_checkpoint[4096];
+    bool from_zero; /* eval.jsonl was empty: round 0 is due first */
 } judge_t;
+
+static void judge_notice(judge_t *j, const rec_policy_t *pn);
+
+/* A judge that starts after the learner's round 0 (its first notice is
+ * a later round) scores round 0 first, from the learner's version 0
+ * while that is still on disk: a study's curves all start at round 0. */
+static void judge_round_zero(judge_t *j, const rec_policy_t *pn)
+{
+    j->from_zero = false;
+    char v0[4096];
+    snprintf(v0, sizeof v0, "%s/policy/v0", j->cfg->run);
+    struct stat st;
+    if (pn->round == 0 || stat(v0, &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    log_info("started at round %llu: round 0 first, from %s", (unsigned long long)pn->round, v0);
+    rec_policy_t z = *pn;
+    z.round = 0, z.policy_version = 0, z.checkpoint = v0;
+    judge_notice(j, &z);
+}
 
 static void judge_notice(judge_t *j, const rec_policy_t *pn)
 {
     char err[512];
+    if (j->from_zero) judge_round_zero(j, pn);
     bool last = j->cfg->rounds && pn->round >= (uint64_t)j->cfg->rounds;
     if (last && j->due_ready && !j->last_loaded && pn != &j->last) {
         /* the final version stays on disk: load it once the one due is scored */
@@ -316,7 +337,8 @@ int main(int argc, char **argv)
     if (!out) log_fatal("%s: cannot append", path);
     log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
 
-    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every};
+    fseek(out, 0, SEEK_END);
+    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .from_zero = ftell(out) == 0};
     policy_t *pol = NULL;
     uint64_t done = 0;
     while (!zsys_interrupted) {
