@@ -314,9 +314,9 @@ int main(int argc, char **argv)
     bool quick = bench_quick();
     int reps = quick ? 1 : 5, threads = omp_get_max_threads();
     char err[256];
-    printf("model: %d threads, OMP_WAIT_POLICY=%s, fp32 matmuls: %s, OpenBLAS %s kernels%s%s\n", threads,
-           getenv("OMP_WAIT_POLICY"), model_avx512_available() ? "sapo's AVX-512 kernel" : "no AVX-512",
-           openblas_get_corename(), model_avx512_available() ? " for the small ones" : "", quick ? " (quick)" : "");
+    printf("model: %d threads, OMP_WAIT_POLICY=%s, fp32 matmuls: %s%s kernels%s%s\n", threads,
+           getenv("OMP_WAIT_POLICY"), model_f32_own() ? "sapo's AVX-512 kernel, OpenBLAS's " : "OpenBLAS's ",
+           openblas_get_corename(), model_f32_own() ? " for the small ones" : "", quick ? " (quick)" : "");
 
     /* tiny default: a round of 8 questions x 8 completions */
     model_config_t c = model_config_tiny();

@@ -84,9 +84,9 @@ int main(int argc, char **argv)
            "%d completions, prompt %d, %d new tokens%s\n",
            model_num_params(m), threads, B, T, Q, L, P, NEW, quick ? " (quick)" : "");
     batch_t b = batch_new(B, T, m->cfg.V, 1);
-    printf("fp32 matmuls: %s, OpenBLAS %s kernels%s, OMP_WAIT_POLICY=%s\n",
-           model_avx512_available() ? "sapo's AVX-512 kernel" : "no AVX-512", openblas_get_corename(),
-           model_avx512_available() ? " for the small ones" : "", getenv("OMP_WAIT_POLICY"));
+    printf("fp32 matmuls: %s%s kernels%s, OMP_WAIT_POLICY=%s\n",
+           model_f32_own() ? "sapo's AVX-512 kernel, OpenBLAS's " : "OpenBLAS's ", openblas_get_corename(),
+           model_f32_own() ? " for the small ones" : "", getenv("OMP_WAIT_POLICY"));
     double train = train_step(m, &b, reps), train16 = 0;
     bool bf16 = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
     if (bf16) {

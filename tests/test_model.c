@@ -7,6 +7,7 @@
 #include "sampling/rng.h"
 #include "util/fastexp.h"
 
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <omp.h>
 #include <pthread.h>
@@ -1056,6 +1057,22 @@ static void test_gemm_f32(void)
     }
 }
 
+/* which fp32 kernel does model_gemm1's large products: sapo's where the
+ * CPU has AVX-512 and OpenBLAS's kernels are not its AVX-512 ones */
+static void test_f32_choice(void)
+{
+    EXPECT(model_f32_choose(true, "Haswell"));
+    EXPECT(model_f32_choose(true, "Zen"));
+    EXPECT(model_f32_choose(true, NULL));
+    EXPECT(!model_f32_choose(true, "SkylakeX"));
+    EXPECT(!model_f32_choose(true, "Cooperlake"));
+    EXPECT(!model_f32_choose(true, "SapphireRapids"));
+    EXPECT(!model_f32_choose(false, "Haswell"));
+    EXPECT(model_f32_own() == model_f32_choose(model_avx512_available(), openblas_get_corename()));
+    printf("(fp32 matmuls on this machine: %s, OpenBLAS core %s)\n", model_f32_own() ? "sapo's kernel" : "OpenBLAS",
+           openblas_get_corename());
+}
+
 /* a matmul on a thread that then exits: with model_gemm_ws's buffer
  * freed at the exit, LeakSanitizer (the test build) finds nothing; a
  * buffer kept per thread and never freed is what a nested OpenMP team
@@ -1064,7 +1081,7 @@ static void test_gemm_f32(void)
 static void *gemm_on_a_thread(void *arg)
 {
     float *A = arg, *C = malloc(sizeof(float) * 64 * 64);
-    model_gemm1(false, true, 64, 64, 64, A, 64, A, 64, 0.0f, C, 64);
+    if (model_avx512_available()) model_gemm_f32(false, true, 64, 64, 64, A, 64, A, 64, 0.0f, C, 64);
     if (model_bf16_kernel(NULL) != MODEL_BF16_NONE)
         model_gemm_bf16(false, true, 64, 64, 64, A, NULL, 64, A, NULL, 64, 0.0f, C, 64);
     free(C);
@@ -1073,6 +1090,7 @@ static void *gemm_on_a_thread(void *arg)
 
 static void test_gemm_ws_threads(void)
 {
+    if (!model_avx512_available()) SKIP_TEST("this CPU has no AVX-512: no gemm of ours keeps a buffer");
     float *A = calloc(64 * 64, sizeof(float));
     for (int t = 0; t < 8; t++) {
         pthread_t th;
@@ -1502,6 +1520,7 @@ int main(void)
     RUN_TEST(test_threads);
     RUN_TEST(test_gemm_few);
     RUN_TEST(test_gemm_f32);
+    RUN_TEST(test_f32_choice);
     RUN_TEST(test_gemm_ws_threads);
     RUN_TEST(test_gemm_packed);
     RUN_TEST(test_decode_kernels);

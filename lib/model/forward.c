@@ -1,12 +1,10 @@
 /* The fp32 reference: forward and backward of the whole model over a
  * right-padded (or packed) batch, as x_forward / x_backward pairs. Every
- * matmul is model_gemm's (gemm_f32.c's AVX-512 kernel or OpenBLAS's
- * sgemm) against weights in Hugging Face's (out, in) layout; the rest
- * are OpenMP loops over vec.c's row kernels. Backend "cpu" runs it. The
- * faster backends (backend.c's tables) live in files of their own, are
- * checked against it (test_model, test_cuda), and take from here,
- * through model_impl.h, their batch set-up, layer slices and the layers
- * they do not change. Workspaces are sized for the batch once and
+ * matmul is model_gemm's (OpenBLAS's sgemm, or gemm_f32.c's AVX-512
+ * kernel where OpenBLAS's own do not use the CPU's AVX-512) against weights in Hugging Face's (out, in) layout; the
+ * rest are OpenMP loops over vec.c's row kernels. Backend "cpu" runs it. The faster backends (backend.c's tables) live
+ * in files of their own, are checked against it (test_model, test_cuda), and take from here, through model_impl.h,
+ * their batch set-up, layer slices and the layers they do not change. Workspaces are sized for the batch once and
  * reused. */
 #include "model/model_impl.h"
 
@@ -23,7 +21,7 @@
 void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc)
 {
-    if ((double)M * N * K >= MODEL_F32_MIN && model_avx512_available()) {
+    if ((double)M * N * K >= MODEL_F32_MIN && model_f32_own()) {
         model_gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }

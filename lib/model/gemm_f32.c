@@ -1,10 +1,12 @@
 /* C (M, N) = op(A) op(B) + beta C in fp32 on the calling thread, by
  * AVX-512 fused multiply-adds: the large matmuls of backend cpu where the
- * CPU has AVX-512 (model_gemm1 chooses). OpenBLAS does the rest, and all
- * of it elsewhere. Ours because OpenBLAS's kernel is chosen at run time
- * by its own detection or by OPENBLAS_CORETYPE, and a machine that names
- * an AVX2 core there (Haswell) runs sgemm at half the vector width its
- * CPU has; this kernel always uses the full width.
+ * CPU has AVX-512 and OpenBLAS's kernels do not use it (model_gemm1
+ * chooses). OpenBLAS does the rest. OpenBLAS chooses its kernels at run
+ * time, by its own detection or by OPENBLAS_CORETYPE, and a machine that
+ * names an AVX2 core there (Haswell), or a CPU this OpenBLAS does not
+ * know, runs sgemm at half the vector width the CPU has. Where OpenBLAS
+ * runs its AVX-512 kernels they stay: on an AMD Zen 5 this one reached
+ * 0.83 to 0.95 of their speed (docs/benchmarks.md).
  *
  * The blocking is Goto's: the columns of op(B) go in panels whose packed
  * chunk of depth stays in L2; for each 12 rows of op(A), their slice of
@@ -19,6 +21,7 @@
 #include "model/model_impl.h"
 #include "model/simd_transpose.h"
 
+#include <cblas.h>
 #include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
@@ -53,6 +56,26 @@ bool model_avx512_available(void)
 {
     pthread_once(&f32_once, f32_probe);
     return f32_ok == 1;
+}
+
+bool model_f32_choose(bool avx512, const char *openblas_core)
+{
+    static const char *const wide[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    if (!avx512) return false;
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+        if (openblas_core && strcmp(openblas_core, wide[i]) == 0) return false;
+    return true;
+}
+
+static int own = -1;
+static pthread_once_t own_once = PTHREAD_ONCE_INIT;
+
+static void own_choose(void) { own = model_f32_choose(model_avx512_available(), openblas_get_corename()); }
+
+bool model_f32_own(void)
+{
+    pthread_once(&own_once, own_choose);
+    return own == 1;
 }
 
 static inline __mmask16 mask16(int n) { return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }

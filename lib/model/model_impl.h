@@ -191,8 +191,8 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
 /* C (M, N) = op(A) op(B) + beta C over the OpenMP threads */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                 float *C, int ldc);
-/* the same on the calling thread alone: model_gemm_f32 where the CPU
- * has AVX-512 and the product is large, else one OpenBLAS call */
+/* the same on the calling thread alone: model_gemm_f32 where
+ * model_f32_own() and the product is large, else one OpenBLAS call */
 void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc);
 /* gemm_f32.c: model_gemm1's product by AVX-512 fused multiply-adds, on
@@ -207,6 +207,13 @@ void model_gemm_f32(bool ta, bool tb, int M, int N, int K, const float *A, int l
 void *model_gemm_ws(size_t bytes);
 /* the CPU has AVX-512 F and the OS saves its registers */
 bool model_avx512_available(void);
+/* whether model_gemm1 takes model_gemm_f32 for its large products:
+ * model_f32_choose(model_avx512_available(), openblas_get_corename()),
+ * once */
+bool model_f32_own(void);
+/* the CPU has AVX-512 (avx512) and OpenBLAS's kernels (its core name)
+ * are not among its AVX-512 ones */
+bool model_f32_choose(bool avx512, const char *openblas_core);
 /* from this many multiply-adds on, model_gemm1 takes model_gemm_f32 */
 #define MODEL_F32_MIN (1 << 15)
 /* out (N, OUT) = inp (N, IN) w^T (+ bias), or += where acc */
