@@ -26,12 +26,12 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define TARGET __attribute__((target("avx512f")))
 
 #define MR 12 /* rows of C a kernel call computes */
+#define MR_MASK ((__mmask16)((1u << MR) - 1))
 #define NR 32 /* columns: two vectors */
 /* a packed chunk of B's panel takes at most this many bytes (L2 is 1 MiB
  * a core on the AMD Zen 5 it was measured on, 2 MiB on Intel's) */
@@ -95,7 +95,7 @@ TARGET static void pack_a(bool ta, const float *A, int lda, int M, int m0, int k
         __mmask16 mk = mask16(rows);
         for (int k = 0; k < kc; k++) {
             __m512 v = _mm512_maskz_loadu_ps(mk, A + (size_t)(k0 + k) * lda + m0);
-            _mm512_mask_storeu_ps(ap + (size_t)k * MR, 0x0fff, v);
+            _mm512_mask_storeu_ps(ap + (size_t)k * MR, MR_MASK, v);
         }
         return;
     }
@@ -106,7 +106,7 @@ TARGET static void pack_a(bool ta, const float *A, int lda, int M, int m0, int k
         for (int i = 0; i < 16; i++)
             r[i] = i < rows ? _mm512_maskz_loadu_ps(mk, A + (size_t)(m0 + i) * lda + k0 + k) : _mm512_setzero_ps();
         simd_transpose16((__m512i *)r);
-        for (int j = 0; j < 16 && k + j < kc; j++) _mm512_mask_storeu_ps(ap + (size_t)(k + j) * MR, 0x0fff, r[j]);
+        for (int j = 0; j < 16 && k + j < kc; j++) _mm512_mask_storeu_ps(ap + (size_t)(k + j) * MR, MR_MASK, r[j]);
     }
 }
 
@@ -163,47 +163,6 @@ TARGET static void kernel(int kc, const float *a, const float *b, float *c, int 
             _mm512_mask_storeu_ps(ci, k0, acc[i][0]);
             _mm512_mask_storeu_ps(ci + 16, k1, acc[i][1]);
         }
-}
-
-/* each thread's buffer, kept across its calls and freed when it exits:
- * a thread-specific key, not a _Thread_local pointer, because a nested
- * OpenMP team (a matmul inside generate.c's parallel region) is made of
- * new threads each time, and their buffers would leak */
-typedef struct {
-    void *p;
-    size_t cap;
-} ws_t;
-
-static pthread_key_t ws_key;
-static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
-
-static void ws_free(void *v)
-{
-    ws_t *w = v;
-    free(w->p);
-    free(w);
-}
-
-static void ws_key_make(void)
-{
-    if (pthread_key_create(&ws_key, ws_free) != 0) abort();
-}
-
-void *model_gemm_ws(size_t bytes)
-{
-    pthread_once(&ws_once, ws_key_make);
-    ws_t *w = pthread_getspecific(ws_key);
-    if (!w) {
-        w = calloc(1, sizeof *w);
-        if (!w || pthread_setspecific(ws_key, w) != 0) abort();
-    }
-    if (w->cap < bytes) {
-        free(w->p);
-        w->p = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        w->cap = w->p ? bytes : 0;
-        if (!w->p) abort();
-    }
-    return w->p;
 }
 
 void model_gemm_f32(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
