@@ -21,7 +21,7 @@
 void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc)
 {
-    if ((double)M * N * K >= MODEL_F32_MIN && model_f32_own()) {
+    if (M >= MODEL_F32_MIN_ROWS && (double)M * N * K >= MODEL_F32_MIN && model_f32_own()) {
         model_gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }

@@ -407,45 +407,60 @@ typedef struct {
     int *lengths;
 } gen_out_t;
 
+/* one thread's part of decode (id of nt; nt 1: every row): sampling and
+ * stepping its share of the live rows, token by token; *nlive is the
+ * team's. Its barrier and single bind to the caller's parallel region,
+ * or to this thread alone outside one */
+static void decode_part(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const model_gen_params_t *gp,
+                        const float *u, int *live, int *nlive, unsigned char *scratch, size_t sbytes, gen_out_t o,
+                        int id, int nt)
+{
+    const model_config_t *c = &m->cfg;
+    int M = gp->max_new, lo, hi;
+    for (int t = 0; *nlive > 0; t++) {
+        model_share(*nlive, id, nt, &lo, &hi);
+#pragma omp parallel for if (nt == 1 && (size_t)*nlive * c->V >= 4 * MODEL_PAR_MIN)
+        for (int i = lo; i < hi; i++) {
+            int s = live[i];
+            float lp;
+            /* one of the two thread numbers is 0: the outer team's or the inner one's */
+            unsigned char *sc = scratch + sbytes * (id + omp_get_thread_num());
+            int tok = sample_token(ws->logits + (size_t)i * c->V, c->V, &gp->sample, u[(size_t)s * M + t], sc, &lp);
+            o.tokens[(size_t)s * M + t] = tok;
+            o.logp[(size_t)s * M + t] = lp;
+            o.lengths[s] = t + 1;
+        }
+#pragma omp barrier
+#pragma omp single
+        *nlive = next_rows(c, ws, gp, live, *nlive, t, M, o.tokens);
+        model_share(*nlive, id, nt, &lo, &hi);
+        if (lo < hi) step(m, ws, pk, lo, hi - lo, hi - lo, NULL);
+    }
+}
+
 /* Samples every slot token by token from the prefilled logits, with the
  * uniforms u (S, M), until each is done. With packed weights each thread
  * runs its share of the live rows through the whole model, and the
  * threads meet twice a token: after sampling, and after one of them has
- * gathered the next rows. Without, one thread steps every row and each
- * kernel splits its own work. live: scratch for S ints; scratch: sbytes
- * of sampling scratch per thread */
+ * gathered the next rows. Without, this thread steps every row and each
+ * kernel splits its own work among the threads: outside any parallel
+ * region, so that its teams come from the pool (inside one, even an
+ * inactive one, libgomp makes each nested team of new threads). live:
+ * scratch for S ints; scratch: sbytes of sampling scratch per thread */
 static void decode(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const model_gen_params_t *gp, const float *u,
                    int *live, unsigned char *scratch, size_t sbytes, gen_out_t o)
 {
-    const model_config_t *c = &m->cfg;
-    int M = gp->max_new, nlive = ws->S;
+    int nlive = ws->S;
     for (int s = 0; s < ws->S; s++) {
         live[s] = s;
         o.lengths[s] = 0;
     }
-#pragma omp parallel if (pk)
-    {
-        int id = omp_get_thread_num(), nt = omp_get_num_threads(), lo, hi;
-        for (int t = 0; nlive > 0; t++) {
-            model_share(nlive, id, nt, &lo, &hi);
-#pragma omp parallel for if (nt == 1 && (size_t)nlive * c->V >= 4 * MODEL_PAR_MIN)
-            for (int i = lo; i < hi; i++) {
-                int s = live[i];
-                float lp;
-                /* one of the two thread numbers is 0: the outer team's or the inner one's */
-                unsigned char *sc = scratch + sbytes * (id + omp_get_thread_num());
-                int tok = sample_token(ws->logits + (size_t)i * c->V, c->V, &gp->sample, u[(size_t)s * M + t], sc, &lp);
-                o.tokens[(size_t)s * M + t] = tok;
-                o.logp[(size_t)s * M + t] = lp;
-                o.lengths[s] = t + 1;
-            }
-#pragma omp barrier
-#pragma omp single
-            nlive = next_rows(c, ws, gp, live, nlive, t, M, o.tokens);
-            model_share(nlive, id, nt, &lo, &hi);
-            if (lo < hi) step(m, ws, pk, lo, hi - lo, hi - lo, NULL);
-        }
+    if (!pk) {
+        decode_part(m, ws, pk, gp, u, live, &nlive, scratch, sbytes, o, 0, 1);
+        return;
     }
+#pragma omp parallel
+    decode_part(m, ws, pk, gp, u, live, &nlive, scratch, sbytes, o, omp_get_thread_num(), omp_get_num_threads());
 }
 
 int model_cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,

@@ -214,8 +214,11 @@ bool model_f32_own(void);
 /* the CPU has AVX-512 (avx512) and OpenBLAS's kernels (its core name)
  * are not among its AVX-512 ones */
 bool model_f32_choose(bool avx512, const char *openblas_core);
-/* from this many multiply-adds on, model_gemm1 takes model_gemm_f32 */
+/* from this many multiply-adds and rows on, model_gemm1 takes
+ * model_gemm_f32: it packs all of op(B) each call, which a few rows (a
+ * decode step's) do not repay */
 #define MODEL_F32_MIN (1 << 15)
+#define MODEL_F32_MIN_ROWS 64
 /* out (N, OUT) = inp (N, IN) w^T (+ bias), or += where acc */
 void model_linear(float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
 /* out (N, OUT) += bias (OUT) on every row */
