@@ -33,12 +33,12 @@ static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t 
     char dir[PATH_MAX], old[PATH_MAX], err[512];
     snprintf(dir, sizeof dir, "%s/policy", cfg->run);
     if (fs_mkdirs(dir) != 0) log_fatal("%s: cannot create", dir);
-    snprintf(dir, sizeof dir, "%s/policy/v%llu", cfg->run, (unsigned long long)st->policy_version);
+    policy_version_dir(cfg->run, st->policy_version, dir, sizeof dir);
     if (policy_save(pol, dir, err, sizeof err) != 0)
         log_fatal("policy version %llu: %s", (unsigned long long)st->policy_version, err);
     if (st->policy_version >= 4) {
         /* generators load a version within moments of its notice */
-        snprintf(old, sizeof old, "%s/policy/v%llu", cfg->run, (unsigned long long)st->policy_version - 4);
+        policy_version_dir(cfg->run, st->policy_version - 4, old, sizeof old);
         fs_rm_tree(old);
     }
     rec_policy_t n = {.node = cfg->node,

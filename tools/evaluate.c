@@ -76,7 +76,7 @@ static void judge_round_zero(judge_t *j, const rec_policy_t *pn)
 {
     j->from_zero = false;
     char v0[4096];
-    snprintf(v0, sizeof v0, "%s/policy/v0", j->cfg->run);
+    policy_version_dir(j->cfg->run, 0, v0, sizeof v0);
     struct stat st;
     if (pn->round == 0 || stat(v0, &st) != 0 || !S_ISDIR(st.st_mode)) return;
     log_info("started at round %llu: round 0 first, from %s", (unsigned long long)pn->round, v0);

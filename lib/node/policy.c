@@ -319,6 +319,11 @@ static int gguf_tokenizer_dir(const policy_t *self, const char *dir, char *tokdi
     return 0;
 }
 
+void policy_version_dir(const char *run, uint64_t version, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s/policy/v%llu", run, (unsigned long long)version);
+}
+
 int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
 {
     char tmp[PATH_MAX + 8], path[2 * PATH_MAX], target[2 * PATH_MAX], tokdir[PATH_MAX];

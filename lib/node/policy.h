@@ -69,6 +69,10 @@ int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen);
  * "tokenizer-<the GGUF file's name>" beside dir. 0 or -1 with err. */
 int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen);
 
+/* The folder of a node's policy version v, where its learner saves it
+ * and announces it: <run>/policy/v<v> */
+void policy_version_dir(const char *run, uint64_t version, char *out, size_t outlen);
+
 /* The prompt text for a question (malloc'ed). */
 char *policy_prompt(const policy_t *self, const char *question);
 
