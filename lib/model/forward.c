@@ -1,11 +1,13 @@
 /* The fp32 reference: forward and backward of the whole model over a
  * right-padded (or packed) batch, as x_forward / x_backward pairs. Every
  * matmul is model_gemm's (OpenBLAS's sgemm, or gemm_f32.c's AVX-512
- * kernel where OpenBLAS's own do not use the CPU's AVX-512) against weights in Hugging Face's (out, in) layout; the
- * rest are OpenMP loops over vec.c's row kernels. Backend "cpu" runs it. The faster backends (backend.c's tables) live
- * in files of their own, are checked against it (test_model, test_cuda), and take from here, through model_impl.h,
- * their batch set-up, layer slices and the layers they do not change. Workspaces are sized for the batch once and
- * reused. */
+ * kernel where OpenBLAS's own do not use the CPU's AVX-512) against
+ * weights in Hugging Face's (out, in) layout; the rest are OpenMP loops
+ * over vec.c's row kernels. Backend "cpu" runs it. The faster backends
+ * (backend.c's tables) live in files of their own, are checked against
+ * it (test_model, test_cuda), and take from here, through model_impl.h,
+ * their batch set-up, layer slices and the layers they do not change.
+ * Workspaces are sized for the batch once and reused. */
 #include "model/model_impl.h"
 
 #include <cblas.h>
@@ -32,8 +34,9 @@ void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda,
 /* C (M, N) = A B + beta C, row-major, split into one block of rows (or,
  * for few rows, of columns) per OpenMP thread, each a one-thread
  * model_gemm1: one thread pool does all the work, so idle OpenMP threads
- * never spin against OpenBLAS's own. A few rows against transposed weights (a
- * decode step) go to model_gemm_few, which does not repack the weights. */
+ * never spin against OpenBLAS's own. A few rows against transposed
+ * weights (a decode step) go to model_gemm_few, which does not repack
+ * the weights. */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                 float *C, int ldc)
 {

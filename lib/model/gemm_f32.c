@@ -61,9 +61,9 @@ bool model_avx512_available(void)
 bool model_f32_choose(bool avx512, const char *openblas_core)
 {
     static const char *const wide[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
-    if (!avx512) return false;
+    if (!avx512 || !openblas_core) return avx512;
     for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
-        if (openblas_core && strcmp(openblas_core, wide[i]) == 0) return false;
+        if (strcmp(openblas_core, wide[i]) == 0) return false;
     return true;
 }
 
