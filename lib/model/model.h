@@ -98,6 +98,8 @@ const model_config_t *model_config(const model_t *self);
 float *model_params(model_t *self);
 float *model_grads(model_t *self);
 size_t model_num_params(const model_t *self);
+/* gradients to zero: the host's, or on a device the device's (the host
+ * mirror keeps what model_sync_host last brought) */
 void model_zero_grad(model_t *self);
 
 /* Forward pass over B right-padded sequences of length T. tokens (B, T);
