@@ -386,6 +386,32 @@ static void pair_close(pair_t *p)
     free(p->dlogp);
 }
 
+/* the largest log-prob gap that rounding the CPU copy's weights to bf16
+ * alone makes against its fp32 log-probs pc: the scale of what the GPU's
+ * bf16 matmuls may do on this model (on qwen2_sharded it is 0.06 to 0.09,
+ * above a fixed 5e-2) */
+static double weight_rounding_gap(pair_t *p, float temp, const float *pc)
+{
+    model_t *m = p->cpu;
+    size_t n = m->n_params;
+    float *keep = malloc(n * sizeof(float)), *pr = malloc(p->N * sizeof(float));
+    uint16_t *h = malloc(n * sizeof(uint16_t));
+    memcpy(keep, m->params, n * sizeof(float));
+    model_bf16_round(h, m->params, n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)h[i] << 16;
+        memcpy(&m->params[i], &u, sizeof u);
+    }
+    double worst = 0;
+    if (model_forward(m, p->tokens, p->targets, p->B, p->T, temp, pr, NULL) == 0)
+        for (int i = 0; i < p->N; i++) worst = fmax(worst, fabs((double)pr[i] - pc[i]));
+    memcpy(m->params, keep, n * sizeof(float));
+    free(keep);
+    free(pr);
+    free(h);
+    return worst;
+}
+
 static void check_forward_backward(pair_t p)
 {
     const char *name = p.name;
@@ -399,7 +425,10 @@ static void check_forward_backward(pair_t p)
         double rl = rel_l2(lg, lc, NV), worst = 0;
         for (int i = 0; i < p.N; i++) worst = fmax(worst, fabs((double)pg[i] - pc[i]));
         EXPECTF(rl < 2e-2, "%s: logits rel L2 %.3g", name, rl);
-        EXPECTF(worst < 5e-2, "%s: log-prob off by %.3g", name, worst);
+        double rounding = weight_rounding_gap(&p, temps[k], pc), bound = fmax(5e-2, 1.5 * rounding);
+        printf("  %s, temperature %.1f: log-probs off by %.3g (bf16 weights alone, on the CPU: %.3g)\n", name, temps[k],
+               worst, rounding);
+        EXPECTF(worst < bound, "%s: log-prob off by %.3g, above %.3g", name, worst, bound);
         /* without logits the lm_head runs in chunks: the same log-probs */
         float *pg2 = malloc(p.N * sizeof(float));
         EXPECT(model_forward(p.gpu, p.tokens, p.targets, p.B, p.T, temps[k], pg2, NULL) == 0);
