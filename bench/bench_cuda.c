@@ -1,11 +1,12 @@
 /* The CUDA backend on a Qwen2.5-0.5B-shaped model with random weights (none
  * can be downloaded): training step tokens/s and MFU against the GPU's
- * dense bf16 peak, generation tokens/s for 8 prompts x 8 completions
- * against transformers generate on the same GPU (bench/peer_cuda.py, bf16;
- * left out when the venv or its CUDA is absent), device memory held, and
- * the memory of training at B 8 x T 1,024 against what cuda_train_bytes
- * computes (docs/cuda.md). Without a GPU it prints one SKIP line and
- * exits 0. */
+ * dense bf16 peak, both beside PyTorch's step on the same GPU (fp32
+ * weights, bf16 autocast, fused AdamW); generation tokens/s for 8 prompts
+ * x 8 completions against transformers generate (bf16); device memory
+ * held; and the memory of training at B 8 x T 1,024 against what
+ * cuda_train_bytes computes (docs/cuda.md). The peers run from
+ * bench/peer_cuda.py under .venv/bin/python and are left out where it or
+ * its CUDA is absent. Without a GPU it prints one SKIP line and exits 0. */
 #include "bench.h"
 #include "model/model_impl.h"
 #include "model_steps.h"
@@ -86,18 +87,17 @@ static double train_step_opt(model_t *m, int B, int T, int reps)
     return bench_median(t, reps);
 }
 
-static int peer(const char *dir, int Q, int L, int P, int M, int reps, double *gen, double *mem)
+/* runs bench/peer_cuda.py on the saved checkpoint with ARGS and reads its
+ * line, "WHAT RATE mem BYTES"; -1 when the venv or its CUDA is absent */
+static int peer(const char *dir, const char *what, const char *args, double *rate, double *mem)
 {
     if (access(".venv/bin/python", X_OK)) return -1;
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             ".venv/bin/python bench/peer_cuda.py %s --prompts %d --completions %d --prompt-len %d --new %d "
-             "--reps %d 2>/dev/null",
-             dir, Q, L, P, M, reps);
+    char cmd[1024], got[16];
+    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_cuda.py %s %s 2>/dev/null", dir, args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
-    int n = fscanf(p, "gen %lf mem %lf", gen, mem);
-    return pclose(p) == 0 && n == 2 ? 0 : -1;
+    int n = fscanf(p, "%15s %lf mem %lf", got, rate, mem);
+    return pclose(p) == 0 && n == 3 && strcmp(got, what) == 0 ? 0 : -1;
 }
 
 int main(void)
@@ -131,24 +131,29 @@ int main(void)
            quick ? " (quick)" : "");
     int B = quick ? 2 : 8, T = quick ? 128 : 512;
     double ts = train_step_opt(m, B, T, reps);
-    double tps = B * T / ts, peak = peak_flops(name);
-    bench_line("cuda_train_tokens_per_s", tps, "tok/s", NULL, 0, NULL);
-    if (peak > 0) bench_line("cuda_train_mfu", 100.0 * step_flops(&c, B, T) / ts / peak, "%", NULL, 0, NULL);
-    bench_line("cuda_train_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
+    double tps = B * T / ts, peak = peak_flops(name), train_mem = cuda_model_memory_peak(m->cuda) / 1073741824.0;
 
     int Q = quick ? 2 : 8, L = 8, P = 64, M = quick ? 32 : 128;
     double tg = generate(m, Q, P, L, M, true, reps), gen = (double)Q * L * M / tg;
-    char dir[] = "/tmp/sapo-bench-cuda-XXXXXX";
-    double pgen = 0, pmem = 0;
-    int have_peer = mkdtemp(dir) && model_sync_host(m) == 0 && model_save(m, dir, true, err, sizeof err) == 0 &&
-                    peer(dir, Q, L, P, M, reps, &pgen, &pmem) == 0;
+    char dir[] = "/tmp/sapo-bench-cuda-XXXXXX", args[256];
+    int saved = mkdtemp(dir) && model_sync_host(m) == 0 && model_save(m, dir, true, err, sizeof err) == 0;
+    double ptrain = 0, pgen = 0, pmem = 0, pmem_train = 0;
+    snprintf(args, sizeof args, "--train --batch %d --seq %d --reps %d", B, T, reps);
+    int have_train = saved && peer(dir, "train", args, &ptrain, &pmem_train) == 0;
+    snprintf(args, sizeof args, "--prompts %d --completions %d --prompt-len %d --new %d --reps %d", Q, L, P, M, reps);
+    int have_gen = saved && peer(dir, "gen", args, &pgen, &pmem) == 0;
+    const char *torch = have_train ? "PyTorch bf16 autocast, fused AdamW" : NULL;
+    bench_line("cuda_train_tokens_per_s", tps, "tok/s", torch, ptrain, "tok/s");
+    if (peak > 0)
+        bench_line("cuda_train_mfu", 100.0 * step_flops(&c, B, T) / ts / peak, "%", torch,
+                   100.0 * step_flops(&c, B, T) * ptrain / (B * T) / peak, "%");
+    /* the model's own peak after training, against PyTorch's allocations */
+    bench_line("cuda_train_memory", train_mem, "GiB", torch, pmem_train / 1073741824.0, "GiB");
     char gname[64];
     snprintf(gname, sizeof gname, "cuda_generate_%dx%d", Q, L);
-    if (have_peer) bench_line(gname, gen, "tok/s", "transformers bf16", pgen, "tok/s");
-    else bench_line(gname, gen, "tok/s", NULL, 0, NULL);
-    /* the model's own peak (training's included), against the peer's */
-    bench_line("cuda_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB",
-               have_peer ? "transformers peak allocated" : NULL, pmem / 1073741824.0, "GiB");
+    bench_line(gname, gen, "tok/s", have_gen ? "transformers bf16" : NULL, pgen, "tok/s");
+    /* generation's workspace comes and goes: the peak is training's or its */
+    bench_line("cuda_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) fprintf(stderr, "bench_cuda: could not remove %s\n", dir);
