@@ -8,6 +8,9 @@
 #   scripts/gpu_check.sh
 #   JOBS=8 scripts/gpu_check.sh            make's parallelism (default: nproc)
 #   SANITIZER_TESTS="test_generate" ...    the tests the sanitizers run (default: all)
+#   STEP_TIMEOUT=120 ...                   seconds a step may take (default: no limit)
+#   GPU_CHECK_LOGS=DIR ...                 where the steps' logs go (default: a new folder)
+#   SAPO_GPU_PREBUILT=1 ...                use the programs in place (scripts/gpu_bundle.sh)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
@@ -29,7 +32,8 @@ for c in "$cuda_home/bin/compute-sanitizer" "$cuda_home/compute-sanitizer/comput
 done
 
 jobs=${JOBS:-$(nproc)}
-logs=$(mktemp -d /tmp/sapo-gpu-check-XXXXXX)
+logs=${GPU_CHECK_LOGS:-$(mktemp -d /tmp/sapo-gpu-check-XXXXXX)}
+mkdir -p "$logs"
 failed=()
 
 # step NAME COMMAND...: runs it with its output kept in $logs/NAME.log; a
@@ -38,10 +42,11 @@ step() {
   local name=$1
   shift
   echo "== $name: $*"
-  "$@" 2>&1 | tee "$logs/$name.log"
+  timeout "${STEP_TIMEOUT:-0}" "$@" 2>&1 | tee "$logs/$name.log"
   local rc=${PIPESTATUS[0]}
   local why=""
-  if [ "$rc" -ne 0 ]; then why="exit status $rc"; fi
+  if [ "$rc" -eq 124 ]; then why="over ${STEP_TIMEOUT}s"
+  elif [ "$rc" -ne 0 ]; then why="exit status $rc"; fi
   if grep -q '^FAIL ' "$logs/$name.log"; then why="${why:+$why, }a test failed"; fi
   if grep -q '^SKIP ' "$logs/$name.log"; then why="${why:+$why, }skipped with a GPU present"; fi
   if [ -n "$why" ]; then
@@ -52,7 +57,9 @@ step() {
   fi
 }
 
-if ! make -j"$jobs" MODE=release build/release/tests/test_cuda build/release/bench/bench_cuda ||
+if [ -n "${SAPO_GPU_PREBUILT:-}" ]; then
+  echo "gpu_check: the programs in place, built elsewhere (scripts/gpu_bundle.sh)"
+elif ! make -j"$jobs" MODE=release build/release/tests/test_cuda build/release/bench/bench_cuda ||
    ! make -j"$jobs" MODE=asan build/asan/tests/test_cuda; then
   echo "FAIL gpu_check: the build failed"
   exit 1
@@ -66,8 +73,20 @@ step asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppress
 if [ -n "$sanitizer" ]; then
   step memcheck "$sanitizer" --tool memcheck --leak-check full --error-exitcode 1 \
     build/release/tests/test_cuda ${only[@]+"${only[@]}"}
-  step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 \
-    build/release/tests/test_cuda ${only[@]+"${only[@]}"}
+  step racecheck "$sanitizer" --tool racecheck build/release/tests/test_cuda ${only[@]+"${only[@]}"}
+  # racecheck reports hazards inside cuBLAS's own Hopper kernels (nvjet_*,
+  # seen on an H200: their asynchronous copies are outside what it models);
+  # a hazard in one of sapo's kernels (every one is named *_kernel) fails
+  if [ -f "$logs/racecheck.log" ]; then
+    ours=$(grep -cE 'access at [A-Za-z0-9_]+_kernel' "$logs/racecheck.log" || true)
+    all=$(grep -c 'Race reported' "$logs/racecheck.log" || true)
+    if [ "$ours" -gt 0 ]; then
+      echo "FAIL racecheck: $ours hazard lines name sapo's kernels"
+      failed+=(racecheck-sapo)
+    else
+      echo "racecheck: $all hazard reports, none in sapo's kernels"
+    fi
+  fi
 else
   echo "FAIL compute-sanitizer: not found on the PATH or under $cuda_home (the CUDA toolkit's cuda-sanitizer package)"
   failed+=(compute-sanitizer)
