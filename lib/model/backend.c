@@ -51,6 +51,11 @@ static int cuda_forward(model_t *m, const int *tokens, const int *targets, const
 
 static void cuda_backward(model_t *m, const float *dlogp) { cuda_model_backward(m->cuda, dlogp); }
 
+/* the device's gradients alone: the host's are a mirror that
+ * model_sync_host fills, and clearing them too (2 GB at the Qwen 0.5B)
+ * took two thirds of a training step on an H200 */
+static void cuda_zero_grad(model_t *m) { cuda_model_zero_grad(m->cuda); }
+
 static int cuda_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
                          int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
 {
@@ -69,6 +74,7 @@ static const model_backend_t cuda = {
     .forward = cuda_forward,
     .backward = cuda_backward,
     .generate = cuda_generate,
+    .zero_grad = cuda_zero_grad,
     .step = cuda_step,
     .sync_host = cuda_sync_host,
     .sync_device = cuda_sync_device,
@@ -160,6 +166,13 @@ int model_sync_device(model_t *self)
 {
     const model_backend_t *b = model_backend(self);
     return b->sync_device ? b->sync_device(self) : 0;
+}
+
+void model_zero_grad(model_t *self)
+{
+    const model_backend_t *b = model_backend(self);
+    if (b->zero_grad) b->zero_grad(self);
+    else memset(self->grads, 0, self->n_params * sizeof(float));
 }
 
 int model_optimizer_step(model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm)

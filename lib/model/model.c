@@ -115,20 +115,6 @@ float *model_params(model_t *self) { return self->params; }
 float *model_grads(model_t *self) { return self->grads; }
 size_t model_num_params(const model_t *self) { return self->n_params; }
 
-/* on a device only the device's gradients: the host's are a mirror that
- * model_sync_host fills, and clearing them (2 GB at the Qwen 0.5B) took
- * two thirds of a training step on an H200 */
-void model_zero_grad(model_t *self)
-{
-#ifdef SAPO_HAVE_CUDA
-    if (self->cuda) {
-        cuda_model_zero_grad(self->cuda);
-        return;
-    }
-#endif
-    memset(self->grads, 0, self->n_params * sizeof(float));
-}
-
 int model_rope_ensure(model_t *m, int T)
 {
     if (T <= m->rope_cap) return 0;

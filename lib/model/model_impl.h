@@ -115,8 +115,9 @@ typedef struct {
     void (*backward)(model_t *m, const float *dlogp);
     int (*generate)(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q, int L,
                     const model_gen_params_t *gp, int *tokens, float *logp, int *lengths);
-    /* model.h's optimizer step and syncs where they leave the host
-     * (NULL: the host arrays are the model's own) */
+    /* model.h's gradient clearing, optimizer step and syncs where they
+     * leave the host (NULL: the host arrays are the model's own) */
+    void (*zero_grad)(model_t *m);
     int (*step)(model_t *m, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm);
     int (*sync_host)(model_t *m);
     int (*sync_device)(model_t *m);
