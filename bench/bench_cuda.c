@@ -88,15 +88,18 @@ static double train_step_opt(model_t *m, int B, int T, int reps)
 }
 
 /* runs bench/peer_cuda.py on the saved checkpoint with ARGS and reads its
- * line, "WHAT RATE mem BYTES"; -1 when the venv or its CUDA is absent */
+ * line, "WHAT RATE mem BYTES" (mem NULL: the bytes not wanted); -1 when
+ * the venv or its CUDA is absent */
 static int peer(const char *dir, const char *what, const char *args, double *rate, double *mem)
 {
     if (access(".venv/bin/python", X_OK)) return -1;
     char cmd[1024], got[16];
+    double bytes;
     snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_cuda.py %s %s 2>/dev/null", dir, args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
-    int n = fscanf(p, "%15s %lf mem %lf", got, rate, mem);
+    int n = fscanf(p, "%15s %lf mem %lf", got, rate, &bytes);
+    if (mem) *mem = bytes;
     return pclose(p) == 0 && n == 3 && strcmp(got, what) == 0 ? 0 : -1;
 }
 
@@ -137,11 +140,11 @@ int main(void)
     double tg = generate(m, Q, P, L, M, true, reps), gen = (double)Q * L * M / tg;
     char dir[] = "/tmp/sapo-bench-cuda-XXXXXX", args[256];
     int saved = mkdtemp(dir) && model_sync_host(m) == 0 && model_save(m, dir, true, err, sizeof err) == 0;
-    double ptrain = 0, pgen = 0, pmem = 0, pmem_train = 0;
+    double ptrain = 0, pgen = 0, pmem_train = 0;
     snprintf(args, sizeof args, "--train --batch %d --seq %d --reps %d", B, T, reps);
     int have_train = saved && peer(dir, "train", args, &ptrain, &pmem_train) == 0;
     snprintf(args, sizeof args, "--prompts %d --completions %d --prompt-len %d --new %d --reps %d", Q, L, P, M, reps);
-    int have_gen = saved && peer(dir, "gen", args, &pgen, &pmem) == 0;
+    int have_gen = saved && peer(dir, "gen", args, &pgen, NULL) == 0;
     const char *torch = have_train ? "PyTorch bf16 autocast, fused AdamW" : NULL;
     bench_line("cuda_train_tokens_per_s", tps, "tok/s", torch, ptrain, "tok/s");
     if (peak > 0)
