@@ -94,7 +94,7 @@ static int peer(const char *dir, const char *what, const char *args, double *rat
 {
     if (access(".venv/bin/python", X_OK)) return -1;
     char cmd[1024], got[16];
-    double bytes;
+    double bytes = 0;
     snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_cuda.py %s %s 2>/dev/null", dir, args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
