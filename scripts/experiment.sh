@@ -91,8 +91,8 @@ done
 for p in broker learner sampler generator verifier evaluate study; do
   [ -x "$SAPO_BIN/$p" ] || { echo "experiment: $SAPO_BIN/$p missing: run make first" >&2; exit 1; }
 done
-command -v redis-server > /dev/null && command -v foreman > /dev/null ||
-  { echo "experiment: redis-server and foreman are needed (make deps)" >&2; exit 1; }
+command -v redis-server > /dev/null ||
+  { echo "experiment: redis-server is needed (make deps)" >&2; exit 1; }
 exp=${exp:-run/experiment-$(date +%Y%m%d-%H%M%S)}
 [ -e "$exp/manifest.json" ] && { echo "experiment: $exp already holds an experiment; pick another --run" >&2; exit 1; }
 mkdir -p "$exp"

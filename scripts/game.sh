@@ -43,8 +43,8 @@ int --eval-questions "$per_family"
 for p in broker learner sampler generator verifier evaluate game_report; do
   [ -x "$SAPO_BIN/$p" ] || { echo "game: $SAPO_BIN/$p missing: run make first" >&2; exit 1; }
 done
-command -v redis-server > /dev/null && command -v foreman > /dev/null ||
-  { echo "game: redis-server and foreman are needed (make deps)" >&2; exit 1; }
+command -v redis-server > /dev/null ||
+  { echo "game: redis-server is needed (make deps)" >&2; exit 1; }
 run=${run:-run/game-$(date +%Y%m%d-%H%M%S)}
 [ -e "$run/swarm" ] && { echo "game: $run already holds a game; pick another --run" >&2; exit 1; }
 mkdir -p "$run"

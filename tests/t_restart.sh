@@ -61,10 +61,10 @@ kill -9 "$(proc sampler)"
 check sampler_restarted 'for _ in $(seq 100); do grep -q "keep: sampler was killed by signal 9" "$log" && break; sleep 0.2; done; grep -q "keep: sampler was killed by signal 9" "$log"'
 check others_kept_serving '[ "$(others)" = "$before" ] && [ -n "${before// /}" ]'
 at=$(rows)
-old_foreman=$(awk '$1 == "foreman" && $3 == "n0" {print $2}' "$tmp/swarm/pids")
+old_runner=$(awk '$1 == "node" && $3 == "n0" {print $2}' "$tmp/swarm/pids")
 scripts/swarm.sh restart --node n0 --run "$tmp/swarm" >> "$tmp/swarm.log" 2>&1
-new_foreman=$(awk '$1 == "foreman" && $3 == "n0" {print $2}' "$tmp/swarm/pids")
-check node_restarted '[ -n "$new_foreman" ] && [ "$new_foreman" != "$old_foreman" ] && ! kill -0 "$old_foreman" 2> /dev/null && kill -0 "$new_foreman"'
+new_runner=$(awk '$1 == "node" && $3 == "n0" {print $2}' "$tmp/swarm/pids")
+check node_restarted '[ -n "$new_runner" ] && [ "$new_runner" != "$old_runner" ] && ! kill -0 "$old_runner" 2> /dev/null && kill -0 "$new_runner"'
 check node_trains_after_restart "wait_rows $((at + 2))"
 # the learner ends the node once it has trained every round
 scripts/swarm.sh wait --run "$tmp/swarm" --timeout 300

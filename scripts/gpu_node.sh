@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# One node, trained for a fixed time and judged before and after: what a
+# lent GPU turns into within one device call. In order: the preset's warm
+# start (once; none for a model that needs none), held-out greedy pass@1
+# of the policy it starts from, one node (I own groups, no sharing) for as
+# many rounds as fit the time, held-out pass@1 of its last policy version,
+# and the report. Runs on whatever the settings say (SAPO_BACKEND=cuda:0 on
+# a GPU; the CPU otherwise, as tests/t_gpu_node.sh runs it).
+#
+#   scripts/gpu_node.sh [--preset NAME] [--minutes M] [--eval-questions Q]
+#       [--ij I/0] [--rounds R] [--run DIR] [--out DIR]
+#
+# --minutes: the whole command's time, evaluations included (default 8);
+# the node stops when what is left is what the first evaluation took and
+# a minute more. --eval-questions: held-out questions per family (default
+# 100). --rounds: at most this many rounds (default: as many as fit).
+# --run: the node's folder (default run/gpu-node); a folder that already
+# holds a node resumes it from its checkpoint, and its first evaluation is
+# not run again (a warm device machine keeps it between calls). --out:
+# where the results go (default $OUT, else DIR/out): summary.md (pass@1
+# before and after, rounds, time per round), manifest.json (what ran),
+# eval.jsonl, metrics.jsonl, report.md, node.log (its last 5,000 lines)
+# and gpu_node.log: seven files, flat, as a device call brings them back.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SAPO_BIN=${SAPO_BIN:-bin}
+minutes=8 per_family=100 ij=4/0 rounds=100000 run=run/gpu-node out=${OUT:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --preset) export SAPO_PRESET=$2; shift 2 ;;
+    --minutes) minutes=$2; shift 2 ;;
+    --eval-questions) per_family=$2; shift 2 ;;
+    --ij) ij=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --run) run=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "gpu_node: unknown flag '$1' (see the top of scripts/gpu_node.sh)" >&2; exit 2 ;;
+  esac
+done
+[[ "$minutes" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "gpu_node: --minutes: '$minutes' is not a number" >&2; exit 2; }
+[[ "$per_family" =~ ^[0-9]+$ ]] && [ "$per_family" -ge 1 ] ||
+  { echo "gpu_node: --eval-questions: '$per_family' is not a positive integer" >&2; exit 2; }
+[[ "$ij" =~ ^[0-9]+/0$ ]] || { echo "gpu_node: --ij: '$ij' is not I/0 (one node shares nothing)" >&2; exit 2; }
+[[ "$rounds" =~ ^[0-9]+$ ]] && [ "$rounds" -ge 1 ] || { echo "gpu_node: --rounds: '$rounds' is not a positive integer" >&2; exit 2; }
+for p in broker learner sampler generator verifier evaluate report; do
+  [ -x "$SAPO_BIN/$p" ] || { echo "gpu_node: $SAPO_BIN/$p missing: run make (or scripts/gpu_kit.sh unpack)" >&2; exit 1; }
+done
+command -v redis-server > /dev/null || { echo "gpu_node: redis-server is needed (make deps, or . .gpu/env)" >&2; exit 1; }
+start=$(date +%s)
+deadline=$((start + $(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 }')))
+mkdir -p "$run"
+run=$(cd "$run" && pwd)
+out=${out:-$run/out}
+mkdir -p "$out"
+log=$out/gpu_node.log
+: > "$log"
+say() { echo "gpu_node: $*" | tee -a "$log"; }
+trap 'scripts/swarm.sh stop --run "$run" > /dev/null 2>&1 || true' EXIT
+
+# where the node runs, as the manifest names it
+device() {
+  local b=${SAPO_BACKEND:-$("$SAPO_BIN/learner" --help 2> /dev/null | awk '$1 == "--backend" { gsub(/"/, "", $3); print $3 }')}
+  if [[ "$b" == cuda:* ]] && command -v nvidia-smi > /dev/null; then
+    echo "$b: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i "${b#cuda:}" 2> /dev/null | head -n 1)"
+  else
+    echo "${b:-cpu}: $(lscpu 2> /dev/null | awk -F': *' '/^Model name/ { print $2; exit }'), $(getconf _NPROCESSORS_ONLN) cores"
+  fi
+}
+
+# 1. the policy RL starts from: the warm start makes it once where the
+# preset asks for one
+"$SAPO_BIN/learner" warmstart 2>&1 | sed 's/^/gpu_node: /' | tee -a "$log"
+[ "${PIPESTATUS[0]}" = 0 ] || { say "the warm start failed"; exit 1; }
+from=$("$SAPO_BIN/learner" start)
+if [ -f "$from" ]; then hash=$(sha256sum "$from" | cut -d' ' -f1); else hash=$(cat "$from"/*.safetensors | sha256sum | cut -d' ' -f1); fi
+say "the node starts from $from (sha256 $hash) on $(device)"
+
+# 2. held-out pass@1 before, once per run folder
+if [ ! -s "$run/eval-start.json" ]; then
+  t0=$(date +%s)
+  "$SAPO_BIN/evaluate" once "$per_family" > "$run/eval-start.json.new" 2>> "$log" ||
+    { say "the first evaluation failed (see $log)"; exit 1; }
+  mv "$run/eval-start.json.new" "$run/eval-start.json"
+  echo $(($(date +%s) - t0)) > "$run/eval-seconds"
+fi
+eval_s=$(cat "$run/eval-seconds")
+say "before: $(grep -o '"pass1":[0-9.e-]*' "$run/eval-start.json" | tail -n 1) ($eval_s s to evaluate)"
+
+# 3. the node, until what is left is the second evaluation and a minute
+stop_at=$((deadline - eval_s - 60))
+[ "$(date +%s)" -lt "$stop_at" ] || { say "no time left for a round (--minutes $minutes, an evaluation takes $eval_s s)"; exit 1; }
+rows() { if [ -f "$run/n0/metrics.jsonl" ]; then wc -l < "$run/n0/metrics.jsonl"; else echo 0; fi; }
+had=$(rows)
+scripts/swarm.sh start --nodes 1 --ij "$ij" --rounds "$rounds" --run "$run" >> "$log" 2>&1 ||
+  { say "the node did not start (see $log)"; exit 1; }
+while scripts/swarm.sh wait --run "$run" --timeout 5 > /dev/null 2>&1; [ $? != 0 ] && [ "$(date +%s)" -lt "$stop_at" ]; do
+  say "$(scripts/swarm.sh progress --run "$run" | cut -c1-150)" > /dev/null
+done
+scripts/swarm.sh stop --run "$run" >> "$log" 2>&1
+now=$(rows)
+say "$((now - had)) rounds in this call, $now in all"
+[ "$now" -gt 0 ] || { say "the node ran no round (see $run/n0/node.log)"; cp "$run/n0/node.log" "$out/" 2> /dev/null; exit 1; }
+
+# 4. held-out pass@1 of the last policy version the learner wrote
+last=$(ls -d "$run"/n0/policy/v* 2> /dev/null | sed 's/.*\/v//' | sort -n | tail -n 1)
+[ -n "$last" ] || { say "no policy version in $run/n0/policy"; exit 1; }
+SAPO_FORMAT_STEPS=0 "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$last" once "$per_family" > "$run/eval-v$last.json" \
+  2>> "$log" || { say "the second evaluation failed (see $log)"; exit 1; }
+
+# 5. what ran, and what it did
+"$SAPO_BIN/report" "$run/n0" > /dev/null 2>> "$log" || say "report: see $log"
+cp "$run/n0/report/summary.md" "$out/report.md" 2> /dev/null || true
+cp "$run/n0/metrics.jsonl" "$out/"
+tail -n 5000 "$run/n0/node.log" > "$out/node.log"
+cat "$run/eval-start.json" "$run/eval-v$last.json" > "$out/eval.jsonl"
+json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
+{
+  settings=""
+  for v in $(compgen -e | grep '^SAPO_' | sort); do settings+="${settings:+, }$(json_str "$v"): $(json_str "${!v}")"; done
+  version=$(git describe --always --dirty 2> /dev/null || cat .gpu/version 2> /dev/null || echo unknown)
+  printf '{"command": %s,\n' "$(json_str "scripts/gpu_node.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--minutes $minutes --eval-questions $per_family --ij $ij$([ "$rounds" = 100000 ] || echo " --rounds $rounds")")"
+  printf ' "version": %s, "device": %s,\n' "$(json_str "$version")" "$(json_str "$(device)")"
+  printf ' "model": %s, "start": %s, "start_sha256": "%s",\n' "$(json_str "${SAPO_MODEL:-tiny}")" "$(json_str "$from")" "$hash"
+  printf ' "settings": {%s},\n' "$settings"
+  printf ' "rounds": %d, "evaluated_version": %d, "wall_seconds": %d}\n' "$now" "$last" $(($(date +%s) - start))
+} > "$out/manifest.json"
+python3 - "$out" "$now" "$had" "$(device)" "$last" > "$out/summary.md" <<'PY'
+import json, statistics, sys
+out, rounds, had, device, version = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+evals = [json.loads(l) for l in open(out + "/eval.jsonl")]
+lines = [json.loads(l) for l in open(out + "/metrics.jsonl")][had:]
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+walls = [b["time"] - a["time"] for a, b in zip(lines, lines[1:])]
+secs = lambda k: med([l.get("seconds", {}).get(k, 0) for l in lines])
+b, a = evals[0], evals[-1]
+print("# One node, %d rounds (%d in this call), on %s\n" % (rounds, len(lines), device))
+print("| | before | after (policy version %d) |" % version)
+print("|---|---|---|")
+print("| held-out greedy pass@1 (%d questions) | %.3f | %.3f |" % (a["questions"], b["pass1"], a["pass1"]))
+print("| scorers' mean (partial credit) | %.3f | %.3f |" % (b["score"], a["score"]))
+print("| answers in the tags | %.3f | %.3f |" % (b["format"], a["format"]))
+for f in sorted(b["families"]):
+    print("| pass@1 %s | %.3f | %.3f |" % (f, b["families"][f], a["families"].get(f, float("nan"))))
+print("\nChange in pass@1: %+.3f.\n" % (a["pass1"] - b["pass1"]))
+print("A round (medians over this call's rounds): %.1f s of wall time between the learner's steps, "
+      "%.1f s training, %.1f s generating its own groups (the generators' clocks, summed over groups), "
+      "%.1f s verifying." % (med(walls), secs("train"), secs("generate"), secs("verify")))
+def own(l):  # metrics_round_reward: every own completion scored for the round
+    s = l.get("sampler", {})
+    return s["scored_reward"] if s.get("scored_completions") else l.get("reward_mean")
+rew = [own(l) for l in lines if isinstance(own(l), (int, float))]
+if rew:
+    k = max(1, len(rew) // 5)
+    print("\nOwn reward: first %d rounds %.3f, last %d rounds %.3f." % (k, sum(rew[:k]) / k, k, sum(rew[-k:]) / k))
+PY
+cat "$out/summary.md" | tee -a "$log"
+say "done in $(($(date +%s) - start)) s; results in $out"

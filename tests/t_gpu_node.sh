@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# scripts/gpu_node.sh, the one command a device call runs, here on the CPU
+# with the micro model: held-out pass@1 before, one node for a few rounds,
+# pass@1 of its last policy version, the report and a manifest, every file
+# where a device call brings files back (at most 8, flat); a second call
+# on the same run folder resumes the node from its checkpoint and does
+# not evaluate the start again; bad flags name themselves.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+export SAPO_BIN=$bin
+tmp=$(mktemp -d)
+. tests/nodes.sh
+trap nodes_cleanup EXIT
+need gpu_node broker learner sampler generator verifier evaluate report redis-server redis-cli python3
+micro_model gpu_node
+check() { if eval "$2"; then echo "PASS gpu_node_$1"; else echo "FAIL gpu_node_$1"; fi; }
+export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_LOCAL_FILTER=all SAPO_SWARM=gn$$
+
+scripts/gpu_node.sh --minutes 3 --eval-questions 4 --ij 2/0 --rounds 3 --run "$tmp/run" --out "$tmp/out1" > "$tmp/one.log" 2>&1
+rc=$?
+check runs '[ $rc = 0 ] && grep -q "3 rounds in this call, 3 in all" "$tmp/one.log"'
+check out_files '[ "$(ls "$tmp/out1" | wc -l)" -le 8 ] && [ -z "$(find "$tmp/out1" -mindepth 1 -type d)" ] &&
+  for f in summary.md manifest.json eval.jsonl metrics.jsonl report.md; do [ -s "$tmp/out1/$f" ] || exit 1; done'
+check evaluated_twice '[ "$(wc -l < "$tmp/out1/eval.jsonl")" = 2 ] && [ "$(wc -l < "$tmp/out1/metrics.jsonl")" = 3 ] &&
+  grep -q "after (policy version 3)" "$tmp/out1/summary.md" && grep -q "held-out greedy pass@1 (4 questions)" "$tmp/out1/summary.md"'
+sum=$(cat "$tmp"/micro/*.safetensors | sha256sum | cut -d' ' -f1)
+check manifest 'python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m[\"start_sha256\"] == sys.argv[2] and m[\"model\"] == sys.argv[3] and m[\"rounds\"] == 3, m
+assert m[\"settings\"][\"SAPO_MAX_NEW_TOKENS\"] == \"12\" and m[\"device\"].startswith(\"cpu\"), m
+" "$tmp/out1/manifest.json" "$sum" "$tmp/micro"'
+
+# a second call: the node resumes at round 4, the start is not evaluated again
+before=$(cat "$tmp/run/eval-start.json")
+scripts/gpu_node.sh --minutes 3 --eval-questions 4 --ij 2/0 --rounds 5 --run "$tmp/run" --out "$tmp/out2" > "$tmp/two.log" 2>&1
+rc=$?
+check resumes '[ $rc = 0 ] && grep -q "2 rounds in this call, 5 in all" "$tmp/two.log" &&
+  grep -q "from $tmp/run/n0/ckpt/r00000003 at round 3" "$tmp/run/n0/node.log" &&
+  [ "$(head -n 1 "$tmp/out2/eval.jsonl")" = "$before" ] && grep -q "after (policy version 5)" "$tmp/out2/summary.md"'
+
+scripts/gpu_node.sh --ij 2/2 > "$tmp/bad.log" 2>&1
+check refuses_sharing '[ $? = 2 ] && grep -q "is not I/0" "$tmp/bad.log"'
+scripts/gpu_node.sh --minutes soon > "$tmp/bad.log" 2>&1
+check refuses_minutes '[ $? = 2 ] && grep -q "minutes: .soon. is not a number" "$tmp/bad.log"'
+SAPO_BIN=$tmp/nowhere scripts/gpu_node.sh > "$tmp/bad.log" 2>&1
+check names_missing_program '[ $? = 1 ] && grep -q "nowhere/broker missing" "$tmp/bad.log"'
