@@ -4,7 +4,7 @@
 # (`make demo MODEL=smollm2-135m` on a real model);
 # `make format` puts the sources in the house style (.clang-format), which
 # tests/t_format.sh checks in `make test`.
-# Sources are found by layout, not listed: lib/*/*.c is the shared library,
+# Sources are found by layout, not listed: lib/*/*.c (and lib/*/*/*.c) is the shared library,
 # each process folder's *.c is one program, tools/*.c one program each,
 # tests/test_*.c one test program each, bench/bench_*.c one benchmark each.
 
@@ -51,7 +51,7 @@ endif
 
 # LIBDIRS narrows the library to some folders while parts are being built
 LIBDIRS ?= $(wildcard lib/*)
-LIB_C := $(wildcard $(LIBDIRS:%=%/*.c))
+LIB_C := $(wildcard $(LIBDIRS:%=%/*.c) $(LIBDIRS:%=%/*/*.c))
 # CUDA: with nvcc (and cuRAND) the library takes lib/<dir>/*.cu and
 # lib/<dir>/*/*.cu and every C file sees SAPO_HAVE_CUDA; `make NVCC=` builds
 # for the CPU only. Device code for sm_80 and sm_90, plus PTX for newer GPUs.

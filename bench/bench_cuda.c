@@ -16,6 +16,7 @@
 
 #ifdef SAPO_HAVE_CUDA
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/layout.h"
 
 /* the 0.5B shape with fixed-length completions, as the peer's
  * min_new_tokens */

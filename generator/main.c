@@ -164,7 +164,7 @@ int main(int argc, char **argv)
         version_follow(notices_in, 1000, NULL, &version, NULL, checkpoint, sizeof checkpoint);
     if (zsys_interrupted) return 0;
     policy_t *pol = policy_open(checkpoint, cfg.system_prompt, err, sizeof err);
-    if (!pol || model_set_backend(pol->model, cfg.backend, err, sizeof err) != 0) log_fatal("%s", err);
+    if (!pol || policy_place(pol, &cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
     log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, checkpoint, pol->name,
              model_num_params(pol->model));
     pol->cancel = &zsys_interrupted;

@@ -34,11 +34,11 @@ static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t 
     snprintf(dir, sizeof dir, "%s/policy", cfg->run);
     if (fs_mkdirs(dir) != 0) log_fatal("%s: cannot create", dir);
     policy_version_dir(cfg->run, st->policy_version, dir, sizeof dir);
-    if (policy_save(pol, dir, err, sizeof err) != 0)
+    if (policy_save(pol, dir, cfg->policy_dtype == POLICY_BF16, err, sizeof err) != 0)
         log_fatal("policy version %llu: %s", (unsigned long long)st->policy_version, err);
-    if (st->policy_version >= 4) {
+    if (st->policy_version >= (uint64_t)cfg->keep_versions) {
         /* generators load a version within moments of its notice */
-        policy_version_dir(cfg->run, st->policy_version - 4, old, sizeof old);
+        policy_version_dir(cfg->run, st->policy_version - (uint64_t)cfg->keep_versions, old, sizeof old);
         fs_rm_tree(old);
     }
     rec_policy_t n = {.node = cfg->node,
@@ -138,13 +138,19 @@ static void open_model(learner_t *l)
     if (!l->opt) log_fatal("optimizer state %s: see the line above", path);
     l->ref = cfg->beta > 0 ? policy_open(start, cfg->system_prompt, err, sizeof err) : NULL;
     if (cfg->beta > 0 && !l->ref) log_fatal("reference model: %s", err);
-    if (model_set_backend(l->pol->model, cfg->backend, err, sizeof err) != 0 ||
-        (l->ref && model_set_backend(l->ref->model, cfg->backend, err, sizeof err) != 0))
+    if (policy_place(l->pol, cfg, false, err, sizeof err) != 0 ||
+        (l->ref && policy_place(l->ref, cfg, true, err, sizeof err) != 0))
         log_fatal("%s", err);
     l->learn = learn_new(l->pol, l->ref, cfg, l->opt, err, sizeof err);
     if (!l->learn) log_fatal("%s", err);
     log_info("policy %s from %s at round %llu, version %llu", l->pol->name, source, (unsigned long long)l->st.round,
              (unsigned long long)l->st.policy_version);
+    size_t n = model_num_params(l->pol->model);
+    log_info("disk: at most %.3g GB of weights and moments in %s (%d policy versions in %s and %d checkpoints, one "
+             "more of each while it is written)",
+             checkpoint_disk_bytes(n, cfg->keep_versions, cfg->policy_dtype == POLICY_BF16, cfg->keep_checkpoints) /
+                 1e9,
+             cfg->run, cfg->keep_versions, cfg->policy_dtype == POLICY_BF16 ? "bf16" : "fp32", cfg->keep_checkpoints);
 }
 
 /* the policy publisher, the batches consumer and the metrics file */
@@ -258,7 +264,7 @@ static void hold_or_ack(learner_t *l, uint64_t id, bool applied)
     /* every checkpoint_every rounds, and whenever that many batches
      * wait (rounds can skip a multiple of it) */
     if (l->st.round % (uint64_t)l->hold == 0 || l->held.n >= l->hold) {
-        if (checkpoint_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0)
+        if (checkpoint_save(l->cfg.run, l->pol, l->opt, &l->st, l->cfg.keep_checkpoints, err, sizeof err) != 0)
             log_error("checkpoint of round %llu: %s", (unsigned long long)l->st.round, err);
         else held_ack(&l->held, l->batches);
     }
@@ -268,7 +274,7 @@ static void hold_or_ack(learner_t *l, uint64_t id, bool applied)
 static void shut_down(learner_t *l)
 {
     char err[512];
-    if (checkpoint_save(l->cfg.run, l->pol, l->opt, &l->st, 2, err, sizeof err) != 0)
+    if (checkpoint_save(l->cfg.run, l->pol, l->opt, &l->st, l->cfg.keep_checkpoints, err, sizeof err) != 0)
         log_error("final checkpoint: %s", err);
     else held_ack(&l->held, l->batches);
     log_info("stopping at round %llu", (unsigned long long)l->st.round);

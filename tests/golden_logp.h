@@ -16,7 +16,7 @@ typedef struct {
     int n;             /* tokens compared */
 } logp_gap_t;
 
-static logp_gap_t golden_logp_gap(model_t *m, const cJSON *g)
+static inline logp_gap_t golden_logp_gap(model_t *m, const cJSON *g)
 {
     const cJSON *ids = cJSON_GetObjectItem(g, "ids"), *logp = cJSON_GetObjectItem(g, "logp");
     logp_gap_t gap = {0};

@@ -4,7 +4,10 @@
 # pass@1 of its last policy version, the report and a manifest, every file
 # where a device call brings files back (at most 8, flat); a second call
 # on the same run folder resumes the node from its checkpoint and does
-# not evaluate the start again; bad flags name themselves.
+# not evaluate the start again; bad flags name themselves. The node keeps
+# what the GPU presets keep on disk (2 policy versions in bf16, 1
+# checkpoint), within the bound its learner states, and a bf16 version is
+# what the second evaluation loads.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -16,6 +19,7 @@ need gpu_node broker learner sampler generator verifier evaluate report redis-se
 micro_model gpu_node
 check() { if eval "$2"; then echo "PASS gpu_node_$1"; else echo "FAIL gpu_node_$1"; fi; }
 export SAPO_MODEL=$tmp/micro SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_LOCAL_FILTER=all SAPO_SWARM=gn$$
+export SAPO_POLICY_DTYPE=bf16 SAPO_KEEP_VERSIONS=2 SAPO_KEEP_CHECKPOINTS=1 SAPO_CHECKPOINT_EVERY=2
 
 scripts/gpu_node.sh --minutes 3 --eval-questions 4 --ij 2/0 --rounds 3 --run "$tmp/run" --out "$tmp/out1" > "$tmp/one.log" 2>&1
 rc=$?
@@ -31,6 +35,19 @@ m = json.load(open(sys.argv[1]))
 assert m[\"start_sha256\"] == sys.argv[2] and m[\"model\"] == sys.argv[3] and m[\"rounds\"] == 3, m
 assert m[\"settings\"][\"SAPO_MAX_NEW_TOKENS\"] == \"12\" and m[\"device\"].startswith(\"cpu\"), m
 " "$tmp/out1/manifest.json" "$sum" "$tmp/micro"'
+
+# what stays on disk: the newest 2 versions, in bf16, and 1 checkpoint,
+# within the stated bound (a folder's config and header on top)
+dtypes=$(python3 -c "
+import json, struct, sys
+f = open(sys.argv[1], 'rb'); n = struct.unpack('<Q', f.read(8))[0]
+print(' '.join(sorted({t['dtype'] for k, t in json.loads(f.read(n)).items() if k != '__metadata__'})))
+" "$tmp/run/n0/policy/v3/model.safetensors")
+bound=$(grep -o 'disk: at most [0-9.]* GB' "$tmp/run/n0/node.log" | head -n 1 | grep -o '[0-9.]*')
+used=$(du -sb --apparent-size "$tmp/run/n0/policy" "$tmp/run/n0/ckpt" | awk '{ s += $1 } END { print s }')
+check disk '[ "$(ls "$tmp/run/n0/policy" | grep -c "^v")" = 2 ] && [ "$dtypes" = BF16 ] &&
+  [ "$(ls "$tmp/run/n0/ckpt" | grep -c "^r")" = 1 ] && [ -n "$bound" ] &&
+  awk -v u="$used" -v b="$bound" "BEGIN { exit !(u <= b * 1e9 + 8 * 65536) }"'
 
 # a second call: the node resumes at round 4, the start is not evaluated again
 before=$(cat "$tmp/run/eval-start.json")

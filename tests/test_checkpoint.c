@@ -1,6 +1,7 @@
 /* The learner's resume points: the latest checkpoint's state.json and the
  * last complete metrics line, under the policy version's one name and
- * under the name files written before it carried ("version"). */
+ * under the name files written before it carried ("version"); and the
+ * bound on what it keeps on disk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,18 @@ static void test_last_logged_round(void)
     EXPECT(version == 8);
 }
 
+/* the disk bound the learner states: one version and one checkpoint
+ * beyond those kept, while the newest is written */
+static void test_disk_bound(void)
+{
+    /* the Qwen2.5-0.5B's 494,032,768 parameters at the defaults (4 fp32
+     * versions, 2 checkpoints): 5 x 1.98 GB + 3 x 5.93 GB */
+    EXPECT(checkpoint_disk_bytes(494032768, 4, false, 2) == 27665835008ull);
+    /* bf16 versions, 2 of them, 1 checkpoint */
+    EXPECT(checkpoint_disk_bytes(494032768, 2, true, 1) == 3 * 988065536ull + 2 * 5928393216ull);
+    EXPECT(checkpoint_disk_bytes(1000, 2, true, 1) < checkpoint_disk_bytes(1000, 2, false, 1));
+}
+
 int main(void)
 {
     snprintf(run, sizeof run, "/tmp/sapo-test-ckpt-XXXXXX");
@@ -85,6 +98,7 @@ int main(void)
     }
     RUN_TEST(test_latest_state);
     RUN_TEST(test_last_logged_round);
+    RUN_TEST(test_disk_bound);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", run);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", run);

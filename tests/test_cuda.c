@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "model/cuda/layout.h"
 #ifdef SAPO_HAVE_CUDA
 #include "model/cuda/cuda_model.h"
 #endif
@@ -199,14 +200,75 @@ static void test_adamw_holder(void)
  * Arithmetic only, so it runs without a GPU */
 static void test_train_memory(void)
 {
-#ifdef SAPO_HAVE_CUDA
     model_config_t c = model_config_qwen25_05b();
     size_t bytes = cuda_train_bytes(&c, 8, 1024);
     printf("  Qwen2.5-0.5B shape, B 8 x T 1,024: %.2f GiB on the device\n", bytes / 1073741824.0);
     EXPECTF(bytes + (1ull << 30) <= 24000000000ull, "%.2f GiB does not fit a 24 GB card", bytes / 1073741824.0);
-#else
-    SKIP_TEST("this build has no CUDA (nvcc was not found)");
-#endif
+}
+
+/* On the CPU an inference-only model computes as any other, and refuses
+ * to train: model_backward leaves the gradients as they were, and
+ * model_optimizer_step returns -1 */
+static void test_inference_only_cpu(void)
+{
+    char err[256];
+    model_config_t cfg = model_config_tiny();
+    cfg.L = 1;
+    model_t *a = model_new_random(&cfg, 5, err, sizeof err), *b = model_new_random(&cfg, 5, err, sizeof err);
+    EXPECTF(a && b, "%s", err);
+    if (!a || !b) return;
+    model_set_inference_only(b);
+    enum { T = 9 };
+    int tok[T], tgt[T];
+    for (int i = 0; i < T; i++) tok[i] = 3 + 5 * i, tgt[i] = i + 1 < T ? 3 + 5 * (i + 1) : -1;
+    float la[T], lb[T], dl[T];
+    EXPECT(model_forward(a, tok, tgt, 1, T, 1.0f, la, NULL) == 0 &&
+           model_forward(b, tok, tgt, 1, T, 1.0f, lb, NULL) == 0);
+    EXPECT(memcmp(la, lb, sizeof la) == 0);
+    for (int i = 0; i < T; i++) dl[i] = 1.0f;
+    model_zero_grad(b);
+    model_backward(b, dl);
+    double g = 0;
+    for (size_t i = 0; i < b->n_params; i++) g += fabs(b->grads[i]);
+    EXPECT(g == 0);
+    adamw_t *opt = adamw_new(model_num_params(b));
+    adamw_params_t ap = adamw_params_default();
+    float norm;
+    EXPECT(model_optimizer_step(b, opt, &ap, 1.0f, &norm) == -1);
+    adamw_destroy(&opt);
+    model_destroy(&a);
+    model_destroy(&b);
+}
+
+/* The models that only infer, at the Qwen2.5-0.5B shape (arithmetic, so it
+ * runs without a GPU): a generator's 64 sequences of 1,024 positions (8
+ * prompts of 128 tokens, 8 completions of 896 each) within 2.5 GiB, and the
+ * reference model's forward pass at B 8 x T 1,024 within 3 GiB, where each
+ * held what training holds (8.28 GiB of weights and training state alone,
+ * and the reference 16.5 GiB with its backward workspace) */
+static void test_infer_memory(void)
+{
+    model_config_t c = model_config_qwen25_05b();
+    double gib = 1073741824.0;
+    size_t gen = cuda_generate_bytes(&c, 8, 8, 128, 896), ref = cuda_forward_bytes(&c, 8, 1024);
+    printf("  Qwen2.5-0.5B shape: a generator of 64 x 1,024 positions %.2f GiB, the reference model at 8 x 1,024 "
+           "%.2f GiB (weights in bf16 %.2f GiB)\n",
+           gen / gib, ref / gib, cuda_infer_weight_bytes(&c) / gib);
+    EXPECTF(gen <= 2.5 * gib, "a generator holds %.2f GiB, above 2.5", gen / gib);
+    EXPECTF(ref <= 3.0 * gib, "the reference model holds %.2f GiB, above 3", ref / gib);
+    /* what the layout counts: the bf16 KV cache is half an fp32 one, and
+     * an inference-only forward keeps no gradient scratch */
+    cuda_gen_ws_t zi, zt;
+    cuda_gen_ws_size(&c, 8, 8, 128, 896, true, &zi);
+    cuda_gen_ws_size(&c, 8, 8, 128, 896, false, &zt);
+    EXPECT(zi.cache == zt.cache && 2 * zi.cache_elem == zt.cache_elem);
+    EXPECT(zi.cache == (size_t)c.L * 64 * 1024 * c.NKV * c.HD);
+    model_acts_t a;
+    model_grad_acts_t g;
+    cuda_ws_t wi, wt;
+    cuda_ws_layout(&c, 0, 8, 1024, true, &a, &g, NULL, &wi);
+    cuda_ws_layout(&c, 0, 8, 1024, false, &a, &g, NULL, &wt);
+    EXPECT(wi.dsc == 0 && wi.yb == 0 && wt.dsc == wt.pb && wi.acts < wt.acts);
 }
 
 #ifdef SAPO_HAVE_CUDA
@@ -314,8 +376,8 @@ typedef struct {
 } pair_t;
 
 /* the two copies: golden model name, or (name NULL) random weights of cfg;
- * inputs of B x T */
-static int pair_open_as(pair_t *p, const char *name, const model_config_t *cfg, int B, int T)
+ * inputs of B x T; the GPU's copy inference-only where infer is set */
+static int pair_open_with(pair_t *p, const char *name, const model_config_t *cfg, int B, int T, bool infer)
 {
     char dir[512], err[512] = "";
     memset(p, 0, sizeof *p);
@@ -330,6 +392,7 @@ static int pair_open_as(pair_t *p, const char *name, const model_config_t *cfg, 
     }
     EXPECTF(p->cpu && p->gpu, "%s", err);
     if (!p->cpu || !p->gpu) return -1;
+    if (infer) model_set_inference_only(p->gpu);
     EXPECTF(model_set_backend(p->gpu, "cuda:0", err, sizeof err) == 0, "%s", err);
     p->B = B;
     p->T = T;
@@ -345,6 +408,16 @@ static int pair_open_as(pair_t *p, const char *name, const model_config_t *cfg, 
     }
     for (int i = 0; i < p->N; i++) p->targets[i] = i % p->T < 2 || i % p->T == p->T - 1 ? -1 : p->tokens[i + 1];
     return model_device(p->gpu) == 0 ? 0 : -1;
+}
+
+static int pair_open_as(pair_t *p, const char *name, const model_config_t *cfg, int B, int T)
+{
+    return pair_open_with(p, name, cfg, B, T, false);
+}
+
+static int pair_open_infer(pair_t *p, const char *name, const model_config_t *cfg, int B, int T)
+{
+    return pair_open_with(p, name, cfg, B, T, true);
 }
 
 static int pair_open(pair_t *p, const char *name) { return pair_open_as(p, name, NULL, 3, 13); }
@@ -836,6 +909,96 @@ static void check_generate(pair_t *p)
     }
 }
 
+/* A model that only infers (model_set_inference_only), against the CPU:
+ * its log-probs within the bound bf16 weights set (check_forward_backward's),
+ * its generation as test_generate's, training refused, and its memory what
+ * layout.c counts: after a forward pass cuda_forward_bytes, and a fresh
+ * copy's peak over a generation and a reload cuda_generate_bytes */
+static void check_inference_only(pair_t *p)
+{
+    const model_config_t *cfg = model_config(p->cpu);
+    float *pc = malloc(p->N * sizeof(float)), *pg = malloc(p->N * sizeof(float));
+    EXPECT(model_forward(p->cpu, p->tokens, p->targets, p->B, p->T, 1.0f, pc, NULL) == 0);
+    EXPECT(model_forward(p->gpu, p->tokens, p->targets, p->B, p->T, 1.0f, pg, NULL) == 0);
+    double worst = 0;
+    for (int i = 0; i < p->N; i++) worst = fmax(worst, fabs((double)pg[i] - pc[i]));
+    double rounding = weight_rounding_gap(p, 1.0f, pc), bound = fmax(5e-2, 1.5 * rounding);
+    printf("  %s, inference only: log-probs off by %.3g (bf16 weights alone, on the CPU: %.3g)\n", p->name, worst,
+           rounding);
+    EXPECTF(worst < bound, "%s: log-prob off by %.3g, above %.3g", p->name, worst, bound);
+    size_t rope_extra = cuda_rope_bytes(cfg, p->gpu->rope_cap) - cuda_rope_bytes(cfg, p->T);
+    size_t want = cuda_forward_bytes(cfg, p->B, p->T) + rope_extra;
+    EXPECTF(cuda_model_memory(p->gpu->cuda) == want, "%s: the model holds %zu bytes, cuda_forward_bytes says %zu",
+            p->name, cuda_model_memory(p->gpu->cuda), want);
+    adamw_t *opt = adamw_new(model_num_params(p->gpu));
+    adamw_params_t ap = adamw_params_default();
+    float norm;
+    EXPECT(model_optimizer_step(p->gpu, opt, &ap, 1.0f, &norm) == -1);
+    adamw_destroy(&opt);
+    check_generate(p);
+    free(pc);
+    free(pg);
+}
+
+/* a fresh inference-only copy of p's model: one generation of Q x L from
+ * prompts of P tokens, M new each, then a reload; its peak against
+ * cuda_generate_bytes */
+static void check_generate_memory(pair_t *p, int Q, int L, int P, int M)
+{
+    char err[256];
+    const model_config_t *cfg = model_config(p->cpu);
+    model_t *m = model_new_random(cfg, 3, err, sizeof err);
+    EXPECTF(m != NULL, "%s", err);
+    if (!m) return;
+    model_set_inference_only(m);
+    EXPECTF(model_set_backend(m, "cuda:0", err, sizeof err) == 0, "%s", err);
+    int **prompts = malloc(Q * sizeof *prompts), *plen = malloc(Q * sizeof(int)), *tok = malloc((size_t)Q * L * M * 4),
+        *len = malloc((size_t)Q * L * sizeof(int));
+    float *lp = malloc((size_t)Q * L * M * sizeof(float));
+    uint64_t *seeds = malloc(Q * sizeof(uint64_t));
+    for (int q = 0; q < Q; q++) {
+        prompts[q] = malloc(P * sizeof(int));
+        for (int i = 0; i < P; i++) prompts[q][i] = 4 + (q * 7 + i * 13) % (cfg->V - 4);
+        plen[q] = P;
+        seeds[q] = 100 + q;
+    }
+    model_gen_params_t gp = {.max_new = M, .sample = {1.0f, 0, 1}, .seed = 0};
+    EXPECT(m->cuda && model_generate_batch(m, (const int *const *)prompts, plen, seeds, Q, L, &gp, tok, lp, len) == 0);
+    EXPECT(model_sync_device(m) == 0);
+    if (m->cuda) {
+        size_t rope_extra = cuda_rope_bytes(cfg, m->rope_cap) - cuda_rope_bytes(cfg, P + M);
+        size_t want = cuda_generate_bytes(cfg, Q, L, P, M) + rope_extra;
+        printf("  %s, inference only: %d x %d completions of %d + %d positions, peak %zu bytes\n", p->name, Q, L, P, M,
+               cuda_model_memory_peak(m->cuda));
+        EXPECTF(cuda_model_memory_peak(m->cuda) == want, "%s: peak %zu bytes, cuda_generate_bytes says %zu", p->name,
+                cuda_model_memory_peak(m->cuda), want);
+    }
+    for (int q = 0; q < Q; q++) free(prompts[q]);
+    free(prompts), free(plen), free(tok), free(len), free(lp), free(seeds);
+    model_destroy(&m);
+}
+
+static void test_inference_only(void)
+{
+    NEED_DEVICE();
+    const char *names[] = {"qwen2_tied", "qwen2_bf16", "qwen3_bias", "qwen3_tied"};
+    pair_t p;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (pair_open_infer(&p, names[i], NULL, 3, 13) == 0) {
+            check_inference_only(&p);
+            check_generate_memory(&p, 2, 4, 6, 12);
+        }
+        pair_close(&p);
+    }
+    model_config_t cfg = edges_config();
+    if (pair_open_infer(&p, NULL, &cfg, 4, 300) == 0) {
+        p.name = "Qwen3 V 1,500, T 300, HD 24";
+        check_inference_only(&p);
+        check_generate_memory(&p, 3, 8, 40, 64);
+    }
+    pair_close(&p);
+}
+
 /* Qwen2 tied; Qwen2 untied; Qwen3 (q/k norms) untied; Qwen3 tied with
  * HD 16 != C/NH 12; the edge shape (vocabulary 1,500, HD 24 != C/NH 16) */
 static void test_generate(void)
@@ -944,6 +1107,8 @@ int main(int argc, char **argv)
     RUN(test_optimizer_step_cpu);
     RUN(test_adamw_holder);
     RUN(test_train_memory);
+    RUN(test_infer_memory);
+    RUN(test_inference_only_cpu);
 #ifdef SAPO_HAVE_CUDA
     RUN(test_uniform);
     RUN(test_sample);
@@ -953,11 +1118,12 @@ int main(int argc, char **argv)
     RUN(test_optimizer_state);
     RUN(test_generate);
     RUN(test_generate_long);
+    RUN(test_inference_only);
     RUN(test_real_model);
 #else
-    const char *names[] = {"test_uniform",           "test_sample",        "test_forward_backward",
-                           "test_memory_accounting", "test_train_steps",   "test_optimizer_state",
-                           "test_generate",          "test_generate_long", "test_real_model"};
+    const char *names[] = {
+        "test_uniform",         "test_sample",   "test_forward_backward", "test_memory_accounting", "test_train_steps",
+        "test_optimizer_state", "test_generate", "test_generate_long",    "test_inference_only",    "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

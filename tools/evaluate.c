@@ -98,8 +98,16 @@ static void judge_notice(judge_t *j, const rec_policy_t *pn)
         j->last.node = NULL;
     }
     if (j->due_ready || j->last_loaded || (pn->round < j->next && !last)) return;
-    if (j->due ? policy_reload(j->due, pn->checkpoint, err, sizeof err) != 0
-               : !(j->due = policy_open(pn->checkpoint, j->cfg->system_prompt, err, sizeof err))) {
+    bool loaded;
+    if (j->due) {
+        loaded = policy_reload(j->due, pn->checkpoint, err, sizeof err) == 0;
+    } else {
+        j->due = policy_open(pn->checkpoint, j->cfg->system_prompt, err, sizeof err);
+        /* the judge's policies run where the node's models do */
+        if (j->due && policy_place(j->due, j->cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
+        loaded = j->due != NULL;
+    }
+    if (!loaded) {
         log_error("round %llu not evaluated: %s", (unsigned long long)pn->round, err);
         return;
     }
@@ -291,7 +299,7 @@ static int evaluate_once(const config_t *cfg, const heldout_t *h, int nf, int sa
     if (policy_start(cfg, source, sizeof source, err, sizeof err) != 0) log_fatal("%s", err);
     policy_t *pol = policy_open(source, cfg->system_prompt, err, sizeof err);
     if (!pol) log_fatal("%s", err);
-    if (model_set_backend(pol->model, cfg->backend, err, sizeof err) != 0) log_fatal("%s", err);
+    if (policy_place(pol, cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
     pol->cancel = &zsys_interrupted;
     char *line = evaluate(pol, NULL, cfg, samples, h, nf, 0, 0);
     int rc = 0;

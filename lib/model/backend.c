@@ -156,6 +156,8 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
 
 int model_device(const model_t *self) { return self->cuda ? self->device : -1; }
 
+void model_set_inference_only(model_t *self) { self->inference_only = true; }
+
 int model_sync_host(model_t *self)
 {
     const model_backend_t *b = model_backend(self);
@@ -175,8 +177,17 @@ void model_zero_grad(model_t *self)
     else memset(self->grads, 0, self->n_params * sizeof(float));
 }
 
+/* -1 after a line when self only infers and what would train it */
+static int trains(const model_t *self, const char *what)
+{
+    if (!self->inference_only) return 0;
+    fprintf(stderr, "%s: the model is for inference only (model_set_inference_only): it has no gradients\n", what);
+    return -1;
+}
+
 int model_optimizer_step(model_t *self, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm)
 {
+    if (trains(self, "model_optimizer_step")) return -1;
     const model_backend_t *b = model_backend(self);
     if (b->step) return b->step(self, opt, p, max_norm, norm);
     *norm = grad_clip_norm(self->grads, self->n_params, max_norm);
@@ -224,7 +235,10 @@ int model_forward(model_t *m, const int *tokens, const int *targets, int B, int 
     return model_forward_packed(m, tokens, targets, NULL, B, T, temperature, logp, logits);
 }
 
-void model_backward(model_t *m, const float *dlogp) { model_backend(m)->backward(m, dlogp); }
+void model_backward(model_t *m, const float *dlogp)
+{
+    if (trains(m, "model_backward") == 0) model_backend(m)->backward(m, dlogp);
+}
 
 float model_cross_entropy(model_t *m, const int *tokens, const int *targets, int B, int T)
 {

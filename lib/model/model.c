@@ -15,14 +15,27 @@
 #include "model/cuda/cuda_model.h"
 #endif
 
-void model_weights_point(model_weights_t *w, float *base, const size_t *sizes)
+float **model_weights_slot(model_weights_t *w, int t)
 {
     float **ptrs[MODEL_NUM_TENSORS] = {
         &w->wte, &w->ln1, &w->wq, &w->bq,  &w->wk, &w->bk, &w->wv, &w->bv,  &w->qn,
         &w->kn,  &w->wo,  &w->bo, &w->ln2, &w->wg, &w->wu, &w->wd, &w->lnf, &w->lm,
     };
+    return ptrs[t];
+}
+
+bool model_tensor_is_matrix(int t)
+{
+    static const bool matrix[MODEL_NUM_TENSORS] = {
+        [0] = true, [2] = true, [4] = true, [6] = true, [10] = true, [13] = true, [14] = true, [15] = true, [17] = true,
+    };
+    return matrix[t];
+}
+
+void model_weights_point(model_weights_t *w, float *base, const size_t *sizes)
+{
     for (int i = 0; i < MODEL_NUM_TENSORS; i++) {
-        *ptrs[i] = sizes[i] ? base : NULL;
+        *model_weights_slot(w, i) = sizes[i] ? base : NULL;
         base += sizes[i];
     }
 }

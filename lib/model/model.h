@@ -158,6 +158,13 @@ float model_cross_entropy(model_t *self, const int *tokens, const int *targets, 
  * line in err: a malformed name, no such device, a build without CUDA,
  * cpu-bf16 without a bf16 kernel. */
 int model_set_backend(model_t *self, const char *backend, char *err, size_t errlen);
+/* A model that only infers (a generator's, an evaluator's, the learner's
+ * reference model): set before model_set_backend. On a GPU it then holds
+ * its weights in bf16 (norms and biases in fp32), a KV cache in bf16 and
+ * one layer's activations, and no fp32 master weights, gradients, moments
+ * or backward workspace (docs/cuda.md); on the CPU nothing changes. Its
+ * model_backward and model_optimizer_step refuse with a line. */
+void model_set_inference_only(model_t *self);
 /* the CUDA device the model runs on, -1 on the CPU */
 int model_device(const model_t *self);
 /* device parameters and gradients into model_params / model_grads, and

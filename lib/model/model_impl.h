@@ -29,6 +29,12 @@ typedef struct {
 
 #define MODEL_NUM_TENSORS 18
 
+/* the slot of tensor t, in model_weights_t's order (wte = 0 ... lm = 17) */
+float **model_weights_slot(model_weights_t *w, int t);
+/* whether tensor t is a matrix that matmuls read (the embedding, a
+ * projection, the lm_head), not a norm's weight or a bias */
+bool model_tensor_is_matrix(int t);
+
 /* activations of the last forward, sized for N = B * T positions */
 typedef struct {
     float *x; // (L+1, N, C) residual stream entering each layer, then the last
@@ -166,6 +172,7 @@ struct model {
     const model_backend_t *backend;
     struct cuda_model *cuda;
     int device;
+    bool inference_only; /* model_set_inference_only */
 };
 
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */

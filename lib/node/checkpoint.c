@@ -120,7 +120,7 @@ int checkpoint_save(const char *run, const policy_t *pol, const adamw_t *opt, co
         goto link;
     snprintf(part, sizeof part, "%s.part", dir);
     fs_rm_tree(part);
-    if (policy_save(pol, part, err, errlen) != 0) return -1;
+    if (policy_save(pol, part, false, err, errlen) != 0) return -1;
     snprintf(path, sizeof path, "%s/optimizer.bin", part);
     if (adamw_save(opt, path) != 0) {
         snprintf(err, errlen, "%s: could not be written (see above)", path);
@@ -145,6 +145,12 @@ link:;
     }
     prune(run, keep);
     return 0;
+}
+
+size_t checkpoint_disk_bytes(size_t n_params, int keep_versions, bool bf16_versions, int keep_checkpoints)
+{
+    size_t version = n_params * (bf16_versions ? 2 : 4), checkpoint = n_params * 3 * sizeof(float);
+    return (size_t)(keep_versions + 1) * version + (size_t)(keep_checkpoints + 1) * checkpoint;
 }
 
 uint64_t checkpoint_last_logged_round(const char *metrics_path, uint64_t *version)

@@ -8,6 +8,7 @@
 #ifndef SAPO_CHECKPOINT_H
 #define SAPO_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "node/policy.h"
@@ -25,6 +26,13 @@ int checkpoint_latest(const char *run, char *dir, size_t dirlen, checkpoint_stat
 /* Saves and points latest at it; keeps the newest `keep` checkpoints. */
 int checkpoint_save(const char *run, const policy_t *pol, const adamw_t *opt, const checkpoint_state_t *st, int keep,
                     char *err, size_t errlen);
+
+/* The most bytes of weights and moments a learner keeps on disk at once:
+ * keep_versions + 1 policy versions of n_params (in bf16 or fp32), and
+ * keep_checkpoints + 1 checkpoints (the weights in fp32 and AdamW's two
+ * moments), since a new one is whole before the oldest goes. Headers,
+ * configs, metrics and logs come on top (kilobytes a folder). */
+size_t checkpoint_disk_bytes(size_t n_params, int keep_versions, bool bf16_versions, int keep_checkpoints);
 
 /* The round (returned) and policy version (*version) of the last complete
  * line of the metrics file (0 when there is none). A learner that resumes from a checkpoint older than that has

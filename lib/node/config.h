@@ -20,6 +20,8 @@ typedef enum { LR_CONSTANT, LR_COSINE } lr_schedule_t;
 typedef enum { FILTER_NONZERO, FILTER_ALL } group_filter_t;
 typedef enum { EXTERNAL_LOGPROBS_USE, EXTERNAL_LOGPROBS_IGNORE } external_logprobs_t;
 typedef enum { EXTERNAL_KL_INCLUDE, EXTERNAL_KL_EXCLUDE } external_kl_t;
+/* the dtype of the policy versions the learner writes */
+typedef enum { POLICY_FP32, POLICY_BF16 } policy_dtype_t;
 /* what a round is: SAPO's (sample, share, train), or the three-stage game
  * of RL Swarm (answer, critique, resolve; sampler/game.c) */
 typedef enum { GAME_OFF, GAME_THREE_STAGE } game_mode_t;
@@ -36,6 +38,7 @@ typedef struct {
     char model_cache[512];    /* where scripts/model.sh keeps fetched models; "" = ~/.cache/sapo/models */
     char base[512];           /* folder of the tiny base model (warm start cache) */
     char backend[32];         /* cpu or cuda:N */
+    int inference_only;       /* 1: on a GPU, models that only infer hold no training state */
     char task_mix[4096];      /* JSON task mix, empty = every family, weight 1 */
     int local_groups;         /* I: own question groups per training batch */
     int external_groups;      /* J: groups sampled from other nodes per batch */
@@ -63,6 +66,9 @@ typedef struct {
     int staleness;                         /* drop local groups this many versions older than the policy */
     int rounds;                            /* stop after this many rounds (0 = run forever) */
     int checkpoint_every;                  /* rounds between checkpoints */
+    int keep_checkpoints;                  /* the newest this many checkpoints stay on disk */
+    int keep_versions;                     /* the newest this many policy versions stay on disk */
+    policy_dtype_t policy_dtype;           /* what each policy version is written in */
     int pool_max;                          /* pool entries kept per node */
     int pool_window;                       /* SampleExternal's freshness in the publisher's rounds (0 = none) */
     double pool_window_seconds;            /* and in seconds (0 = none) */

@@ -263,6 +263,12 @@ void policy_destroy(policy_t **self_p)
     *self_p = NULL;
 }
 
+int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, size_t errlen)
+{
+    if (infer && cfg->inference_only) model_set_inference_only(self->model);
+    return model_set_backend(self->model, cfg->backend, err, errlen);
+}
+
 int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen)
 {
     model_t *m = model_load(dir, err, errlen);
@@ -324,7 +330,7 @@ void policy_version_dir(const char *run, uint64_t version, char *out, size_t out
     snprintf(out, outlen, "%s/policy/v%llu", run, (unsigned long long)version);
 }
 
-int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
+int policy_save(const policy_t *self, const char *dir, bool bf16, char *err, size_t errlen)
 {
     char tmp[PATH_MAX + 8], path[2 * PATH_MAX], target[2 * PATH_MAX], tokdir[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
@@ -337,7 +343,7 @@ int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot copy the weights from cuda:%d", dir, model_device(self->model));
         return -1;
     }
-    if (model_save(self->model, tmp, false, err, errlen) != 0) return -1;
+    if (model_save(self->model, tmp, bf16, err, errlen) != 0) return -1;
     snprintf(tokdir, sizeof tokdir, "%s", self->tokdir);
     if (self->gguf[0] && gguf_tokenizer_dir(self, dir, tokdir, err, errlen) != 0) return -1;
     static const char *const tokfiles[] = {"tokenizer.json", "tokenizer_config.json"};

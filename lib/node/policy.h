@@ -60,14 +60,21 @@ policy_t *policy_open(const char *dir, const char *system, char *err, size_t err
 policy_t *policy_new_bytes(const char *shape_json, uint64_t seed, const char *system, char *err, size_t errlen);
 void policy_destroy(policy_t **self_p);
 
+/* Puts the policy's model where the node's settings run it (cfg->backend),
+ * as a model that only infers when infer is set and cfg->inference_only
+ * allows (a generator's, an evaluator's, the reference model). 0, or -1
+ * with err. */
+int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, size_t errlen);
+
 /* Replaces the weights with those in dir (same architecture). 0 or -1 with err. */
 int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen);
 
-/* Saves the weights into dir (created), linking the tokenizer files, written
- * into dir.tmp first and renamed so a reader never sees half a folder.
+/* Saves the weights into dir (created), in fp32 or rounded to bf16,
+ * linking the tokenizer files, written into dir.tmp first and renamed so a
+ * reader never sees half a folder.
  * A GGUF policy's tokenizer files are written once, into the folder
  * "tokenizer-<the GGUF file's name>" beside dir. 0 or -1 with err. */
-int policy_save(const policy_t *self, const char *dir, char *err, size_t errlen);
+int policy_save(const policy_t *self, const char *dir, bool bf16, char *err, size_t errlen);
 
 /* The folder of a node's policy version v, where its learner saves it
  * and announces it: <run>/policy/v<v> */

@@ -1,9 +1,12 @@
 /* The CUDA backend: forward.c and generate.c on one GPU. Parameters live
  * as fp32 masters (what gradients and AdamW update) and a bf16 copy (what
  * cuBLAS multiplies, accumulating in fp32); activations are fp32, turned
- * into bf16 scratch right before a matmul reads them. Workspaces grow with
- * the largest batch seen, as on the CPU. Every call runs on the model's
- * own stream and returns once its results are on the host. */
+ * into bf16 scratch right before a matmul reads them. A model that only
+ * infers (model_set_inference_only) holds the bf16 copy alone, with its
+ * norms and biases in fp32, one layer's activations and a bf16 KV cache.
+ * Workspaces grow with the largest batch seen, as on the CPU (layout.c
+ * lays them out and counts them). Every call runs on the model's own
+ * stream and returns once its results are on the host. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <curand.h>
@@ -19,6 +22,7 @@
 
 extern "C" {
 #include "model/cuda/cuda_model.h"
+#include "model/cuda/layout.h"
 #include "model/model_impl.h"
 }
 
@@ -27,9 +31,15 @@ struct cuda_model {
     int device;
     cudaStream_t st;
     cublasHandle_t blas;
-    size_t n;       /* parameters */
-    float *p, *g;   // (n) fp32 master parameters, gradients
-    bf16 *wb;       // (n) bf16 copy
+    size_t n;     /* parameters */
+    float *p, *g; // (n) fp32 master parameters, gradients; NULL when infer
+    bf16 *wb;     // (n) bf16 copy, laid out as the host's parameters
+    /* an inference-only model: no p or g; its norms and biases in ps,
+     * each tensor at small_off (floats), and stage, what fp32 weights
+     * cross on their way up into wb */
+    bool infer;
+    float *ps, *stage; // (ns), (nstage)
+    size_t ns, nstage, small_off[MODEL_NUM_TENSORS];
     float *am, *av; // (n) AdamW moments, allocated by the first step
     /* the optimizer whose moments am and av hold, registered with it as
      * their holder (adamw_hold): it tells c when it steps on the host or
@@ -38,7 +48,7 @@ struct cuda_model {
     adamw_t *opt;
     bool moments_newer;
     double *norm;          // (1) clip's sum of squares
-    model_weights_t w, dw; /* into p and g */
+    model_weights_t w, dw; /* into p and g; an inference-only model's w has its norms and biases alone, in ps */
     /* forward state */
     float *acts;
     size_t acts_cap, dsc_cap, pb_cap, hb_cap, hf_cap, xb_cap, yb_cap, icap, fcap; /* elements allocated */
@@ -219,8 +229,10 @@ static unsigned grid_for(size_t n)
     return (unsigned)(g < 1 ? 1 : (g > 65535 ? 65535 : g));
 }
 
-/* the bf16 twin of an fp32 parameter pointer */
-static const bf16 *bw(const cuda_model_t *c, const float *fp) { return c->wb + (fp - c->p); }
+/* the bf16 copy of a weight matrix, named by its place among the host's
+ * parameters (model_layer_weights(&c->m->w, ...)): the copy has their
+ * layout, in training and inference alike */
+static const bf16 *bw(const cuda_model_t *c, const float *host) { return c->wb + (host - c->m->params); }
 
 static void to_bf16(cuda_model_t *c, bf16 *out, const float *in, size_t n)
 {
@@ -520,17 +532,32 @@ cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
         if (bs == CUBLAS_STATUS_SUCCESS) blas_check(c, blas_lib.set_stream(c->blas, c->st), "cublasSetStream");
         ok = !c->failed[0];
     }
-    ok = ok && dev_alloc(c, (void **)&c->p, c->n * sizeof(float)) == cudaSuccess &&
-         dev_alloc(c, (void **)&c->g, c->n * sizeof(float)) == cudaSuccess &&
-         dev_alloc(c, (void **)&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
-         dev_alloc(c, (void **)&c->norm, sizeof(double)) == cudaSuccess;
-    if (ok) {
-        model_weights_point(&c->w, c->p, m->sizes);
-        model_weights_point(&c->dw, c->g, m->sizes);
-        ok = CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st)) == 0 && cuda_model_upload(c) == 0;
+    c->infer = m->inference_only;
+    if (c->infer) {
+        c->ns = cuda_infer_small_floats(m->sizes, c->small_off);
+        c->nstage = cuda_infer_stage_floats(c->n);
+        ok = ok && dev_alloc(c, (void **)&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
+             dev_alloc(c, (void **)&c->ps, c->ns * sizeof(float)) == cudaSuccess &&
+             dev_alloc(c, (void **)&c->stage, c->nstage * sizeof(float)) == cudaSuccess;
+        for (int t = 0; ok && t < MODEL_NUM_TENSORS; t++)
+            *model_weights_slot(&c->w, t) = m->sizes[t] && !model_tensor_is_matrix(t) ? c->ps + c->small_off[t] : NULL;
+        ok = ok && cuda_model_upload(c) == 0;
+    } else {
+        ok = ok && dev_alloc(c, (void **)&c->p, c->n * sizeof(float)) == cudaSuccess &&
+             dev_alloc(c, (void **)&c->g, c->n * sizeof(float)) == cudaSuccess &&
+             dev_alloc(c, (void **)&c->wb, c->n * sizeof(bf16)) == cudaSuccess &&
+             dev_alloc(c, (void **)&c->norm, sizeof(double)) == cudaSuccess;
+        if (ok) {
+            model_weights_point(&c->w, c->p, m->sizes);
+            model_weights_point(&c->dw, c->g, m->sizes);
+            ok = CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st)) == 0 && cuda_model_upload(c) == 0;
+        }
     }
     if (!ok) {
         if (c->failed[0]) snprintf(err, errlen, "%s", c->failed);
+        else if (c->infer)
+            snprintf(err, errlen, "cuda:%d: no room for %zu parameters (%.2f GiB in bf16, for inference)", device, c->n,
+                     cuda_infer_weight_bytes(&m->cfg) / 1073741824.0);
         else
             snprintf(err, errlen, "cuda:%d: no room for %zu parameters (%.2f GiB with their gradients and bf16 copy)",
                      device, c->n, c->n * 10.0 / 1073741824.0);
@@ -552,8 +579,8 @@ void cuda_model_destroy(cuda_model_t **self_p)
         adamw_unhold(c->opt, c);
         c->opt = NULL;
     }
-    void *bufs[] = {c->p,  c->g,  c->wb, c->am, c->av,     c->norm, c->acts,     c->dsc,     c->pb,
-                    c->hb, c->hf, c->xb, c->yb, c->tokens, c->logp, c->rope_cos, c->rope_sin};
+    void *bufs[] = {c->p,  c->g,  c->wb, c->ps, c->stage, c->am,     c->av,   c->norm,     c->acts,    c->dsc,
+                    c->pb, c->hb, c->hf, c->xb, c->yb,    c->tokens, c->logp, c->rope_cos, c->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cudaFree(bufs[i]);
     if (c->blas) blas_lib.destroy(c->blas);
     if (c->st) cudaStreamDestroy(c->st);
@@ -561,9 +588,34 @@ void cuda_model_destroy(cuda_model_t **self_p)
     *self_p = NULL;
 }
 
+/* an inference-only model's weights from the host: norms and biases into
+ * ps, everything into wb by way of stage (fp32 up, then rounded on the
+ * device, as a training model's bf16 copy is) */
+static int upload_infer(cuda_model_t *c)
+{
+    const model_t *m = c->m;
+    size_t off = 0;
+    for (int t = 0; t < MODEL_NUM_TENSORS; t++) {
+        if (m->sizes[t] && !model_tensor_is_matrix(t) &&
+            CK(cudaMemcpyAsync(c->ps + c->small_off[t], m->params + off, m->sizes[t] * sizeof(float),
+                               cudaMemcpyHostToDevice, c->st)))
+            return -1;
+        off += m->sizes[t];
+    }
+    for (size_t at = 0; at < c->n; at += c->nstage) {
+        size_t k = c->n - at < c->nstage ? c->n - at : c->nstage;
+        /* stage is taken again only once the rounding before has read it */
+        if (at && synced(c, "model upload")) return -1;
+        if (CK(cudaMemcpyAsync(c->stage, m->params + at, k * sizeof(float), cudaMemcpyHostToDevice, c->st))) return -1;
+        to_bf16(c, c->wb + at, c->stage, k);
+    }
+    return synced(c, "model upload");
+}
+
 int cuda_model_upload(cuda_model_t *c)
 {
     if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
+    if (c->infer) return upload_infer(c);
     if (CK(cudaMemcpyAsync(c->p, c->m->params, c->n * sizeof(float), cudaMemcpyHostToDevice, c->st))) return -1;
     to_bf16(c, c->wb, c->p, c->n);
     return synced(c, "model upload");
@@ -572,6 +624,8 @@ int cuda_model_upload(cuda_model_t *c)
 int cuda_model_download(cuda_model_t *c)
 {
     if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
+    /* nothing on the device is newer than the host's parameters */
+    if (c->infer) return 0;
     if (CK(cudaMemcpyAsync(c->m->params, c->p, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)) ||
         CK(cudaMemcpyAsync(c->m->grads, c->g, c->n * sizeof(float), cudaMemcpyDeviceToHost, c->st)))
         return -1;
@@ -580,7 +634,7 @@ int cuda_model_download(cuda_model_t *c)
 
 void cuda_model_zero_grad(cuda_model_t *c)
 {
-    if (!usable(c) || CK(cudaSetDevice(c->device))) return;
+    if (c->infer || !usable(c) || CK(cudaSetDevice(c->device))) return;
     CK(cudaMemsetAsync(c->g, 0, c->n * sizeof(float), c->st));
 }
 
@@ -613,114 +667,6 @@ static int rope_ensure(cuda_model_t *c, int T)
 // ----------------------------------------------------------------------------
 // workspaces
 
-/* lm_head rows per chunk: about 64M logits unless the model sets its own
- * chunk (the CPU's 4M would cut a 150k vocabulary into matmuls of 27 rows) */
-static size_t chunk_rows(int chunk, int V, int N)
-{
-    size_t rows = chunk > 0 ? (size_t)chunk : (size_t)(64u << 20) / (size_t)V;
-    if (rows < 1) rows = 1;
-    return rows < (size_t)N ? rows : (size_t)N;
-}
-
-/* element counts of a forward and backward pass's workspaces */
-typedef struct {
-    size_t acts; /* floats of activations and gradient scratch (c->acts) */
-    size_t ds;   /* (B, NH, T, T): dsc in fp32, pb in bf16 */
-    size_t hs;   /* (B, NH, T, HD): hb holds 4 in bf16, hf 3 in fp32 */
-    size_t bfn;  /* each of xb and yb, bf16 */
-    size_t N;    /* positions: tokens, targets, pos (int); logp, dlogp */
-} ws_sizes_t;
-
-/* The workspaces of B x T, the activations pointed into base when given.
- * Per layer the device keeps what backward cannot cheaply get again: the
- * residual stream (x, xm), q, k and v after RoPE (and Qwen3's before its
- * norms), the gate and up projections, the norms' 1/rms. ln1, ln2, the
- * attention's output y and its probabilities are one layer's, computed
- * again in backward (forward.c recomputes the probabilities per head too):
- * every layer's probabilities alone are L B NH T^2 floats, 10.5 GiB at the
- * Qwen2.5-0.5B shape and B 8 x T 1,024, where training now holds 20.1 GiB
- * in all (cuda_train_bytes; the arithmetic is in docs/cuda.md) */
-static void ws_layout(const model_config_t *cf, int chunk, int B, int T, model_acts_t *a, model_grad_acts_t *g,
-                      float *base, ws_sizes_t *z)
-{
-    size_t N = (size_t)B * T, L = cf->L, C = cf->C, QD = (size_t)cf->NH * cf->HD, KD = (size_t)cf->NKV * cf->HD;
-    size_t FF = cf->FF, q3 = cf->type == MODEL_QWEN3, ch = chunk_rows(chunk, cf->V, (int)N);
-    size_t ds = (size_t)B * cf->NH * T * T;
-    a->ln_all = a->y_all = false; /* one layer's ln1, ln2 and y */
-    struct {
-        float **p;
-        size_t n;
-    } t[] = {
-        {&a->x, (L + 1) * N * C},
-        {&a->ln1, N * C},
-        {&a->r1, L * N},
-        {&a->qpre, q3 * L * N * QD},
-        {&a->kpre, q3 * L * N * KD},
-        {&a->rq, q3 * L * N * cf->NH},
-        {&a->rk, q3 * L * N * cf->NKV},
-        {&a->q, L * N * QD},
-        {&a->k, L * N * KD},
-        {&a->v, L * N * KD},
-        {&a->att, ds},
-        {&a->y, N * QD},
-        {&a->xm, L * N * C},
-        {&a->ln2, N * C},
-        {&a->r2, L * N},
-        {&a->g, L * N * FF},
-        {&a->u, L * N * FF},
-        {&a->h, N * FF},
-        {&a->lnf, N * C},
-        {&a->rf, N},
-        {&a->lse, N},
-        {&g->dx, N * C},
-        {&g->dln, N * C},
-        {&g->dq, N * QD},
-        {&g->dk, N * KD},
-        {&g->dv, N * KD},
-        {&g->dy, N * QD},
-        {&g->dk2, q3 * N * KD},
-        {&g->dg, N * FF},
-        {&g->du, N * FF},
-        {&g->dh, N * FF},
-        {&g->logits, ch * cf->V},
-    };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-        if (base) *t[i].p = t[i].n ? base + total : NULL;
-        total += t[i].n;
-    }
-    size_t widest = C > QD ? C : QD;
-    widest = widest > FF ? widest : FF;
-    z->acts = total;
-    z->ds = ds;
-    z->hs = (size_t)B * cf->NH * T * cf->HD;
-    z->bfn = N * widest > ch * cf->V ? N * widest : ch * cf->V;
-    z->N = N;
-}
-
-/* device bytes of what acts_ensure allocates for z */
-static size_t ws_bytes(const ws_sizes_t *z)
-{
-    return z->acts * sizeof(float) + z->ds * (sizeof(float) + sizeof(bf16)) +
-           z->hs * (4 * sizeof(bf16) + 3 * sizeof(float)) + 2 * z->bfn * sizeof(bf16) +
-           z->N * (3 * sizeof(int) + 2 * sizeof(float));
-}
-
-size_t cuda_train_bytes(const model_config_t *cfg, int B, int T)
-{
-    size_t sizes[MODEL_NUM_TENSORS], n = 0;
-    model_sizes(cfg, sizes);
-    for (int i = 0; i < MODEL_NUM_TENSORS; i++) n += sizes[i];
-    model_acts_t a;
-    model_grad_acts_t g;
-    ws_sizes_t z;
-    ws_layout(cfg, 0, B, T, &a, &g, NULL, &z);
-    /* fp32 masters, gradients and two moments, the bf16 copy; the clip's
-     * sum; the RoPE tables of T positions */
-    return n * (4 * sizeof(float) + sizeof(bf16)) + sizeof(double) + ws_bytes(&z) +
-           2 * (size_t)T * (cfg->HD / 2) * sizeof(float);
-}
-
 /* *p holds at least need elements of size bytes each, growing (contents
  * lost) when it does not; 0 or -1 */
 static int grow(cuda_model_t *c, void **p, size_t *cap, size_t need, size_t size)
@@ -734,45 +680,62 @@ static int grow(cuda_model_t *c, void **p, size_t *cap, size_t need, size_t size
     return 0;
 }
 
+/* the workspaces of B x T (cuda_ws_layout's: a training model's, or an
+ * inference-only model's one layer) */
 static int acts_ensure(cuda_model_t *c, int B, int T)
 {
-    ws_sizes_t z;
-    ws_layout(&c->m->cfg, c->m->chunk, B, T, &c->a, &c->ga, NULL, &z);
+    cuda_ws_t z;
+    cuda_ws_layout(&c->m->cfg, c->m->chunk, B, T, c->infer, &c->a, &c->ga, NULL, &z);
     if (grow(c, (void **)&c->acts, &c->acts_cap, z.acts, sizeof(float)) ||
-        grow(c, (void **)&c->dsc, &c->dsc_cap, z.ds, sizeof(float)) ||
-        grow(c, (void **)&c->pb, &c->pb_cap, z.ds, sizeof(bf16)) ||
-        grow(c, (void **)&c->hb, &c->hb_cap, 4 * z.hs, sizeof(bf16)) ||
-        grow(c, (void **)&c->hf, &c->hf_cap, 3 * z.hs, sizeof(float)) ||
-        grow(c, (void **)&c->xb, &c->xb_cap, z.bfn, sizeof(bf16)) ||
-        grow(c, (void **)&c->yb, &c->yb_cap, z.bfn, sizeof(bf16)) ||
-        grow(c, (void **)&c->tokens, &c->icap, 3 * z.N, sizeof(int)) ||
-        grow(c, (void **)&c->logp, &c->fcap, 2 * z.N, sizeof(float)))
+        grow(c, (void **)&c->dsc, &c->dsc_cap, z.dsc, sizeof(float)) ||
+        grow(c, (void **)&c->pb, &c->pb_cap, z.pb, sizeof(bf16)) ||
+        grow(c, (void **)&c->hb, &c->hb_cap, z.hb, sizeof(bf16)) ||
+        grow(c, (void **)&c->hf, &c->hf_cap, z.hf, sizeof(float)) ||
+        grow(c, (void **)&c->xb, &c->xb_cap, z.xb, sizeof(bf16)) ||
+        grow(c, (void **)&c->yb, &c->yb_cap, z.yb, sizeof(bf16)) ||
+        grow(c, (void **)&c->tokens, &c->icap, z.ints, sizeof(int)) ||
+        grow(c, (void **)&c->logp, &c->fcap, z.floats, sizeof(float)))
         return -1;
-    ws_layout(&c->m->cfg, c->m->chunk, B, T, &c->a, &c->ga, c->acts, &z);
+    cuda_ws_layout(&c->m->cfg, c->m->chunk, B, T, c->infer, &c->a, &c->ga, c->acts, &z);
     c->targets = c->tokens + z.N;
     c->pos = c->tokens + 2 * z.N;
-    c->dlogp = c->logp + z.N;
+    c->dlogp = c->infer ? NULL : c->logp + z.N;
     return rope_ensure(c, T);
 }
 
 // ----------------------------------------------------------------------------
 // forward and backward
 
-static const float *lm_weight(const cuda_model_t *c) { return c->m->cfg.tie ? c->w.wte : c->w.lm; }
+/* the lm_head's matrix among the host's parameters (bw takes it) */
+static const float *lm_weight(const cuda_model_t *c) { return c->m->cfg.tie ? c->m->w.wte : c->m->w.lm; }
 static float *lm_grad(cuda_model_t *c) { return c->m->cfg.tie ? c->dw.wte : c->dw.lm; }
 
+/* x (N, C) = the embeddings of tok (N, on the device): the fp32 masters',
+ * or the bf16 copy's for an inference-only model */
+static void embed(cuda_model_t *c, float *x, const int *tok, int N)
+{
+    int C = c->m->cfg.C;
+    if (c->infer)
+        embed_forward_bf16_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(x, bw(c, c->m->w.wte), tok, N, C);
+    else embed_forward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(x, c->w.wte, tok, N, C);
+    launched(c, c->infer ? "embed_forward_bf16_kernel" : "embed_forward_kernel");
+}
+
 /* layer l of the forward pass over the batch's N = B T rows: reads
- * a->x of layer l, writes layer l + 1's and what backward reads again */
+ * a->x of layer l, writes layer l + 1's and what backward reads again (an
+ * inference-only model: its one layer's activations, x in slot 0 and the
+ * layer's output in slot 1). w holds the norms and biases, hw names the
+ * matrices (bw) */
 static void layer_forward(cuda_model_t *c, int l, int B, int T)
 {
     const model_config_t *cf = &c->m->cfg;
     int N = B * T, C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD;
-    model_layer_weights_t w = model_layer_weights(&c->w, cf, l);
-    model_layer_acts_t a = model_layer_acts(&c->a, cf, N, l);
+    model_layer_weights_t w = model_layer_weights(&c->w, cf, l), hw = model_layer_weights(&c->m->w, cf, l);
+    model_layer_acts_t a = model_layer_acts(&c->a, cf, N, c->infer ? 0 : l);
     rmsnorm_forward(c, a.ln1, a.r1, a.x, w.ln1, N, C);
-    matmul_forward(c, a.qp, a.ln1, w.wq, w.bq, N, C, QD, false);
-    matmul_forward(c, a.kp, a.ln1, w.wk, w.bk, N, C, KD, false);
-    matmul_forward(c, a.v, a.ln1, w.wv, w.bv, N, C, KD, false);
+    matmul_forward(c, a.qp, a.ln1, hw.wq, w.bq, N, C, QD, false);
+    matmul_forward(c, a.kp, a.ln1, hw.wk, w.bk, N, C, KD, false);
+    matmul_forward(c, a.v, a.ln1, hw.wv, w.bv, N, C, KD, false);
     if (cf->type == MODEL_QWEN3) {
         rmsnorm_forward(c, a.q, a.rq, a.qp, w.qn, N * cf->NH, HD);
         rmsnorm_forward(c, a.k, a.rk, a.kp, w.kn, N * cf->NKV, HD);
@@ -781,13 +744,15 @@ static void layer_forward(cuda_model_t *c, int l, int B, int T)
     rope(c, a.k, c->pos, N, cf->NKV, 1.0f);
     attention_forward(c, a.y, a.q, a.k, a.v, B, T);
     CK(cudaMemcpyAsync(a.xm, a.x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-    matmul_forward(c, a.xm, a.y, w.wo, w.bo, N, QD, C, true);
+    matmul_forward(c, a.xm, a.y, hw.wo, w.bo, N, QD, C, true);
     rmsnorm_forward(c, a.ln2, a.r2, a.xm, w.ln2, N, C);
-    matmul_forward(c, a.g, a.ln2, w.wg, NULL, N, C, FF, false);
-    matmul_forward(c, a.u, a.ln2, w.wu, NULL, N, C, FF, false);
+    matmul_forward(c, a.g, a.ln2, hw.wg, NULL, N, C, FF, false);
+    matmul_forward(c, a.u, a.ln2, hw.wu, NULL, N, C, FF, false);
     swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
     CK(cudaMemcpyAsync(a.xn, a.xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-    matmul_forward(c, a.xn, a.h, w.wd, NULL, N, FF, C, true);
+    matmul_forward(c, a.xn, a.h, hw.wd, NULL, N, FF, C, true);
+    /* the next layer's input in slot 0 */
+    if (c->infer) CK(cudaMemcpyAsync(a.x, a.xn, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
 }
 
 int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, int B, int T, float temperature,
@@ -812,12 +777,11 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
 
     int C = cf->C;
     model_acts_t *a = &c->a;
-    embed_forward_kernel<<<grid_for((size_t)N * C), 256, 0, c->st>>>(a->x, c->w.wte, c->tokens, N, C);
-    launched(c, "embed_forward_kernel");
+    embed(c, a->x, c->tokens, N);
     for (int l = 0; l < cf->L; l++) layer_forward(c, l, B, T);
-    rmsnorm_forward(c, a->lnf, a->rf, a->x + (size_t)cf->L * N * C, c->w.lnf, N, C);
+    rmsnorm_forward(c, a->lnf, a->rf, c->infer ? a->x : a->x + (size_t)cf->L * N * C, c->w.lnf, N, C);
     /* the logits a chunk of rows at a time, never all N x V at once */
-    int V = cf->V, chunk = (int)chunk_rows(c->m->chunk, V, N);
+    int V = cf->V, chunk = (int)cuda_chunk_rows(c->m->chunk, V, N);
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = c->ga.logits;
@@ -843,11 +807,12 @@ static void attention_layer_backward(cuda_model_t *c, int l)
     int B = c->B, T = c->T, N = B * T;
     int C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, HD = cf->HD;
     model_layer_weights_t w = model_layer_weights(&c->w, cf, l), dw = model_layer_weights(&c->dw, cf, l);
+    model_layer_weights_t hw = model_layer_weights(&c->m->w, cf, l);
     model_layer_acts_t a = model_layer_acts(&c->a, cf, N, l);
     model_grad_acts_t *ga = &c->ga;
     /* the attention's probabilities and output again */
     attention_forward(c, a.y, a.q, a.k, a.v, B, T);
-    matmul_backward(c, ga->dy, dw.wo, dw.bo, ga->dx, a.y, w.wo, N, QD, C, false);
+    matmul_backward(c, ga->dy, dw.wo, dw.bo, ga->dx, a.y, hw.wo, N, QD, C, false);
     attention_backward(c, ga->dq, ga->dk, ga->dv, ga->dy, B, T);
     rope(c, ga->dq, c->pos, N, cf->NH, -1.0f);
     rope(c, ga->dk, c->pos, N, cf->NKV, -1.0f);
@@ -861,9 +826,9 @@ static void attention_layer_backward(cuda_model_t *c, int l)
     }
     /* the attention's input again */
     rmsnorm_forward(c, a.ln1, NULL, a.x, w.ln1, N, C);
-    matmul_backward(c, ga->dln, dw.wq, dw.bq, dq, a.ln1, w.wq, N, C, QD, false);
-    matmul_backward(c, ga->dln, dw.wk, dw.bk, dk, a.ln1, w.wk, N, C, KD, true);
-    matmul_backward(c, ga->dln, dw.wv, dw.bv, ga->dv, a.ln1, w.wv, N, C, KD, true);
+    matmul_backward(c, ga->dln, dw.wq, dw.bq, dq, a.ln1, hw.wq, N, C, QD, false);
+    matmul_backward(c, ga->dln, dw.wk, dw.bk, dk, a.ln1, hw.wk, N, C, KD, true);
+    matmul_backward(c, ga->dln, dw.wv, dw.bv, ga->dv, a.ln1, hw.wv, N, C, KD, true);
     rmsnorm_backward(c, ga->dx, dw.ln1, ga->dln, a.x, w.ln1, a.r1, N, C, true);
 }
 
@@ -874,17 +839,18 @@ static void mlp_layer_backward(cuda_model_t *c, int l)
     const model_config_t *cf = &c->m->cfg;
     int N = c->B * c->T, C = cf->C, FF = cf->FF;
     model_layer_weights_t w = model_layer_weights(&c->w, cf, l), dw = model_layer_weights(&c->dw, cf, l);
+    model_layer_weights_t hw = model_layer_weights(&c->m->w, cf, l);
     model_layer_acts_t a = model_layer_acts(&c->a, cf, N, l);
     model_grad_acts_t *ga = &c->ga;
     /* the MLP's input and hidden activation again */
     rmsnorm_forward(c, a.ln2, NULL, a.xm, w.ln2, N, C);
     swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
-    matmul_backward(c, ga->dh, dw.wd, NULL, ga->dx, a.h, w.wd, N, FF, C, false);
+    matmul_backward(c, ga->dh, dw.wd, NULL, ga->dx, a.h, hw.wd, N, FF, C, false);
     swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, a.g, a.u,
                                                                         (size_t)N * FF);
     launched(c, "swiglu_backward_kernel");
-    matmul_backward(c, ga->dln, dw.wg, NULL, ga->dg, a.ln2, w.wg, N, C, FF, false);
-    matmul_backward(c, ga->dln, dw.wu, NULL, ga->du, a.ln2, w.wu, N, C, FF, true);
+    matmul_backward(c, ga->dln, dw.wg, NULL, ga->dg, a.ln2, hw.wg, N, C, FF, false);
+    matmul_backward(c, ga->dln, dw.wu, NULL, ga->du, a.ln2, hw.wu, N, C, FF, true);
     rmsnorm_backward(c, ga->dx, dw.ln2, ga->dln, a.xm, w.ln2, a.r2, N, C, true);
 }
 
@@ -899,7 +865,7 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
     float inv_t = 1.0f / c->temperature;
     CK(cudaMemcpyAsync(c->dlogp, dlogp, N * sizeof(float), cudaMemcpyHostToDevice, c->st));
 
-    int chunk = (int)chunk_rows(c->m->chunk, V, N);
+    int chunk = (int)cuda_chunk_rows(c->m->chunk, V, N);
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = ga->logits;
@@ -1021,7 +987,8 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
 
 typedef struct {
     int S, maxT, R;
-    float *kc, *vc;                     // (L, S, maxT, KD)
+    void *kc, *vc;                      // (L, S, maxT, KD) of cache_elem bytes: fp32, or bf16 to infer
+    size_t cache_elem;                  //
     float *x, *ln;                      // (R, C)
     float *q, *y;                       // (R, NH*HD)
     float *k, *v;                       // (R, KD)
@@ -1032,16 +999,14 @@ typedef struct {
     int *tok, *slot, *pos, *uidx, *out; // (R) each
 } dev_ws_t;
 
-static size_t gws_layout(dev_ws_t *ws, float *base, const model_config_t *cf, int M)
+/* ws's float arrays into base (cuda_gen_ws_size counts them) */
+static void gws_point(dev_ws_t *ws, float *base, const model_config_t *cf, int M)
 {
     size_t KD = (size_t)cf->NKV * cf->HD, QD = (size_t)cf->NH * cf->HD, C = cf->C, FF = cf->FF, R = ws->R;
-    size_t cache = (size_t)cf->L * ws->S * ws->maxT * KD;
     struct {
         float **p;
         size_t n;
     } t[] = {
-        {&ws->kc, cache},
-        {&ws->vc, cache},
         {&ws->x, R * C},
         {&ws->ln, R * C},
         {&ws->q, R * QD},
@@ -1056,10 +1021,32 @@ static size_t gws_layout(dev_ws_t *ws, float *base, const model_config_t *cf, in
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-        if (base) *t[i].p = base + total;
+        *t[i].p = base + total;
         total += t[i].n;
     }
-    return total;
+}
+
+/* element e of a cache (kc or vc) */
+static void *cache_at(const dev_ws_t *ws, void *cache, size_t e) { return (char *)cache + e * ws->cache_elem; }
+
+/* rows' keys and values into their cache slots, then attention over the
+ * cache, for layer l's (kc, vc): the cache's element type decides the
+ * kernels' */
+template <typename K> static void cached_attention(cuda_model_t *c, dev_ws_t *ws, int l, int R)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int HD = cf->HD, KD = cf->NKV * HD;
+    size_t layer = (size_t)ws->S * ws->maxT * KD;
+    K *kc = (K *)ws->kc + l * layer, *vc = (K *)ws->vc + l * layer;
+    cache_store_kernel<K>
+        <<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R, ws->maxT, KD);
+    launched(c, "cache_store_kernel");
+    /* a fixed tile of positions at a time: any context length fits */
+    size_t smem = attend_smem_bytes(HD);
+    if (shared_memory(c, (const void *)attention_cached_kernel<K>, "attention_cached_kernel", smem)) return;
+    attention_cached_kernel<K>
+        <<<dim3(R, cf->NH), 128, smem, c->st>>>(ws->y, ws->q, kc, vc, ws->slot, ws->pos, ws->maxT, cf->NH, cf->NKV, HD);
+    launched(c, "attention_cached_kernel");
 }
 
 /* R rows (tok, slot, pos already on the device) through the model; the
@@ -1069,15 +1056,13 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
     const model_config_t *cf = &c->m->cfg;
     const model_weights_t *w = &c->w;
     int C = cf->C, HD = cf->HD, QD = cf->NH * HD, KD = cf->NKV * HD, FF = cf->FF;
-    size_t layer = (size_t)ws->S * ws->maxT * KD;
-    embed_forward_kernel<<<grid_for((size_t)R * C), 256, 0, c->st>>>(ws->x, w->wte, ws->tok, R, C);
-    launched(c, "embed_forward_kernel");
+    embed(c, ws->x, ws->tok, R);
     for (int l = 0; l < cf->L; l++) {
-        model_layer_weights_t lw = model_layer_weights(w, cf, l);
+        model_layer_weights_t lw = model_layer_weights(w, cf, l), hw = model_layer_weights(&c->m->w, cf, l);
         rmsnorm_forward(c, ws->ln, NULL, ws->x, lw.ln1, R, C);
-        matmul_forward(c, ws->q, ws->ln, lw.wq, lw.bq, R, C, QD, false);
-        matmul_forward(c, ws->k, ws->ln, lw.wk, lw.bk, R, C, KD, false);
-        matmul_forward(c, ws->v, ws->ln, lw.wv, lw.bv, R, C, KD, false);
+        matmul_forward(c, ws->q, ws->ln, hw.wq, lw.bq, R, C, QD, false);
+        matmul_forward(c, ws->k, ws->ln, hw.wk, lw.bk, R, C, KD, false);
+        matmul_forward(c, ws->v, ws->ln, hw.wv, lw.bv, R, C, KD, false);
         if (cf->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q, then k */
             CK(cudaMemcpyAsync(ws->y, ws->q, (size_t)R * QD * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
@@ -1087,22 +1072,14 @@ static void gen_step(cuda_model_t *c, dev_ws_t *ws, int R, int nlog)
         }
         rope(c, ws->q, ws->pos, R, cf->NH, 1.0f);
         rope(c, ws->k, ws->pos, R, cf->NKV, 1.0f);
-        float *kc = ws->kc + l * layer, *vc = ws->vc + l * layer;
-        cache_store_kernel<<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R,
-                                                                        ws->maxT, KD);
-        launched(c, "cache_store_kernel");
-        /* a fixed tile of positions at a time: any context length fits */
-        size_t smem = attend_smem_bytes(HD);
-        if (shared_memory(c, (const void *)attention_cached_kernel, "attention_cached_kernel", smem)) return;
-        attention_cached_kernel<<<dim3(R, cf->NH), 128, smem, c->st>>>(ws->y, ws->q, kc, vc, ws->slot, ws->pos,
-                                                                       ws->maxT, cf->NH, cf->NKV, HD);
-        launched(c, "attention_cached_kernel");
-        matmul_forward(c, ws->x, ws->y, lw.wo, lw.bo, R, QD, C, true);
+        if (c->infer) cached_attention<bf16>(c, ws, l, R);
+        else cached_attention<float>(c, ws, l, R);
+        matmul_forward(c, ws->x, ws->y, hw.wo, lw.bo, R, QD, C, true);
         rmsnorm_forward(c, ws->ln, NULL, ws->x, lw.ln2, R, C);
-        matmul_forward(c, ws->g, ws->ln, lw.wg, NULL, R, C, FF, false);
-        matmul_forward(c, ws->u, ws->ln, lw.wu, NULL, R, C, FF, false);
+        matmul_forward(c, ws->g, ws->ln, hw.wg, NULL, R, C, FF, false);
+        matmul_forward(c, ws->u, ws->ln, hw.wu, NULL, R, C, FF, false);
         swiglu(c, ws->g, ws->g, ws->u, (size_t)R * FF);
-        matmul_forward(c, ws->x, ws->g, lw.wd, NULL, R, FF, C, true);
+        matmul_forward(c, ws->x, ws->g, hw.wd, NULL, R, FF, C, true);
     }
     rmsnorm_forward(c, ws->ln, NULL, ws->x + (size_t)(R - nlog) * C, w->lnf, nlog, C);
     matmul_forward(c, ws->logits, ws->ln, lm_weight(c), NULL, nlog, C, cf->V, false);
@@ -1154,10 +1131,10 @@ static void gen_prefill(cuda_model_t *c, dev_ws_t *ws, const int *const *prompts
         for (int l = 0; l < cf->L; l++)
             for (int s = s0 + 1; s < s0 + L; s++) {
                 size_t from = l * layer + (size_t)s0 * ws->maxT * KD, to = l * layer + (size_t)s * ws->maxT * KD;
-                CK(cudaMemcpyAsync(ws->kc + to, ws->kc + from, (size_t)P * KD * sizeof(float), cudaMemcpyDeviceToDevice,
-                                   c->st));
-                CK(cudaMemcpyAsync(ws->vc + to, ws->vc + from, (size_t)P * KD * sizeof(float), cudaMemcpyDeviceToDevice,
-                                   c->st));
+                CK(cudaMemcpyAsync(cache_at(ws, ws->kc, to), cache_at(ws, ws->kc, from),
+                                   (size_t)P * KD * ws->cache_elem, cudaMemcpyDeviceToDevice, c->st));
+                CK(cudaMemcpyAsync(cache_at(ws, ws->vc, to), cache_at(ws, ws->vc, from),
+                                   (size_t)P * KD * ws->cache_elem, cudaMemcpyDeviceToDevice, c->st));
             }
         for (int s = s0 + L - 1; s >= s0; s--)
             if (s)
@@ -1221,24 +1198,27 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     if (!usable(c) || CK(cudaSetDevice(c->device))) return -1;
     int M = gp->max_new, maxP = 0;
     for (int q = 0; q < Q; q++) maxP = prompt_lens[q] > maxP ? prompt_lens[q] : maxP;
-    int S = Q * L;
+    cuda_gen_ws_t z;
+    cuda_gen_ws_size(cf, Q, L, maxP, M, c->infer, &z);
+    int S = z.S, R = z.R;
     dev_ws_t ws = {};
     ws.S = S;
-    ws.maxT = maxP + M;
-    ws.R = maxP > S ? maxP : S;
-    int R = ws.R;
-    size_t nf = gws_layout(&ws, NULL, cf, M), bfn = (size_t)R * (cf->FF > cf->C ? cf->FF : cf->C);
-    bfn = bfn > (size_t)R * cf->NH * cf->HD ? bfn : (size_t)R * cf->NH * cf->HD;
+    ws.maxT = z.maxT;
+    ws.R = R;
+    ws.cache_elem = z.cache_elem;
     float *mem = NULL;
+    void *kc = NULL, *vc = NULL;
     int *imem = NULL, *h = (int *)malloc((4 * (size_t)R + S) * sizeof(int));
     float *hlp = (float *)malloc((size_t)S * sizeof(float));
     curandGenerator_t gen = NULL;
     int rc = -1;
     bf16 *oxb = c->xb, *oyb = c->yb;
     bf16 *gxb = NULL;
-    if (!h || !hlp || rope_ensure(c, ws.maxT) || dev_alloc(c, (void **)&mem, nf * sizeof(float)) != cudaSuccess ||
-        dev_alloc(c, (void **)&imem, 5 * (size_t)R * sizeof(int)) != cudaSuccess ||
-        dev_alloc(c, (void **)&gxb, bfn * sizeof(bf16)) != cudaSuccess ||
+    if (!h || !hlp || rope_ensure(c, ws.maxT) || dev_alloc(c, (void **)&mem, z.floats * sizeof(float)) != cudaSuccess ||
+        dev_alloc(c, &kc, z.cache * z.cache_elem) != cudaSuccess ||
+        dev_alloc(c, &vc, z.cache * z.cache_elem) != cudaSuccess ||
+        dev_alloc(c, (void **)&imem, z.ints * sizeof(int)) != cudaSuccess ||
+        dev_alloc(c, (void **)&gxb, z.xb * sizeof(bf16)) != cudaSuccess ||
         curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) != CURAND_STATUS_SUCCESS) {
         fprintf(stderr, "model_generate: cuda:%d has no room for %d completions of %d tokens\n", c->device, S, ws.maxT);
         goto done;
@@ -1246,7 +1226,9 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     /* generation's matmul inputs take their own bf16 scratch: the forward
      * pass's may be smaller, or absent */
     c->xb = gxb;
-    gws_layout(&ws, mem, cf, M);
+    gws_point(&ws, mem, cf, M);
+    ws.kc = kc;
+    ws.vc = vc;
     ws.tok = imem;
     ws.slot = imem + R;
     ws.pos = imem + 2 * R;
@@ -1259,9 +1241,11 @@ done:
     c->xb = oxb;
     c->yb = oyb;
     if (gen) curandDestroyGenerator(gen);
-    dev_free(c, gxb, bfn * sizeof(bf16));
-    dev_free(c, imem, 5 * (size_t)R * sizeof(int));
-    dev_free(c, mem, nf * sizeof(float));
+    dev_free(c, gxb, z.xb * sizeof(bf16));
+    dev_free(c, imem, z.ints * sizeof(int));
+    dev_free(c, vc, z.cache * z.cache_elem);
+    dev_free(c, kc, z.cache * z.cache_elem);
+    dev_free(c, mem, z.floats * sizeof(float));
     free(hlp);
     free(h);
     return rc;

@@ -71,12 +71,8 @@ int cuda_model_step(cuda_model_t *self, adamw_t *opt, const adamw_params_t *p, f
 size_t cuda_model_memory(const cuda_model_t *self);
 size_t cuda_model_memory_peak(const cuda_model_t *self);
 
-/* the device bytes a model of cfg holds to train on B x T (the default
- * lm_head chunk): fp32 parameters, gradients and AdamW moments, the bf16
- * copy, activations and scratch, RoPE tables for T positions; what
- * cuda_model_memory reports after a forward, backward and optimizer step
- * of a fresh model. Arithmetic: no device needed */
-size_t cuda_train_bytes(const model_config_t *cfg, int B, int T);
+/* the arithmetic of what a model holds (cuda_train_bytes and the rest) is
+ * in layout.h, which every build has */
 
 #ifdef __cplusplus
 }

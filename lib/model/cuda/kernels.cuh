@@ -93,6 +93,14 @@ __global__ void embed_forward_kernel(float *x, const float *wte, const int *tok,
         x[i] = wte[(size_t)tok[i / C] * C + i % C];
 }
 
+/* the same from the embedding's bf16 copy (an inference-only model) */
+__global__ void embed_forward_bf16_kernel(float *x, const bf16 *wte, const int *tok, int N, int C)
+{
+    size_t n = (size_t)N * C;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = __bfloat162float(wte[(size_t)tok[i / C] * C + i % C]);
+}
+
 /* rows of one token meet in one embedding row: atomics */
 __global__ void embed_backward_kernel(float *dwte, const float *dx, const int *tok, int N, int C)
 {
@@ -269,7 +277,15 @@ __global__ void causal_softmax_backward_kernel(bf16 *ds, const float *dp, const 
  * shared memory is 2 HD + ATTEND_TILE floats whatever P: a long context is
  * not bounded by the device's shared memory per block, as it was when
  * every score sat there at once (about 12,200 positions at HD 64) */
-__device__ void attend(float *y, const float *q, const float *kb, const float *vb, int KS, int P, int HD, float scale,
+/* a cached key or value as a float: the cache holds fp32, or bf16 for an
+ * inference-only model */
+__device__ __forceinline__ float cached(float v) { return v; }
+__device__ __forceinline__ float cached(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void cache_put(float *at, float v) { *at = v; }
+__device__ __forceinline__ void cache_put(bf16 *at, float v) { *at = __float2bfloat16_rn(v); }
+
+template <typename K>
+__device__ void attend(float *y, const float *q, const K *kb, const K *vb, int KS, int P, int HD, float scale,
                        float *smem)
 {
     __shared__ float sh[32];
@@ -285,9 +301,9 @@ __device__ void attend(float *y, const float *q, const float *kb, const float *v
         int n = min(ATTEND_TILE, P - t0);
         float tm = -INFINITY;
         for (int t = threadIdx.x; t < n; t += blockDim.x) {
-            const float *kr = kb + (size_t)(t0 + t) * KS;
+            const K *kr = kb + (size_t)(t0 + t) * KS;
             float d = 0;
-            for (int i = 0; i < HD; i++) d += qs[i] * kr[i];
+            for (int i = 0; i < HD; i++) d += qs[i] * cached(kr[i]);
             s[t] = d * scale;
             tm = fmaxf(tm, s[t]);
         }
@@ -303,7 +319,7 @@ __device__ void attend(float *y, const float *q, const float *kb, const float *v
         __syncthreads();
         for (int i = threadIdx.x; i < HD; i += blockDim.x) {
             float a = acc[i] * r;
-            for (int t = 0; t < n; t++) a += s[t] * vb[(size_t)(t0 + t) * KS + i];
+            for (int t = 0; t < n; t++) a += s[t] * cached(vb[(size_t)(t0 + t) * KS + i]);
             acc[i] = a;
         }
         __syncthreads(); /* the next tile rewrites s */
@@ -316,7 +332,8 @@ static inline size_t attend_smem_bytes(int HD) { return (2 * (size_t)HD + ATTEND
 
 /* decode: row r (its query heads) against its slot's cached positions
  * [0, pos[r]]; kc and vc (S, maxT, KD) of one layer. grid (R, NH) */
-__global__ void attention_cached_kernel(float *y, const float *q, const float *kc, const float *vc, const int *slot,
+template <typename K>
+__global__ void attention_cached_kernel(float *y, const float *q, const K *kc, const K *vc, const int *slot,
                                         const int *pos, int maxT, int NH, int NKV, int HD)
 {
     extern __shared__ float smem[];
@@ -326,14 +343,15 @@ __global__ void attention_cached_kernel(float *y, const float *q, const float *k
 }
 
 /* rows' keys and values into their (slot, pos) of one layer's cache */
-__global__ void cache_store_kernel(float *kc, float *vc, const float *k, const float *v, const int *slot,
-                                   const int *pos, int R, int maxT, int KD)
+template <typename K>
+__global__ void cache_store_kernel(K *kc, K *vc, const float *k, const float *v, const int *slot, const int *pos, int R,
+                                   int maxT, int KD)
 {
     size_t n = (size_t)R * KD;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         size_t r = i / KD, at = ((size_t)slot[r] * maxT + pos[r]) * KD + i % KD;
-        kc[at] = k[i];
-        vc[at] = v[i];
+        cache_put(kc + at, k[i]);
+        cache_put(vc + at, v[i]);
     }
 }
 
