@@ -177,6 +177,7 @@ int main(int argc, char **argv)
         take(tasks, pol, &cfg, &t);
         await_version(notices_in, pol, &cfg, &t, &version, checkpoint, sizeof checkpoint);
         long sent = t.n ? roll_out(pol, &cfg, version, &t, out) : 0;
+        policy_log_memory(pol);
         if (sent > 0) done += sent;
         /* acked once sent: a task in flight when the generator dies, or
          * stops while sampling it, goes back to the queue */

@@ -203,6 +203,8 @@ int formatstart(const config_t *cfg)
     policy_t *pol = policy_open(source, cfg->system_prompt, err, sizeof err);
     if (!pol) log_fatal("%s", err);
     if (pol->fmt != PROMPT_CHATML) log_fatal("%s: the format warm start is for chat models", source);
+    /* where the node's learner runs: a GPU node warms up on its GPU */
+    if (policy_place(pol, cfg, false, err, sizeof err) != 0) log_fatal("%s", err);
     adamw_t *opt = adamw_new(model_num_params(pol->model));
     config_t sft = *cfg;
     sft.beta = 0; /* supervised: no KL, no reference model */
@@ -242,6 +244,7 @@ int formatstart(const config_t *cfg)
     cJSON_AddNumberToObject(tr, "numbered", (double)x.numbered);
     cJSON_AddNumberToObject(tr, "truncated", (double)x.truncated);
     cJSON_AddNumberToObject(tr, "lr", FORMAT_LR);
+    cJSON_AddStringToObject(tr, "backend", cfg->backend);
     cJSON_AddNumberToObject(tr, "seconds", (zclock_mono() - t0) / 1000.0);
     char *text = cJSON_PrintUnformatted(report);
     log_info("format warm start: %s", text);

@@ -231,6 +231,8 @@ static bool apply_batch(learner_t *l, const rec_batch_view_t *b)
     if (l->st.round <= l->logged)
         log_info("round %llu trained again from its batch (%.1f s)", (unsigned long long)l->st.round, secs);
     else log_metrics(l, b, &ls, secs, before);
+    policy_log_memory(l->pol);
+    if (l->ref) policy_log_memory(l->ref);
     return true;
 }
 

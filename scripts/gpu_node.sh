@@ -93,8 +93,15 @@ rows() { if [ -f "$run/n0/metrics.jsonl" ]; then wc -l < "$run/n0/metrics.jsonl"
 had=$(rows)
 scripts/swarm.sh start --nodes 1 --ij "$ij" --rounds "$rounds" --run "$run" >> "$log" 2>&1 ||
   { say "the node did not start (see $log)"; exit 1; }
+smi=""
 while scripts/swarm.sh wait --run "$run" --timeout 5 > /dev/null 2>&1; [ $? != 0 ] && [ "$(date +%s)" -lt "$stop_at" ]; do
   say "$(scripts/swarm.sh progress --run "$run" | cut -c1-150)" > /dev/null
+  # each process's device memory as the driver counts it (the CUDA
+  # context included), once the node has trained a round
+  if [ -z "$smi" ] && [ "$(rows)" -gt "$had" ] && command -v nvidia-smi > /dev/null; then
+    smi=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>&1 | tr '\n' ';')
+    say "nvidia-smi, each process: $smi" > /dev/null
+  fi
 done
 scripts/swarm.sh stop --run "$run" >> "$log" 2>&1
 now=$(rows)
@@ -124,9 +131,9 @@ json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
   printf ' "settings": {%s},\n' "$settings"
   printf ' "rounds": %d, "evaluated_version": %d, "wall_seconds": %d}\n' "$now" "$last" $(($(date +%s) - start))
 } > "$out/manifest.json"
-python3 - "$out" "$now" "$had" "$(device)" "$last" > "$out/summary.md" <<'PY'
-import json, statistics, sys
-out, rounds, had, device, version = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+python3 - "$out" "$now" "$had" "$(device)" "$last" "$smi" > "$out/summary.md" <<'PY'
+import json, re, statistics, sys
+out, rounds, had, device, version, smi = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6]
 evals = [json.loads(l) for l in open(out + "/eval.jsonl")]
 lines = [json.loads(l) for l in open(out + "/metrics.jsonl")][had:]
 def med(xs):
@@ -153,6 +160,16 @@ rew = [own(l) for l in lines if isinstance(own(l), (int, float))]
 if rew:
     k = max(1, len(rew) // 5)
     print("\nOwn reward: first %d rounds %.3f, last %d rounds %.3f." % (k, sum(rew[:k]) / k, k, sum(rew[-k:]) / k))
+# each process's model on the device, at most (policy_log_memory's last line)
+peaks = {}
+for line in open(out + "/node.log", errors="replace"):
+    m = re.search(r"(learner|generator)\.\d+ *\| \S+ (cuda:\d+ memory of the model.*)", line)
+    if m:
+        peaks[m.group(1)] = m.group(2)
+for proc, text in sorted(peaks.items()):
+    print("\n%s: %s." % (proc, text))
+if smi:
+    print("\nnvidia-smi after the first round (each process, its CUDA context included): %s" % smi)
 PY
 cat "$out/summary.md" | tee -a "$log"
 say "done in $(($(date +%s) - start)) s; results in $out"

@@ -158,6 +158,19 @@ int model_device(const model_t *self) { return self->cuda ? self->device : -1; }
 
 void model_set_inference_only(model_t *self) { self->inference_only = true; }
 
+bool model_inference_only(const model_t *self) { return self->inference_only; }
+
+void model_device_memory(const model_t *self, size_t *held, size_t *peak)
+{
+    *held = *peak = 0;
+#ifdef SAPO_HAVE_CUDA
+    if (self->cuda) {
+        *held = cuda_model_memory(self->cuda);
+        *peak = cuda_model_memory_peak(self->cuda);
+    }
+#endif
+}
+
 int model_sync_host(model_t *self)
 {
     const model_backend_t *b = model_backend(self);

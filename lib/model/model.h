@@ -165,6 +165,10 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
  * or backward workspace (docs/cuda.md); on the CPU nothing changes. Its
  * model_backward and model_optimizer_step refuse with a line. */
 void model_set_inference_only(model_t *self);
+bool model_inference_only(const model_t *self);
+/* the bytes the model's device copy holds now (*held) and held at most
+ * (*peak): its own allocations, not the CUDA context's; 0 on the CPU */
+void model_device_memory(const model_t *self, size_t *held, size_t *peak);
 /* the CUDA device the model runs on, -1 on the CPU */
 int model_device(const model_t *self);
 /* device parameters and gradients into model_params / model_grads, and

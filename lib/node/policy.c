@@ -2,6 +2,7 @@
  * folder or a GGUF file, saved as a Hugging Face folder, and sampled. */
 #include "node/policy.h"
 #include "util/fs.h"
+#include "util/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -267,6 +268,16 @@ int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, siz
 {
     if (infer && cfg->inference_only) model_set_inference_only(self->model);
     return model_set_backend(self->model, cfg->backend, err, errlen);
+}
+
+void policy_log_memory(policy_t *self)
+{
+    size_t held, peak;
+    model_device_memory(self->model, &held, &peak);
+    if (peak <= self->logged_peak) return;
+    self->logged_peak = peak;
+    log_info("cuda:%d memory of the model%s: %.3f GiB held, %.3f GiB at most", model_device(self->model),
+             model_inference_only(self->model) ? " (inference only)" : "", held / 1073741824.0, peak / 1073741824.0);
 }
 
 int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen)

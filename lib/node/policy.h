@@ -27,6 +27,7 @@ typedef struct {
      * next token and fails with "interrupted": a large model's batch can
      * take minutes, longer than a supervisor waits before killing */
     const volatile int *cancel;
+    size_t logged_peak; /* the device memory peak policy_log_memory last logged */
 } policy_t;
 
 /* The instruction a chat checkpoint gets when the system-prompt setting is
@@ -65,6 +66,11 @@ void policy_destroy(policy_t **self_p);
  * allows (a generator's, an evaluator's, the reference model). 0, or -1
  * with err. */
 int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, size_t errlen);
+
+/* One line when the model's device memory peak (its own allocations,
+ * model_device_memory) grew since the last such line: what a GPU node
+ * measures of each process's model (docs/cuda.md). Nothing on the CPU. */
+void policy_log_memory(policy_t *self);
 
 /* Replaces the weights with those in dir (same architecture). 0 or -1 with err. */
 int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen);
