@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "node/identity.h"
+#include "util/identity.h"
 #include "records.h"
 
 #define L 8   /* completions per group */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/identity.h"
+#include "util/identity.h"
 #include "node/screen.h"
 #include "records.h"
 

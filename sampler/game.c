@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "game/game.h"
+#include "tasks/game.h"
 #include "game/game_output.h"
-#include "game/game_task.h"
+#include "tasks/fam_game.h"
 #include "records.h"
 #include "sampler.h"
 #include "util/log.h"

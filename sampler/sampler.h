@@ -8,7 +8,7 @@
 
 #include "node/assembly.h"
 #include "node/config.h"
-#include "node/identity.h"
+#include "util/identity.h"
 #include "node/score.h"
 #include "node/screen.h"
 #include "pool/pool.h"

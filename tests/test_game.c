@@ -5,7 +5,7 @@
  * resolution's reading of the vote (plurality, tie, no votes, not an id),
  * and gsm8k's number rule for answers. */
 #include "check.h"
-#include "game/game.h"
+#include "tasks/game.h"
 
 /* every part and the total, each within float rounding of its hand value */
 static void expect_reward(const char *what, game_reward_t r, double format, double shown, double correct, double vote,

@@ -6,9 +6,9 @@
  * and wrong both; the same index gives the same pair; targets short enough
  * for the tiny model; bad problems refused. */
 #include "check.h"
-#include "game/game.h"
+#include "tasks/game.h"
 #include "game/game_sft.h"
-#include "game/game_task.h"
+#include "tasks/fam_game.h"
 #include "tasks/task.h"
 
 #define PAIRS 3000

@@ -7,8 +7,8 @@
  * they are never drawn or scored from an answer alone. */
 #include "check.h"
 #include "group_buf.h"
-#include "game/game.h"
-#include "game/game_task.h"
+#include "tasks/game.h"
+#include "tasks/fam_game.h"
 #include "node/score.h"
 #include "tasks/task.h"
 

@@ -4,7 +4,7 @@
  * wrong; signatures verify only for the signed bytes under the signer's
  * key; the hex forms round-trip. */
 #include "check.h"
-#include "node/identity.h"
+#include "util/identity.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

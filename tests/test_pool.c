@@ -6,7 +6,7 @@
  * window, never an entry twice, memory bounded by the window, each entry's
  * age), and Redis going away and coming back. */
 #include "check.h"
-#include "node/identity.h"
+#include "util/identity.h"
 #include "pool/pool.h"
 #include "redis_server.h"
 

@@ -2,8 +2,9 @@
  * each way of bending it is refused for its own reason and counted; signed
  * entries pass only under their node's key, unchanged, naming that node. */
 #include "check.h"
-#include "node/identity.h"
+#include "util/identity.h"
 #include "node/screen.h"
+#include "util/utf8.h"
 #include "records.h"
 #include "tasks/task.h"
 

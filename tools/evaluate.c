@@ -36,7 +36,7 @@
 #include "node/config.h"
 #include "node/heldout.h"
 #include "node/policy.h"
-#include "game/game_task.h"
+#include "tasks/fam_game.h"
 #include "records.h"
 #include "tasks/task.h"
 #include "util/log.h"

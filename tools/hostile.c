@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/identity.h"
+#include "util/identity.h"
 #include "records.h"
 #include "tasks/task.h"
 #include "util/splitmix.h"

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "node/identity.h"
+#include "util/identity.h"
 #include "pool/pool.h"
 #include "util/splitmix.h"
 

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/identity.h"
+#include "util/identity.h"
 #include "pool/pool.h"
 #include "records.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "game/game_task.h"
+#include "tasks/fam_game.h"
 #include "util/splitmix.h"
 
 #define STUDENT_IDS 1000   /* game_student_id's range */

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "game/game.h"
+#include "tasks/game.h"
 #include "tasks/task.h"
 
 /* The pair number index of stage for problem (a question with a number for

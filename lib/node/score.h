@@ -18,7 +18,7 @@ typedef struct {
  * (task_score_completion: for most, its answer in the answer tags) earns
  * format on top, right or wrong.
  *
- * The game's stages (game/game.h) score whole completions, and their score
+ * The game's stages (tasks/game.h) score whole completions, and their score
  * already holds a form part of 0.2, which is all a well-formed wrong
  * completion earns. The rule therefore does not apply to them: their
  * reward is their score. A floor above 0.2 would zero the form part and

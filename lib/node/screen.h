@@ -1,7 +1,7 @@
 /* Screening of groups drawn from the swarm's pool. Every byte in the
  * pool may come from a hostile peer, so an entry is checked here before any
  * field of it is used: size, the signature under the key registered for the
- * node the entry is stored under (node/identity.h: an entry is signature ||
+ * node the entry is stored under (util/identity.h: an entry is signature ||
  * record), FlatBuffers verification, node id, the record's node being that
  * node (no replay of another node's records under one's own id), group size,
  * text lengths, UTF-8, a task family this node can score, metadata that is a
@@ -67,9 +67,5 @@ const char *screen_reason_name(screen_reason_t r);
 /* The counts as a JSON object {"passed":N,"too_large":N,...} into out;
  * returns the length written (truncated like snprintf). */
 int screen_json(const screen_t *self, char *out, size_t outlen);
-
-/* Whether s[0..n) is valid UTF-8 (shortest forms, no surrogates, at most
- * U+10FFFF). */
-int utf8_valid(const char *s, size_t n);
 
 #endif

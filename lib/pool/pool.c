@@ -13,7 +13,7 @@
 #include "util/splitmix.h"
 
 /* no entry larger than records.h's REC_MAX_BYTES and a 64-byte signature
- * (node/identity.h) enters the pool */
+ * (util/identity.h) enters the pool */
 #define ENTRY_MAX_BYTES 16777280 /* pool.lua's sapo_publish refuses larger ones */
 /* pool_stage_ttl's default, in ms: see pool.h */
 #define STAGE_TTL_MS 600000

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/identity.h"
+#include "util/identity.h"
 
 /* nodes whose keys a pool remembers (trust on first use) */
 #define KEYS_MAX 4096

@@ -23,55 +23,9 @@
 #include "tasks/rng.h"
 #include "tasks/task.h"
 
+/* the rules above are task_plain_number's (task.c), which the game's
+ * stages share */
 static const char *const suffix = " Give the final answer as a number, without units, between <answer> and </answer>.";
-
-/* The number in s[0, n) by the rules above, written plainly ("-1234.5",
- * "0"), or NULL when s is not one. Caller frees. */
-static char *plain_number(const char *s, size_t n)
-{
-    py_strip(&s, &n);
-    const char *p = s, *end = s + n;
-    int neg = 0, dollar = 0;
-    for (int k = 0; k < 2 && p < end; k++) {
-        if (*p == '-' && !neg) neg = 1, p++;
-        else if (*p == '$' && !dollar) dollar = 1, p++;
-    }
-    const char *int_start = p;
-    size_t digits = 0, group = 0;
-    int commas = 0;
-    for (; p < end && (*p == ',' || (*p >= '0' && *p <= '9')); p++) {
-        if (*p == ',') {
-            /* the first group has 1 to 3 digits, each later one 3 */
-            if (group == 0 || group > 3 || (commas && group != 3)) return NULL;
-            commas = 1, group = 0;
-        } else digits++, group++;
-    }
-    if (digits == 0 || (commas && group != 3)) return NULL;
-    const char *int_end = p, *frac = NULL, *frac_end = NULL;
-    if (p < end && *p == '.') {
-        frac = ++p;
-        while (p < end && *p >= '0' && *p <= '9') p++;
-        frac_end = p;
-        if (frac_end == frac) return NULL;
-    }
-    if (p != end) return NULL;
-    char *out = malloc(n + 2), *w = out;
-    if (neg) *w++ = '-';
-    const char *q = int_start;
-    while (q < int_end && (*q == '0' || *q == ',')) q++;
-    if (q == int_end) *w++ = '0';
-    for (; q < int_end; q++)
-        if (*q != ',') *w++ = *q;
-    while (frac && frac_end > frac && frac_end[-1] == '0') frac_end--;
-    if (frac && frac_end > frac) {
-        *w++ = '.';
-        memcpy(w, frac, (size_t)(frac_end - frac));
-        w += frac_end - frac;
-    }
-    *w = '\0';
-    if (!strcmp(out, "-0")) strcpy(out, "0");
-    return out;
-}
 
 typedef struct {
     char *question, *answer, *cot; /* answer: N written plainly; cot: GSM8K's answer text */
@@ -120,7 +74,7 @@ static int read_problem(const char *path, int lineno, const char *text, problem_
         const char *last = s + n;
         while (last > s && last[-1] != '\n') last--;
         if (strncmp(last, "####", 4) != 0) bad = "the answer's last line is not \"#### N\"";
-        else if (!(number = plain_number(last + 4, (size_t)(s + n - last - 4))))
+        else if (!(number = task_plain_number(last + 4, (size_t)(s + n - last - 4))))
             bad = "the answer's last line is \"#### N\" with N not a number";
     }
     if (bad) {
@@ -228,16 +182,6 @@ static int generate(const cJSON *c, uint64_t seed, uint64_t index, task_question
     cJSON_AddNumberToObject(m, "line", p->line);
     cJSON_AddStringToObject(m, "answer_cot", p->cot);
     return 0;
-}
-
-int task_numbers_equal(const char *a, const char *b)
-{
-    if (!a || !b) return 0;
-    char *x = plain_number(a, strlen(a)), *y = plain_number(b, strlen(b));
-    int eq = x && y && strcmp(x, y) == 0;
-    free(x);
-    free(y);
-    return eq;
 }
 
 static double score(const char *answer, const task_question_t *e) { return task_numbers_equal(answer, e->answer); }

@@ -1,5 +1,6 @@
-/* The family registry, questions as JSON, answer extraction, the default
- * scorer and the task mix. */
+/* What every family shares: questions and their JSON, configs, metadata,
+ * answer extraction, the default scorer and gsm8k's number rule. The
+ * registry is families.c's, the task mix mix.c's. */
 #include "tasks/task.h"
 
 #include <stdarg.h>
@@ -9,80 +10,6 @@
 #include <math.h>
 
 #include "tasks/py.h"
-#include "tasks/rng.h"
-
-/* One line per family: fam_<name>.c defines task_family_<name>. Families
- * listed with O are opt-in (task_family_opt_in). Those listed with B, the
- * game's stages, are built and opt-in (task_family_built) and scored as
- * whole completions: game/game_task.c defines task_family_<name> and its
- * completion scorer task_completion_<name>. */
-#define TASK_FAMILIES(X, O, B) \
-    X(base_conversion)         \
-    X(basic_arithmetic)        \
-    X(fraction_simplification) \
-    X(decimal_arithmetic)      \
-    X(calendar_arithmetic)     \
-    X(binary_matrix)           \
-    X(arc_1d)                  \
-    X(bf)                      \
-    X(propositional_logic)     \
-    O(gsm_symbolic)            \
-    O(gsm8k)                   \
-    B(game_answer)             \
-    B(game_critique)           \
-    B(game_resolve)
-
-#define DECLARE(name) extern const task_family_t task_family_##name;
-#define DECLARE_BUILT(name) \
-    DECLARE(name)           \
-    double task_completion_##name(const char *, const task_question_t *, bool *, char *, size_t);
-TASK_FAMILIES(DECLARE, DECLARE, DECLARE_BUILT)
-#define LIST(name) &task_family_##name,
-#define SKIP(name)
-const task_family_t *const task_families[] = {TASK_FAMILIES(LIST, LIST, LIST) NULL};
-const int task_family_count = (int)(sizeof task_families / sizeof task_families[0]) - 1;
-static const task_family_t *const opt_in_families[] = {TASK_FAMILIES(SKIP, LIST, LIST) NULL};
-static const task_family_t *const built_families[] = {TASK_FAMILIES(SKIP, SKIP, LIST) NULL};
-#define SCORER(name) {&task_family_##name, task_completion_##name},
-static const struct {
-    const task_family_t *family;
-    task_completion_scorer_t score;
-} completion_scorers[] = {TASK_FAMILIES(SKIP, SKIP, SCORER){NULL, NULL}};
-
-static int listed(const task_family_t *const *list, const task_family_t *f)
-{
-    for (int i = 0; list[i]; i++)
-        if (list[i] == f) return 1;
-    return 0;
-}
-
-int task_family_opt_in(const task_family_t *f) { return listed(opt_in_families, f); }
-
-int task_family_built(const task_family_t *f) { return listed(built_families, f); }
-
-task_completion_scorer_t task_family_completion_scorer(const task_family_t *f)
-{
-    for (int i = 0; completion_scorers[i].family; i++)
-        if (completion_scorers[i].family == f) return completion_scorers[i].score;
-    return NULL;
-}
-
-const task_family_t *task_family_find(const char *name)
-{
-    for (int i = 0; i < task_family_count; i++)
-        if (strcmp(task_families[i]->name, name) == 0) return task_families[i];
-    return NULL;
-}
-
-const task_family_t *task_family_of_key(const char *key)
-{
-    const char *hash = strchr(key, '#');
-    size_t n = hash ? (size_t)(hash - key) : strlen(key);
-    for (int i = 0; i < task_family_count; i++)
-        if (strlen(task_families[i]->name) == n && strncmp(task_families[i]->name, key, n) == 0)
-            return task_families[i];
-    return NULL;
-}
 
 void task_question_free(task_question_t *e)
 {
@@ -202,45 +129,6 @@ cJSON *task_json_pair(double lo, double hi)
     return a;
 }
 
-/* The family of a question, metadata.source_dataset; NULL with err */
-static const task_family_t *question_family(const task_question_t *q, char *err, size_t errlen)
-{
-    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(q->metadata, "source_dataset");
-    if (!cJSON_IsString(ds)) {
-        snprintf(err, errlen, "metadata.source_dataset is missing or not a string");
-        return NULL;
-    }
-    const task_family_t *f = task_family_find(ds->valuestring);
-    if (!f) snprintf(err, errlen, "unknown family %s", ds->valuestring);
-    return f;
-}
-
-double task_score_answer(const char *answer, const task_question_t *q, char *err, size_t errlen)
-{
-    const task_family_t *f = question_family(q, err, errlen);
-    if (!f) return -1;
-    if (!f->score) {
-        snprintf(err, errlen, "family %s scores whole completions, not answers", f->name);
-        return -1;
-    }
-    return f->score(answer, q);
-}
-
-double task_score_completion(const char *completion, const task_question_t *q, bool *formatted, char *err,
-                             size_t errlen)
-{
-    *formatted = false;
-    const task_family_t *f = question_family(q, err, errlen);
-    if (!f) return -1;
-    task_completion_scorer_t whole = task_family_completion_scorer(f);
-    if (whole) return whole(completion, q, formatted, err, errlen);
-    char *answer = task_extract_answer(completion);
-    double s = f->score(answer, q);
-    *formatted = answer != NULL;
-    free(answer);
-    return s;
-}
-
 /* reasoning-gym: the last match of <answer>\s?(.*?)\s?</answer>, stripped.
  * A match runs from an opening tag to the first closing tag after it, and
  * the search resumes after that closing tag. */
@@ -308,115 +196,60 @@ int task_question_from_json(const cJSON *obj, task_question_t *out, char *err, s
     return 0;
 }
 
-typedef struct {
-    const task_family_t *family;
-    cJSON *config;
-    double cumulative; /* sum of the weights up to and including this one */
-    uint64_t seed;
-} mix_part_t;
-
-struct task_mix {
-    mix_part_t *parts;
-    int count;
-    uint64_t seed;
-};
-
-static int mix_add(task_mix_t *mix, const char *key, const task_family_t *f, double weight, const cJSON *user,
-                   char *err, size_t errlen)
+/* gsm8k's number rule (task.h; the rules are in fam_gsm8k.c's opening
+ * comment), shared with the game's stages */
+char *task_plain_number(const char *s, size_t n)
 {
-    if (task_family_built(f)) {
-        snprintf(
-            err, errlen,
-            "task mix: %s cannot be drawn: its questions are built from peers' completions by the sampler in game mode",
-            f->name);
-        return -1;
+    py_strip(&s, &n);
+    const char *p = s, *end = s + n;
+    int neg = 0, dollar = 0;
+    for (int k = 0; k < 2 && p < end; k++) {
+        if (*p == '-' && !neg) neg = 1, p++;
+        else if (*p == '$' && !dollar) dollar = 1, p++;
     }
-    if (!(weight >= 0) || isinf(weight)) {
-        snprintf(err, errlen, "task mix: weight of %s must be a finite number >= 0", f->name);
-        return -1;
+    const char *int_start = p;
+    size_t digits = 0, group = 0;
+    int commas = 0;
+    for (; p < end && (*p == ',' || (*p >= '0' && *p <= '9')); p++) {
+        if (*p == ',') {
+            /* the first group has 1 to 3 digits, each later one 3 */
+            if (group == 0 || group > 3 || (commas && group != 3)) return NULL;
+            commas = 1, group = 0;
+        } else digits++, group++;
     }
-    if (weight == 0) return 0;
-    cJSON *config = task_family_config(f, user, err, errlen);
-    if (!config) return -1;
-    mix_part_t *p = &mix->parts[mix->count];
-    /* each key draws from its own stream, so adding a family to the mix
-     * does not change another family's questions for a given seed */
-    uint64_t h = 1469598103934665603ull;
-    for (const char *c = key; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    uint64_t k = mix->seed ^ h;
-    p->family = f;
-    p->config = config;
-    p->seed = splitmix64(&k);
-    p->cumulative = (mix->count ? mix->parts[mix->count - 1].cumulative : 0) + weight;
-    mix->count++;
-    return 0;
+    if (digits == 0 || (commas && group != 3)) return NULL;
+    const char *int_end = p, *frac = NULL, *frac_end = NULL;
+    if (p < end && *p == '.') {
+        frac = ++p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        frac_end = p;
+        if (frac_end == frac) return NULL;
+    }
+    if (p != end) return NULL;
+    char *out = malloc(n + 2), *w = out;
+    if (neg) *w++ = '-';
+    const char *q = int_start;
+    while (q < int_end && (*q == '0' || *q == ',')) q++;
+    if (q == int_end) *w++ = '0';
+    for (; q < int_end; q++)
+        if (*q != ',') *w++ = *q;
+    while (frac && frac_end > frac && frac_end[-1] == '0') frac_end--;
+    if (frac && frac_end > frac) {
+        *w++ = '.';
+        memcpy(w, frac, (size_t)(frac_end - frac));
+        w += frac_end - frac;
+    }
+    *w = '\0';
+    if (!strcmp(out, "-0")) strcpy(out, "0");
+    return out;
 }
 
-task_mix_t *task_mix_new(const char *spec_json, uint64_t seed, char *err, size_t errlen)
+int task_numbers_equal(const char *a, const char *b)
 {
-    task_mix_t *mix = calloc(1, sizeof *mix);
-    cJSON *spec = spec_json ? cJSON_Parse(spec_json) : NULL;
-    /* a part per key: a family may come under several labels */
-    int keys = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "families"));
-    mix->parts = calloc((size_t)(keys > task_family_count ? keys : task_family_count) + 1, sizeof *mix->parts);
-    mix->seed = seed;
-    int rc = 0;
-    if (!spec_json) {
-        for (int i = 0; i < task_family_count && rc == 0; i++)
-            if (!task_family_opt_in(task_families[i]))
-                rc = mix_add(mix, task_families[i]->name, task_families[i], 1.0, NULL, err, errlen);
-    } else {
-        const cJSON *fams = cJSON_GetObjectItemCaseSensitive(spec, "families");
-        if (!cJSON_IsObject(fams)) {
-            snprintf(err, errlen, "task mix: expected {\"families\": {NAME: {\"weight\": W, \"config\": {...}}}}");
-            rc = -1;
-            fams = NULL;
-        }
-        const cJSON *item;
-        cJSON_ArrayForEach(item, fams)
-        {
-            const task_family_t *f = task_family_of_key(item->string);
-            const cJSON *w = cJSON_GetObjectItemCaseSensitive(item, "weight");
-            const cJSON *c = cJSON_GetObjectItemCaseSensitive(item, "config");
-            if (!f) snprintf(err, errlen, "task mix: unknown family %s", item->string);
-            else if (!cJSON_IsObject(item) || (w && !cJSON_IsNumber(w)))
-                snprintf(err, errlen, "task mix: %s: expected {\"weight\": NUMBER, \"config\": {...}}", item->string);
-            else {
-                int dup = 0;
-                for (const cJSON *o = fams->child; o != item; o = o->next) dup |= strcmp(o->string, item->string) == 0;
-                if (dup) snprintf(err, errlen, "task mix: %s listed twice", item->string);
-                else if (mix_add(mix, item->string, f, w ? w->valuedouble : 1.0, c, err, errlen) == 0) continue;
-            }
-            rc = -1;
-            break;
-        }
-    }
-    cJSON_Delete(spec);
-    if (rc == 0 && mix->count == 0) {
-        snprintf(err, errlen, "task mix: no family with a weight above 0");
-        rc = -1;
-    }
-    if (rc != 0) task_mix_destroy(&mix);
-    return mix;
-}
-
-void task_mix_destroy(task_mix_t **self_p)
-{
-    task_mix_t *mix = *self_p;
-    if (!mix) return;
-    for (int i = 0; i < mix->count; i++) cJSON_Delete(mix->parts[i].config);
-    free(mix->parts);
-    free(mix);
-    *self_p = NULL;
-}
-
-int task_mix_draw(const task_mix_t *mix, uint64_t index, task_question_t *out, char *err, size_t errlen)
-{
-    task_rng_t r;
-    task_rng_init(&r, mix->seed, index);
-    double u = task_rng_double(&r) * mix->parts[mix->count - 1].cumulative;
-    int i = 0;
-    while (i < mix->count - 1 && u >= mix->parts[i].cumulative) i++;
-    const mix_part_t *p = &mix->parts[i];
-    return p->family->generate(p->config, p->seed, index, out, err, errlen);
+    if (!a || !b) return 0;
+    char *x = task_plain_number(a, strlen(a)), *y = task_plain_number(b, strlen(b));
+    int eq = x && y && strcmp(x, y) == 0;
+    free(x);
+    free(y);
+    return eq;
 }

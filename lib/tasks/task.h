@@ -4,7 +4,7 @@
  * score as reasoning-gym's score_answer for the same question (gsm8k, which
  * reasoning-gym lacks, compares numbers by rules of its own). Three more,
  * the stages of the game (game_answer, game_critique, game_resolve; see
- * game/game_task.h), are built from peers' completions rather than drawn,
+ * tasks/fam_game.h), are built from peers' completions rather than drawn,
  * and score whole completions.
  *
  * A question is what reasoning-gym calls a dataset entry: question text,
@@ -123,9 +123,13 @@ char *task_extract_answer(const char *completion);
  * 0 otherwise, and 0 without a truth. */
 double task_score_default(const char *answer, const char *truth);
 
-/* gsm8k's number rule (fam_gsm8k.c): 1 when a and b are both numbers as
- * gsm8k's answers may write them ("1,234", "$5", "5.0", surrounding
- * whitespace) and their values are equal, else 0; NULL is no number. */
+/* gsm8k's number rule (the rules: fam_gsm8k.c's opening comment): the
+ * number in s[0, n) as gsm8k's answers may write it ("1,234", "$5", "5.0",
+ * surrounding whitespace), written plainly ("-1234.5", "0"), or NULL when
+ * s is not one. Caller frees. */
+char *task_plain_number(const char *s, size_t n);
+/* 1 when a and b are both numbers by that rule and their values are
+ * equal, else 0; NULL is no number. */
 int task_numbers_equal(const char *a, const char *b);
 
 /* Questions as JSON: {question, answer, metadata}, reasoning-gym's entries. */

@@ -7,6 +7,7 @@
  * matches becomes a pre-token, "Isolated") and every pre-token is merged
  * with BPE on its bytes. */
 #include "tokenizer/tokenizer_impl.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -227,16 +228,6 @@ static int utf8_step(const unsigned char *s, size_t avail)
         lo = 0x80, hi = 0xBF;
     }
     return width;
-}
-
-static bool utf8_valid(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len;) {
-        int step = utf8_step((const unsigned char *)s + i, len - i);
-        if (step < 0) return false;
-        i += (size_t)step;
-    }
-    return true;
 }
 
 /* ---- encoding ---- */

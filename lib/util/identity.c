@@ -1,6 +1,6 @@
 /* A node's Ed25519 identity: its key file, and signing and verifying the
  * groups it publishes to the pool. */
-#include "node/identity.h"
+#include "util/identity.h"
 
 #include <errno.h>
 #include <fcntl.h>

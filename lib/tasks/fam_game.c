@@ -1,13 +1,13 @@
 /* The game's stages as tasks: the builders of their questions, and the three
  * families that score them with the stage rewards of game.c. */
-#include "game/game_task.h"
+#include "tasks/fam_game.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "game/game.h"
+#include "tasks/game.h"
 
 static const char cut_mark[] = " [cut]";
 
@@ -28,7 +28,7 @@ static char *cut_text(const char *s, size_t max)
 }
 
 /* The question less a last sentence that names the <answer> tags (see
- * game_task.h): one holding the last <answer>, with its </answer> followed
+ * fam_game.h): one holding the last <answer>, with its </answer> followed
  * only by full stops and whitespace. A sentence starts after ". ", "? ",
  * "! " or a line break. The whole question where no such sentence ends it
  * or nothing would be left: a new string. */
@@ -230,7 +230,7 @@ int game_resolve_question(const task_question_t *problem, uint64_t round, const 
 
 /* The families. Their questions come from the builders above, so there is no
  * config and generate only says where questions come from; no score of an
- * answer alone, but a scorer of whole completions each (task.c lists them
+ * answer alone, but a scorer of whole completions each (families.c lists them
  * as task_completion_<family>). */
 
 static cJSON *no_config(void) { return cJSON_CreateObject(); }

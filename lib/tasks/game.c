@@ -1,6 +1,6 @@
 /* The three-stage game's stage rewards: reading a completion of one
  * stage (answer, critique, resolve) and scoring its form and content. */
-#include "game/game.h"
+#include "tasks/game.h"
 
 #include <stdio.h>
 #include <stdlib.h>

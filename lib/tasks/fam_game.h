@@ -9,7 +9,7 @@
  * never generate a question, and a task mix cannot name them
  * (task_family_built). They are reached through task.h like any family:
  * task_family_find, and task_score_completion for their scores (their
- * scorers, task_completion_game_*, are listed in task.c).
+ * scorers, task_completion_game_*, are listed in families.c).
  *
  * Every stage question's answer is the problem's answer, the truth the stage's
  * reward compares with. Its metadata, in reasoning-gym's shape:
@@ -42,8 +42,8 @@
  * less a last sentence naming the <answer> tags, as the gsm families end
  * their questions: each stage states its own form, and a critique told to
  * answer between <answer> tags would fall out of its own. */
-#ifndef SAPO_GAME_TASK_H
-#define SAPO_GAME_TASK_H
+#ifndef SAPO_FAM_GAME_H
+#define SAPO_FAM_GAME_H
 
 #include <stdint.h>
 
