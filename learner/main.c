@@ -100,6 +100,14 @@ static int run_mode(const config_t *cfg, int argc, char **argv)
         if (argc != 4) log_fatal("usage: learner init CONFIG_JSON OUT_FOLDER");
         return init_random(argv[2], argv[3], cfg->seed);
     }
+    if (strcmp(argv[1], "settings") == 0) {
+        /* for manifests: every setting as this learner runs it */
+        char *json = config_json(cfg);
+        if (!json) log_fatal("out of memory");
+        printf("%s\n", json);
+        free(json);
+        return 0;
+    }
     if (strcmp(argv[1], "start") == 0) {
         /* for scripts: what RL starts from, as the learner resolves it */
         char path[PATH_MAX], err[512];
@@ -107,7 +115,7 @@ static int run_mode(const config_t *cfg, int argc, char **argv)
         printf("%s\n", path);
         return 0;
     }
-    log_fatal("unknown mode '%s' (warmstart, init, start, or no mode to serve a node)", argv[1]);
+    log_fatal("unknown mode '%s' (warmstart, init, start, settings, or no mode to serve a node)", argv[1]);
 }
 
 /* the policy from the last checkpoint, else the base model, with its

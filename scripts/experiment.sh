@@ -6,8 +6,11 @@
 # trains. Ends with tools/study's report: EXP/results/summary.md (the
 # cumulative-reward table, ratios to J = 0, tests across seeds, evaluation
 # against isolated nodes) and its plots. EXP/manifest.json records what a
-# rerun needs: settings, seeds, git version, base model hash, wall time;
-# EXP/settings.md the node settings' defaults of the binaries used.
+# rerun needs: the SAPO_* environment, seeds, git version, wall time, and
+# for each kind of model what its nodes load (scripts/start_record.sh:
+# the model and its file's sha256, the start and its sha256, how a base
+# was made, every node setting); EXP/settings.md the node settings'
+# defaults of the binaries used.
 #
 #   scripts/experiment.sh [--preset NAME] [--nodes N] [--rounds R] [--seeds S[,S...]]
 #       [--configs "I/J I/J ..."] [--model tiny|NAME|FOLDER|GGUF[,...]] [--run EXP]
@@ -104,18 +107,16 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 # each model's start: the base the warm start makes (once; the tiny model
 # from nothing, a chat model's answer format when SAPO_FORMAT_STEPS > 0),
-# else the model itself; its hash for the manifest
+# else the model itself; what the nodes load, for the manifest
 IFS=, read -r -a kinds <<< "$model"
 # none given: the model setting's default (tiny, or a preset's)
 [ ${#kinds[@]} -gt 0 ] || kinds=("")
-weights="" hash=""
+starts=""
 for m in "${kinds[@]}"; do
   OMP_NUM_THREADS=$warm_threads SAPO_MODEL=$m "$SAPO_BIN/learner" warmstart 2>&1 | sed 's/^/experiment: /'
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "experiment: the warm start of ${m:-the model} failed" >&2; exit 1; }
-  w=$(SAPO_MODEL=$m "$SAPO_BIN/learner" start) || exit 1
-  [ -f "$w" ] && h=$(sha256sum "$w" | cut -d' ' -f1) || h=$(cat "$w"/*.safetensors | sha256sum | cut -d' ' -f1)
-  weights+="${weights:+,}$w"
-  hash+="${hash:+,}$h"
+  r=$(SAPO_MODEL=$m scripts/start_record.sh) || exit 1
+  starts+="${starts:+, }$r"
 done
 start=$(date +%s)
 
@@ -126,15 +127,15 @@ cpu_name() {
 }
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 manifest() {
-  local settings="" v
-  for v in $(compgen -e | grep '^SAPO_' | sort); do settings+="${settings:+, }$(json_str "$v"): $(json_str "${!v}")"; done
+  local environment="" v
+  for v in $(compgen -e | grep '^SAPO_' | sort); do environment+="${environment:+, }$(json_str "$v"): $(json_str "${!v}")"; done
   {
     printf '{"command": %s,\n' "$(json_str "scripts/experiment.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" ${model:+--model $model }--eval-every $every --eval-questions $per_family$([ "$samples" -gt 0 ] && echo " --eval-samples $samples")${mixes:+ --mixes $mixes}${eval_mix:+ --eval-mix $eval_mix}")"
     printf ' "git_version": %s,\n' "$(json_str "$(git describe --always --dirty 2> /dev/null || echo unknown)")"
-    printf ' "model": %s, "model_sha256": "%s",\n' "$(json_str "$weights")" "$hash"
     printf ' "nodes": %d, "rounds": %d, "seeds": [%s], "configs": %s,\n' "$nodes" "$rounds" "$seeds" "$(json_str "$configs")"
     printf ' "eval_every": %d, "eval_questions_per_family": %d, "omp_threads": %d,\n' "$every" "$per_family" "$OMP_NUM_THREADS"
-    printf ' "node_seed": "seed * 1000 + node index", "settings": {%s},\n' "$settings"
+    printf ' "node_seed": "seed * 1000 + node index", "environment": {%s},\n' "$environment"
+    printf ' "starts": [%s],\n' "$starts"
     printf ' "host": %s, "cpu": %s, "cores": %d, "started": "%s"' "$(json_str "$(uname -srm)")" "$(json_str "$(cpu_name)")" \
       "$(getconf _NPROCESSORS_ONLN)" "$(date -u -d @"$start" +%FT%TZ)"
     [ $# -gt 0 ] && printf ',\n "finished": "%s", "wall_seconds": %d, "seconds_per_configuration": {%s}' \

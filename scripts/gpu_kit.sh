@@ -104,6 +104,8 @@ pack() {
   strip --strip-debug "$stage"/.gpu/libs/*
   # unpack looks for CUDA's libraries only where a program needs them
   [ $cuda = 1 ] && touch "$stage/.gpu/needs-cuda"
+  # the device machine's copy of the tree has no git: what was built, for manifests
+  git describe --always --dirty > "$stage/.gpu/version" 2> /dev/null || echo unknown > "$stage/.gpu/version"
   mkdir -p .gpu
   tar -C "$stage" -czf "$kit" .
   local bytes

@@ -122,13 +122,13 @@ tail -n 5000 "$run/n0/node.log" > "$out/node.log"
 cat "$run/eval-start.json" "$run/eval-v$last.json" > "$out/eval.jsonl"
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 {
-  settings=""
-  for v in $(compgen -e | grep '^SAPO_' | sort); do settings+="${settings:+, }$(json_str "$v"): $(json_str "${!v}")"; done
+  environment=""
+  for v in $(compgen -e | grep '^SAPO_' | sort); do environment+="${environment:+, }$(json_str "$v"): $(json_str "${!v}")"; done
   version=$(git describe --always --dirty 2> /dev/null || cat .gpu/version 2> /dev/null || echo unknown)
   printf '{"command": %s,\n' "$(json_str "scripts/gpu_node.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--minutes $minutes --eval-questions $per_family --ij $ij$([ "$rounds" = 100000 ] || echo " --rounds $rounds")")"
   printf ' "version": %s, "device": %s,\n' "$(json_str "$version")" "$(json_str "$(device)")"
-  printf ' "model": %s, "start": %s, "start_sha256": "%s",\n' "$(json_str "${SAPO_MODEL:-tiny}")" "$(json_str "$from")" "$hash"
-  printf ' "settings": {%s},\n' "$settings"
+  printf ' "start": %s,\n' "$(scripts/start_record.sh)"
+  printf ' "environment": {%s},\n' "$environment"
   printf ' "rounds": %d, "evaluated_version": %d, "wall_seconds": %d}\n' "$now" "$last" $(($(date +%s) - start))
 } > "$out/manifest.json"
 python3 - "$out" "$now" "$had" "$(device)" "$last" "$smi" > "$out/summary.md" <<'PY'

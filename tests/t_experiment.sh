@@ -41,9 +41,17 @@ rc=$?
 check runs '[ $rc = 0 ] || { tail -20 "$tmp/out.log"; false; }'
 
 m=$exp/manifest.json
-hash=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1),$(sha256sum "$tmp/micro1/model.safetensors" | cut -d' ' -f1)
-check manifest '[ -f "$m" ] && grep -q "\"model_sha256\": \"$hash\"" "$m" && grep -q "\"git_version\": \"[0-9a-f]" "$m" &&
+hash0=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1) hash1=$(sha256sum "$tmp/micro1/model.safetensors" | cut -d' ' -f1)
+# what each kind of node loaded: its model, start and their sums, and
+# every setting as the learner resolved it
+check manifest '[ -f "$m" ] && grep -q "\"git_version\": \"[0-9a-f]" "$m" &&
   grep -q "\"wall_seconds\": [0-9]" "$m" && grep -q "\"cpu\": \".*(family [0-9]*, model [0-9]*)\"" "$m" && grep -q "\"seeds\": \[1,2\]" "$m" && grep -q "\"SAPO_COMPLETIONS\": \"4\"" "$m" &&
+  python3 -c "
+import json, sys
+s = json.load(open(sys.argv[1]))[\"starts\"]
+assert [x[\"start_sha256\"] for x in s] == sys.argv[2:4] and [x[\"model\"] for x in s] == sys.argv[4:6], s
+assert s[0][\"model_file_sha256\"] == sys.argv[2] and s[0][\"settings\"][\"completions\"] == 4, s
+" "$m" "$hash0" "$hash1" "$tmp/micro" "$tmp/micro1" &&
   grep -q "^| \`--lr\` | \`SAPO_LR\` |" "$exp/settings.md"'
 
 ok=1
@@ -76,7 +84,7 @@ check summary 'grep -q "^| 4/0 | 2 | 3 | 2 | .* | 1 | n/a | n/a | n/a |$" "$r/su
   grep -qE "^\| 2/2 \| 2 \| 3 \| 2 \| .* \| ([0-9.]+|n/a) \| ([0-9.e-]+|n/a) \| ([0-9.e-]+|n/a) \| ([0-9.e-]+|n/a) \|$" "$r/summary.md" &&
   grep -q "^### 2/2 nodes against 4/0 (isolated) nodes" "$r/summary.md" &&
   [ "$(grep -cE "^\| [023] \| [0-9.]+ \(4\) \| [0-9.]+ \(4\) \|" "$r/summary.md")" = 3 ] &&
-  grep -q "^- model_sha256: \`$hash\`" "$r/summary.md"'
+  grep -q "^- start: model \`$tmp/micro1\`, .*start_sha256 \`$hash1\`" "$r/summary.md"'
 # the by-kind table: per kind and configuration, the per-seed sums of rewards.tsv
 want=$(awk -F'\t' 'NR > 1 { s[$7 " " $1 " " $2] += $5 } END { for (k in s) printf "%s %.2f\n", k, s[k] }' "$r/rewards.tsv" | sort)
 got=$(awk -F' [|] ' '/^\| bytes-/ { n = split($4, v, ", "); for (i = 1; i <= n; i++) printf "%s %s %d %s\n", substr($1, 3), $2, i, v[i] }' "$r/summary.md" | sort)

@@ -32,8 +32,10 @@ sum=$(cat "$tmp"/micro/*.safetensors | sha256sum | cut -d' ' -f1)
 check manifest 'python3 -c "
 import json, sys
 m = json.load(open(sys.argv[1]))
-assert m[\"start_sha256\"] == sys.argv[2] and m[\"model\"] == sys.argv[3] and m[\"rounds\"] == 3, m
-assert m[\"settings\"][\"SAPO_MAX_NEW_TOKENS\"] == \"12\" and m[\"device\"].startswith(\"cpu\"), m
+s = m[\"start\"]
+assert s[\"start_sha256\"] == sys.argv[2] and s[\"model\"] == sys.argv[3] and m[\"rounds\"] == 3, m
+assert s[\"settings\"][\"max-new-tokens\"] == 12 and m[\"environment\"][\"SAPO_MAX_NEW_TOKENS\"] == \"12\", m
+assert m[\"device\"].startswith(\"cpu\"), m
 " "$tmp/out1/manifest.json" "$sum" "$tmp/micro"'
 
 # what stays on disk: the newest 2 versions, in bf16, and 1 checkpoint,

@@ -755,6 +755,21 @@ static void write_manifest(FILE *md)
     }
     fprintf(md, "## Run\n\n");
     for (const cJSON *it = j->child; it; it = it->next) {
+        if (strcmp(it->string, "starts") == 0) {
+            /* what each kind of node loaded; its every setting stays in the manifest */
+            const cJSON *s;
+            cJSON_ArrayForEach(s, it)
+            {
+                const char *keys[] = {"model", "model_file_sha256", "start", "start_sha256"};
+                fprintf(md, "- start:");
+                for (int k = 0; k < 4; k++) {
+                    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, keys[k]);
+                    fprintf(md, "%s %s `%s`", k ? "," : "", keys[k], cJSON_IsString(v) ? v->valuestring : "");
+                }
+                fprintf(md, "\n");
+            }
+            continue;
+        }
         char *v = cJSON_IsString(it) ? NULL : cJSON_PrintUnformatted(it);
         fprintf(md, "- %s: `%s`\n", it->string, v ? v : it->valuestring);
         free(v);

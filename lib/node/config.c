@@ -2,6 +2,7 @@
  * variables and flags, in that order, with --help printed from it. */
 #include "node/config.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -354,6 +355,31 @@ static void print_help(const char *prog)
     for (int i = 0; i < NFIELDS; i++)
         printf("  --%-18s %-22s %-24s %s\n", fields[i].flag, fields[i].env, fields[i].dflt[0] ? fields[i].dflt : "\"\"",
                fields[i].doc);
+}
+
+char *config_json(const config_t *cfg)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < NFIELDS; i++) {
+        const field_t *f = &fields[i];
+        const char *p = (const char *)cfg + f->offset;
+        switch (f->type) {
+        case T_STR: cJSON_AddStringToObject(o, f->flag, p); break;
+        case T_INT: cJSON_AddNumberToObject(o, f->flag, *(const int *)p); break;
+        case T_FLOAT: cJSON_AddNumberToObject(o, f->flag, *(const float *)p); break;
+        /* a seed may pass 2^53: as text, exactly */
+        case T_U64: {
+            char num[24];
+            snprintf(num, sizeof num, "%llu", (unsigned long long)*(const uint64_t *)p);
+            cJSON_AddStringToObject(o, f->flag, num);
+            break;
+        }
+        case T_ENUM: cJSON_AddStringToObject(o, f->flag, f->names[*(const int *)p]); break;
+        }
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
 }
 
 void config_print_markdown(void)

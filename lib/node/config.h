@@ -106,4 +106,10 @@ int config_load(config_t *cfg, int *argc, char **argv);
 /* The table as a markdown list (for the README). */
 void config_print_markdown(void);
 
+/* Every setting's value as the node runs it (defaults, preset,
+ * environment and flags applied; a task mix file's text in place of its
+ * name), as a JSON object keyed by flag name: what a manifest records.
+ * malloc'ed; NULL when out of memory. */
+char *config_json(const config_t *cfg);
+
 #endif
