@@ -125,27 +125,26 @@ void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, in
     }
 }
 
-/* Each thread sums its rows' dw into its own row of part, added in
- * thread order so the result does not depend on timing */
+/* The rows' input gradients by the threads; the weight's gradient a
+ * block of columns per thread, each column summed over the rows in their
+ * order, so that it is the same whatever the threads (a sum per thread,
+ * added after, made warm starts on 1 and 2 threads part after a few
+ * steps). part (C) holds the sums */
 void model_rmsnorm_backward(float *dinp, float *dw, float *part, const float *dout, const float *inp, const float *w,
                             const float *rstd, int N, int C, bool acc)
 {
-    int nth = 1;
-#pragma omp parallel if ((size_t)N * C >= MODEL_PAR_MIN)
-    {
-        int id = omp_get_thread_num();
-#pragma omp single
-        nth = omp_get_num_threads();
-        float *pw = part + (size_t)id * C;
-        memset(pw, 0, C * sizeof(float));
-#pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            size_t r = (size_t)n * C;
-            model_rmsnorm_backward_row(dinp + r, pw, dout + r, inp + r, w, rstd[n], C, acc);
-        }
+    bool par = (size_t)N * C >= MODEL_PAR_MIN;
+#pragma omp parallel for schedule(static) if (par)
+    for (int n = 0; n < N; n++) {
+        size_t r = (size_t)n * C;
+        model_rmsnorm_backward_row(dinp + r, dout + r, inp + r, w, rstd[n], C, acc);
     }
-    for (int t = 0; t < nth; t++)
-        for (int i = 0; i < C; i++) dw[i] += part[(size_t)t * C + i];
+    memset(part, 0, C * sizeof(float));
+#pragma omp parallel for schedule(static) if (par)
+    for (int i0 = 0; i0 < C; i0 += MODEL_COLUMNS)
+        model_rmsnorm_weight_cols(part + i0, dout + i0, inp + i0, rstd, N,
+                                  C - i0 < MODEL_COLUMNS ? C - i0 : MODEL_COLUMNS, (size_t)C);
+    for (int i = 0; i < C; i++) dw[i] += part[i];
 }
 
 void model_swiglu(float *h, const float *g, const float *u, size_t n)

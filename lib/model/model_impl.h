@@ -238,7 +238,7 @@ void model_copy(float *dst, const float *src, size_t n);
 /* out (N, C) = RMSNorm(inp) w, rstd (N) its 1/rms */
 void model_rmsnorm(float *out, float *rstd, const float *inp, const float *w, int N, int C, float eps);
 /* dinp (N, C) += (or = where !acc) RMSNorm's input gradient, dw (C) +=
- * its weight's; part (threads, C) is scratch */
+ * its weight's; part (C) is scratch */
 void model_rmsnorm_backward(float *dinp, float *dw, float *part, const float *dout, const float *inp, const float *w,
                             const float *rstd, int N, int C, bool acc);
 /* h (n) = silu(g) * u */
@@ -341,14 +341,18 @@ float model_logsumexp(const float *x, int n, float scale);
  * gradient by the logits */
 void model_softmax_grad_row(float *x, int n, float scale, float lse, float d);
 /* row kernels of the layers (vec.c): 1 / rms(x) of a row; o = w x r;
- * RMSNorm's input gradient of a row into dx (= or += when acc) and its
- * weight's into pw (+=); RoPE over the H heads of a row (dir -1 turns
- * back); dst += src; softmax's backward for a row of probabilities p whose
- * first n are not masked: dr = p (dr - p . dr) scale, zero from n to T */
+ * RMSNorm's input gradient of a row into dx (= or += when acc); its
+ * weight's gradient over n columns of rows rows (ld apart) into pw (+=),
+ * row by row in order (r: each row's 1/rms); RoPE over the H heads of a
+ * row (dir -1 turns back); dst += src; softmax's backward for a row of
+ * probabilities p whose first n are not masked: dr = p (dr - p . dr)
+ * scale, zero from n to T */
 float model_rms_inv(const float *x, int n, float eps);
 void model_scale_mul(float *o, const float *x, const float *w, float r, int n);
-void model_rmsnorm_backward_row(float *dx, float *pw, const float *d, const float *x, const float *w, float r, int n,
-                                bool acc);
+void model_rmsnorm_backward_row(float *dx, const float *d, const float *x, const float *w, float r, int n, bool acc);
+/* columns a thread takes at a time in model_rmsnorm_backward */
+#define MODEL_COLUMNS 64
+void model_rmsnorm_weight_cols(float *pw, const float *d, const float *x, const float *r, int rows, int n, size_t ld);
 void model_rope_row(float *x, const float *c, const float *s, int H, int HD, float dir);
 void model_add_row(float *dst, const float *src, int n);
 /* dst (n) += the sums of the columns of src (rows, n; rows ld apart),

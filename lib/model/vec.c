@@ -77,8 +77,8 @@ CLONES void model_scale_mul(float *restrict o, const float *restrict x, const fl
     for (int i = 0; i < n; i++) o[i] = w[i] * (x[i] * r);
 }
 
-CLONES void model_rmsnorm_backward_row(float *restrict dx, float *restrict pw, const float *restrict d,
-                                       const float *restrict x, const float *restrict w, float r, int n, bool acc)
+CLONES void model_rmsnorm_backward_row(float *restrict dx, const float *restrict d, const float *restrict x,
+                                       const float *restrict w, float r, int n, bool acc)
 {
     float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -91,8 +91,16 @@ CLONES void model_rmsnorm_backward_row(float *restrict dx, float *restrict pw, c
 #pragma omp simd
         for (int i = 0; i < n; i++) dx[i] = r * d[i] * w[i] - k * x[i];
     }
+}
+
+CLONES void model_rmsnorm_weight_cols(float *restrict pw, const float *restrict d, const float *restrict x,
+                                      const float *restrict r, int rows, int n, size_t ld)
+{
+    for (int k = 0; k < rows; k++) {
+        const float *dk = d + (size_t)k * ld, *xk = x + (size_t)k * ld;
 #pragma omp simd
-    for (int i = 0; i < n; i++) pw[i] += d[i] * x[i] * r;
+        for (int i = 0; i < n; i++) pw[i] += dk[i] * xk[i] * r[k];
+    }
 }
 
 CLONES void model_rope_row(float *restrict x, const float *restrict c, const float *restrict s, int H, int HD,
