@@ -1,0 +1,565 @@
+/* The pool's connection to one Redis or a Redis Cluster (route.h): nodes
+ * connected on first use, the slot map, redirections, pipelines. */
+#include "pool/route.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* redirections and retries a command may take before it gives up: a
+ * failover (a replica promoted) takes a cluster's node timeout and a
+ * moment, which the caller's own retries (the pool's backoff) cover */
+#define ROUTE_TRIES 6
+#define ROUTE_MAX_SEEDS 64
+
+typedef struct {
+    char host[256];
+    int port;
+    redisContext *c;
+    int slots; /* slots the last map gave it (a master's) */
+} node_t;
+
+typedef struct {
+    int slot; /* -1: any master */
+    int argc;
+    char **argv;
+    size_t *lens;
+} queued_t;
+
+struct route {
+    char url[1024];
+    bool cluster;
+    char user[128], password[256];
+    int db;
+    node_t *nodes;
+    int n_nodes, cap_nodes;
+    int n_seeds;                    /* nodes[0, n_seeds) are the URL's */
+    int16_t slot_node[ROUTE_SLOTS]; /* -1: unknown */
+    int *masters;
+    int n_masters;
+    bool map_stale;
+    route_prepare_fn prepare;
+    void *prepare_ctx;
+    queued_t *queue;
+    int n_queued, cap_queued;
+    long moved, asked, map_reads;
+};
+
+// ----------------------------------------------------------------------------
+// slots
+
+/* CRC16-CCITT (XMODEM): polynomial 0x1021, initial 0, as Redis Cluster's
+ * keyHashSlot */
+static uint16_t crc16(const char *buf, size_t len)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (uint16_t)((unsigned char)buf[i] << 8);
+        for (int b = 0; b < 8; b++) crc = crc & 0x8000 ? (uint16_t)(crc << 1 ^ 0x1021) : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+int route_slot(const char *key, size_t len)
+{
+    const char *open = memchr(key, '{', len);
+    if (open) {
+        const char *close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
+        if (close && close > open + 1) return crc16(open + 1, (size_t)(close - open - 1)) & (ROUTE_SLOTS - 1);
+    }
+    return crc16(key, len) & (ROUTE_SLOTS - 1);
+}
+
+// ----------------------------------------------------------------------------
+// the URL and the nodes
+
+/* the node at host:port, added when new: its index, or -1 (no memory) */
+static int node_of(route_t *r, const char *host, size_t hl, int port)
+{
+    for (int i = 0; i < r->n_nodes; i++)
+        if (r->nodes[i].port == port && strlen(r->nodes[i].host) == hl && strncmp(r->nodes[i].host, host, hl) == 0)
+            return i;
+    if (hl == 0 || hl >= sizeof r->nodes[0].host || r->n_nodes >= INT16_MAX) return -1;
+    if (r->n_nodes == r->cap_nodes) {
+        int cap = r->cap_nodes ? 2 * r->cap_nodes : 8;
+        node_t *grown = realloc(r->nodes, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        r->nodes = grown;
+        r->cap_nodes = cap;
+    }
+    node_t *n = &r->nodes[r->n_nodes];
+    memset(n, 0, sizeof *n);
+    memcpy(n->host, host, hl);
+    n->host[hl] = '\0';
+    n->port = port;
+    return r->n_nodes++;
+}
+
+/* host[:port] at s (up to end): added as a node; the rest after it in *rest */
+static int parse_host(route_t *r, const char *s, const char *end, const char **rest)
+{
+    size_t hl = strcspn(s, ":/,");
+    if (s + hl > end) hl = (size_t)(end - s);
+    int port = 6379;
+    const char *p = s + hl;
+    if (p < end && *p == ':') {
+        char *e;
+        long v = strtol(p + 1, &e, 10);
+        if (e == p + 1 || v <= 0 || v > 65535) return -1;
+        port = (int)v;
+        p = e;
+    }
+    *rest = p;
+    return hl ? node_of(r, s, hl, port) : -1;
+}
+
+static int parse_url(route_t *r, const char *url)
+{
+    const char *s = url;
+    if (strncmp(s, "redis://", 8) == 0) s += 8;
+    else if (strncmp(s, "redis-cluster://", 16) == 0) s += 16, r->cluster = true;
+    else return -1;
+    const char *end = s + strlen(s), *at = strchr(s, '@');
+    if (at) {
+        const char *colon = memchr(s, ':', (size_t)(at - s));
+        size_t ul = colon ? (size_t)(colon - s) : 0;
+        const char *pw = colon ? colon + 1 : s;
+        size_t pl = (size_t)(at - pw);
+        if (ul >= sizeof r->user || pl >= sizeof r->password) return -1;
+        memcpy(r->user, s, ul);
+        r->user[ul] = '\0';
+        memcpy(r->password, pw, pl);
+        r->password[pl] = '\0';
+        s = at + 1;
+    }
+    for (;;) {
+        const char *rest;
+        if (parse_host(r, s, end, &rest) < 0 || r->n_nodes > ROUTE_MAX_SEEDS) return -1;
+        s = rest;
+        if (*s != ',') break;
+        if (!r->cluster) return -1;
+        s++;
+    }
+    if (*s == '/' && !r->cluster) {
+        char *e;
+        long db = strtol(s + 1, &e, 10);
+        if (e == s + 1 || db < 0 || *e) return -1;
+        r->db = (int)db;
+        s = e;
+    }
+    return *s ? -1 : 0;
+}
+
+route_t *route_new(const char *url, char *err, size_t errlen)
+{
+    route_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (strlen(url) >= sizeof r->url || parse_url(r, url) != 0) {
+        snprintf(err, errlen,
+                 "redis URL '%s': expected redis://[[user]:password@]host[:port][/db] or "
+                 "redis-cluster://[[user]:password@]host:port[,host:port...]",
+                 url);
+        route_destroy(&r);
+        return NULL;
+    }
+    snprintf(r->url, sizeof r->url, "%s", url);
+    r->n_seeds = r->n_nodes;
+    for (int i = 0; i < ROUTE_SLOTS; i++) r->slot_node[i] = r->cluster ? -1 : 0;
+    r->map_stale = r->cluster;
+    return r;
+}
+
+static void queue_clear(route_t *r)
+{
+    for (int i = 0; i < r->n_queued; i++) {
+        for (int a = 0; a < r->queue[i].argc; a++) free(r->queue[i].argv[a]);
+        free(r->queue[i].argv);
+        free(r->queue[i].lens);
+    }
+    r->n_queued = 0;
+}
+
+void route_disconnect(route_t *self)
+{
+    for (int i = 0; i < self->n_nodes; i++) {
+        if (self->nodes[i].c) redisFree(self->nodes[i].c);
+        self->nodes[i].c = NULL;
+    }
+    if (self->cluster) self->map_stale = true;
+}
+
+void route_destroy(route_t **self_p)
+{
+    route_t *r = *self_p;
+    if (!r) return;
+    route_disconnect(r);
+    queue_clear(r);
+    free(r->queue);
+    free(r->nodes);
+    free(r->masters);
+    free(r);
+    *self_p = NULL;
+}
+
+void route_on_connect(route_t *self, route_prepare_fn prepare, void *ctx)
+{
+    self->prepare = prepare;
+    self->prepare_ctx = ctx;
+}
+
+bool route_is_cluster(const route_t *self) { return self->cluster; }
+const char *route_user(const route_t *self) { return self->user; }
+const char *route_password(const route_t *self) { return self->password; }
+int route_db(const route_t *self) { return self->db; }
+const char *route_url(const route_t *self) { return self->url; }
+long route_moved(const route_t *self) { return self->moved; }
+long route_asked(const route_t *self) { return self->asked; }
+long route_map_reads(const route_t *self) { return self->map_reads; }
+
+static void drop(route_t *r, int n)
+{
+    if (r->nodes[n].c) redisFree(r->nodes[n].c);
+    r->nodes[n].c = NULL;
+    if (r->cluster) r->map_stale = true;
+}
+
+/* node n connected and prepared: 0, or -1 with err */
+static int connected(route_t *r, int n, char *err, size_t errlen)
+{
+    node_t *d = &r->nodes[n];
+    if (d->c) return 0;
+    struct timeval tv = {1, 0};
+    d->c = redisConnectWithTimeout(d->host, d->port, tv);
+    if (!d->c || d->c->err) {
+        snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, d->c ? d->c->errstr : "out of memory");
+        drop(r, n);
+        return -1;
+    }
+    struct timeval io = {2, 0};
+    redisSetTimeout(d->c, io);
+    char where[300];
+    snprintf(where, sizeof where, "redis %s:%d", d->host, d->port);
+    if (r->prepare && r->prepare(r->prepare_ctx, d->c, where, err, errlen) != 0) {
+        drop(r, n);
+        return -1;
+    }
+    return 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+// ----------------------------------------------------------------------------
+// the slot map
+
+/* the map from one CLUSTER SLOTS reply, as asked of node asked: 0, or -1
+ * when the reply is not one */
+static int take_map(route_t *r, const redisReply *rep, int asked)
+{
+    if (rep->type != REDIS_REPLY_ARRAY) return -1;
+    int16_t map[ROUTE_SLOTS];
+    for (int i = 0; i < ROUTE_SLOTS; i++) map[i] = -1;
+    int *masters = malloc((rep->elements + 1) * sizeof *masters), nm = 0;
+    if (!masters) return -1;
+    for (size_t e = 0; e < rep->elements; e++) {
+        const redisReply *it = rep->element[e];
+        if (it->type != REDIS_REPLY_ARRAY || it->elements < 3 || it->element[0]->type != REDIS_REPLY_INTEGER ||
+            it->element[1]->type != REDIS_REPLY_INTEGER || it->element[2]->type != REDIS_REPLY_ARRAY ||
+            it->element[2]->elements < 2 || it->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+            it->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
+            goto bad;
+        long long lo = it->element[0]->integer, hi = it->element[1]->integer;
+        const redisReply *m = it->element[2];
+        /* an empty host is the node that answered */
+        const char *host = m->element[0]->len ? m->element[0]->str : r->nodes[asked].host;
+        int n = node_of(r, host, strlen(host), (int)m->element[1]->integer);
+        if (lo < 0 || hi >= ROUTE_SLOTS || lo > hi || n < 0) goto bad;
+        for (long long s = lo; s <= hi; s++) map[s] = (int16_t)n;
+        int k = 0;
+        while (k < nm && masters[k] != n) k++;
+        if (k == nm) masters[nm++] = n;
+    }
+    memcpy(r->slot_node, map, sizeof map);
+    free(r->masters);
+    r->masters = masters;
+    r->n_masters = nm;
+    for (int i = 0; i < r->n_nodes; i++) r->nodes[i].slots = 0;
+    for (int s = 0; s < ROUTE_SLOTS; s++)
+        if (map[s] >= 0) r->nodes[map[s]].slots++;
+    r->map_stale = false;
+    r->map_reads++;
+    return 0;
+bad:
+    free(masters);
+    return -1;
+}
+
+/* the slot map read again from the first node that answers (those
+ * connected first, then the rest, the seeds among them; not the nodes a
+ * map that failed named): 0, or -1 with err */
+static int read_map(route_t *r, char *err, size_t errlen)
+{
+    int known = r->n_nodes;
+    for (int pass = 0; pass < 2; pass++)
+        for (int n = 0; n < known; n++) {
+            if ((pass == 0) != (r->nodes[n].c != NULL)) continue;
+            if (connected(r, n, err, errlen) != 0) continue;
+            redisReply *rep = redisCommand(r->nodes[n].c, "CLUSTER SLOTS");
+            if (!rep) {
+                snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port, r->nodes[n].c->errstr);
+                drop(r, n);
+                continue;
+            }
+            int ok = rep->type == REDIS_REPLY_ARRAY && take_map(r, rep, n) == 0;
+            if (!ok)
+                snprintf(err, errlen, "redis %s:%d: CLUSTER SLOTS: %s", r->nodes[n].host, r->nodes[n].port,
+                         rep->type == REDIS_REPLY_ERROR ? rep->str : "not a slot map");
+            freeReplyObject(rep);
+            if (ok) return 0;
+        }
+    return -1;
+}
+
+int route_connect(route_t *self, char *err, size_t errlen)
+{
+    if (!self->cluster) return connected(self, 0, err, errlen);
+    if (!self->map_stale) return 0;
+    return read_map(self, err, errlen);
+}
+
+int route_masters(route_t *self, char *err, size_t errlen)
+{
+    if (!self->cluster) return self->n_nodes;
+    if (self->map_stale && read_map(self, err, errlen) != 0) return -1;
+    return self->n_masters;
+}
+
+static int master_index(const route_t *self, int i) { return self->cluster ? self->masters[i] : 0; }
+const char *route_master_host(const route_t *self, int i) { return self->nodes[master_index(self, i)].host; }
+int route_master_port(const route_t *self, int i) { return self->nodes[master_index(self, i)].port; }
+int route_master_slots(const route_t *self, int i)
+{
+    return self->cluster ? self->nodes[master_index(self, i)].slots : ROUTE_SLOTS;
+}
+
+/* the node that holds slot (-1: any master): its index, or -1 with err */
+static int node_for(route_t *r, int slot, char *err, size_t errlen)
+{
+    if (r->cluster && r->map_stale && read_map(r, err, errlen) != 0) return -1;
+    int n = slot >= 0 ? r->slot_node[slot] : (r->cluster ? (r->n_masters ? r->masters[0] : -1) : 0);
+    if (n < 0) snprintf(err, errlen, "redis cluster %s: no node serves slot %d", r->url, slot);
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+// commands
+
+/* "MOVED 3999 127.0.0.1:6381" or "ASK ...": the node named (added when
+ * new) and the slot, or -1 */
+static int redirect_node(route_t *r, const char *msg, int *slot)
+{
+    const char *p = strchr(msg, ' ');
+    if (!p) return -1;
+    char *e;
+    long s = strtol(p + 1, &e, 10);
+    if (e == p + 1 || *e != ' ' || s < 0 || s >= ROUTE_SLOTS) return -1;
+    const char *host = e + 1, *colon = strrchr(host, ':');
+    if (!colon) return -1;
+    long port = strtol(colon + 1, &e, 10);
+    if (e == colon + 1 || port <= 0 || port > 65535) return -1;
+    *slot = (int)s;
+    return node_of(r, host, (size_t)(colon - host), (int)port);
+}
+
+static bool is_error(const redisReply *rep, const char *code)
+{
+    size_t n = strlen(code);
+    return rep->type == REDIS_REPLY_ERROR && rep->len >= n && strncmp(rep->str, code, n) == 0 &&
+           (rep->str[n] == ' ' || rep->str[n] == '\0');
+}
+
+/* the command on node n (after ASKING where asking): the reply, or NULL
+ * with err when the connection broke (it is dropped) */
+static redisReply *run_on(route_t *r, int n, bool asking, int argc, const char **argv, const size_t *lens, char *err,
+                          size_t errlen)
+{
+    if (connected(r, n, err, errlen) != 0) return NULL;
+    redisContext *c = r->nodes[n].c;
+    void *rep = NULL;
+    if (asking) {
+        if (redisAppendCommand(c, "ASKING") != REDIS_OK || redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK ||
+            redisGetReply(c, &rep) != REDIS_OK)
+            goto broke;
+        freeReplyObject(rep);
+        rep = NULL;
+        if (redisGetReply(c, &rep) != REDIS_OK) goto broke;
+        return rep;
+    }
+    rep = redisCommandArgv(c, argc, argv, lens);
+    if (rep) return rep;
+broke:
+    snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port, c->errstr[0] ? c->errstr : "no reply");
+    drop(r, n);
+    return NULL;
+}
+
+/* The command routed, its redirections followed: the reply, or NULL with err */
+static redisReply *routed(route_t *r, int slot, int argc, const char **argv, const size_t *lens, char *err,
+                          size_t errlen)
+{
+    int ask = -1;
+    for (int t = 0; t < ROUTE_TRIES; t++) {
+        int n = ask >= 0 ? ask : node_for(r, slot, err, errlen);
+        if (n < 0) {
+            if (!r->cluster) return NULL;
+            sleep_ms(100L << (t < 4 ? t : 4));
+            continue;
+        }
+        redisReply *rep = run_on(r, n, ask >= 0, argc, argv, lens, err, errlen);
+        ask = -1;
+        if (!rep) {
+            /* a master gone: its replica takes over once the cluster agrees */
+            if (!r->cluster) return NULL;
+            sleep_ms(100L << (t < 4 ? t : 4));
+            continue;
+        }
+        int s, to;
+        if (r->cluster && is_error(rep, "MOVED") && (to = redirect_node(r, rep->str, &s)) >= 0) {
+            r->moved++;
+            r->slot_node[s] = (int16_t)to;
+            r->map_stale = true;
+        } else if (r->cluster && is_error(rep, "ASK") && (to = redirect_node(r, rep->str, &s)) >= 0) {
+            r->asked++;
+            ask = to;
+        } else if (r->cluster && (is_error(rep, "TRYAGAIN") || is_error(rep, "CLUSTERDOWN"))) {
+            if (is_error(rep, "CLUSTERDOWN")) r->map_stale = true;
+            snprintf(err, errlen, "redis cluster %s: %s", r->url, rep->str);
+            sleep_ms(50L << (t < 4 ? t : 4));
+        } else {
+            return rep;
+        }
+        if (ask < 0 && !is_error(rep, "TRYAGAIN") && !is_error(rep, "CLUSTERDOWN"))
+            snprintf(err, errlen, "redis cluster %s: %s", r->url, rep->str);
+        freeReplyObject(rep);
+    }
+    size_t used = strlen(err);
+    if (used + 40 < errlen) snprintf(err + used, errlen - used, " (gave up after %d tries)", ROUTE_TRIES);
+    return NULL;
+}
+
+redisReply *route_run(route_t *self, const char *key, int argc, const char **argv, const size_t *lens, char *err,
+                      size_t errlen)
+{
+    return routed(self, key ? route_slot(key, strlen(key)) : -1, argc, argv, lens, err, errlen);
+}
+
+int route_append(route_t *self, const char *key, int argc, const char **argv, const size_t *lens)
+{
+    if (self->n_queued == self->cap_queued) {
+        int cap = self->cap_queued ? 2 * self->cap_queued : 16;
+        queued_t *grown = realloc(self->queue, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        self->queue = grown;
+        self->cap_queued = cap;
+    }
+    queued_t *q = &self->queue[self->n_queued];
+    q->slot = key ? route_slot(key, strlen(key)) : -1;
+    q->argc = argc;
+    q->argv = calloc((size_t)argc, sizeof *q->argv);
+    q->lens = malloc((size_t)argc * sizeof *q->lens);
+    if (!q->argv || !q->lens) {
+        free(q->argv);
+        free(q->lens);
+        return -1;
+    }
+    for (int a = 0; a < argc; a++) {
+        size_t len = lens ? lens[a] : strlen(argv[a]);
+        q->argv[a] = malloc(len + 1);
+        if (!q->argv[a]) {
+            for (int b = 0; b < a; b++) free(q->argv[b]);
+            free(q->argv);
+            free(q->lens);
+            return -1;
+        }
+        memcpy(q->argv[a], argv[a], len);
+        q->argv[a][len] = '\0';
+        q->lens[a] = len;
+    }
+    self->n_queued++;
+    return 0;
+}
+
+int route_queued(const route_t *self) { return self->n_queued; }
+
+/* a reply that only says where to go, or that the cluster is changing */
+static bool redirected(const route_t *r, const redisReply *rep)
+{
+    return r->cluster && (is_error(rep, "MOVED") || is_error(rep, "ASK") || is_error(rep, "TRYAGAIN") ||
+                          is_error(rep, "CLUSTERDOWN"));
+}
+
+int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
+{
+    int n = self->n_queued, rc = -1;
+    int *node = malloc((size_t)(n ? n : 1) * sizeof *node);
+    if (!node) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    for (int i = 0; i < n; i++) node[i] = node_for(self, self->queue[i].slot, err, errlen);
+    /* one round trip per node: its commands appended, then their replies */
+    for (int d = 0; d < self->n_nodes; d++) {
+        int mine = 0;
+        for (int i = 0; i < n; i++) mine += node[i] == d;
+        if (!mine || connected(self, d, err, errlen) != 0) continue;
+        redisContext *c = self->nodes[d].c;
+        bool ok = true;
+        for (int i = 0; i < n && ok; i++)
+            if (node[i] == d)
+                ok = redisAppendCommandArgv(c, self->queue[i].argc, (const char **)self->queue[i].argv,
+                                            self->queue[i].lens) == REDIS_OK;
+        for (int i = 0; i < n && ok; i++) {
+            if (node[i] != d) continue;
+            void *rep = NULL;
+            if (redisGetReply(c, &rep) != REDIS_OK || !rep) ok = false;
+            else out[i] = rep;
+        }
+        if (!ok) {
+            /* replies not read would answer the next command */
+            snprintf(err, errlen, "redis %s:%d: %s", self->nodes[d].host, self->nodes[d].port,
+                     c->errstr[0] ? c->errstr : "no reply");
+            drop(self, d);
+        }
+    }
+    /* what failed or was sent elsewhere, one by one */
+    for (int i = 0; i < n; i++) {
+        if (out[i] && !redirected(self, out[i])) continue;
+        if (out[i] && is_error(out[i], "MOVED")) {
+            int s, to = redirect_node(self, out[i]->str, &s);
+            if (to >= 0) self->slot_node[s] = (int16_t)to, self->map_stale = true, self->moved++;
+        }
+        freeReplyObject(out[i]);
+        out[i] = routed(self, self->queue[i].slot, self->queue[i].argc, (const char **)self->queue[i].argv,
+                        self->queue[i].lens, err, errlen);
+        if (!out[i]) goto done;
+    }
+    rc = 0;
+done:
+    if (rc != 0)
+        for (int i = 0; i < n; i++) {
+            freeReplyObject(out[i]);
+            out[i] = NULL;
+        }
+    free(node);
+    queue_clear(self);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* The pool's connection to Redis: one server, or a Redis Cluster whose
+ * commands go to the master that holds their key's slot. hiredis 0.14
+ * (Debian 12's) knows nothing of clusters, so this file does what a
+ * cluster client does: it reads the slot map (CLUSTER SLOTS) from any
+ * node it reaches, routes each command by its key's slot (CRC16 of the
+ * key, or of the part between the first { and the next } when that part
+ * is not empty), follows MOVED (the slot lives elsewhere now: the map is
+ * read again) and ASK (the slot is moving: ASKING, then the command, on
+ * the node named, once), waits out TRYAGAIN, and after a node stops
+ * answering reads the map again from the others, so a replica promoted
+ * in a failover takes over. Every connection it makes is prepared by the
+ * caller's hook first (AUTH, SELECT, the pool's functions).
+ *
+ * A URL names either:
+ *   redis://[[user]:password@]host[:port][/db]           one server
+ *   redis-cluster://[[user]:password@]host:port[,host:port...]  a cluster, by seed nodes
+ * A cluster has no databases but 0. */
+#ifndef SAPO_ROUTE_H
+#define SAPO_ROUTE_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ROUTE_SLOTS 16384
+
+typedef struct route route_t;
+
+/* prepares a new connection (auth, database, functions): 0, or -1 with err */
+typedef int (*route_prepare_fn)(void *ctx, redisContext *c, const char *where, char *err, size_t errlen);
+
+/* the connection URL parsed (nothing connects yet); NULL with err naming
+ * the URL when it is malformed */
+route_t *route_new(const char *url, char *err, size_t errlen);
+void route_destroy(route_t **self_p);
+
+/* the hook each new connection goes through, with its context */
+void route_on_connect(route_t *self, route_prepare_fn prepare, void *ctx);
+
+/* whether the URL named a cluster */
+bool route_is_cluster(const route_t *self);
+/* the user and password the URL gave ("" when none), the database (0 in
+ * a cluster), and the URL as given (for messages) */
+const char *route_user(const route_t *self);
+const char *route_password(const route_t *self);
+int route_db(const route_t *self);
+const char *route_url(const route_t *self);
+
+/* the slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key */
+int route_slot(const char *key, size_t len);
+
+/* connects to what the URL names (a cluster: its slot map from a seed)
+ * unless already connected: 0, or -1 with err */
+int route_connect(route_t *self, char *err, size_t errlen);
+/* drops every connection and the slot map */
+void route_disconnect(route_t *self);
+
+/* One command whose key is key (NULL: any master, e.g. TIME), run where
+ * its slot lives: the reply (an error reply included, the caller's to
+ * read), or NULL with err when no node answered; redirections are
+ * followed, a broken connection is dropped and the map read again */
+redisReply *route_run(route_t *self, const char *key, int argc, const char **argv, const size_t *lens, char *err,
+                      size_t errlen);
+
+/* Pipelines: commands queued with route_append (the strings copied) run
+ * by route_replies, one round trip per node they go to; the replies come
+ * back in the order appended (each the caller's to free), those
+ * redirected run again one by one. 0, or -1 with err (no reply kept) */
+int route_append(route_t *self, const char *key, int argc, const char **argv, const size_t *lens);
+int route_replies(route_t *self, redisReply **out, char *err, size_t errlen);
+/* commands queued and not yet run */
+int route_queued(const route_t *self);
+
+/* Every master the map names, for commands each must get (FUNCTION LOAD
+ * is per node): the count; host/port of the i-th */
+int route_masters(route_t *self, char *err, size_t errlen);
+const char *route_master_host(const route_t *self, int i);
+int route_master_port(const route_t *self, int i);
+/* the slots owned by the i-th master, for tests and reports */
+int route_master_slots(const route_t *self, int i);
+/* redirections followed (MOVED, ASK), map reads and node failures so far */
+long route_moved(const route_t *self);
+long route_asked(const route_t *self);
+long route_map_reads(const route_t *self);
+
+#endif

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# A real Redis Cluster on loopback for the tests: 3 masters and 3
+# replicas (redis-server --cluster-enabled yes, joined by redis-cli
+# --cluster create), a node timeout of 1 s so a failover takes seconds.
+#
+#   tests/cluster.sh start DIR     starts it under DIR; prints the seed URL
+#                                  (redis-cluster://127.0.0.1:P1,...); DIR/ports
+#                                  lists each node's port and pid
+#   tests/cluster.sh wait DIR      until every node says cluster_state:ok and
+#                                  each master has a replica (30 s at most)
+#   tests/cluster.sh stop DIR      kills every node and removes DIR
+set -u
+cmd=${1:-} dir=${2:-}
+[ -n "$dir" ] || { echo "usage: tests/cluster.sh start|wait|stop DIR" >&2; exit 2; }
+
+# every master's count of connected replicas, and each node's state
+healthy() {
+  local p
+  while read -r p _; do
+    redis-cli -p "$p" cluster info 2> /dev/null | grep -q '^cluster_state:ok' || return 1
+  done < "$dir/ports"
+  p=$(head -n 1 "$dir/ports" | cut -d' ' -f1)
+  local nodes
+  nodes=$(redis-cli -p "$p" cluster nodes 2> /dev/null) || return 1
+  [ "$(awk '$3 ~ /master/' <<< "$nodes" | wc -l)" = 3 ] && [ "$(awk '$3 ~ /slave/' <<< "$nodes" | wc -l)" = 3 ] &&
+    ! awk '{ print $3 }' <<< "$nodes" | grep -qE 'fail|handshake|noaddr'
+}
+
+wait_healthy() {
+  for _ in $(seq 300); do
+    healthy && return 0
+    sleep 0.1
+  done
+  echo "cluster.sh: the cluster in $dir did not come up healthy in 30 s" >&2
+  return 1
+}
+
+case "$cmd" in
+  start)
+    mkdir -p "$dir"
+    ports=$(python3 -c '
+import socket
+s = [socket.socket() for _ in range(12)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))
+for x in s: x.close()')
+    read -r -a p <<< "$ports"
+    : > "$dir/ports"
+    seeds=""
+    for i in 0 1 2 3 4 5; do
+      port=${p[$i]} bus=${p[$((i + 6))]}
+      mkdir -p "$dir/n$i"
+      redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes --cluster-port "$bus" \
+        --cluster-config-file "$dir/n$i/nodes.conf" --cluster-node-timeout 1000 --dir "$dir/n$i" \
+        --save "" --appendonly no --logfile "$dir/n$i/redis.log" --daemonize no > /dev/null 2>&1 &
+      echo "$port $!" >> "$dir/ports"
+      seeds+="${seeds:+ }127.0.0.1:$port"
+    done
+    for i in 0 1 2 3 4 5; do
+      for _ in $(seq 100); do redis-cli -p "${p[$i]}" ping > /dev/null 2>&1 && break; sleep 0.05; done
+    done
+    # shellcheck disable=SC2086
+    redis-cli --cluster create $seeds --cluster-replicas 1 --cluster-yes > "$dir/create.log" 2>&1 ||
+      { echo "cluster.sh: redis-cli --cluster create failed (see $dir/create.log)" >&2; exit 1; }
+    wait_healthy || exit 1
+    echo "redis-cluster://$(tr ' ' ',' <<< "$seeds")"
+    ;;
+  wait) wait_healthy ;;
+  stop)
+    if [ -f "$dir/ports" ]; then
+      while read -r _ pid; do kill -9 "$pid" 2> /dev/null; done < "$dir/ports"
+      while read -r _ pid; do wait "$pid" 2> /dev/null; done < "$dir/ports"
+    fi
+    rm -rf "$dir"
+    ;;
+  *) echo "usage: tests/cluster.sh start|wait|stop DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,362 @@
+/* lib/pool/route.c against a real Redis Cluster of 3 masters and 3
+ * replicas on loopback (tests/cluster.sh): slots as the cluster computes
+ * them (CLUSTER KEYSLOT), every command where its slot lives, pipelines
+ * across the masters, MOVED after a reshard, ASK during a slot's
+ * migration, a master killed and its replica taking over, a single
+ * Redis as before; and what a cluster URL meets that is not a cluster,
+ * or a slot map that is not one, refused with one line. */
+#include "check.h"
+#include "pool/route.h"
+#include "redis_server.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+static char dir[64], url[1024];
+static int prepared;
+
+static int count_prepare(void *ctx, redisContext *c, const char *where, char *err, size_t errlen)
+{
+    (void)ctx, (void)c, (void)where, (void)err, (void)errlen;
+    prepared++;
+    return 0;
+}
+
+/* starts the cluster; 0, or -1 (the reason printed) */
+static int cluster_start(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/sapo-cluster-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "tests/cluster.sh start %s/c", dir);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    if (!fgets(url, sizeof url, p)) url[0] = '\0';
+    int rc = pclose(p);
+    url[strcspn(url, "\n")] = '\0';
+    return rc == 0 && strncmp(url, "redis-cluster://", 16) == 0 ? 0 : -1;
+}
+
+static void cluster_stop(void)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "tests/cluster.sh stop %s/c; rm -rf %s", dir, dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not stop the cluster in %s\n", dir);
+}
+
+static redisReply *run(route_t *r, const char *key, const char *a0, const char *a1, const char *a2)
+{
+    const char *argv[] = {a0, a1, a2};
+    char err[512];
+    redisReply *rep = route_run(r, key, a2 ? 3 : a1 ? 2 : 1, argv, NULL, err, sizeof err);
+    if (!rep) printf("  route_run %s %s: %s\n", a0, a1 ? a1 : "", err);
+    return rep;
+}
+
+/* direct to port: one command's integer or string reply as text */
+static int direct(int port, const char *cmd, char *out, size_t outlen)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    redisReply *r = c && !c->err ? redisCommand(c, cmd) : NULL;
+    int ok = r && (r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+    if (ok && r->type == REDIS_REPLY_INTEGER) snprintf(out, outlen, "%lld", r->integer);
+    else if (ok) snprintf(out, outlen, "%s", r->str);
+    if (r) freeReplyObject(r);
+    if (c) redisFree(c);
+    return ok ? 0 : -1;
+}
+
+/* the first seed's port */
+static int first_port(void) { return atoi(strstr(url, "127.0.0.1:") + 10); }
+
+/* the cluster's own slot for each key, against route_slot's */
+static void test_slots(void)
+{
+    const char *keys[] = {"foo",
+                          "123456789",
+                          "{user1000}.following",
+                          "{user1000}.followers",
+                          "foo{}{bar}",
+                          "foo{{bar}}zap",
+                          "foo{bar}{zap}",
+                          "{}",
+                          "}{",
+                          "sapo:{n0}:entries",
+                          "a",
+                          ""};
+    int port = first_port();
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        char cmd[128], got[32];
+        snprintf(cmd, sizeof cmd, "CLUSTER KEYSLOT %s", keys[i]);
+        if (!keys[i][0]) continue; /* the empty key cannot be typed in a format string */
+        EXPECTF(direct(port, cmd, got, sizeof got) == 0 && atoi(got) == route_slot(keys[i], strlen(keys[i])),
+                "%s: the cluster says %s, route_slot %d", keys[i], got, route_slot(keys[i], strlen(keys[i])));
+    }
+    EXPECT(route_slot("123456789", 9) == (0x31C3 & 16383));
+    EXPECT(route_slot("{user1000}.following", 20) == route_slot("user1000", 8));
+}
+
+/* keys of many slots written and read, each where the map says: no
+ * redirection, one map read, one connection per master */
+static void test_routes(void)
+{
+    char err[512];
+    route_t *r = route_new(url, err, sizeof err);
+    EXPECTF(r != NULL, "%s", err);
+    if (!r) return;
+    prepared = 0;
+    route_on_connect(r, count_prepare, NULL);
+    EXPECTF(route_connect(r, err, sizeof err) == 0, "%s", err);
+    EXPECT(route_is_cluster(r) && route_masters(r, err, sizeof err) == 3);
+    int slots = 0;
+    for (int i = 0; i < 3; i++) slots += route_master_slots(r, i);
+    EXPECT(slots == ROUTE_SLOTS);
+    int ok = 0;
+    for (int i = 0; i < 300; i++) {
+        char key[32], val[32];
+        snprintf(key, sizeof key, "k%d", i);
+        snprintf(val, sizeof val, "v%d", i);
+        redisReply *s = run(r, key, "SET", key, val), *g = run(r, key, "GET", key, NULL);
+        ok += s && g && g->type == REDIS_REPLY_STRING && strcmp(g->str, val) == 0;
+        if (s) freeReplyObject(s);
+        if (g) freeReplyObject(g);
+    }
+    EXPECTF(ok == 300, "%d of 300 keys written and read back", ok);
+    EXPECT(route_moved(r) == 0 && route_asked(r) == 0 && route_map_reads(r) == 1);
+    /* the seed asked for the map, then one connection per other master */
+    EXPECTF(prepared <= 4, "%d connections", prepared);
+    /* pipelines: the replies in the order appended, one trip per master */
+    for (int i = 0; i < 300; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k%d", i);
+        const char *argv[] = {"GET", key};
+        EXPECT(route_append(r, key, 2, argv, NULL) == 0);
+    }
+    redisReply *rep[300];
+    EXPECTF(route_replies(r, rep, err, sizeof err) == 0, "%s", err);
+    int same = 0;
+    for (int i = 0; i < 300; i++) {
+        char val[32];
+        snprintf(val, sizeof val, "v%d", i);
+        same += rep[i] && rep[i]->type == REDIS_REPLY_STRING && strcmp(rep[i]->str, val) == 0;
+        if (rep[i]) freeReplyObject(rep[i]);
+    }
+    EXPECTF(same == 300, "%d of 300 pipelined replies in place", same);
+    EXPECT(route_queued(r) == 0);
+    route_destroy(&r);
+    EXPECT(r == NULL);
+}
+
+/* the port of the master that holds key (the others answer MOVED) */
+static int master_of(route_t *r, const char *key)
+{
+    char err[256], cmd[128], got[64];
+    int n = route_masters(r, err, sizeof err);
+    snprintf(cmd, sizeof cmd, "EXISTS %s", key);
+    for (int i = 0; i < n; i++)
+        if (direct(route_master_port(r, i), cmd, got, sizeof got) == 0) return route_master_port(r, i);
+    return -1;
+}
+
+/* After a reshard the map is stale: MOVED replies are followed and the
+ * map read again; during a slot's migration, ASK is followed once */
+static void test_redirections(void)
+{
+    char err[512], cmd[512];
+    route_t *r = route_new(url, err, sizeof err);
+    EXPECT(r && route_connect(r, err, sizeof err) == 0);
+    if (!r) return;
+    for (int i = 0; i < 200; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "m%d", i);
+        redisReply *s = run(r, key, "SET", key, key);
+        if (s) freeReplyObject(s);
+    }
+    /* 2,000 slots from one master to the next, behind route's back */
+    int from = route_master_port(r, 0), to = route_master_port(r, 1);
+    char from_id[64], to_id[64];
+    EXPECT(direct(from, "CLUSTER MYID", from_id, sizeof from_id) == 0 &&
+           direct(to, "CLUSTER MYID", to_id, sizeof to_id) == 0);
+    snprintf(cmd, sizeof cmd,
+             "redis-cli --cluster reshard 127.0.0.1:%d --cluster-from %s --cluster-to %s --cluster-slots 2000 "
+             "--cluster-yes > %s/reshard.log 2>&1",
+             from, from_id, to_id, dir);
+    EXPECTF(system(cmd) == 0, "reshard failed: see %s/reshard.log", dir);
+    int ok = 0;
+    for (int i = 0; i < 200; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "m%d", i);
+        redisReply *g = run(r, key, "GET", key, NULL);
+        ok += g && g->type == REDIS_REPLY_STRING && strcmp(g->str, key) == 0;
+        if (g) freeReplyObject(g);
+    }
+    EXPECTF(ok == 200 && route_moved(r) > 0 && route_map_reads(r) >= 2,
+            "%d of 200 read after the reshard, %ld MOVED followed, %ld map reads", ok, route_moved(r),
+            route_map_reads(r));
+
+    /* a slot half moved: its key at the importing node, ASK from the
+     * other. Keys of the hash tag {ask} share a slot */
+    int slot = route_slot("{ask}", 5), src = master_of(r, "{ask}a"), dst = -1;
+    for (int i = 0; i < route_masters(r, err, sizeof err); i++)
+        if (route_master_port(r, i) != src) dst = route_master_port(r, i);
+    redisReply *s = run(r, "{ask}a", "SET", "{ask}a", "moved-by-hand");
+    if (s) freeReplyObject(s);
+    char src_id[64], dst_id[64], got[64];
+    EXPECT(direct(src, "CLUSTER MYID", src_id, sizeof src_id) == 0 &&
+           direct(dst, "CLUSTER MYID", dst_id, sizeof dst_id) == 0);
+    snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id);
+    EXPECT(direct(dst, cmd, got, sizeof got) == 0);
+    snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id);
+    EXPECT(direct(src, cmd, got, sizeof got) == 0);
+    snprintf(cmd, sizeof cmd, "MIGRATE 127.0.0.1 %d {ask}a 0 5000", dst);
+    EXPECT(direct(src, cmd, got, sizeof got) == 0);
+    long asked = route_asked(r);
+    redisReply *g = run(r, "{ask}a", "GET", "{ask}a", NULL);
+    EXPECTF(g && g->type == REDIS_REPLY_STRING && strcmp(g->str, "moved-by-hand") == 0 && route_asked(r) == asked + 1,
+            "GET during the migration: %s, %ld ASK followed", g && g->str ? g->str : "no reply",
+            route_asked(r) - asked);
+    if (g) freeReplyObject(g);
+    /* the slot's move finished everywhere */
+    for (int i = 0; i < route_masters(r, err, sizeof err); i++) {
+        snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d NODE %s", slot, dst_id);
+        direct(route_master_port(r, i), cmd, got, sizeof got);
+    }
+    route_destroy(&r);
+}
+
+/* A master killed: its replica is promoted, and the keys it held are
+ * read from there */
+static void test_failover(void)
+{
+    char err[512], got[64];
+    route_t *r = route_new(url, err, sizeof err);
+    EXPECT(r && route_connect(r, err, sizeof err) == 0);
+    if (!r) return;
+    redisReply *s = run(r, "{fo}k", "SET", "{fo}k", "survives");
+    if (s) freeReplyObject(s);
+    const char *wait_argv[] = {"WAIT", "1", "2000"};
+    redisReply *w = route_run(r, "{fo}k", 3, wait_argv, NULL, err, sizeof err);
+    EXPECTF(w && w->type == REDIS_REPLY_INTEGER && w->integer == 1, "WAIT: the replica did not confirm the write");
+    if (w) freeReplyObject(w);
+    int port = master_of(r, "{fo}k");
+    /* its pid from the cluster's list */
+    char path[128], line[64];
+    snprintf(path, sizeof path, "%s/c/ports", dir);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        int p, q;
+        if (sscanf(line, "%d %d", &p, &q) == 2 && p == port) pid = q;
+    }
+    if (f) fclose(f);
+    EXPECT(pid > 0 && kill(pid, SIGKILL) == 0);
+    int tries = 0;
+    redisReply *g = NULL;
+    for (; tries < 30 && !g; tries++) {
+        const char *argv[] = {"GET", "{fo}k"};
+        g = route_run(r, "{fo}k", 2, argv, NULL, err, sizeof err);
+        if (g && g->type != REDIS_REPLY_STRING) freeReplyObject(g), g = NULL;
+    }
+    EXPECTF(g && strcmp(g->str, "survives") == 0, "after the kill, %d tries: %s", tries, g ? g->str : err);
+    printf("  a master killed: its key read back from the promoted replica after %d calls of route_run\n", tries);
+    EXPECT(master_of(r, "{fo}k") != port && direct(port, "PING", got, sizeof got) != 0);
+    if (g) freeReplyObject(g);
+    route_destroy(&r);
+}
+
+/* a single Redis as before; a cluster URL at a server without cluster
+ * support, and malformed URLs, refused with one line */
+static void test_single_and_refused(void)
+{
+    redis_server_t rs;
+    if (redis_server_start(&rs, 0) != 0) {
+        printf("  %s\n", rs.why);
+        EXPECT(0);
+        return;
+    }
+    char err[512], u[128];
+    route_t *r = route_new(rs.url, err, sizeof err);
+    EXPECT(r && !route_is_cluster(r) && route_connect(r, err, sizeof err) == 0);
+    redisReply *s = r ? run(r, "x", "SET", "x", "1") : NULL;
+    EXPECT(s && s->type == REDIS_REPLY_STATUS && route_map_reads(r) == 0);
+    if (s) freeReplyObject(s);
+    route_destroy(&r);
+    snprintf(u, sizeof u, "redis-cluster://127.0.0.1:%d", rs.port);
+    r = route_new(u, err, sizeof err);
+    err[0] = '\0';
+    EXPECT(r && route_connect(r, err, sizeof err) == -1);
+    EXPECTF(strstr(err, "CLUSTER SLOTS") && strstr(err, "cluster support disabled") && !strchr(err, '\n'), "%s", err);
+    redisReply *g = r ? run(r, "x", "GET", "x", NULL) : NULL;
+    EXPECT(g == NULL);
+    route_destroy(&r);
+    redis_server_cleanup(&rs);
+    const char *bad[] = {"redis://",        "http://h:1",           "redis://h:0",
+                         "redis://h:1,h:2", "redis-cluster://h:1,", "redis-cluster://h:1/3",
+                         "redis://h:1/x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = '\0';
+        r = route_new(bad[i], err, sizeof err);
+        EXPECTF(!r && strstr(err, bad[i]) && strstr(err, "expected"), "%s: %s", bad[i], err);
+        route_destroy(&r);
+    }
+}
+
+/* a server that answers CLUSTER SLOTS with what is not a slot map: a
+ * range the wrong way round, a master without its port */
+static int bad_port;
+static void *bad_server(void *arg)
+{
+    int fd = *(int *)arg;
+    for (int k = 0; k < 2; k++) {
+        int c = accept(fd, NULL, NULL);
+        if (c < 0) break;
+        char buf[512];
+        if (read(c, buf, sizeof buf) > 0) {
+            const char *rep = k == 0 ? "*1\r\n*3\r\n:9\r\n:3\r\n*2\r\n$9\r\n127.0.0.1\r\n:1\r\n"
+                                     : "*1\r\n*3\r\n:0\r\n:16383\r\n*1\r\n$9\r\n127.0.0.1\r\n";
+            if (write(c, rep, strlen(rep)) < 0) break;
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void test_bad_map(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    EXPECT(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 4) == 0 &&
+           getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+    bad_port = ntohs(sa.sin_port);
+    pthread_t t;
+    pthread_create(&t, NULL, bad_server, &fd);
+    char u[64], err[512];
+    snprintf(u, sizeof u, "redis-cluster://127.0.0.1:%d", bad_port);
+    for (int k = 0; k < 2; k++) {
+        route_t *r = route_new(u, err, sizeof err);
+        err[0] = '\0';
+        EXPECT(r && route_connect(r, err, sizeof err) == -1);
+        EXPECTF(strstr(err, "not a slot map") && !strchr(err, '\n'), "%s", err);
+        route_destroy(&r);
+    }
+    pthread_join(t, NULL);
+    close(fd);
+}
+
+int main(void)
+{
+    if (cluster_start() != 0) {
+        cluster_stop();
+        printf("SKIP test_route: no Redis Cluster could be started (redis-server and redis-cli 7, tests/cluster.sh)\n");
+        return 0;
+    }
+    RUN_TEST(test_slots);
+    RUN_TEST(test_routes);
+    RUN_TEST(test_redirections);
+    RUN_TEST(test_failover);
+    RUN_TEST(test_single_and_refused);
+    RUN_TEST(test_bad_map);
+    cluster_stop();
+    CHECK_EXIT();
+}
