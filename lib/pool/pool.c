@@ -25,49 +25,42 @@ static const char POOL_LIBRARY[] =
 #include "pool_lua.inc"
     ;
 
-static int parse_url(pool_t *p, const char *url, char *err, size_t errlen)
+/* Each new connection, to one Redis or to each node of a cluster: the
+ * URL's user, its database, and the pool's functions (a master of a
+ * cluster holds its own; replicas get them from it) */
+static int prepare(void *ctx, redisContext *c, const char *where, char *err, size_t errlen)
 {
-    const char *s = url;
-    if (strncmp(s, "redis://", 8) != 0) goto bad;
-    s += 8;
-    const char *at = strchr(s, '@');
-    if (at) {
-        const char *colon = memchr(s, ':', (size_t)(at - s));
-        size_t ul = colon ? (size_t)(colon - s) : 0;
-        const char *pw = colon ? colon + 1 : s;
-        size_t pl = (size_t)(at - pw);
-        if (ul >= sizeof p->user || pl >= sizeof p->password) goto bad;
-        memcpy(p->user, s, ul);
-        p->user[ul] = '\0';
-        memcpy(p->password, pw, pl);
-        p->password[pl] = '\0';
-        s = at + 1;
+    pool_t *p = ctx;
+    const char *user = route_user(p->route), *password = route_password(p->route);
+    redisReply *r;
+    if (password[0]) {
+        r = user[0] ? redisCommand(c, "AUTH %s %s", user, password) : redisCommand(c, "AUTH %s", password);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "%s: AUTH: %s", where, r ? r->str : c->errstr);
+            freeReplyObject(r);
+            return -1;
+        }
+        freeReplyObject(r);
     }
-    size_t hl = strcspn(s, ":/");
-    if (hl == 0 || hl >= sizeof p->host) goto bad;
-    memcpy(p->host, s, hl);
-    p->host[hl] = '\0';
-    s += hl;
-    p->port = 6379;
-    if (*s == ':') {
-        char *end;
-        long port = strtol(s + 1, &end, 10);
-        if (end == s + 1 || port <= 0 || port > 65535) goto bad;
-        p->port = (int)port;
-        s = end;
+    if (route_db(p->route)) {
+        r = redisCommand(c, "SELECT %d", route_db(p->route));
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "%s: SELECT %d: %s", where, route_db(p->route), r ? r->str : c->errstr);
+            freeReplyObject(r);
+            return -1;
+        }
+        freeReplyObject(r);
     }
-    if (*s == '/') {
-        char *end;
-        long db = strtol(s + 1, &end, 10);
-        if (end == s + 1 || db < 0 || *end) goto bad;
-        p->db = (int)db;
-        s = end;
+    /* a node's ACL user may not load functions: the operator has (bin/pool
+     * as admin), and a missing library shows up as an error on first use */
+    r = redisCommand(c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
+    if (!r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) != 0)) {
+        snprintf(err, errlen, "%s: FUNCTION LOAD (Redis 7 or newer needed): %s", where, r ? r->str : c->errstr);
+        freeReplyObject(r);
+        return -1;
     }
-    if (*s) goto bad;
+    freeReplyObject(r);
     return 0;
-bad:
-    snprintf(err, errlen, "redis URL '%s': expected redis://[[user]:password@]host[:port][/db]", url);
-    return -1;
 }
 
 pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err, size_t errlen)
@@ -77,12 +70,14 @@ pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (parse_url(p, url, err, errlen) != 0) {
+    if (!(p->route = route_new(url, err, errlen))) {
         free(p);
         return NULL;
     }
+    route_on_connect(p->route, prepare, p);
     if (!swarm || !*swarm || strlen(swarm) >= sizeof p->swarm || max_per_node < 1) {
         snprintf(err, errlen, "pool: swarm prefix must be 1..%zu bytes and the bound at least 1", sizeof p->swarm - 1);
+        route_destroy(&p->route);
         free(p);
         return NULL;
     }
@@ -94,16 +89,12 @@ pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err
     return p;
 }
 
-void pool_disconnect(pool_t *p)
-{
-    if (p->c) redisFree(p->c);
-    p->c = NULL;
-}
+void pool_disconnect(pool_t *p) { route_disconnect(p->route); }
 
 void pool_destroy(pool_t **self_p)
 {
     if (!self_p || !*self_p) return;
-    pool_disconnect(*self_p);
+    route_destroy(&(*self_p)->route);
     for (int i = 0; i < (*self_p)->n_peers; i++) free((*self_p)->peers[i].seq);
     free((*self_p)->peers);
     free((*self_p)->slot);
@@ -130,111 +121,134 @@ int pool_connect(pool_t *p, char *err, size_t errlen)
     time_t now = time(NULL);
     if (now < p->retry_at) {
         /* one text for the whole wait, so a caller can log it once */
-        snprintf(err, errlen, "redis %s:%d unreachable (retried with backoff, every 30 s at most)", p->host, p->port);
+        snprintf(err, errlen, "redis %s unreachable (retried with backoff, every 30 s at most)", route_where(p->route));
         return -1;
     }
-    struct timeval tv = {1, 0};
-    p->c = redisConnectWithTimeout(p->host, p->port, tv);
-    if (!p->c || p->c->err) {
-        snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, p->c ? p->c->errstr : "out of memory");
-        goto fail;
+    if (route_connect(p->route, err, errlen) == 0) {
+        p->backoff_s = 0;
+        return 0;
     }
-    struct timeval io = {2, 0};
-    redisSetTimeout(p->c, io);
-    redisReply *r;
-    if (p->password[0]) {
-        r = p->user[0] ? redisCommand(p->c, "AUTH %s %s", p->user, p->password)
-                       : redisCommand(p->c, "AUTH %s", p->password);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            snprintf(err, errlen, "redis %s:%d: AUTH: %s", p->host, p->port, r ? r->str : p->c->errstr);
-            freeReplyObject(r);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
-    if (p->db) {
-        r = redisCommand(p->c, "SELECT %d", p->db);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            snprintf(err, errlen, "redis %s:%d: SELECT %d: %s", p->host, p->port, p->db, r ? r->str : p->c->errstr);
-            freeReplyObject(r);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
-    /* a node's ACL user may not load functions: the operator has (bin/pool
-     * as admin), and a missing library shows up as an error on first use */
-    r = redisCommand(p->c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
-    if (!r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) != 0)) {
-        snprintf(err, errlen, "redis %s:%d: FUNCTION LOAD (Redis 7 or newer needed): %s", p->host, p->port,
-                 r ? r->str : p->c->errstr);
-        freeReplyObject(r);
-        goto fail;
-    }
-    freeReplyObject(r);
-    p->backoff_s = 0;
-    return 0;
-fail:
     pool_disconnect(p);
     p->backoff_s = p->backoff_s ? (p->backoff_s * 2 > 30 ? 30 : p->backoff_s * 2) : 1;
     p->retry_at = now + p->backoff_s;
     return -1;
 }
 
-/* a reply, or NULL with err; a broken connection is dropped for a retry */
-redisReply *pool_run(pool_t *p, int argc, const char **argv, const size_t *lens, char *err, size_t errlen)
+redisReply *pool_run(pool_t *p, const char *key, int argc, const char **argv, const size_t *lens, char *err,
+                     size_t errlen)
 {
-    if (!p->c && pool_connect(p, err, errlen) != 0) return NULL;
-    redisReply *r = redisCommandArgv(p->c, argc, argv, lens);
+    if (pool_connect(p, err, errlen) != 0) return NULL;
+    redisReply *r = route_run(p->route, key, argc, argv, lens, err, errlen);
     if (!r) {
-        snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, p->c->errstr);
-        pool_disconnect(p);
+        /* a broken connection: the next call connects again at once */
         p->retry_at = 0;
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, r->str);
+        snprintf(err, errlen, "redis %s: %s", route_where(p->route), r->str);
         freeReplyObject(r);
         return NULL;
     }
     return r;
 }
 
-/* one pipelined round trip: the n commands appended to p->c, their n
+int pool_append(pool_t *p, const char *key, int argc, const char **argv, const size_t *lens)
+{
+    return route_append(p->route, key, argc, argv, lens);
+}
+
+/* one pipelined round trip per node: the n commands appended, their n
  * replies into out[] (an error reply among them is the caller's to read:
  * a key a hostile node made the wrong type is one entry missing, not a
- * failed draw); 0, or -1 with err when the connection broke (it is then
+ * failed draw); 0, or -1 with err when a connection broke (it is then
  * dropped: replies not read would answer the next command) */
 int pool_replies(pool_t *p, int n, redisReply **out, char *err, size_t errlen)
 {
-    for (int i = 0; i < n; i++) {
-        void *r = NULL;
-        if (redisGetReply(p->c, &r) != REDIS_OK || !r) {
-            snprintf(err, errlen, "redis %s:%d: %s", p->host, p->port, p->c->errstr[0] ? p->c->errstr : "no reply");
-            pool_disconnect(p);
-            p->retry_at = 0;
-            return -1;
-        }
-        out[i] = r;
+    (void)n; /* route_replies answers every command appended: n of them */
+    if (pool_connect(p, err, errlen) != 0) {
+        route_discard(p->route); /* none of them run */
+        return -1;
+    }
+    if (route_replies(p->route, out, err, errlen) != 0) {
+        p->retry_at = 0;
+        return -1;
     }
     return 0;
 }
 
-static long size_call(pool_t *self, const char *node)
+void pool_key(const pool_t *p, const char *node, const char *what, char *out)
 {
-    char err[256];
-    char prefix[160];
-    snprintf(prefix, sizeof prefix, "%s:", self->swarm);
-    const char *argv[] = {"FCALL_RO", "sapo_size", "1", prefix, node};
-    size_t lens[] = {8, 9, 1, strlen(prefix), node ? strlen(node) : 0};
-    redisReply *r = pool_run(self, node ? 5 : 4, argv, lens, err, sizeof err);
-    if (!r) return -1;
-    long n = r->type == REDIS_REPLY_INTEGER ? (long)r->integer : -1;
-    freeReplyObject(r);
-    return n;
+    const char *fmt = route_is_cluster(p->route) ? "%s:n:{%s}:%s" : "%s:n:%s:%s";
+    snprintf(out, POOL_KEY_MAX, fmt, p->swarm, node, what);
 }
 
-long pool_size_total(pool_t *self) { return size_call(self, NULL); }
-long pool_size_node(pool_t *self, const char *node) { return size_call(self, node); }
+/* entries a node holds: hi - lo + 1 of its counters, 0 where they are
+ * not sane integers (pool.lua's range) */
+static long node_size(const redisReply *hi, const redisReply *lo)
+{
+    if (!hi || !lo) return -1;
+    /* a counter of another type (WRONGTYPE) is no sane integer */
+    if (hi->type == REDIS_REPLY_ERROR || lo->type == REDIS_REPLY_ERROR) return 0;
+    char *end;
+    long long h = hi->type == REDIS_REPLY_STRING ? strtoll(hi->str, &end, 10) : 0;
+    if (hi->type == REDIS_REPLY_STRING && (*end || end == hi->str)) return 0;
+    long long l = lo->type == REDIS_REPLY_STRING ? strtoll(lo->str, &end, 10) : 1;
+    if (lo->type == REDIS_REPLY_STRING && (*end || end == lo->str)) return 0;
+    if (l < 1 || h > (1ll << 52)) return 0;
+    return h >= l ? (long)(h - l + 1) : 0;
+}
+
+/* the entries of the n nodes named: one round trip per Redis node
+ * holding them */
+static long nodes_size(pool_t *self, const char *const *names, size_t n)
+{
+    char err[256], key[POOL_KEY_MAX];
+    redisReply **g = calloc(2 * n + 1, sizeof *g);
+    if (!g) return -1;
+    long total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *hi[] = {"GET", key}, *lo[] = {"GET", key};
+        pool_key(self, names[i], "hi", key);
+        pool_append(self, key, 2, hi, NULL);
+        pool_key(self, names[i], "lo", key);
+        pool_append(self, key, 2, lo, NULL);
+    }
+    if (pool_replies(self, (int)(2 * n), g, err, sizeof err) != 0) total = -1;
+    for (size_t i = 0; i < n && total >= 0; i++) {
+        long k = node_size(g[2 * i], g[2 * i + 1]);
+        total = k < 0 ? -1 : total + k;
+    }
+    for (size_t i = 0; i < 2 * n; i++) freeReplyObject(g[i]);
+    free(g);
+    return total;
+}
+
+long pool_size_total(pool_t *self)
+{
+    char err[256], nodes[160];
+    snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
+    const char *argv[] = {"SMEMBERS", nodes};
+    redisReply *r = pool_run(self, nodes, 2, argv, NULL, err, sizeof err);
+    if (!r) return -1;
+    long total = -1;
+    const char **names = r->type == REDIS_REPLY_ARRAY ? calloc(r->elements + 1, sizeof *names) : NULL;
+    if (names) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->elements; i++)
+            if (pool_other_node(r->element[i], "")) names[n++] = r->element[i]->str;
+        total = nodes_size(self, names, n);
+    }
+    free(names);
+    freeReplyObject(r);
+    return total;
+}
+
+long pool_size_node(pool_t *self, const char *node)
+{
+    char err[256];
+    if (pool_node_ok(node, err, sizeof err) < 0) return -1;
+    return nodes_size(self, &node, 1);
+}
 
 void pool_entries_free(pool_entry_t *e, int n)
 {

@@ -107,30 +107,28 @@ local function summary_write(base, lo, hi, first, round, now, ttl)
   end
   redis.call('SET', base .. ':s', table.concat(out, ' '), 'PX', ttl)
 end
-redis.register_function('sapo_publish', function(keys, args)
--- S:max_per_node, when an operator set it, bounds every node whatever
--- bound the node sends
-  local base, maxlen = string.sub(keys[1], 1, -2), tonumber(args[2])
-  local swarm_max = tonumber(get(args[3]) or '')
+-- A publish of records to a node's keys (all under base): its bound
+-- (the node's own, and the operator's swarm_max, which no node can raise),
+-- window and summary kept in step. The count kept, or an error reply
+local function publish(base, maxlen, swarm_max, rounds, ms, round, records)
 -- a bound that is no positive integer is ignored: it cannot stop
 -- publishing
   if swarm_max and swarm_max >= 1 and swarm_max == math.floor(swarm_max) and (not maxlen or maxlen > swarm_max) then
     maxlen = swarm_max
   end
   if not maxlen or maxlen < 1 then return redis.error_reply('sapo_publish: bound must be a positive number') end
-  local rounds, ms, round = tonumber(args[4]), tonumber(args[5]), tonumber(args[6])
   if not rounds or not ms or not round or rounds < 0 or ms < 0 or round < 0 then
     return redis.error_reply('sapo_publish: window and round must be numbers of at least 0')
   end
-  for i = 7, #args do
-    if #args[i] > 16777280 then return redis.error_reply('sapo_publish: record over 16777280 bytes') end
+  for _, rec in ipairs(records) do
+    if #rec > 16777280 then return redis.error_reply('sapo_publish: record over 16777280 bytes') end
   end
   local lo, hi, broken = range(base)
   if broken then return redis.error_reply('sapo_publish: this node\'s counters ' .. base .. ':hi and :lo are not sane integers') end
   local now, first = now_ms(), hi + 1
-  for i = 7, #args do
+  for _, rec in ipairs(records) do
     hi = hi + 1
-    redis.call('HSET', base .. ':e', hi, args[i])
+    redis.call('HSET', base .. ':e', hi, rec)
     redis.call('HSET', base .. ':m', hi, string.format('%d:%d', round, now))
   end
   redis.call('SET', base .. ':hi', hi)
@@ -150,8 +148,25 @@ redis.register_function('sapo_publish', function(keys, args)
   redis.call('PEXPIRE', base .. ':e', ttl)
   redis.call('PEXPIRE', base .. ':m', ttl)
   summary_write(base, lo, hi, first, round, now, ttl)
-  redis.call('SADD', keys[2], args[1])
   return hi - lo + 1
+end
+-- what nodes of older sapo builds call: keys the node's base and the node
+-- set, args node, bound, the operator's bound key, window rounds, window
+-- ms, round, records
+redis.register_function('sapo_publish', function(keys, args)
+  local n = publish(string.sub(keys[1], 1, -2), tonumber(args[2]), tonumber(get(args[3]) or ''), tonumber(args[4]),
+                    tonumber(args[5]), tonumber(args[6]), {unpack(args, 7)})
+  if type(n) == 'number' then redis.call('SADD', keys[2], args[1]) end
+  return n
+end)
+-- this build's: keys the node's base, args the operator's bound key for
+-- it (in the node's slot on a cluster; read, not declared, since a
+-- declared key must be one the node may write), bound, window rounds,
+-- window ms, round, records; the client adds the node to the node set
+-- itself (on a cluster the set lives in another slot)
+redis.register_function('sapo_publish_node', function(keys, args)
+  return publish(string.sub(keys[1], 1, -2), tonumber(args[2]), tonumber(get(args[1]) or ''), tonumber(args[3]),
+                 tonumber(args[4]), tonumber(args[5]), {unpack(args, 6)})
 end)
 local function live(prefix, exclude, cap)
   local nodes = redis.call('SMEMBERS', prefix .. ':nodes')
@@ -277,6 +292,22 @@ redis.register_function{function_name = 'sapo_fresh', flags = {'no-writes'}, cal
   end
   out[1] = bad
   return out
+end}
+-- one node's fresh range, read from its counters and entries' meta (for
+-- a node whose summary the client could not read): keys the node's
+-- base, args cap, window in rounds, window in ms. {bad, first, hi,
+-- newest}, or {bad} when nothing is fresh; bad is 1 when the node's
+-- counters are not sane
+redis.register_function{function_name = 'sapo_range', flags = {'no-writes'}, callback = function(keys, args)
+  local base, cap = string.sub(keys[1], 1, -2), tonumber(args[1]) or 1
+  local rounds, ms = tonumber(args[2]) or 0, tonumber(args[3]) or 0
+  local lo, hi, broken = range(base)
+  local newest = hi >= lo and (meta(base, hi) or 0) or 0
+  local first = lo
+  if hi >= lo and (rounds > 0 or ms > 0) then first = first_fresh(base, lo, hi, newest, rounds, ms, now_ms()) end
+  first = math.max(first, hi - cap + 1)
+  if hi >= lo and first <= hi then return {broken and 1 or 0, first, hi, newest} end
+  return {broken and 1 or 0}
 end}
 -- the entries named by (node, seq) pairs: per pair its meta ("round:ms"
 -- or "") and the entry, or its length when over max_bytes, or 0 when

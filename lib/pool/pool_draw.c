@@ -11,12 +11,12 @@
 typedef char seq_text_t[24]; /* an entry's seq as a hash field */
 
 typedef struct {
-    char m[240], e[240]; /* a drawn entry's meta and entry hash keys */
+    char m[POOL_KEY_MAX], e[POOL_KEY_MAX]; /* a drawn entry's meta and entry hash keys */
 } entry_keys_t;
 
 /* Drawn entries, read straight from their hashes: two pipelined round
- * trips (a Lua function would copy every entry into Lua and back, 250 us
- * for four at 1,000 nodes); the first reads each entry's meta and its
+ * trips per Redis node (a Lua function would copy every entry into Lua
+ * and back, 250 us for four at 1,000 nodes); the first reads each entry's meta and its
  * length, the second only the entries no larger than max-record, so a
  * planted huge one never travels.
  *
@@ -25,17 +25,25 @@ typedef struct {
  * g[2 want + i] the entry when 0 < length <= max-record, else NULL */
 static int fetch(pool_t *p, int want, const char **keys, seq_text_t *seqs, redisReply **g, char *err, size_t errlen)
 {
-    if (!p->c && pool_connect(p, err, errlen) != 0) return -1;
     for (int i = 0; i < want; i++) {
-        redisAppendCommand(p->c, "HGET %s %s", keys[2 * i], seqs[i]);
-        redisAppendCommand(p->c, "HSTRLEN %s %s", keys[2 * i + 1], seqs[i]);
+        const char *meta[] = {"HGET", keys[2 * i], seqs[i]}, *len[] = {"HSTRLEN", keys[2 * i + 1], seqs[i]};
+        if (pool_append(p, keys[2 * i], 3, meta, NULL) != 0 || pool_append(p, keys[2 * i + 1], 3, len, NULL) != 0) {
+            route_discard(p->route);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
     }
     if (pool_replies(p, 2 * want, g, err, errlen) != 0) return -1;
     int big = 0;
     for (int i = 0; i < want; i++) {
         const redisReply *len = g[2 * i + 1];
         if (len->type != REDIS_REPLY_INTEGER || len->integer <= 0 || (size_t)len->integer > p->max_bytes) continue;
-        redisAppendCommand(p->c, "HGET %s %s", keys[2 * i + 1], seqs[i]);
+        const char *entry[] = {"HGET", keys[2 * i + 1], seqs[i]};
+        if (pool_append(p, keys[2 * i + 1], 3, entry, NULL) != 0) {
+            route_discard(p->route);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
         big++;
     }
     if (big == 0) return 0;
@@ -155,13 +163,11 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
 {
     *out = NULL;
     if (k <= 0) return 0;
-    char prefix[160];
-    snprintf(prefix, sizeof prefix, "%s:", self->swarm);
     /* the swarm whole up to POOL_CANDIDATES nodes (or 8 k), else that many
      * nodes at random: exact for a small swarm, O(k) for a large one */
     pool_fresh_t *fr = NULL;
     long long now; /* the server's clock when the ranges were read, in ms */
-    long nr = pool_fresh_ranges(self, prefix, exclude_node ? exclude_node : "",
+    long nr = pool_fresh_ranges(self, exclude_node ? exclude_node : "",
                                 8 * k > POOL_CANDIDATES ? 8 * k : POOL_CANDIDATES, &fr, &now, err, errlen);
     if (nr < 0) return -1;
     int n = -1;
@@ -185,8 +191,8 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
     if (want == 0) goto done;
     /* the entries, read straight from their hashes (fetch) */
     for (int i = 0; i < want; i++) {
-        snprintf(keys[i].m, sizeof keys[i].m, "%sn:%s:m", prefix, from[i]->d->node);
-        snprintf(keys[i].e, sizeof keys[i].e, "%sn:%s:e", prefix, from[i]->d->node);
+        pool_key(self, from[i]->d->node, "m", keys[i].m);
+        pool_key(self, from[i]->d->node, "e", keys[i].e);
         gargv[2 * i] = keys[i].m, gargv[2 * i + 1] = keys[i].e;
     }
     if (fetch(self, want, gargv, seqs, g, err, errlen) != 0) {

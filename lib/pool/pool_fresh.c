@@ -1,8 +1,9 @@
 /* Which of the other nodes' entries a draw may take: each node's fresh
- * range (pool_window), read from the summary its publishes keep (one MGET
- * for every node a draw reads, parsed here: the server's single thread
- * spends nothing on it) and, for a node without one, from sapo_fresh
- * (pool.lua), which reads its counters and entries' meta. */
+ * range (pool_window), read from the summary its publishes keep (a GET
+ * for every node a draw reads, pipelined: one round trip per Redis node,
+ * parsed here so that the server's single thread spends nothing on it)
+ * and, for a node without one, from sapo_range (pool.lua), which reads
+ * its counters and entries' meta. */
 #include "pool/pool_impl.h"
 
 #include <stdio.h>
@@ -61,82 +62,74 @@ static int fresh_by_node(const void *a, const void *b)
     return strcmp(((const pool_fresh_t *)a)->node, ((const pool_fresh_t *)b)->node);
 }
 
-/* the ranges sapo_fresh (pool.lua) answers for the nodes named in
- * names[0..n), appended to f (one answered for a node not asked about, by
- * the function of an older sapo, is ignored); the count of nodes skipped
- * for bad keys, or -1 with err */
-static long lua_fresh(pool_t *self, const char *prefix, const char *exclude, int cand, const redisReply **names,
-                      size_t n, pool_fresh_t *f, size_t *nf, char *err, size_t errlen)
+/* the ranges sapo_range (pool.lua) answers for the nodes named in
+ * names[0..n), one call each (a node's keys share its slot on a
+ * cluster), one round trip per Redis node, appended to f; the count of
+ * nodes skipped for bad keys, or -1 with err */
+static long lua_ranges(pool_t *self, const redisReply **names, size_t n, pool_fresh_t *f, size_t *nf, char *err,
+                       size_t errlen)
 {
-    char cap[32], wr[32], wms[32], cn[32];
+    char cap[32], wr[32], wms[32], base[POOL_KEY_MAX];
     snprintf(cap, sizeof cap, "%d", self->max_per_node);
     snprintf(wr, sizeof wr, "%d", self->window_rounds);
     snprintf(wms, sizeof wms, "%ld", self->window_ms);
-    snprintf(cn, sizeof cn, "%d", cand);
-    const char **argv = calloc(9 + n, sizeof *argv);
-    size_t *lens = calloc(9 + n, sizeof *lens);
-    if (!argv || !lens) {
-        free(argv), free(lens);
+    redisReply **g = calloc(n + 1, sizeof *g);
+    if (!g) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *head[] = {"FCALL_RO", "sapo_fresh", "1", prefix, exclude, cap, wr, wms, cn};
-    for (int i = 0; i < 9; i++) argv[i] = head[i], lens[i] = strlen(head[i]);
-    for (size_t i = 0; i < n; i++) argv[9 + i] = names[i]->str, lens[9 + i] = names[i]->len;
-    redisReply *r = pool_run(self, (int)(9 + n), argv, lens, err, errlen);
-    free(argv), free(lens);
-    if (!r) return -1;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER) {
-        snprintf(err, errlen, "redis: sapo_fresh answered no count of bad nodes");
-        freeReplyObject(r);
-        return -1;
+    for (size_t i = 0; i < n; i++) {
+        pool_key(self, names[i]->str, "", base);
+        const char *argv[] = {"FCALL_RO", "sapo_range", "1", base, cap, wr, wms};
+        if (pool_append(self, base, 7, argv, NULL) != 0) {
+            route_discard(self->route);
+            snprintf(err, errlen, "out of memory");
+            free(g);
+            return -1;
+        }
     }
-    long bad = (long)r->element[0]->integer;
-    for (size_t i = 0; i + 4 < r->elements; i += 4) {
-        redisReply **e = r->element + 1 + i;
-        if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_INTEGER ||
-            e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER || e[1]->integer < 1 ||
-            e[2]->integer < 1)
+    long bad = -1;
+    if (pool_replies(self, (int)n, g, err, errlen) != 0) goto done;
+    bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *r = g[i];
+        if (r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "redis %s: sapo_range: %s", route_where(self->route), r->str);
+            bad = -1;
+            goto done;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER) continue;
+        bad += r->element[0]->integer != 0;
+        redisReply *const *e = r->element;
+        if (r->elements != 4 || e[1]->type != REDIS_REPLY_INTEGER || e[2]->type != REDIS_REPLY_INTEGER ||
+            e[3]->type != REDIS_REPLY_INTEGER || e[1]->integer < 1 || e[2]->integer < 1)
             continue;
-        size_t j = 0;
-        while (j < n && strcmp(names[j]->str, e[0]->str) != 0) j++;
-        if (j == n) continue;
         pool_fresh_t *o = &f[(*nf)++];
-        snprintf(o->node, sizeof o->node, "%s", e[0]->str);
+        snprintf(o->node, sizeof o->node, "%s", names[i]->str);
         o->first = (uint64_t)e[1]->integer, o->hi = (uint64_t)e[2]->integer;
         o->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
     }
-    freeReplyObject(r);
+done:
+    for (size_t i = 0; i < n; i++) freeReplyObject(g[i]);
+    free(g);
     return bad;
 }
 
-/* the summaries of the nodes named, one MGET: its reply (an array of nn),
- * or NULL with err */
-static redisReply *summaries(pool_t *self, const char *prefix, const redisReply **names, size_t nn, char *err,
-                             size_t errlen)
+/* the summaries of the nodes named (a GET each, one round trip per Redis
+ * node) into s[0..nn); 0, or -1 with err */
+static int summaries(pool_t *self, const redisReply **names, size_t nn, redisReply **s, char *err, size_t errlen)
 {
-    const char **argv = calloc(nn + 1, sizeof *argv);
-    size_t *lens = calloc(nn + 1, sizeof *lens);
-    char(*keys)[240] = calloc(nn + 1, sizeof *keys);
-    redisReply *r = NULL;
-    if (!argv || !lens || !keys) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    argv[0] = "MGET", lens[0] = 4;
+    char key[POOL_KEY_MAX];
     for (size_t i = 0; i < nn; i++) {
-        snprintf(keys[i], sizeof keys[i], "%sn:%s:s", prefix, names[i]->str);
-        argv[1 + i] = keys[i], lens[1 + i] = strlen(keys[i]);
+        pool_key(self, names[i]->str, "s", key);
+        const char *argv[] = {"GET", key};
+        if (pool_append(self, key, 2, argv, NULL) != 0) {
+            route_discard(self->route);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
     }
-    r = pool_run(self, (int)(1 + nn), argv, lens, err, errlen);
-    if (r && (r->type != REDIS_REPLY_ARRAY || r->elements != nn)) {
-        snprintf(err, errlen, "redis: MGET answered type %d, not %zu values", r->type, nn);
-        freeReplyObject(r);
-        r = NULL;
-    }
-done:
-    free(argv), free(lens), free(keys);
-    return r;
+    return pool_replies(self, (int)nn, s, err, errlen);
 }
 
 /* each range cut to the per-node bound (the newest cap entries), the empty
@@ -161,18 +154,23 @@ static size_t bound_ranges(pool_fresh_t *f, size_t nf, uint64_t cap)
  * with one MGET and is read here (in Lua, 32 of them took 325 us of the
  * server's single thread); a node without one (an older sapo's, or junk)
  * is left to sapo_fresh, which reads its counters and entries' meta. */
-long pool_fresh_ranges(pool_t *self, const char *prefix, const char *exclude, int cand, pool_fresh_t **out,
-                       long long *now, char *err, size_t errlen)
+long pool_fresh_ranges(pool_t *self, const char *exclude, int cand, pool_fresh_t **out, long long *now, char *err,
+                       size_t errlen)
 {
     *out = NULL;
-    if (!self->c && pool_connect(self, err, errlen) != 0) return -1;
-    redisReply *g[3] = {NULL, NULL, NULL};
-    redisAppendCommand(self->c, "TIME");
-    redisAppendCommand(self->c, "SRANDMEMBER %snodes %d", prefix, cand + 1);
-    if (pool_replies(self, 2, g, err, errlen) != 0) {
-        freeReplyObject(g[0]);
+    char nodes[160], count[32];
+    snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
+    snprintf(count, sizeof count, "%d", cand + 1);
+    /* the clock of the node set's Redis: the entries' times are each
+     * their own node's, and a cluster's nodes keep one time */
+    const char *time_argv[] = {"TIME"}, *rand_argv[] = {"SRANDMEMBER", nodes, count};
+    redisReply *g[2] = {NULL, NULL}, **sums = NULL;
+    if (pool_append(self, nodes, 1, time_argv, NULL) != 0 || pool_append(self, nodes, 3, rand_argv, NULL) != 0) {
+        route_discard(self->route);
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (pool_replies(self, 2, g, err, errlen) != 0) return -1;
     long n = -1;
     const redisReply **names = NULL, *t = g[0], *set = g[1];
     size_t nn = 0, nl = 0, nf = 0;
@@ -183,24 +181,25 @@ long pool_fresh_ranges(pool_t *self, const char *prefix, const char *exclude, in
         goto done;
     }
     if (set->type != REDIS_REPLY_ARRAY) {
-        snprintf(err, errlen, "redis: SRANDMEMBER %snodes answered type %d%s%s", prefix, set->type,
+        snprintf(err, errlen, "redis: SRANDMEMBER %s answered type %d%s%s", nodes, set->type,
                  set->type == REDIS_REPLY_ERROR ? ": " : "", set->type == REDIS_REPLY_ERROR ? set->str : "");
         goto done;
     }
     *now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
     names = calloc(set->elements + 1, sizeof *names);
     f = calloc(set->elements + 1, sizeof *f);
-    if (!names || !f) {
+    sums = calloc(set->elements + 1, sizeof *sums);
+    if (!names || !f || !sums) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < set->elements; i++)
         if (pool_other_node(set->element[i], exclude)) names[nn++] = set->element[i];
     qsort(names, nn, sizeof *names, pool_by_name);
-    if (nn > 0 && !(g[2] = summaries(self, prefix, names, nn, err, errlen))) goto done;
+    if (nn > 0 && summaries(self, names, nn, sums, err, errlen) != 0) goto done;
     /* the nodes without a summary go to Lua, in names[0..nl) */
     for (size_t i = 0; i < nn; i++) {
-        if (summary_fresh(g[2]->element[i], self->window_rounds, self->window_ms, *now, &f[nf])) {
+        if (summary_fresh(sums[i], self->window_rounds, self->window_ms, *now, &f[nf])) {
             snprintf(f[nf].node, sizeof f[nf].node, "%s", names[i]->str);
             nf++;
         } else {
@@ -208,12 +207,13 @@ long pool_fresh_ranges(pool_t *self, const char *prefix, const char *exclude, in
         }
     }
     long bad = 0;
-    if (nl > 0 && (bad = lua_fresh(self, prefix, exclude, cand, names, nl, f, &nf, err, errlen)) < 0) goto done;
+    if (nl > 0 && (bad = lua_ranges(self, names, nl, f, &nf, err, errlen)) < 0) goto done;
     self->bad_nodes = bad;
     n = (long)bound_ranges(f, nf, (uint64_t)self->max_per_node);
     *out = f, f = NULL;
 done:
-    for (int i = 0; i < 3; i++) freeReplyObject(g[i]);
-    free(names), free(f);
+    for (size_t i = 0; sums && i < nn; i++) freeReplyObject(sums[i]);
+    for (int i = 0; i < 2; i++) freeReplyObject(g[i]);
+    free(names), free(f), free(sums);
     return n;
 }

@@ -1,7 +1,8 @@
 /* Inside of pool_t, shared by the files of lib/pool only: the connection
- * (pool.c) that every other file sends its commands through, what a pool
- * remembers of other nodes (pool_peer.c), their fresh ranges
- * (pool_fresh.c), and node ids (pool_keys.c). */
+ * (pool.c over route.c) that every other file sends its commands through,
+ * the names of a node's keys, what a pool remembers of other nodes
+ * (pool_peer.c), their fresh ranges (pool_fresh.c), and node ids
+ * (pool_keys.c). */
 #ifndef SAPO_POOL_IMPL_H
 #define SAPO_POOL_IMPL_H
 
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "pool/pool.h"
+#include "pool/route.h"
 
 /* pool_draw reads a swarm of up to this many nodes whole, and a larger
  * one by this many picked at random (pool_stage_read too) */
@@ -31,15 +33,10 @@ typedef struct {
 } pool_node_key_t;
 
 struct pool {
-    char host[256];
-    int port;
-    int db;
-    char user[128];
-    char password[256];
+    route_t *route; /* one Redis, or a cluster */
     char swarm[128];
     int max_per_node;
-    size_t max_bytes; /* larger entries are not fetched */
-    redisContext *c;
+    size_t max_bytes;      /* larger entries are not fetched */
     pool_node_key_t *keys; /* first key seen per node */
     int n_keys;
     time_t retry_at; /* no connection attempt before this */
@@ -64,10 +61,22 @@ struct pool {
 /* connects now unless a retry is not due: 0, or -1 with err */
 int pool_connect(pool_t *p, char *err, size_t errlen);
 void pool_disconnect(pool_t *p);
-/* a reply, or NULL with err; a broken connection is dropped for a retry */
-redisReply *pool_run(pool_t *p, int argc, const char **argv, const size_t *lens, char *err, size_t errlen);
-/* the n replies of commands appended to p->c into out[]: 0, or -1 with err */
+/* One command on the key's node (key NULL: any): a reply, or NULL with
+ * err (an error reply too); a broken connection is dropped for a retry */
+redisReply *pool_run(pool_t *p, const char *key, int argc, const char **argv, const size_t *lens, char *err,
+                     size_t errlen);
+/* A pipeline: commands appended (argv as text where lens is NULL), then
+ * their n replies into out[] in order, one round trip per node they go
+ * to (an error reply among them is the caller's to read): 0, or -1 with
+ * err (no replies kept; a broken connection is dropped) */
+int pool_append(pool_t *p, const char *key, int argc, const char **argv, const size_t *lens);
 int pool_replies(pool_t *p, int n, redisReply **out, char *err, size_t errlen);
+
+/* The name of one of a node's keys: S:n:NODE:what, or on a cluster
+ * S:n:{NODE}:what, so that a node's keys share a slot and each call of
+ * the pool's functions touches one (into out, POOL_KEY_MAX bytes) */
+#define POOL_KEY_MAX 256
+void pool_key(const pool_t *p, const char *node, const char *what, char *out);
 /* a double in [0, 1) from the pool's seeded stream */
 double pool_uniform(pool_t *p);
 
@@ -104,7 +113,7 @@ typedef struct {
 /* Other nodes' fresh ranges for a draw, sorted by node, into *out (its
  * length the return value, or -1 with err), the server's clock in ms into
  * *now, and self->bad_nodes; cand bounds the nodes read (pool_fresh.c). */
-long pool_fresh_ranges(pool_t *self, const char *prefix, const char *exclude, int cand, pool_fresh_t **out,
-                       long long *now, char *err, size_t errlen);
+long pool_fresh_ranges(pool_t *self, const char *exclude, int cand, pool_fresh_t **out, long long *now, char *err,
+                       size_t errlen);
 
 #endif

@@ -61,12 +61,12 @@ static const uint8_t *known_key(const pool_t *self, const char *node)
 int pool_register_key(pool_t *self, const char *node, const uint8_t pub[32], char *err, size_t errlen)
 {
     if (pool_node_ok(node, err, errlen) < 0) return -1;
-    char key[256], hex[65];
-    snprintf(key, sizeof key, "%s:n:%s:key", self->swarm, node);
+    char key[POOL_KEY_MAX], hex[65];
+    pool_key(self, node, "key", key);
     identity_public_hex(pub, hex, sizeof hex);
     const char *argv[] = {"FCALL", "sapo_register", "1", key, hex};
     size_t lens[] = {5, 13, 1, strlen(key), strlen(hex)};
-    redisReply *r = pool_run(self, 5, argv, lens, err, errlen);
+    redisReply *r = pool_run(self, key, 5, argv, lens, err, errlen);
     if (!r) return -1;
     uint8_t held[32];
     int parsed = r->type == REDIS_REPLY_STRING && identity_public_parse(r->str, r->len, held) == 0;
@@ -77,8 +77,8 @@ int pool_register_key(pool_t *self, const char *node, const uint8_t pub[32], cha
     }
     char fp[IDENTITY_FINGERPRINT_HEX + 1] = "not a key";
     if (parsed) identity_fingerprint(held, fp, sizeof fp);
-    snprintf(err, errlen, "node id %s is registered to another key (fingerprint %s) at %s in redis %s:%d", node, fp,
-             key, self->host, self->port);
+    snprintf(err, errlen, "node id %s is registered to another key (fingerprint %s) at %s in redis %s", node, fp, key,
+             route_where(self->route));
     return -2;
 }
 
@@ -90,11 +90,11 @@ int pool_node_key(pool_t *self, const char *node, uint8_t pub[32], char *err, si
         memcpy(pub, known, 32);
         return 1;
     }
-    char key[256];
-    snprintf(key, sizeof key, "%s:n:%s:key", self->swarm, node);
+    char key[POOL_KEY_MAX];
+    pool_key(self, node, "key", key);
     const char *argv[] = {"GET", key};
     size_t lens[] = {3, strlen(key)};
-    redisReply *r = pool_run(self, 2, argv, lens, err, errlen);
+    redisReply *r = pool_run(self, key, 2, argv, lens, err, errlen);
     if (!r) return -1;
     int found = r->type == REDIS_REPLY_STRING && identity_public_parse(r->str, r->len, pub) == 0;
     freeReplyObject(r);

@@ -1,7 +1,8 @@
 /* Publishing: a node adds its shareable groups to its own entries in one
- * call of sapo_publish (pool.lua), which keeps the node's range, bound,
- * window and summary in step on the server, atomically, so that readers
- * never see half a publish. */
+ * call of sapo_publish_node (pool.lua), which keeps the node's range,
+ * bound, window and summary in step on the server, atomically, so that
+ * readers never see half a publish; and it adds itself to the node set
+ * (on a cluster, in another slot). */
 #include "pool/pool_impl.h"
 
 #include <stdio.h>
@@ -13,15 +14,17 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
 {
     if (pool_node_ok(node, err, errlen) < 0) return -1;
     if (n <= 0) return 0;
-    char base[512], nodes[256], bound[256], maxlen[32], wr[32], wms[32], rnd[32];
-    snprintf(base, sizeof base, "%s:n:%s:", self->swarm, node);
+    char base[POOL_KEY_MAX], nodes[256], bound[256], maxlen[32], wr[32], wms[32], rnd[32];
+    pool_key(self, node, "", base);
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
-    snprintf(bound, sizeof bound, "%s:max_per_node", self->swarm);
+    /* the operator's bound, in the node's slot on a cluster (pool.h) */
+    if (route_is_cluster(self->route)) snprintf(bound, sizeof bound, "%s:max_per_node:{%s}", self->swarm, node);
+    else snprintf(bound, sizeof bound, "%s:max_per_node", self->swarm);
     snprintf(maxlen, sizeof maxlen, "%d", self->max_per_node);
     snprintf(wr, sizeof wr, "%d", self->window_rounds);
     snprintf(wms, sizeof wms, "%ld", self->window_ms);
     snprintf(rnd, sizeof rnd, "%llu", (unsigned long long)round);
-    const int head = 11;
+    const int head = 9;
     const char **argv = malloc(sizeof *argv * (size_t)(n + head));
     size_t *alen = malloc(sizeof *alen * (size_t)(n + head));
     if (!argv || !alen) {
@@ -30,7 +33,7 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *first[] = {"FCALL", "sapo_publish", "2", base, nodes, node, maxlen, bound, wr, wms, rnd};
+    const char *first[] = {"FCALL", "sapo_publish_node", "1", base, bound, maxlen, wr, wms, rnd};
     for (int i = 0; i < head; i++) {
         argv[i] = first[i];
         alen[i] = strlen(first[i]);
@@ -39,12 +42,28 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
         argv[head + i] = recs[i];
         alen[head + i] = lens[i];
     }
-    redisReply *r = pool_run(self, n + head, argv, alen, err, errlen);
+    /* the publish and the node's place in the node set, one round trip
+     * per Redis node they go to */
+    const char *add[] = {"SADD", nodes, node};
+    redisReply *g[2] = {NULL, NULL};
+    int rc = -1;
+    if (pool_append(self, base, n + head, argv, alen) != 0 || pool_append(self, nodes, 3, add, NULL) != 0) {
+        snprintf(err, errlen, "out of memory");
+        route_discard(self->route);
+    } else if (pool_replies(self, 2, g, err, errlen) == 0) {
+        rc = 0;
+        for (int i = 0; i < 2 && rc == 0; i++)
+            if (g[i]->type == REDIS_REPLY_ERROR) {
+                snprintf(err, errlen, "redis %s: %s: %s", route_where(self->route), i ? "SADD" : "sapo_publish_node",
+                         g[i]->str);
+                rc = -1;
+            }
+    }
+    freeReplyObject(g[0]);
+    freeReplyObject(g[1]);
     free(argv);
     free(alen);
-    if (!r) return -1;
-    freeReplyObject(r);
-    return 0;
+    return rc;
 }
 
 int pool_publish(pool_t *self, const char *node, uint64_t round, const void *rec, size_t len, char *err, size_t errlen)

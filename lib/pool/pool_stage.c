@@ -33,16 +33,18 @@ static int stage_ok(int stage, char *err, size_t errlen)
     return -1;
 }
 
-typedef char stage_key_t[256];
+typedef char stage_key_t[POOL_KEY_MAX];
 
 static void stage_key(const pool_t *self, stage_key_t key, const char *node, uint64_t round, int stage)
 {
-    snprintf(key, sizeof(stage_key_t), "%s:n:%s:stage:%llu:%d", self->swarm, node, (unsigned long long)round, stage);
+    char what[64];
+    snprintf(what, sizeof what, "stage:%llu:%d", (unsigned long long)round, stage);
+    pool_key(self, node, what, key);
 }
 
 /* SET with the expiry, so that a key never outlives it, then SADD, in one
- * round trip (a node's ACL user has no MULTI: a node left in S:nodes by a
- * failed SET only costs readers a key that is not there) */
+ * round trip per Redis node (a node's ACL user has no MULTI: a node left
+ * in S:nodes by a failed SET only costs readers a key that is not there) */
 int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage, const void *rec, size_t len,
                        char *err, size_t errlen)
 {
@@ -52,7 +54,6 @@ int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage
                  self->max_bytes);
         return -1;
     }
-    if (!self->c && pool_connect(self, err, errlen) != 0) return -1;
     stage_key_t key;
     char nodes[160], ttl[32];
     stage_key(self, key, node, round, stage);
@@ -61,10 +62,9 @@ int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage
     const char *set[] = {"SET", key, rec, "PX", ttl}, *add[] = {"SADD", nodes, node};
     size_t setl[] = {3, strlen(key), len, 2, strlen(ttl)}, addl[] = {4, strlen(nodes), strlen(node)};
     redisReply *g[2] = {NULL, NULL};
-    if (redisAppendCommandArgv(self->c, 5, set, setl) != REDIS_OK ||
-        redisAppendCommandArgv(self->c, 3, add, addl) != REDIS_OK) {
+    if (pool_append(self, key, 5, set, setl) != 0 || pool_append(self, nodes, 3, add, addl) != 0) {
         snprintf(err, errlen, "out of memory");
-        pool_disconnect(self); /* a command half appended would garble the next */
+        route_discard(self->route);
         return -1;
     }
     if (pool_replies(self, 2, g, err, errlen) != 0) {
@@ -74,7 +74,7 @@ int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage
     int rc = 0;
     for (int i = 0; i < 2 && rc == 0; i++) {
         if (g[i]->type != REDIS_REPLY_ERROR) continue;
-        snprintf(err, errlen, "redis %s:%d: %s %s: %s", self->host, self->port, i ? "SADD" : "SET", i ? nodes : key,
+        snprintf(err, errlen, "redis %s: %s %s: %s", route_where(self->route), i ? "SADD" : "SET", i ? nodes : key,
                  g[i]->str);
         rc = -1;
     }
@@ -90,13 +90,11 @@ static long stage_nodes(pool_t *self, const char *exclude, long cand, redisReply
                         char *err, size_t errlen)
 {
     *set = NULL, *names = NULL;
-    if (!self->c && pool_connect(self, err, errlen) != 0) return -1;
-    if (redisAppendCommand(self->c, "SRANDMEMBER %s:nodes %ld", self->swarm, cand) != REDIS_OK) {
-        snprintf(err, errlen, "out of memory");
-        pool_disconnect(self);
-        return -1;
-    }
-    if (pool_replies(self, 1, set, err, errlen) != 0) return -1;
+    char nodes[160], count[32];
+    snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
+    snprintf(count, sizeof count, "%ld", cand);
+    const char *argv[] = {"SRANDMEMBER", nodes, count};
+    if (!(*set = pool_run(self, nodes, 3, argv, NULL, err, errlen))) return -1;
     const redisReply *s = *set;
     if (s->type != REDIS_REPLY_ARRAY) {
         snprintf(err, errlen, "redis: SRANDMEMBER %s:nodes answered type %d%s%s", self->swarm, s->type,
@@ -126,9 +124,10 @@ static long stage_lengths(pool_t *self, stage_key_t *keys, long nn, long *pick, 
     }
     long np = -1;
     for (long i = 0; i < nn; i++) {
-        if (redisAppendCommand(self->c, "STRLEN %s", keys[i]) != REDIS_OK) {
+        const char *argv[] = {"STRLEN", keys[i]};
+        if (pool_append(self, keys[i], 2, argv, NULL) != 0) {
             snprintf(err, errlen, "out of memory");
-            pool_disconnect(self);
+            route_discard(self->route);
             goto done;
         }
     }
@@ -137,7 +136,7 @@ static long stage_lengths(pool_t *self, stage_key_t *keys, long nn, long *pick, 
     for (long i = 0; i < nn; i++) {
         if (g[i]->type == REDIS_REPLY_ERROR && strncmp(g[i]->str, "WRONGTYPE", 9) != 0) {
             /* NOPERM (an ACL file without STRLEN) or worse: every key would fail alike */
-            snprintf(err, errlen, "redis %s:%d: STRLEN %s: %s", self->host, self->port, keys[i], g[i]->str);
+            snprintf(err, errlen, "redis %s: STRLEN %s: %s", route_where(self->route), keys[i], g[i]->str);
             np = -1;
             break;
         }
@@ -163,30 +162,31 @@ static void pick_at_random(pool_t *self, long *pick, long np, long take)
     }
 }
 
-/* The values of the take keys picked, by one MGET, into e[] as aligned
- * copies named for their nodes: how many (a key expired or grown over the
- * limit since its length was read is left out), or -1 with err. */
+/* The values of the take keys picked (a GET each, one round trip per
+ * Redis node) into e[] as aligned copies named for their nodes: how many
+ * (a key expired or grown over the limit since its length was read is
+ * left out), or -1 with err. */
 static int stage_fetch(pool_t *self, stage_key_t *keys, const redisReply **names, const long *pick, long take,
                        pool_entry_t *e, char *err, size_t errlen)
 {
-    const char **argv = calloc((size_t)take + 1, sizeof *argv);
-    size_t *lens = calloc((size_t)take + 1, sizeof *lens);
-    redisReply *got = NULL;
+    redisReply **got = calloc((size_t)take + 1, sizeof *got);
     int n = -1;
-    if (!argv || !lens) {
+    if (!got) {
         snprintf(err, errlen, "out of memory");
-        goto done;
+        return -1;
     }
-    argv[0] = "MGET", lens[0] = 4;
-    for (long j = 0; j < take; j++) argv[1 + j] = keys[pick[j]], lens[1 + j] = strlen(keys[pick[j]]);
-    if (!(got = pool_run(self, (int)take + 1, argv, lens, err, errlen))) goto done;
-    if (got->type != REDIS_REPLY_ARRAY || got->elements != (size_t)take) {
-        snprintf(err, errlen, "redis: MGET answered type %d, not %ld values", got->type, take);
-        goto done;
+    for (long j = 0; j < take; j++) {
+        const char *argv[] = {"GET", keys[pick[j]]};
+        if (pool_append(self, keys[pick[j]], 2, argv, NULL) != 0) {
+            snprintf(err, errlen, "out of memory");
+            route_discard(self->route);
+            goto done;
+        }
     }
+    if (pool_replies(self, (int)take, got, err, errlen) != 0) goto done;
     n = 0;
     for (long j = 0; j < take; j++) {
-        const redisReply *x = got->element[j];
+        const redisReply *x = got[j];
         /* nil: expired (or made another type) since its length was read */
         if (x->type != REDIS_REPLY_STRING || x->len == 0) continue;
         if (x->len > self->max_bytes) { /* grown since its length was read */
@@ -200,8 +200,8 @@ static int stage_fetch(pool_t *self, stage_key_t *keys, const redisReply **names
         n++;
     }
 done:
-    freeReplyObject(got);
-    free(argv), free(lens);
+    for (long j = 0; j < take; j++) freeReplyObject(got[j]);
+    free(got);
     return n;
 }
 

@@ -29,7 +29,7 @@ typedef struct {
 } queued_t;
 
 struct route {
-    char url[1024];
+    char where[1100];
     bool cluster;
     char user[128], password[256];
     int db;
@@ -159,7 +159,7 @@ route_t *route_new(const char *url, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (strlen(url) >= sizeof r->url || parse_url(r, url) != 0) {
+    if (parse_url(r, url) != 0) {
         snprintf(err, errlen,
                  "redis URL '%s': expected redis://[[user]:password@]host[:port][/db] or "
                  "redis-cluster://[[user]:password@]host:port[,host:port...]",
@@ -167,8 +167,11 @@ route_t *route_new(const char *url, char *err, size_t errlen)
         route_destroy(&r);
         return NULL;
     }
-    snprintf(r->url, sizeof r->url, "%s", url);
     r->n_seeds = r->n_nodes;
+    size_t at = (size_t)snprintf(r->where, sizeof r->where, "%s", r->cluster ? "cluster " : "");
+    for (int i = 0; i < r->n_seeds && at < sizeof r->where; i++)
+        at += (size_t)snprintf(r->where + at, sizeof r->where - at, "%s%s:%d", i ? "," : "", r->nodes[i].host,
+                               r->nodes[i].port);
     for (int i = 0; i < ROUTE_SLOTS; i++) r->slot_node[i] = r->cluster ? -1 : 0;
     r->map_stale = r->cluster;
     return r;
@@ -216,7 +219,7 @@ bool route_is_cluster(const route_t *self) { return self->cluster; }
 const char *route_user(const route_t *self) { return self->user; }
 const char *route_password(const route_t *self) { return self->password; }
 int route_db(const route_t *self) { return self->db; }
-const char *route_url(const route_t *self) { return self->url; }
+const char *route_where(const route_t *self) { return self->where; }
 long route_moved(const route_t *self) { return self->moved; }
 long route_asked(const route_t *self) { return self->asked; }
 long route_map_reads(const route_t *self) { return self->map_reads; }
@@ -355,7 +358,7 @@ static int node_for(route_t *r, int slot, char *err, size_t errlen)
 {
     if (r->cluster && r->map_stale && read_map(r, err, errlen) != 0) return -1;
     int n = slot >= 0 ? r->slot_node[slot] : (r->cluster ? (r->n_masters ? r->masters[0] : -1) : 0);
-    if (n < 0) snprintf(err, errlen, "redis cluster %s: no node serves slot %d", r->url, slot);
+    if (n < 0) snprintf(err, errlen, "redis %s: no node serves slot %d", r->where, slot);
     return n;
 }
 
@@ -441,13 +444,13 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
             ask = to;
         } else if (r->cluster && (is_error(rep, "TRYAGAIN") || is_error(rep, "CLUSTERDOWN"))) {
             if (is_error(rep, "CLUSTERDOWN")) r->map_stale = true;
-            snprintf(err, errlen, "redis cluster %s: %s", r->url, rep->str);
+            snprintf(err, errlen, "redis %s: %s", r->where, rep->str);
             sleep_ms(50L << (t < 4 ? t : 4));
         } else {
             return rep;
         }
         if (ask < 0 && !is_error(rep, "TRYAGAIN") && !is_error(rep, "CLUSTERDOWN"))
-            snprintf(err, errlen, "redis cluster %s: %s", r->url, rep->str);
+            snprintf(err, errlen, "redis %s: %s", r->where, rep->str);
         freeReplyObject(rep);
     }
     size_t used = strlen(err);
@@ -498,6 +501,8 @@ int route_append(route_t *self, const char *key, int argc, const char **argv, co
 }
 
 int route_queued(const route_t *self) { return self->n_queued; }
+
+void route_discard(route_t *self) { queue_clear(self); }
 
 /* a reply that only says where to go, or that the cluster is changing */
 static bool redirected(const route_t *r, const redisReply *rep)

@@ -40,11 +40,12 @@ void route_on_connect(route_t *self, route_prepare_fn prepare, void *ctx);
 /* whether the URL named a cluster */
 bool route_is_cluster(const route_t *self);
 /* the user and password the URL gave ("" when none), the database (0 in
- * a cluster), and the URL as given (for messages) */
+ * a cluster), and where it points, for messages: host:port, or "cluster
+ * host:port,..." with the seeds (no password) */
 const char *route_user(const route_t *self);
 const char *route_password(const route_t *self);
 int route_db(const route_t *self);
-const char *route_url(const route_t *self);
+const char *route_where(const route_t *self);
 
 /* the slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key */
 int route_slot(const char *key, size_t len);
@@ -68,8 +69,9 @@ redisReply *route_run(route_t *self, const char *key, int argc, const char **arg
  * redirected run again one by one. 0, or -1 with err (no reply kept) */
 int route_append(route_t *self, const char *key, int argc, const char **argv, const size_t *lens);
 int route_replies(route_t *self, redisReply **out, char *err, size_t errlen);
-/* commands queued and not yet run */
+/* commands queued and not yet run; and dropped, none of them run */
 int route_queued(const route_t *self);
+void route_discard(route_t *self);
 
 /* Every master the map names, for commands each must get (FUNCTION LOAD
  * is per node): the count; host/port of the i-th */
