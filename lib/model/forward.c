@@ -1,16 +1,14 @@
 /* The fp32 reference: forward and backward of the whole model over a
  * right-padded (or packed) batch, as x_forward / x_backward pairs. Every
- * matmul is model_gemm's (OpenBLAS's sgemm, or gemm_f32.c's AVX-512
- * kernel where OpenBLAS's own do not use the CPU's AVX-512) against
- * weights in Hugging Face's (out, in) layout; the rest are OpenMP loops
- * over vec.c's row kernels. Backend "cpu" runs it. The faster backends
+ * matmul is model_gemm's (gemm.c chooses who multiplies) against weights
+ * in Hugging Face's (out, in) layout; the rest are OpenMP loops over
+ * vec.c's row kernels. Backend "cpu" runs it. The faster backends
  * (backend.c's tables) live in files of their own, are checked against
  * it (test_model, test_cuda), and take from here, through model_impl.h,
  * their batch set-up, layer slices and the layers they do not change.
  * Workspaces are sized for the batch once and reused. */
 #include "model/model_impl.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -19,55 +17,6 @@
 
 // ----------------------------------------------------------------------------
 // layers
-
-void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
-                 float *C, int ldc)
-{
-    if (M >= MODEL_F32_MIN_ROWS && (double)M * N * K >= MODEL_F32_MIN && model_f32_own()) {
-        model_gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B,
-                ldb, beta, C, ldc);
-}
-
-/* C (M, N) = A B + beta C, row-major, split into one block of rows (or,
- * for few rows, of columns) per OpenMP thread, each a one-thread
- * model_gemm1: one thread pool does all the work, so idle OpenMP threads
- * never spin against OpenBLAS's own. A few rows against transposed
- * weights (a decode step) go to model_gemm_few, which does not repack
- * the weights. */
-void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
-                float *C, int ldc)
-{
-    /* below 2^18 multiply-adds OpenBLAS's own small-matrix kernel wins */
-    if (!ta && tb && M <= MODEL_FEW_ROWS && (double)M * N * K > (1 << 18)) {
-        model_gemm_few(M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    int nth = omp_get_max_threads();
-    if ((double)M * N * K < 2e6 || nth == 1) {
-        model_gemm1(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    bool by_rows = M >= 16 * nth;
-#pragma omp parallel num_threads(nth)
-    {
-        int id = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
-        int unit = by_rows ? 1 : 16; /* column blocks stay SIMD-wide */
-        int per = ((len + n - 1) / n + unit - 1) / unit * unit;
-        int lo = id * per, hi = lo + per < len ? lo + per : len;
-        if (lo < hi) {
-            if (by_rows) {
-                const float *a = ta ? A + lo : A + (size_t)lo * lda;
-                model_gemm1(ta, tb, hi - lo, N, K, a, lda, B, ldb, beta, C + (size_t)lo * ldc, ldc);
-            } else {
-                const float *b = tb ? B + (size_t)lo * ldb : B + lo;
-                model_gemm1(ta, tb, M, hi - lo, K, A, lda, b, ldb, beta, C + lo, ldc);
-            }
-        }
-    }
-}
 
 void model_add_bias(float *out, const float *bias, int N, int OUT)
 {

@@ -194,9 +194,8 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
  * vectorized call each */
 #define MODEL_BLOCK 4096
 
-/* forward.c, the fp32 reference, and what the other CPU path
- * (forward_bf16.c), generate.c and cuda/ take from it */
-/* C (M, N) = op(A) op(B) + beta C over the OpenMP threads */
+/* gemm.c, the fp32 matmuls of every CPU path: C (M, N) = op(A) op(B) +
+ * beta C over the OpenMP threads */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                 float *C, int ldc);
 /* the same on the calling thread alone: model_gemm_f32 where
@@ -217,7 +216,7 @@ void *model_gemm_ws(size_t bytes);
 bool model_avx512_available(void);
 /* whether model_gemm1 takes model_gemm_f32 for its large products:
  * model_f32_choose(model_avx512_available(), openblas_get_corename()),
- * once */
+ * once (gemm.c) */
 bool model_f32_own(void);
 /* the CPU has AVX-512 (avx512) and OpenBLAS's kernels (its core name)
  * are not among its AVX-512 ones */
@@ -227,6 +226,9 @@ bool model_f32_choose(bool avx512, const char *openblas_core);
  * decode step's) do not repay */
 #define MODEL_F32_MIN (1 << 15)
 #define MODEL_F32_MIN_ROWS 64
+
+/* forward.c, the fp32 reference, and what the other CPU path
+ * (forward_bf16.c), generate.c and cuda/ take from it */
 /* out (N, OUT) = inp (N, IN) w^T (+ bias), or += where acc */
 void model_linear(float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
 /* out (N, OUT) += bias (OUT) on every row */
