@@ -5,9 +5,9 @@
  * also writes that output rounded to bf16 (model_acts16_t), which the
  * kernel reads at half the bytes and without converting it; where every
  * matmul that reads an fp32 activation takes its copy instead, the fp32
- * array is not kept (layout16). The layers it does not change, and the
- * batch's set-up, are forward.c's; test_model checks the two against
- * each other. */
+ * array is not kept (layout16). The layers it does not change are
+ * forward.c's, the batch's set-up model.c's; test_model checks the two
+ * paths against each other. */
 #include "model/model_impl.h"
 
 #include <math.h>
@@ -265,10 +265,10 @@ static void resize(model_array_t *t, float **p, size_t n)
         if (t[i].p == p) t[i].n = n;
 }
 
-/* forward.c's fp32 arrays less those only matmuls that take their copies
- * read (ln1, ln2, h, dg, du; every layer's y but one layer's), then the
- * copies, each from a 64-byte boundary (pointed into base when not
- * NULL); the floats of both */
+/* model_acts_arrays' fp32 arrays less those only matmuls that take
+ * their copies read (ln1, ln2, h, dg, du; every layer's y but one
+ * layer's), then the copies, each from a 64-byte boundary (pointed into
+ * base when not NULL); the floats of both */
 static size_t layout16(model_t *m, float *base, int B, int T)
 {
     const model_config_t *c = &m->cfg;

@@ -175,8 +175,38 @@ struct model {
     bool inference_only; /* model_set_inference_only */
 };
 
+/* model.c: the RoPE tables, the batch and its workspaces */
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */
 int model_rope_ensure(model_t *m, int T);
+
+/* an fp32 array of the CPU workspaces and the floats it takes (0: none,
+ * and the pointer NULL) */
+typedef struct {
+    float **p;
+    size_t n;
+} model_array_t;
+
+/* the fp32 activations and backward scratch of a batch of B x T, every
+ * one (the reference keeps them all; forward_bf16.c leaves some out):
+ * MODEL_ACTS_ARRAYS entries into t. Sets ln_all and y_all */
+#define MODEL_ACTS_ARRAYS 34
+void model_acts_arrays(model_t *m, int B, int T, model_array_t *t);
+/* points the n arrays of t into base (when not NULL), each from a
+ * 64-byte boundary, from float `at` on; the float after the last */
+size_t model_arrays_place(const model_array_t *t, int n, float *base, size_t at);
+
+/* lays out a CPU path's workspaces from base (when not NULL); the
+ * floats they take */
+typedef size_t model_layout_fn(model_t *m, float *base, int B, int T);
+/* the reference's layout: every array of model_acts_arrays */
+size_t model_acts_layout(model_t *m, float *base, int B, int T);
+
+/* the batch the forward pass runs and the backward pass reads: room for
+ * the workspaces (laid out by layout), the tokens, targets, RoPE
+ * positions and (packed) segment starts of B x T. 0, or -1 after a line
+ * on stderr (out of memory, start not a packed layout) */
+int model_set_batch(model_t *m, model_layout_fn *layout, const int *tokens, const int *targets, const int *start, int B,
+                    int T, float temperature);
 
 /* below this many elements a loop runs on one thread: on a busy machine
  * waking the team costs more than the work */
@@ -250,32 +280,6 @@ void model_swiglu(float *h, const float *g, const float *u, size_t n);
 void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
 void model_rope_backward(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
 
-/* an fp32 array of the CPU workspaces and the floats it takes (0: none,
- * and the pointer NULL) */
-typedef struct {
-    float **p;
-    size_t n;
-} model_array_t;
-
-/* the fp32 activations and backward scratch of a batch of B x T, every
- * one (the reference keeps them all; forward_bf16.c leaves some out):
- * MODEL_ACTS_ARRAYS entries into t. Sets ln_all and y_all */
-#define MODEL_ACTS_ARRAYS 34
-void model_acts_arrays(model_t *m, int B, int T, model_array_t *t);
-/* points the n arrays of t into base (when not NULL), each from a
- * 64-byte boundary, from float `at` on; the float after the last */
-size_t model_arrays_place(const model_array_t *t, int n, float *base, size_t at);
-
-/* lays out a CPU path's workspaces from base (when not NULL); the
- * floats they take */
-typedef size_t model_layout_fn(model_t *m, float *base, int B, int T);
-
-/* the batch the forward pass runs and the backward pass reads: room for
- * the workspaces (laid out by layout), the tokens, targets, RoPE
- * positions and (packed) segment starts of B x T. 0, or -1 after a line
- * on stderr (out of memory, start not a packed layout) */
-int model_set_batch(model_t *m, model_layout_fn *layout, const int *tokens, const int *targets, const int *start, int B,
-                    int T, float temperature);
 /* a.x's first layer: the batch's embedding rows; and the backward of
  * that, ga.dx into dw.wte */
 void model_embed(model_t *m);
