@@ -70,6 +70,8 @@ static int cuda_step(model_t *m, adamw_t *opt, const adamw_params_t *p, float ma
 static int cuda_sync_host(model_t *m) { return cuda_model_download(m->cuda); }
 static int cuda_sync_device(model_t *m) { return cuda_model_upload(m->cuda); }
 
+static void cuda_release(model_t *m) { cuda_model_destroy(&m->cuda); }
+
 static const model_backend_t cuda = {
     .forward = cuda_forward,
     .backward = cuda_backward,
@@ -78,10 +80,25 @@ static const model_backend_t cuda = {
     .step = cuda_step,
     .sync_host = cuda_sync_host,
     .sync_device = cuda_sync_device,
+    .release = cuda_release,
 };
 #endif
 
+static const model_backend_t *const tables[] = {
+    &cpu,
+    &cpu_bf16,
+#ifdef SAPO_HAVE_CUDA
+    &cuda,
+#endif
+};
+
 const model_backend_t *model_backend(const model_t *m) { return m->backend ? m->backend : &cpu; }
+
+void model_backend_release(model_t *m)
+{
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
+        if (tables[i]->release) tables[i]->release(m);
+}
 
 // ----------------------------------------------------------------------------
 // choosing one

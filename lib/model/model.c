@@ -14,10 +14,6 @@
 
 #include "util/splitmix.h"
 
-#ifdef SAPO_HAVE_CUDA
-#include "model/cuda/cuda_model.h"
-#endif
-
 float **model_weights_slot(model_weights_t *w, int t)
 {
     float **ptrs[MODEL_NUM_TENSORS] = {
@@ -113,9 +109,7 @@ void model_destroy(model_t **self_p)
 {
     model_t *m = *self_p;
     if (!m) return;
-#ifdef SAPO_HAVE_CUDA
-    cuda_model_destroy(&m->cuda);
-#endif
+    model_backend_release(m);
     free(m->params);
     free(m->grads);
     free(m->acts_mem);

@@ -132,10 +132,16 @@ typedef struct {
      * decode by fp32 weights laid out once (model_gemm_packed) instead */
     void (*linear)(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
     bool packs;
+    /* frees what the backend keeps of m beside the host arrays (NULL:
+     * nothing), and does nothing where it keeps none */
+    void (*release)(model_t *m);
 } model_backend_t;
 
 /* m's table (backend.c) */
 const model_backend_t *model_backend(const model_t *m);
+/* what every backend keeps of m, freed (model_destroy): a model keeps
+ * the state of a backend it ran before its last model_set_backend */
+void model_backend_release(model_t *m);
 
 struct model {
     model_config_t cfg;
