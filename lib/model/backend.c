@@ -36,6 +36,7 @@ static const model_backend_t cpu_bf16 = {
     .generate = model_cpu_generate,
     .linear = model_bf16_linear,
     .packs = false,
+    .release = model_bf16_release,
 };
 
 #ifdef SAPO_HAVE_CUDA

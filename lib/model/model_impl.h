@@ -83,35 +83,6 @@ typedef struct {
     float *dp;     // (threads, T, T) attention backward scratch
 } model_grad_acts_t;
 
-/* Backend cpu-bf16 only (forward_bf16.c lays them out with its
- * workspaces, and it alone reads them): the bf16 copies of the
- * activations (a16) and gradients (ga16) that go into matmuls, each
- * named as the fp32 array of model_acts_t or model_grad_acts_t it
- * rounds, and rounded by the layer that writes that array; read by the
- * bf16 kernel instead of it */
-typedef struct {
-    uint16_t *ln1; // (L, N, C)
-    uint16_t *y;   // (L, N, NH*HD)
-    uint16_t *ln2; // (L, N, C)
-    uint16_t *h;   // (L, N, FF) kept: not recomputed in backward
-    uint16_t *lnf; // (N, C)
-    uint16_t *q;   // (L, N, NH*HD) after RoPE
-    uint16_t *k;   // (L, N, NKV*HD)
-    uint16_t *v;   // (L, N, NKV*HD)
-    uint16_t *att; // (threads, T, T)
-} model_acts16_t;
-
-typedef struct {
-    uint16_t *dx;     // (N, C)
-    uint16_t *dq;     // (N, NH*HD) the gradient wq's matmul takes
-    uint16_t *dk;     // (N, NKV*HD) the same for wk
-    uint16_t *dv;     // (N, NKV*HD)
-    uint16_t *dg;     // (N, FF)
-    uint16_t *du;     // (N, FF)
-    uint16_t *logits; // (chunk, V)
-    uint16_t *dp;     // (threads, T, T)
-} model_grad_acts16_t;
-
 /* What runs a model: one table per backend (backend.c: cpu, cpu-bf16,
  * cuda), chosen by model_set_backend. forward, backward and generate
  * are model.h's after their inputs were checked (backend.c). */
@@ -156,8 +127,9 @@ struct model {
     size_t acts_cap; /* floats in acts_mem */
     model_acts_t a;
     model_grad_acts_t ga;
-    model_acts16_t a16;
-    model_grad_acts16_t ga16;
+    /* backend cpu-bf16's bf16 copies of activations and gradients
+     * (forward_bf16.c's, freed by its model_bf16_release), or NULL */
+    struct model_bf16 *bf16;
     int *tokens;     // (N) copies of the last forward's inputs
     int *targets;    // (N)
     int *pos;        // (N) position of each row, for RoPE
@@ -330,8 +302,8 @@ model_layer_acts_t model_layer_acts(const model_acts_t *a, const model_config_t 
 
 /* the CPU paths behind the backend table: forward.c's fp32 reference
  * and forward_bf16.c's cpu-bf16 (model.h's model_forward_packed and
- * model_backward; linear is the table's), generate.c's generation for
- * both */
+ * model_backward; linear and release are the table's), generate.c's
+ * generation for both */
 int model_cpu_forward(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
                       float temperature, float *logp, float *logits);
 void model_cpu_backward(model_t *m, const float *dlogp);
@@ -340,6 +312,7 @@ int model_bf16_forward(model_t *m, const int *tokens, const int *targets, const 
 void model_bf16_backward(model_t *m, const float *dlogp);
 void model_bf16_linear(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT,
                        bool acc);
+void model_bf16_release(model_t *m);
 int model_cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
                        int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths);
 /* vec.c: loops with e^x, vectorized (see there) */
