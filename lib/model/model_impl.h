@@ -409,10 +409,11 @@ bool model_avx512bf16_available(void);
  * sgemm from 2^20 on, and from 0.5 to 3.8 times at 2^18 (the
  * AVX512-BF16 kernel takes the same bound) */
 #define MODEL_BF16_MIN (1 << 20)
-/* the kernels: A16 and B16, where not NULL, hold A and B rounded to bf16
- * (as model_bf16_round does) with the same leading dimensions; they are
- * read instead, and the result is the same (A or B may then be NULL).
- * Each needs its model_*_available() */
+/* the product by one kernel (gemm_bf16.c, by the kernel's table): A16
+ * and B16, where not NULL, hold A and B rounded to bf16 (as
+ * model_bf16_round does) with the same leading dimensions; they are read
+ * instead, and the result is the same (A or B may then be NULL). Each
+ * needs its model_*_available() */
 void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda, const float *B,
                     const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 void model_gemm_avx512bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
