@@ -1,13 +1,15 @@
 /* Where a model runs, decided here alone: one table per backend says what
  * runs a model's forward and backward passes, its generation, its
- * optimizer step and its syncs. "cpu" is the fp32 reference (forward.c,
- * generate.c); "cpu-bf16" the same layers with their large matmuls in
- * bf16 on the AMX tiles or by AVX512-BF16 dot products (forward_bf16.c,
- * gemm_bf16.c); "cuda:N" the CUDA copy (cuda/, built when nvcc is
- * present). The CPU arrays stay the model's identity (checkpoints read
- * and write them); a device holds its own copy, synced both ways on
- * request. model.h's entry points check their inputs here, once for every
- * backend, and go to the model's table. */
+ * optimizer step and its syncs, and what frees the state the backend
+ * keeps of a model (model_destroy reaches it only through here). "cpu"
+ * is the fp32 reference (forward.c, generate.c); "cpu-bf16" the same
+ * layers with their large matmuls in bf16 on the AMX tiles or by
+ * AVX512-BF16 dot products (forward_bf16.c, gemm_bf16.c); "cuda:N" the
+ * CUDA copy (cuda/, built when nvcc is present). The CPU arrays stay
+ * the model's identity (checkpoints read and write them); a device holds
+ * its own copy, synced both ways on request. model.h's entry points
+ * check their inputs here, once for every backend, and go to the model's
+ * table. */
 #include "model/model_impl.h"
 
 #include <stdio.h>
