@@ -1,13 +1,15 @@
 /* Where a model runs, decided here alone: one table per backend says what
  * runs a model's forward and backward passes, its generation, its
- * optimizer step and its syncs. "cpu" is the fp32 reference (forward.c,
- * generate.c); "cpu-bf16" the same layers with their large matmuls in
- * bf16 on the AMX tiles or by AVX512-BF16 dot products (forward_bf16.c,
- * gemm_bf16.c); "cuda:N" the CUDA copy (cuda/, built when nvcc is
- * present). The CPU arrays stay the model's identity (checkpoints read
- * and write them); a device holds its own copy, synced both ways on
- * request. model.h's entry points check their inputs here, once for every
- * backend, and go to the model's table. */
+ * optimizer step and its syncs, and what frees the state the backend
+ * keeps of a model (model_destroy reaches it only through here). "cpu"
+ * is the fp32 reference (forward.c, generate.c); "cpu-bf16" the same
+ * layers with their large matmuls in bf16 on the AMX tiles or by
+ * AVX512-BF16 dot products (forward_bf16.c, gemm_bf16.c); "cuda:N" the
+ * CUDA copy (cuda/, built when nvcc is present). The CPU arrays stay
+ * the model's identity (checkpoints read and write them); a device holds
+ * its own copy, synced both ways on request. model.h's entry points
+ * check their inputs here, once for every backend, and go to the model's
+ * table. */
 #include "model/model_impl.h"
 
 #include <stdio.h>
@@ -36,6 +38,7 @@ static const model_backend_t cpu_bf16 = {
     .generate = model_cpu_generate,
     .linear = model_bf16_linear,
     .packs = false,
+    .release = model_bf16_release,
 };
 
 #ifdef SAPO_HAVE_CUDA
@@ -70,6 +73,8 @@ static int cuda_step(model_t *m, adamw_t *opt, const adamw_params_t *p, float ma
 static int cuda_sync_host(model_t *m) { return cuda_model_download(m->cuda); }
 static int cuda_sync_device(model_t *m) { return cuda_model_upload(m->cuda); }
 
+static void cuda_release(model_t *m) { cuda_model_destroy(&m->cuda); }
+
 static const model_backend_t cuda = {
     .forward = cuda_forward,
     .backward = cuda_backward,
@@ -78,10 +83,25 @@ static const model_backend_t cuda = {
     .step = cuda_step,
     .sync_host = cuda_sync_host,
     .sync_device = cuda_sync_device,
+    .release = cuda_release,
 };
 #endif
 
+static const model_backend_t *const tables[] = {
+    &cpu,
+    &cpu_bf16,
+#ifdef SAPO_HAVE_CUDA
+    &cuda,
+#endif
+};
+
 const model_backend_t *model_backend(const model_t *m) { return m->backend ? m->backend : &cpu; }
+
+void model_backend_release(model_t *m)
+{
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
+        if (tables[i]->release) tables[i]->release(m);
+}
 
 // ----------------------------------------------------------------------------
 // choosing one

@@ -1,73 +1,20 @@
 /* The fp32 reference: forward and backward of the whole model over a
  * right-padded (or packed) batch, as x_forward / x_backward pairs. Every
- * matmul is model_gemm's (OpenBLAS's sgemm, or gemm_f32.c's AVX-512
- * kernel where OpenBLAS's own do not use the CPU's AVX-512) against
- * weights in Hugging Face's (out, in) layout; the rest are OpenMP loops
- * over vec.c's row kernels. Backend "cpu" runs it. The faster backends
+ * matmul is model_gemm's (gemm.c chooses who multiplies) against weights
+ * in Hugging Face's (out, in) layout; the rest are OpenMP loops over
+ * vec.c's row kernels. Backend "cpu" runs it. The faster backends
  * (backend.c's tables) live in files of their own, are checked against
  * it (test_model, test_cuda), and take from here, through model_impl.h,
- * their batch set-up, layer slices and the layers they do not change.
- * Workspaces are sized for the batch once and reused. */
+ * their layer slices and the layers they do not change. The batch and
+ * its workspaces, sized once and reused, are model.c's. */
 #include "model/model_impl.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 // ----------------------------------------------------------------------------
 // layers
-
-void model_gemm1(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
-                 float *C, int ldc)
-{
-    if (M >= MODEL_F32_MIN_ROWS && (double)M * N * K >= MODEL_F32_MIN && model_f32_own()) {
-        model_gemm_f32(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B,
-                ldb, beta, C, ldc);
-}
-
-/* C (M, N) = A B + beta C, row-major, split into one block of rows (or,
- * for few rows, of columns) per OpenMP thread, each a one-thread
- * model_gemm1: one thread pool does all the work, so idle OpenMP threads
- * never spin against OpenBLAS's own. A few rows against transposed
- * weights (a decode step) go to model_gemm_few, which does not repack
- * the weights. */
-void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
-                float *C, int ldc)
-{
-    /* below 2^18 multiply-adds OpenBLAS's own small-matrix kernel wins */
-    if (!ta && tb && M <= MODEL_FEW_ROWS && (double)M * N * K > (1 << 18)) {
-        model_gemm_few(M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    int nth = omp_get_max_threads();
-    if ((double)M * N * K < 2e6 || nth == 1) {
-        model_gemm1(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    bool by_rows = M >= 16 * nth;
-#pragma omp parallel num_threads(nth)
-    {
-        int id = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
-        int unit = by_rows ? 1 : 16; /* column blocks stay SIMD-wide */
-        int per = ((len + n - 1) / n + unit - 1) / unit * unit;
-        int lo = id * per, hi = lo + per < len ? lo + per : len;
-        if (lo < hi) {
-            if (by_rows) {
-                const float *a = ta ? A + lo : A + (size_t)lo * lda;
-                model_gemm1(ta, tb, hi - lo, N, K, a, lda, B, ldb, beta, C + (size_t)lo * ldc, ldc);
-            } else {
-                const float *b = tb ? B + (size_t)lo * ldb : B + lo;
-                model_gemm1(ta, tb, M, hi - lo, K, A, lda, b, ldb, beta, C + lo, ldc);
-            }
-        }
-    }
-}
 
 void model_add_bias(float *out, const float *bias, int N, int OUT)
 {
@@ -335,152 +282,6 @@ static void attention_backward(const attn_t *o, float *dq, float *dk, float *dv,
 }
 
 // ----------------------------------------------------------------------------
-// workspaces
-
-void model_acts_arrays(model_t *m, int B, int T, model_array_t *t)
-{
-    const model_config_t *c = &m->cfg;
-    size_t N = (size_t)B * T, L = c->L, C = c->C, QD = (size_t)c->NH * c->HD;
-    size_t KD = (size_t)c->NKV * c->HD, FF = c->FF, q3 = c->type == MODEL_QWEN3;
-    size_t chunk = model_logits_chunk(m, (int)N), threads = omp_get_max_threads();
-    model_acts_t *a = &m->a;
-    model_grad_acts_t *g = &m->ga;
-    a->ln_all = a->y_all = true;
-    model_array_t all[] = {
-        {&a->x, (L + 1) * N * C},
-        {&a->ln1, L * N * C},
-        {&a->r1, L * N},
-        {&a->qpre, q3 * L * N * QD},
-        {&a->kpre, q3 * L * N * KD},
-        {&a->rq, q3 * L * N * c->NH},
-        {&a->rk, q3 * L * N * c->NKV},
-        {&a->q, L * N * QD},
-        {&a->k, L * N * KD},
-        {&a->v, L * N * KD},
-        {&a->att, threads * T * T},
-        {&a->y, L * N * QD},
-        {&a->xm, L * N * C},
-        {&a->ln2, L * N * C},
-        {&a->r2, L * N},
-        {&a->g, L * N * FF},
-        {&a->u, L * N * FF},
-        {&a->h, N * FF},
-        {&a->lnf, N * C},
-        {&a->rf, N},
-        {&a->lse, N},
-        {&g->dx, N * C},
-        {&g->dln, N * C},
-        {&g->dq, N * QD},
-        {&g->dk, N * KD},
-        {&g->dv, N * KD},
-        {&g->dy, N * QD},
-        {&g->dk2, q3 * N * KD},
-        {&g->dg, N * FF},
-        {&g->du, N * FF},
-        {&g->dh, N * FF},
-        {&g->logits, chunk * c->V},
-        {&g->part, threads * (C > (size_t)c->HD ? C : (size_t)c->HD)},
-        {&g->dp, threads * T * T},
-    };
-    _Static_assert(sizeof all / sizeof *all == MODEL_ACTS_ARRAYS, "MODEL_ACTS_ARRAYS counts model_acts_arrays' list");
-    memcpy(t, all, sizeof all);
-}
-
-size_t model_arrays_place(const model_array_t *t, int n, float *base, size_t at)
-{
-    for (int i = 0; i < n; i++) {
-        if (base) *t[i].p = t[i].n ? base + at : NULL;
-        at += (t[i].n + 15) / 16 * 16;
-    }
-    return at;
-}
-
-/* every array of model_acts_arrays */
-static size_t acts_layout(model_t *m, float *base, int B, int T)
-{
-    model_array_t t[MODEL_ACTS_ARRAYS];
-    model_acts_arrays(m, B, T, t);
-    return model_arrays_place(t, MODEL_ACTS_ARRAYS, base, 0);
-}
-
-static int acts_ensure(model_t *m, model_layout_fn *layout, int B, int T)
-{
-    size_t need = layout(m, NULL, B, T), N = (size_t)B * T;
-    if (need > m->acts_cap) {
-        free(m->acts_mem);
-        /* 64-byte aligned, so each array starts a cache line (model_arrays_place) */
-        m->acts_mem = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
-        m->acts_cap = m->acts_mem ? need : 0;
-    }
-    if ((size_t)m->B * m->T < N || !m->tokens) {
-        free(m->tokens);
-        m->tokens = malloc(5 * N * sizeof(int));
-    }
-    if (!m->acts_mem || !m->tokens || model_rope_ensure(m, T)) {
-        fprintf(stderr, "model: out of memory for a batch of %d x %d\n", B, T);
-        free(m->tokens);
-        m->tokens = NULL;
-        m->B = m->T = 0;
-        return -1;
-    }
-    layout(m, m->acts_mem, B, T);
-    m->targets = m->tokens + N;
-    m->pos = m->tokens + 2 * N;
-    m->start = NULL;
-    m->prefix = m->tokens + 4 * N; /* B <= N */
-    return 0;
-}
-
-/* each row's prefix (the positions before its first segment) into
- * prefix (B) and every position's RoPE position into pos (N); -1 after a
- * line on stderr for a start that is not a packed layout or a position
- * past max_pos */
-static int packed_layout(const int *start, int B, int T, int max_pos, int *prefix, int *pos)
-{
-    for (int b = 0; b < B; b++) {
-        const int *st = start + (size_t)b * T;
-        int S = 0;
-        while (S < T && st[S] == 0) S++;
-        prefix[b] = S;
-        for (int t = 0; t < T; t++) {
-            int a = st[t];
-            bool ok = t < S ? a == 0 : (a >= S && a <= t && (a == t || st[t - 1] == a) && S > 0);
-            int p = t < S ? t : S + t - a;
-            if (!ok || p >= max_pos) {
-                fprintf(stderr, "model_forward_packed: row %d position %d: start %d %s\n", b, t, a,
-                        ok ? "puts it past max_position_embeddings"
-                           : "is not a packed layout (0 in the prefix, "
-                             "then each segment's first position, after at least one prefix position)");
-                return -1;
-            }
-            pos[(size_t)b * T + t] = p;
-        }
-    }
-    return 0;
-}
-
-int model_set_batch(model_t *m, model_layout_fn *layout, const int *tokens, const int *targets, const int *start, int B,
-                    int T, float temperature)
-{
-    const model_config_t *c = &m->cfg;
-    int N = B * T;
-    if (acts_ensure(m, layout, B, T)) return -1;
-    if (start) {
-        if (packed_layout(start, B, T, c->max_pos, m->prefix, m->pos)) return -1;
-        m->start = m->tokens + 3 * N;
-        memcpy(m->start, start, N * sizeof(int));
-    } else {
-        for (int n = 0; n < N; n++) m->pos[n] = n % T;
-    }
-    m->B = B;
-    m->T = T;
-    m->temperature = temperature;
-    memcpy(m->tokens, tokens, N * sizeof(int));
-    memcpy(m->targets, targets, N * sizeof(int));
-    return 0;
-}
-
-// ----------------------------------------------------------------------------
 // embedding, and the lm_head in chunks of positions
 
 void model_embed(model_t *m)
@@ -681,7 +482,7 @@ int model_cpu_forward(model_t *m, const int *tokens, const int *targets, const i
                       float temperature, float *logp, float *logits)
 {
     const model_config_t *c = &m->cfg;
-    if (model_set_batch(m, acts_layout, tokens, targets, start, B, T, temperature)) return -1;
+    if (model_set_batch(m, model_acts_layout, tokens, targets, start, B, T, temperature)) return -1;
     int N = B * T;
     model_embed(m);
     for (int l = 0; l < c->L; l++) layer_forward(m, l);

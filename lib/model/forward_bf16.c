@@ -2,17 +2,60 @@
  * (forward.c) with the large matmuls' products in bf16 (model_gemm_bf16:
  * AMX tiles or AVX512-BF16 dot products) and their sums, the parameters
  * and gradients in fp32. A layer whose output goes into such a matmul
- * also writes that output rounded to bf16 (model_acts16_t), which the
+ * also writes that output rounded to bf16 (acts16_t), which the
  * kernel reads at half the bytes and without converting it; where every
  * matmul that reads an fp32 activation takes its copy instead, the fp32
- * array is not kept (layout16). The layers it does not change, and the
- * batch's set-up, are forward.c's; test_model checks the two against
- * each other. */
+ * array is not kept (layout16). The layers it does not change are
+ * forward.c's, the batch's set-up model.c's; test_model checks the two
+ * paths against each other. */
 #include "model/model_impl.h"
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The bf16 copies of the activations (acts16_t) and gradients
+ * (grad_acts16_t) that go into matmuls, each named as the fp32 array of
+ * model_acts_t or model_grad_acts_t it rounds, and rounded by the layer
+ * that writes that array; read by the bf16 kernel instead of it. They
+ * lie in the model's workspaces, after the fp32 arrays (layout16). */
+typedef struct {
+    uint16_t *ln1; // (L, N, C)
+    uint16_t *y;   // (L, N, NH*HD)
+    uint16_t *ln2; // (L, N, C)
+    uint16_t *h;   // (L, N, FF) kept: not recomputed in backward
+    uint16_t *lnf; // (N, C)
+    uint16_t *q;   // (L, N, NH*HD) after RoPE
+    uint16_t *k;   // (L, N, NKV*HD)
+    uint16_t *v;   // (L, N, NKV*HD)
+    uint16_t *att; // (threads, T, T)
+} acts16_t;
+
+typedef struct {
+    uint16_t *dx;     // (N, C)
+    uint16_t *dq;     // (N, NH*HD) the gradient wq's matmul takes
+    uint16_t *dk;     // (N, NKV*HD) the same for wk
+    uint16_t *dv;     // (N, NKV*HD)
+    uint16_t *dg;     // (N, FF)
+    uint16_t *du;     // (N, FF)
+    uint16_t *logits; // (chunk, V)
+    uint16_t *dp;     // (threads, T, T)
+} grad_acts16_t;
+
+/* where a model's copies lie: m->bf16, made by its first forward pass
+ * in bf16, freed through the backend table (model_bf16_release) */
+struct model_bf16 {
+    acts16_t a;
+    grad_acts16_t ga;
+};
+
+void model_bf16_release(model_t *m)
+{
+    free(m->bf16);
+    m->bf16 = NULL;
+}
 
 // ----------------------------------------------------------------------------
 // layers
@@ -265,10 +308,10 @@ static void resize(model_array_t *t, float **p, size_t n)
         if (t[i].p == p) t[i].n = n;
 }
 
-/* forward.c's fp32 arrays less those only matmuls that take their copies
- * read (ln1, ln2, h, dg, du; every layer's y but one layer's), then the
- * copies, each from a 64-byte boundary (pointed into base when not
- * NULL); the floats of both */
+/* model_acts_arrays' fp32 arrays less those only matmuls that take
+ * their copies read (ln1, ln2, h, dg, du; every layer's y but one
+ * layer's), then the copies, each from a 64-byte boundary (pointed into
+ * base when not NULL); the floats of both */
 static size_t layout16(model_t *m, float *base, int B, int T)
 {
     const model_config_t *c = &m->cfg;
@@ -287,8 +330,8 @@ static size_t layout16(model_t *m, float *base, int B, int T)
     if (!a->y_all) resize(t, &a->y, N * QD);
     if (dout16_only(n, c->C, c->FF)) resize(t, &g->dg, 0), resize(t, &g->du, 0);
     size_t total = model_arrays_place(t, MODEL_ACTS_ARRAYS, base, 0);
-    model_acts16_t *a16 = &m->a16;
-    model_grad_acts16_t *g16 = &m->ga16;
+    acts16_t *a16 = &m->bf16->a;
+    grad_acts16_t *g16 = &m->bf16->ga;
     struct {
         uint16_t **p;
         size_t n;
@@ -315,7 +358,7 @@ static float *lm_grad(model_t *m) { return m->cfg.tie ? m->dw.wte : m->dw.lm; }
 static void lm_head16_forward(model_t *m, int N, float *logp, float *logits)
 {
     int C = m->cfg.C, V = m->cfg.V, chunk = (int)model_logits_chunk(m, N);
-    act_t lnf = {m->a.lnf, m->a16.lnf};
+    act_t lnf = {m->a.lnf, m->bf16->a.lnf};
     for (int r0 = 0; r0 < N; r0 += chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = logits ? logits + (size_t)r0 * V : m->ga.logits;
@@ -328,7 +371,7 @@ static void lm_head16_forward(model_t *m, int N, float *logp, float *logits)
 static void lm_head16_backward(model_t *m, int N, const float *dlogp)
 {
     int C = m->cfg.C, V = m->cfg.V, chunk = (int)model_logits_chunk(m, N);
-    act_t lnf_all = {m->a.lnf, m->a16.lnf}, lg = {m->ga.logits, m->ga16.logits};
+    act_t lnf_all = {m->a.lnf, m->bf16->a.lnf}, lg = {m->ga.logits, m->bf16->ga.logits};
     for (int r0 = (N - 1) / chunk * chunk; r0 >= 0; r0 -= chunk) {
         int n = N - r0 < chunk ? N - r0 : chunk;
         act_t lnf = act_at(lnf_all, (size_t)r0 * C);
@@ -349,7 +392,7 @@ typedef struct {
 static layer16_t layer16(const model_t *m, int l)
 {
     const model_config_t *c = &m->cfg;
-    const model_acts16_t *a16 = &m->a16;
+    const acts16_t *a16 = &m->bf16->a;
     size_t N = (size_t)m->B * m->T, C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
     model_layer_acts_t f = model_layer_acts(&m->a, c, N, l);
     return (layer16_t){
@@ -368,7 +411,8 @@ static layer16_t layer16(const model_t *m, int l)
 static attn16_t attn16_of(const model_t *m, const layer16_t *la)
 {
     const model_config_t *c = &m->cfg;
-    attn16_t o = {la->q, la->k, la->v, {m->a.att, m->a16.att}, m->start, m->prefix, m->B, m->T, c->NH, c->NKV, c->HD};
+    act_t att = {m->a.att, m->bf16->a.att};
+    attn16_t o = {la->q, la->k, la->v, att, m->start, m->prefix, m->B, m->T, c->NH, c->NKV, c->HD};
     return o;
 }
 
@@ -419,7 +463,7 @@ static void layer16_backward(model_t *m, int l)
     model_layer_weights_t w = model_layer_weights(&m->w, c, l), dw = model_layer_weights(&m->dw, c, l);
     layer16_t a = layer16(m, l);
     model_grad_acts_t *ga = &m->ga;
-    model_grad_acts16_t *g16 = &m->ga16;
+    grad_acts16_t *g16 = &m->bf16->ga;
     act_t dx = {ga->dx, g16->dx}, dg = {ga->dg, g16->dg}, du = {ga->du, g16->du}, dv = {ga->dv, g16->dv};
     // MLP: xn = xm + (silu(g) * u) . wd^T; h.f computed again where wd's
     // weight gradient reads it (the product in fp32)
@@ -459,11 +503,15 @@ int model_bf16_forward(model_t *m, const int *tokens, const int *targets, const 
                        float temperature, float *logp, float *logits)
 {
     const model_config_t *c = &m->cfg;
+    if (!m->bf16 && !(m->bf16 = calloc(1, sizeof *m->bf16))) {
+        fprintf(stderr, "model: out of memory for a batch of %d x %d\n", B, T);
+        return -1;
+    }
     if (model_set_batch(m, layout16, tokens, targets, start, B, T, temperature)) return -1;
     int N = B * T, C = c->C;
     model_embed(m);
     for (int l = 0; l < c->L; l++) layer16_forward(m, l);
-    rmsnorm16((act_t){m->a.lnf, m->a16.lnf}, m->a.rf, m->a.x + (size_t)c->L * N * C, m->w.lnf, N, C, c->rms_eps);
+    rmsnorm16((act_t){m->a.lnf, m->bf16->a.lnf}, m->a.rf, m->a.x + (size_t)c->L * N * C, m->w.lnf, N, C, c->rms_eps);
     lm_head16_forward(m, N, logp, logits);
     return 0;
 }
@@ -474,7 +522,7 @@ void model_bf16_backward(model_t *m, const float *dlogp)
     int N = m->B * m->T, C = c->C;
     model_grad_acts_t *ga = &m->ga;
     lm_head16_backward(m, N, dlogp);
-    rmsnorm16_backward((act_t){ga->dx, m->ga16.dx}, m->dw.lnf, ga->part, ga->dln, m->a.x + (size_t)c->L * N * C,
+    rmsnorm16_backward((act_t){ga->dx, m->bf16->ga.dx}, m->dw.lnf, ga->part, ga->dln, m->a.x + (size_t)c->L * N * C,
                        m->w.lnf, m->a.rf, N, C, false);
     for (int l = c->L - 1; l >= 0; l--) layer16_backward(m, l);
     model_embed_backward(m);

@@ -112,10 +112,4 @@ TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const 
     }
 }
 
-static const gemm_bf16_kernel_t amx_kernel = {block, tiles_configure, tiles_release};
-
-void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda, const float *B,
-                    const uint16_t *B16, int ldb, float beta, float *C, int ldc)
-{
-    gemm_bf16_run(&amx_kernel, ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
-}
+const gemm_bf16_kernel_t gemm_bf16_amx = {model_amx_available, block, tiles_configure, tiles_release};

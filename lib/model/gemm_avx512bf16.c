@@ -88,10 +88,4 @@ TARGET static void block(float *C, int ldc, int M, int N, int m0, int n0, const 
         band(C, ldc, M, N, m0 + r, n0, ap + r * ald, ald, akb, b0, b1, nkb, first && beta == 0.0f);
 }
 
-static const gemm_bf16_kernel_t dp_kernel = {block, NULL, NULL};
-
-void model_gemm_avx512bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
-                           const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
-{
-    gemm_bf16_run(&dp_kernel, ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
-}
+const gemm_bf16_kernel_t gemm_bf16_avx512bf16 = {model_avx512bf16_available, block, NULL, NULL};

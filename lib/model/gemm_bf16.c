@@ -3,7 +3,8 @@
  * multiplies is chosen here, once: the AMX tiles (gemm_amx.c) where the
  * CPU has them, else AVX512-BF16 dot products (gemm_avx512bf16.c).
  * Both multiply the same packed operands, so the packing and the threads
- * live here, and a kernel brings the step over one 32 x 32 block of C.
+ * live here, and a kernel brings the step over one 32 x 32 block of C in
+ * the table it exports (gemm_bf16.h).
  *
  * Both take A as rows of bf16 pairs along the depth and B in pairs too:
  * row p of a 16-column block of B holds, for its 16 columns, the two
@@ -57,6 +58,12 @@
 
 static const char *const kernel_names[] = {"none", "amx", "avx512bf16"};
 
+/* each kernel's table (gemm_bf16.h), by model_bf16_kernel_t */
+static const gemm_bf16_kernel_t *const kernels[] = {
+    [MODEL_BF16_AMX] = &gemm_bf16_amx,
+    [MODEL_BF16_AVX512BF16] = &gemm_bf16_avx512bf16,
+};
+
 /* model_bf16_kernel's choice, made once, and why there is none */
 static model_bf16_kernel_t chosen = MODEL_BF16_NONE;
 static char chosen_why[256];
@@ -64,10 +71,7 @@ static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
 /* model_bf16_use's, or MODEL_BF16_NONE */
 static model_bf16_kernel_t forced = MODEL_BF16_NONE;
 
-bool model_bf16_has(model_bf16_kernel_t k)
-{
-    return k == MODEL_BF16_AMX ? model_amx_available() : k == MODEL_BF16_AVX512BF16 && model_avx512bf16_available();
-}
+bool model_bf16_has(model_bf16_kernel_t k) { return k != MODEL_BF16_NONE && kernels[k]->available(); }
 
 const char *model_bf16_kernel_name(model_bf16_kernel_t k) { return kernel_names[k]; }
 
@@ -106,19 +110,6 @@ bool model_bf16_use(model_bf16_kernel_t k)
     if (k != MODEL_BF16_NONE && !model_bf16_has(k)) return false;
     forced = k;
     return true;
-}
-
-void model_gemm_bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
-                     const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
-{
-    switch (model_bf16_kernel(NULL)) {
-    case MODEL_BF16_AMX: model_gemm_amx(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc); return;
-    case MODEL_BF16_AVX512BF16: model_gemm_avx512bf16(ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc); return;
-    case MODEL_BF16_NONE: break;
-    }
-    /* model_set_backend refuses cpu-bf16 where there is no kernel */
-    fprintf(stderr, "model_gemm_bf16: no bf16 kernel on this CPU\n");
-    abort();
 }
 
 // ----------------------------------------------------------------------------
@@ -365,9 +356,11 @@ static plan_t plan(int N, int K)
     return pl;
 }
 
-void gemm_bf16_run(const gemm_bf16_kernel_t *kn, bool ta, bool tb, int M, int N, int K, const float *A,
-                   const uint16_t *A16, int lda, const float *B, const uint16_t *B16, int ldb, float beta, float *C,
-                   int ldc)
+/* C (M, N) = op(A) op(B) + beta C by kernel kn, with model_gemm_amx's
+ * contract (model_impl.h) */
+static void gemm_bf16_run(const gemm_bf16_kernel_t *kn, bool ta, bool tb, int M, int N, int K, const float *A,
+                          const uint16_t *A16, int lda, const float *B, const uint16_t *B16, int ldb, float beta,
+                          float *C, int ldc)
 {
     op_t o = {ta, tb, M, N, K, A, B, A16, B16, lda, ldb};
     if (M <= 0 || N <= 0) return;
@@ -413,6 +406,33 @@ void gemm_bf16_run(const gemm_bf16_kernel_t *kn, bool ta, bool tb, int M, int N,
         int id = omp_get_thread_num();
         team_part(kn, &o, id, omp_get_num_threads(), &pl, 0, pl.nb16, bp, aps + (size_t)id * pl.asz, beta, C, ldc);
     }
+}
+
+// ----------------------------------------------------------------------------
+// the product, by a kernel
+
+void model_gemm_bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                     const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
+{
+    model_bf16_kernel_t k = model_bf16_kernel(NULL);
+    if (k == MODEL_BF16_NONE) {
+        /* model_set_backend refuses cpu-bf16 where there is no kernel */
+        fprintf(stderr, "model_gemm_bf16: no bf16 kernel on this CPU\n");
+        abort();
+    }
+    gemm_bf16_run(kernels[k], ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+}
+
+void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda, const float *B,
+                    const uint16_t *B16, int ldb, float beta, float *C, int ldc)
+{
+    gemm_bf16_run(&gemm_bf16_amx, ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
+}
+
+void model_gemm_avx512bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
+                           const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
+{
+    gemm_bf16_run(&gemm_bf16_avx512bf16, ta, tb, M, N, K, A, A16, lda, B, B16, ldb, beta, C, ldc);
 }
 
 // ----------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-/* What the two bf16 kernels of backend cpu-bf16 (gemm_amx.c on the AMX
- * tiles, gemm_avx512bf16.c with AVX512-BF16 dot products) share, in
- * gemm_bf16.c: the operands packed into pairs of bf16, the depth in
- * chunks, the threads. A kernel brings the step that multiplies one
- * 32 x 32 block of C. */
+/* What the bf16 matmul of backend cpu-bf16 (gemm_bf16.c: it chooses a
+ * kernel, packs the operands into pairs of bf16, cuts the depth in
+ * chunks and runs the threads) and its two kernels (gemm_amx.c on the
+ * AMX tiles, gemm_avx512bf16.c with AVX512-BF16 dot products) agree on:
+ * each kernel exports a table of the step that multiplies one 32 x 32
+ * block of C, which gemm_bf16.c calls; a kernel calls nothing of
+ * gemm_bf16.c. */
 #ifndef SAPO_MODEL_GEMM_BF16_H
 #define SAPO_MODEL_GEMM_BF16_H
 
@@ -22,15 +24,14 @@ typedef void gemm_bf16_block_fn(float *C, int ldc, int M, int N, int m0, int n0,
                                 size_t akb, const uint16_t *b0, const uint16_t *b1, int nkb, bool first, float beta);
 
 typedef struct {
+    bool (*available)(void); /* whether this CPU (and Linux) runs it */
     gemm_bf16_block_fn *block;
     void (*begin)(void); /* each thread before its first block, or NULL */
     void (*end)(void);   /* and after its last, or NULL */
 } gemm_bf16_kernel_t;
 
-/* C (M, N) = op(A) op(B) + beta C by kernel k, with model_gemm_amx's
- * contract (model_impl.h) */
-void gemm_bf16_run(const gemm_bf16_kernel_t *k, bool ta, bool tb, int M, int N, int K, const float *A,
-                   const uint16_t *A16, int lda, const float *B, const uint16_t *B16, int ldb, float beta, float *C,
-                   int ldc);
+/* the kernels' tables: gemm_amx.c's and gemm_avx512bf16.c's */
+extern const gemm_bf16_kernel_t gemm_bf16_amx;
+extern const gemm_bf16_kernel_t gemm_bf16_avx512bf16;
 
 #endif

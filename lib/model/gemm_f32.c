@@ -21,7 +21,6 @@
 #include "model/model_impl.h"
 #include "model/simd_transpose.h"
 
-#include <cblas.h>
 #include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
@@ -56,26 +55,6 @@ bool model_avx512_available(void)
 {
     pthread_once(&f32_once, f32_probe);
     return f32_ok == 1;
-}
-
-bool model_f32_choose(bool avx512, const char *openblas_core)
-{
-    static const char *const wide[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
-    if (!avx512 || !openblas_core) return avx512;
-    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
-        if (strcmp(openblas_core, wide[i]) == 0) return false;
-    return true;
-}
-
-static int own = -1;
-static pthread_once_t own_once = PTHREAD_ONCE_INIT;
-
-static void own_choose(void) { own = model_f32_choose(model_avx512_available(), openblas_get_corename()); }
-
-bool model_f32_own(void)
-{
-    pthread_once(&own_once, own_choose);
-    return own == 1;
 }
 
 static inline __mmask16 mask16(int n) { return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }

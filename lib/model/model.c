@@ -1,19 +1,18 @@
 /* model_t life cycle: the one parameter allocation, the one gradient
- * allocation, random initialisation and the workspaces of the forward
- * pass, which grow only when a larger batch arrives. */
+ * allocation, random initialisation, and the batch a CPU path runs: its
+ * tokens, targets, RoPE positions and packed layout, and the workspaces
+ * of its forward and backward passes, which grow only when a larger
+ * batch arrives. */
 #include "model/model_impl.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/splitmix.h"
-
-#ifdef SAPO_HAVE_CUDA
-#include "model/cuda/cuda_model.h"
-#endif
 
 float **model_weights_slot(model_weights_t *w, int t)
 {
@@ -110,9 +109,7 @@ void model_destroy(model_t **self_p)
 {
     model_t *m = *self_p;
     if (!m) return;
-#ifdef SAPO_HAVE_CUDA
-    cuda_model_destroy(&m->cuda);
-#endif
+    model_backend_release(m);
     free(m->params);
     free(m->grads);
     free(m->acts_mem);
@@ -160,4 +157,149 @@ size_t model_logits_chunk(const model_t *m, int N)
     size_t rows = m->chunk > 0 ? (size_t)m->chunk : (size_t)(64u << 20) / (size_t)m->cfg.V;
     if (rows < 1) rows = 1;
     return rows < (size_t)N ? rows : (size_t)N;
+}
+
+// ----------------------------------------------------------------------------
+// the batch and its workspaces
+
+void model_acts_arrays(model_t *m, int B, int T, model_array_t *t)
+{
+    const model_config_t *c = &m->cfg;
+    size_t N = (size_t)B * T, L = c->L, C = c->C, QD = (size_t)c->NH * c->HD;
+    size_t KD = (size_t)c->NKV * c->HD, FF = c->FF, q3 = c->type == MODEL_QWEN3;
+    size_t chunk = model_logits_chunk(m, (int)N), threads = omp_get_max_threads();
+    model_acts_t *a = &m->a;
+    model_grad_acts_t *g = &m->ga;
+    a->ln_all = a->y_all = true;
+    model_array_t all[] = {
+        {&a->x, (L + 1) * N * C},
+        {&a->ln1, L * N * C},
+        {&a->r1, L * N},
+        {&a->qpre, q3 * L * N * QD},
+        {&a->kpre, q3 * L * N * KD},
+        {&a->rq, q3 * L * N * c->NH},
+        {&a->rk, q3 * L * N * c->NKV},
+        {&a->q, L * N * QD},
+        {&a->k, L * N * KD},
+        {&a->v, L * N * KD},
+        {&a->att, threads * T * T},
+        {&a->y, L * N * QD},
+        {&a->xm, L * N * C},
+        {&a->ln2, L * N * C},
+        {&a->r2, L * N},
+        {&a->g, L * N * FF},
+        {&a->u, L * N * FF},
+        {&a->h, N * FF},
+        {&a->lnf, N * C},
+        {&a->rf, N},
+        {&a->lse, N},
+        {&g->dx, N * C},
+        {&g->dln, N * C},
+        {&g->dq, N * QD},
+        {&g->dk, N * KD},
+        {&g->dv, N * KD},
+        {&g->dy, N * QD},
+        {&g->dk2, q3 * N * KD},
+        {&g->dg, N * FF},
+        {&g->du, N * FF},
+        {&g->dh, N * FF},
+        {&g->logits, chunk * c->V},
+        {&g->part, threads * (C > (size_t)c->HD ? C : (size_t)c->HD)},
+        {&g->dp, threads * T * T},
+    };
+    _Static_assert(sizeof all / sizeof *all == MODEL_ACTS_ARRAYS, "MODEL_ACTS_ARRAYS counts model_acts_arrays' list");
+    memcpy(t, all, sizeof all);
+}
+
+size_t model_arrays_place(const model_array_t *t, int n, float *base, size_t at)
+{
+    for (int i = 0; i < n; i++) {
+        if (base) *t[i].p = t[i].n ? base + at : NULL;
+        at += (t[i].n + 15) / 16 * 16;
+    }
+    return at;
+}
+
+size_t model_acts_layout(model_t *m, float *base, int B, int T)
+{
+    model_array_t t[MODEL_ACTS_ARRAYS];
+    model_acts_arrays(m, B, T, t);
+    return model_arrays_place(t, MODEL_ACTS_ARRAYS, base, 0);
+}
+
+static int acts_ensure(model_t *m, model_layout_fn *layout, int B, int T)
+{
+    size_t need = layout(m, NULL, B, T), N = (size_t)B * T;
+    if (need > m->acts_cap) {
+        free(m->acts_mem);
+        /* 64-byte aligned, so each array starts a cache line (model_arrays_place) */
+        m->acts_mem = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+        m->acts_cap = m->acts_mem ? need : 0;
+    }
+    if ((size_t)m->B * m->T < N || !m->tokens) {
+        free(m->tokens);
+        m->tokens = malloc(5 * N * sizeof(int));
+    }
+    if (!m->acts_mem || !m->tokens || model_rope_ensure(m, T)) {
+        fprintf(stderr, "model: out of memory for a batch of %d x %d\n", B, T);
+        free(m->tokens);
+        m->tokens = NULL;
+        m->B = m->T = 0;
+        return -1;
+    }
+    layout(m, m->acts_mem, B, T);
+    m->targets = m->tokens + N;
+    m->pos = m->tokens + 2 * N;
+    m->start = NULL;
+    m->prefix = m->tokens + 4 * N; /* B <= N */
+    return 0;
+}
+
+/* each row's prefix (the positions before its first segment) into
+ * prefix (B) and every position's RoPE position into pos (N); -1 after a
+ * line on stderr for a start that is not a packed layout or a position
+ * past max_pos */
+static int packed_layout(const int *start, int B, int T, int max_pos, int *prefix, int *pos)
+{
+    for (int b = 0; b < B; b++) {
+        const int *st = start + (size_t)b * T;
+        int S = 0;
+        while (S < T && st[S] == 0) S++;
+        prefix[b] = S;
+        for (int t = 0; t < T; t++) {
+            int a = st[t];
+            bool ok = t < S ? a == 0 : (a >= S && a <= t && (a == t || st[t - 1] == a) && S > 0);
+            int p = t < S ? t : S + t - a;
+            if (!ok || p >= max_pos) {
+                fprintf(stderr, "model_forward_packed: row %d position %d: start %d %s\n", b, t, a,
+                        ok ? "puts it past max_position_embeddings"
+                           : "is not a packed layout (0 in the prefix, "
+                             "then each segment's first position, after at least one prefix position)");
+                return -1;
+            }
+            pos[(size_t)b * T + t] = p;
+        }
+    }
+    return 0;
+}
+
+int model_set_batch(model_t *m, model_layout_fn *layout, const int *tokens, const int *targets, const int *start, int B,
+                    int T, float temperature)
+{
+    const model_config_t *c = &m->cfg;
+    int N = B * T;
+    if (acts_ensure(m, layout, B, T)) return -1;
+    if (start) {
+        if (packed_layout(start, B, T, c->max_pos, m->prefix, m->pos)) return -1;
+        m->start = m->tokens + 3 * N;
+        memcpy(m->start, start, N * sizeof(int));
+    } else {
+        for (int n = 0; n < N; n++) m->pos[n] = n % T;
+    }
+    m->B = B;
+    m->T = T;
+    m->temperature = temperature;
+    memcpy(m->tokens, tokens, N * sizeof(int));
+    memcpy(m->targets, targets, N * sizeof(int));
+    return 0;
 }

@@ -83,35 +83,6 @@ typedef struct {
     float *dp;     // (threads, T, T) attention backward scratch
 } model_grad_acts_t;
 
-/* Backend cpu-bf16 only (forward_bf16.c lays them out with its
- * workspaces, and it alone reads them): the bf16 copies of the
- * activations (a16) and gradients (ga16) that go into matmuls, each
- * named as the fp32 array of model_acts_t or model_grad_acts_t it
- * rounds, and rounded by the layer that writes that array; read by the
- * bf16 kernel instead of it */
-typedef struct {
-    uint16_t *ln1; // (L, N, C)
-    uint16_t *y;   // (L, N, NH*HD)
-    uint16_t *ln2; // (L, N, C)
-    uint16_t *h;   // (L, N, FF) kept: not recomputed in backward
-    uint16_t *lnf; // (N, C)
-    uint16_t *q;   // (L, N, NH*HD) after RoPE
-    uint16_t *k;   // (L, N, NKV*HD)
-    uint16_t *v;   // (L, N, NKV*HD)
-    uint16_t *att; // (threads, T, T)
-} model_acts16_t;
-
-typedef struct {
-    uint16_t *dx;     // (N, C)
-    uint16_t *dq;     // (N, NH*HD) the gradient wq's matmul takes
-    uint16_t *dk;     // (N, NKV*HD) the same for wk
-    uint16_t *dv;     // (N, NKV*HD)
-    uint16_t *dg;     // (N, FF)
-    uint16_t *du;     // (N, FF)
-    uint16_t *logits; // (chunk, V)
-    uint16_t *dp;     // (threads, T, T)
-} model_grad_acts16_t;
-
 /* What runs a model: one table per backend (backend.c: cpu, cpu-bf16,
  * cuda), chosen by model_set_backend. forward, backward and generate
  * are model.h's after their inputs were checked (backend.c). */
@@ -132,10 +103,16 @@ typedef struct {
      * decode by fp32 weights laid out once (model_gemm_packed) instead */
     void (*linear)(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
     bool packs;
+    /* frees what the backend keeps of m beside the host arrays (NULL:
+     * nothing), and does nothing where it keeps none */
+    void (*release)(model_t *m);
 } model_backend_t;
 
 /* m's table (backend.c) */
 const model_backend_t *model_backend(const model_t *m);
+/* what every backend keeps of m, freed (model_destroy): a model keeps
+ * the state of a backend it ran before its last model_set_backend */
+void model_backend_release(model_t *m);
 
 struct model {
     model_config_t cfg;
@@ -150,8 +127,9 @@ struct model {
     size_t acts_cap; /* floats in acts_mem */
     model_acts_t a;
     model_grad_acts_t ga;
-    model_acts16_t a16;
-    model_grad_acts16_t ga16;
+    /* backend cpu-bf16's bf16 copies of activations and gradients
+     * (forward_bf16.c's, freed by its model_bf16_release), or NULL */
+    struct model_bf16 *bf16;
     int *tokens;     // (N) copies of the last forward's inputs
     int *targets;    // (N)
     int *pos;        // (N) position of each row, for RoPE
@@ -175,8 +153,38 @@ struct model {
     bool inference_only; /* model_set_inference_only */
 };
 
+/* model.c: the RoPE tables, the batch and its workspaces */
 /* grows the RoPE tables to cover positions [0, T); 0 or -1 (no memory) */
 int model_rope_ensure(model_t *m, int T);
+
+/* an fp32 array of the CPU workspaces and the floats it takes (0: none,
+ * and the pointer NULL) */
+typedef struct {
+    float **p;
+    size_t n;
+} model_array_t;
+
+/* the fp32 activations and backward scratch of a batch of B x T, every
+ * one (the reference keeps them all; forward_bf16.c leaves some out):
+ * MODEL_ACTS_ARRAYS entries into t. Sets ln_all and y_all */
+#define MODEL_ACTS_ARRAYS 34
+void model_acts_arrays(model_t *m, int B, int T, model_array_t *t);
+/* points the n arrays of t into base (when not NULL), each from a
+ * 64-byte boundary, from float `at` on; the float after the last */
+size_t model_arrays_place(const model_array_t *t, int n, float *base, size_t at);
+
+/* lays out a CPU path's workspaces from base (when not NULL); the
+ * floats they take */
+typedef size_t model_layout_fn(model_t *m, float *base, int B, int T);
+/* the reference's layout: every array of model_acts_arrays */
+size_t model_acts_layout(model_t *m, float *base, int B, int T);
+
+/* the batch the forward pass runs and the backward pass reads: room for
+ * the workspaces (laid out by layout), the tokens, targets, RoPE
+ * positions and (packed) segment starts of B x T. 0, or -1 after a line
+ * on stderr (out of memory, start not a packed layout) */
+int model_set_batch(model_t *m, model_layout_fn *layout, const int *tokens, const int *targets, const int *start, int B,
+                    int T, float temperature);
 
 /* below this many elements a loop runs on one thread: on a busy machine
  * waking the team costs more than the work */
@@ -194,9 +202,8 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
  * vectorized call each */
 #define MODEL_BLOCK 4096
 
-/* forward.c, the fp32 reference, and what the other CPU path
- * (forward_bf16.c), generate.c and cuda/ take from it */
-/* C (M, N) = op(A) op(B) + beta C over the OpenMP threads */
+/* gemm.c, the fp32 matmuls of every CPU path: C (M, N) = op(A) op(B) +
+ * beta C over the OpenMP threads */
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                 float *C, int ldc);
 /* the same on the calling thread alone: model_gemm_f32 where
@@ -217,7 +224,7 @@ void *model_gemm_ws(size_t bytes);
 bool model_avx512_available(void);
 /* whether model_gemm1 takes model_gemm_f32 for its large products:
  * model_f32_choose(model_avx512_available(), openblas_get_corename()),
- * once */
+ * once (gemm.c) */
 bool model_f32_own(void);
 /* the CPU has AVX-512 (avx512) and OpenBLAS's kernels (its core name)
  * are not among its AVX-512 ones */
@@ -227,6 +234,9 @@ bool model_f32_choose(bool avx512, const char *openblas_core);
  * decode step's) do not repay */
 #define MODEL_F32_MIN (1 << 15)
 #define MODEL_F32_MIN_ROWS 64
+
+/* forward.c, the fp32 reference, and what the other CPU path
+ * (forward_bf16.c), generate.c and cuda/ take from it */
 /* out (N, OUT) = inp (N, IN) w^T (+ bias), or += where acc */
 void model_linear(float *out, const float *inp, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
 /* out (N, OUT) += bias (OUT) on every row */
@@ -248,32 +258,6 @@ void model_swiglu(float *h, const float *g, const float *u, size_t n);
 void model_rope(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
 void model_rope_backward(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int H, int HD);
 
-/* an fp32 array of the CPU workspaces and the floats it takes (0: none,
- * and the pointer NULL) */
-typedef struct {
-    float **p;
-    size_t n;
-} model_array_t;
-
-/* the fp32 activations and backward scratch of a batch of B x T, every
- * one (the reference keeps them all; forward_bf16.c leaves some out):
- * MODEL_ACTS_ARRAYS entries into t. Sets ln_all and y_all */
-#define MODEL_ACTS_ARRAYS 34
-void model_acts_arrays(model_t *m, int B, int T, model_array_t *t);
-/* points the n arrays of t into base (when not NULL), each from a
- * 64-byte boundary, from float `at` on; the float after the last */
-size_t model_arrays_place(const model_array_t *t, int n, float *base, size_t at);
-
-/* lays out a CPU path's workspaces from base (when not NULL); the
- * floats they take */
-typedef size_t model_layout_fn(model_t *m, float *base, int B, int T);
-
-/* the batch the forward pass runs and the backward pass reads: room for
- * the workspaces (laid out by layout), the tokens, targets, RoPE
- * positions and (packed) segment starts of B x T. 0, or -1 after a line
- * on stderr (out of memory, start not a packed layout) */
-int model_set_batch(model_t *m, model_layout_fn *layout, const int *tokens, const int *targets, const int *start, int B,
-                    int T, float temperature);
 /* a.x's first layer: the batch's embedding rows; and the backward of
  * that, ga.dx into dw.wte */
 void model_embed(model_t *m);
@@ -318,8 +302,8 @@ model_layer_acts_t model_layer_acts(const model_acts_t *a, const model_config_t 
 
 /* the CPU paths behind the backend table: forward.c's fp32 reference
  * and forward_bf16.c's cpu-bf16 (model.h's model_forward_packed and
- * model_backward; linear is the table's), generate.c's generation for
- * both */
+ * model_backward; linear and release are the table's), generate.c's
+ * generation for both */
 int model_cpu_forward(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
                       float temperature, float *logp, float *logits);
 void model_cpu_backward(model_t *m, const float *dlogp);
@@ -328,6 +312,7 @@ int model_bf16_forward(model_t *m, const int *tokens, const int *targets, const 
 void model_bf16_backward(model_t *m, const float *dlogp);
 void model_bf16_linear(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT,
                        bool acc);
+void model_bf16_release(model_t *m);
 int model_cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
                        int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths);
 /* vec.c: loops with e^x, vectorized (see there) */
@@ -428,10 +413,11 @@ bool model_avx512bf16_available(void);
  * sgemm from 2^20 on, and from 0.5 to 3.8 times at 2^18 (the
  * AVX512-BF16 kernel takes the same bound) */
 #define MODEL_BF16_MIN (1 << 20)
-/* the kernels: A16 and B16, where not NULL, hold A and B rounded to bf16
- * (as model_bf16_round does) with the same leading dimensions; they are
- * read instead, and the result is the same (A or B may then be NULL).
- * Each needs its model_*_available() */
+/* the product by one kernel (gemm_bf16.c, by the kernel's table): A16
+ * and B16, where not NULL, hold A and B rounded to bf16 (as
+ * model_bf16_round does) with the same leading dimensions; they are read
+ * instead, and the result is the same (A or B may then be NULL). Each
+ * needs its model_*_available() */
 void model_gemm_amx(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda, const float *B,
                     const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 void model_gemm_avx512bf16(bool ta, bool tb, int M, int N, int K, const float *A, const uint16_t *A16, int lda,
