@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "node/checkpoint.h"
+#include "checkpoint.h"
 #include "node/config.h"
 #include "node/learn.h"
 #include "node/metrics.h"

@@ -6,7 +6,7 @@
 
 #include <czmq.h>
 
-#include "node/assembly.h"
+#include "assembly.h"
 #include "node/config.h"
 #include "node/identity.h"
 #include "node/score.h"

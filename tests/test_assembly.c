@@ -1,10 +1,10 @@
-/* The sampler's batch assembly (lib/node/assembly.c) on real group
+/* The sampler's batch assembly (sampler/assembly.c) on real group
  * records: a local group that comes again (the broker delivers at least
  * once) is dropped and counted, an external group of the same task id is
  * not, and a batch holds I local and J external groups, or I + J local ones
  * when the pool is dry, its local groups in task order. */
 #include "check.h"
-#include "node/assembly.h"
+#include "../sampler/assembly.h"
 #include "node/config.h"
 #include "records.h"
 #include "group_buf.h"

@@ -1,13 +1,13 @@
 /* The learner's per-round diagnostics (lib/node/metrics.c) on a small
  * batch whose values are worked out by hand below, and the options that
  * change what is trained: the reward floor (lib/node/score.c), the local
- * zero-advantage filter (lib/node/assembly.c) and the learning-rate
+ * zero-advantage filter (sampler/assembly.c) and the learning-rate
  * schedule (lib/node/learn.c). */
 #include <cjson/cJSON.h>
 #include <time.h>
 
 #include "check.h"
-#include "node/assembly.h"
+#include "../sampler/assembly.h"
 #include "node/config.h"
 #include "node/learn.h"
 #include "node/metrics.h"

@@ -1,6 +1,6 @@
 /* The sampler's bookkeeping between scored groups and training batches:
  * SampleSelf(I), SampleExternal(J) and the batch record, without sockets. */
-#include "node/assembly.h"
+#include "assembly.h"
 
 #include <math.h>
 #include <stdlib.h>
