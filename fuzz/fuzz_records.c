@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "node/identity.h"
-#include "node/screen.h"
+#include "../sampler/screen.h"
 #include "records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -10,7 +10,7 @@
 #include "node/config.h"
 #include "node/identity.h"
 #include "node/score.h"
-#include "node/screen.h"
+#include "screen.h"
 #include "pool/pool.h"
 #include "tasks/task.h"
 #include "wire/wire.h"

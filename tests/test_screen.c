@@ -1,11 +1,12 @@
-/* Screening of pool records (lib/node/screen.c): one real group passes, and
+/* Screening of pool records (sampler/screen.c): one real group passes, and
  * each way of bending it is refused for its own reason and counted; signed
  * entries pass only under their node's key, unchanged, naming that node. */
 #include "check.h"
 #include "node/identity.h"
-#include "node/screen.h"
+#include "../sampler/screen.h"
 #include "records.h"
 #include "tasks/task.h"
+#include "util/utf8.h"
 
 typedef struct {
     const char *node, *family, *metadata, *text0;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node/screen.h" /* utf8_valid */
+#include "util/utf8.h"
 
 static uint64_t fnv1a(const char *s)
 {

@@ -1,6 +1,6 @@
 /* Checks on a group drawn from the pool, in an order that reads no field
  * of a hostile entry before its size, signature and structure pass. */
-#include "node/screen.h"
+#include "screen.h"
 
 #include <cjson/cJSON.h>
 #include <sodium.h>
@@ -12,6 +12,7 @@
 #include "pool/pool.h"
 #include "records.h"
 #include "tasks/task.h"
+#include "util/utf8.h"
 
 typedef struct {
     uint64_t a, b;
@@ -53,33 +54,6 @@ void screen_destroy(screen_t **self_p)
     free((*self_p)->seen);
     free(*self_p);
     *self_p = NULL;
-}
-
-int utf8_valid(const char *str, size_t n)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        int more;
-        unsigned cp, min;
-        if (c >= 0xC2 && c <= 0xDF) more = 1, cp = c & 0x1F, min = 0x80;
-        else if (c >= 0xE0 && c <= 0xEF) more = 2, cp = c & 0x0F, min = 0x800;
-        else if (c >= 0xF0 && c <= 0xF4) more = 3, cp = c & 0x07, min = 0x10000;
-        else return 0;
-        if (n - i <= (size_t)more) return 0;
-        for (int k = 1; k <= more; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return 0;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        i += (size_t)more + 1;
-    }
-    return 1;
 }
 
 /* a text field: valid UTF-8 within the length limit */

@@ -68,8 +68,4 @@ const char *screen_reason_name(screen_reason_t r);
  * returns the length written (truncated like snprintf). */
 int screen_json(const screen_t *self, char *out, size_t outlen);
 
-/* Whether s[0..n) is valid UTF-8 (shortest forms, no surrogates, at most
- * U+10FFFF). */
-int utf8_valid(const char *s, size_t n);
-
 #endif
