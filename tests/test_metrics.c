@@ -2,14 +2,14 @@
  * batch whose values are worked out by hand below, and the options that
  * change what is trained: the reward floor (lib/node/score.c), the local
  * zero-advantage filter (sampler/assembly.c) and the learning-rate
- * schedule (lib/node/learn.c). */
+ * schedule (lib/train/train.c). */
 #include <cjson/cJSON.h>
 #include <time.h>
 
 #include "check.h"
 #include "../sampler/assembly.h"
 #include "node/config.h"
-#include "node/learn.h"
+#include "train/train.h"
 #include "node/metrics.h"
 #include "node/score.h"
 #include "records.h"
@@ -128,7 +128,7 @@ static uint8_t *diagnostics_batch(size_t *len)
 /* the metrics line of the batch, with the learner's step statistics */
 static char *diagnostics_line(const rec_batch_view_t *v)
 {
-    learn_stats_t st = {
+    train_stats_t st = {
         .lr = 1e-4f,
         .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f},
         .ratio_min_at = {.found = 1,
@@ -331,17 +331,17 @@ static void test_lr_schedule(void)
     int argc = 9;
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);
-    EXPECT_NEAR(learn_rate(&cfg, 1), 1e-4, 1e-6);
-    EXPECT_NEAR(learn_rate(&cfg, 5), 5e-4, 1e-6);
-    EXPECT_NEAR(learn_rate(&cfg, 10), 1e-3, 1e-6);
-    EXPECT_NEAR(learn_rate(&cfg, 60), 0.55e-3, 1e-5); /* halfway down the cosine */
-    EXPECT_NEAR(learn_rate(&cfg, 110), 1e-4, 1e-5);
-    EXPECT_NEAR(learn_rate(&cfg, 500), 1e-4, 1e-5);
+    EXPECT_NEAR(train_lr(&cfg, 1), 1e-4, 1e-6);
+    EXPECT_NEAR(train_lr(&cfg, 5), 5e-4, 1e-6);
+    EXPECT_NEAR(train_lr(&cfg, 10), 1e-3, 1e-6);
+    EXPECT_NEAR(train_lr(&cfg, 60), 0.55e-3, 1e-5); /* halfway down the cosine */
+    EXPECT_NEAR(train_lr(&cfg, 110), 1e-4, 1e-5);
+    EXPECT_NEAR(train_lr(&cfg, 500), 1e-4, 1e-5);
     char *argv2[] = {"test_metrics", "--lr", "1e-3", NULL};
     argc = 3;
     EXPECT(config_load(&cfg, &argc, argv2) == 0);
-    EXPECT_NEAR(learn_rate(&cfg, 1), 1e-3, 1e-7);
-    EXPECT_NEAR(learn_rate(&cfg, 1000), 1e-3, 1e-7);
+    EXPECT_NEAR(train_lr(&cfg, 1), 1e-3, 1e-7);
+    EXPECT_NEAR(train_lr(&cfg, 1000), 1e-3, 1e-7);
     /* refused: cosine without an end, delta inside the clip range, a floor above 1 */
     char *bad[][5] = {{"t", "--lr-schedule", "cosine", NULL},
                       {"t", "--delta", "1.1", NULL},

@@ -179,7 +179,7 @@ static void add_external_nodes(cJSON *j, const rec_batch_view_t *batch)
 }
 
 /* the learner's step: loss to kl */
-static void add_learn_stats(cJSON *j, const learn_stats_t *st)
+static void add_train_stats(cJSON *j, const train_stats_t *st)
 {
     cJSON_AddNumberToObject(j, "loss", st->loss);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
@@ -239,7 +239,7 @@ static void add_seconds(cJSON *j, const rec_batch_view_t *batch, double train_se
     }
 }
 
-char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
+char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const train_stats_t *st,
                    uint64_t version, double train_seconds)
 {
     struct timespec now;
@@ -256,7 +256,7 @@ char *metrics_line(const char *node, const char *model, const rec_batch_view_t *
     cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
     cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
     add_external_nodes(j, batch);
-    add_learn_stats(j, st);
+    add_train_stats(j, st);
     add_seconds(j, batch, train_seconds);
     cJSON_AddNumberToObject(j, "time", now_s);
     char *out = cJSON_PrintUnformatted(j);

@@ -31,11 +31,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "node/learn.h"
+#include "train/train.h"
 #include "records.h"
 
 /* malloc'ed JSON text without a newline */
-char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
+char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const train_stats_t *st,
                    uint64_t version, double train_seconds);
 
 /* A round's reward as reports and studies take it from a metrics line:

@@ -1,6 +1,6 @@
 /* The learner's GRPO step on a batch of groups, re-encoded with the
  * learner's own tokenizer, and the supervised steps of the warm starts. */
-#include "node/learn.h"
+#include "train/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@ typedef struct {
     int len; /* positions */
 } row_t;
 
-struct learn {
+struct train {
     policy_t *policy;
     policy_t *ref;
     const config_t *cfg;
@@ -33,13 +33,13 @@ struct learn {
     grpo_params_t gp;
 };
 
-learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen)
+train_t *train_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen)
 {
     if (cfg->beta > 0 && !ref) {
         snprintf(err, errlen, "beta %g > 0 needs a reference model", cfg->beta);
         return NULL;
     }
-    learn_t *self = calloc(1, sizeof *self);
+    train_t *self = calloc(1, sizeof *self);
     if (!self) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -57,7 +57,7 @@ learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t
     return self;
 }
 
-void learn_destroy(learn_t **self_p)
+void train_destroy(train_t **self_p)
 {
     if (!self_p || !*self_p) return;
     free(*self_p);
@@ -72,7 +72,7 @@ static adamw_params_t adam_params(const config_t *cfg)
     return ap;
 }
 
-float learn_rate(const config_t *cfg, uint64_t round)
+float train_lr(const config_t *cfg, uint64_t round)
 {
     double lr = cfg->lr, r = round ? (double)round : 1;
     if (cfg->lr_warmup > 0 && r < cfg->lr_warmup) return (float)(lr * r / cfg->lr_warmup);
@@ -133,8 +133,8 @@ static bool peer_behaviour(const rec_completion_t *c, const int32_t *ids, size_t
 
 /* Sequence s of group g: the prompt's P ids pids, then completion c's,
  * cut to twice max-new-tokens and to the model's positions */
-static void make_sequence(const learn_t *self, const rec_group_view_t *rv, const rec_completion_t *c,
-                          const int32_t *pids, size_t P, int g, seq_t *s, learn_stats_t *st)
+static void make_sequence(const train_t *self, const rec_group_view_t *rv, const rec_completion_t *c,
+                          const int32_t *pids, size_t P, int g, seq_t *s, train_stats_t *st)
 {
     const config_t *cfg = self->cfg;
     const policy_t *pol = self->policy;
@@ -177,8 +177,8 @@ static void make_sequence(const learn_t *self, const rec_group_view_t *rv, const
  * them, or 0 when the group is skipped (under two completions, unscored,
  * a prompt that leaves no room for a completion, or an external group
  * under external-train 0) */
-static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t g, seq_t *seqs, float *rewards,
-                     learn_stats_t *st)
+static int add_group(const train_t *self, const rec_batch_view_t *batch, size_t g, seq_t *seqs, float *rewards,
+                     train_stats_t *st)
 {
     const policy_t *pol = self->policy;
     rec_group_view_t rv;
@@ -212,7 +212,7 @@ static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t 
     return n;
 }
 
-static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, learn_stats_t *st)
+static int build_sequences(train_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, train_stats_t *st)
 {
     size_t cap = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
@@ -256,7 +256,7 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
  * that saves at least as many positions as the completions take (prompt
  * at least the completions' mean length), and only on the CPU. NULL when
  * out of memory. */
-static row_t *plan_rows(const learn_t *self, const seq_t *seqs, int B, int *n_rows)
+static row_t *plan_rows(const train_t *self, const seq_t *seqs, int B, int *n_rows)
 {
     row_t *rows = malloc(sizeof *rows * (size_t)B);
     if (!rows) return NULL;
@@ -339,7 +339,7 @@ static void gather_tokens(const seq_t *seqs, int ns, int Tc, const int *where, c
 
 /* at: the token at cell c of GRPO's (ns, Tc) layout, the one with the
  * lowest ratio, with up to 24 tokens before it */
-static void note_ratio_min(const learn_t *self, const seq_t *seqs, int Tc, long c, const float *lp, const float *old,
+static void note_ratio_min(const train_t *self, const seq_t *seqs, int Tc, long c, const float *lp, const float *old,
                            ratio_min_at_t *at)
 {
     const seq_t *s = &seqs[c / Tc];
@@ -354,7 +354,7 @@ static void note_ratio_min(const learn_t *self, const seq_t *seqs, int Tc, long 
 /* One micro-batch: forward over its rows, GRPO's loss over its sequences'
  * completion tokens (laid out one sequence a row, whatever the rows),
  * backward. *loss gets its share of the batch's loss. 0, or -1 with err. */
-static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows, int nr,
+static int micro_step(train_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows, int nr,
                       grpo_stats_t *gs, ratio_min_at_t *at, double *loss, char *err, size_t errlen)
 {
     model_t *m = self->policy->model;
@@ -414,7 +414,7 @@ done:
 
 /* the rows' micro-batches: rows r0 on up to micro-batch sequences (one
  * row at least); the end, and *T its longest row */
-static int micro_batch_end(const learn_t *self, const row_t *rows, int n_rows, int r0, int *T)
+static int micro_batch_end(const train_t *self, const row_t *rows, int n_rows, int r0, int *T)
 {
     int r1, mb = rows[r0].count;
     *T = rows[r0].len;
@@ -428,8 +428,8 @@ static int micro_batch_end(const learn_t *self, const row_t *rows, int n_rows, i
 /* Forward and backward over the batch's rows a micro-batch at a time: the
  * batch's gradient, its loss, and GRPO's statistics as means weighted by
  * each micro-batch's tokens. 0, or -1 with err. */
-static int accumulate_gradients(learn_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows,
-                                int n_rows, learn_stats_t *st, char *err, size_t errlen)
+static int accumulate_gradients(train_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows,
+                                int n_rows, train_stats_t *st, char *err, size_t errlen)
 {
     double loss = 0, w_clip_low = 0, w_clip_high = 0, w_region = 0, w_kl = 0, w_ratio = 0;
     st->grpo.ratio_min = INFINITY, st->grpo.ratio_max = -INFINITY;
@@ -463,7 +463,7 @@ static int accumulate_gradients(learn_t *self, const seq_t *seqs, int B, long to
     return 0;
 }
 
-int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen)
+int train_step(train_t *self, const rec_batch_view_t *batch, train_stats_t *st, char *err, size_t errlen)
 {
     memset(st, 0, sizeof *st);
     seq_t *seqs = NULL;
@@ -489,7 +489,7 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
     }
     if (accumulate_gradients(self, seqs, B, total_tokens, rows, n_rows, st, err, errlen) != 0) goto done;
     adamw_params_t ap = adam_params(self->cfg);
-    ap.lr = st->lr = learn_rate(self->cfg, batch->b.round);
+    ap.lr = st->lr = train_lr(self->cfg, batch->b.round);
     if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &st->grad_norm) != 0) {
         snprintf(err, errlen, "optimizer step on cuda:%d failed (see above)", model_device(m));
         goto done;
@@ -565,7 +565,7 @@ static void lay_out_answers(int *const *ids, const int *P, const int *N, const i
  * computed in runs of rows of similar length (a batch padded to its
  * longest prompt, a 440-byte logic question beside 120-byte sums, spent
  * most of its time on padding). The mean loss or -1. */
-static float sft_rows(learn_t *self, int *const *ids, const int *P, const int *N, int rows, int T)
+static float sft_rows(train_t *self, int *const *ids, const int *P, const int *N, int rows, int T)
 {
     int *order = order_by_length(N, rows);
     int answer_tokens = 0;
@@ -601,7 +601,7 @@ static float sft_rows(learn_t *self, int *const *ids, const int *P, const int *N
     return loss;
 }
 
-float learn_sft_step(learn_t *self, const char *const *questions, const char *const *answers, int n)
+float train_sft_step(train_t *self, const char *const *questions, const char *const *answers, int n)
 {
     int **ids = calloc((size_t)n, sizeof *ids);
     int *P = calloc((size_t)n, sizeof *P), *N = calloc((size_t)n, sizeof *N);
