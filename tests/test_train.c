@@ -6,6 +6,7 @@
 #include "check.h"
 #include "node/config.h"
 #include "train/train.h"
+#include "train/train_sft.h"
 #include "node/policy.h"
 #include "records.h"
 

@@ -64,9 +64,4 @@ int train_step(train_t *self, const rec_batch_view_t *batch, train_stats_t *st, 
  * cfg->rounds. */
 float train_lr(const config_t *cfg, uint64_t round);
 
-/* Supervised warm start: one step of cross-entropy on (question, answer)
- * pairs, the answer written as the policy should write it. Returns the
- * mean loss or -1. */
-float train_sft_step(train_t *self, const char *const *questions, const char *const *answers, int n);
-
 #endif
