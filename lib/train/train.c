@@ -52,6 +52,8 @@ train_t *train_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t
 void train_destroy(train_t **self_p)
 {
     if (!self_p || !*self_p) return;
+    free((*self_p)->ws.ints);
+    free((*self_p)->ws.floats);
     free(*self_p);
     *self_p = NULL;
 }
@@ -342,6 +344,26 @@ static void note_ratio_min(const train_t *self, const seq_t *seqs, int Tc, long 
     printable(self->policy, s->ids + s->P + from, (size_t)(j - from), at->before, sizeof at->before);
 }
 
+/* Room for nints ints and nfloats floats, grown (never shrunk) when a
+ * larger micro-batch comes, as the model's activations are: once the
+ * largest micro-batch has been seen, a step allocates nothing here. What
+ * the arrays held is not kept. 0, or -1 when out of memory (the
+ * workspace is then empty). */
+static int workspace_ensure(train_workspace_t *w, size_t nints, size_t nfloats)
+{
+    if (nints > w->cap_ints) {
+        free(w->ints);
+        w->ints = malloc(nints * sizeof *w->ints);
+        w->cap_ints = w->ints ? nints : 0;
+    }
+    if (nfloats > w->cap_floats) {
+        free(w->floats);
+        w->floats = malloc(nfloats * sizeof *w->floats);
+        w->cap_floats = w->floats ? nfloats : 0;
+    }
+    return w->ints && w->floats ? 0 : -1;
+}
+
 /* One micro-batch: forward over its rows, GRPO's loss over its sequences'
  * completion tokens (laid out one sequence a row, whatever the rows),
  * backward. *loss gets its share of the batch's loss. 0, or -1 with err. */
@@ -361,29 +383,27 @@ static int micro_step(train_t *self, const seq_t *seqs, int B, long total_tokens
         mtokens += seqs[i].masked ? 0 : seqs[i].C;
     }
     size_t cells = (size_t)nr * T, lcells = (size_t)ns * Tc;
-    int *tokens = malloc(sizeof(int) * cells), *targets = malloc(sizeof(int) * cells);
-    int *start = malloc(sizeof(int) * cells), *where = malloc(sizeof(int) * lcells);
-    float *logp = malloc(sizeof(float) * cells), *ref = malloc(sizeof(float) * cells);
-    float *dlogp = calloc(cells, sizeof(float)), *adv = malloc(sizeof(float) * ns);
-    float *lp = malloc(sizeof(float) * lcells), *old = malloc(sizeof(float) * lcells);
-    float *rf = malloc(sizeof(float) * lcells), *mask = malloc(sizeof(float) * lcells);
-    float *dl = malloc(sizeof(float) * lcells);
-    int rc = -1;
-    if (!tokens || !targets || !start || !where || !logp || !ref || !dlogp || !adv || !lp || !old || !rf || !mask ||
-        !dl) {
+    /* ints: tokens, targets, start (cells each), where (lcells); floats:
+     * logp, ref, dlogp (cells each), lp, old, rf, mask, dl (lcells each),
+     * adv (ns) */
+    if (workspace_ensure(&self->ws, 3 * cells + lcells, 3 * cells + 5 * lcells + (size_t)ns) != 0) {
         snprintf(err, errlen, "out of memory for a micro-batch of %d x %d", nr, T);
-        goto done;
+        return -1;
     }
+    int *tokens = self->ws.ints, *targets = tokens + cells, *start = targets + cells, *where = start + cells;
+    float *logp = self->ws.floats, *ref = logp + cells, *dlogp = ref + cells, *lp = dlogp + cells;
+    float *old = lp + lcells, *rf = old + lcells, *mask = rf + lcells, *dl = mask + lcells, *adv = dl + lcells;
+    memset(dlogp, 0, cells * sizeof *dlogp);
     lay_out_rows(seqs, rows, nr, T, Tc, tokens, targets, start, where);
     float temp = self->cfg->temperature;
     if (self->ref &&
         model_forward_packed(self->ref->model, tokens, targets, packed ? start : NULL, nr, T, temp, ref, NULL) != 0) {
         snprintf(err, errlen, "reference forward failed (see above)");
-        goto done;
+        return -1;
     }
     if (model_forward_packed(m, tokens, targets, packed ? start : NULL, nr, T, temp, logp, NULL) != 0) {
         snprintf(err, errlen, "forward failed (see above)");
-        goto done;
+        return -1;
     }
     gather_tokens(seqs + s0, ns, Tc, where, logp, ref, adv, mask, lp, rf, old);
     float l = grpo_loss(&self->gp, ns, Tc, lp, old, self->ref ? rf : NULL, mask, adv, dl, gs);
@@ -396,11 +416,7 @@ static int micro_step(train_t *self, const seq_t *seqs, int B, long total_tokens
         if (where[k] >= 0) dlogp[where[k]] = (float)(dl[k] * scale);
     *loss = l * scale;
     model_backward(m, dlogp);
-    rc = 0;
-done:
-    free(tokens), free(targets), free(start), free(where), free(logp), free(ref), free(dlogp), free(adv);
-    free(lp), free(old), free(rf), free(mask), free(dl);
-    return rc;
+    return 0;
 }
 
 /* the rows' micro-batches: rows r0 on up to micro-batch sequences (one

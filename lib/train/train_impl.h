@@ -6,12 +6,21 @@
 
 #include "train/train.h"
 
+/* The arrays of a GRPO micro-batch (train.c's micro_step), kept between
+ * steps */
+typedef struct {
+    int *ints;
+    float *floats;
+    size_t cap_ints, cap_floats; /* elements */
+} train_workspace_t;
+
 struct train {
     policy_t *policy;
     policy_t *ref;
     const config_t *cfg;
     adamw_t *opt;
     grpo_params_t gp;
+    train_workspace_t ws;
 };
 
 /* Encodes text with the policy's tokenizer (malloc'ed, *n ids); NULL for
