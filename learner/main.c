@@ -186,17 +186,17 @@ static void open_streams(learner_t *l)
 static void log_metrics(learner_t *l, const rec_batch_view_t *b, const train_stats_t *ts, double secs,
                         checkpoint_state_t before)
 {
-    char *line = metrics_line(l->cfg.node, l->pol->name, b, ts, l->st.policy_version, secs);
-    /* against the last line logged: rounds it has that this
-     * state lacks (lost), and rounds neither trained (skipped),
-     * so the lines say every round trained, lost or skipped */
-    uint64_t lost = l->logged > before.round ? l->logged - before.round : 0, skipped = l->st.round - before.round - 1;
-    uint64_t versions_lost = l->logged_version > before.policy_version ? l->logged_version - before.policy_version : 0;
-    fprintf(l->metrics, "%.*s", (int)strlen(line) - 1, line);
-    if (lost) fprintf(l->metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
-    if (versions_lost) fprintf(l->metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
-    if (skipped) fprintf(l->metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
-    fprintf(l->metrics, "}\n");
+    metrics_round_t round = {
+        .node = l->cfg.node,
+        .model = l->pol->name,
+        .policy_version = l->st.policy_version,
+        .train_seconds = secs,
+        .rounds_lost = l->logged > before.round ? l->logged - before.round : 0,
+        .versions_lost = l->logged_version > before.policy_version ? l->logged_version - before.policy_version : 0,
+        .rounds_skipped = l->st.round - before.round - 1,
+    };
+    char *line = metrics_line(&round, b, ts);
+    fprintf(l->metrics, "%s\n", line);
     fflush(l->metrics);
     free(line);
     l->logged = l->st.round;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "records.h"
+#include "node/metrics.h"
 #include "sampler.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -189,32 +190,50 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
     assembly_add(s->asm_, buf, r->size);
 }
 
+/* the batch's counters (metrics_sampler_t): the sampler's, the
+ * assembly's, the pool's and the screen's */
+static char *batch_stats(sampler_t *s)
+{
+    const assembly_stats_t *a = assembly_stats(s->asm_);
+    const char *reasons[SCREEN_NREASONS];
+    long refused[SCREEN_NREASONS];
+    for (int r = 0; r < SCREEN_NREASONS; r++)
+        reasons[r] = screen_reason_name((screen_reason_t)r), refused[r] = screen_count(s->screen, (screen_reason_t)r);
+    metrics_sampler_t m = {.pool_size = pool_size_total(s->pool),
+                           .published = s->counts.published,
+                           .stale_dropped = a->stale_dropped,
+                           .external_zero_adv_dropped = a->external_zero_adv_dropped,
+                           .local_zero_adv_dropped = a->local_zero_adv_dropped,
+                           .local_zero_adv_kept = a->local_zero_adv_kept,
+                           .wrong_size_dropped = a->wrong_size_dropped,
+                           .duplicate_dropped = a->duplicate_dropped,
+                           .external_rejected = screen_rejected(s->screen),
+                           .external_unscorable = s->counts.external_unscorable,
+                           .screen_reasons = reasons,
+                           .screen_counts = refused,
+                           .n_screen = SCREEN_NREASONS,
+                           .fallback_batches = a->fallback_batches,
+                           .pool_errors = s->counts.pool_errors,
+                           .scored_reward = s->counts.scored_reward,
+                           .scored_completions = s->counts.scored_completions,
+                           .pool_seconds = s->counts.pool_seconds,
+                           .transport_seconds = s->counts.transport_seconds};
+    pool_health(s->pool, &m.pool_missing, &m.pool_bad_nodes);
+    return metrics_sampler_json(&m);
+}
+
 static void send_batch(sampler_t *s)
 {
     const assembly_stats_t *a = assembly_stats(s->asm_);
-    char stats[2048], screened[1024];
-    long pool_size = pool_size_total(s->pool), missing, bad_nodes;
-    pool_health(s->pool, &missing, &bad_nodes);
-    screen_json(s->screen, screened, sizeof screened);
-    snprintf(
-        stats, sizeof stats,
-        "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_"
-        "dropped\":%ld,"
-        "\"local_zero_adv_kept\":%ld,\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
-        "\"external_unscorable\":%ld,\"pool_missing\":%ld,\"pool_bad_nodes\":%ld,\"screen\":%s,"
-        "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
-        "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
-        pool_size, s->counts.published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
-        a->local_zero_adv_kept, a->wrong_size_dropped, a->duplicate_dropped, screen_rejected(s->screen),
-        s->counts.external_unscorable, missing, bad_nodes, screened, a->fallback_batches, s->counts.pool_errors,
-        s->counts.scored_completions ? s->counts.scored_reward / (double)s->counts.scored_completions : 0.0,
-        s->counts.scored_completions, s->counts.pool_seconds, s->counts.transport_seconds);
+    char *stats = batch_stats(s);
     uint8_t *buf;
     size_t len;
+    if (!stats) log_fatal("out of memory (the batch's counters)");
     if (assembly_take(s->asm_, s->at.round, s->at.policy_version, stats, &buf, &len) != 0)
         log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
+    free(stats);
     mem_release();
     if (a->fallback_batches && !s->pool_health.fallback_logged) {
         log_info("round %llu: too few external groups in the pool, filled with local ones",

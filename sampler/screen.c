@@ -192,16 +192,3 @@ long screen_rejected(const screen_t *self)
 }
 
 const char *screen_reason_name(screen_reason_t r) { return r < SCREEN_NREASONS ? names[r] : "?"; }
-
-int screen_json(const screen_t *self, char *out, size_t outlen)
-{
-    size_t n = 0;
-    for (int r = 0; r <= SCREEN_NREASONS; r++) {
-        char *at = n < outlen ? out + n : NULL;
-        size_t room = n < outlen ? outlen - n : 0;
-        int k = r == SCREEN_NREASONS ? snprintf(at, room, "}")
-                                     : snprintf(at, room, "%s\"%s\":%ld", r ? "," : "{", names[r], self->counts[r]);
-        if (k > 0) n += (size_t)k;
-    }
-    return (int)n;
-}

@@ -62,10 +62,7 @@ screen_reason_t screen_check(screen_t *self, const void *buf, size_t len);
 long screen_count(const screen_t *self, screen_reason_t r);
 /* Sum of every refusal except SCREEN_OWN. */
 long screen_rejected(const screen_t *self);
+/* The reason's name as metrics write it ("passed", "too_large", ...). */
 const char *screen_reason_name(screen_reason_t r);
-
-/* The counts as a JSON object {"passed":N,"too_large":N,...} into out;
- * returns the length written (truncated like snprintf). */
-int screen_json(const screen_t *self, char *out, size_t outlen);
 
 #endif

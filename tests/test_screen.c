@@ -57,6 +57,16 @@ static void test_utf8(void)
     EXPECT(!utf8_valid("\xE2\x82", 2));         /* cut short */
 }
 
+/* reason r (its place in the list) is named name and counted n times */
+static bool counted(const screen_t *sc, int r, const char *name, long n)
+{
+    bool ok = strcmp(screen_reason_name((screen_reason_t)r), name) == 0 && screen_count(sc, (screen_reason_t)r) == n;
+    if (!ok)
+        fprintf(stderr, "reason %d: %s counted %ld, not %s %ld\n", r, screen_reason_name((screen_reason_t)r),
+                screen_count(sc, (screen_reason_t)r), name, n);
+    return ok;
+}
+
 static void test_reasons(void)
 {
     screen_limits_t lim = {.node = "me", .completions = 4, .max_record = 8192, .max_text = 1000, .dup_window = 8};
@@ -84,11 +94,8 @@ static void test_reasons(void)
     rec_free(buf);
     EXPECT(screen_count(sc, SCREEN_OK) == 1 && screen_count(sc, SCREEN_MALFORMED) == 2);
     EXPECT(screen_rejected(sc) == 11);
-    char json[1024];
-    screen_json(sc, json, sizeof json);
-    EXPECTF(strstr(json, "\"passed\":1,\"too_large\":1,\"malformed\":2,") == json + 1, "%s", json);
-    char tiny[8];
-    EXPECT(screen_json(sc, tiny, sizeof tiny) == (int)strlen(json) && strlen(tiny) == 7);
+    /* the counts by name, first to last as the metrics list them */
+    EXPECT(counted(sc, 0, "passed", 1) && counted(sc, 1, "too_large", 1) && counted(sc, 2, "malformed", 2));
     screen_destroy(&sc);
     EXPECT(sc == NULL);
 }
@@ -143,9 +150,8 @@ static void test_signatures(void)
     EXPECT(screen_count(sc, SCREEN_OK) == 1 && screen_count(sc, SCREEN_BAD_SIGNATURE) == 3 &&
            screen_count(sc, SCREEN_UNSIGNED) == 2 && screen_count(sc, SCREEN_NODE_MISMATCH) == 1);
     EXPECT(screen_rejected(sc) == 11);
-    char json[1024];
-    screen_json(sc, json, sizeof json);
-    EXPECTF(strstr(json, "\"unsigned\":2,\"bad_signature\":3,\"node_mismatch\":1}") != NULL, "%s", json);
+    EXPECT(counted(sc, SCREEN_NREASONS - 3, "unsigned", 2) && counted(sc, SCREEN_NREASONS - 2, "bad_signature", 3) &&
+           counted(sc, SCREEN_NREASONS - 1, "node_mismatch", 1));
     identity_destroy(&peer);
     identity_destroy(&other);
     screen_destroy(&sc);
