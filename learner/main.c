@@ -189,6 +189,7 @@ static void log_metrics(learner_t *l, const rec_batch_view_t *b, const train_sta
     metrics_round_t round = {
         .node = l->cfg.node,
         .model = l->pol->name,
+        .model_name = l->cfg.model,
         .policy_version = l->st.policy_version,
         .train_seconds = secs,
         .rounds_lost = l->logged > before.round ? l->logged - before.round : 0,

@@ -139,7 +139,8 @@ static char *diagnostics_line(const rec_batch_view_t *v)
                          .advantage = -0.5f,
                          .token = ">",
                          .before = "<answer>7</answer\\x0a"}};
-    metrics_round_t round = {.node = "n0", .model = "bytes-4L-256C-v264", .policy_version = 7, .train_seconds = 1.0};
+    metrics_round_t round = {
+        .node = "n0", .model = "bytes-4L-256C-v264", .model_name = "tiny", .policy_version = 7, .train_seconds = 1.0};
     return metrics_line(&round, v, &st);
 }
 
@@ -202,6 +203,7 @@ static void test_diagnostics(void)
     cJSON *j = cJSON_Parse(line);
     EXPECT(j != NULL);
     EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model")), "bytes-4L-256C-v264"));
+    EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model_name")), "tiny"));
     check_batch_metrics(j);
     check_step_metrics(j);
     cJSON_Delete(j);
@@ -230,7 +232,8 @@ static char *empty_batch_line(const metrics_round_t *round, const char *stats_js
  * when some were */
 static void test_round_gaps(void)
 {
-    metrics_round_t round = {.node = "n0", .model = "m", .policy_version = 4, .rounds_lost = 2, .rounds_skipped = 1};
+    metrics_round_t round = {
+        .node = "n0", .model = "m", .model_name = "m", .policy_version = 4, .rounds_lost = 2, .rounds_skipped = 1};
     char *line = empty_batch_line(&round, "{}");
     EXPECTF(strstr(line, ",\"time\":") && strstr(line, ",\"rounds_lost\":2,\"rounds_skipped\":1}") &&
                 !strstr(line, "versions_lost"),
@@ -276,7 +279,7 @@ static void test_sampler_counters(void)
                              "\"fallback_batches\":1,\"pool_errors\":2,\"scored_reward\":0.333333,"
                              "\"scored_completions\":3,\"seconds\":{\"pool\":0.1235,\"transport\":2.5}}") == 0,
             "%s", json);
-    metrics_round_t round = {.node = "n0", .model = "m", .policy_version = 1, .train_seconds = 3};
+    metrics_round_t round = {.node = "n0", .model = "m", .model_name = "m", .policy_version = 1, .train_seconds = 3};
     char *line = empty_batch_line(&round, json);
     cJSON *j = cJSON_Parse(line);
     EXPECT_NEAR(num(j, "sampler.scored_reward"), 0.333333, 1e-12);

@@ -256,6 +256,7 @@ char *metrics_line(const metrics_round_t *info, const rec_batch_view_t *batch, c
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "node", info->node);
     cJSON_AddStringToObject(j, "model", info->model);
+    cJSON_AddStringToObject(j, "model_name", info->model_name);
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
     cJSON_AddNumberToObject(j, "policy_version", (double)info->policy_version);
     add_rewards(j, batch);

@@ -1,7 +1,9 @@
 /* A round's metrics, built here and nowhere else: the sampler's counters,
  * which its batch carries, and the line the learner appends to
  * run/<node>/metrics.jsonl:
- * {"node","model" (the policy's name: its kind, "bytes-4L-256C-v264"),
+ * {"node","model" (the policy's name: its kind, its shape, as
+ *  "bytes-4L-256C-v264" or "llama-30L-576C-v49152"), "model_name" (the
+ *  model setting, as "tiny" or "smollm2-135m"),
  *  "round","policy_version","reward_mean" (the node's own completions),
  *  "reward_external","family_reward":{family: mean reward of own completions},
  *  "family_count":{family: own completions},
@@ -42,6 +44,7 @@
 typedef struct {
     const char *node;
     const char *model;       /* the policy's shape, its kind ("bytes-4L-256C-v264") */
+    const char *model_name;  /* the model setting as given ("tiny", "smollm2-135m", a path) */
     uint64_t policy_version; /* after the step */
     double train_seconds;
     /* Against the last line logged: rounds it has that the state the step
