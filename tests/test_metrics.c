@@ -368,10 +368,10 @@ static void add(assembly_t *a, uint64_t task_id, float r0, float r1)
                      .completions = c,
                      .n_completions = 2,
                      .scored = true};
-    size_t len;
-    void *buf = group_buf(&r, &len);
+    rec_group_view_t v;
+    void *buf = group_buf_viewed(&r, &v);
     EXPECT(buf != NULL);
-    assembly_add(a, buf, len);
+    assembly_add(a, buf, &v, group_zero_advantage(&v));
 }
 
 /* local-filter nonzero drops own groups whose rewards are all equal */

@@ -110,7 +110,9 @@ static screen_reason_t check_signed(screen_t *sc, const identity_t *by, const ch
     uint8_t *rec = build(&(shape_t){.n = 4, .node = node, .text0 = text0}, &len);
     uint8_t *env = identity_seal(by, rec, len, &env_len);
     if (flip >= 0) env[flip] ^= 0x20;
-    screen_reason_t r = screen_entry(sc, env, env_len, source, pub);
+    rec_group_view_t v;
+    screen_reason_t r = screen_entry(sc, env, env_len, source, pub, &v);
+    if (r == SCREEN_OK) EXPECT(strcmp(v.r.node, node) == 0 && v.r.n_completions == 4);
     free(env);
     rec_free(rec);
     return r;
@@ -136,16 +138,16 @@ static void test_signatures(void)
     /* the same content again, properly signed, is still a duplicate */
     EXPECT(check_signed(sc, peer, "peer", "peer", pub, -1, "<answer>1</answer>") == SCREEN_DUPLICATE);
     uint8_t shorty[IDENTITY_SIGNATURE_BYTES - 1] = {0};
-    EXPECT(screen_entry(sc, shorty, sizeof shorty, "peer", pub) == SCREEN_UNSIGNED);
-    EXPECT(screen_entry(sc, NULL, 1 << 20, "peer", pub) == SCREEN_TOO_LARGE);
+    EXPECT(screen_entry(sc, shorty, sizeof shorty, "peer", pub, NULL) == SCREEN_UNSIGNED);
+    EXPECT(screen_entry(sc, NULL, 1 << 20, "peer", pub, NULL) == SCREEN_TOO_LARGE);
     /* a validly signed record that does not parse, at an odd address */
     uint8_t junk[200] = {0};
     memcpy(junk + 1 + IDENTITY_SIGNATURE_BYTES + 4, "SROL", 4);
     identity_sign(peer, junk + 1 + IDENTITY_SIGNATURE_BYTES, 100, junk + 1);
-    EXPECT(screen_entry(sc, junk + 1, IDENTITY_SIGNATURE_BYTES + 100, "peer", pub) == SCREEN_MALFORMED);
+    EXPECT(screen_entry(sc, junk + 1, IDENTITY_SIGNATURE_BYTES + 100, "peer", pub, NULL) == SCREEN_MALFORMED);
     /* a signed record over the size limit is refused before its signature is checked */
     uint8_t *big = calloc(1, IDENTITY_SIGNATURE_BYTES + 8193);
-    EXPECT(screen_entry(sc, big, IDENTITY_SIGNATURE_BYTES + 8193, "peer", pub) == SCREEN_TOO_LARGE);
+    EXPECT(screen_entry(sc, big, IDENTITY_SIGNATURE_BYTES + 8193, "peer", pub, NULL) == SCREEN_TOO_LARGE);
     free(big);
     EXPECT(screen_count(sc, SCREEN_OK) == 1 && screen_count(sc, SCREEN_BAD_SIGNATURE) == 3 &&
            screen_count(sc, SCREEN_UNSIGNED) == 2 && screen_count(sc, SCREEN_NODE_MISMATCH) == 1);
@@ -157,10 +159,37 @@ static void test_signatures(void)
     screen_destroy(&sc);
 }
 
+/* what an entry that passes hands on: the view of its record, inside the
+ * entry; one whose record is not REC_ALIGN-aligned is refused when a view
+ * is asked for (without one it is checked in a copy) */
+static void test_view(void)
+{
+    screen_limits_t lim = {.node = "me", .completions = 4, .max_record = 8192, .max_text = 1000, .dup_window = 8};
+    screen_t *sc = screen_new(&lim);
+    identity_t *peer = identity_new();
+    size_t len, env_len;
+    uint8_t *rec = build(&(shape_t){.n = 4, .node = "peer"}, &len);
+    uint8_t *env = identity_seal(peer, rec, len, &env_len);
+    uint8_t *odd = malloc(env_len + 1);
+    memcpy(odd + 1, env, env_len);
+    rec_group_view_t v;
+    EXPECT(screen_entry(sc, odd + 1, env_len, "peer", identity_public(peer), &v) == SCREEN_MALFORMED);
+    EXPECT(screen_entry(sc, env, env_len, "peer", identity_public(peer), &v) == SCREEN_OK);
+    const char *q = v.r.task.question;
+    EXPECT(strcmp(v.r.node, "peer") == 0 && q > (const char *)env && q < (const char *)env + env_len);
+    EXPECT(screen_entry(sc, odd + 1, env_len, "peer", identity_public(peer), NULL) == SCREEN_DUPLICATE);
+    free(odd);
+    free(env);
+    rec_free(rec);
+    identity_destroy(&peer);
+    screen_destroy(&sc);
+}
+
 int main(void)
 {
     RUN_TEST(test_utf8);
     RUN_TEST(test_reasons);
     RUN_TEST(test_signatures);
+    RUN_TEST(test_view);
     CHECK_EXIT();
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "node/score.h"
 #include "tasks/task.h"
 
 /* running sums per key, turned into means by means() */
@@ -66,20 +67,6 @@ static void add_completions(cJSON *j, const rec_batch_view_t *batch)
     cJSON_AddNumberToObject(j, "entropy", logp_n ? -logp_sum / logp_n : 0);
 }
 
-/* whether the group's rewards differ (a nonzero advantage) */
-static bool mixed_rewards(const rec_group_view_t *rv)
-{
-    float first = 0;
-    bool mixed = false;
-    for (size_t i = 0; i < rv->r.n_completions; i++) {
-        rec_completion_t c;
-        rec_group_completion(rv, i, &c);
-        if (i == 0) first = c.reward;
-        else if (fabsf(c.reward - first) > 1e-6f) mixed = true;
-    }
-    return mixed;
-}
-
 /* Local and external groups' zero-advantage shares and ages (see
  * metrics.h) */
 static void add_group_ages(cJSON *j, const rec_batch_view_t *batch, double now_s)
@@ -92,7 +79,7 @@ static void add_group_ages(cJSON *j, const rec_batch_view_t *batch, double now_s
         rec_batch_group(batch, g, &rv);
         int e = rv.r.external;
         groups[e]++;
-        zero[e] += !mixed_rewards(&rv);
+        zero[e] += group_zero_advantage(&rv);
         /* rounds count alike on every node (one per training step); policy
          * versions are the node's own, so an external group's is not ours */
         double v =
