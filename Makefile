@@ -7,6 +7,11 @@
 # Sources are found by layout, not listed: lib/*/*.c (and lib/*/*/*.c) is the shared library,
 # each process folder's *.c is one program, tools/*.c one program each,
 # tests/test_*.c one test program each, bench/bench_*.c one benchmark each.
+# A file that serves one process lives in that process's folder; a
+# process's files but main.c also make an archive, <process>/parts.a,
+# which every test, benchmark and fuzz target links before the library,
+# so such a file is tested on its own (tests/test_assembly.c links
+# sampler/assembly.c, tests/test_checkpoint.c learner/checkpoint.c).
 
 MODE ?= release
 PROCESSES := broker generator verifier sampler learner
@@ -73,6 +78,8 @@ BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
 FUZZERS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 
 PROGRAMS := $(PROCESSES:%=$(BIN)/%) $(TOOLS:%=$(BIN)/%)
+# the processes with files besides main.c, as archives (see the top)
+PARTS := $(foreach p,$(PROCESSES),$(if $(filter-out $(p)/main.c,$(wildcard $(p)/*.c)),$(B)/$(p)/parts.a))
 
 .PHONY: all programs tests benches test bench demo experiment deps clean fuzz format format-check
 .DEFAULT_GOAL := all
@@ -132,13 +139,17 @@ $(TOOLS:%=$(BIN)/%): $(BIN)/%: $(B)/tools/%.o $(B)/libsapo.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(B)/tests/%: $(B)/tests/%.o $(B)/libsapo.a
+$(PARTS): $(B)/%/parts.a: $$(addsuffix .o,$$(addprefix $(B)/,$$(basename $$(filter-out $$*/main.c,$$(wildcard $$*/*.c)))))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/tests/%: $(B)/tests/%.o $(PARTS) $(B)/libsapo.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(B)/bench/%: $(B)/bench/%.o $(B)/libsapo.a
+$(B)/bench/%: $(B)/bench/%.o $(PARTS) $(B)/libsapo.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(B)/fuzz/%: $(B)/fuzz/%.o $(B)/libsapo.a
+$(B)/fuzz/%: $(B)/fuzz/%.o $(PARTS) $(B)/libsapo.a
 	$(CXX) $(LDFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
 
 deps:

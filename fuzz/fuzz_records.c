@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "util/identity.h"
-#include "node/screen.h"
+#include "../sampler/screen.h"
 #include "records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -47,10 +47,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rec_policy_view(buf, size, &p, err, sizeof err);
     free(rec_to_json(buf, size, err, sizeof err));
     screen_check(screen, data, size);
-    screen_entry(screen, data, size, "peer", identity_public(id));
+    screen_entry(screen, data, size, "peer", identity_public(id), NULL);
     size_t sealed_len;
     uint8_t *sealed = identity_seal(id, data, size, &sealed_len);
-    if (sealed) screen_entry(screen, sealed, sealed_len, "peer", identity_public(id));
+    rec_group_view_t seen;
+    if (sealed) screen_entry(screen, sealed, sealed_len, "peer", identity_public(id), &seen);
     free(sealed);
     free(buf);
     return 0;

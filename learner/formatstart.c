@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 
 #include "node/heldout.h"
-#include "node/learn.h"
+#include "train/train_sft.h"
 #include "node/policy.h"
 #include "tasks/task.h"
 #include "util/fs.h"
@@ -209,8 +209,8 @@ int formatstart(const config_t *cfg)
     config_t sft = *cfg;
     sft.beta = 0; /* supervised: no KL, no reference model */
     sft.lr = FORMAT_LR;
-    learn_t *learn = opt ? learn_new(pol, NULL, &sft, opt, err, sizeof err) : NULL;
-    if (!learn) log_fatal("%s", opt ? err : "out of memory");
+    train_t *train = opt ? train_new(pol, NULL, &sft, opt, err, sizeof err) : NULL;
+    if (!train) log_fatal("%s", opt ? err : "out of memory");
     int64_t t0 = zclock_mono();
     cJSON *report = cJSON_CreateObject();
     cJSON_AddItemToObject(report, "made_from", cJSON_Parse(from));
@@ -228,7 +228,7 @@ int formatstart(const config_t *cfg)
                  x.n, want, x.sampled, x.in_format, x.numbered, x.truncated, (zclock_mono() - t0) / 1000.0);
     }
     for (int s = 0; s < cfg->format_steps && !zsys_interrupted; s++) {
-        float loss = learn_sft_step(learn, (const char *const *)x.questions + s * FORMAT_BATCH,
+        float loss = train_sft_step(train, (const char *const *)x.questions + s * FORMAT_BATCH,
                                     (const char *const *)x.targets + s * FORMAT_BATCH, FORMAT_BATCH);
         if (loss < 0) log_fatal("format warm start: step %d failed", s);
         log_info("format warm start step %d/%d loss %.4f (%.0f s)", s + 1, cfg->format_steps, loss,
@@ -261,7 +261,7 @@ int formatstart(const config_t *cfg)
     for (int i = 0; i < x.n; i++) free(x.questions[i]), free(x.targets[i]);
     free(x.questions), free(x.targets), free(text), free(from);
     cJSON_Delete(report);
-    learn_destroy(&learn);
+    train_destroy(&train);
     adamw_destroy(&opt);
     policy_destroy(&pol);
     task_mix_destroy(&mix);

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "node/checkpoint.h"
+#include "checkpoint.h"
 #include "node/config.h"
-#include "node/learn.h"
+#include "train/train.h"
 #include "node/metrics.h"
 #include "node/policy.h"
 #include "records.h"
@@ -83,7 +83,7 @@ typedef struct {
     checkpoint_state_t st;
     policy_t *pol, *ref;
     adamw_t *opt;
-    learn_t *learn;
+    train_t *train;
     wire_publisher_t *pub;
     wire_consumer_t *batches;
     held_t held;
@@ -149,8 +149,8 @@ static void open_model(learner_t *l)
     if (policy_place(l->pol, cfg, false, err, sizeof err) != 0 ||
         (l->ref && policy_place(l->ref, cfg, true, err, sizeof err) != 0))
         log_fatal("%s", err);
-    l->learn = learn_new(l->pol, l->ref, cfg, l->opt, err, sizeof err);
-    if (!l->learn) log_fatal("%s", err);
+    l->train = train_new(l->pol, l->ref, cfg, l->opt, err, sizeof err);
+    if (!l->train) log_fatal("%s", err);
     log_info("policy %s from %s at round %llu, version %llu", l->pol->name, source, (unsigned long long)l->st.round,
              (unsigned long long)l->st.policy_version);
     size_t n = model_num_params(l->pol->model);
@@ -191,26 +191,27 @@ static void open_streams(learner_t *l)
 
 /* appends the round's metrics line; `before` is the state the step was
  * taken from */
-static void log_metrics(learner_t *l, const rec_batch_view_t *b, const learn_stats_t *ls, double secs,
+static void log_metrics(learner_t *l, const rec_batch_view_t *b, const train_stats_t *ts, double secs,
                         checkpoint_state_t before)
 {
-    char *line = metrics_line(l->cfg.node, l->pol->name, b, ls, l->st.policy_version, secs);
-    /* against the last line logged: rounds it has that this
-     * state lacks (lost), and rounds neither trained (skipped),
-     * so the lines say every round trained, lost or skipped */
-    uint64_t lost = l->logged > before.round ? l->logged - before.round : 0, skipped = l->st.round - before.round - 1;
-    uint64_t versions_lost = l->logged_version > before.policy_version ? l->logged_version - before.policy_version : 0;
-    fprintf(l->metrics, "%.*s", (int)strlen(line) - 1, line);
-    if (lost) fprintf(l->metrics, ",\"rounds_lost\":%llu", (unsigned long long)lost);
-    if (versions_lost) fprintf(l->metrics, ",\"versions_lost\":%llu", (unsigned long long)versions_lost);
-    if (skipped) fprintf(l->metrics, ",\"rounds_skipped\":%llu", (unsigned long long)skipped);
-    fprintf(l->metrics, "}\n");
+    metrics_round_t round = {
+        .node = l->cfg.node,
+        .model = l->pol->name,
+        .model_name = l->cfg.model,
+        .policy_version = l->st.policy_version,
+        .train_seconds = secs,
+        .rounds_lost = l->logged > before.round ? l->logged - before.round : 0,
+        .versions_lost = l->logged_version > before.policy_version ? l->logged_version - before.policy_version : 0,
+        .rounds_skipped = l->st.round - before.round - 1,
+    };
+    char *line = metrics_line(&round, b, ts);
+    fprintf(l->metrics, "%s\n", line);
     fflush(l->metrics);
     free(line);
     l->logged = l->st.round;
     l->logged_version = l->st.policy_version;
     log_info("round %llu: %u local + %u external groups, loss %.4f, %.1f s", (unsigned long long)l->st.round,
-             b->b.local_count, b->b.external_count, ls->loss, secs);
+             b->b.local_count, b->b.external_count, ts->loss, secs);
 }
 
 /* takes the GRPO step of a batch for a later round and announces the new
@@ -218,7 +219,7 @@ static void log_metrics(learner_t *l, const rec_batch_view_t *b, const learn_sta
 static bool apply_batch(learner_t *l, const rec_batch_view_t *b)
 {
     char err[512];
-    learn_stats_t ls;
+    train_stats_t ts;
     /* a batch can go missing (a killed broker) or come late (one
      * requeued from a killed learner): rounds are never waited for,
      * and the gap is counted in the metrics line */
@@ -227,7 +228,7 @@ static bool apply_batch(learner_t *l, const rec_batch_view_t *b)
         log_info("round %llu comes before rounds %llu..%llu: they are skipped", (unsigned long long)b->b.round,
                  (unsigned long long)l->st.round + 1, (unsigned long long)b->b.round - 1);
     int64_t t0 = zclock_mono();
-    if (learn_step(l->learn, b, &ls, err, sizeof err) != 0) {
+    if (train_step(l->train, b, &ts, err, sizeof err) != 0) {
         log_error("round %llu not applied: %s", (unsigned long long)b->b.round, err);
         return false;
     }
@@ -238,7 +239,7 @@ static bool apply_batch(learner_t *l, const rec_batch_view_t *b)
     announce(l->pub, &l->cfg, l->pol, &l->st);
     if (l->st.round <= l->logged)
         log_info("round %llu trained again from its batch (%.1f s)", (unsigned long long)l->st.round, secs);
-    else log_metrics(l, b, &ls, secs, before);
+    else log_metrics(l, b, &ts, secs, before);
     policy_log_memory(l->pol);
     if (l->ref) policy_log_memory(l->ref);
     return true;
@@ -292,7 +293,7 @@ static void shut_down(learner_t *l)
     fclose(l->metrics);
     wire_consumer_destroy(&l->batches);
     wire_publisher_destroy(&l->pub);
-    learn_destroy(&l->learn);
+    train_destroy(&l->train);
     adamw_destroy(&l->opt);
     policy_destroy(&l->ref);
     policy_destroy(&l->pol);

@@ -11,7 +11,7 @@
 #include <czmq.h>
 
 #include "game/game_sft.h"
-#include "node/learn.h"
+#include "train/train_sft.h"
 #include "node/policy.h"
 #include "tasks/task.h"
 #include "util/fs.h"
@@ -109,7 +109,7 @@ static void sft_pair(const task_mix_t *mix, bool game, uint64_t index, task_ques
 }
 
 /* one supervised step on the SFT_BATCH pairs of step `step`; the loss */
-static float sft_step(learn_t *learn, const task_mix_t *mix, bool game, int step)
+static float sft_step(train_t *train, const task_mix_t *mix, bool game, int step)
 {
     task_question_t e[SFT_BATCH] = {0};
     const char *q[SFT_BATCH];
@@ -118,7 +118,7 @@ static float sft_step(learn_t *learn, const task_mix_t *mix, bool game, int step
         sft_pair(mix, game, (uint64_t)step * SFT_BATCH + i, &e[i], &a[i]);
         q[i] = e[i].question;
     }
-    float loss = learn_sft_step(learn, q, (const char *const *)a, SFT_BATCH);
+    float loss = train_sft_step(train, q, (const char *const *)a, SFT_BATCH);
     for (int i = 0; i < SFT_BATCH; i++) {
         task_question_free(&e[i]);
         free(a[i]);
@@ -206,8 +206,8 @@ int warmstart(const config_t *cfg)
     if (!opt) log_fatal("base model: %s", pol ? "out of memory" : err);
     config_t sft = *cfg;
     sft.beta = 0; /* supervised: no KL, no reference model */
-    learn_t *learn = learn_new(pol, NULL, &sft, opt, err, sizeof err);
-    if (!learn) log_fatal("%s", err);
+    train_t *train = train_new(pol, NULL, &sft, opt, err, sizeof err);
+    if (!train) log_fatal("%s", err);
     log_info("training the base model (shape %s): %d steps of %d pairs, %zu parameters", cfg->warmstart_shape,
              cfg->warmstart_steps, SFT_BATCH, model_num_params(pol->model));
     bool game = cfg->game == GAME_THREE_STAGE;
@@ -215,7 +215,7 @@ int warmstart(const config_t *cfg)
     int64_t t0 = zclock_mono();
     for (int step = 0; step < cfg->warmstart_steps && !zsys_interrupted; step++) {
         sft.lr = sft_lr(step, cfg->warmstart_steps);
-        float loss = sft_step(learn, mix, game, step);
+        float loss = sft_step(train, mix, game, step);
         if (step % 50 == 0 || step + 1 == cfg->warmstart_steps)
             log_info("warm start step %d/%d loss %.4f (%.0f s)", step + 1, cfg->warmstart_steps, loss,
                      (zclock_mono() - t0) / 1000.0);
@@ -229,7 +229,7 @@ int warmstart(const config_t *cfg)
     save_base(cfg->base, pol, opt, acc_text);
     free(acc_text);
     cJSON_Delete(acc);
-    learn_destroy(&learn);
+    train_destroy(&train);
     adamw_destroy(&opt);
     policy_destroy(&pol);
     task_mix_destroy(&mix);

@@ -22,6 +22,7 @@
 #include "tasks/game.h"
 #include "game/game_output.h"
 #include "tasks/fam_game.h"
+#include "node/metrics.h"
 #include "records.h"
 #include "sampler.h"
 #include "util/log.h"
@@ -300,15 +301,18 @@ static void send_stage_batch(game_t *g, const rec_group_view_t *views, int n)
             rec_group_completion(&views[i], c, &comp);
             reward += comp.reward, completions++;
         }
-    char stats[1024];
-    snprintf(stats, sizeof stats,
-             "{\"game\":{\"round\":%llu,\"stage\":\"%s\",\"peers\":%d,\"waited_seconds\":%.3f,"
-             "\"outputs_published\":%ld,"
-             "\"outputs_rejected\":%ld},\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
-             "\"seconds\":{\"pool\":%.4f}}",
-             (unsigned long long)g->round, stage_names[g->stage], g->peers, g->waited, g->outputs_published,
-             g->outputs_rejected, s->counts.pool_errors, completions ? reward / (double)completions : 0.0, completions,
-             s->counts.pool_seconds);
+    metrics_game_t m = {.round = g->round,
+                        .stage = stage_names[g->stage],
+                        .peers = g->peers,
+                        .waited = g->waited,
+                        .outputs_published = g->outputs_published,
+                        .outputs_rejected = g->outputs_rejected,
+                        .pool_errors = s->counts.pool_errors,
+                        .scored_reward = reward,
+                        .scored_completions = completions,
+                        .pool_seconds = s->counts.pool_seconds};
+    char *stats = metrics_game_json(&m);
+    if (!stats) log_fatal("out of memory (the batch's counters)");
     rec_batch_t b = {.node = s->cfg.node,
                      .round = batch_round(g),
                      .policy_version = s->at.policy_version,
@@ -319,6 +323,7 @@ static void send_stage_batch(game_t *g, const rec_group_view_t *views, int n)
     if (batch_build(&b, views, (size_t)n, &buf, &len) != 0) log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
+    free(stats);
     s->counts.pool_seconds = 0;
 }
 

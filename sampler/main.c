@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "records.h"
+#include "node/metrics.h"
 #include "sampler.h"
 #include "util/log.h"
 #include "util/mem.h"
@@ -66,27 +67,36 @@ static void send_task(sampler_t *s)
     task_question_free(&e);
 }
 
-/* An external group arrives: scored here by this node's rules (the
- * publisher's rewards are never trusted), then weighed for the useful
- * strategy and handed to the assembly, which takes rec. A group no scorer
- * here takes (metadata of a family this build lacks) is dropped and
- * counted. */
-static void take_external(sampler_t *s, const char *publisher, uint8_t *rec, size_t len)
+/* An external group, drawn from the pool and screened (v views its
+ * record in e): marked external with its ages, scored here by this node's
+ * rules (the publisher's rewards are never trusted, and its record is
+ * never written), weighed for the useful strategy and handed to the
+ * assembly with the entry. A group no scorer here takes (metadata of a
+ * family this build lacks) is dropped and counted. */
+static void take_external(sampler_t *s, pool_entry_t *e, rec_group_view_t *v)
 {
+    /* token ids and sampling log-probs travel on: the learner uses them
+     * only where the publisher runs its model and the ids are its own
+     * encoding of the text (external-logprobs) */
+    v->r.external = true;
+    v->r.pool_age_ms = e->age_ms;
+    v->r.pool_age_rounds = e->age_rounds > UINT32_MAX ? UINT32_MAX : (uint32_t)e->age_rounds;
+    float rewards[v->r.n_completions ? v->r.n_completions : 1];
     char err[512];
-    if (score_group(rec, len, s->rule, &s->counts.external_scoring, err, sizeof err) != 0) {
+    if (score_view(v, s->rule, rewards, &s->counts.external_scoring, err, sizeof err) != 0) {
         s->counts.external_unscorable++;
-        log_error("dropped an external group from %s (%ld so far): %s", publisher, s->counts.external_unscorable, err);
-        rec_free(rec);
+        log_error("dropped an external group from %s (%ld so far): %s", e->node, s->counts.external_unscorable, err);
         return;
     }
+    bool zero_advantage = group_zero_advantage(v);
     /* how informative this peer's groups are here (pool-strategy useful) */
-    pool_feedback(s->pool, publisher, !group_zero_advantage(rec, len));
-    assembly_add(s->asm_, rec, len);
+    pool_feedback(s->pool, e->node, !zero_advantage);
+    assembly_add(s->asm_, e->data, v, zero_advantage);
+    e->data = NULL; /* the assembly's now */
 }
 
-/* SampleExternal: other nodes' fresh groups, each once, screened, marked
- * external with their age */
+/* SampleExternal: other nodes' fresh groups, each once, screened, then
+ * taken */
 static void draw_external(sampler_t *s)
 {
     int want = DRAW_MULTIPLE * s->cfg.external_groups;
@@ -104,30 +114,10 @@ static void draw_external(sampler_t *s)
     for (int i = 0; i < n; i++) {
         uint8_t pub[IDENTITY_PUBLIC_BYTES];
         int known = sampler_source_key(s, got[i].node, pub);
-        if (known < 0) continue;
-        if (screen_entry(s->screen, got[i].data, got[i].len, got[i].node, known ? pub : NULL) != SCREEN_OK) continue;
-        /* pool_draw hands out 16-byte aligned copies, and the signature
-         * before the record is 64 bytes */
-        const uint8_t *rec = (const uint8_t *)got[i].data + IDENTITY_SIGNATURE_BYTES;
-        size_t rec_len = got[i].len - IDENTITY_SIGNATURE_BYTES;
         rec_group_view_t v;
-        rec_completion_t *comps = NULL;
-        if (rec_group_view(rec, rec_len, &v, err, sizeof err) == 0) {
-            rec_group_t r;
-            comps = calloc(v.r.n_completions + 1, sizeof *comps);
-            rec_group_unpack(&v, &r, comps);
-            /* token ids and sampling log-probs travel on: the learner uses
-             * them only where the publisher runs its model and the ids are
-             * its own encoding of the text (external-logprobs) */
-            r.external = true;
-            r.scored = false;
-            r.pool_age_ms = got[i].age_ms;
-            r.pool_age_rounds = got[i].age_rounds > UINT32_MAX ? UINT32_MAX : (uint32_t)got[i].age_rounds;
-            uint8_t *out;
-            size_t len;
-            if (rec_group_build(&r, &out, &len) == 0) take_external(s, got[i].node, out, len);
-        }
-        free(comps);
+        if (known >= 0 &&
+            screen_entry(s->screen, got[i].data, got[i].len, got[i].node, known ? pub : NULL, &v) == SCREEN_OK)
+            take_external(s, &got[i], &v);
     }
     pool_entries_free(got, n);
     s->at.pool_dry = n == 0 || ++s->at.draws >= DRAWS_PER_ROUND;
@@ -136,9 +126,9 @@ static void draw_external(sampler_t *s)
 /* SelectSubset + Communicate: a fresh own group that teaches something is
  * signed and published (once: a repeat of a task is dropped by the
  * assembly, and not shared again) */
-static void share_group(sampler_t *s, const void *buf, size_t size, uint64_t task_id)
+static void share_group(sampler_t *s, const void *buf, size_t size, uint64_t task_id, bool zero_advantage)
 {
-    if (assembly_repeat(s->asm_, task_id) || (s->cfg.share != FILTER_ALL && group_zero_advantage(buf, size))) return;
+    if (assembly_repeat(s->asm_, task_id) || (s->cfg.share != FILTER_ALL && zero_advantage)) return;
     char err[512];
     int64_t t0 = zclock_mono();
     size_t len;
@@ -185,36 +175,55 @@ static void on_scored(sampler_t *s, const wire_record_t *r)
     }
     int64_t in_transit = zclock_time() - (int64_t)v.r.created_ms - (int64_t)v.r.verify_ms;
     s->counts.transport_seconds += in_transit > 0 ? in_transit / 1000.0 : 0;
-    share_group(s, buf, r->size, v.r.task.task_id);
-    assembly_add(s->asm_, buf, r->size);
+    bool zero_advantage = group_zero_advantage(&v);
+    share_group(s, buf, r->size, v.r.task.task_id, zero_advantage);
+    assembly_add(s->asm_, buf, &v, zero_advantage);
+}
+
+/* the batch's counters (metrics_sampler_t): the sampler's, the
+ * assembly's, the pool's and the screen's */
+static char *batch_stats(sampler_t *s)
+{
+    const assembly_stats_t *a = assembly_stats(s->asm_);
+    const char *reasons[SCREEN_NREASONS];
+    long refused[SCREEN_NREASONS];
+    for (int r = 0; r < SCREEN_NREASONS; r++)
+        reasons[r] = screen_reason_name((screen_reason_t)r), refused[r] = screen_count(s->screen, (screen_reason_t)r);
+    metrics_sampler_t m = {.pool_size = pool_size_total(s->pool),
+                           .published = s->counts.published,
+                           .stale_dropped = a->stale_dropped,
+                           .external_zero_adv_dropped = a->external_zero_adv_dropped,
+                           .local_zero_adv_dropped = a->local_zero_adv_dropped,
+                           .local_zero_adv_kept = a->local_zero_adv_kept,
+                           .wrong_size_dropped = a->wrong_size_dropped,
+                           .duplicate_dropped = a->duplicate_dropped,
+                           .external_rejected = screen_rejected(s->screen),
+                           .external_unscorable = s->counts.external_unscorable,
+                           .screen_reasons = reasons,
+                           .screen_counts = refused,
+                           .n_screen = SCREEN_NREASONS,
+                           .fallback_batches = a->fallback_batches,
+                           .pool_errors = s->counts.pool_errors,
+                           .scored_reward = s->counts.scored_reward,
+                           .scored_completions = s->counts.scored_completions,
+                           .pool_seconds = s->counts.pool_seconds,
+                           .transport_seconds = s->counts.transport_seconds};
+    pool_health(s->pool, &m.pool_missing, &m.pool_bad_nodes);
+    return metrics_sampler_json(&m);
 }
 
 static void send_batch(sampler_t *s)
 {
     const assembly_stats_t *a = assembly_stats(s->asm_);
-    char stats[2048], screened[1024];
-    long pool_size = pool_size_total(s->pool), missing, bad_nodes;
-    pool_health(s->pool, &missing, &bad_nodes);
-    screen_json(s->screen, screened, sizeof screened);
-    snprintf(
-        stats, sizeof stats,
-        "{\"pool_size\":%ld,\"published\":%ld,\"stale_dropped\":%ld,\"external_zero_adv_dropped\":%ld,\"local_zero_adv_"
-        "dropped\":%ld,"
-        "\"local_zero_adv_kept\":%ld,\"wrong_size_dropped\":%ld,\"duplicate_dropped\":%ld,\"external_rejected\":%ld,"
-        "\"external_unscorable\":%ld,\"pool_missing\":%ld,\"pool_bad_nodes\":%ld,\"screen\":%s,"
-        "\"fallback_batches\":%ld,\"pool_errors\":%ld,\"scored_reward\":%.6f,\"scored_completions\":%ld,"
-        "\"seconds\":{\"pool\":%.4f,\"transport\":%.4f}}",
-        pool_size, s->counts.published, a->stale_dropped, a->external_zero_adv_dropped, a->local_zero_adv_dropped,
-        a->local_zero_adv_kept, a->wrong_size_dropped, a->duplicate_dropped, screen_rejected(s->screen),
-        s->counts.external_unscorable, missing, bad_nodes, screened, a->fallback_batches, s->counts.pool_errors,
-        s->counts.scored_completions ? s->counts.scored_reward / (double)s->counts.scored_completions : 0.0,
-        s->counts.scored_completions, s->counts.pool_seconds, s->counts.transport_seconds);
+    char *stats = batch_stats(s);
     uint8_t *buf;
     size_t len;
+    if (!stats) log_fatal("out of memory (the batch's counters)");
     if (assembly_take(s->asm_, s->at.round, s->at.policy_version, stats, &buf, &len) != 0)
         log_fatal("batch record too large");
     wire_producer_send(s->batches, buf, len);
     rec_free(buf);
+    free(stats);
     mem_release();
     if (a->fallback_batches && !s->pool_health.fallback_logged) {
         log_info("round %llu: too few external groups in the pool, filled with local ones",

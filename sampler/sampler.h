@@ -6,11 +6,11 @@
 
 #include <czmq.h>
 
-#include "node/assembly.h"
+#include "assembly.h"
 #include "node/config.h"
 #include "util/identity.h"
 #include "node/score.h"
-#include "node/screen.h"
+#include "screen.h"
 #include "pool/pool.h"
 #include "tasks/task.h"
 #include "wire/wire.h"

@@ -408,7 +408,7 @@ void rec_group_completion(const rec_group_view_t *v, size_t i, rec_completion_t 
         out->logprobs = lps->data();
         out->n_logprobs = lps->size();
     }
-    out->reward = c->reward();
+    out->reward = v->rewards ? v->rewards[i] : c->reward();
     out->finished = c->finished();
 }
 

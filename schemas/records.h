@@ -99,9 +99,15 @@ typedef struct {
 
 /* Views of verified buffers. The values are zero-copy; completions and
  * groups are read one at a time through the functions below, so r.completions
- * and b.groups are NULL while the counts are set. */
+ * and b.groups are NULL while the counts are set. A group's values in r may
+ * be changed in the view (a group drawn from the pool is marked external
+ * here), and so may its rewards: rewards, when not NULL, are
+ * r.n_completions rewards that stand for the record's (a peer's group
+ * re-scored in memory, score_view), in what rec_group_completion and
+ * rec_group_unpack read. */
 typedef struct {
     rec_group_t r;
+    const float *rewards;
     const void *table_;
 } rec_group_view_t;
 

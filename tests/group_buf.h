@@ -17,4 +17,18 @@ static void *group_buf(const rec_group_t *r, size_t *len)
     return buf;
 }
 
+/* group_buf, and its view in *v (as the sampler has a group it hands to
+ * the assembly); NULL when it cannot be built */
+static inline void *group_buf_viewed(const rec_group_t *r, rec_group_view_t *v)
+{
+    size_t len;
+    void *buf = group_buf(r, &len);
+    char err[128];
+    if (buf && rec_group_view(buf, len, v, err, sizeof err) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 #endif

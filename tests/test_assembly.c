@@ -1,11 +1,12 @@
-/* The sampler's batch assembly (lib/node/assembly.c) on real group
+/* The sampler's batch assembly (sampler/assembly.c) on real group
  * records: a local group that comes again (the broker delivers at least
  * once) is dropped and counted, an external group of the same task id is
  * not, and a batch holds I local and J external groups, or I + J local ones
  * when the pool is dry, its local groups in task order. */
 #include "check.h"
-#include "node/assembly.h"
+#include "../sampler/assembly.h"
 #include "node/config.h"
+#include "node/score.h"
 #include "records.h"
 #include "group_buf.h"
 
@@ -22,11 +23,11 @@ static void add(assembly_t *a, const config_t *cfg, uint64_t task_id, bool exter
                      .n_completions = (size_t)cfg->completions,
                      .external = external,
                      .scored = true};
-    size_t len;
-    void *buf = group_buf(&r, &len); /* malloc'ed: assembly_add frees it */
+    rec_group_view_t v;
+    void *buf = group_buf_viewed(&r, &v); /* malloc'ed: assembly_add frees it */
     EXPECT(buf != NULL);
-    EXPECTF(assembly_add(a, buf, len) == expect_kept, "task %llu external %d: kept should be %d",
-            (unsigned long long)task_id, external, expect_kept);
+    EXPECTF(assembly_add(a, buf, &v, group_zero_advantage(&v)) == expect_kept,
+            "task %llu external %d: kept should be %d", (unsigned long long)task_id, external, expect_kept);
 }
 
 /* an assembly for I local and J external groups of 4 completions */
@@ -101,9 +102,58 @@ static void test_local_groups_in_task_order(void)
     assembly_destroy(&a);
 }
 
+/* a peer's group as the sampler hands it over: its record as published
+ * (rewards 0, not external), its view marked external with its ages and
+ * this node's rewards, which last (the caller's array goes away) */
+static void add_rescored(assembly_t *a, const config_t *cfg)
+{
+    rec_completion_t c[4];
+    for (int i = 0; i < 4; i++) c[i] = (rec_completion_t){.text = "<answer>2</answer>", .reward = 0};
+    rec_group_t r = {.node = "peer",
+                     .task = {.task_id = 9, .family = "basic_arithmetic", .question = "1 + 1 =", .answer = "2"},
+                     .completions = c,
+                     .n_completions = 4,
+                     .scored = true};
+    rec_group_view_t v;
+    void *buf = group_buf_viewed(&r, &v);
+    EXPECT(buf != NULL);
+    float ours[4] = {1, 0, 0, 1};
+    v.rewards = ours;
+    v.r.external = true;
+    v.r.pool_age_ms = 1500;
+    v.r.pool_age_rounds = 2;
+    EXPECT(cfg->completions == 4 && assembly_add(a, buf, &v, group_zero_advantage(&v)));
+}
+
+/* an external group goes into the batch as it was viewed here: external,
+ * with its ages and this node's rewards, not its publisher's */
+static void test_rescored_external(void)
+{
+    config_t cfg;
+    assembly_t *a = assembly_ij(&cfg, "1", "1");
+    add(a, &cfg, 1, false, true);
+    add_rescored(a, &cfg);
+    EXPECT(assembly_ready(a, 0, false));
+    rec_batch_view_t b;
+    uint8_t *buf = take_batch(a, &b);
+    EXPECT(b.b.local_count == 1 && b.b.external_count == 1);
+    rec_group_view_t g;
+    rec_batch_group(&b, 1, &g);
+    EXPECT(g.r.external && g.r.scored && g.r.pool_age_ms == 1500 && g.r.pool_age_rounds == 2);
+    const float want[4] = {1, 0, 0, 1};
+    for (size_t i = 0; i < 4; i++) {
+        rec_completion_t c;
+        rec_group_completion(&g, i, &c);
+        EXPECTF(c.reward == want[i], "completion %zu: reward %g, not %g", i, c.reward, want[i]);
+    }
+    rec_free(buf);
+    assembly_destroy(&a);
+}
+
 int main(void)
 {
     RUN_TEST(test_duplicates_and_batches);
     RUN_TEST(test_local_groups_in_task_order);
+    RUN_TEST(test_rescored_external);
     CHECK_EXIT();
 }

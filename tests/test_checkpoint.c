@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "node/checkpoint.h"
+#include "../learner/checkpoint.h"
 
 static char run[64];
 

@@ -1,15 +1,15 @@
-/* The learner's per-round diagnostics (lib/node/metrics.c) on a small
- * batch whose values are worked out by hand below, and the options that
- * change what is trained: the reward floor (lib/node/score.c), the local
- * zero-advantage filter (lib/node/assembly.c) and the learning-rate
- * schedule (lib/node/learn.c). */
+/* The learner's per-round diagnostics and the sampler's counters
+ * (lib/node/metrics.c) on a small batch whose values are worked out by
+ * hand below, and the options that change what is trained: the reward floor (lib/node/score.c), the local
+ * zero-advantage filter (sampler/assembly.c) and the learning-rate
+ * schedule (lib/train/train.c). */
 #include <cjson/cJSON.h>
 #include <time.h>
 
 #include "check.h"
-#include "node/assembly.h"
+#include "../sampler/assembly.h"
 #include "node/config.h"
-#include "node/learn.h"
+#include "train/train.h"
 #include "node/metrics.h"
 #include "node/score.h"
 #include "records.h"
@@ -128,7 +128,7 @@ static uint8_t *diagnostics_batch(size_t *len)
 /* the metrics line of the batch, with the learner's step statistics */
 static char *diagnostics_line(const rec_batch_view_t *v)
 {
-    learn_stats_t st = {
+    train_stats_t st = {
         .lr = 1e-4f,
         .grpo = {.ratio = 1.0f, .ratio_min = 0.5f, .ratio_max = 2.0f, .clip_low = 0.25f, .clip_high = 0.125f},
         .ratio_min_at = {.found = 1,
@@ -139,7 +139,9 @@ static char *diagnostics_line(const rec_batch_view_t *v)
                          .advantage = -0.5f,
                          .token = ">",
                          .before = "<answer>7</answer\\x0a"}};
-    return metrics_line("n0", "bytes-4L-256C-v264", v, &st, 7, 1.0);
+    metrics_round_t round = {
+        .node = "n0", .model = "bytes-4L-256C-v264", .model_name = "tiny", .policy_version = 7, .train_seconds = 1.0};
+    return metrics_line(&round, v, &st);
 }
 
 /* what the batch's completions and groups give: lengths, shares, ages,
@@ -201,11 +203,114 @@ static void test_diagnostics(void)
     cJSON *j = cJSON_Parse(line);
     EXPECT(j != NULL);
     EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model")), "bytes-4L-256C-v264"));
+    EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model_name")), "tiny"));
     check_batch_metrics(j);
     check_step_metrics(j);
     cJSON_Delete(j);
     free(line);
     rec_free(buf);
+}
+
+/* the line of a round whose batch holds no group, only the sampler's
+ * counters stats_json */
+static char *empty_batch_line(const metrics_round_t *round, const char *stats_json)
+{
+    rec_batch_t b = {.node = round->node, .round = 1, .stats_json = stats_json};
+    uint8_t *buf;
+    size_t len;
+    EXPECT(rec_batch_build(&b, &buf, &len) == 0);
+    rec_batch_view_t v;
+    char err[128];
+    EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
+    train_stats_t st = {0};
+    char *line = metrics_line(round, &v, &st);
+    rec_free(buf);
+    return line;
+}
+
+/* the rounds a line says were lost or skipped: written last, and only
+ * when some were */
+static void test_round_gaps(void)
+{
+    metrics_round_t round = {
+        .node = "n0", .model = "m", .model_name = "m", .policy_version = 4, .rounds_lost = 2, .rounds_skipped = 1};
+    char *line = empty_batch_line(&round, "{}");
+    EXPECTF(strstr(line, ",\"time\":") && strstr(line, ",\"rounds_lost\":2,\"rounds_skipped\":1}") &&
+                !strstr(line, "versions_lost"),
+            "%s", line);
+    free(line);
+    round.rounds_lost = round.rounds_skipped = 0;
+    line = empty_batch_line(&round, "{}");
+    EXPECTF(!strstr(line, "_lost") && !strstr(line, "rounds_skipped"), "%s", line);
+    free(line);
+}
+
+/* the sampler's counters as its batch carries them (the keys in the order
+ * they have always been written, a mean reward to 6 decimals, seconds to
+ * 4), and as the learner's line holds them: under "sampler", their
+ * seconds joining the line's own */
+static void test_sampler_counters(void)
+{
+    const char *reasons[] = {"passed", "too_large"};
+    const long refused[] = {7, 1};
+    metrics_sampler_t m = {.pool_size = 40,
+                           .published = 3,
+                           .stale_dropped = 1,
+                           .external_zero_adv_dropped = 2,
+                           .local_zero_adv_dropped = 4,
+                           .duplicate_dropped = 1,
+                           .external_rejected = 5,
+                           .pool_missing = 6,
+                           .screen_reasons = reasons,
+                           .screen_counts = refused,
+                           .n_screen = 2,
+                           .fallback_batches = 1,
+                           .pool_errors = 2,
+                           .scored_reward = 1.0,
+                           .scored_completions = 3,
+                           .pool_seconds = 0.123456,
+                           .transport_seconds = 2.5};
+    char *json = metrics_sampler_json(&m);
+    EXPECTF(json &&
+                strcmp(json, "{\"pool_size\":40,\"published\":3,\"stale_dropped\":1,\"external_zero_adv_dropped\":2,"
+                             "\"local_zero_adv_dropped\":4,\"local_zero_adv_kept\":0,\"wrong_size_dropped\":0,"
+                             "\"duplicate_dropped\":1,\"external_rejected\":5,\"external_unscorable\":0,"
+                             "\"pool_missing\":6,\"pool_bad_nodes\":0,\"screen\":{\"passed\":7,\"too_large\":1},"
+                             "\"fallback_batches\":1,\"pool_errors\":2,\"scored_reward\":0.333333,"
+                             "\"scored_completions\":3,\"seconds\":{\"pool\":0.1235,\"transport\":2.5}}") == 0,
+            "%s", json);
+    metrics_round_t round = {.node = "n0", .model = "m", .model_name = "m", .policy_version = 1, .train_seconds = 3};
+    char *line = empty_batch_line(&round, json);
+    cJSON *j = cJSON_Parse(line);
+    EXPECT_NEAR(num(j, "sampler.scored_reward"), 0.333333, 1e-12);
+    EXPECT_NEAR(num(j, "sampler.screen.passed"), 7, 0);
+    EXPECT_NEAR(num(j, "seconds.train"), 3, 0);
+    EXPECT_NEAR(num(j, "seconds.pool"), 0.1235, 1e-12);
+    EXPECT_NEAR(num(j, "seconds.transport"), 2.5, 0);
+    EXPECT(!cJSON_GetObjectItem(cJSON_GetObjectItem(j, "sampler"), "seconds"));
+    cJSON_Delete(j);
+    free(line);
+    free(json);
+}
+
+/* the game's counters for a stage's batch */
+static void test_game_counters(void)
+{
+    metrics_game_t g = {.round = 2,
+                        .stage = "critique",
+                        .peers = 3,
+                        .waited = 1.23456,
+                        .outputs_published = 4,
+                        .outputs_rejected = 1,
+                        .scored_reward = 2,
+                        .scored_completions = 4,
+                        .pool_seconds = 0.5};
+    char *json = metrics_game_json(&g);
+    EXPECTF(json && strcmp(json, "{\"game\":{\"round\":2,\"stage\":\"critique\",\"peers\":3,\"waited_seconds\":1.235,"
+                                 "\"outputs_published\":4,\"outputs_rejected\":1},\"pool_errors\":0,"
+                                 "\"scored_reward\":0.5,\"scored_completions\":4,\"seconds\":{\"pool\":0.5}}") == 0,
+            "%s", json);
+    free(json);
 }
 
 /* a verifier's scores under the floor: hedges (0.01, 0.05) count 0; the
@@ -263,10 +368,10 @@ static void add(assembly_t *a, uint64_t task_id, float r0, float r1)
                      .completions = c,
                      .n_completions = 2,
                      .scored = true};
-    size_t len;
-    void *buf = group_buf(&r, &len);
+    rec_group_view_t v;
+    void *buf = group_buf_viewed(&r, &v);
     EXPECT(buf != NULL);
-    assembly_add(a, buf, len);
+    assembly_add(a, buf, &v, group_zero_advantage(&v));
 }
 
 /* local-filter nonzero drops own groups whose rewards are all equal */
@@ -331,17 +436,17 @@ static void test_lr_schedule(void)
     int argc = 9;
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);
-    EXPECT_NEAR(learn_rate(&cfg, 1), 1e-4, 1e-6);
-    EXPECT_NEAR(learn_rate(&cfg, 5), 5e-4, 1e-6);
-    EXPECT_NEAR(learn_rate(&cfg, 10), 1e-3, 1e-6);
-    EXPECT_NEAR(learn_rate(&cfg, 60), 0.55e-3, 1e-5); /* halfway down the cosine */
-    EXPECT_NEAR(learn_rate(&cfg, 110), 1e-4, 1e-5);
-    EXPECT_NEAR(learn_rate(&cfg, 500), 1e-4, 1e-5);
+    EXPECT_NEAR(train_lr(&cfg, 1), 1e-4, 1e-6);
+    EXPECT_NEAR(train_lr(&cfg, 5), 5e-4, 1e-6);
+    EXPECT_NEAR(train_lr(&cfg, 10), 1e-3, 1e-6);
+    EXPECT_NEAR(train_lr(&cfg, 60), 0.55e-3, 1e-5); /* halfway down the cosine */
+    EXPECT_NEAR(train_lr(&cfg, 110), 1e-4, 1e-5);
+    EXPECT_NEAR(train_lr(&cfg, 500), 1e-4, 1e-5);
     char *argv2[] = {"test_metrics", "--lr", "1e-3", NULL};
     argc = 3;
     EXPECT(config_load(&cfg, &argc, argv2) == 0);
-    EXPECT_NEAR(learn_rate(&cfg, 1), 1e-3, 1e-7);
-    EXPECT_NEAR(learn_rate(&cfg, 1000), 1e-3, 1e-7);
+    EXPECT_NEAR(train_lr(&cfg, 1), 1e-3, 1e-7);
+    EXPECT_NEAR(train_lr(&cfg, 1000), 1e-3, 1e-7);
     /* refused: cosine without an end, delta inside the clip range, a floor above 1 */
     char *bad[][5] = {{"t", "--lr-schedule", "cosine", NULL},
                       {"t", "--delta", "1.1", NULL},
@@ -384,6 +489,9 @@ static void test_renamed_settings(void)
 int main(void)
 {
     RUN_TEST(test_diagnostics);
+    RUN_TEST(test_round_gaps);
+    RUN_TEST(test_sampler_counters);
+    RUN_TEST(test_game_counters);
     RUN_TEST(test_reward_floor);
     RUN_TEST(test_local_filter);
     RUN_TEST(test_local_filter_patience);

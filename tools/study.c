@@ -33,6 +33,7 @@
 typedef struct {
     char name[64];
     char model[64];               /* the policy's name in its metrics ("bytes-4L-256C-v264"): its kind */
+    char model_name[128];         /* the model setting it ran ("tiny", "smollm2-135m"), "" in older metrics */
     series_t reward, batch, eval; /* own reward, batch reward, held-out pass@1 */
     double completions;           /* own completions scored per round, the mean */
 } node_t;
@@ -63,17 +64,20 @@ static const cJSON *scored_completions(const cJSON *line)
     return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(line, "sampler"), "scored_completions");
 }
 
-/* the "model" of a metrics file's first line ("" when none) */
-static void load_model(const char *path, char *out, size_t len)
+/* the "model" and "model_name" of a metrics file's first line ("" when
+ * none) */
+static void load_model(const char *path, node_t *n)
 {
-    out[0] = '\0';
+    n->model[0] = n->model_name[0] = '\0';
     FILE *f = fopen(path, "r");
     char *line = NULL;
     size_t cap = 0;
     if (f && getline(&line, &cap, f) > 0) {
         cJSON *j = cJSON_Parse(line);
         const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "model"));
-        if (m) snprintf(out, len, "%s", m);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "model_name"));
+        if (m) snprintf(n->model, sizeof n->model, "%s", m);
+        if (name) snprintf(n->model_name, sizeof n->model_name, "%s", name);
         cJSON_Delete(j);
     }
     free(line);
@@ -111,7 +115,7 @@ static void load_seed(cfg_t *c, int seed)
         snprintf(path, sizeof path, "%s/%s/seed%d/%s/metrics.jsonl", exp_dir, c->dir, seed, de->d_name);
         const char *skip = "no round and a reward, line skipped";
         if (series_load(&n->reward, path, metrics_round_reward, NULL, 0, "study", skip) <= 0) continue;
-        load_model(path, n->model, sizeof n->model);
+        load_model(path, n);
         series_load(&n->batch, path, metrics_batch_reward, NULL, 0, "study", NULL);
         series_t sc = {0};
         series_load(&sc, path, scored_completions, NULL, 0, "study", NULL);
@@ -452,17 +456,20 @@ static int write_rewards(cfg_t *cfgs, int nc, int window, FILE *md)
     return 0;
 }
 
-/* the kinds of model in the experiment, in order of first appearance */
-static int model_kinds(const cfg_t *cfgs, int nc, char kinds[][64])
+/* the kinds of model in the experiment, in order of first appearance,
+ * and the model setting the first node of each ran */
+static int model_kinds(const cfg_t *cfgs, int nc, char kinds[][64], char names[][128])
 {
     int nk = 0;
     for (int c = 0; c < nc; c++)
         for (int s = 0; s < cfgs[c].ns; s++)
             for (int i = 0; i < cfgs[c].seeds[s].nn; i++) {
-                const char *m = cfgs[c].seeds[s].nodes[i].model;
+                const node_t *n = &cfgs[c].seeds[s].nodes[i];
                 int k = 0;
-                while (k < nk && strcmp(kinds[k], m) != 0) k++;
-                if (k == nk && nk < MAX_ITEMS) snprintf(kinds[nk++], 64, "%s", m);
+                while (k < nk && strcmp(kinds[k], n->model) != 0) k++;
+                if (k < nk || nk == MAX_ITEMS) continue;
+                snprintf(kinds[nk], 64, "%s", n->model);
+                snprintf(names[nk++], 128, "%s", n->model_name);
             }
     return nk;
 }
@@ -505,8 +512,8 @@ static double kind_eval(const cfg_t *cf, const char *kind, int last)
  * where no node takes another's groups */
 static void write_by_model(const cfg_t *cfgs, int nc, FILE *md)
 {
-    static char kinds[MAX_ITEMS][64];
-    int nk = model_kinds(cfgs, nc, kinds);
+    static char kinds[MAX_ITEMS][64], names[MAX_ITEMS][128];
+    int nk = model_kinds(cfgs, nc, kinds, names);
     if (nk < 2) return;
     const cfg_t *base = NULL;
     for (int c = 0; c < nc; c++)
@@ -516,6 +523,11 @@ static void write_by_model(const cfg_t *cfgs, int nc, FILE *md)
             "(the sum over its nodes and rounds; one value per seed) against the same kind at %s, and their "
             "held-out pass@1 (mean over its nodes and seeds) at the first and last evaluation.\n\n",
             nk, base ? "J = 0, where no node takes another's groups" : "J = 0 (none run)");
+    fprintf(md, "The kinds and the model setting their nodes ran:");
+    for (int k = 0; k < nk; k++)
+        fprintf(md, "%s `%s` (%s)", k ? "," : "", kinds[k][0] ? kinds[k] : "(unnamed)",
+                names[k][0] ? names[k] : "not recorded");
+    fprintf(md, ".\n\n");
     fprintf(md,
             "| model | I/J | nodes | cumulative reward per seed | mean | ratio to J = 0 | Welch p | permutation p | "
             "pass@1 first | pass@1 last |\n|---|---|---|---|---|---|---|---|---|---|\n");

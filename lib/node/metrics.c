@@ -1,5 +1,6 @@
-/* The learner's metrics line for a round: rewards, what the completions
- * look like, group ages, and the step's statistics. */
+/* A round's metrics: the sampler's counters for its batch, and the
+ * learner's line: rewards, what the completions look like, group ages,
+ * and the step's statistics. */
 #include "node/metrics.h"
 
 #include <cjson/cJSON.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "node/score.h"
 #include "tasks/task.h"
 
 /* running sums per key, turned into means by means() */
@@ -65,20 +67,6 @@ static void add_completions(cJSON *j, const rec_batch_view_t *batch)
     cJSON_AddNumberToObject(j, "entropy", logp_n ? -logp_sum / logp_n : 0);
 }
 
-/* whether the group's rewards differ (a nonzero advantage) */
-static bool mixed_rewards(const rec_group_view_t *rv)
-{
-    float first = 0;
-    bool mixed = false;
-    for (size_t i = 0; i < rv->r.n_completions; i++) {
-        rec_completion_t c;
-        rec_group_completion(rv, i, &c);
-        if (i == 0) first = c.reward;
-        else if (fabsf(c.reward - first) > 1e-6f) mixed = true;
-    }
-    return mixed;
-}
-
 /* Local and external groups' zero-advantage shares and ages (see
  * metrics.h) */
 static void add_group_ages(cJSON *j, const rec_batch_view_t *batch, double now_s)
@@ -91,7 +79,7 @@ static void add_group_ages(cJSON *j, const rec_batch_view_t *batch, double now_s
         rec_batch_group(batch, g, &rv);
         int e = rv.r.external;
         groups[e]++;
-        zero[e] += !mixed_rewards(&rv);
+        zero[e] += group_zero_advantage(&rv);
         /* rounds count alike on every node (one per training step); policy
          * versions are the node's own, so an external group's is not ours */
         double v =
@@ -179,7 +167,7 @@ static void add_external_nodes(cJSON *j, const rec_batch_view_t *batch)
 }
 
 /* the learner's step: loss to kl */
-static void add_learn_stats(cJSON *j, const learn_stats_t *st)
+static void add_train_stats(cJSON *j, const train_stats_t *st)
 {
     cJSON_AddNumberToObject(j, "loss", st->loss);
     cJSON_AddNumberToObject(j, "grad_norm", st->grad_norm);
@@ -239,29 +227,38 @@ static void add_seconds(cJSON *j, const rec_batch_view_t *batch, double train_se
     }
 }
 
-char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
-                   uint64_t version, double train_seconds)
+/* j as one line of text (malloc'ed), and j gone */
+static char *print_and_delete(cJSON *j)
+{
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return out;
+}
+
+char *metrics_line(const metrics_round_t *info, const rec_batch_view_t *batch, const train_stats_t *st)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "node", node);
-    cJSON_AddStringToObject(j, "model", model);
+    cJSON_AddStringToObject(j, "node", info->node);
+    cJSON_AddStringToObject(j, "model", info->model);
+    cJSON_AddStringToObject(j, "model_name", info->model_name);
     cJSON_AddNumberToObject(j, "round", (double)batch->b.round);
-    cJSON_AddNumberToObject(j, "policy_version", (double)version);
+    cJSON_AddNumberToObject(j, "policy_version", (double)info->policy_version);
     add_rewards(j, batch);
     add_completions(j, batch);
     add_group_ages(j, batch, now_s);
     cJSON_AddNumberToObject(j, "local_groups", batch->b.local_count);
     cJSON_AddNumberToObject(j, "external_groups", batch->b.external_count);
     add_external_nodes(j, batch);
-    add_learn_stats(j, st);
-    add_seconds(j, batch, train_seconds);
+    add_train_stats(j, st);
+    add_seconds(j, batch, info->train_seconds);
     cJSON_AddNumberToObject(j, "time", now_s);
-    char *out = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return out;
+    if (info->rounds_lost) cJSON_AddNumberToObject(j, "rounds_lost", (double)info->rounds_lost);
+    if (info->versions_lost) cJSON_AddNumberToObject(j, "versions_lost", (double)info->versions_lost);
+    if (info->rounds_skipped) cJSON_AddNumberToObject(j, "rounds_skipped", (double)info->rounds_skipped);
+    return print_and_delete(j);
 }
 
 const cJSON *metrics_round_reward(const cJSON *line)
@@ -278,4 +275,67 @@ const cJSON *metrics_batch_reward(const cJSON *line)
 {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(line, "batch_reward");
     return cJSON_IsNumber(b) ? b : NULL;
+}
+
+/* x rounded to `decimals` decimal places (scale 10^decimals), as the
+ * sampler's counters have always been written: a mean reward to 6,
+ * seconds to 4, the game's wait to 3 */
+static double rounded(double x, double scale) { return round(x * scale) / scale; }
+
+/* what SAPO's round and the game report alike: pool errors, the own
+ * completions scored and their mean reward */
+static void add_scored(cJSON *j, long pool_errors, double reward_sum, long completions)
+{
+    cJSON_AddNumberToObject(j, "pool_errors", (double)pool_errors);
+    cJSON_AddNumberToObject(j, "scored_reward", rounded(completions ? reward_sum / completions : 0, 1e6));
+    cJSON_AddNumberToObject(j, "scored_completions", (double)completions);
+}
+
+char *metrics_sampler_json(const metrics_sampler_t *s)
+{
+    cJSON *j = cJSON_CreateObject();
+    const struct {
+        const char *key;
+        long value;
+    } counts[] = {
+        {"pool_size", s->pool_size},
+        {"published", s->published},
+        {"stale_dropped", s->stale_dropped},
+        {"external_zero_adv_dropped", s->external_zero_adv_dropped},
+        {"local_zero_adv_dropped", s->local_zero_adv_dropped},
+        {"local_zero_adv_kept", s->local_zero_adv_kept},
+        {"wrong_size_dropped", s->wrong_size_dropped},
+        {"duplicate_dropped", s->duplicate_dropped},
+        {"external_rejected", s->external_rejected},
+        {"external_unscorable", s->external_unscorable},
+        {"pool_missing", s->pool_missing},
+        {"pool_bad_nodes", s->pool_bad_nodes},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        cJSON_AddNumberToObject(j, counts[i].key, (double)counts[i].value);
+    cJSON *screen = cJSON_AddObjectToObject(j, "screen");
+    for (int r = 0; r < s->n_screen; r++)
+        cJSON_AddNumberToObject(screen, s->screen_reasons[r], (double)s->screen_counts[r]);
+    cJSON_AddNumberToObject(j, "fallback_batches", (double)s->fallback_batches);
+    add_scored(j, s->pool_errors, s->scored_reward, s->scored_completions);
+    cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
+    cJSON_AddNumberToObject(secs, "pool", rounded(s->pool_seconds, 1e4));
+    cJSON_AddNumberToObject(secs, "transport", rounded(s->transport_seconds, 1e4));
+    return print_and_delete(j);
+}
+
+char *metrics_game_json(const metrics_game_t *g)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON *game = cJSON_AddObjectToObject(j, "game");
+    cJSON_AddNumberToObject(game, "round", (double)g->round);
+    cJSON_AddStringToObject(game, "stage", g->stage);
+    cJSON_AddNumberToObject(game, "peers", g->peers);
+    cJSON_AddNumberToObject(game, "waited_seconds", rounded(g->waited, 1e3));
+    cJSON_AddNumberToObject(game, "outputs_published", (double)g->outputs_published);
+    cJSON_AddNumberToObject(game, "outputs_rejected", (double)g->outputs_rejected);
+    add_scored(j, g->pool_errors, g->scored_reward, g->scored_completions);
+    cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
+    cJSON_AddNumberToObject(secs, "pool", rounded(g->pool_seconds, 1e4));
+    return print_and_delete(j);
 }

@@ -1,5 +1,9 @@
-/* The per-round metrics line the learner appends to run/<node>/metrics.jsonl:
- * {"node","model" (the policy's name: its kind, "bytes-4L-256C-v264"),
+/* A round's metrics, built here and nowhere else: the sampler's counters,
+ * which its batch carries, and the line the learner appends to
+ * run/<node>/metrics.jsonl:
+ * {"node","model" (the policy's name: its kind, its shape, as
+ *  "bytes-4L-256C-v264" or "llama-30L-576C-v49152"), "model_name" (the
+ *  model setting, as "tiny" or "smollm2-135m"),
  *  "round","policy_version","reward_mean" (the node's own completions),
  *  "reward_external","family_reward":{family: mean reward of own completions},
  *  "family_count":{family: own completions},
@@ -25,18 +29,79 @@
  *  "positions" (that the forward pass ran, padding included),
  *  "clip_region","clip_low","clip_high","ratio","ratio_min","ratio_max",
  *  "kl" (0 when beta is 0),
- *  "seconds":{"train":...}, "sampler":{the batch's counters}, "time"} */
+ *  "seconds":{"train":...}, "sampler":{the batch's counters: metrics_sampler_t,
+ *  or in the game metrics_game_t}, "time", and where not 0
+ *  "rounds_lost","versions_lost","rounds_skipped" (metrics_round_t)} */
 #ifndef SAPO_METRICS_H
 #define SAPO_METRICS_H
 
 #include <cjson/cJSON.h>
 
-#include "node/learn.h"
+#include "train/train.h"
 #include "records.h"
 
-/* malloc'ed JSON text without a newline */
-char *metrics_line(const char *node, const char *model, const rec_batch_view_t *batch, const learn_stats_t *st,
-                   uint64_t version, double train_seconds);
+/* What the learner knows of a round besides its batch and its step. */
+typedef struct {
+    const char *node;
+    const char *model;       /* the policy's shape, its kind ("bytes-4L-256C-v264") */
+    const char *model_name;  /* the model setting as given ("tiny", "smollm2-135m", a path) */
+    uint64_t policy_version; /* after the step */
+    double train_seconds;
+    /* Against the last line logged: rounds it has that the state the step
+     * was taken from lacks ("rounds_lost"), and their policy versions
+     * ("versions_lost"), and rounds neither trained ("rounds_skipped"), so
+     * that the lines say every round trained, lost or skipped. Written
+     * last, and only when not 0. */
+    uint64_t rounds_lost, versions_lost, rounds_skipped;
+} metrics_round_t;
+
+/* The round's line: malloc'ed JSON text without a newline. */
+char *metrics_line(const metrics_round_t *info, const rec_batch_view_t *batch, const train_stats_t *st);
+
+/* The sampler's counters, which its batch carries (stats_json) and the
+ * learner writes under "sampler" ("seconds" joins the line's own): since
+ * the sampler started, but the scored reward and the seconds, which are
+ * since the batch before. */
+typedef struct {
+    long pool_size; /* live entries in the pool, -1 when Redis could not be reached */
+    long published; /* own groups published */
+    /* the assembly's (sampler/assembly.h) */
+    long stale_dropped, external_zero_adv_dropped, local_zero_adv_dropped, local_zero_adv_kept, wrong_size_dropped,
+        duplicate_dropped;
+    long external_rejected;            /* pool entries the screen refused ("external_rejected") */
+    long external_unscorable;          /* external groups no scorer here takes */
+    long pool_missing, pool_bad_nodes; /* pool_health's */
+    /* the screen's counts by reason ("screen": {name: count}), n_screen of each */
+    const char *const *screen_reasons;
+    const long *screen_counts;
+    int n_screen;
+    long fallback_batches; /* batches that took local groups for missing external ones */
+    long pool_errors;      /* pool calls that failed */
+    double scored_reward;  /* the sum of the rewards of the own completions scored ("scored_reward": their mean) */
+    long scored_completions;
+    double pool_seconds, transport_seconds; /* "seconds": {"pool", "transport"} */
+} metrics_sampler_t;
+
+/* The sampler's stats_json for a batch of SAPO's round: malloc'ed JSON
+ * text. */
+char *metrics_sampler_json(const metrics_sampler_t *s);
+
+/* The game's counters for a stage's batch (docs/game.md#metrics). */
+typedef struct {
+    uint64_t round;    /* the game's round */
+    const char *stage; /* "answer", "critique" or "resolve" */
+    int peers;         /* peers whose outputs the stage's prompts show */
+    double waited;     /* seconds the stage waited for peers ("waited_seconds") */
+    long outputs_published, outputs_rejected;
+    long pool_errors;
+    double scored_reward; /* the sum of the rewards of the stage's completions ("scored_reward": their mean) */
+    long scored_completions;
+    double pool_seconds; /* "seconds": {"pool"} */
+} metrics_game_t;
+
+/* The sampler's stats_json for a game stage's batch: {"game": {...}, and
+ * the counters it shares with SAPO's round}: malloc'ed JSON text. */
+char *metrics_game_json(const metrics_game_t *g);
 
 /* A round's reward as reports and studies take it from a metrics line:
  * every own completion the sampler scored for the round

@@ -1,11 +1,13 @@
-/* The verifier's work on one group record: every completion is scored
- * by this node's task library, whatever rewards the record carried (a
- * peer's rewards are never trusted). */
+/* The verifier's work on one group record, and the sampler's on a peer's
+ * group: every completion is scored by this node's task library, whatever
+ * rewards the record carried (a peer's rewards are never trusted). */
 #ifndef SAPO_SCORE_H
 #define SAPO_SCORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "records.h"
 
 typedef struct {
     long scored;      /* groups scored */
@@ -34,6 +36,19 @@ typedef struct {
  * place under the rule and marks it scored. 0, or -1 with the reason in
  * err (the record must then be dropped). */
 int score_group(void *buf, size_t len, reward_rule_t rule, score_stats_t *st, char *err, size_t errlen);
+
+/* Scores the group v views under the rule, leaving its record as it is:
+ * the rewards go into rewards (v->r.n_completions of them, which the
+ * caller keeps while v is read) and become v's (v->rewards), and v is
+ * marked scored with the time it took (verify_ms). What the sampler does
+ * to a peer's group, whose record it reads and never writes. 0, or -1 with
+ * the reason in err (the group must then be dropped). */
+int score_view(rec_group_view_t *v, reward_rule_t rule, float *rewards, score_stats_t *st, char *err, size_t errlen);
+
+/* Whether every completion of the group v views got the same reward (as
+ * v reads them): such a group has zero advantage everywhere and teaches
+ * GRPO nothing. */
+bool group_zero_advantage(const rec_group_view_t *v);
 
 /* The reward of a verifier score, for a completion with (formatted) or
  * without an answer in the tags. */

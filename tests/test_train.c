@@ -1,11 +1,12 @@
 /* The learner's options on one real GRPO step of the tiny model
- * (lib/node/learn.c): mask-truncated leaves a completion cut by the length
+ * (lib/train/train.c): mask-truncated leaves a completion cut by the length
  * limit out of the loss, and delta caps the ratio of tokens with negative
  * advantage (the loss itself is checked against TRL in test_grpo; here,
  * that the setting reaches it). */
 #include "check.h"
 #include "node/config.h"
-#include "node/learn.h"
+#include "train/train.h"
+#include "train/train_sft.h"
 #include "node/policy.h"
 #include "records.h"
 
@@ -18,9 +19,9 @@ static bool step_external, step_bad_ids, step_one_likely;
  * finished) and "<answer>9" (reward 0, cut by the limit); the sampling
  * log-probs are -20 a token, far below the policy's, so every ratio is
  * large */
-static int step(const char *const *flags, int nflags, learn_stats_t *st)
+static int step(const char *const *flags, int nflags, train_stats_t *st)
 {
-    char *argv[16] = {"test_learn"};
+    char *argv[16] = {"test_train"};
     for (int i = 0; i < nflags; i++) argv[1 + i] = (char *)flags[i];
     int argc = 1 + nflags;
     config_t cfg;
@@ -29,7 +30,7 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
     char err[256];
     policy_t *pol = policy_new_bytes(NULL, 3, cfg.system_prompt, err, sizeof err);
     adamw_t *opt = adamw_new(model_num_params(pol->model));
-    learn_t *learn = learn_new(pol, NULL, &cfg, opt, err, sizeof err);
+    train_t *train = train_new(pol, NULL, &cfg, opt, err, sizeof err);
     const char *text[2] = {"<answer>7</answer>", "<answer>9"};
     int32_t ids[2][32];
     float lp[2][32];
@@ -65,11 +66,11 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
     size_t len;
     rec_batch_view_t v;
     int rc = rec_batch_build(&b, &buf, &len) == 0 && rec_batch_view(buf, len, &v, err, sizeof err) == 0
-                 ? learn_step(learn, &v, st, err, sizeof err)
+                 ? train_step(train, &v, st, err, sizeof err)
                  : -1;
     if (rc) fprintf(stderr, "%s\n", err);
     rec_free(buf);
-    learn_destroy(&learn);
+    train_destroy(&train);
     adamw_destroy(&opt);
     policy_destroy(&pol);
     return rc;
@@ -77,7 +78,7 @@ static int step(const char *const *flags, int nflags, learn_stats_t *st)
 
 static void test_mask_truncated(void)
 {
-    learn_stats_t all, masked;
+    train_stats_t all, masked;
     const char *off[] = {"--loss-type", "dapo"}, *on[] = {"--loss-type", "dapo", "--mask-truncated", "1"};
     EXPECT(step(off, 2, &all) == 0);
     EXPECT(step(on, 4, &masked) == 0);
@@ -91,7 +92,7 @@ static void test_mask_truncated(void)
 
 static void test_delta(void)
 {
-    learn_stats_t plain, capped;
+    train_stats_t plain, capped;
     const char *off[] = {"--loss-type", "dapo", "--delta", "0"}, *on[] = {"--loss-type", "dapo", "--delta", "2"};
     EXPECT(step(off, 4, &plain) == 0);
     EXPECT(step(on, 4, &capped) == 0);
@@ -115,7 +116,7 @@ static double grad_gap(const float *g, double k, const float *h, size_t n)
  * gradient are those of the whole batch padded to its longest row */
 static void test_sft_rows(void)
 {
-    char *argv[] = {"test_learn", "--lr", "0", "--max-grad-norm", "0", NULL};
+    char *argv[] = {"test_train", "--lr", "0", "--max-grad-norm", "0", NULL};
     int argc = 5;
     config_t cfg;
     EXPECT(config_load(&cfg, &argc, argv) == 0);
@@ -123,13 +124,13 @@ static void test_sft_rows(void)
     char err[256];
     policy_t *pol = policy_new_bytes(NULL, 5, cfg.system_prompt, err, sizeof err);
     adamw_t *opt = adamw_new(model_num_params(pol->model));
-    learn_t *learn = learn_new(pol, NULL, &cfg, opt, err, sizeof err);
+    train_t *train = train_new(pol, NULL, &cfg, opt, err, sizeof err);
     const char *q[3] = {"Calculate 3 + 4.",
                         "A much longer question, whose prompt is several times the length of the others, "
                         "so that it lands in a run of its own.",
                         "Is 2024 a leap year?"};
     const char *a[3] = {" <answer>7</answer>", " <answer>x</answer>", " <answer>Yes</answer>"};
-    float loss = learn_sft_step(learn, q, a, 3);
+    float loss = train_sft_step(train, q, a, 3);
     size_t n = model_num_params(pol->model);
     float *g = malloc(n * sizeof *g);
     memcpy(g, model_grads(pol->model), n * sizeof *g);
@@ -161,7 +162,7 @@ static void test_sft_rows(void)
     double gap = grad_gap(g, 1, h, n);
     EXPECTF(gap < 1e-5, "gradient differs by %g of its norm", gap);
     free(g);
-    learn_destroy(&learn);
+    train_destroy(&train);
     adamw_destroy(&opt);
     policy_destroy(&pol);
 }
@@ -220,9 +221,9 @@ static int shared_batch_build(const char *node, const char *model, uint8_t **buf
  * statistics and the gradient that one row per completion gives, with
  * every loss type and with a KL term to a reference; and it runs fewer
  * positions */
-static void shared_step(const char *const *flags, int nflags, learn_stats_t *st, float **grads, size_t *n)
+static void shared_step(const char *const *flags, int nflags, train_stats_t *st, float **grads, size_t *n)
 {
-    char *argv[24] = {"test_learn", "--lr", "0", "--max-grad-norm", "0", "--micro-batch", "3"};
+    char *argv[24] = {"test_train", "--lr", "0", "--max-grad-norm", "0", "--micro-batch", "3"};
     int argc = 7;
     for (int i = 0; i < nflags; i++) argv[argc++] = (char *)flags[i];
     config_t cfg;
@@ -231,18 +232,18 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
     policy_t *pol = policy_new_bytes(NULL, 9, cfg.system_prompt, err, sizeof err);
     policy_t *ref = cfg.beta > 0 ? policy_new_bytes(NULL, 10, cfg.system_prompt, err, sizeof err) : NULL;
     adamw_t *opt = adamw_new(model_num_params(pol->model));
-    learn_t *learn = learn_new(pol, ref, &cfg, opt, err, sizeof err);
+    train_t *train = train_new(pol, ref, &cfg, opt, err, sizeof err);
     uint8_t *buf;
     size_t len;
     rec_batch_view_t v;
     EXPECT(shared_batch_build(cfg.node, pol->name, &buf, &len) == 0 &&
            rec_batch_view(buf, len, &v, err, sizeof err) == 0);
-    EXPECTF(learn_step(learn, &v, st, err, sizeof err) == 0, "%s", err);
+    EXPECTF(train_step(train, &v, st, err, sizeof err) == 0, "%s", err);
     *n = model_num_params(pol->model);
     *grads = malloc(*n * sizeof(float));
     memcpy(*grads, model_grads(pol->model), *n * sizeof(float));
     rec_free(buf);
-    learn_destroy(&learn);
+    train_destroy(&train);
     adamw_destroy(&opt);
     policy_destroy(&pol);
     policy_destroy(&ref);
@@ -251,7 +252,7 @@ static void shared_step(const char *const *flags, int nflags, learn_stats_t *st,
 /* shared_step under two sets of nflags flags each: their statistics and
  * gradients (n floats each, for the caller to free); false when a step
  * did not run */
-static bool shared_pair(const char *const *fa, const char *const *fb, int nflags, learn_stats_t *a, learn_stats_t *b,
+static bool shared_pair(const char *const *fa, const char *const *fb, int nflags, train_stats_t *a, train_stats_t *b,
                         float **ga, float **gb, size_t *n)
 {
     *ga = *gb = NULL;
@@ -272,7 +273,7 @@ static void test_shared_prompt(void)
     for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) {
         const char *rows[4] = {variants[i][0], variants[i][1], "--shared-prompt", "0"};
         const char *packed[4] = {variants[i][0], variants[i][1], "--shared-prompt", "1"};
-        learn_stats_t sr, sp;
+        train_stats_t sr, sp;
         float *gr, *gp;
         size_t n = 0;
         if (!shared_pair(rows, packed, 4, &sr, &sp, &gr, &gp, &n)) return;
@@ -298,7 +299,7 @@ static void test_shared_prompt(void)
  * its text: then every ratio is 1. */
 static void test_external_logprobs(void)
 {
-    learn_stats_t own, use, ignore, bad;
+    train_stats_t own, use, ignore, bad;
     const char *on[] = {"--external-logprobs", "use"}, *off[] = {"--external-logprobs", "ignore"};
     EXPECT(step(on, 2, &own) == 0);
     step_external = true;
@@ -323,7 +324,7 @@ static void test_external_logprobs(void)
 static void test_external_kl(void)
 {
     const char *inc[] = {"--external-kl", "include"}, *exc[] = {"--external-kl", "exclude"};
-    learn_stats_t a, b;
+    train_stats_t a, b;
     float *ga, *gb;
     size_t n = 0;
     if (!shared_pair(inc, exc, 2, &a, &b, &ga, &gb, &n)) return;
@@ -341,7 +342,7 @@ static void test_external_kl(void)
 static void test_external_train(void)
 {
     const char *on[] = {"--beta", "0", "--external-train", "1"}, *off[] = {"--beta", "0", "--external-train", "0"};
-    learn_stats_t a, b, own;
+    train_stats_t a, b, own;
     float *ga, *gb, *go;
     size_t n = 0;
     if (!shared_pair(on, off, 4, &a, &b, &ga, &gb, &n)) return;
@@ -368,7 +369,7 @@ static void test_scale_rewards_batch(void)
 {
     const char *none[] = {"--beta", "0", "--scale-rewards", "none"};
     const char *batch[] = {"--beta", "0", "--scale-rewards", "batch"};
-    learn_stats_t a, b;
+    train_stats_t a, b;
     float *ga, *gb;
     size_t n = 0;
     if (!shared_pair(none, batch, 4, &a, &b, &ga, &gb, &n)) return;
@@ -392,7 +393,7 @@ static void test_scale_rewards_batch(void)
  * and its advantage (reward 0 of {1, 0}: -0.707) */
 static void test_ratio_min_at(void)
 {
-    learn_stats_t st;
+    train_stats_t st;
     const char *flags[] = {"--loss-type", "dapo"};
     step_one_likely = true;
     EXPECT(step(flags, 2, &st) == 0);

@@ -1,17 +1,20 @@
 /* The sampler's bookkeeping between scored groups and training batches:
  * SampleSelf(I), SampleExternal(J) and the batch record, without sockets. */
-#include "node/assembly.h"
+#include "assembly.h"
 
-#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "records.h"
 
+/* a group kept for a batch: its record and the view the batch is built
+ * from, whose rewards (an external group's, scored here) are held at the
+ * end */
 typedef struct group {
     void *buf;
-    size_t len;
-    uint64_t version;
+    rec_group_view_t v;
     struct group *next;
+    float rewards[];
 } group_t;
 
 typedef struct {
@@ -85,58 +88,44 @@ void assembly_destroy(assembly_t **self_p)
     *self_p = NULL;
 }
 
-bool group_zero_advantage(const void *buf, size_t len)
+bool assembly_add(assembly_t *self, void *buf, const rec_group_view_t *v, bool zero_advantage)
 {
-    rec_group_view_t v;
-    char err[128];
-    if (rec_group_view(buf, len, &v, err, sizeof err) != 0 || v.r.n_completions == 0) return true;
-    rec_completion_t c;
-    rec_group_completion(&v, 0, &c);
-    float first = c.reward;
-    for (size_t i = 1; i < v.r.n_completions; i++) {
-        rec_group_completion(&v, i, &c);
-        if (fabsf(c.reward - first) > 1e-6f) return false;
-    }
-    return true;
-}
-
-bool assembly_add(assembly_t *self, void *buf, size_t len)
-{
-    rec_group_view_t v;
-    char err[128];
-    if (rec_group_view(buf, len, &v, err, sizeof err) != 0) {
-        free(buf);
-        return false;
-    }
-    if (v.r.external) self->st.external_in++;
+    bool external = v->r.external;
+    size_t n = v->r.n_completions;
+    if (external) self->st.external_in++;
     else self->st.local_in++;
-    if (v.r.n_completions != (size_t)self->cfg->completions) {
+    if (n != (size_t)self->cfg->completions) {
         self->st.wrong_size_dropped++;
         free(buf);
         return false;
     }
-    group_filter_t filter = v.r.external ? self->cfg->external_filter : self->cfg->local_filter;
-    if (filter == FILTER_NONZERO && group_zero_advantage(buf, len)) {
-        if (!v.r.external && self->zero_adv_streak >= ASSEMBLY_ZERO_ADV_PATIENCE * (long)self->cfg->local_groups) {
+    group_filter_t filter = external ? self->cfg->external_filter : self->cfg->local_filter;
+    if (filter == FILTER_NONZERO && zero_advantage) {
+        if (!external && self->zero_adv_streak >= ASSEMBLY_ZERO_ADV_PATIENCE * (long)self->cfg->local_groups) {
             self->st.local_zero_adv_kept++;
         } else {
-            if (v.r.external) self->st.external_zero_adv_dropped++;
+            if (external) self->st.external_zero_adv_dropped++;
             else self->st.local_zero_adv_dropped++, self->zero_adv_streak++;
             free(buf);
             return false;
         }
     }
-    if (!v.r.external) {
-        if (assembly_repeat(self, v.r.task.task_id)) {
+    if (!external) {
+        if (assembly_repeat(self, v->r.task.task_id)) {
             self->st.duplicate_dropped++;
             free(buf);
             return false;
         }
-        remember(self, v.r.task.task_id);
+        remember(self, v->r.task.task_id);
     }
-    group_t *g = malloc(sizeof *g);
-    *g = (group_t){buf, len, v.r.policy_version, NULL};
-    push(v.r.external ? &self->external : &self->local, g);
+    group_t *g = malloc(sizeof *g + (v->rewards ? n * sizeof *g->rewards : 0));
+    g->buf = buf;
+    g->v = *v;
+    if (v->rewards) {
+        memcpy(g->rewards, v->rewards, n * sizeof *g->rewards);
+        g->v.rewards = g->rewards;
+    }
+    push(external ? &self->external : &self->local, g);
     return true;
 }
 
@@ -148,7 +137,8 @@ static void drop_stale(assembly_t *self, uint64_t version)
     queue_t keep = {0};
     group_t *g;
     while ((g = pop(&self->local))) {
-        if (version > g->version && version - g->version > (uint64_t)self->cfg->staleness) {
+        uint64_t sampled = g->v.r.policy_version;
+        if (version > sampled && version - sampled > (uint64_t)self->cfg->staleness) {
             self->st.stale_dropped++;
             drop(g);
         } else {
@@ -201,8 +191,7 @@ int assembly_take(assembly_t *self, uint64_t round, uint64_t version, const char
     if (!taken || !views) goto done;
     for (size_t i = 0; i < n; i++) {
         taken[i] = pop(i < ni ? &self->local : &self->external);
-        char err[128];
-        rec_group_view(taken[i]->buf, taken[i]->len, &views[i], err, sizeof err);
+        views[i] = taken[i]->v;
     }
     /* local groups in task order, not in the order the generators finished
      * them: the learner's sums then run in the same order whatever the

@@ -1,6 +1,6 @@
 /* The learner's checkpoints: written beside the last one and renamed into
  * place, so a learner killed at any moment resumes from a whole one. */
-#include "node/checkpoint.h"
+#include "checkpoint.h"
 #include "util/fs.h"
 
 #include <cjson/cJSON.h>

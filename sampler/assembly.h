@@ -38,16 +38,17 @@ typedef struct assembly assembly_t;
 assembly_t *assembly_new(const config_t *cfg);
 void assembly_destroy(assembly_t **self_p);
 
-/* True when every completion of the group got the same reward: such a group
- * has zero advantage everywhere and teaches nothing. */
-bool group_zero_advantage(const void *group_buf, size_t len);
-
-/* Takes ownership of a scored group record (REC_ALIGN-aligned, verified by
- * the caller). Returns true when it was kept. The node's streams deliver at
- * least once, so a local group whose task id is among the last
- * ASSEMBLY_SEEN_MAX taken is a repeat and is dropped here: one group per
- * question reaches training. */
-bool assembly_add(assembly_t *self, void *buf, size_t len);
+/* Takes a scored group: buf, the memory that holds its record
+ * (malloc'ed: the record, or the pool entry it came in; the assembly frees
+ * it), v, the view of the record as the sampler has it (an external
+ * group's marks, ages and rewards are this node's; v's rewards, when set,
+ * are copied), and whether its rewards are all equal
+ * (group_zero_advantage).
+ * Returns true when it was kept. The node's streams deliver at least once,
+ * so a local group whose task id is among the last ASSEMBLY_SEEN_MAX taken
+ * is a repeat and is dropped here: one group per question reaches
+ * training. */
+bool assembly_add(assembly_t *self, void *buf, const rec_group_view_t *v, bool zero_advantage);
 
 /* Whether a local group of task_id would be dropped as a repeat (the
  * sampler does not share such a group again). */

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "records.h"
+
 typedef enum {
     SCREEN_OK = 0,
     SCREEN_TOO_LARGE,      /* record over the size limit */
@@ -51,8 +53,12 @@ void screen_destroy(screen_t **self_p);
  * signature (before any parsing, so floods of junk cost one verification),
  * then the record as screen_check, which must name source as its node.
  * SCREEN_OK, or the first reason it fails; the reason is counted either
- * way. */
-screen_reason_t screen_entry(screen_t *self, const void *entry, size_t len, const char *source, const uint8_t *pub);
+ * way. With view (not NULL), an entry that passes gets its record's view
+ * there, pointing into entry, which must then hold the record
+ * REC_ALIGN-aligned (pool_draw's entries do: 16-byte aligned, a 64-byte
+ * signature); a record that is not is refused as malformed. */
+screen_reason_t screen_entry(screen_t *self, const void *entry, size_t len, const char *source, const uint8_t *pub,
+                             rec_group_view_t *view);
 
 /* The record checks alone, on a bare record whose origin is not known
  * (what screen_entry runs after the signature; fuzzing drives it). */
@@ -62,10 +68,7 @@ screen_reason_t screen_check(screen_t *self, const void *buf, size_t len);
 long screen_count(const screen_t *self, screen_reason_t r);
 /* Sum of every refusal except SCREEN_OWN. */
 long screen_rejected(const screen_t *self);
+/* The reason's name as metrics write it ("passed", "too_large", ...). */
 const char *screen_reason_name(screen_reason_t r);
-
-/* The counts as a JSON object {"passed":N,"too_large":N,...} into out;
- * returns the length written (truncated like snprintf). */
-int screen_json(const screen_t *self, char *out, size_t outlen);
 
 #endif

@@ -1,6 +1,6 @@
 /* Checks on a group drawn from the pool, in an order that reads no field
  * of a hostile entry before its size, signature and structure pass. */
-#include "node/screen.h"
+#include "screen.h"
 
 #include <cjson/cJSON.h>
 #include <sodium.h>
@@ -13,6 +13,7 @@
 #include "pool/pool.h"
 #include "records.h"
 #include "tasks/task.h"
+#include "util/utf8.h"
 
 typedef struct {
     uint64_t a, b;
@@ -116,8 +117,9 @@ static screen_reason_t metadata_ok(const char *json, const char *family)
     return r;
 }
 
-/* source: the node the record must name, NULL for any */
-static screen_reason_t check(screen_t *self, const void *buf, size_t len, const char *source)
+/* source: the node the record must name, NULL for any; view: where the
+ * record's view goes when it passes, or NULL */
+static screen_reason_t check(screen_t *self, const void *buf, size_t len, const char *source, rec_group_view_t *view)
 {
     if (len > self->lim.max_record) return SCREEN_TOO_LARGE;
     rec_group_view_t v;
@@ -139,28 +141,33 @@ static screen_reason_t check(screen_t *self, const void *buf, size_t len, const 
     }
     if (!task_family_find(v.r.task.family)) return SCREEN_UNKNOWN_FAMILY;
     if ((r = metadata_ok(v.r.task.metadata_json, v.r.task.family)) != SCREEN_OK) return r;
-    return seen_before(self, content_digest(&v)) ? SCREEN_DUPLICATE : SCREEN_OK;
+    if (seen_before(self, content_digest(&v))) return SCREEN_DUPLICATE;
+    if (view) *view = v;
+    return SCREEN_OK;
 }
 
-static screen_reason_t check_record(screen_t *self, const void *buf, size_t len, const char *source)
+static screen_reason_t check_record(screen_t *self, const void *buf, size_t len, const char *source,
+                                    rec_group_view_t *view)
 {
     if (!buf || len > self->lim.max_record) return SCREEN_TOO_LARGE;
+    /* a view points into the caller's memory, never into a copy */
+    if (view && (uintptr_t)buf % REC_ALIGN != 0) return SCREEN_MALFORMED;
     void *copy = NULL;
     const void *aligned = rec_aligned(buf, len, &copy);
-    screen_reason_t r = aligned ? check(self, aligned, len, source) : SCREEN_MALFORMED;
+    screen_reason_t r = aligned ? check(self, aligned, len, source, view) : SCREEN_MALFORMED;
     free(copy);
     return r;
 }
 
 screen_reason_t screen_check(screen_t *self, const void *buf, size_t len)
 {
-    screen_reason_t r = check_record(self, buf, len, NULL);
+    screen_reason_t r = check_record(self, buf, len, NULL, NULL);
     self->counts[r]++;
     return r;
 }
 
 static screen_reason_t check_entry(screen_t *self, const uint8_t *entry, size_t len, const char *source,
-                                   const uint8_t *pub)
+                                   const uint8_t *pub, rec_group_view_t *view)
 {
     char err[128];
     if (!entry || len > self->lim.max_record + IDENTITY_SIGNATURE_BYTES) return SCREEN_TOO_LARGE;
@@ -171,12 +178,13 @@ static screen_reason_t check_entry(screen_t *self, const uint8_t *entry, size_t 
     int opened = identity_open(pub, entry, len, &rec, &rec_len);
     if (opened < 0) return SCREEN_UNSIGNED;
     if (!opened) return SCREEN_BAD_SIGNATURE;
-    return check_record(self, rec, rec_len, source);
+    return check_record(self, rec, rec_len, source, view);
 }
 
-screen_reason_t screen_entry(screen_t *self, const void *entry, size_t len, const char *source, const uint8_t *pub)
+screen_reason_t screen_entry(screen_t *self, const void *entry, size_t len, const char *source, const uint8_t *pub,
+                             rec_group_view_t *view)
 {
-    screen_reason_t r = check_entry(self, entry, len, source, pub);
+    screen_reason_t r = check_entry(self, entry, len, source, pub, view);
     self->counts[r]++;
     return r;
 }
@@ -192,16 +200,3 @@ long screen_rejected(const screen_t *self)
 }
 
 const char *screen_reason_name(screen_reason_t r) { return r < SCREEN_NREASONS ? names[r] : "?"; }
-
-int screen_json(const screen_t *self, char *out, size_t outlen)
-{
-    size_t n = 0;
-    for (int r = 0; r <= SCREEN_NREASONS; r++) {
-        char *at = n < outlen ? out + n : NULL;
-        size_t room = n < outlen ? outlen - n : 0;
-        int k = r == SCREEN_NREASONS ? snprintf(at, room, "}")
-                                     : snprintf(at, room, "%s\"%s\":%ld", r ? "," : "{", names[r], self->counts[r]);
-        if (k > 0) n += (size_t)k;
-    }
-    return (int)n;
-}

@@ -1,6 +1,6 @@
 /* The learner's GRPO step on a batch of groups, re-encoded with the
- * learner's own tokenizer, and the supervised steps of the warm starts. */
-#include "node/learn.h"
+ * learner's own tokenizer. */
+#include "train/train_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,21 +25,13 @@ typedef struct {
     int len; /* positions */
 } row_t;
 
-struct learn {
-    policy_t *policy;
-    policy_t *ref;
-    const config_t *cfg;
-    adamw_t *opt;
-    grpo_params_t gp;
-};
-
-learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen)
+train_t *train_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen)
 {
     if (cfg->beta > 0 && !ref) {
         snprintf(err, errlen, "beta %g > 0 needs a reference model", cfg->beta);
         return NULL;
     }
-    learn_t *self = calloc(1, sizeof *self);
+    train_t *self = calloc(1, sizeof *self);
     if (!self) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -57,14 +49,16 @@ learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t
     return self;
 }
 
-void learn_destroy(learn_t **self_p)
+void train_destroy(train_t **self_p)
 {
     if (!self_p || !*self_p) return;
+    free((*self_p)->ws.ints);
+    free((*self_p)->ws.floats);
     free(*self_p);
     *self_p = NULL;
 }
 
-static adamw_params_t adam_params(const config_t *cfg)
+adamw_params_t train_adamw_params(const config_t *cfg)
 {
     adamw_params_t ap = adamw_params_default();
     ap.lr = cfg->lr;
@@ -72,7 +66,7 @@ static adamw_params_t adam_params(const config_t *cfg)
     return ap;
 }
 
-float learn_rate(const config_t *cfg, uint64_t round)
+float train_lr(const config_t *cfg, uint64_t round)
 {
     double lr = cfg->lr, r = round ? (double)round : 1;
     if (cfg->lr_warmup > 0 && r < cfg->lr_warmup) return (float)(lr * r / cfg->lr_warmup);
@@ -84,7 +78,6 @@ float learn_rate(const config_t *cfg, uint64_t round)
     return (float)lr;
 }
 
-/* Encodes text with the policy's tokenizer; NULL for invalid UTF-8. */
 /* ids decoded into out (size n) with every byte outside printable ASCII
  * written \xNN, so a metrics line stays plain text whatever a BPE
  * token's bytes are; the start is dropped when it does not fit */
@@ -104,7 +97,7 @@ static void printable(const policy_t *p, const int32_t *ids, size_t count, char 
     snprintf(out, n, "%s", k + 1 > n ? buf + (k + 1 - n) : buf);
 }
 
-static int32_t *encode(const policy_t *p, const char *text, size_t *n)
+int32_t *train_encode(const policy_t *p, const char *text, size_t *n)
 {
     int32_t *ids = NULL;
     if (tokenizer_encode(p->tok, text, strlen(text), &ids, n) != 0) return NULL;
@@ -133,8 +126,8 @@ static bool peer_behaviour(const rec_completion_t *c, const int32_t *ids, size_t
 
 /* Sequence s of group g: the prompt's P ids pids, then completion c's,
  * cut to twice max-new-tokens and to the model's positions */
-static void make_sequence(const learn_t *self, const rec_group_view_t *rv, const rec_completion_t *c,
-                          const int32_t *pids, size_t P, int g, seq_t *s, learn_stats_t *st)
+static void make_sequence(const train_t *self, const rec_group_view_t *rv, const rec_completion_t *c,
+                          const int32_t *pids, size_t P, int g, seq_t *s, train_stats_t *st)
 {
     const config_t *cfg = self->cfg;
     const policy_t *pol = self->policy;
@@ -149,7 +142,7 @@ static void make_sequence(const learn_t *self, const rec_group_view_t *rv, const
     if (keep_ids) {
         C = c->n_tokens;
     } else {
-        cids = encode(pol, c->text, &C);
+        cids = train_encode(pol, c->text, &C);
         if (!cids) C = 0;
         if (peer_logprobs && peer_behaviour(c, cids, C)) old = c->logprobs, st->external_logprobs++;
     }
@@ -177,8 +170,8 @@ static void make_sequence(const learn_t *self, const rec_group_view_t *rv, const
  * them, or 0 when the group is skipped (under two completions, unscored,
  * a prompt that leaves no room for a completion, or an external group
  * under external-train 0) */
-static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t g, seq_t *seqs, float *rewards,
-                     learn_stats_t *st)
+static int add_group(const train_t *self, const rec_batch_view_t *batch, size_t g, seq_t *seqs, float *rewards,
+                     train_stats_t *st)
 {
     const policy_t *pol = self->policy;
     rec_group_view_t rv;
@@ -194,7 +187,7 @@ static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t 
     }
     char *prompt = policy_prompt(pol, rv.r.task.question);
     size_t P = 0;
-    int32_t *pids = prompt ? encode(pol, prompt, &P) : NULL;
+    int32_t *pids = prompt ? train_encode(pol, prompt, &P) : NULL;
     free(prompt);
     if (!pids || (int)P + 1 >= model_config(pol->model)->max_pos) {
         free(pids);
@@ -212,7 +205,7 @@ static int add_group(const learn_t *self, const rec_batch_view_t *batch, size_t 
     return n;
 }
 
-static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, learn_stats_t *st)
+static int build_sequences(train_t *self, const rec_batch_view_t *batch, seq_t **out, int *nseq, train_stats_t *st)
 {
     size_t cap = 0;
     for (size_t g = 0; g < batch->b.n_groups; g++) {
@@ -256,7 +249,7 @@ static int build_sequences(learn_t *self, const rec_batch_view_t *batch, seq_t *
  * that saves at least as many positions as the completions take (prompt
  * at least the completions' mean length), and only on the CPU. NULL when
  * out of memory. */
-static row_t *plan_rows(const learn_t *self, const seq_t *seqs, int B, int *n_rows)
+static row_t *plan_rows(const train_t *self, const seq_t *seqs, int B, int *n_rows)
 {
     row_t *rows = malloc(sizeof *rows * (size_t)B);
     if (!rows) return NULL;
@@ -339,7 +332,7 @@ static void gather_tokens(const seq_t *seqs, int ns, int Tc, const int *where, c
 
 /* at: the token at cell c of GRPO's (ns, Tc) layout, the one with the
  * lowest ratio, with up to 24 tokens before it */
-static void note_ratio_min(const learn_t *self, const seq_t *seqs, int Tc, long c, const float *lp, const float *old,
+static void note_ratio_min(const train_t *self, const seq_t *seqs, int Tc, long c, const float *lp, const float *old,
                            ratio_min_at_t *at)
 {
     const seq_t *s = &seqs[c / Tc];
@@ -351,10 +344,30 @@ static void note_ratio_min(const learn_t *self, const seq_t *seqs, int Tc, long 
     printable(self->policy, s->ids + s->P + from, (size_t)(j - from), at->before, sizeof at->before);
 }
 
+/* Room for nints ints and nfloats floats, grown (never shrunk) when a
+ * larger micro-batch comes, as the model's activations are: once the
+ * largest micro-batch has been seen, a step allocates nothing here. What
+ * the arrays held is not kept. 0, or -1 when out of memory (the
+ * workspace is then empty). */
+static int workspace_ensure(train_workspace_t *w, size_t nints, size_t nfloats)
+{
+    if (nints > w->cap_ints) {
+        free(w->ints);
+        w->ints = malloc(nints * sizeof *w->ints);
+        w->cap_ints = w->ints ? nints : 0;
+    }
+    if (nfloats > w->cap_floats) {
+        free(w->floats);
+        w->floats = malloc(nfloats * sizeof *w->floats);
+        w->cap_floats = w->floats ? nfloats : 0;
+    }
+    return w->ints && w->floats ? 0 : -1;
+}
+
 /* One micro-batch: forward over its rows, GRPO's loss over its sequences'
  * completion tokens (laid out one sequence a row, whatever the rows),
  * backward. *loss gets its share of the batch's loss. 0, or -1 with err. */
-static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows, int nr,
+static int micro_step(train_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows, int nr,
                       grpo_stats_t *gs, ratio_min_at_t *at, double *loss, char *err, size_t errlen)
 {
     model_t *m = self->policy->model;
@@ -370,29 +383,27 @@ static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens
         mtokens += seqs[i].masked ? 0 : seqs[i].C;
     }
     size_t cells = (size_t)nr * T, lcells = (size_t)ns * Tc;
-    int *tokens = malloc(sizeof(int) * cells), *targets = malloc(sizeof(int) * cells);
-    int *start = malloc(sizeof(int) * cells), *where = malloc(sizeof(int) * lcells);
-    float *logp = malloc(sizeof(float) * cells), *ref = malloc(sizeof(float) * cells);
-    float *dlogp = calloc(cells, sizeof(float)), *adv = malloc(sizeof(float) * ns);
-    float *lp = malloc(sizeof(float) * lcells), *old = malloc(sizeof(float) * lcells);
-    float *rf = malloc(sizeof(float) * lcells), *mask = malloc(sizeof(float) * lcells);
-    float *dl = malloc(sizeof(float) * lcells);
-    int rc = -1;
-    if (!tokens || !targets || !start || !where || !logp || !ref || !dlogp || !adv || !lp || !old || !rf || !mask ||
-        !dl) {
+    /* ints: tokens, targets, start (cells each), where (lcells); floats:
+     * logp, ref, dlogp (cells each), lp, old, rf, mask, dl (lcells each),
+     * adv (ns) */
+    if (workspace_ensure(&self->ws, 3 * cells + lcells, 3 * cells + 5 * lcells + (size_t)ns) != 0) {
         snprintf(err, errlen, "out of memory for a micro-batch of %d x %d", nr, T);
-        goto done;
+        return -1;
     }
+    int *tokens = self->ws.ints, *targets = tokens + cells, *start = targets + cells, *where = start + cells;
+    float *logp = self->ws.floats, *ref = logp + cells, *dlogp = ref + cells, *lp = dlogp + cells;
+    float *old = lp + lcells, *rf = old + lcells, *mask = rf + lcells, *dl = mask + lcells, *adv = dl + lcells;
+    memset(dlogp, 0, cells * sizeof *dlogp);
     lay_out_rows(seqs, rows, nr, T, Tc, tokens, targets, start, where);
     float temp = self->cfg->temperature;
     if (self->ref &&
         model_forward_packed(self->ref->model, tokens, targets, packed ? start : NULL, nr, T, temp, ref, NULL) != 0) {
         snprintf(err, errlen, "reference forward failed (see above)");
-        goto done;
+        return -1;
     }
     if (model_forward_packed(m, tokens, targets, packed ? start : NULL, nr, T, temp, logp, NULL) != 0) {
         snprintf(err, errlen, "forward failed (see above)");
-        goto done;
+        return -1;
     }
     gather_tokens(seqs + s0, ns, Tc, where, logp, ref, adv, mask, lp, rf, old);
     float l = grpo_loss(&self->gp, ns, Tc, lp, old, self->ref ? rf : NULL, mask, adv, dl, gs);
@@ -405,16 +416,12 @@ static int micro_step(learn_t *self, const seq_t *seqs, int B, long total_tokens
         if (where[k] >= 0) dlogp[where[k]] = (float)(dl[k] * scale);
     *loss = l * scale;
     model_backward(m, dlogp);
-    rc = 0;
-done:
-    free(tokens), free(targets), free(start), free(where), free(logp), free(ref), free(dlogp), free(adv);
-    free(lp), free(old), free(rf), free(mask), free(dl);
-    return rc;
+    return 0;
 }
 
 /* the rows' micro-batches: rows r0 on up to micro-batch sequences (one
  * row at least); the end, and *T its longest row */
-static int micro_batch_end(const learn_t *self, const row_t *rows, int n_rows, int r0, int *T)
+static int micro_batch_end(const train_t *self, const row_t *rows, int n_rows, int r0, int *T)
 {
     int r1, mb = rows[r0].count;
     *T = rows[r0].len;
@@ -428,8 +435,8 @@ static int micro_batch_end(const learn_t *self, const row_t *rows, int n_rows, i
 /* Forward and backward over the batch's rows a micro-batch at a time: the
  * batch's gradient, its loss, and GRPO's statistics as means weighted by
  * each micro-batch's tokens. 0, or -1 with err. */
-static int accumulate_gradients(learn_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows,
-                                int n_rows, learn_stats_t *st, char *err, size_t errlen)
+static int accumulate_gradients(train_t *self, const seq_t *seqs, int B, long total_tokens, const row_t *rows,
+                                int n_rows, train_stats_t *st, char *err, size_t errlen)
 {
     double loss = 0, w_clip_low = 0, w_clip_high = 0, w_region = 0, w_kl = 0, w_ratio = 0;
     st->grpo.ratio_min = INFINITY, st->grpo.ratio_max = -INFINITY;
@@ -463,7 +470,7 @@ static int accumulate_gradients(learn_t *self, const seq_t *seqs, int B, long to
     return 0;
 }
 
-int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen)
+int train_step(train_t *self, const rec_batch_view_t *batch, train_stats_t *st, char *err, size_t errlen)
 {
     memset(st, 0, sizeof *st);
     seq_t *seqs = NULL;
@@ -488,8 +495,8 @@ int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, 
         goto done;
     }
     if (accumulate_gradients(self, seqs, B, total_tokens, rows, n_rows, st, err, errlen) != 0) goto done;
-    adamw_params_t ap = adam_params(self->cfg);
-    ap.lr = st->lr = learn_rate(self->cfg, batch->b.round);
+    adamw_params_t ap = train_adamw_params(self->cfg);
+    ap.lr = st->lr = train_lr(self->cfg, batch->b.round);
     if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &st->grad_norm) != 0) {
         snprintf(err, errlen, "optimizer step on cuda:%d failed (see above)", model_device(m));
         goto done;
@@ -502,114 +509,4 @@ done:
     free(seqs);
     free(rows);
     return rc;
-}
-
-/* The examples that fit the model's positions as prompt, answer and eos,
- * each a row: ids[r], its prompt's length P[r] and its length N[r]. The
- * number of rows, and *T the longest. */
-static int encode_examples(const policy_t *pol, const char *const *questions, const char *const *answers, int n,
-                           int **ids, int *P, int *N, int *T)
-{
-    int eos = tokenizer_eos_id(pol->tok);
-    int rows = 0;
-    for (int i = 0; i < n; i++) {
-        char *prompt = policy_prompt(pol, questions[i]);
-        size_t np = 0, na = 0;
-        int32_t *pi = prompt ? encode(pol, prompt, &np) : NULL;
-        int32_t *ai = encode(pol, answers[i], &na);
-        free(prompt);
-        if (pi && ai && (int)(np + na + 1) <= model_config(pol->model)->max_pos) {
-            ids[rows] = malloc(sizeof(int) * (np + na + 1));
-            for (size_t t = 0; t < np; t++) ids[rows][t] = pi[t];
-            for (size_t t = 0; t < na; t++) ids[rows][np + t] = ai[t];
-            ids[rows][np + na] = eos;
-            P[rows] = (int)np;
-            N[rows] = (int)(np + na + 1);
-            *T = N[rows] > *T ? N[rows] : *T;
-            rows++;
-        }
-        free(pi);
-        free(ai);
-    }
-    return rows;
-}
-
-/* the rows' indices from shortest to longest (stable) */
-static int *order_by_length(const int *N, int rows)
-{
-    int *order = malloc(sizeof(int) * rows);
-    for (int i = 0; i < rows; i++) order[i] = i;
-    for (int i = 1; i < rows; i++)
-        for (int k = i; k > 0 && N[order[k - 1]] > N[order[k]]; k--) {
-            int x = order[k];
-            order[k] = order[k - 1], order[k - 1] = x;
-        }
-    return order;
-}
-
-/* nb rows of Tc positions from rows order[0..nb): the tokens, padded with
- * 0, and as targets the answer's tokens and eos, -1 elsewhere */
-static void lay_out_answers(int *const *ids, const int *P, const int *N, const int *order, int nb, int Tc, int *tokens,
-                            int *targets)
-{
-    for (int i = 0; i < nb; i++) {
-        int q = order[i];
-        for (int t = 0; t < Tc; t++) {
-            tokens[i * Tc + t] = t < N[q] ? ids[q][t] : 0;
-            targets[i * Tc + t] = (t >= P[q] - 1 && t < N[q] - 1) ? ids[q][t + 1] : -1;
-        }
-    }
-}
-
-/* One step of cross-entropy on the rows' answer tokens: their mean,
- * computed in runs of rows of similar length (a batch padded to its
- * longest prompt, a 440-byte logic question beside 120-byte sums, spent
- * most of its time on padding). The mean loss or -1. */
-static float sft_rows(learn_t *self, int *const *ids, const int *P, const int *N, int rows, int T)
-{
-    int *order = order_by_length(N, rows);
-    int answer_tokens = 0;
-    for (int i = 0; i < rows; i++) answer_tokens += N[i] - P[i];
-    int *tokens = malloc(sizeof(int) * rows * T), *targets = malloc(sizeof(int) * rows * T);
-    float *logp = malloc(sizeof(float) * rows * T), *dlogp = malloc(sizeof(float) * rows * T);
-    model_t *m = self->policy->model;
-    model_zero_grad(m);
-    double sum = 0;
-    float loss = 0;
-    for (int r0 = 0, r1; r0 < rows && loss == 0; r0 = r1) {
-        for (r1 = r0 + 1; r1 < rows && 2 * N[order[r1]] <= 3 * N[order[r0]]; r1++) {
-        }
-        int Tc = N[order[r1 - 1]], nb = r1 - r0;
-        lay_out_answers(ids, P, N, order + r0, nb, Tc, tokens, targets);
-        if (model_forward(m, tokens, targets, nb, Tc, 1.0f, logp, NULL) != 0) {
-            loss = -1;
-            break;
-        }
-        for (int k = 0; k < nb * Tc; k++) {
-            sum -= targets[k] >= 0 ? logp[k] : 0;
-            dlogp[k] = targets[k] >= 0 ? -1.0f / answer_tokens : 0.0f;
-        }
-        model_backward(m, dlogp);
-    }
-    if (loss == 0) {
-        loss = (float)(sum / answer_tokens);
-        adamw_params_t ap = adam_params(self->cfg);
-        float norm;
-        if (model_optimizer_step(m, self->opt, &ap, self->cfg->max_grad_norm, &norm) != 0) loss = -1;
-    }
-    free(order), free(tokens), free(targets), free(logp), free(dlogp);
-    return loss;
-}
-
-float learn_sft_step(learn_t *self, const char *const *questions, const char *const *answers, int n)
-{
-    int **ids = calloc((size_t)n, sizeof *ids);
-    int *P = calloc((size_t)n, sizeof *P), *N = calloc((size_t)n, sizeof *N);
-    int T = 0;
-    float loss = -1;
-    int rows = encode_examples(self->policy, questions, answers, n, ids, P, N, &T);
-    if (rows > 0) loss = sft_rows(self, ids, P, N, rows, T);
-    for (int i = 0; i < rows; i++) free(ids[i]);
-    free(ids), free(P), free(N);
-    return loss;
 }

@@ -10,8 +10,8 @@
  * log-prob and on normalisers known from the masks, so scaling each
  * micro-batch's loss gives exactly the whole batch's gradient with one
  * forward pass. */
-#ifndef SAPO_LEARN_H
-#define SAPO_LEARN_H
+#ifndef SAPO_TRAIN_H
+#define SAPO_TRAIN_H
 
 #include "node/config.h"
 #include "node/policy.h"
@@ -48,25 +48,20 @@ typedef struct {
     float lr;               /* the learning rate of the step */
     grpo_stats_t grpo;
     ratio_min_at_t ratio_min_at;
-} learn_stats_t;
+} train_stats_t;
 
-typedef struct learn learn_t;
+typedef struct train train_t;
 
 /* ref may be NULL when cfg->beta is 0 */
-learn_t *learn_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen);
-void learn_destroy(learn_t **self_p);
+train_t *train_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen);
+void train_destroy(train_t **self_p);
 
 /* One optimizer step on the batch. 0, or -1 with err (nothing applied). */
-int learn_step(learn_t *self, const rec_batch_view_t *batch, learn_stats_t *st, char *err, size_t errlen);
+int train_step(train_t *self, const rec_batch_view_t *batch, train_stats_t *st, char *err, size_t errlen);
 
 /* The learning rate of round `round` (counted from 1): linear warm-up over
  * cfg->lr_warmup rounds, then constant or a cosine down to lr/10 at
  * cfg->rounds. */
-float learn_rate(const config_t *cfg, uint64_t round);
-
-/* Supervised warm start: one step of cross-entropy on (question, answer)
- * pairs, the answer written as the policy should write it. Returns the
- * mean loss or -1. */
-float learn_sft_step(learn_t *self, const char *const *questions, const char *const *answers, int n);
+float train_lr(const config_t *cfg, uint64_t round);
 
 #endif
