@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 
 #include "node/heldout.h"
-#include "train/train_sft.h"
+#include "train_sft.h"
 #include "node/policy.h"
 #include "tasks/task.h"
 #include "util/fs.h"

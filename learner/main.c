@@ -16,7 +16,7 @@
 
 #include "checkpoint.h"
 #include "node/config.h"
-#include "train/train.h"
+#include "train.h"
 #include "node/metrics.h"
 #include "node/policy.h"
 #include "records.h"

@@ -11,7 +11,7 @@
 #include <czmq.h>
 
 #include "game/game_sft.h"
-#include "train/train_sft.h"
+#include "train_sft.h"
 #include "node/policy.h"
 #include "tasks/task.h"
 #include "util/fs.h"

@@ -9,8 +9,8 @@
 #include "check.h"
 #include "../sampler/assembly.h"
 #include "node/config.h"
-#include "train/train.h"
 #include "node/metrics.h"
+#include "../learner/train.h" /* train_lr */
 #include "node/score.h"
 #include "records.h"
 #include "group_buf.h"

@@ -5,8 +5,8 @@
  * that the setting reaches it). */
 #include "check.h"
 #include "node/config.h"
-#include "train/train.h"
-#include "train/train_sft.h"
+#include "../learner/train.h"
+#include "../learner/train_sft.h"
 #include "node/policy.h"
 #include "records.h"
 

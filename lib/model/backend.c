@@ -23,21 +23,30 @@
 // ----------------------------------------------------------------------------
 // the tables
 
+static int cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                        int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+{
+    return model_cpu_generate(m, model_linear, true, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp, lengths);
+}
+
+/* its decode keeps the bf16 products: no fp32 packed weights */
+static int bf16_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
+                         int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+{
+    return model_cpu_generate(m, model_bf16_linear, false, prompts, prompt_lens, seeds, Q, L, gp, tokens, logp,
+                              lengths);
+}
+
 static const model_backend_t cpu = {
     .forward = model_cpu_forward,
     .backward = model_cpu_backward,
-    .generate = model_cpu_generate,
-    .linear = model_linear,
-    .packs = true,
+    .generate = cpu_generate,
 };
 
-/* its decode keeps the bf16 products: no fp32 packed weights */
 static const model_backend_t cpu_bf16 = {
     .forward = model_bf16_forward,
     .backward = model_bf16_backward,
-    .generate = model_cpu_generate,
-    .linear = model_bf16_linear,
-    .packs = false,
+    .generate = bf16_generate,
     .release = model_bf16_release,
 };
 
@@ -87,21 +96,7 @@ static const model_backend_t cuda = {
 };
 #endif
 
-static const model_backend_t *const tables[] = {
-    &cpu,
-    &cpu_bf16,
-#ifdef SAPO_HAVE_CUDA
-    &cuda,
-#endif
-};
-
 const model_backend_t *model_backend(const model_t *m) { return m->backend ? m->backend : &cpu; }
-
-void model_backend_release(model_t *m)
-{
-    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
-        if (tables[i]->release) tables[i]->release(m);
-}
 
 // ----------------------------------------------------------------------------
 // choosing one
@@ -169,8 +164,11 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
         snprintf(err, errlen, "backend cpu-bf16: %s", why);
         return -1;
     }
+    const model_backend_t *was = model_backend(self), *now = table_of(dev, bf16);
     if (move_to(self, dev, backend, err, errlen)) return -1;
-    self->backend = table_of(dev, bf16);
+    /* what the backend left keeps nothing of it (cpu-bf16's copies) */
+    if (was != now && was->release) was->release(self);
+    self->backend = now;
     return 0;
 }
 

@@ -15,19 +15,20 @@
 #include <string.h>
 
 typedef struct {
-    int S, maxT;           /* slots (completions) and positions per slot */
-    int L;                 /* completions per prompt: slots q*L .. q*L+L-1 */
-    const int *plen;       /* (Q) prompt lengths */
-    float *kc, *vc;        // (L, S, maxT, KD)
-    float *x;              // (R, C) residual
-    float *ln;             // (R, C)
-    float *q;              // (R, NH*HD)
-    float *k, *v;          // (R, KD)
-    float *y;              // (R, NH*HD)
-    float *g, *u;          // (R, FF)
-    float *r;              // (R * NH) rstd scratch
-    float *logits;         // (S, V)
-    int *tok, *slot, *pos; // (R)
+    int S, maxT;            /* slots (completions) and positions per slot */
+    int L;                  /* completions per prompt: slots q*L .. q*L+L-1 */
+    const int *plen;        /* (Q) prompt lengths */
+    float *kc, *vc;         // (L, S, maxT, KD)
+    float *x;               // (R, C) residual
+    float *ln;              // (R, C)
+    float *q;               // (R, NH*HD)
+    float *k, *v;           // (R, KD)
+    float *y;               // (R, NH*HD)
+    float *g, *u;           // (R, FF)
+    float *r;               // (R * NH) rstd scratch
+    float *logits;          // (S, V)
+    int *tok, *slot, *pos;  // (R)
+    model_linear_fn linear; /* the backend's linear layers, where no packed copy is */
 } gen_ws_t;
 
 static size_t ws_layout(gen_ws_t *ws, float *base, const model_config_t *c, int R)
@@ -214,7 +215,7 @@ void model_pack_limit(size_t bytes) { pack_max = bytes ? bytes : PACK_MAX; }
 /* The model's weights packed (c->L * PK_LAYER + 1 matrices), or NULL:
  * where its backend does not decode by them (cpu-bf16: its products stay
  * in bf16), past PACK_MAX, or out of memory */
-static model_packed_t *pack_weights(const model_t *m)
+static model_packed_t *pack_weights(const model_t *m, bool packs)
 {
     const model_config_t *c = &m->cfg;
     const model_weights_t *w = &m->w;
@@ -222,7 +223,7 @@ static model_packed_t *pack_weights(const model_t *m)
     size_t bytes = model_packed_bytes(c->V, c->C) +
                    c->L * (model_packed_bytes(QD, C) + 2 * model_packed_bytes(KD, C) + model_packed_bytes(C, QD) +
                            2 * model_packed_bytes(FF, C) + model_packed_bytes(C, FF));
-    if (!model_backend(m)->packs || bytes > pack_max) return NULL;
+    if (!packs || bytes > pack_max) return NULL;
     int n = c->L * PK_LAYER + 1;
     model_packed_t *p = calloc(n, sizeof *p);
     if (!p) return NULL;
@@ -261,11 +262,11 @@ static void packed_free(const model_t *m, model_packed_t *p)
 /* out (R, OUT) = in (R, IN) W^T (+ bias), + out where acc: by the packed
  * copy p where there is one, else by W in place (the backend's own
  * linear layer) */
-static void linear(const model_t *m, const model_packed_t *p, float *out, const float *in, const float *W,
+static void linear(const gen_ws_t *ws, const model_packed_t *p, float *out, const float *in, const float *W,
                    const float *bias, int R, int IN, int OUT, bool acc)
 {
     if (p) model_gemm_packed(R, in, IN, p, bias, acc, out, OUT);
-    else model_backend(m)->linear(out, in, W, bias, R, IN, OUT, acc);
+    else ws->linear(out, in, W, bias, R, IN, OUT, acc);
 }
 
 /* runs rows [r0, r0 + R) through the model, by the packed weights pk
@@ -285,11 +286,11 @@ static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int
     for (int r = 0; r < R; r++) memcpy(x + (size_t)r * C, w->wte + (size_t)ws->tok[r0 + r] * C, C * sizeof(float));
     for (int l = 0; l < c->L; l++) {
         model_rmsnorm(ln, rs, x, w->ln1 + (size_t)l * C, R, C, c->rms_eps);
-        linear(m, packed_of(pk, l, PK_Q), q, ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R,
+        linear(ws, packed_of(pk, l, PK_Q), q, ln, w->wq + (size_t)l * QD * C, w->bq ? w->bq + (size_t)l * QD : NULL, R,
                C, QD, false);
-        linear(m, packed_of(pk, l, PK_K), k, ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R,
+        linear(ws, packed_of(pk, l, PK_K), k, ln, w->wk + (size_t)l * KD * C, w->bk ? w->bk + (size_t)l * KD : NULL, R,
                C, KD, false);
-        linear(m, packed_of(pk, l, PK_V), v, ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R,
+        linear(ws, packed_of(pk, l, PK_V), v, ln, w->wv + (size_t)l * KD * C, w->bv ? w->bv + (size_t)l * KD : NULL, R,
                C, KD, false);
         if (c->type == MODEL_QWEN3) {
             /* y is free until the attention: it holds the pre-norm q */
@@ -306,20 +307,20 @@ static void step(model_t *m, gen_ws_t *ws, const model_packed_t *pk, int r0, int
             memcpy(ws->vc + at, v + (size_t)r * KD, KD * sizeof(float));
         }
         cached_attention(ws, c, l, r0, R);
-        linear(m, packed_of(pk, l, PK_O), x, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R, QD,
-               C, true);
+        linear(ws, packed_of(pk, l, PK_O), x, y, w->wo + (size_t)l * C * QD, w->bo ? w->bo + (size_t)l * C : NULL, R,
+               QD, C, true);
         model_rmsnorm(ln, rs, x, w->ln2 + (size_t)l * C, R, C, c->rms_eps);
-        linear(m, packed_of(pk, l, PK_G), g, ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
-        linear(m, packed_of(pk, l, PK_U), u, ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
+        linear(ws, packed_of(pk, l, PK_G), g, ln, w->wg + (size_t)l * FF * C, NULL, R, C, FF, false);
+        linear(ws, packed_of(pk, l, PK_U), u, ln, w->wu + (size_t)l * FF * C, NULL, R, C, FF, false);
         model_swiglu(g, g, u, (size_t)R * FF);
-        linear(m, packed_of(pk, l, PK_D), x, g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
+        linear(ws, packed_of(pk, l, PK_D), x, g, w->wd + (size_t)l * C * FF, NULL, R, FF, C, true);
     }
     if (lrows)
         for (int j = 0; j < nlog; j++)
             model_rmsnorm(ln + (size_t)j * C, rs, x + (size_t)lrows[j] * C, w->lnf, 1, C, c->rms_eps);
     else model_rmsnorm(ln, rs, x + (size_t)(R - nlog) * C, w->lnf, nlog, C, c->rms_eps);
-    linear(m, pk ? pk + c->L * PK_LAYER : NULL, ws->logits + (size_t)r0 * c->V, ln, c->tie ? w->wte : w->lm, NULL, nlog,
-           C, c->V, false);
+    linear(ws, pk ? pk + c->L * PK_LAYER : NULL, ws->logits + (size_t)r0 * c->V, ln, c->tie ? w->wte : w->lm, NULL,
+           nlog, C, c->V, false);
 }
 
 static bool is_eos(const model_config_t *c, int tok)
@@ -463,20 +464,21 @@ static void decode(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const mod
     decode_part(m, ws, pk, gp, u, live, &nlive, scratch, sbytes, o, omp_get_thread_num(), omp_get_num_threads());
 }
 
-int model_cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
-                       int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths)
+int model_cpu_generate(model_t *m, model_linear_fn linear, bool packs, const int *const *prompts,
+                       const int *prompt_lens, const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp,
+                       int *tokens, float *logp, int *lengths)
 {
     const model_config_t *c = &m->cfg;
     int M = gp->max_new, maxP = 0;
     for (int q = 0; q < Q; q++) maxP = prompt_lens[q] > maxP ? prompt_lens[q] : maxP;
     int S = Q * L, R = ws_rows(prompt_lens, Q, S, maxP);
-    gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens};
+    gen_ws_t ws = {.S = S, .maxT = maxP + M, .L = L, .plen = prompt_lens, .linear = linear};
     size_t nf = ws_layout(&ws, NULL, c, R), sbytes = sample_scratch_bytes(c->V);
     float *mem = malloc(nf * sizeof(float));
     float *u = malloc((size_t)S * M * sizeof(float));
     int *imem = malloc((3 * (size_t)R + S) * sizeof(int));
     unsigned char *scratch = malloc(sbytes * omp_get_max_threads());
-    model_packed_t *pk = pack_weights(m);
+    model_packed_t *pk = pack_weights(m, packs);
     int rc = -1;
     if (!mem || !u || !imem || !scratch || model_rope_ensure(m, maxP + M)) {
         fprintf(stderr, "model_generate: out of memory for %d completions of %d tokens\n", S, maxP + M);

@@ -109,7 +109,7 @@ void model_destroy(model_t **self_p)
 {
     model_t *m = *self_p;
     if (!m) return;
-    model_backend_release(m);
+    if (m->backend && m->backend->release) m->backend->release(m);
     free(m->params);
     free(m->grads);
     free(m->acts_mem);

@@ -98,21 +98,15 @@ typedef struct {
     int (*step)(model_t *m, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm);
     int (*sync_host)(model_t *m);
     int (*sync_device)(model_t *m);
-    /* the CPU's generation (generate.c): its linear layers, out (N, OUT)
-     * = in (N, IN) w^T (+ bias), + out where acc; and whether it may
-     * decode by fp32 weights laid out once (model_gemm_packed) instead */
-    void (*linear)(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT, bool acc);
-    bool packs;
     /* frees what the backend keeps of m beside the host arrays (NULL:
-     * nothing), and does nothing where it keeps none */
+     * nothing), and does nothing where it keeps none: called when m
+     * leaves the backend (model_set_backend) and by model_destroy,
+     * through m->backend, so that model.c needs no table */
     void (*release)(model_t *m);
 } model_backend_t;
 
 /* m's table (backend.c) */
 const model_backend_t *model_backend(const model_t *m);
-/* what every backend keeps of m, freed (model_destroy): a model keeps
- * the state of a backend it ran before its last model_set_backend */
-void model_backend_release(model_t *m);
 
 struct model {
     model_config_t cfg;
@@ -302,8 +296,8 @@ model_layer_acts_t model_layer_acts(const model_acts_t *a, const model_config_t 
 
 /* the CPU paths behind the backend table: forward.c's fp32 reference
  * and forward_bf16.c's cpu-bf16 (model.h's model_forward_packed and
- * model_backward; linear and release are the table's), generate.c's
- * generation for both */
+ * model_backward; release is the table's), generate.c's generation for
+ * both */
 int model_cpu_forward(model_t *m, const int *tokens, const int *targets, const int *start, int B, int T,
                       float temperature, float *logp, float *logits);
 void model_cpu_backward(model_t *m, const float *dlogp);
@@ -313,8 +307,15 @@ void model_bf16_backward(model_t *m, const float *dlogp);
 void model_bf16_linear(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT,
                        bool acc);
 void model_bf16_release(model_t *m);
-int model_cpu_generate(model_t *m, const int *const *prompts, const int *prompt_lens, const uint64_t *seeds, int Q,
-                       int L, const model_gen_params_t *gp, int *tokens, float *logp, int *lengths);
+/* the CPU's generation with linear as its linear layers (out (N, OUT) =
+ * in (N, IN) w^T (+ bias), + out where acc), decoding by fp32 weights
+ * laid out once (model_gemm_packed) instead where packs: the cpu
+ * backend's, with model_linear; cpu-bf16's, whose products stay bf16 */
+typedef void (*model_linear_fn)(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT,
+                                bool acc);
+int model_cpu_generate(model_t *m, model_linear_fn linear, bool packs, const int *const *prompts,
+                       const int *prompt_lens, const uint64_t *seeds, int Q, int L, const model_gen_params_t *gp,
+                       int *tokens, float *logp, int *lengths);
 /* vec.c: loops with e^x, vectorized (see there) */
 void model_swiglu_loop(float *h, const float *g, const float *u, size_t n);
 void model_swiglu_backward_loop(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n);

@@ -1,8 +1,8 @@
 /* Inside of pool_t, shared by the files of lib/pool only: the connection
  * (pool.c over route.c) that every other file sends its commands through,
- * the names of a node's keys, what a pool remembers of other nodes
- * (pool_peer.c), their fresh ranges (pool_fresh.c), and node ids
- * (pool_keys.c). */
+ * node ids and the names of their keys (pool_keys.c), what a pool
+ * remembers of other nodes (pool_peer.c), and their fresh ranges
+ * (pool_fresh.c). */
 #ifndef SAPO_POOL_IMPL_H
 #define SAPO_POOL_IMPL_H
 
@@ -72,15 +72,16 @@ redisReply *pool_run(pool_t *p, const char *key, int argc, const char **argv, co
 int pool_append(pool_t *p, const char *key, int argc, const char **argv, const size_t *lens);
 int pool_replies(pool_t *p, int n, redisReply **out, char *err, size_t errlen);
 
+/* a double in [0, 1) from the pool's seeded stream */
+double pool_uniform(pool_t *p);
+
+/* pool_keys.c: node ids. */
+
 /* The name of one of a node's keys: S:n:NODE:what, or on a cluster
  * S:n:{NODE}:what, so that a node's keys share a slot and each call of
  * the pool's functions touches one (into out, POOL_KEY_MAX bytes) */
 #define POOL_KEY_MAX 256
 void pool_key(const pool_t *p, const char *node, const char *what, char *out);
-/* a double in [0, 1) from the pool's seeded stream */
-double pool_uniform(pool_t *p);
-
-/* pool_keys.c: node ids. */
 
 /* whether a member of S:nodes is a node other than exclude */
 int pool_other_node(const redisReply *e, const char *exclude);

@@ -101,3 +101,9 @@ int pool_node_key(pool_t *self, const char *node, uint8_t pub[32], char *err, si
     if (found) remember_key(self, node, pub);
     return found;
 }
+
+void pool_key(const pool_t *p, const char *node, const char *what, char *out)
+{
+    const char *fmt = route_is_cluster(p->route) ? "%s:n:{%s}:%s" : "%s:n:%s:%s";
+    snprintf(out, POOL_KEY_MAX, fmt, p->swarm, node, what);
+}

@@ -4,7 +4,7 @@
 #ifndef SAPO_TRAIN_SFT_H
 #define SAPO_TRAIN_SFT_H
 
-#include "train/train.h"
+#include "train.h"
 
 /* One step of cross-entropy on (question, answer) pairs, the answer
  * written as the policy should write it. Returns the mean loss or -1. */

@@ -14,41 +14,11 @@
 #define SAPO_TRAIN_H
 
 #include "node/config.h"
+#include "node/metrics.h" /* train_stats_t, what a step reports */
 #include "node/policy.h"
 #include "records.h"
 #include "train/adamw.h"
 #include "train/grpo.h"
-
-/* The completion token with the lowest importance ratio in a step: where
- * a node's own tokens fell ten-thousandfold or more since sampled, the
- * precursor of a lost answer format (docs/learning.md) */
-typedef struct {
-    int found; /* 0 when no own token was trained with its sampling log-prob */
-    int token_id;
-    int position;       /* in its completion, from 0 */
-    float logp;         /* under the policy being trained */
-    float logp_sampled; /* when it was sampled */
-    float advantage;    /* of its completion */
-    char token[40];     /* its text, bytes outside printable ASCII as \xNN */
-    char before[104];   /* up to 24 tokens of the completion before it, alike */
-} ratio_min_at_t;
-
-typedef struct {
-    float loss;
-    float grad_norm;
-    long tokens; /* completion tokens trained on */
-    int sequences;
-    int groups;
-    int skipped_groups;     /* unusable groups (no completions, unscored) */
-    int untrained_external; /* external groups left out of the step (external-train 0) */
-    int masked_truncated;   /* completions left out of the loss (mask-truncated) */
-    int packed_groups;      /* groups run over their shared prompt once (shared-prompt) */
-    int external_logprobs;  /* external completions trained with their publisher's log-probs (external-logprobs) */
-    long positions;         /* positions the forward pass ran, padding included */
-    float lr;               /* the learning rate of the step */
-    grpo_stats_t grpo;
-    ratio_min_at_t ratio_min_at;
-} train_stats_t;
 
 typedef struct train train_t;
 

@@ -1,10 +1,10 @@
 /* The warm starts' supervised step: cross-entropy on the answers of
  * (question, answer) pairs, in runs of rows of similar length. */
-#include "train/train_sft.h"
+#include "train_sft.h"
 
 #include <stdlib.h>
 
-#include "train/train_impl.h"
+#include "train_impl.h"
 
 /* The examples that fit the model's positions as prompt, answer and eos,
  * each a row: ids[r], its prompt's length P[r] and its length N[r]. The

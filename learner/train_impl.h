@@ -4,7 +4,7 @@
 #ifndef SAPO_TRAIN_IMPL_H
 #define SAPO_TRAIN_IMPL_H
 
-#include "train/train.h"
+#include "train.h"
 
 /* The arrays of a GRPO micro-batch (train.c's micro_step), kept between
  * steps */

@@ -1,6 +1,6 @@
 /* The learner's GRPO step on a batch of groups, re-encoded with the
  * learner's own tokenizer. */
-#include "train/train_impl.h"
+#include "train_impl.h"
 
 #include <math.h>
 #include <stdio.h>
