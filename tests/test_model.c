@@ -4,6 +4,7 @@
  * generation, the save/load round trip and bad checkpoints. */
 #include "check.h"
 #include "model/model_impl.h"
+#include "train/adamw.h"
 #include "sampling/rng.h"
 #include "util/fastexp.h"
 
@@ -1499,6 +1500,58 @@ static void test_long_range_gradient(void)
     model_destroy(&m);
 }
 
+/* A few warm-start steps (cross-entropy, then AdamW) give the same bits on
+ * 1 and 2 threads: every matmul is cut into blocks that follow from its
+ * shape alone (model_gemm), and RMSNorm's weight gradient sums the rows in
+ * order, so a study's base does not depend on the cores that made it (a
+ * sum per thread made bases on 1 and 2 threads part after 5 steps). The
+ * Qwen3 shape reaches the q and k norms; 8 x 48 positions reach
+ * model_gemm's blocks */
+static void test_threads_same_bits(void)
+{
+    char err[256];
+    model_config_t cfgs[2] = {model_config_tiny(), model_config_tiny()};
+    cfgs[1].type = MODEL_QWEN3;
+    cfgs[1].qkv_bias = false;
+    int saved = omp_get_max_threads();
+    for (int k = 0; k < 2; k++) {
+        enum { B = 8, T = 48, N = B * T, STEPS = 3 };
+        int tok[N], tgt[N];
+        float *p[2] = {NULL, NULL}, loss[2][STEPS];
+        size_t n = 0;
+        for (int th = 0; th < 2; th++) {
+            omp_set_num_threads(th + 1);
+            model_t *m = model_new_random(&cfgs[k], 7, err, sizeof err);
+            EXPECTF(m != NULL, "%s", err);
+            if (!m) break;
+            n = m->n_params;
+            adamw_t *opt = adamw_new(n);
+            adamw_params_t ap = adamw_params_default();
+            ap.lr = 1e-3f;
+            for (int s = 0; s < STEPS; s++) {
+                for (int i = 0; i < N; i++) {
+                    tok[i] = (i * 37 + 11 * s + 5) % cfgs[k].V;
+                    tgt[i] = i % T == T - 1 ? -1 : ((i + 1) * 37 + 11 * s + 5) % cfgs[k].V;
+                }
+                float norm;
+                model_zero_grad(m);
+                loss[th][s] = model_cross_entropy(m, tok, tgt, B, T);
+                EXPECT(model_optimizer_step(m, opt, &ap, 1.0f, &norm) == 0);
+            }
+            p[th] = malloc(n * sizeof(float));
+            memcpy(p[th], m->params, n * sizeof(float));
+            adamw_destroy(&opt);
+            model_destroy(&m);
+        }
+        EXPECTF(p[0] && p[1] && memcmp(loss[0], loss[1], sizeof loss[0]) == 0 &&
+                    memcmp(p[0], p[1], n * sizeof(float)) == 0,
+                "%s: the weights after %d steps on 1 and 2 threads differ", k ? "Qwen3" : "Qwen2", STEPS);
+        free(p[0]);
+        free(p[1]);
+    }
+    omp_set_num_threads(saved);
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/sapo-test-model-XXXXXX");
@@ -1534,6 +1587,7 @@ int main(void)
     RUN_TEST(test_exp);
     RUN_TEST(test_softmax_causal);
     RUN_TEST(test_long_range_gradient);
+    RUN_TEST(test_threads_same_bits);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp_root);

@@ -57,26 +57,28 @@ void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, 
         model_gemm_few(M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    int nth = omp_get_max_threads();
-    if ((double)M * N * K < 2e6 || nth == 1) {
+    if ((double)M * N * K < 2e6) {
         model_gemm1(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    bool by_rows = M >= 16 * nth;
-#pragma omp parallel num_threads(nth)
-    {
-        int id = omp_get_thread_num(), n = omp_get_num_threads(), len = by_rows ? M : N;
-        int unit = by_rows ? 1 : 16; /* column blocks stay SIMD-wide */
-        int per = ((len + n - 1) / n + unit - 1) / unit * unit;
-        int lo = id * per, hi = lo + per < len ? lo + per : len;
-        if (lo < hi) {
-            if (by_rows) {
-                const float *a = ta ? A + lo : A + (size_t)lo * lda;
-                model_gemm1(ta, tb, hi - lo, N, K, a, lda, B, ldb, beta, C + (size_t)lo * ldc, ldc);
-            } else {
-                const float *b = tb ? B + (size_t)lo * ldb : B + lo;
-                model_gemm1(ta, tb, M, hi - lo, K, A, lda, b, ldb, beta, C + lo, ldc);
-            }
+    /* The product in MODEL_GEMM_BLOCKS blocks of rows (or of columns, 16
+     * wide, where there are few rows), shared among the threads: the
+     * blocks follow from the shape alone, so every element is computed
+     * by the same call on any number of threads (OpenBLAS's result for an
+     * element can depend on the shape of the call that computes it, and
+     * warm starts on 1 and 2 threads parted) */
+    bool by_rows = M >= 16 * MODEL_GEMM_BLOCKS;
+    int len = by_rows ? M : N, unit = by_rows ? 1 : 16; /* column blocks stay SIMD-wide */
+    int per = ((len + MODEL_GEMM_BLOCKS - 1) / MODEL_GEMM_BLOCKS + unit - 1) / unit * unit;
+#pragma omp parallel for schedule(static)
+    for (int lo = 0; lo < len; lo += per) {
+        int hi = lo + per < len ? lo + per : len;
+        if (by_rows) {
+            const float *a = ta ? A + lo : A + (size_t)lo * lda;
+            model_gemm1(ta, tb, hi - lo, N, K, a, lda, B, ldb, beta, C + (size_t)lo * ldc, ldc);
+        } else {
+            const float *b = tb ? B + (size_t)lo * ldb : B + lo;
+            model_gemm1(ta, tb, M, hi - lo, K, A, lda, b, ldb, beta, C + lo, ldc);
         }
     }
 }

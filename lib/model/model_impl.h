@@ -198,6 +198,8 @@ static inline void model_share(int count, int id, int n, int *lo, int *hi)
 
 /* gemm.c, the fp32 matmuls of every CPU path: C (M, N) = op(A) op(B) +
  * beta C over the OpenMP threads */
+/* blocks a large product is cut into, whatever the threads (gemm.c) */
+#define MODEL_GEMM_BLOCKS 8
 void model_gemm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                 float *C, int ldc);
 /* the same on the calling thread alone: model_gemm_f32 where
