@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The pool on a real Redis Cluster (tests/cluster.sh: 3 masters, 3
+# replicas, loopback) under 2 training nodes (I/J 2/2, the micro model):
+# they share through it from the first rounds on; a reshard that moves
+# one node's keys and a master killed (SIGKILL, its replica promoted) while they
+# train: no process exits, no round is lost, each node logs at most one
+# outage line for the failover, and they share again after each.
+set -u
+cd "$(dirname "$0")/.."
+bin=${SAPO_BIN:-build/asan/bin}
+tmp=$(mktemp -d)
+. tests/nodes.sh
+trap 'tests/cluster.sh stop "$tmp/cluster" > /dev/null 2>&1; nodes_cleanup' EXIT
+check() { if (eval "$2"); then echo "PASS cluster_$1"; else echo "FAIL cluster_$1"; fi; }
+nodes_init cluster
+url=$(tests/cluster.sh start "$tmp/cluster") || { echo "SKIP cluster: no Redis Cluster could be started (tests/cluster.sh)"; exit 0; }
+export SAPO_CHECKPOINT_EVERY=1000 SAPO_SWARM=c$$ SAPO_REDIS=$url
+
+advance() {
+  local a0 a1
+  a0=$(rows a0) a1=$(rows a1)
+  for _ in $(seq 900); do
+    [ "$(rows a0)" -ge $((a0 + $1)) ] && [ "$(rows a1)" -ge $((a1 + $1)) ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# rounds of node $1 after row $2 that trained on the other node's groups
+shared_since() {
+  python3 -c "
+import json, sys
+rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][$2:]
+print(sum(1 for r in rs if r['external_from']))"
+}
+# node $1's rounds are 1, 2, 3, ... with none missing
+contiguous() {
+  python3 -c "
+import json, sys
+rs = [json.loads(l)['round'] for l in open('$tmp/$1/metrics.jsonl')]
+sys.exit(0 if rs == list(range(1, len(rs) + 1)) else 1)"
+}
+# the port of the master that holds node $1's keys (the others answer MOVED)
+master_of() {
+  local port
+  while read -r port _; do
+    [ "$(redis-cli -p "$port" exists "$SAPO_SWARM:n:{$1}:hi" 2> /dev/null)" = 1 ] && { echo "$port"; return 0; }
+  done < "$tmp/cluster/ports"
+  return 1
+}
+outages() { grep -c "training on local groups" "$tmp/$1/sampler.log"; }
+
+node_start a0 1
+node_start a1 2
+check trains 'advance 10'
+# from its third round each node has the other's groups
+# node $1 trained on the other's groups in every round from its third
+shares_from_third() {
+  python3 -c "
+import json, sys
+rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][2:]
+sys.exit(0 if rs and all(r['external_groups'] > 0 and r['external_from'] for r in rs) else 1)"
+}
+check shares_every_round 'shares_from_third a0 && shares_from_third a1' || for n in a0 a1; do
+  echo "  $n external groups by round: $(python3 -c "import json; print([json.loads(l)['external_groups'] for l in open('$tmp/$n/metrics.jsonl')])")"
+done
+check keys_in_one_slot 'm=$(master_of a0) && [ "$(redis-cli -p "$m" exists "$SAPO_SWARM:n:{a0}:e" "$SAPO_SWARM:n:{a0}:s" "$SAPO_SWARM:n:{a0}:key")" = 3 ]'
+
+# the slots of the master of a0's keys, from its first up to a0's, move to
+# another master (reshard takes them in order; the master keeps the rest,
+# and with them its vote in the failover below)
+from=$(master_of a0)
+from_id=$(redis-cli -p "$from" cluster myid)
+to_id=$(redis-cli -p "$from" cluster nodes | awk -v me="$from_id" '$3 ~ /master/ && $1 != me { print $1; exit }')
+slot=$(redis-cli -p "$from" cluster keyslot "$SAPO_SWARM:n:{a0}:e")
+first=$(redis-cli -p "$from" cluster nodes | awk -v me="$from_id" '$1 == me { split($9, r, "-"); print r[1] }')
+r0=$(rows a0) r1=$(rows a1)
+redis-cli --cluster reshard "127.0.0.1:$from" --cluster-from "$from_id" --cluster-to "$to_id" \
+  --cluster-slots $((slot - first + 1)) --cluster-yes > "$tmp/reshard.log" 2>&1
+check reshard_moved_keys 'm=$(master_of a0) && [ "$m" != "$from" ] && [ "$(redis-cli -p "$from" cluster countkeysinslot "$slot")" = 0 ]'
+check shares_after_reshard 'advance 3 && for _ in $(seq 600); do [ "$(shared_since a0 $r0)" -gt 0 ] && [ "$(shared_since a1 $r1)" -gt 0 ] && exit 0; sleep 0.2; done; exit 1'
+
+# the master of a0's keys killed: its replica takes over
+victim=$(master_of a0)
+vpid=$(awk -v p="$victim" '$1 == p { print $2 }' "$tmp/cluster/ports")
+o0=$(outages a0) o1=$(outages a1)
+kill -9 "$vpid"
+check replica_promoted 'for _ in $(seq 300); do m=$(master_of a0) && [ "$m" != "$victim" ] && exit 0; sleep 0.1; done; exit 1'
+r0=$(rows a0) r1=$(rows a1)
+check trains_through_failover 'advance 5'
+check shares_after_failover 'for _ in $(seq 600); do [ "$(shared_since a0 $r0)" -gt 0 ] && [ "$(shared_since a1 $r1)" -gt 0 ] && exit 0; sleep 0.2; done; exit 1'
+check one_line_per_outage '[ $(( $(outages a0) - o0 )) -le 1 ] && [ $(( $(outages a1) - o1 )) -le 1 ]'
+check no_round_lost 'contiguous a0 && contiguous a1'
+alive=1
+for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
+check no_process_died '[ $alive = 1 ]'
+check no_sanitizer_error '! grep -l -E "Sanitizer|runtime error" "$tmp"/a*/*.log'
+grep -h "works again\|training on local" "$tmp"/a*/sampler.log | head -4 | sed 's/^/  /'
+echo "cluster test: $SECONDS s"
