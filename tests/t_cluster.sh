@@ -2,7 +2,7 @@
 # The pool on a real Redis Cluster (tests/cluster.sh: 3 masters, 3
 # replicas, loopback) under 2 training nodes (I/J 2/2, the micro model):
 # they share through it from the first rounds on; a reshard that moves
-# one node's keys and a master killed (SIGKILL, its replica promoted) while they
+# one node's keys (followed by MOVED, with no failed call) and a master killed (SIGKILL, its replica promoted) while they
 # train: no process exits, no round is lost, each node logs at most one
 # outage line for the failover, and they share again after each.
 set -u
@@ -73,11 +73,13 @@ from_id=$(redis-cli -p "$from" cluster myid)
 to_id=$(redis-cli -p "$from" cluster nodes | awk -v me="$from_id" '$3 ~ /master/ && $1 != me { print $1; exit }')
 slot=$(redis-cli -p "$from" cluster keyslot "$SAPO_SWARM:n:{a0}:e")
 first=$(redis-cli -p "$from" cluster nodes | awk -v me="$from_id" '$1 == me { split($9, r, "-"); print r[1] }')
-r0=$(rows a0) r1=$(rows a1)
+r0=$(rows a0) r1=$(rows a1) o0=$(outages a0) o1=$(outages a1)
 redis-cli --cluster reshard "127.0.0.1:$from" --cluster-from "$from_id" --cluster-to "$to_id" \
   --cluster-slots $((slot - first + 1)) --cluster-yes > "$tmp/reshard.log" 2>&1
 check reshard_moved_keys 'm=$(master_of a0) && [ "$m" != "$from" ] && [ "$(redis-cli -p "$from" cluster countkeysinslot "$slot")" = 0 ]'
 check shares_after_reshard 'advance 3 && for _ in $(seq 600); do [ "$(shared_since a0 $r0)" -gt 0 ] && [ "$(shared_since a1 $r1)" -gt 0 ] && exit 0; sleep 0.2; done; exit 1'
+# the keys' new place learnt from MOVED replies, with no failed call
+check reshard_unnoticed '[ "$(outages a0)" = "$o0" ] && [ "$(outages a1)" = "$o1" ]'
 
 # the master of a0's keys killed: its replica takes over
 victim=$(master_of a0)

@@ -54,8 +54,12 @@ static int prepare(void *ctx, redisContext *c, const char *where, char *err, siz
     /* a node's ACL user may not load functions: the operator has (bin/pool
      * as admin), and a missing library shows up as an error on first use */
     r = redisCommand(c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
-    if (!r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) != 0)) {
-        snprintf(err, errlen, "%s: FUNCTION LOAD (Redis 7 or newer needed): %s", where, r ? r->str : c->errstr);
+    if (!r) {
+        snprintf(err, errlen, "%s: FUNCTION LOAD: %s", where, c->errstr);
+        return -1;
+    }
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) != 0) {
+        snprintf(err, errlen, "%s: FUNCTION LOAD (Redis 7 or newer needed): %s", where, r->str);
         freeReplyObject(r);
         return -1;
     }
