@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Writes a Redis ACL file for a swarm's pool: one user per node, which may
 # run the pool functions and read every pool key of the swarm but write only
-# its own keys (<swarm>:n:<node>:*) and the node set <swarm>:nodes (with
-# SADD: no SREM); no DEL, no FLUSH*, no FUNCTION, no CONFIG. An admin user
-# (all rights) loads the pool functions and sets the swarm's bound; the
-# default user is off.
+# its own keys (<swarm>:n:<node>:*, on a cluster <swarm>:n:{<node>}:*) and
+# the node set <swarm>:nodes (with SADD: no SREM); no DEL, no FLUSH*, no
+# FUNCTION, no CONFIG. An admin user (all rights) loads the pool functions
+# and sets the swarm's bound; the default user is off.
 #
-#   scripts/acl.sh --swarm S --out users.acl NODE...
+#   scripts/acl.sh --swarm S --out users.acl [--cluster] NODE...
+#
+# --cluster: for a Redis Cluster, every node of which takes the same file
+# (redis-server --aclfile, and --masteruser admin --masterauth PASSWORD so
+# that replicas reach their masters); the bound an operator sets there is
+# per node, S:max_per_node:{NODE}, in the slot of the node's keys.
 #
 # Passwords are drawn from /dev/urandom; each user's redis:// URL (with
 # HOST for the host name) goes to users.acl.urls (mode 600), the admin's
@@ -14,12 +19,13 @@
 #   bin/pool size --redis <admin URL> --swarm S     (loads the functions)
 #   redis-cli --user admin ... SET S:max_per_node N  (the bound no node can raise)
 set -euo pipefail
-swarm= out=
+swarm= out= cluster=0
 nodes=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --swarm) swarm=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --cluster) cluster=1; shift ;;
     -*) echo "acl: unknown flag '$1'" >&2; exit 2 ;;
     *) nodes+=("$1"); shift ;;
   esac
@@ -35,7 +41,9 @@ admin=$(pw)
   for n in "${nodes[@]}"; do
     [[ "$n" =~ ^[A-Za-z0-9_.-]{1,63}$ ]] || { echo "acl: node id '$n': 1..63 letters, digits, '_', '.' or '-'" >&2; exit 2; }
     p=$(pw)
-    echo "user $n on >$p resetchannels -@all +fcall +fcall_ro +ping +hello +auth +select +get +set +strlen +hget +hset +hdel +hstrlen +mget +sadd +smembers +scard +srandmember +time +pexpire %R~$swarm:* ~$swarm:n:$n:* ~$swarm:nodes"
+    own=$swarm:n:$n:*
+    [ $cluster = 1 ] && own="$swarm:n:{$n}:*"
+    echo "user $n on >$p resetchannels -@all +fcall +fcall_ro +ping +hello +auth +select +get +set +strlen +hget +hset +hdel +hstrlen +mget +sadd +smembers +scard +srandmember +time +pexpire +cluster|slots +asking %R~$swarm:* ~$own ~$swarm:nodes"
     echo "$n redis://$n:$p@HOST" >> "$out.urls.new"
   done
 } > "$out.new"

@@ -3,25 +3,30 @@
 # replicas (redis-server --cluster-enabled yes, joined by redis-cli
 # --cluster create), a node timeout of 1 s so a failover takes seconds.
 #
-#   tests/cluster.sh start DIR     starts it under DIR; prints the seed URL
+#   tests/cluster.sh start DIR [ACLFILE ADMINPASS]
+#                                  starts it under DIR (every node with the ACL
+#                                  file, replicas reaching their masters as admin);
+#                                  prints the seed URL
 #                                  (redis-cluster://127.0.0.1:P1,...); DIR/ports
 #                                  lists each node's port and pid
 #   tests/cluster.sh wait DIR      until every node says cluster_state:ok and
 #                                  each master has a replica (30 s at most)
 #   tests/cluster.sh stop DIR      kills every node and removes DIR
 set -u
-cmd=${1:-} dir=${2:-}
+cmd=${1:-} dir=${2:-} acl=${3:-} pass=${4:-}
+# redis-cli as admin where the cluster has users
+rcli() { if [ -n "$pass" ]; then redis-cli --user admin --pass "$pass" --no-auth-warning "$@"; else redis-cli "$@"; fi; }
 [ -n "$dir" ] || { echo "usage: tests/cluster.sh start|wait|stop DIR" >&2; exit 2; }
 
 # every master's count of connected replicas, and each node's state
 healthy() {
   local p
   while read -r p _; do
-    redis-cli -p "$p" cluster info 2> /dev/null | grep -q '^cluster_state:ok' || return 1
+    rcli -p "$p" cluster info 2> /dev/null | grep -q '^cluster_state:ok' || return 1
   done < "$dir/ports"
   p=$(head -n 1 "$dir/ports" | cut -d' ' -f1)
   local nodes
-  nodes=$(redis-cli -p "$p" cluster nodes 2> /dev/null) || return 1
+  nodes=$(rcli -p "$p" cluster nodes 2> /dev/null) || return 1
   [ "$(awk '$3 ~ /master/' <<< "$nodes" | wc -l)" = 3 ] && [ "$(awk '$3 ~ /slave/' <<< "$nodes" | wc -l)" = 3 ] &&
     ! awk '{ print $3 }' <<< "$nodes" | grep -qE 'fail|handshake|noaddr'
 }
@@ -52,15 +57,16 @@ for x in s: x.close()')
       mkdir -p "$dir/n$i"
       redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes --cluster-port "$bus" \
         --cluster-config-file "$dir/n$i/nodes.conf" --cluster-node-timeout 1000 --dir "$dir/n$i" \
-        --save "" --appendonly no --logfile "$dir/n$i/redis.log" --daemonize no > /dev/null 2>&1 &
+        --save "" --appendonly no --logfile "$dir/n$i/redis.log" --daemonize no \
+        ${acl:+--aclfile "$acl" --masteruser admin --masterauth "$pass"} > /dev/null 2>&1 &
       echo "$port $!" >> "$dir/ports"
       seeds+="${seeds:+ }127.0.0.1:$port"
     done
     for i in 0 1 2 3 4 5; do
-      for _ in $(seq 100); do redis-cli -p "${p[$i]}" ping > /dev/null 2>&1 && break; sleep 0.05; done
+      for _ in $(seq 100); do rcli -p "${p[$i]}" ping 2> /dev/null | grep -q PONG && break; sleep 0.05; done
     done
     # shellcheck disable=SC2086
-    redis-cli --cluster create $seeds --cluster-replicas 1 --cluster-yes > "$dir/create.log" 2>&1 ||
+    rcli --cluster create $seeds --cluster-replicas 1 --cluster-yes > "$dir/create.log" 2>&1 ||
       { echo "cluster.sh: redis-cli --cluster create failed (see $dir/create.log)" >&2; exit 1; }
     wait_healthy || exit 1
     echo "redis-cluster://$(tr ' ' ',' <<< "$seeds")"

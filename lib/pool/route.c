@@ -335,7 +335,13 @@ int route_connect(route_t *self, char *err, size_t errlen)
 {
     if (!self->cluster) return connected(self, 0, err, errlen);
     if (!self->map_stale) return 0;
-    return read_map(self, err, errlen);
+    if (read_map(self, err, errlen) != 0) return -1;
+    /* every master at once, so that each is prepared (the pool's
+     * functions loaded on each) before a command needs it; one that does
+     * not answer fails the commands for its slots, not the others */
+    char ignored[256];
+    for (int i = 0; i < self->n_masters; i++) connected(self, self->masters[i], ignored, sizeof ignored);
+    return 0;
 }
 
 int route_masters(route_t *self, char *err, size_t errlen)

@@ -50,8 +50,8 @@ const char *route_where(const route_t *self);
 /* the slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key */
 int route_slot(const char *key, size_t len);
 
-/* connects to what the URL names (a cluster: its slot map from a seed)
- * unless already connected: 0, or -1 with err */
+/* connects to what the URL names (a cluster: its slot map from a seed,
+ * then every master) unless already connected: 0, or -1 with err */
 int route_connect(route_t *self, char *err, size_t errlen);
 /* drops every connection and the slot map */
 void route_disconnect(route_t *self);
