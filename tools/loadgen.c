@@ -1,11 +1,13 @@
 /* loadgen: a swarm's load on the pool, without the swarm. N
- * simulated nodes share a real redis-server the way N sapo nodes do: each
+ * simulated nodes share a real Redis (one server, or a Redis Cluster by a
+ * redis-cluster:// URL) the way N sapo nodes do: each
  * publishes G signed groups of B bytes per round (pool_publish, one call a
  * group, as a sampler publishes) and draws J fresh groups of the others
  * (pool_draw, SampleExternal), its rounds R seconds apart and the nodes'
  * rounds spread evenly over R. Reports Redis's memory (used_memory, its
- * largest sample and at the end), the latency of publish and draw calls
- * (p50, p99, max), the server's CPU (used_cpu_user + sys over the run),
+ * largest sample and at the end, summed over a cluster's masters and per
+ * master), the latency of publish and draw calls (p50, p99, max), the
+ * servers' CPU (used_cpu_user + sys over the run, likewise),
  * the errors, what the draws returned, and how far the generator fell
  * behind its schedule (a generator that cannot keep up measures less load
  * than asked). Ends with one JSON line of the same figures.
@@ -31,8 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/identity.h"
 #include "pool/pool.h"
+#include "pool/route.h"
+#include "util/identity.h"
 #include "util/splitmix.h"
 
 #define PAYLOADS 64
@@ -106,26 +109,65 @@ static int server_stats(redisContext *c, server_t *s)
     return m ? 0 : -1;
 }
 
-static redisContext *admin_connect(const char *url)
+/* The Redis servers holding the pool, for INFO and the deletion of the
+ * run's keys: one, or every master of a cluster (its shards), each as
+ * the URL's user if it names one */
+#define MAX_SHARDS 64
+typedef struct {
+    int n;
+    redisContext *c[MAX_SHARDS];
+    char where[MAX_SHARDS][300];
+    server_t s0[MAX_SHARDS], s[MAX_SHARDS];
+    long long mem_max[MAX_SHARDS];
+} shards_t;
+
+static int shards_connect(const char *url, shards_t *sh)
 {
-    /* host and port of redis://[user:pass@]host[:port][/db]; the tool
-     * needs INFO and the deletion of its own keys, so no ACL user */
-    char host[256] = "127.0.0.1";
-    int port = 6379;
-    const char *p = strncmp(url, "redis://", 8) == 0 ? url + 8 : url;
-    const char *at = strchr(p, '@');
-    if (at) p = at + 1;
-    size_t n = strcspn(p, ":/");
-    if (n > 0 && n < sizeof host) memcpy(host, p, n), host[n] = '\0';
-    if (p[n] == ':') port = atoi(p + n + 1);
-    struct timeval tv = {2, 0};
-    redisContext *c = redisConnectWithTimeout(host, port, tv);
-    if (!c || c->err) {
-        fprintf(stderr, "loadgen: redis %s:%d: %s\n", host, port, c ? c->errstr : "out of memory");
-        if (c) redisFree(c);
-        return NULL;
+    char err[512];
+    route_t *r = route_new(url, err, sizeof err);
+    int n = r && route_connect(r, err, sizeof err) == 0 ? route_masters(r, err, sizeof err) : -1;
+    if (n < 0 || n > MAX_SHARDS) {
+        fprintf(stderr, "loadgen: %s\n", n > MAX_SHARDS ? "more masters than loadgen reads" : err);
+        route_destroy(&r);
+        return -1;
     }
-    return c;
+    memset(sh, 0, sizeof *sh);
+    for (int i = 0; i < n; i++) {
+        const char *host = route_master_host(r, i);
+        int port = route_master_port(r, i);
+        snprintf(sh->where[i], sizeof sh->where[i], "%s:%d", host, port);
+        struct timeval tv = {2, 0};
+        redisContext *c = redisConnectWithTimeout(host, port, tv);
+        redisReply *a = NULL;
+        if (c && !c->err && route_password(r)[0])
+            a = route_user(r)[0] ? redisCommand(c, "AUTH %s %s", route_user(r), route_password(r))
+                                 : redisCommand(c, "AUTH %s", route_password(r));
+        if (!c || c->err || (route_password(r)[0] && (!a || a->type == REDIS_REPLY_ERROR))) {
+            fprintf(stderr, "loadgen: redis %s: %s\n", sh->where[i],
+                    !c       ? "out of memory"
+                    : c->err ? c->errstr
+                             : "AUTH failed");
+            if (a) freeReplyObject(a);
+            if (c) redisFree(c);
+            route_destroy(&r);
+            return -1;
+        }
+        if (a) freeReplyObject(a);
+        sh->c[sh->n++] = c;
+    }
+    route_destroy(&r);
+    return 0;
+}
+
+/* every shard's INFO into now[]: the summed memory, or -1 when one failed */
+static long long shards_stats(shards_t *sh, server_t *now)
+{
+    long long total = 0;
+    for (int i = 0; i < sh->n; i++) {
+        if (server_stats(sh->c[i], &now[i]) != 0) return -1;
+        total += now[i].used_memory;
+    }
+    return total;
 }
 
 /* deletes every key under prefix */
@@ -251,9 +293,20 @@ typedef struct {
     long errors, drawn, draws_short;
     char last_err[512];
     double behind_max, wall;
-    server_t s0, s; /* the server before the run and at its last sample */
-    long long mem_base, mem_max;
+    shards_t *sh;                         /* the servers, each before the run (s0) and at its last sample (s) */
+    long long mem_base, mem_max, mem_end; /* summed over the shards */
 } figures_t;
+
+/* a sample of every shard, its memory's largest kept */
+static void sample(figures_t *f)
+{
+    long long total = shards_stats(f->sh, f->sh->s);
+    if (total < 0) return;
+    f->mem_end = total;
+    if (total > f->mem_max) f->mem_max = total;
+    for (int i = 0; i < f->sh->n; i++)
+        if (f->sh->s[i].used_memory > f->sh->mem_max[i]) f->sh->mem_max[i] = f->sh->s[i].used_memory;
+}
 
 /* sleeps until due; a generator already past it notes how far behind */
 static void wait_until(double due, figures_t *f)
@@ -298,7 +351,7 @@ static void node_round(const opts_t *o, pool_t **pools, const payloads_t *pl, ui
 
 /* the nodes' rounds spread evenly over R seconds, for T seconds or until
  * a signal, sampling the server every second and a line every 10 s */
-static void run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, redisContext *admin, figures_t *f)
+static void run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, figures_t *f)
 {
     double period = (double)o->round_s / (double)o->nodes;
     double t0 = now_s(), next_stats = t0 + 1, next_line = t0 + 10;
@@ -313,12 +366,12 @@ static void run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, redi
         node_round(o, pools, pl, e, f);
         double t = now_s();
         if (t >= next_stats) {
-            if (server_stats(admin, &f->s) == 0 && f->s.used_memory > f->mem_max) f->mem_max = f->s.used_memory;
+            sample(f);
             next_stats = t + 1;
         }
         if (t >= next_line) {
             fprintf(stderr, "loadgen: %.0f s: %zu publishes, %zu draws, used_memory %.1f MB, %ld errors\n", t - t0,
-                    f->pub.n, f->drw.n, (double)f->s.used_memory / 1e6, f->errors);
+                    f->pub.n, f->drw.n, (double)f->mem_end / 1e6, f->errors);
             next_line = t + 10;
         }
     }
@@ -329,9 +382,11 @@ static void run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, redi
 static void report(const opts_t *o, figures_t *f)
 {
     const samples_t *pub = &f->pub, *drw = &f->drw;
+    const shards_t *sh = f->sh;
     qsort(pub->v, pub->n, sizeof *pub->v, cmp_double);
     qsort(drw->v, drw->n, sizeof *drw->v, cmp_double);
-    double cpu = (f->s.cpu - f->s0.cpu) / f->wall;
+    double cpu = 0;
+    for (int i = 0; i < sh->n; i++) cpu += (sh->s[i].cpu - sh->s0[i].cpu) / f->wall;
     printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %.0f s\n", o->nodes, o->round_s,
            o->groups, o->bytes, o->draw, o->window, f->wall);
     printf("publish: %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub->n, quantile_ms(pub, 0.5),
@@ -340,17 +395,24 @@ static void report(const opts_t *o, figures_t *f)
            drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99), drw->n ? 1000 * drw->v[drw->n - 1] : 0,
            drw->n ? (double)f->drawn / (double)drw->n : 0, f->draws_short);
     printf("redis:   used_memory %.1f MB at the end, %.1f MB at most (%.1f MB before), CPU %.0f %% of a core\n",
-           (double)f->s.used_memory / 1e6, (double)f->mem_max / 1e6, (double)f->mem_base / 1e6, 100 * cpu);
+           (double)f->mem_end / 1e6, (double)f->mem_max / 1e6, (double)f->mem_base / 1e6, 100 * cpu);
+    for (int i = 0; sh->n > 1 && i < sh->n; i++)
+        printf("shard %s: used_memory %.1f MB at most, CPU %.0f %% of a core\n", sh->where[i],
+               (double)sh->mem_max[i] / 1e6, 100 * (sh->s[i].cpu - sh->s0[i].cpu) / f->wall);
     printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", f->errors, f->errors ? ", last: " : "", f->last_err,
            f->behind_max);
     printf("{\"nodes\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%ld,\"seconds\":%"
            ".1f,"
            "\"publish\":{\"calls\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f},\"draw\":{\"calls\":%zu,\"p50_ms\":%.4f,"
            "\"p99_ms\":%.4f,\"groups\":%.3f},\"used_memory_max\":%lld,\"used_memory_end\":%lld,"
-           "\"server_cpu\":%.3f,\"errors\":%ld,\"behind_max_s\":%.3f}\n",
+           "\"server_cpu\":%.3f,\"errors\":%ld,\"behind_max_s\":%.3f,\"shards\":[",
            o->nodes, o->round_s, o->groups, o->bytes, o->draw, o->window, f->wall, pub->n, quantile_ms(pub, 0.5),
            quantile_ms(pub, 0.99), drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99),
-           drw->n ? (double)f->drawn / (double)drw->n : 0, f->mem_max, f->s.used_memory, cpu, f->errors, f->behind_max);
+           drw->n ? (double)f->drawn / (double)drw->n : 0, f->mem_max, f->mem_end, cpu, f->errors, f->behind_max);
+    for (int i = 0; i < sh->n; i++)
+        printf("%s{\"at\":\"%s\",\"used_memory_max\":%lld,\"server_cpu\":%.3f}", i ? "," : "", sh->where[i],
+               sh->mem_max[i], (sh->s[i].cpu - sh->s0[i].cpu) / f->wall);
+    printf("]}\n");
 }
 
 int main(int argc, char **argv)
@@ -362,27 +424,30 @@ int main(int argc, char **argv)
 
     char swarm[64];
     snprintf(swarm, sizeof swarm, "loadgen%d", (int)getpid());
-    redisContext *admin = admin_connect(o.url);
-    if (!admin) return 1;
+    static shards_t sh;
+    if (shards_connect(o.url, &sh) != 0) return 1;
     pool_t **pools = open_pools(&o, swarm);
     if (!pools) return 1;
     identity_t *id = identity_new();
     payloads_t pl;
     sign_payloads(id, &o, &pl);
 
-    figures_t f = {0};
-    if (server_stats(admin, &f.s0) != 0) {
+    figures_t f = {.sh = &sh};
+    if ((f.mem_base = shards_stats(&sh, sh.s0)) < 0) {
         fprintf(stderr, "loadgen: INFO failed on %s\n", o.url);
         return 1;
     }
-    f.mem_base = f.mem_max = f.s0.used_memory;
-    run_load(&o, pools, &pl, admin, &f);
-    server_stats(admin, &f.s);
-    if (f.s.used_memory > f.mem_max) f.mem_max = f.s.used_memory;
+    f.mem_max = f.mem_end = f.mem_base;
+    memcpy(sh.s, sh.s0, sizeof sh.s);
+    for (int i = 0; i < sh.n; i++) sh.mem_max[i] = sh.s0[i].used_memory;
+    run_load(&o, pools, &pl, &f);
+    sample(&f);
     report(&o, &f);
 
-    clean(admin, swarm);
-    redisFree(admin);
+    for (int i = 0; i < sh.n; i++) {
+        clean(sh.c[i], swarm);
+        redisFree(sh.c[i]);
+    }
     for (long i = 0; i < o.clients; i++) pool_destroy(&pools[i]);
     free(pools);
     for (int k = 0; k < PAYLOADS; k++) free(pl.data[k]);

@@ -388,6 +388,16 @@ static int redirect_node(route_t *r, const char *msg, int *slot)
     return node_of(r, host, (size_t)(colon - host), (int)port);
 }
 
+/* node n's connection broke mid-pipeline: the reason into err, the
+ * connection dropped */
+static void broken(route_t *r, int n, char *err, size_t errlen)
+{
+    redisContext *c = r->nodes[n].c;
+    snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port,
+             c && c->errstr[0] ? c->errstr : "no reply");
+    drop(r, n);
+}
+
 static bool is_error(const redisReply *rep, const char *code)
 {
     size_t n = strlen(code);
@@ -527,7 +537,13 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
     }
     for (int i = 0; i < n; i++) out[i] = NULL;
     for (int i = 0; i < n; i++) node[i] = node_for(self, self->queue[i].slot, err, errlen);
-    /* one round trip per node: its commands appended, then their replies */
+    /* one round trip per node, all in flight at once: every node's
+     * commands appended and sent, then each node's replies read */
+    bool *sent = calloc((size_t)self->n_nodes + 1, sizeof *sent);
+    if (!sent) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
     for (int d = 0; d < self->n_nodes; d++) {
         int mine = 0;
         for (int i = 0; i < n; i++) mine += node[i] == d;
@@ -538,19 +554,25 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
             if (node[i] == d)
                 ok = redisAppendCommandArgv(c, self->queue[i].argc, (const char **)self->queue[i].argv,
                                             self->queue[i].lens) == REDIS_OK;
+        int done_writing = 0;
+        while (ok && !done_writing) ok = redisBufferWrite(c, &done_writing) == REDIS_OK;
+        if (ok) sent[d] = true;
+        else broken(self, d, err, errlen);
+    }
+    for (int d = 0; d < self->n_nodes; d++) {
+        if (!sent[d]) continue;
+        redisContext *c = self->nodes[d].c;
+        bool ok = true;
         for (int i = 0; i < n && ok; i++) {
             if (node[i] != d) continue;
             void *rep = NULL;
             if (redisGetReply(c, &rep) != REDIS_OK || !rep) ok = false;
             else out[i] = rep;
         }
-        if (!ok) {
-            /* replies not read would answer the next command */
-            snprintf(err, errlen, "redis %s:%d: %s", self->nodes[d].host, self->nodes[d].port,
-                     c->errstr[0] ? c->errstr : "no reply");
-            drop(self, d);
-        }
+        /* replies not read would answer the next command */
+        if (!ok) broken(self, d, err, errlen);
     }
+    free(sent);
     /* what failed or was sent elsewhere, one by one */
     for (int i = 0; i < n; i++) {
         if (out[i] && !redirected(self, out[i])) continue;
