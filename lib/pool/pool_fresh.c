@@ -115,11 +115,34 @@ done:
     return bad;
 }
 
-/* the summaries of the nodes named (a GET each, one round trip per Redis
- * node) into s[0..nn); 0, or -1 with err */
+/* the summaries of the nodes named into s[0..nn): on one Redis one MGET
+ * (33 GETs cost its thread and this client about 0.1 ms more a draw at
+ * 1,000 nodes); on a cluster, where the keys lie in as many slots, a GET
+ * each, one round trip per master; 0, or -1 with err */
 static int summaries(pool_t *self, const redisReply **names, size_t nn, redisReply **s, char *err, size_t errlen)
 {
     char key[POOL_KEY_MAX];
+    if (!route_is_cluster(self->route)) {
+        const char **argv = calloc(nn + 1, sizeof *argv);
+        char(*keys)[POOL_KEY_MAX] = calloc(nn, sizeof *keys);
+        redisReply *r = NULL;
+        if (!argv || !keys) snprintf(err, errlen, "out of memory");
+        else {
+            argv[0] = "MGET";
+            for (size_t i = 0; i < nn; i++) pool_key(self, names[i]->str, "s", keys[i]), argv[1 + i] = keys[i];
+            r = pool_run(self, keys[0], (int)(1 + nn), argv, NULL, err, errlen);
+        }
+        free(argv), free(keys);
+        if (!r) return -1;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != nn) {
+            snprintf(err, errlen, "redis: MGET answered type %d, not %zu values", r->type, nn);
+            freeReplyObject(r);
+            return -1;
+        }
+        for (size_t i = 0; i < nn; i++) s[i] = r->element[i], r->element[i] = NULL; /* the caller's now */
+        freeReplyObject(r);
+        return 0;
+    }
     for (size_t i = 0; i < nn; i++) {
         pool_key(self, names[i]->str, "s", key);
         const char *argv[] = {"GET", key};
@@ -151,7 +174,7 @@ static size_t bound_ranges(pool_fresh_t *f, size_t nf, uint64_t cap)
  * set whole when it has at most cand nodes, else cand + 1 of them at
  * random (SRANDMEMBER answers the whole set when it is no larger), so a
  * draw costs the same at 10 or 10,000 nodes. Each node's summary comes
- * with one MGET and is read here (in Lua, 32 of them took 325 us of the
+ * with one MGET (a GET each on a cluster) and is read here (in Lua, 32 of them took 325 us of the
  * server's single thread); a node without one (an older sapo's, or junk)
  * is left to sapo_fresh, which reads its counters and entries' meta. */
 long pool_fresh_ranges(pool_t *self, const char *exclude, int cand, pool_fresh_t **out, long long *now, char *err,
