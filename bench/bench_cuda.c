@@ -1,12 +1,16 @@
 /* The CUDA backend on a Qwen2.5-0.5B-shaped model with random weights (none
  * can be downloaded): training step tokens/s and MFU against the GPU's
- * dense bf16 peak, both beside PyTorch's step on the same GPU (fp32
- * weights, bf16 autocast, fused AdamW); generation tokens/s for 8 prompts
- * x 8 completions against transformers generate (bf16); device memory
- * held; and the memory of training at B 8 x T 1,024 against what
+ * dense bf16 peak, beside three PyTorch steps on the same GPU, each with
+ * fused AdamW (eager with fp32 weights and bf16 autocast; the same under
+ * torch.compile, the fair peer: sapo's numerics; bf16 weights compiled);
+ * generation tokens/s for 8 prompts x 8 completions and at RL sizes (256
+ * sequences x 512 new tokens from 64-token prompts) against transformers
+ * generate (bf16), the latter also against the floor that the bytes of a
+ * decode step over the copy rate measured here set; device memory held;
+ * and the memory of training at B 8 x T 1,024 against what
  * cuda_train_bytes computes (docs/cuda.md). The peers run from
- * bench/peer_cuda.py under .venv/bin/python and are left out where it or
- * its CUDA is absent. Without a GPU it prints one SKIP line and exits 0. */
+ * bench/peer_cuda.py under .venv/bin/python; one that is absent or fails
+ * says so in a line. Without a GPU it prints one SKIP line and exits 0. */
 #include "bench.h"
 #include "model/model_impl.h"
 #include "model_steps.h"
@@ -89,19 +93,47 @@ static double train_step_opt(model_t *m, int B, int T, int reps)
 }
 
 /* runs bench/peer_cuda.py on the saved checkpoint with ARGS and reads its
- * line, "WHAT RATE mem BYTES" (mem NULL: the bytes not wanted); -1 when
- * the venv or its CUDA is absent */
-static int peer(const char *dir, const char *what, const char *args, double *rate, double *mem)
+ * line, "WHAT RATE mem BYTES [compile SECONDS]" (mem, compile NULL: not
+ * wanted); -1 when the venv or its CUDA is absent or the peer failed, with
+ * a line that says which (the peer's last error line) */
+static int peer(const char *dir, const char *what, const char *label, const char *args, double *rate, double *mem,
+                double *compile)
 {
-    if (access(".venv/bin/python", X_OK)) return -1;
-    char cmd[1024], got[16];
-    double bytes = 0;
-    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_cuda.py %s %s 2>/dev/null", dir, args);
+    if (access(".venv/bin/python", X_OK)) {
+        printf("  peer %s: no .venv (tests/oracle/setup.sh makes it)\n", label);
+        return -1;
+    }
+    char cmd[1280], got[16], line[512] = "";
+    double bytes = 0, secs = 0;
+    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_cuda.py %s %s 2> %s/peer.err", dir, args, dir);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
-    int n = fscanf(p, "%15s %lf mem %lf", got, rate, &bytes);
+    int n = fgets(line, sizeof line, p) ? sscanf(line, "%15s %lf mem %lf compile %lf", got, rate, &bytes, &secs) : 0;
+    int rc = pclose(p);
+    if (rc != 0 || n < 3 || strcmp(got, what) != 0) {
+        char err[512] = "", path[300];
+        snprintf(path, sizeof path, "%s/peer.err", dir);
+        FILE *e = fopen(path, "r");
+        while (e && fgets(line, sizeof line, e))
+            if (line[0] != '\n') snprintf(err, sizeof err, "%s", line);
+        if (e) fclose(e);
+        err[strcspn(err, "\n")] = '\0';
+        printf("  peer %s: failed (exit %d)%s%s\n", label, rc, err[0] ? ": " : "", err);
+        return -1;
+    }
     if (mem) *mem = bytes;
-    return pclose(p) == 0 && n == 3 && strcmp(got, what) == 0 ? 0 : -1;
+    if (compile) *compile = secs;
+    if (secs > 90) printf("  peer %s: compiling took %.0f s, over 90 s\n", label, secs);
+    return 0;
+}
+
+/* the memory-bound floor of generating S sequences of max_new tokens from
+ * P-token prompts: tokens/s when each decode step reads its bytes
+ * (cuda_decode_step_bytes, at the mean cached length) at the copy rate */
+static double decode_floor(const model_config_t *c, int S, int P, int max_new, double copy_rate, double *step_bytes)
+{
+    *step_bytes = cuda_decode_step_bytes(c, S, P + (max_new - 1) / 2.0);
+    return S * copy_rate / *step_bytes;
 }
 
 int main(void)
@@ -139,23 +171,57 @@ int main(void)
 
     int Q = quick ? 2 : 8, L = 8, P = 64, M = quick ? 32 : 128;
     double tg = generate(m, Q, P, L, M, true, reps), gen = (double)Q * L * M / tg;
+    /* generation at RL sizes: 32 prompts x 8 completions, 512 new tokens */
+    int RQ = quick ? 4 : 32, RM = quick ? 64 : 512;
+    double trl = generate(m, RQ, P, L, RM, true, quick ? 1 : 2), gen_rl = (double)RQ * L * RM / trl;
     char dir[] = "/tmp/sapo-bench-cuda-XXXXXX", args[256];
     int saved = mkdtemp(dir) && model_sync_host(m) == 0 && model_save(m, dir, true, err, sizeof err) == 0;
-    double ptrain = 0, pgen = 0, pmem_train = 0;
-    snprintf(args, sizeof args, "--train --batch %d --seq %d --reps %d", B, T, reps);
-    int have_train = saved && peer(dir, "train", args, &ptrain, &pmem_train) == 0;
+    /* the three training peers, each in a process of its own */
+    static const char *peers[] = {"eager", "compile", "compile-bf16"};
+    static const char *labels[] = {"PyTorch eager, fp32 weights, bf16 autocast",
+                                   "PyTorch compiled, fp32 weights, bf16 autocast", "PyTorch compiled, bf16 weights"};
+    double ptrain[3] = {0}, pmem[3] = {0}, pcompile[3] = {0};
+    int have[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "--train --peer %s --batch %d --seq %d --reps %d", peers[i], B, T, reps);
+        have[i] = saved && peer(dir, "train", labels[i], args, &ptrain[i], &pmem[i], &pcompile[i]) == 0;
+    }
+    double pgen = 0, pgen_rl = 0;
     snprintf(args, sizeof args, "--prompts %d --completions %d --prompt-len %d --new %d --reps %d", Q, L, P, M, reps);
-    int have_gen = saved && peer(dir, "gen", args, &pgen, NULL) == 0;
-    const char *torch = have_train ? "PyTorch bf16 autocast, fused AdamW" : NULL;
-    bench_line("cuda_train_tokens_per_s", tps, "tok/s", torch, ptrain, "tok/s");
+    int have_gen = saved && peer(dir, "gen", "transformers generate", args, &pgen, NULL, NULL) == 0;
+    snprintf(args, sizeof args, "--prompts %d --completions %d --prompt-len %d --new %d --reps 1", RQ, L, P, RM);
+    int have_gen_rl = saved && peer(dir, "gen", "transformers generate, RL sizes", args, &pgen_rl, NULL, NULL) == 0;
+    static const char *names[] = {"cuda_train_tokens_per_s", "cuda_train_tokens_per_s_vs_compiled",
+                                  "cuda_train_tokens_per_s_vs_compiled_bf16"};
+    for (int i = 0; i < 3; i++) bench_line(names[i], tps, "tok/s", have[i] ? labels[i] : NULL, ptrain[i], "tok/s");
+    /* MFU beside the fair peer (compiled, fp32 weights), else eager's */
+    int fair = have[1] ? 1 : 0;
     if (peak > 0)
-        bench_line("cuda_train_mfu", 100.0 * step_flops(&c, B, T) / ts / peak, "%", torch,
-                   100.0 * step_flops(&c, B, T) * ptrain / (B * T) / peak, "%");
+        bench_line("cuda_train_mfu", 100.0 * step_flops(&c, B, T) / ts / peak, "%", have[fair] ? labels[fair] : NULL,
+                   100.0 * step_flops(&c, B, T) * ptrain[fair] / (B * T) / peak, "%");
+    for (int i = 0; i < 3; i++)
+        if (have[i] && pcompile[i] > 0) printf("  peer %s: compiled in %.1f s\n", labels[i], pcompile[i]);
+    /* issue 51's goal: at least 1.2x compiled PyTorch with fp32 weights */
+    if (have[1])
+        printf("bench cuda_train_goal_vs_compiled: %.3g x (goal: 1.2 x, ratio %.3g)\n", tps / ptrain[1],
+               1.2 / (tps / ptrain[1]));
     /* the model's own peak after training, against PyTorch's allocations */
-    bench_line("cuda_train_memory", train_mem, "GiB", torch, pmem_train / 1073741824.0, "GiB");
+    bench_line("cuda_train_memory", train_mem, "GiB", have[fair] ? labels[fair] : NULL, pmem[fair] / 1073741824.0,
+               "GiB");
     char gname[64];
     snprintf(gname, sizeof gname, "cuda_generate_%dx%d", Q, L);
     bench_line(gname, gen, "tok/s", have_gen ? "transformers bf16" : NULL, pgen, "tok/s");
+    snprintf(gname, sizeof gname, "cuda_generate_%dx%d", RQ * L, RM);
+    bench_line(gname, gen_rl, "tok/s", have_gen_rl ? "transformers bf16" : NULL, pgen_rl, "tok/s");
+    double copy_rate = 0, step_bytes = 0;
+    if (cuda_copy_rate(0, (size_t)1 << 30, &copy_rate, err, sizeof err) == 0) {
+        double floor = decode_floor(&c, RQ * L, P, RM, copy_rate, &step_bytes);
+        printf("  the floor: %.3f GB a decode step (bf16 weights and KV cache) at a copy rate of %.2f TB/s: %.3f ms a "
+               "step\n",
+               step_bytes / 1e9, copy_rate / 1e12, 1e3 * step_bytes / copy_rate);
+        snprintf(gname, sizeof gname, "cuda_generate_%dx%d_vs_floor", RQ * L, RM);
+        bench_line(gname, gen_rl, "tok/s", "the bandwidth floor", floor, "tok/s");
+    } else printf("  the floor: %s\n", err);
     /* generation's workspace comes and goes: the peak is training's or its */
     bench_line("cuda_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
     char cmd[300];

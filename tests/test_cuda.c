@@ -271,6 +271,26 @@ static void test_infer_memory(void)
     EXPECT(wi.dsc == 0 && wi.yb == 0 && wt.dsc == wt.pb && wi.acts < wt.acts);
 }
 
+/* the floor of a decode step: 256 sequences of 64-token prompts and 512
+ * new tokens read, at each step, the Qwen2.5-0.5B's 494,032,768
+ * parameters (transformers' count, the embedding tied to the lm_head) in
+ * bf16 and the bf16 K and V of 64 + 255.5 positions on average: 24 layers
+ * x 2 x 2 heads x 64, 2 bytes each */
+static void test_decode_floor(void)
+{
+    model_config_t c = model_config_qwen25_05b();
+    double past = 64 + 511 / 2.0, kv = 24.0 * 2 * 2 * 64 * 256 * past * 2;
+    double got = cuda_decode_step_bytes(&c, 256, past), want = 494032768.0 * 2 + kv;
+    printf("  Qwen2.5-0.5B shape, 256 x (64 + 512): %.3f GB a decode step (weights %.3f, KV cache %.3f)\n", got / 1e9,
+           494032768.0 * 2 / 1e9, kv / 1e9);
+    EXPECTF(fabs(got - want) < 1, "%.0f bytes a decode step, want %.0f", got, want);
+    /* untied: the lm_head whole, the embedding's 256 rows */
+    c.tie = 0;
+    double untied = cuda_decode_step_bytes(&c, 256, past);
+    EXPECTF(fabs(untied - (want + 256.0 * c.C * 2)) < 1, "untied: %.0f bytes, want %.0f", untied,
+            want + 256.0 * c.C * 2);
+}
+
 #ifdef SAPO_HAVE_CUDA
 
 static uint64_t lcg(uint64_t *s)
@@ -1108,6 +1128,7 @@ int main(int argc, char **argv)
     RUN(test_adamw_holder);
     RUN(test_train_memory);
     RUN(test_infer_memory);
+    RUN(test_decode_floor);
     RUN(test_inference_only_cpu);
 #ifdef SAPO_HAVE_CUDA
     RUN(test_uniform);

@@ -480,6 +480,35 @@ int cuda_device_name(int device, char *name, size_t len)
     return 0;
 }
 
+int cuda_copy_rate(int device, size_t bytes, double *rate, char *err, size_t errlen)
+{
+    if (cuda_device_check(device, err, errlen)) return -1;
+    char *a = NULL, *b = NULL;
+    cudaEvent_t t0 = NULL, t1 = NULL;
+    float ms = 0;
+    const int reps = 5;
+    int rc = -1;
+    bool ok = cudaSetDevice(device) == cudaSuccess && cudaMalloc(&a, bytes) == cudaSuccess &&
+              cudaMalloc(&b, bytes) == cudaSuccess && cudaMemset(a, 1, bytes) == cudaSuccess &&
+              cudaEventCreate(&t0) == cudaSuccess && cudaEventCreate(&t1) == cudaSuccess &&
+              cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice) == cudaSuccess && /* the first, untimed */
+              cudaEventRecord(t0) == cudaSuccess;
+    for (int r = 0; ok && r < reps; r++) ok = cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice) == cudaSuccess;
+    ok = ok && cudaEventRecord(t1) == cudaSuccess && cudaEventSynchronize(t1) == cudaSuccess &&
+         cudaEventElapsedTime(&ms, t0, t1) == cudaSuccess && ms > 0;
+    if (ok) {
+        *rate = 2.0 * (double)bytes * reps / (ms / 1e3);
+        rc = 0;
+    } else
+        snprintf(err, errlen, "cuda:%d: timing a copy of %zu bytes failed: %s", device, bytes,
+                 cudaGetErrorString(cudaGetLastError()));
+    if (t0) cudaEventDestroy(t0);
+    if (t1) cudaEventDestroy(t1);
+    cudaFree(a);
+    cudaFree(b);
+    return rc;
+}
+
 int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, size_t errlen)
 {
     if (cuda_device_check(device, err, errlen)) return -1;

@@ -28,6 +28,11 @@ int cuda_device_check(int device, char *err, size_t errlen);
 /* the device's name (as nvidia-smi shows it) into name; 0 or -1 */
 int cuda_device_name(int device, char *name, size_t len);
 
+/* the device-to-device copy rate of device N, bytes read and written a
+ * second (a copy of `bytes` counts twice), over 5 copies timed
+ * together after one untimed; 0 or -1 with err */
+int cuda_copy_rate(int device, size_t bytes, double *rate, char *err, size_t errlen);
+
 /* the uniforms [0, n) of seed's stream drawn by cuRAND on device N (a
  * Philox4_32_10 device generator): rng_uniform's numbers, on the GPU */
 int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, size_t errlen);

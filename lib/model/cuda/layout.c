@@ -158,3 +158,15 @@ size_t cuda_generate_bytes(const model_config_t *cfg, int Q, int L, int maxP, in
     cuda_gen_ws_size(cfg, Q, L, maxP, max_new, true, &z);
     return cuda_infer_weight_bytes(cfg) + cuda_gen_ws_bytes(&z) + cuda_rope_bytes(cfg, z.maxT);
 }
+
+double cuda_decode_step_bytes(const model_config_t *cfg, int S, double past)
+{
+    size_t sizes[MODEL_NUM_TENSORS];
+    model_sizes(cfg, sizes);
+    double weights = 0;
+    for (int t = 1; t < MODEL_NUM_TENSORS; t++) weights += (double)sizes[t];
+    /* the table whole where it is also the lm_head, else the S rows looked up */
+    weights += cfg->tie ? (double)sizes[0] : (double)S * cfg->C;
+    double kv = 2.0 * cfg->L * (double)cfg->NKV * cfg->HD * S * past;
+    return (weights + kv) * CUDA_BF16_BYTES;
+}

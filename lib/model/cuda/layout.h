@@ -92,6 +92,14 @@ size_t cuda_forward_bytes(const model_config_t *cfg, int B, int T);
  * workspace with its bf16 KV cache, freed after each generation */
 size_t cuda_generate_bytes(const model_config_t *cfg, int Q, int L, int maxP, int max_new);
 
+/* The bytes one decode step of S sequences must read at the least, each
+ * sequence with `past` positions cached (a mean over the step's of a
+ * generation): every weight once in bf16 (the embedding's S rows, unless
+ * it is also the lm_head) and the bf16 K and V caches of those positions.
+ * Over a device's copy rate (the bytes a copy reads and writes a second)
+ * it is the floor of a decode step's time, which no generation beats */
+double cuda_decode_step_bytes(const model_config_t *cfg, int S, double past);
+
 #ifdef __cplusplus
 }
 #endif
