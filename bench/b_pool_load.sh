@@ -35,8 +35,9 @@ load() {
   { time "$bin/loadgen" --redis "$1" --nodes "$3" --seconds "$seconds" --round-seconds 10 > "$tmp/$2.out" 2> /dev/null; } 2> "$tmp/$2.time"
   grep -v '^{' "$tmp/$2.out" | sed "s/^/  $2: /"
   echo "  $2: ran $((SECONDS - start)) s for $seconds s of schedule"
-  # the load generator's own share of the 2 cores: one thread, so near
-  # 100 % of a core means the client, not the pool, set the pace
+  # the load generator's own share of a core: one thread making the
+  # calls one at a time, so a run behind its schedule at a low share was
+  # paced by its waits for replies, not by its CPU (docs/pool-scale.md)
   awk -v k="$2" '{ if ($1 > 0) printf "  %s: loadgen CPU %.0f %% of a core\n", k, 100 * ($2 + $3) / $1 }' "$tmp/$2.time"
   tail -n 1 "$tmp/$2.out" > "$tmp/$2.json"
 }
