@@ -4,7 +4,8 @@
 # (docs/pool-scale.md's schedule), against one redis-server and against a
 # Redis Cluster of 3 masters and 3 replicas (tests/cluster.sh), in turn,
 # in the same run, at each count in NODES (default "1000 5000 10000"),
-# each for 60 s of schedule (20 s with QUICK=1).
+# each for 60 s of schedule (20 s with QUICK=1), by THREADS (default 8)
+# load generator threads.
 # Goals, each line's ratio to its goal (at most 1 meets it):
 #   one Redis, 1,000 nodes (issue 24): publish and draw p99 at most 1 ms,
 #   used_memory at most 2 GB, 0 errors;
@@ -16,6 +17,9 @@ bin=${SAPO_BIN:-bin}
 command -v redis-server > /dev/null && command -v redis-cli > /dev/null || { echo "b_pool_load: needs redis-server" >&2; exit 1; }
 seconds=$([ "${SAPO_BENCH_QUICK:-0}" = 1 ] && echo 20 || echo 60)
 counts=${NODES:-1000 5000 10000}
+# calls in flight at once, as real nodes make them (one thread's calls
+# wait for each other: its latencies add up and cap the load)
+threads=${THREADS:-8}
 tmp=$(mktemp -d)
 redis=
 trap '[ -n "$redis" ] && kill $redis 2> /dev/null; tests/cluster.sh stop "$tmp/cluster" > /dev/null 2>&1; rm -rf "$tmp"' EXIT
@@ -32,12 +36,13 @@ one_redis() {
 # one loadgen run: its report indented, its JSON line into $tmp/NAME.json
 load() {
   local start=$SECONDS TIMEFORMAT='%R %U %S'
-  { time "$bin/loadgen" --redis "$1" --nodes "$3" --seconds "$seconds" --round-seconds 10 > "$tmp/$2.out" 2> /dev/null; } 2> "$tmp/$2.time"
+  { time "$bin/loadgen" --redis "$1" --nodes "$3" --seconds "$seconds" --round-seconds 10 --threads "$threads" \
+    > "$tmp/$2.out" 2> /dev/null; } 2> "$tmp/$2.time"
   grep -v '^{' "$tmp/$2.out" | sed "s/^/  $2: /"
   echo "  $2: ran $((SECONDS - start)) s for $seconds s of schedule"
-  # the load generator's own share of a core: one thread making the
-  # calls one at a time, so a run behind its schedule at a low share was
-  # paced by its waits for replies, not by its CPU (docs/pool-scale.md)
+  # the load generator's own CPU, in cores: a run behind its schedule
+  # with the cores not all busy was paced by its waits for replies
+  # (docs/pool-scale.md)
   awk -v k="$2" '{ if ($1 > 0) printf "  %s: loadgen CPU %.0f %% of a core\n", k, 100 * ($2 + $3) / $1 }' "$tmp/$2.time"
   tail -n 1 "$tmp/$2.out" > "$tmp/$2.json"
 }

@@ -46,3 +46,15 @@ before = float([l for l in lines if l.startswith("redis:")][0].split("(")[1].spl
 ok("memory_bounded", 0.3e6 <= j["used_memory_end"] - before <= 3e6, "%d bytes more" % (j["used_memory_end"] - before))
 PY
 check keys_cleaned '[ "$(redis-cli -p "$port" dbsize)" = 0 ]'
+
+# the same schedule by 4 threads, each on clients of its own: every call
+# made, none failed (ASan watches the threads' figures merged)
+"$bin/loadgen" --redis "redis://127.0.0.1:$port" --nodes 20 --seconds 3 --round-seconds 1 --bytes 2000 --threads 4 \
+  > "$tmp/out4" 2> "$tmp/err4"
+rc=$?
+check threads '[ $rc = 0 ] && tail -n 1 "$tmp/out4" | python3 -c "
+import json, sys
+j = json.loads(sys.stdin.read())
+sys.exit(not (j[\"threads\"] == 4 and j[\"publish\"][\"calls\"] == 480 and j[\"draw\"][\"calls\"] == 60 and j[\"errors\"] == 0))"'
+out=$("$bin/loadgen" --nodes 10 --threads 3 2>&1); rc=$?
+check threads_divide '[ $rc = 2 ] && [ "$out" = "loadgen: --threads: 3 does not divide --nodes 10" ]'

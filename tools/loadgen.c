@@ -14,19 +14,25 @@
  *
  *   loadgen [--redis URL] [--nodes N] [--seconds T] [--round-seconds R]
  *           [--groups G] [--bytes B] [--draw J] [--window W] [--clients C]
- *           [--seed S]
+ *           [--threads K] [--seed S]
  *
  * Defaults: 1000 nodes, 60 s, rounds of 10 s, 8 groups of 22,000 bytes (a
  * default-mix group of 8 completions is 3 to 22 KB), J = 4, window 2
  * rounds. The N nodes share C pool clients (default min(N, 256)): one
  * process cannot hold a client per node at 10,000 nodes, and a shared
- * client's never-twice memory is shared by its nodes. The records are 64
+ * client's never-twice memory is shared by its nodes. K threads (default
+ * 1) make the calls, thread k those of the nodes n with n % K = k, each on
+ * clients of its own: one thread waits for every reply in turn, so its
+ * calls' latencies add up and cap the load it can make, where real nodes
+ * wait in parallel (docs/pool-scale.md). The records are 64
  * random payloads signed by one key, reused: the server neither reads nor
  * checks them. The swarm prefix is loadgen<pid>; its keys are deleted at
  * the end. */
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +210,7 @@ static long parse_long(const char *flag, const char *v, long min, long max)
 
 typedef struct {
     const char *url;
-    long nodes, seconds, round_s, groups, bytes, draw, window, clients;
+    long nodes, seconds, round_s, groups, bytes, draw, window, clients, threads;
     uint64_t seed;
 } opts_t;
 
@@ -220,6 +226,7 @@ static int parse_flags(int argc, char **argv, opts_t *o)
                   .draw = 4,
                   .window = 2,
                   .clients = -1,
+                  .threads = 1,
                   .seed = 1};
     for (int a = 1; a < argc; a++) {
         const char *f = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
@@ -232,12 +239,13 @@ static int parse_flags(int argc, char **argv, opts_t *o)
         else if (!strcmp(f, "--draw")) o->draw = parse_long(f, v, 0, 1000);
         else if (!strcmp(f, "--window")) o->window = parse_long(f, v, 0, 1000000);
         else if (!strcmp(f, "--clients")) o->clients = parse_long(f, v, 1, 100000);
+        else if (!strcmp(f, "--threads")) o->threads = parse_long(f, v, 1, 64);
         else if (!strcmp(f, "--seed")) o->seed = (uint64_t)parse_long(f, v, 0, 1L << 40);
         else {
             fprintf(stderr,
                     "loadgen: unknown flag '%s'\nusage: loadgen [--redis URL] [--nodes N] [--seconds T] "
                     "[--round-seconds R] [--groups G] [--bytes B] [--draw J] [--window W] [--clients C] "
-                    "[--seed S]\n",
+                    "[--threads K] [--seed S]\n",
                     f);
             return 2;
         }
@@ -245,6 +253,13 @@ static int parse_flags(int argc, char **argv, opts_t *o)
     }
     if (o->clients < 0) o->clients = o->nodes < 256 ? o->nodes : 256;
     if (o->clients > o->nodes) o->clients = o->nodes;
+    /* each client one thread's: K divides the nodes and the clients */
+    if (o->nodes % o->threads) {
+        fprintf(stderr, "loadgen: --threads: %ld does not divide --nodes %ld\n", o->threads, o->nodes);
+        return 2;
+    }
+    o->clients -= o->clients % o->threads;
+    if (o->clients < o->threads) o->clients = o->threads;
     return 0;
 }
 
@@ -349,33 +364,89 @@ static void node_round(const opts_t *o, pool_t **pools, const payloads_t *pl, ui
     }
 }
 
-/* the nodes' rounds spread evenly over R seconds, for T seconds or until
- * a signal, sampling the server every second and a line every 10 s */
-static void run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, figures_t *f)
+/* one thread's share of the schedule: events k, k + K, k + 2K, ... */
+typedef struct {
+    const opts_t *o;
+    pool_t **pools;
+    const payloads_t *pl;
+    figures_t f; /* its calls' figures, merged at the end */
+    long k;
+    double t0;
+    atomic_int *done;
+} worker_t;
+
+static void *worker_run(void *arg)
 {
+    worker_t *w = arg;
+    const opts_t *o = w->o;
     double period = (double)o->round_s / (double)o->nodes;
-    double t0 = now_s(), next_stats = t0 + 1, next_line = t0 + 10;
+    for (uint64_t e = (uint64_t)w->k; !stop; e += (uint64_t)o->threads) {
+        double due = w->t0 + (double)e * period;
+        if (due >= w->t0 + (double)o->seconds) break;
+        wait_until(due, &w->f);
+        node_round(o, w->pools, w->pl, e, &w->f);
+    }
+    atomic_fetch_add(w->done, 1);
+    return NULL;
+}
+
+/* a worker's figures into f */
+static void merge(figures_t *f, figures_t *w)
+{
+    for (size_t i = 0; i < w->pub.n; i++) add(&f->pub, w->pub.v[i]);
+    for (size_t i = 0; i < w->drw.n; i++) add(&f->drw, w->drw.v[i]);
+    f->errors += w->errors, f->drawn += w->drawn, f->draws_short += w->draws_short;
+    if (w->errors) snprintf(f->last_err, sizeof f->last_err, "%s", w->last_err);
+    if (w->behind_max > f->behind_max) f->behind_max = w->behind_max;
+    free(w->pub.v);
+    free(w->drw.v);
+}
+
+/* the nodes' rounds spread evenly over R seconds, for T seconds or until
+ * a signal, by K threads; this one samples the servers every second and
+ * writes a line every 10 s */
+static int run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, figures_t *f)
+{
+    double t0 = now_s() + 0.05, next_line = t0 + 10;
     fprintf(stderr,
             "loadgen: %ld nodes, %ld groups of %ld bytes and a draw of %ld each per %ld s round, window %ld "
-            "rounds, %ld clients, %ld s against %s\n",
-            o->nodes, o->groups, o->bytes, o->draw, o->round_s, o->window, o->clients, o->seconds, o->url);
-    for (uint64_t e = 0; !stop; e++) {
-        double due = t0 + (double)e * period;
-        if (due >= t0 + (double)o->seconds) break;
-        wait_until(due, f);
-        node_round(o, pools, pl, e, f);
-        double t = now_s();
-        if (t >= next_stats) {
-            sample(f);
-            next_stats = t + 1;
+            "rounds, %ld clients, %ld threads, %ld s against %s\n",
+            o->nodes, o->groups, o->bytes, o->draw, o->round_s, o->window, o->clients, o->threads, o->seconds, o->url);
+    atomic_int done = 0;
+    worker_t *w = calloc((size_t)o->threads, sizeof *w);
+    pthread_t *th = calloc((size_t)o->threads, sizeof *th);
+    if (!w || !th) {
+        fprintf(stderr, "loadgen: out of memory\n");
+        return -1;
+    }
+    long started = 0;
+    for (; started < o->threads; started++) {
+        w[started] = (worker_t){.o = o, .pools = pools, .pl = pl, .k = started, .t0 = t0, .done = &done};
+        if (pthread_create(&th[started], NULL, worker_run, &w[started]) != 0) {
+            fprintf(stderr, "loadgen: could not start thread %ld\n", started);
+            stop = 1;
+            break;
         }
+    }
+    while (atomic_load(&done) < started) {
+        struct timespec one = {0, 200000000};
+        nanosleep(&one, NULL);
+        double t = now_s();
+        if (t >= t0 + 1) sample(f);
         if (t >= next_line) {
-            fprintf(stderr, "loadgen: %.0f s: %zu publishes, %zu draws, used_memory %.1f MB, %ld errors\n", t - t0,
-                    f->pub.n, f->drw.n, (double)f->mem_end / 1e6, f->errors);
+            fprintf(stderr, "loadgen: %.0f s: used_memory %.1f MB, %ld of %ld threads done\n", t - t0,
+                    (double)f->mem_end / 1e6, (long)atomic_load(&done), started);
             next_line = t + 10;
         }
     }
+    for (long k = 0; k < started; k++) {
+        pthread_join(th[k], NULL);
+        merge(f, &w[k].f);
+    }
     f->wall = now_s() - t0;
+    free(w);
+    free(th);
+    return started == o->threads ? 0 : -1;
 }
 
 /* the report's lines, then the same figures as one JSON line */
@@ -387,8 +458,8 @@ static void report(const opts_t *o, figures_t *f)
     qsort(drw->v, drw->n, sizeof *drw->v, cmp_double);
     double cpu = 0;
     for (int i = 0; i < sh->n; i++) cpu += (sh->s[i].cpu - sh->s0[i].cpu) / f->wall;
-    printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %.0f s\n", o->nodes, o->round_s,
-           o->groups, o->bytes, o->draw, o->window, f->wall);
+    printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %ld threads, %.0f s\n", o->nodes,
+           o->round_s, o->groups, o->bytes, o->draw, o->window, o->threads, f->wall);
     printf("publish: %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub->n, quantile_ms(pub, 0.5),
            quantile_ms(pub, 0.99), pub->n ? 1000 * pub->v[pub->n - 1] : 0);
     printf("draw:    %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms; %.2f groups a draw, %ld short after round 1\n",
@@ -401,13 +472,14 @@ static void report(const opts_t *o, figures_t *f)
                (double)sh->mem_max[i] / 1e6, 100 * (sh->s[i].cpu - sh->s0[i].cpu) / f->wall);
     printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", f->errors, f->errors ? ", last: " : "", f->last_err,
            f->behind_max);
-    printf("{\"nodes\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%ld,\"seconds\":%"
+    printf("{\"nodes\":%ld,\"threads\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%"
+           "ld,\"seconds\":%"
            ".1f,"
            "\"publish\":{\"calls\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f},\"draw\":{\"calls\":%zu,\"p50_ms\":%.4f,"
            "\"p99_ms\":%.4f,\"groups\":%.3f},\"used_memory_max\":%lld,\"used_memory_end\":%lld,"
            "\"server_cpu\":%.3f,\"errors\":%ld,\"behind_max_s\":%.3f,\"shards\":[",
-           o->nodes, o->round_s, o->groups, o->bytes, o->draw, o->window, f->wall, pub->n, quantile_ms(pub, 0.5),
-           quantile_ms(pub, 0.99), drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99),
+           o->nodes, o->threads, o->round_s, o->groups, o->bytes, o->draw, o->window, f->wall, pub->n,
+           quantile_ms(pub, 0.5), quantile_ms(pub, 0.99), drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99),
            drw->n ? (double)f->drawn / (double)drw->n : 0, f->mem_max, f->mem_end, cpu, f->errors, f->behind_max);
     for (int i = 0; i < sh->n; i++)
         printf("%s{\"at\":\"%s\",\"used_memory_max\":%lld,\"server_cpu\":%.3f}", i ? "," : "", sh->where[i],
@@ -440,7 +512,7 @@ int main(int argc, char **argv)
     f.mem_max = f.mem_end = f.mem_base;
     memcpy(sh.s, sh.s0, sizeof sh.s);
     for (int i = 0; i < sh.n; i++) sh.mem_max[i] = sh.s0[i].used_memory;
-    run_load(&o, pools, &pl, &f);
+    if (run_load(&o, pools, &pl, &f) != 0) return 1;
     sample(&f);
     report(&o, &f);
 
