@@ -53,12 +53,17 @@ node_start a0 1
 node_start a1 2
 check trains 'advance 10'
 # from its third round each node has the other's groups
-# node $1 trained on the other's groups in every round from its third
+# node $1 trained on the other's groups in every round from its third but
+# at most one: nodes never wait for each other, so one that runs a round
+# ahead (they start apart) can find nothing fresh once ([2, 2, 0, 2, ...]
+# in a quiet make test); a client that lost the cluster finds nothing in
+# every round
 shares_from_third() {
   python3 -c "
 import json, sys
 rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][2:]
-sys.exit(0 if rs and all(r['external_groups'] > 0 and r['external_from'] for r in rs) else 1)"
+dry = sum(1 for r in rs if not (r['external_groups'] > 0 and r['external_from']))
+sys.exit(0 if len(rs) >= 5 and dry <= 1 else 1)"
 }
 check shares_every_round 'shares_from_third a0 && shares_from_third a1'
 # what each round drew, where that failed (a node that ran ahead of the
