@@ -45,3 +45,22 @@ node_start() {
   for p in broker learner sampler verifier generator; do node_proc "$1" $p; done
 }
 rows() { [ -f "$tmp/$1/metrics.jsonl" ] && wc -l < "$tmp/$1/metrics.jsonl" || echo 0; }
+# waits until nodes a0 and a1 have at least $1 more rounds than at the call
+advance() {
+  local a0 a1
+  a0=$(rows a0) a1=$(rows a1)
+  for _ in $(seq 900); do
+    [ "$(rows a0)" -ge $((a0 + $1)) ] && [ "$(rows a1)" -ge $((a1 + $1)) ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# rounds of node $1 after row $2 that trained on another node's groups
+shared_since() {
+  python3 -c "
+import json, sys
+rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][$2:]
+print(sum(1 for r in rs if r['external_from']))"
+}
+# the outage lines node $1's sampler logged
+outages() { grep -c "training on local groups" "$tmp/$1/sampler.log"; }

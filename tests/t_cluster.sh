@@ -16,22 +16,6 @@ nodes_init cluster
 url=$(tests/cluster.sh start "$tmp/cluster") || { echo "SKIP cluster: no Redis Cluster could be started (tests/cluster.sh)"; exit 0; }
 export SAPO_CHECKPOINT_EVERY=1000 SAPO_SWARM=c$$ SAPO_REDIS=$url
 
-advance() {
-  local a0 a1
-  a0=$(rows a0) a1=$(rows a1)
-  for _ in $(seq 900); do
-    [ "$(rows a0)" -ge $((a0 + $1)) ] && [ "$(rows a1)" -ge $((a1 + $1)) ] && return 0
-    sleep 0.2
-  done
-  return 1
-}
-# rounds of node $1 after row $2 that trained on the other node's groups
-shared_since() {
-  python3 -c "
-import json, sys
-rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][$2:]
-print(sum(1 for r in rs if r['external_from']))"
-}
 # node $1's rounds are 1, 2, 3, ... with none missing
 contiguous() {
   python3 -c "
@@ -47,7 +31,6 @@ master_of() {
   done < "$tmp/cluster/ports"
   return 1
 }
-outages() { grep -c "training on local groups" "$tmp/$1/sampler.log"; }
 
 node_start a0 1
 node_start a1 2

@@ -24,22 +24,6 @@ redis_up() {
   for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && return 0; sleep 0.1; done
   return 1
 }
-# waits until both nodes have at least $1 more rounds than at the call
-advance() {
-  local a0=$(rows a0) a1=$(rows a1)
-  for _ in $(seq 900); do
-    [ "$(rows a0)" -ge $((a0 + $1)) ] && [ "$(rows a1)" -ge $((a1 + $1)) ] && return 0
-    sleep 0.2
-  done
-  return 1
-}
-# rounds of node $1 after row $2 that trained on the other node's groups
-shared_since() {
-  python3 -c "
-import json, sys
-rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][$2:]
-print(sum(1 for r in rs if r['external_from']))"
-}
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 node_start a0 1

@@ -25,23 +25,6 @@ proxy_pid=$!
 for _ in $(seq 50); do [ -s "$tmp/proxy.port" ] && break; sleep 0.1; done
 export SAPO_CHECKPOINT_EVERY=1000 SAPO_SWARM=l$$
 
-advance() {
-  local a0 a1
-  a0=$(rows a0) a1=$(rows a1)
-  for _ in $(seq 900); do
-    [ "$(rows a0)" -ge $((a0 + $1)) ] && [ "$(rows a1)" -ge $((a1 + $1)) ] && return 0
-    sleep 0.2
-  done
-  return 1
-}
-shared_since() {
-  python3 -c "
-import json, sys
-rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][$2:]
-print(sum(1 for r in rs if r['external_from']))"
-}
-outages() { grep -c "training on local groups" "$tmp/$1/sampler.log"; }
-
 SAPO_REDIS=redis://127.0.0.1:$port node_start a0 1
 SAPO_REDIS=redis://127.0.0.1:$(cat "$tmp/proxy.port") node_start a1 2
 check trains 'advance 4'
