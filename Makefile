@@ -27,6 +27,8 @@ else
 endif
 
 CC := gcc
+# make test builds with a job per core
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 CXX := g++
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CURAND := $(shell [ -f $(CUDA_HOME)/include/curand.h ] && [ -f $(CUDA_HOME)/lib64/libcurand.so ] && echo 1)
@@ -186,7 +188,7 @@ format-check: deps
 # into the model cache); without a network those tests skip with a reason
 test: deps $(QWEN_TOKENIZER)
 	@scripts/model.sh get smollm2-135m || echo "test: SmolLM2 could not be fetched; its tests will skip"
-	@$(MAKE) --no-print-directory MODE=asan programs tests
+	@$(MAKE) --no-print-directory -j$(NPROC) MODE=asan programs tests
 	@tests/run.sh build/asan/tests
 
 # the peers (PyTorch, transformers, reasoning-gym) run from .venv, set up

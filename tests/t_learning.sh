@@ -52,13 +52,15 @@
 #
 # Uses the release build (bin/, built here if needed: the sanitizer build
 # is several times slower) and the base cached in build/learning-base-2layer
-# (trained on the first run).
+# (tests/learning_base.sh makes both once).
 set -u
 cd "$(dirname "$0")/.."
 for c in redis-server foreman python3 gnuplot; do
   command -v $c > /dev/null || { echo "SKIP learning: $c not installed"; exit 0; }
 done
-make -s --no-print-directory MODE=release programs > /dev/null 2>&1 || { echo "FAIL learning_build: make MODE=release programs"; exit 1; }
+# the base (and the release programs), made here or already begun by
+# tests/run.sh beside the earlier tests
+tests/learning_base.sh || { echo "FAIL learning_base"; exit 1; }
 bin=bin
 base=build/learning-base-2layer
 rounds=${LEARNING_ROUNDS:-200}
@@ -75,10 +77,6 @@ trap cleanup EXIT
 # figure below was measured with (scripts/experiment.sh would run lockstep)
 export SAPO_BIN=$bin SAPO_BASE=$base SAPO_SWARM=learning$$ SAPO_LOCKSTEP=0
 
-if [ ! -f "$base/config.json" ]; then
-  SAPO_SEED=1 SAPO_WARMSTART_SHAPE=config/tiny-2layer.json "$bin/learner" warmstart > "$tmp/warmstart.log" 2>&1 ||
-    { tail -n 5 "$tmp/warmstart.log"; echo "FAIL learning_base"; exit 1; }
-fi
 # the warm start leaves its AdamW state for --warmstart-optimizer; a base
 # without one is refused with a line naming the file
 if [ -f "$base/optimizer.bin" ]; then echo "PASS learning_warmstart_optimizer_saved"; else echo "FAIL learning_warmstart_optimizer_saved"; fi

@@ -58,9 +58,16 @@ wait
 # the learner's and the generator's model threads (the main thread among
 # them) run at nice SAPO_NICE (10) above the broker, verifier and sampler,
 # whatever nice the test runs at; their ZeroMQ and sender threads do not
-nice_of() { ps -o ni= -C "$1" | sort -u | tr -d ' ' | tr '\n' ' '; }
+# only this test's processes count (their node folders are under $tmp):
+# another swarm on the machine, a study say, runs its own at its own nice
+ours() {
+  for p in $(pgrep -x "$1"); do
+    tr '\0' '\n' < /proc/"$p"/environ 2> /dev/null | grep -q "^SAPO_BROKER=$tmp/" && echo "$p"
+  done
+}
+nice_of() { for p in $(ours "$1"); do ps -o ni= -p "$p"; done | sort -u | tr -d ' ' | tr '\n' ' '; }
 carriers_nice() {
-  for p in $(pgrep -x learner) $(pgrep -x generator); do
+  for p in $(ours learner) $(ours generator); do
     for t in /proc/"$p"/task/*; do
       case "$(cat "$t/comm" 2> /dev/null)" in ZMQbg/* | wire-send) awk '{print $19}' "$t/stat" 2> /dev/null ;; esac
     done
@@ -70,7 +77,7 @@ carriers_nice() {
 # every learner and generator of the swarms (each node's, at least the
 # 3-node swarm's) has
 settled() {
-  [ "$(pgrep -xc learner)" -ge 3 ] && [ "$(pgrep -xc generator)" -ge 3 ] &&
+  [ "$(ours learner | wc -l)" -ge 3 ] && [ "$(ours generator | wc -l)" -ge 3 ] &&
     [ "$(wc -w <<< "$ni_learner")" = 1 ] && [ "$(wc -w <<< "$ni_generator")" = 1 ] &&
     { [ "${SAPO_NICE:-10}" = 0 ] || { [ "$ni_learner" != "$ni_broker" ] && [ "$ni_generator" != "$ni_broker" ]; }; }
 }
