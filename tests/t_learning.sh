@@ -19,9 +19,10 @@
 #
 # The base is the smaller kind, config/tiny-2layer.json (2 layers of 256,
 # 1.6M parameters), after the default 750 warm-start steps with seed 1, in
-# about 3 minutes on 2 cores, where the default 4-layer base takes 9. Any
-# change to the kernels' rounding, to the CPU, to the thread count or to
-# the warm start gives another base and other trajectories, and later
+# about 3 minutes on 2 cores of the Intel CPU with AMX (5 on an AMD Zen
+# 3), where the default 4-layer base takes 9. Any change to the kernels'
+# rounding, to the CPU or to the warm start gives another base and other
+# trajectories, and later
 # rounds vary with process timing (which policy version sampled a group).
 #
 # Measured (docs/learning.md has every run). At 8/0 on an Intel Xeon with
