@@ -12,9 +12,10 @@ base=build/learning-base-2layer
 mkdir -p build
 exec 9> build/learning-base.lock
 flock 9
-[ -f "$base/config.json" ] && exit 0
+# the programs every time (up to date, a second): t_learning runs them
 make -s --no-print-directory -j"$(nproc)" MODE=release programs > build/learning-base-make.log 2>&1 ||
   { tail -n 5 build/learning-base-make.log; echo "learning base: make MODE=release programs failed"; exit 1; }
+[ -f "$base/config.json" ] && exit 0
 rm -rf "$base.part"
 SAPO_SEED=1 SAPO_WARMSTART_SHAPE=config/tiny-2layer.json SAPO_BASE=$base.part bin/learner warmstart > build/learning-base.log 2>&1 ||
   { tail -n 5 build/learning-base.log; echo "learning base: warm start failed (build/learning-base.log)"; exit 1; }

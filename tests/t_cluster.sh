@@ -48,12 +48,14 @@ rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][2:]
 dry = sum(1 for r in rs if not (r['external_groups'] > 0 and r['external_from']))
 sys.exit(0 if len(rs) >= 5 and dry <= 1 else 1)"
 }
-check shares_every_round 'shares_from_third a0 && shares_from_third a1'
-# what each round drew, where that failed (a node that ran ahead of the
-# other finds nothing fresh to draw)
-shares_from_third a0 && shares_from_third a1 || for n in a0 a1; do
-  echo "  $n external groups by round: $(python3 -c "import json; print([json.loads(l)['external_groups'] for l in open('$tmp/$n/metrics.jsonl')])")"
-done
+# what each round drew, shown where the check fails (a node that ran
+# ahead of the other finds nothing fresh to draw)
+draws_by_round() {
+  for n in a0 a1; do
+    echo "  $n external groups by round: $(python3 -c "import json; print([json.loads(l)['external_groups'] for l in open('$tmp/$n/metrics.jsonl')])")"
+  done
+}
+check shares_every_round 'shares_from_third a0 && shares_from_third a1 || { draws_by_round; false; }'
 check keys_in_one_slot 'm=$(master_of a0) && [ "$(redis-cli -p "$m" exists "$SAPO_SWARM:n:{a0}:e" "$SAPO_SWARM:n:{a0}:s" "$SAPO_SWARM:n:{a0}:key")" = 3 ]'
 
 # the slots of the master of a0's keys, from its first up to a0's, move to
