@@ -2,7 +2,8 @@
  * can be downloaded): training step tokens/s and MFU against the GPU's
  * dense bf16 peak, beside three PyTorch steps on the same GPU, each with
  * fused AdamW (eager with fp32 weights and bf16 autocast; the same under
- * torch.compile, the fair peer: sapo's numerics; bf16 weights compiled);
+ * torch.compile, the fair peer: sapo's numerics; bf16 weights compiled)
+ * and beside itself with the fused log-softmax (model_set_fused_logp);
  * generation tokens/s for 8 prompts x 8 completions and at RL sizes (256
  * sequences x 512 new tokens from 64-token prompts) against transformers
  * generate (bf16), the latter also against the floor that the bytes of a
@@ -168,6 +169,10 @@ int main(void)
     int B = quick ? 2 : 8, T = quick ? 128 : 512;
     double ts = train_step_opt(m, B, T, reps);
     double tps = B * T / ts, peak = peak_flops(name), train_mem = cuda_model_memory_peak(m->cuda) / 1073741824.0;
+    /* the same step with the fused log-softmax (model_set_fused_logp) */
+    model_set_fused_logp(m, true);
+    double tps_fused = B * T / train_step_opt(m, B, T, reps);
+    model_set_fused_logp(m, false);
 
     int Q = quick ? 2 : 8, L = 8, P = 64, M = quick ? 32 : 128;
     double tg = generate(m, Q, P, L, M, true, reps), gen = (double)Q * L * M / tg;
@@ -194,6 +199,8 @@ int main(void)
     static const char *names[] = {"cuda_train_tokens_per_s", "cuda_train_tokens_per_s_vs_compiled",
                                   "cuda_train_tokens_per_s_vs_compiled_bf16"};
     for (int i = 0; i < 3; i++) bench_line(names[i], tps, "tok/s", have[i] ? labels[i] : NULL, ptrain[i], "tok/s");
+    bench_line("cuda_train_tokens_per_s_fused_logp", tps_fused, "tok/s", "sapo's step, log-softmax unfused", tps,
+               "tok/s");
     /* MFU beside the fair peer (compiled, fp32 weights), else eager's */
     int fair = have[1] ? 1 : 0;
     if (peak > 0)

@@ -55,6 +55,19 @@ static void test_preset_refused(void)
     EXPECT(load(&cfg, "--preset", "no-such-preset", NULL, NULL) != 0);
 }
 
+/* the GPU's switches take 0 or 1, from a flag as from the environment */
+static void test_switches(void)
+{
+    config_t cfg;
+    EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.fused_logp == 0 && cfg.inference_only == 0);
+    EXPECT(load(&cfg, "--fused-logp", "1", "--inference-only", "1") == 0 && cfg.fused_logp == 1 &&
+           cfg.inference_only == 1);
+    EXPECT(load(&cfg, "--fused-logp", "2", NULL, NULL) != 0);
+    setenv("SAPO_INFERENCE_ONLY", "-1", 1);
+    EXPECT(load(&cfg, NULL, NULL, NULL, NULL) != 0);
+    unsetenv("SAPO_INFERENCE_ONLY");
+}
+
 /* every preset the project ships names settings that exist, with values
  * they take */
 static void test_shipped_presets(void)
@@ -78,6 +91,7 @@ int main(void)
 {
     snprintf(path, sizeof path, "/tmp/test_config.%d.env", (int)getpid());
     RUN_TEST(test_preset_layers);
+    RUN_TEST(test_switches);
     RUN_TEST(test_preset_refused);
     RUN_TEST(test_shipped_presets);
     unlink(path);

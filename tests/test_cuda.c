@@ -560,27 +560,84 @@ static void check_forward_backward(pair_t p)
     free(pg);
 }
 
-static void test_forward_backward(void)
+/* check on each golden model, on qwen2_tied with the lm_head in chunks of
+ * 5 positions (8 chunks of the 39; the golden vocabularies make one chunk
+ * of the default), and on the edge shape */
+static void each_pair(void (*check)(pair_t))
 {
-    NEED_DEVICE();
     const char *names[] = {"qwen2_tied", "qwen2_bf16", "qwen2_sharded", "qwen3_bias", "qwen3_tied"};
     pair_t p;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        if (pair_open(&p, names[i]) == 0) check_forward_backward(p);
+        if (pair_open(&p, names[i]) == 0) check(p);
         pair_close(&p);
     }
-    /* the lm_head in chunks of 5 positions: 8 chunks of the 39 (the
-     * golden vocabularies make one chunk of the default) */
     if (pair_open(&p, "qwen2_tied") == 0) {
         p.gpu->chunk = 5;
         p.name = "qwen2_tied, lm_head chunks of 5";
-        check_forward_backward(p);
+        check(p);
     }
     pair_close(&p);
     model_config_t cfg = edges_config();
     if (pair_open_as(&p, NULL, &cfg, 4, 300) == 0) {
         p.name = "Qwen3 V 1,500, T 300, 1,200 rows, HD 24 != C/NH";
-        check_forward_backward(p);
+        check(p);
+    }
+    pair_close(&p);
+}
+
+static void test_forward_backward(void)
+{
+    NEED_DEVICE();
+    each_pair(check_forward_backward);
+}
+
+/* model_set_fused_logp on p's device copy: against the kernels that have
+ * run on a GPU (the same copy, fused off), log-probs to the order of a
+ * sum over the vocabulary and gradients to a rare flip of a bf16
+ * rounding; then against the CPU as every device copy is */
+static void check_fused_logp(pair_t p)
+{
+    model_t *g = p.gpu;
+    size_t n = g->n_params;
+    float *lp[2], *gr[2];
+    for (int f = 0; f < 2; f++) {
+        lp[f] = malloc(p.N * sizeof(float));
+        gr[f] = malloc(n * sizeof(float));
+        model_set_fused_logp(g, f == 1);
+        EXPECT(model_forward(g, p.tokens, p.targets, p.B, p.T, 0.7f, lp[f], NULL) == 0);
+        model_zero_grad(g);
+        model_backward(g, p.dlogp);
+        EXPECT(model_sync_host(g) == 0);
+        memcpy(gr[f], g->grads, n * sizeof(float));
+    }
+    double worst = 0;
+    for (int i = 0; i < p.N; i++) worst = fmax(worst, fabs((double)lp[1][i] - lp[0][i]));
+    double r = rel_l2(gr[1], gr[0], n);
+    printf("  %s: fused against unfused, log-probs off by %.3g, gradients by rel L2 %.3g\n", p.name, worst, r);
+    EXPECTF(worst < 1e-4, "%s: fused log-probs off by %.3g", p.name, worst);
+    EXPECTF(r < 1e-3, "%s: fused gradients off by rel L2 %.3g", p.name, r);
+    for (int f = 0; f < 2; f++) {
+        free(lp[f]);
+        free(gr[f]);
+    }
+    model_set_fused_logp(g, true);
+    check_forward_backward(p);
+}
+
+/* the fused log-softmax (model_set_fused_logp) where
+ * test_forward_backward checks (the edge shape's V 1,500 read as float4
+ * rows), and on a vocabulary that is no multiple of 4 (V 1,501: rows
+ * read a float at a time) */
+static void test_fused_logp(void)
+{
+    NEED_DEVICE();
+    each_pair(check_fused_logp);
+    model_config_t cfg = edges_config();
+    cfg.V = 1501;
+    pair_t p;
+    if (pair_open_as(&p, NULL, &cfg, 2, 40) == 0) {
+        p.name = "Qwen3 V 1,501";
+        check_fused_logp(p);
     }
     pair_close(&p);
 }
@@ -1140,11 +1197,13 @@ int main(int argc, char **argv)
     RUN(test_generate);
     RUN(test_generate_long);
     RUN(test_inference_only);
+    RUN(test_fused_logp);
     RUN(test_real_model);
 #else
-    const char *names[] = {
-        "test_uniform",         "test_sample",   "test_forward_backward", "test_memory_accounting", "test_train_steps",
-        "test_optimizer_state", "test_generate", "test_generate_long",    "test_inference_only",    "test_real_model"};
+    const char *names[] = {"test_uniform",           "test_sample",        "test_forward_backward",
+                           "test_memory_accounting", "test_train_steps",   "test_optimizer_state",
+                           "test_generate",          "test_generate_long", "test_inference_only",
+                           "test_fused_logp",        "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

@@ -178,6 +178,8 @@ void model_set_inference_only(model_t *self) { self->inference_only = true; }
 
 bool model_inference_only(const model_t *self) { return self->inference_only; }
 
+void model_set_fused_logp(model_t *self, bool on) { self->fused_logp = on; }
+
 void model_device_memory(const model_t *self, size_t *held, size_t *peak)
 {
     *held = *peak = 0;
@@ -186,6 +188,8 @@ void model_device_memory(const model_t *self, size_t *held, size_t *peak)
         *held = cuda_model_memory(self->cuda);
         *peak = cuda_model_memory_peak(self->cuda);
     }
+#else
+    (void)self;
 #endif
 }
 

@@ -166,6 +166,13 @@ int model_set_backend(model_t *self, const char *backend, char *err, size_t errl
  * model_backward and model_optimizer_step refuse with a line. */
 void model_set_inference_only(model_t *self);
 bool model_inference_only(const model_t *self);
+/* On a GPU, the lm_head's log-softmax by its fused kernels (on): the
+ * forward pass reads each chunk of logits once, and the backward pass
+ * writes the logits' gradient in bf16, straight into the products that
+ * follow, instead of in fp32 and then converted. The same log-probs and
+ * gradients up to the order of a sum; no effect on the CPU. Off until a
+ * GPU has run test_cuda's test_fused_logp (docs/cuda.md). */
+void model_set_fused_logp(model_t *self, bool on);
 /* the bytes the model's device copy holds now (*held) and held at most
  * (*peak): its own allocations, not the CUDA context's; 0 on the CPU */
 void model_device_memory(const model_t *self, size_t *held, size_t *peak);

@@ -145,6 +145,7 @@ struct model {
     struct cuda_model *cuda;
     int device;
     bool inference_only; /* model_set_inference_only */
+    bool fused_logp;     /* model_set_fused_logp */
 };
 
 /* model.c: the RoPE tables, the batch and its workspaces */

@@ -39,6 +39,7 @@ typedef struct {
     char base[512];           /* folder of the tiny base model (warm start cache) */
     char backend[32];         /* cpu or cuda:N */
     int inference_only;       /* 1: on a GPU, models that only infer hold no training state */
+    int fused_logp;           /* 1: on a GPU, the lm_head's log-softmax in fused kernels */
     char task_mix[4096];      /* JSON task mix, empty = every family, weight 1 */
     int local_groups;         /* I: own question groups per training batch */
     int external_groups;      /* J: groups sampled from other nodes per batch */

@@ -267,6 +267,7 @@ void policy_destroy(policy_t **self_p)
 int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, size_t errlen)
 {
     if (infer && cfg->inference_only) model_set_inference_only(self->model);
+    model_set_fused_logp(self->model, cfg->fused_logp);
     return model_set_backend(self->model, cfg->backend, err, errlen);
 }
 

@@ -278,14 +278,21 @@ static void matmul_forward(cuda_model_t *c, float *out, const float *inp, const 
     }
 }
 
+/* matmul_backward's products, from dout already in bf16 (dout16) */
+static void matmul_backward_products(cuda_model_t *c, float *dinp, float *dw, const bf16 *dout16, const float *inp,
+                                     const float *w, int N, int IN, int OUT, bool acc)
+{
+    gemm(c, false, false, N, IN, OUT, dout16, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
+    to_bf16(c, c->xb, inp, (size_t)N * IN);
+    gemm(c, true, false, OUT, IN, N, dout16, OUT, c->xb, IN, 1.0f, dw, IN);
+}
+
 /* dinp (N, IN) = dout . w (or += when acc); dw += dout^T . inp; dbias += */
 static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                             const float *w, int N, int IN, int OUT, bool acc)
 {
     to_bf16(c, c->yb, dout, (size_t)N * OUT);
-    gemm(c, false, false, N, IN, OUT, c->yb, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
-    to_bf16(c, c->xb, inp, (size_t)N * IN);
-    gemm(c, true, false, OUT, IN, N, c->yb, OUT, c->xb, IN, 1.0f, dw, IN);
+    matmul_backward_products(c, dinp, dw, c->yb, inp, w, N, IN, OUT, acc);
     if (dbias) {
         bias_backward_kernel<<<dim3((OUT + 255) / 256, N < 64 ? N : 64), 256, 0, c->st>>>(dbias, dout, N, OUT);
         launched(c, "bias_backward_kernel");
@@ -815,9 +822,15 @@ int cuda_model_forward(cuda_model_t *c, const int *tokens, const int *targets, i
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = c->ga.logits;
         matmul_forward(c, lg, a->lnf + (size_t)r0 * C, lm_weight(c), NULL, n, C, V, false);
-        logp_forward_kernel<<<n, ROW_THREADS, 0, c->st>>>(c->logp + r0, a->lse + r0, lg, c->targets + r0, V,
-                                                          1.0f / temperature);
-        launched(c, "logp_forward_kernel");
+        if (c->m->fused_logp) {
+            logp_forward_fused_kernel<<<n, LOGP_THREADS, 0, c->st>>>(c->logp + r0, a->lse + r0, lg, c->targets + r0, V,
+                                                                     1.0f / temperature);
+            launched(c, "logp_forward_fused_kernel");
+        } else {
+            logp_forward_kernel<<<n, ROW_THREADS, 0, c->st>>>(c->logp + r0, a->lse + r0, lg, c->targets + r0, V,
+                                                              1.0f / temperature);
+            launched(c, "logp_forward_kernel");
+        }
         if (logits)
             CK(cudaMemcpyAsync(logits + (size_t)r0 * V, lg, (size_t)n * V * sizeof(float), cudaMemcpyDeviceToHost,
                                c->st));
@@ -899,6 +912,15 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
         int n = N - r0 < chunk ? N - r0 : chunk;
         float *lg = ga->logits;
         matmul_forward(c, lg, a->lnf + (size_t)r0 * C, lm_weight(c), NULL, n, C, V, false);
+        if (c->m->fused_logp) {
+            /* the gradient straight into the products' bf16 input */
+            logp_backward_bf16_kernel<<<n, LOGP_THREADS, 0, c->st>>>(c->yb, lg, c->dlogp + r0, a->lse + r0,
+                                                                     c->targets + r0, V, inv_t);
+            launched(c, "logp_backward_bf16_kernel");
+            matmul_backward_products(c, ga->dln + (size_t)r0 * C, lm_grad(c), c->yb, a->lnf + (size_t)r0 * C,
+                                     lm_weight(c), n, C, V, false);
+            continue;
+        }
         logp_backward_kernel<<<n, ROW_THREADS, 0, c->st>>>(lg, c->dlogp + r0, a->lse + r0, c->targets + r0, V, inv_t);
         launched(c, "logp_backward_kernel");
         matmul_backward(c, ga->dln + (size_t)r0 * C, lm_grad(c), NULL, lg, a->lnf + (size_t)r0 * C, lm_weight(c), n, C,

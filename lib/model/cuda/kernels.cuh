@@ -391,6 +391,85 @@ __global__ void logp_backward_kernel(float *lg, const float *dlogp, const float 
     }
 }
 
+/* The fused pair (model_set_fused_logp). A row is read as float4 where
+ * every row is 16-byte aligned (V a multiple of 4 on an aligned chunk:
+ * logp_vec), else a float at a time. */
+#define LOGP_THREADS 512
+
+__device__ inline bool logp_vec(const void *p, int V) { return V % 4 == 0 && (uintptr_t)p % 16 == 0; }
+
+/* each thread's running max m and sum s of exp(x - m), x one scaled logit */
+__device__ inline void online_add(float &m, float &s, float x)
+{
+    if (x > m) {
+        s = s * expf(m - x) + 1.0f; /* m = -inf at the start: expf(-inf) = 0 */
+        m = x;
+    } else if (x > -INFINITY) s += expf(x - m); /* -inf adds nothing (and -inf - -inf is NaN) */
+}
+
+/* logp_forward_kernel's results in one read of the row: each thread keeps
+ * its running max and the sum of exp below it, then the block rescales
+ * the sums to the row's max */
+__global__ void logp_forward_fused_kernel(float *logp, float *lse_out, const float *logits, const int *targets, int V,
+                                          float inv_t)
+{
+    __shared__ float sh[32];
+    const float *row = logits + (size_t)blockIdx.x * V;
+    float m = -INFINITY, s = 0.0f;
+    if (logp_vec(logits, V)) {
+        const float4 *r4 = (const float4 *)row;
+        for (int j = threadIdx.x; j < V / 4; j += blockDim.x) {
+            float4 x = r4[j];
+            online_add(m, s, x.x * inv_t);
+            online_add(m, s, x.y * inv_t);
+            online_add(m, s, x.z * inv_t);
+            online_add(m, s, x.w * inv_t);
+        }
+    } else
+        for (int j = threadIdx.x; j < V; j += blockDim.x) online_add(m, s, row[j] * inv_t);
+    float mx = block_max(m, sh);
+    float sum = block_sum(m == -INFINITY ? 0.0f : s * expf(m - mx), sh);
+    if (threadIdx.x == 0) {
+        float lse = mx + logf(sum);
+        int tg = targets[blockIdx.x];
+        lse_out[blockIdx.x] = lse;
+        logp[blockIdx.x] = tg >= 0 ? row[tg] * inv_t - lse : 0.0f;
+    }
+}
+
+/* logp_backward_kernel's gradient, written in bf16 into out (the input of
+ * the products that follow, as to_bf16_kernel would write it); the fp32
+ * logits are only read */
+__device__ inline float logp_grad(float x, int j, int tg, float d, float l, float inv_t)
+{
+    float g = d != 0.0f ? -d * expf(x * inv_t - l) * inv_t : 0.0f;
+    if (j == tg) g += d * inv_t;
+    return g;
+}
+
+__global__ void logp_backward_bf16_kernel(bf16 *out, const float *lg, const float *dlogp, const float *lse,
+                                          const int *targets, int V, float inv_t)
+{
+    const float *row = lg + (size_t)blockIdx.x * V;
+    bf16 *o = out + (size_t)blockIdx.x * V;
+    int tg = targets[blockIdx.x];
+    float d = tg >= 0 ? dlogp[blockIdx.x] : 0.0f, l = lse[blockIdx.x];
+    if (logp_vec(lg, V) && (uintptr_t)out % 8 == 0) {
+        const float4 *r4 = (const float4 *)row;
+        __nv_bfloat162 *o2 = (__nv_bfloat162 *)o;
+        for (int j = threadIdx.x; j < V / 4; j += blockDim.x) {
+            float4 x = r4[j];
+            int k = 4 * j;
+            o2[2 * j] =
+                __floats2bfloat162_rn(logp_grad(x.x, k, tg, d, l, inv_t), logp_grad(x.y, k + 1, tg, d, l, inv_t));
+            o2[2 * j + 1] =
+                __floats2bfloat162_rn(logp_grad(x.z, k + 2, tg, d, l, inv_t), logp_grad(x.w, k + 3, tg, d, l, inv_t));
+        }
+    } else
+        for (int j = threadIdx.x; j < V; j += blockDim.x)
+            o[j] = __float2bfloat16_rn(logp_grad(row[j], j, tg, d, l, inv_t));
+}
+
 // ----------------------------------------------------------------------------
 // optimizer
 
