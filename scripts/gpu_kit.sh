@@ -8,7 +8,9 @@
 #
 #   scripts/gpu_kit.sh pack [--bin DIR] [--no-checks]
 #       here: the node's programs (bin/, built first; or those in DIR),
-#       redis-server and redis-cli, and the GPU checks (test_cuda, release
+#       the pool's load generator (bin/loadgen: bench/b_pool_load.sh runs
+#       there on the machine's 16 cores), redis-server and redis-cli, and
+#       the GPU checks (test_cuda, release
 #       and ASan, and bench_cuda; --no-checks leaves them out), stripped of
 #       debug information, into .gpu/kit.tar.gz
 #   scripts/gpu_kit.sh unpack
@@ -29,7 +31,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kit=.gpu/kit.tar.gz
-node_programs=(broker sampler generator verifier learner evaluate tap report)
+# a node's programs, and the pool's load generator
+node_programs=(broker sampler generator verifier learner evaluate tap report loadgen)
 checks=(build/release/tests/test_cuda build/release/bench/bench_cuda build/asan/tests/test_cuda)
 # what a call may carry in all, and what is kept free of it for the files a
 # session adds to the tree between the split and the call

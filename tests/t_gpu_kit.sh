@@ -13,7 +13,7 @@ bin=${SAPO_BIN:-build/asan/bin}
 tmp=$(mktemp -d)
 . tests/nodes.sh
 trap 'scripts/swarm.sh stop --run "$tmp/there/run/kit" > /dev/null 2>&1; [ -n "${KEEP:-}" ] || nodes_cleanup' EXIT
-need gpu_kit broker learner sampler generator verifier evaluate tap report redis-server redis-cli
+need gpu_kit broker learner sampler generator verifier evaluate tap report loadgen redis-server redis-cli
 check() { if eval "$2"; then echo "PASS gpu_kit_$1"; else echo "FAIL gpu_kit_$1"; fi; }
 
 # what a device call takes of this checkout: tracked files and untracked
@@ -73,6 +73,18 @@ check node_libraries_from_kit '[ -n "$maps" ] && [ "$(dirname "$maps")" = "$ther
 rounds=$(grep -c '"round"' "$n0/metrics.jsonl" 2> /dev/null)
 check node_two_rounds '[ "${rounds:-0}" = 2 ] && grep -q "procfile | learner.1 started" "$n0/node.log"'
 (cd "$there" && scripts/swarm.sh stop --run run/kit > /dev/null 2>&1)
+# the pool's load generator from the kit against the kit's redis-server
+# (bench/b_pool_load.sh on the device machine's cores)
+(
+  cd "$there" && . .gpu/env && port=6750 &&
+    while (exec 3<> /dev/tcp/127.0.0.1/$port) 2> /dev/null; do port=$((port + 1)); done &&
+    { redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no > /dev/null 2>&1 & } &&
+    for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && break; sleep 0.1; done &&
+    bin/loadgen --redis "redis://127.0.0.1:$port" --nodes 20 --seconds 2 --round-seconds 1 --bytes 2000 > "$tmp/load.out" 2>&1
+  echo "rc=$?" >> "$tmp/load.out"
+  redis-cli -p "$port" shutdown nosave > /dev/null 2>&1
+)
+check loadgen_from_kit 'grep -qx "rc=0" "$tmp/load.out" && grep -q "\"errors\": *0" "$tmp/load.out" || { cat "$tmp/load.out"; false; }'
 check python_env '(export LD_LIBRARY_PATH=/nowhere; "$there/.venv/bin/python" -c "import os; print(os.environ.get(\"LD_LIBRARY_PATH\"))") | grep -qx None'
 (cd "$there" && scripts/gpu_kit.sh unpack) > /dev/null 2>&1
 check unpack_again '[ $? = 0 ]'
