@@ -3,7 +3,8 @@
  * dense bf16 peak, beside three PyTorch steps on the same GPU, each with
  * fused AdamW (eager with fp32 weights and bf16 autocast; the same under
  * torch.compile, the fair peer: sapo's numerics; bf16 weights compiled)
- * and beside itself with the fused log-softmax (model_set_fused_logp);
+ * and beside itself with the fused log-softmax (model_set_fused_logp)
+ * and the whole batch in one chunk of logits (model_set_logits_chunk);
  * generation tokens/s for 8 prompts x 8 completions and at RL sizes (256
  * sequences x 512 new tokens from 64-token prompts) against transformers
  * generate (bf16), the latter also against the floor that the bytes of a
@@ -169,10 +170,6 @@ int main(void)
     int B = quick ? 2 : 8, T = quick ? 128 : 512;
     double ts = train_step_opt(m, B, T, reps);
     double tps = B * T / ts, peak = peak_flops(name), train_mem = cuda_model_memory_peak(m->cuda) / 1073741824.0;
-    /* the same step with the fused log-softmax (model_set_fused_logp) */
-    model_set_fused_logp(m, true);
-    double tps_fused = B * T / train_step_opt(m, B, T, reps);
-    model_set_fused_logp(m, false);
 
     int Q = quick ? 2 : 8, L = 8, P = 64, M = quick ? 32 : 128;
     double tg = generate(m, Q, P, L, M, true, reps), gen = (double)Q * L * M / tg;
@@ -199,8 +196,6 @@ int main(void)
     static const char *names[] = {"cuda_train_tokens_per_s", "cuda_train_tokens_per_s_vs_compiled",
                                   "cuda_train_tokens_per_s_vs_compiled_bf16"};
     for (int i = 0; i < 3; i++) bench_line(names[i], tps, "tok/s", have[i] ? labels[i] : NULL, ptrain[i], "tok/s");
-    bench_line("cuda_train_tokens_per_s_fused_logp", tps_fused, "tok/s", "sapo's step, log-softmax unfused", tps,
-               "tok/s");
     /* MFU beside the fair peer (compiled, fp32 weights), else eager's */
     int fair = have[1] ? 1 : 0;
     if (peak > 0)
@@ -231,6 +226,18 @@ int main(void)
     } else printf("  the floor: %s\n", err);
     /* generation's workspace comes and goes: the peak is training's or its */
     bench_line("cuda_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
+    /* the lm_head's variants, each against the default step timed beside
+     * it: the fused log-softmax (model_set_fused_logp), then also the
+     * whole batch in one chunk of logits (model_set_logits_chunk) */
+    double base = B * T / train_step_opt(m, B, T, reps);
+    model_set_fused_logp(m, true);
+    double fused = B * T / train_step_opt(m, B, T, reps);
+    model_set_logits_chunk(m, B * T);
+    double one_chunk = B * T / train_step_opt(m, B, T, reps);
+    bench_line("cuda_train_tokens_per_s_fused_logp", fused, "tok/s", "sapo's default step", base, "tok/s");
+    bench_line("cuda_train_tokens_per_s_fused_one_chunk", one_chunk, "tok/s", "sapo's default step", base, "tok/s");
+    printf("  one chunk of %d positions: %.2f GiB at most, against %.2f GiB in chunks of %zu\n", B * T,
+           cuda_model_memory_peak(m->cuda) / 1073741824.0, train_mem, cuda_chunk_rows(0, c.V, B * T));
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) fprintf(stderr, "bench_cuda: could not remove %s\n", dir);

@@ -55,7 +55,8 @@ static void test_preset_refused(void)
     EXPECT(load(&cfg, "--preset", "no-such-preset", NULL, NULL) != 0);
 }
 
-/* the GPU's switches take 0 or 1, from a flag as from the environment */
+/* the GPU's switches take 0 or 1, from a flag as from the environment;
+ * the logits' chunk a count of positions */
 static void test_switches(void)
 {
     config_t cfg;
@@ -63,6 +64,8 @@ static void test_switches(void)
     EXPECT(load(&cfg, "--fused-logp", "1", "--inference-only", "1") == 0 && cfg.fused_logp == 1 &&
            cfg.inference_only == 1);
     EXPECT(load(&cfg, "--fused-logp", "2", NULL, NULL) != 0);
+    EXPECT(load(&cfg, "--logits-chunk", "4096", NULL, NULL) == 0 && cfg.logits_chunk == 4096);
+    EXPECT(load(&cfg, "--logits-chunk", "-5", NULL, NULL) != 0);
     setenv("SAPO_INFERENCE_ONLY", "-1", 1);
     EXPECT(load(&cfg, NULL, NULL, NULL, NULL) != 0);
     unsetenv("SAPO_INFERENCE_ONLY");

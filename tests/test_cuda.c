@@ -572,7 +572,7 @@ static void each_pair(void (*check)(pair_t))
         pair_close(&p);
     }
     if (pair_open(&p, "qwen2_tied") == 0) {
-        p.gpu->chunk = 5;
+        model_set_logits_chunk(p.gpu, 5);
         p.name = "qwen2_tied, lm_head chunks of 5";
         check(p);
     }

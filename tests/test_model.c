@@ -502,7 +502,7 @@ static void test_chunked_lm_head(void)
         EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, lp, NULL) == 0);
         model_backward(m, g.w);
         memcpy(g1, model_grads(m), n * sizeof(float));
-        m->chunk = 7;
+        model_set_logits_chunk(m, 7);
         model_zero_grad(m);
         EXPECT(model_forward(m, g.tokens, g.targets, g.B, g.T, g.temperature, lp7, NULL) == 0);
         model_backward(m, g.w);

@@ -147,6 +147,8 @@ int model_rope_ensure(model_t *m, int T)
     return 0;
 }
 
+void model_set_logits_chunk(model_t *self, int rows) { self->chunk = rows > 0 ? rows : 0; }
+
 size_t model_logits_chunk(const model_t *m, int N)
 {
     /* about 64M floats of logits at a time (256 MiB; SmolLM2's 1,365

@@ -173,6 +173,12 @@ bool model_inference_only(const model_t *self);
  * gradients up to the order of a sum; no effect on the CPU. Off until a
  * GPU has run test_cuda's test_fused_logp (docs/cuda.md). */
 void model_set_fused_logp(model_t *self, bool on);
+/* Positions whose logits the lm_head computes at once when model_forward
+ * is given no logits (0, the default: about 64M logits, 441 positions of
+ * a Qwen's vocabulary, 1,365 of SmolLM2's). Larger chunks make fewer and
+ * larger products and add rows x vocabulary floats (and as many bf16 on
+ * a GPU) to the workspace; set it before the first forward pass. */
+void model_set_logits_chunk(model_t *self, int rows);
 /* the bytes the model's device copy holds now (*held) and held at most
  * (*peak): its own allocations, not the CUDA context's; 0 on the CPU */
 void model_device_memory(const model_t *self, size_t *held, size_t *peak);
