@@ -3,8 +3,8 @@
  * dense bf16 peak, beside three PyTorch steps on the same GPU, each with
  * fused AdamW (eager with fp32 weights and bf16 autocast; the same under
  * torch.compile, the fair peer: sapo's numerics; bf16 weights compiled)
- * and beside itself with the fused log-softmax (model_set_fused_logp)
- * and the whole batch in one chunk of logits (model_set_logits_chunk);
+ * and beside its own variants (direct bf16, the fused log-softmax, the
+ * whole batch in one chunk of logits, and all three);
  * generation tokens/s for 8 prompts x 8 completions and at RL sizes (256
  * sequences x 512 new tokens from 64-token prompts) against transformers
  * generate (bf16), the latter also against the floor that the bytes of a
@@ -226,16 +226,25 @@ int main(void)
     } else printf("  the floor: %s\n", err);
     /* generation's workspace comes and goes: the peak is training's or its */
     bench_line("cuda_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
-    /* the lm_head's variants, each against the default step timed beside
-     * it: the fused log-softmax (model_set_fused_logp), then also the
-     * whole batch in one chunk of logits (model_set_logits_chunk) */
+    /* the step's variants, each against the default step timed beside
+     * them: direct bf16 (model_set_direct_bf16), the fused log-softmax
+     * (model_set_fused_logp), that with the whole batch in one chunk of
+     * logits (model_set_logits_chunk), and all three */
     double base = B * T / train_step_opt(m, B, T, reps);
+    model_set_direct_bf16(m, true);
+    double direct = B * T / train_step_opt(m, B, T, reps);
+    model_set_direct_bf16(m, false);
     model_set_fused_logp(m, true);
     double fused = B * T / train_step_opt(m, B, T, reps);
     model_set_logits_chunk(m, B * T);
     double one_chunk = B * T / train_step_opt(m, B, T, reps);
+    model_set_direct_bf16(m, true);
+    double all = B * T / train_step_opt(m, B, T, reps);
+    bench_line("cuda_train_tokens_per_s_direct_bf16", direct, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_fused_logp", fused, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_fused_one_chunk", one_chunk, "tok/s", "sapo's default step", base, "tok/s");
+    bench_line("cuda_train_tokens_per_s_all_three", all, "tok/s", "sapo's default step", base, "tok/s");
+    if (have[1]) printf("bench cuda_train_goal_vs_compiled, all three: %.3g x (goal: 1.2 x)\n", all / ptrain[1]);
     printf("  one chunk of %d positions: %.2f GiB at most, against %.2f GiB in chunks of %zu\n", B * T,
            cuda_model_memory_peak(m->cuda) / 1073741824.0, train_mem, cuda_chunk_rows(0, c.V, B * T));
     char cmd[300];

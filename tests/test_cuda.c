@@ -591,11 +591,13 @@ static void test_forward_backward(void)
     each_pair(check_forward_backward);
 }
 
-/* model_set_fused_logp on p's device copy: against the kernels that have
- * run on a GPU (the same copy, fused off), log-probs to the order of a
- * sum over the vocabulary and gradients to a rare flip of a bf16
- * rounding; then against the CPU as every device copy is */
-static void check_fused_logp(pair_t p)
+/* a switch of p's device copy (model_set_fused_logp, model_set_direct_bf16)
+ * against the kernels that have run on a GPU: the same copy with it off
+ * and on, log-probs within logp_tol and gradients within a relative L2 of
+ * grad_tol; then, on, against the CPU as every device copy is */
+typedef void (*switch_fn)(model_t *, bool);
+
+static void check_switch(pair_t p, switch_fn set, const char *what, double logp_tol, double grad_tol)
 {
     model_t *g = p.gpu;
     size_t n = g->n_params;
@@ -603,7 +605,7 @@ static void check_fused_logp(pair_t p)
     for (int f = 0; f < 2; f++) {
         lp[f] = malloc(p.N * sizeof(float));
         gr[f] = malloc(n * sizeof(float));
-        model_set_fused_logp(g, f == 1);
+        set(g, f == 1);
         EXPECT(model_forward(g, p.tokens, p.targets, p.B, p.T, 0.7f, lp[f], NULL) == 0);
         model_zero_grad(g);
         model_backward(g, p.dlogp);
@@ -613,16 +615,22 @@ static void check_fused_logp(pair_t p)
     double worst = 0;
     for (int i = 0; i < p.N; i++) worst = fmax(worst, fabs((double)lp[1][i] - lp[0][i]));
     double r = rel_l2(gr[1], gr[0], n);
-    printf("  %s: fused against unfused, log-probs off by %.3g, gradients by rel L2 %.3g\n", p.name, worst, r);
-    EXPECTF(worst < 1e-4, "%s: fused log-probs off by %.3g", p.name, worst);
-    EXPECTF(r < 1e-3, "%s: fused gradients off by rel L2 %.3g", p.name, r);
+    bool same = memcmp(lp[0], lp[1], p.N * sizeof(float)) == 0 && memcmp(gr[0], gr[1], n * sizeof(float)) == 0;
+    printf("  %s: %s on against off, log-probs off by %.3g, gradients by rel L2 %.3g%s\n", p.name, what, worst, r,
+           same ? " (bit for bit the same)" : "");
+    EXPECTF(worst <= logp_tol, "%s: %s: log-probs off by %.3g", p.name, what, worst);
+    EXPECTF(r <= grad_tol, "%s: %s: gradients off by rel L2 %.3g", p.name, what, r);
     for (int f = 0; f < 2; f++) {
         free(lp[f]);
         free(gr[f]);
     }
-    model_set_fused_logp(g, true);
+    set(g, true);
     check_forward_backward(p);
 }
+
+/* the fused log-softmax: its sums over the vocabulary in another order,
+ * and rarely a bf16 rounding of the logits' gradient the other way */
+static void check_fused_logp(pair_t p) { check_switch(p, model_set_fused_logp, "fused log-softmax", 1e-4, 1e-3); }
 
 /* the fused log-softmax (model_set_fused_logp) where
  * test_forward_backward checks (the edge shape's V 1,500 read as float4
@@ -638,6 +646,35 @@ static void test_fused_logp(void)
     if (pair_open_as(&p, NULL, &cfg, 2, 40) == 0) {
         p.name = "Qwen3 V 1,501";
         check_fused_logp(p);
+    }
+    pair_close(&p);
+}
+
+/* direct bf16: the norms and SwiGLU round the same fp32 values to bf16
+ * that the conversions did, so nothing may move beyond float noise (the
+ * line says whether it is bit for bit the same) */
+static void check_direct_bf16(pair_t p) { check_switch(p, model_set_direct_bf16, "direct bf16", 1e-6, 1e-6); }
+
+/* direct bf16 (model_set_direct_bf16) where test_forward_backward checks,
+ * and an inference-only copy's forward pass, which runs the same layers */
+static void test_direct_bf16(void)
+{
+    NEED_DEVICE();
+    each_pair(check_direct_bf16);
+    pair_t p;
+    if (pair_open_infer(&p, "qwen3_bias", NULL, 3, 13) == 0) {
+        float *lp[2];
+        for (int f = 0; f < 2; f++) {
+            lp[f] = malloc(p.N * sizeof(float));
+            model_set_direct_bf16(p.gpu, f == 1);
+            EXPECT(model_forward(p.gpu, p.tokens, p.targets, p.B, p.T, 1.0f, lp[f], NULL) == 0);
+        }
+        double worst = 0;
+        for (int i = 0; i < p.N; i++) worst = fmax(worst, fabs((double)lp[1][i] - lp[0][i]));
+        printf("  qwen3_bias, inference only: direct bf16 against not, log-probs off by %.3g\n", worst);
+        EXPECTF(worst <= 1e-6, "inference only: direct bf16 log-probs off by %.3g", worst);
+        free(lp[0]);
+        free(lp[1]);
     }
     pair_close(&p);
 }
@@ -1198,12 +1235,13 @@ int main(int argc, char **argv)
     RUN(test_generate_long);
     RUN(test_inference_only);
     RUN(test_fused_logp);
+    RUN(test_direct_bf16);
     RUN(test_real_model);
 #else
     const char *names[] = {"test_uniform",           "test_sample",        "test_forward_backward",
                            "test_memory_accounting", "test_train_steps",   "test_optimizer_state",
                            "test_generate",          "test_generate_long", "test_inference_only",
-                           "test_fused_logp",        "test_real_model"};
+                           "test_fused_logp",        "test_direct_bf16",   "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

@@ -180,6 +180,8 @@ bool model_inference_only(const model_t *self) { return self->inference_only; }
 
 void model_set_fused_logp(model_t *self, bool on) { self->fused_logp = on; }
 
+void model_set_direct_bf16(model_t *self, bool on) { self->direct_bf16 = on; }
+
 void model_device_memory(const model_t *self, size_t *held, size_t *peak)
 {
     *held = *peak = 0;

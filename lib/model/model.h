@@ -173,6 +173,12 @@ bool model_inference_only(const model_t *self);
  * gradients up to the order of a sum; no effect on the CPU. Off until a
  * GPU has run test_cuda's test_fused_logp (docs/cuda.md). */
 void model_set_fused_logp(model_t *self, bool on);
+/* On a GPU, the layers' RMSNorms and SwiGLU write the bf16 input of the
+ * products that read them (on), instead of fp32 that each product then
+ * converts (ln1 three times, ln2 twice, forward and backward). The same
+ * values, so the same log-probs and gradients; no effect on the CPU. Off
+ * until a GPU has run test_cuda's test_direct_bf16 (docs/cuda.md). */
+void model_set_direct_bf16(model_t *self, bool on);
 /* Positions whose logits the lm_head computes at once when model_forward
  * is given no logits (0, the default: about 64M logits, 441 positions of
  * a Qwen's vocabulary, 1,365 of SmolLM2's). Larger chunks make fewer and

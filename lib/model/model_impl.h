@@ -146,6 +146,7 @@ struct model {
     int device;
     bool inference_only; /* model_set_inference_only */
     bool fused_logp;     /* model_set_fused_logp */
+    bool direct_bf16;    /* model_set_direct_bf16 */
 };
 
 /* model.c: the RoPE tables, the batch and its workspaces */

@@ -68,6 +68,7 @@ static const field_t fields[] = {
     {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu, cpu-bf16 (large matmuls with bf16 products and fp32 sums, by Intel AMX tiles where the CPU has them, else AVX512-BF16 dot products; docs/measurements.md says where each pays) or cuda:N"},
     {"inference-only", "SAPO_INFERENCE_ONLY", I(inference_only), "0", "1: on a GPU, the models that only infer (the generators', the evaluator's, the learner's reference model) hold their weights in bf16, a bf16 KV cache and one layer's activations, and no fp32 weights, gradients, moments or backward workspace (docs/cuda.md); 0: every model on a GPU holds what training needs. 0 by default until it has run on a GPU (test_cuda's test_inference_only); no effect on the CPU"},
     {"fused-logp", "SAPO_FUSED_LOGP", I(fused_logp), "0", "1: on a GPU, the lm_head's log-softmax runs in fused kernels: one read of each chunk of logits forward, and the logits' gradient written in bf16 for the products that follow (docs/cuda.md); 0: the kernels that have run on a GPU. 0 by default until it has run on one (test_cuda's test_fused_logp); no effect on the CPU"},
+    {"direct-bf16", "SAPO_DIRECT_BF16", I(direct_bf16), "0", "1: on a GPU, the layers' norms and SwiGLU write the bf16 input of the products that read them, instead of fp32 that each product converts (docs/cuda.md); the same values. 0 by default until it has run on a GPU (test_cuda's test_direct_bf16); no effect on the CPU"},
     {"logits-chunk", "SAPO_LOGITS_CHUNK", I(logits_chunk), "0", "positions whose logits the lm_head computes at once (0: about 64M logits, 441 positions of a Qwen's vocabulary): larger chunks make fewer, larger products and hold rows x vocabulary floats more (docs/cuda.md: the whole 8 x 512 batch in one chunk ran the training step 9.5 % faster on an H200)"},
     {"task-mix", "SAPO_TASK_MIX", S(task_mix), "config/tiny-mix.json",
      "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}} or the path of a file holding it; \"all\" = all nine families at their default difficulty, weight 1. The default is single-digit sums and differences, which the tiny model learns to read in its warm start; config/five-family-mix.json is the earlier default, which it does not"},
@@ -297,6 +298,10 @@ static int check_limits(const config_t *c)
     }
     if (c->heartbeat_ms < 30 || c->hwm < 1) {
         fprintf(stderr, "config: heartbeat-ms (SAPO_HEARTBEAT_MS) must be at least 30, hwm (SAPO_HWM) at least 1\n");
+        return -1;
+    }
+    if (c->direct_bf16 != 0 && c->direct_bf16 != 1) {
+        fprintf(stderr, "config: direct-bf16 (SAPO_DIRECT_BF16) must be 0 or 1\n");
         return -1;
     }
     if (c->fused_logp != 0 && c->fused_logp != 1) {

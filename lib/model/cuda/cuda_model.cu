@@ -266,40 +266,58 @@ static void gemm_batched(cuda_model_t *c, bool ta, bool tb, int M, int N, int K,
                "cublasGemmStridedBatchedEx");
 }
 
-/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
-static void matmul_forward(cuda_model_t *c, float *out, const float *inp, const float *w, const float *bias, int N,
-                           int IN, int OUT, bool acc)
+/* out (N, OUT) = inp16 (N, IN, already in bf16) . w^T (+ bias), or +=
+ * when acc */
+static void matmul_forward_b(cuda_model_t *c, float *out, const bf16 *inp16, const float *w, const float *bias, int N,
+                             int IN, int OUT, bool acc)
 {
-    to_bf16(c, c->xb, inp, (size_t)N * IN);
-    gemm(c, false, true, N, OUT, IN, c->xb, IN, bw(c, w), IN, acc ? 1.0f : 0.0f, out, OUT);
+    gemm(c, false, true, N, OUT, IN, inp16, IN, bw(c, w), IN, acc ? 1.0f : 0.0f, out, OUT);
     if (bias) {
         bias_add_kernel<<<grid_for((size_t)N * OUT), 256, 0, c->st>>>(out, bias, N, OUT);
         launched(c, "bias_add_kernel");
     }
 }
 
-/* matmul_backward's products, from dout already in bf16 (dout16) */
-static void matmul_backward_products(cuda_model_t *c, float *dinp, float *dw, const bf16 *dout16, const float *inp,
-                                     const float *w, int N, int IN, int OUT, bool acc)
+/* out (N, OUT) = inp (N, IN) . w^T (+ bias), or += when acc */
+static void matmul_forward(cuda_model_t *c, float *out, const float *inp, const float *w, const float *bias, int N,
+                           int IN, int OUT, bool acc)
 {
-    gemm(c, false, false, N, IN, OUT, dout16, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
     to_bf16(c, c->xb, inp, (size_t)N * IN);
-    gemm(c, true, false, OUT, IN, N, dout16, OUT, c->xb, IN, 1.0f, dw, IN);
+    matmul_forward_b(c, out, c->xb, w, bias, N, IN, OUT, acc);
 }
 
-/* dinp (N, IN) = dout . w (or += when acc); dw += dout^T . inp; dbias += */
-static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                            const float *w, int N, int IN, int OUT, bool acc)
+/* matmul_backward's products, from dout and inp already in bf16 */
+static void matmul_backward_b(cuda_model_t *c, float *dinp, float *dw, const bf16 *dout16, const bf16 *inp16,
+                              const float *w, int N, int IN, int OUT, bool acc)
+{
+    gemm(c, false, false, N, IN, OUT, dout16, OUT, bw(c, w), IN, acc ? 1.0f : 0.0f, dinp, IN);
+    gemm(c, true, false, OUT, IN, N, dout16, OUT, inp16, IN, 1.0f, dw, IN);
+}
+
+/* matmul_backward from inp already in bf16 (inp16: c->xb, which this
+ * leaves as it is) */
+static void matmul_backward_x(cuda_model_t *c, float *dinp, float *dw, float *dbias, const float *dout,
+                              const bf16 *inp16, const float *w, int N, int IN, int OUT, bool acc)
 {
     to_bf16(c, c->yb, dout, (size_t)N * OUT);
-    matmul_backward_products(c, dinp, dw, c->yb, inp, w, N, IN, OUT, acc);
+    matmul_backward_b(c, dinp, dw, c->yb, inp16, w, N, IN, OUT, acc);
     if (dbias) {
         bias_backward_kernel<<<dim3((OUT + 255) / 256, N < 64 ? N : 64), 256, 0, c->st>>>(dbias, dout, N, OUT);
         launched(c, "bias_backward_kernel");
     }
 }
 
-static void rmsnorm_forward(cuda_model_t *c, float *out, float *rstd, const float *inp, const float *w, int N, int C)
+/* dinp (N, IN) = dout . w (or += when acc); dw += dout^T . inp; dbias += */
+static void matmul_backward(cuda_model_t *c, float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                            const float *w, int N, int IN, int OUT, bool acc)
+{
+    to_bf16(c, c->xb, inp, (size_t)N * IN);
+    matmul_backward_x(c, dinp, dw, dbias, dout, c->xb, w, N, IN, OUT, acc);
+}
+
+/* out in fp32, or in bf16 (c->xb) for the products that read it */
+template <typename O>
+static void rmsnorm_forward(cuda_model_t *c, O *out, float *rstd, const float *inp, const float *w, int N, int C)
 {
     rmsnorm_forward_kernel<<<N, ROW_THREADS, 0, c->st>>>(out, rstd, inp, w, C, c->m->cfg.rms_eps);
     launched(c, "rmsnorm_forward_kernel");
@@ -322,7 +340,7 @@ static void rope(cuda_model_t *c, float *x, const int *pos, int N, int H, float 
     launched(c, "rope_kernel");
 }
 
-static void swiglu(cuda_model_t *c, float *h, const float *g, const float *u, size_t n)
+template <typename O> static void swiglu(cuda_model_t *c, O *h, const float *g, const float *u, size_t n)
 {
     swiglu_forward_kernel<<<grid_for(n), 256, 0, c->st>>>(h, g, u, n);
     launched(c, "swiglu_forward_kernel");
@@ -768,10 +786,18 @@ static void layer_forward(cuda_model_t *c, int l, int B, int T)
     int N = B * T, C = cf->C, QD = cf->NH * cf->HD, KD = cf->NKV * cf->HD, FF = cf->FF, HD = cf->HD;
     model_layer_weights_t w = model_layer_weights(&c->w, cf, l), hw = model_layer_weights(&c->m->w, cf, l);
     model_layer_acts_t a = model_layer_acts(&c->a, cf, N, c->infer ? 0 : l);
-    rmsnorm_forward(c, a.ln1, a.r1, a.x, w.ln1, N, C);
-    matmul_forward(c, a.qp, a.ln1, hw.wq, w.bq, N, C, QD, false);
-    matmul_forward(c, a.kp, a.ln1, hw.wk, w.bk, N, C, KD, false);
-    matmul_forward(c, a.v, a.ln1, hw.wv, w.bv, N, C, KD, false);
+    if (c->m->direct_bf16) {
+        /* the norm writes the three products' bf16 input itself */
+        rmsnorm_forward(c, c->xb, a.r1, a.x, w.ln1, N, C);
+        matmul_forward_b(c, a.qp, c->xb, hw.wq, w.bq, N, C, QD, false);
+        matmul_forward_b(c, a.kp, c->xb, hw.wk, w.bk, N, C, KD, false);
+        matmul_forward_b(c, a.v, c->xb, hw.wv, w.bv, N, C, KD, false);
+    } else {
+        rmsnorm_forward(c, a.ln1, a.r1, a.x, w.ln1, N, C);
+        matmul_forward(c, a.qp, a.ln1, hw.wq, w.bq, N, C, QD, false);
+        matmul_forward(c, a.kp, a.ln1, hw.wk, w.bk, N, C, KD, false);
+        matmul_forward(c, a.v, a.ln1, hw.wv, w.bv, N, C, KD, false);
+    }
     if (cf->type == MODEL_QWEN3) {
         rmsnorm_forward(c, a.q, a.rq, a.qp, w.qn, N * cf->NH, HD);
         rmsnorm_forward(c, a.k, a.rk, a.kp, w.kn, N * cf->NKV, HD);
@@ -781,12 +807,22 @@ static void layer_forward(cuda_model_t *c, int l, int B, int T)
     attention_forward(c, a.y, a.q, a.k, a.v, B, T);
     CK(cudaMemcpyAsync(a.xm, a.x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
     matmul_forward(c, a.xm, a.y, hw.wo, w.bo, N, QD, C, true);
-    rmsnorm_forward(c, a.ln2, a.r2, a.xm, w.ln2, N, C);
-    matmul_forward(c, a.g, a.ln2, hw.wg, NULL, N, C, FF, false);
-    matmul_forward(c, a.u, a.ln2, hw.wu, NULL, N, C, FF, false);
-    swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
-    CK(cudaMemcpyAsync(a.xn, a.xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
-    matmul_forward(c, a.xn, a.h, hw.wd, NULL, N, FF, C, true);
+    if (c->m->direct_bf16) {
+        /* the norm and SwiGLU write their products' bf16 inputs */
+        rmsnorm_forward(c, c->xb, a.r2, a.xm, w.ln2, N, C);
+        matmul_forward_b(c, a.g, c->xb, hw.wg, NULL, N, C, FF, false);
+        matmul_forward_b(c, a.u, c->xb, hw.wu, NULL, N, C, FF, false);
+        swiglu(c, c->xb, a.g, a.u, (size_t)N * FF);
+        CK(cudaMemcpyAsync(a.xn, a.xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+        matmul_forward_b(c, a.xn, c->xb, hw.wd, NULL, N, FF, C, true);
+    } else {
+        rmsnorm_forward(c, a.ln2, a.r2, a.xm, w.ln2, N, C);
+        matmul_forward(c, a.g, a.ln2, hw.wg, NULL, N, C, FF, false);
+        matmul_forward(c, a.u, a.ln2, hw.wu, NULL, N, C, FF, false);
+        swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
+        CK(cudaMemcpyAsync(a.xn, a.xm, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
+        matmul_forward(c, a.xn, a.h, hw.wd, NULL, N, FF, C, true);
+    }
     /* the next layer's input in slot 0 */
     if (c->infer) CK(cudaMemcpyAsync(a.x, a.xn, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice, c->st));
 }
@@ -867,10 +903,17 @@ static void attention_layer_backward(cuda_model_t *c, int l)
         dk = ga->dk2;
     }
     /* the attention's input again */
-    rmsnorm_forward(c, a.ln1, NULL, a.x, w.ln1, N, C);
-    matmul_backward(c, ga->dln, dw.wq, dw.bq, dq, a.ln1, hw.wq, N, C, QD, false);
-    matmul_backward(c, ga->dln, dw.wk, dw.bk, dk, a.ln1, hw.wk, N, C, KD, true);
-    matmul_backward(c, ga->dln, dw.wv, dw.bv, ga->dv, a.ln1, hw.wv, N, C, KD, true);
+    if (c->m->direct_bf16) {
+        rmsnorm_forward(c, c->xb, NULL, a.x, w.ln1, N, C);
+        matmul_backward_x(c, ga->dln, dw.wq, dw.bq, dq, c->xb, hw.wq, N, C, QD, false);
+        matmul_backward_x(c, ga->dln, dw.wk, dw.bk, dk, c->xb, hw.wk, N, C, KD, true);
+        matmul_backward_x(c, ga->dln, dw.wv, dw.bv, ga->dv, c->xb, hw.wv, N, C, KD, true);
+    } else {
+        rmsnorm_forward(c, a.ln1, NULL, a.x, w.ln1, N, C);
+        matmul_backward(c, ga->dln, dw.wq, dw.bq, dq, a.ln1, hw.wq, N, C, QD, false);
+        matmul_backward(c, ga->dln, dw.wk, dw.bk, dk, a.ln1, hw.wk, N, C, KD, true);
+        matmul_backward(c, ga->dln, dw.wv, dw.bv, ga->dv, a.ln1, hw.wv, N, C, KD, true);
+    }
     rmsnorm_backward(c, ga->dx, dw.ln1, ga->dln, a.x, w.ln1, a.r1, N, C, true);
 }
 
@@ -884,15 +927,28 @@ static void mlp_layer_backward(cuda_model_t *c, int l)
     model_layer_weights_t hw = model_layer_weights(&c->m->w, cf, l);
     model_layer_acts_t a = model_layer_acts(&c->a, cf, N, l);
     model_grad_acts_t *ga = &c->ga;
-    /* the MLP's input and hidden activation again */
-    rmsnorm_forward(c, a.ln2, NULL, a.xm, w.ln2, N, C);
-    swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
-    matmul_backward(c, ga->dh, dw.wd, NULL, ga->dx, a.h, hw.wd, N, FF, C, false);
+    /* the MLP's input and hidden activation again: with direct bf16, each
+     * in c->xb just before the products that read it */
+    bool direct = c->m->direct_bf16;
+    if (direct) {
+        swiglu(c, c->xb, a.g, a.u, (size_t)N * FF);
+        matmul_backward_x(c, ga->dh, dw.wd, NULL, ga->dx, c->xb, hw.wd, N, FF, C, false);
+    } else {
+        rmsnorm_forward(c, a.ln2, NULL, a.xm, w.ln2, N, C);
+        swiglu(c, a.h, a.g, a.u, (size_t)N * FF);
+        matmul_backward(c, ga->dh, dw.wd, NULL, ga->dx, a.h, hw.wd, N, FF, C, false);
+    }
     swiglu_backward_kernel<<<grid_for((size_t)N * FF), 256, 0, c->st>>>(ga->dg, ga->du, ga->dh, a.g, a.u,
                                                                         (size_t)N * FF);
     launched(c, "swiglu_backward_kernel");
-    matmul_backward(c, ga->dln, dw.wg, NULL, ga->dg, a.ln2, hw.wg, N, C, FF, false);
-    matmul_backward(c, ga->dln, dw.wu, NULL, ga->du, a.ln2, hw.wu, N, C, FF, true);
+    if (direct) {
+        rmsnorm_forward(c, c->xb, NULL, a.xm, w.ln2, N, C);
+        matmul_backward_x(c, ga->dln, dw.wg, NULL, ga->dg, c->xb, hw.wg, N, C, FF, false);
+        matmul_backward_x(c, ga->dln, dw.wu, NULL, ga->du, c->xb, hw.wu, N, C, FF, true);
+    } else {
+        matmul_backward(c, ga->dln, dw.wg, NULL, ga->dg, a.ln2, hw.wg, N, C, FF, false);
+        matmul_backward(c, ga->dln, dw.wu, NULL, ga->du, a.ln2, hw.wu, N, C, FF, true);
+    }
     rmsnorm_backward(c, ga->dx, dw.ln2, ga->dln, a.xm, w.ln2, a.r2, N, C, true);
 }
 
@@ -917,8 +973,8 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
             logp_backward_bf16_kernel<<<n, LOGP_THREADS, 0, c->st>>>(c->yb, lg, c->dlogp + r0, a->lse + r0,
                                                                      c->targets + r0, V, inv_t);
             launched(c, "logp_backward_bf16_kernel");
-            matmul_backward_products(c, ga->dln + (size_t)r0 * C, lm_grad(c), c->yb, a->lnf + (size_t)r0 * C,
-                                     lm_weight(c), n, C, V, false);
+            to_bf16(c, c->xb, a->lnf + (size_t)r0 * C, (size_t)n * C);
+            matmul_backward_b(c, ga->dln + (size_t)r0 * C, lm_grad(c), c->yb, c->xb, lm_weight(c), n, C, V, false);
             continue;
         }
         logp_backward_kernel<<<n, ROW_THREADS, 0, c->st>>>(lg, c->dlogp + r0, a->lse + r0, c->targets + r0, V, inv_t);

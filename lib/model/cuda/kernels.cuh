@@ -53,6 +53,10 @@ __device__ inline float block_max(float v, float *sh)
 // ----------------------------------------------------------------------------
 // elementwise
 
+/* a value stored as fp32, or rounded to bf16 as to_bf16_kernel does */
+__device__ __forceinline__ void put(float *at, float v) { *at = v; }
+__device__ __forceinline__ void put(bf16 *at, float v) { *at = __float2bfloat16_rn(v); }
+
 __global__ void to_bf16_kernel(bf16 *out, const float *in, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -109,10 +113,11 @@ __global__ void embed_backward_kernel(float *dwte, const float *dx, const int *t
         atomicAdd(dwte + (size_t)tok[i / C] * C + i % C, dx[i]);
 }
 
-__global__ void swiglu_forward_kernel(float *h, const float *g, const float *u, size_t n)
+/* h in fp32, or in bf16 for the product that reads it (model_set_direct_bf16) */
+template <typename O> __global__ void swiglu_forward_kernel(O *h, const float *g, const float *u, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        put(h + i, g[i] / (1.0f + expf(-g[i])) * u[i]);
 }
 
 __global__ void swiglu_backward_kernel(float *dg, float *du, const float *dh, const float *g, const float *u, size_t n)
@@ -146,16 +151,19 @@ __global__ void rope_kernel(float *x, const int *pos, const float *cos_t, const 
 // ----------------------------------------------------------------------------
 // RMSNorm: one block per row
 
-__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp, const float *w, int C, float eps)
+/* out in fp32, or in bf16 for the products that read it
+ * (model_set_direct_bf16) */
+template <typename O>
+__global__ void rmsnorm_forward_kernel(O *out, float *rstd, const float *inp, const float *w, int C, float eps)
 {
     __shared__ float sh[32];
     const float *x = inp + (size_t)blockIdx.x * C;
-    float *o = out + (size_t)blockIdx.x * C;
+    O *o = out + (size_t)blockIdx.x * C;
     float ss = 0;
     for (int i = threadIdx.x; i < C; i += blockDim.x) ss += x[i] * x[i];
     ss = block_sum(ss, sh);
     float r = rsqrtf(ss / C + eps);
-    for (int i = threadIdx.x; i < C; i += blockDim.x) o[i] = w[i] * (x[i] * r);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) put(o + i, w[i] * (x[i] * r));
     if (rstd && threadIdx.x == 0) rstd[blockIdx.x] = r;
 }
 
@@ -281,8 +289,6 @@ __global__ void causal_softmax_backward_kernel(bf16 *ds, const float *dp, const 
  * inference-only model */
 __device__ __forceinline__ float cached(float v) { return v; }
 __device__ __forceinline__ float cached(bf16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ void cache_put(float *at, float v) { *at = v; }
-__device__ __forceinline__ void cache_put(bf16 *at, float v) { *at = __float2bfloat16_rn(v); }
 
 template <typename K>
 __device__ void attend(float *y, const float *q, const K *kb, const K *vb, int KS, int P, int HD, float scale,
@@ -350,8 +356,8 @@ __global__ void cache_store_kernel(K *kc, K *vc, const float *k, const float *v,
     size_t n = (size_t)R * KD;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         size_t r = i / KD, at = ((size_t)slot[r] * maxT + pos[r]) * KD + i % KD;
-        cache_put(kc + at, k[i]);
-        cache_put(vc + at, v[i]);
+        put(kc + at, k[i]);
+        put(vc + at, v[i]);
     }
 }
 
