@@ -55,8 +55,8 @@ static void test_preset_refused(void)
     EXPECT(load(&cfg, "--preset", "no-such-preset", NULL, NULL) != 0);
 }
 
-/* the GPU's switches take 0 or 1, from a flag as from the environment;
- * the logits' chunk a count of positions */
+/* every switch takes 0 or 1 and nothing else, from a flag as from the
+ * environment; the logits' chunk a count of positions */
 static void test_switches(void)
 {
     config_t cfg;
@@ -71,6 +71,13 @@ static void test_switches(void)
     setenv("SAPO_INFERENCE_ONLY", "-1", 1);
     EXPECT(load(&cfg, NULL, NULL, NULL, NULL) != 0);
     unsetenv("SAPO_INFERENCE_ONLY");
+    static const char *const switches[] = {"--lockstep",       "--shared-prompt",  "--warmstart-optimizer",
+                                           "--mask-truncated", "--external-train", "--inference-only"};
+    for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
+        EXPECTF(load(&cfg, switches[i], "0", NULL, NULL) == 0, "%s 0 refused", switches[i]);
+        EXPECTF(load(&cfg, switches[i], "2", NULL, NULL) != 0, "%s 2 accepted", switches[i]);
+        EXPECTF(load(&cfg, switches[i], "01", NULL, NULL) != 0, "%s 01 accepted", switches[i]);
+    }
 }
 
 /* every preset the project ships names settings that exist, with values

