@@ -597,24 +597,37 @@ static void test_forward_backward(void)
  * grad_tol; then, on, against the CPU as every device copy is */
 typedef void (*switch_fn)(model_t *, bool);
 
-static void check_switch(pair_t p, switch_fn set, const char *what, double logp_tol, double grad_tol)
+/* p's device copy with the switch set to on: its log-probs at temperature
+ * 0.7 into lp, and where grads is not NULL its gradients */
+static void run_switched(pair_t p, switch_fn set, bool on, float *lp, float *grads)
 {
     model_t *g = p.gpu;
-    size_t n = g->n_params;
+    set(g, on);
+    EXPECT(model_forward(g, p.tokens, p.targets, p.B, p.T, 0.7f, lp, NULL) == 0);
+    if (!grads) return;
+    model_zero_grad(g);
+    model_backward(g, p.dlogp);
+    EXPECT(model_sync_host(g) == 0);
+    memcpy(grads, g->grads, g->n_params * sizeof(float));
+}
+
+static double max_gap(const float *a, const float *b, size_t n)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    return worst;
+}
+
+static void check_switch(pair_t p, switch_fn set, const char *what, double logp_tol, double grad_tol)
+{
+    size_t n = p.gpu->n_params;
     float *lp[2], *gr[2];
     for (int f = 0; f < 2; f++) {
         lp[f] = malloc(p.N * sizeof(float));
         gr[f] = malloc(n * sizeof(float));
-        set(g, f == 1);
-        EXPECT(model_forward(g, p.tokens, p.targets, p.B, p.T, 0.7f, lp[f], NULL) == 0);
-        model_zero_grad(g);
-        model_backward(g, p.dlogp);
-        EXPECT(model_sync_host(g) == 0);
-        memcpy(gr[f], g->grads, n * sizeof(float));
+        run_switched(p, set, f == 1, lp[f], gr[f]);
     }
-    double worst = 0;
-    for (int i = 0; i < p.N; i++) worst = fmax(worst, fabs((double)lp[1][i] - lp[0][i]));
-    double r = rel_l2(gr[1], gr[0], n);
+    double worst = max_gap(lp[1], lp[0], p.N), r = rel_l2(gr[1], gr[0], n);
     bool same = memcmp(lp[0], lp[1], p.N * sizeof(float)) == 0 && memcmp(gr[0], gr[1], n * sizeof(float)) == 0;
     printf("  %s: %s on against off, log-probs off by %.3g, gradients by rel L2 %.3g%s\n", p.name, what, worst, r,
            same ? " (bit for bit the same)" : "");
@@ -624,7 +637,6 @@ static void check_switch(pair_t p, switch_fn set, const char *what, double logp_
         free(lp[f]);
         free(gr[f]);
     }
-    set(g, true);
     check_forward_backward(p);
 }
 
@@ -666,11 +678,9 @@ static void test_direct_bf16(void)
         float *lp[2];
         for (int f = 0; f < 2; f++) {
             lp[f] = malloc(p.N * sizeof(float));
-            model_set_direct_bf16(p.gpu, f == 1);
-            EXPECT(model_forward(p.gpu, p.tokens, p.targets, p.B, p.T, 1.0f, lp[f], NULL) == 0);
+            run_switched(p, model_set_direct_bf16, f == 1, lp[f], NULL);
         }
-        double worst = 0;
-        for (int i = 0; i < p.N; i++) worst = fmax(worst, fabs((double)lp[1][i] - lp[0][i]));
+        double worst = max_gap(lp[1], lp[0], p.N);
         printf("  qwen3_bias, inference only: direct bf16 against not, log-probs off by %.3g\n", worst);
         EXPECTF(worst <= 1e-6, "inference only: direct bf16 log-probs off by %.3g", worst);
         free(lp[0]);

@@ -383,18 +383,23 @@ __global__ void logp_forward_kernel(float *logp, float *lse_out, const float *lo
     }
 }
 
-/* logits row -> d loss / d logit = dlogp (onehot - softmax) / temperature */
+/* d loss / d logit j of a row = dlogp (onehot - softmax) / temperature,
+ * from the logit x, the target tg, dlogp d and the row's log-sum-exp l */
+__device__ inline float logp_grad(float x, int j, int tg, float d, float l, float inv_t)
+{
+    float g = d != 0.0f ? -d * expf(x * inv_t - l) * inv_t : 0.0f;
+    if (j == tg) g += d * inv_t;
+    return g;
+}
+
+/* logits row -> its gradient, in place */
 __global__ void logp_backward_kernel(float *lg, const float *dlogp, const float *lse, const int *targets, int V,
                                      float inv_t)
 {
     float *row = lg + (size_t)blockIdx.x * V;
     int tg = targets[blockIdx.x];
     float d = tg >= 0 ? dlogp[blockIdx.x] : 0.0f, l = lse[blockIdx.x];
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        float g = d != 0.0f ? -d * expf(row[j] * inv_t - l) * inv_t : 0.0f;
-        if (j == tg) g += d * inv_t;
-        row[j] = g;
-    }
+    for (int j = threadIdx.x; j < V; j += blockDim.x) row[j] = logp_grad(row[j], j, tg, d, l, inv_t);
 }
 
 /* The fused pair (model_set_fused_logp). A row is read as float4 where
@@ -446,13 +451,6 @@ __global__ void logp_forward_fused_kernel(float *logp, float *lse_out, const flo
 /* logp_backward_kernel's gradient, written in bf16 into out (the input of
  * the products that follow, as to_bf16_kernel would write it); the fp32
  * logits are only read */
-__device__ inline float logp_grad(float x, int j, int tg, float d, float l, float inv_t)
-{
-    float g = d != 0.0f ? -d * expf(x * inv_t - l) * inv_t : 0.0f;
-    if (j == tg) g += d * inv_t;
-    return g;
-}
-
 __global__ void logp_backward_bf16_kernel(bf16 *out, const float *lg, const float *dlogp, const float *lse,
                                           const int *targets, int V, float inv_t)
 {
@@ -472,8 +470,7 @@ __global__ void logp_backward_bf16_kernel(bf16 *out, const float *lg, const floa
                 __floats2bfloat162_rn(logp_grad(x.z, k + 2, tg, d, l, inv_t), logp_grad(x.w, k + 3, tg, d, l, inv_t));
         }
     } else
-        for (int j = threadIdx.x; j < V; j += blockDim.x)
-            o[j] = __float2bfloat16_rn(logp_grad(row[j], j, tg, d, l, inv_t));
+        for (int j = threadIdx.x; j < V; j += blockDim.x) put(o + j, logp_grad(row[j], j, tg, d, l, inv_t));
 }
 
 // ----------------------------------------------------------------------------
