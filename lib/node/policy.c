@@ -122,6 +122,18 @@ static void name_policy(policy_t *p)
     snprintf(p->name, sizeof p->name, "%s-%dL-%dC-v%d", kind, c->L, c->C, c->V);
 }
 
+/* a policy whose model and tokenizer are open, with its system prompt
+ * set and its name given; NULL (p destroyed) when the prompt is refused */
+static policy_t *finish_policy(policy_t *p, const char *system, char *err, size_t errlen)
+{
+    if (set_system(p, system, err, errlen) != 0) {
+        policy_destroy(&p);
+        return NULL;
+    }
+    name_policy(p);
+    return p;
+}
+
 static bool is_file(const char *path)
 {
     struct stat st;
@@ -214,12 +226,7 @@ policy_t *policy_open(const char *dir, const char *system, char *err, size_t err
         policy_destroy(&p);
         return NULL;
     }
-    if (set_system(p, system, err, errlen) != 0) {
-        policy_destroy(&p);
-        return NULL;
-    }
-    name_policy(p);
-    return p;
+    return finish_policy(p, system, err, errlen);
 }
 
 policy_t *policy_new_bytes(const char *shape_json, uint64_t seed, const char *system, char *err, size_t errlen)
@@ -245,12 +252,7 @@ policy_t *policy_new_bytes(const char *shape_json, uint64_t seed, const char *sy
         policy_destroy(&p);
         return NULL;
     }
-    if (set_system(p, system, err, errlen) != 0) {
-        policy_destroy(&p);
-        return NULL;
-    }
-    name_policy(p);
-    return p;
+    return finish_policy(p, system, err, errlen);
 }
 
 void policy_destroy(policy_t **self_p)
@@ -269,6 +271,7 @@ int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, siz
     if (infer && cfg->inference_only) model_set_inference_only(self->model);
     model_set_fused_logp(self->model, cfg->fused_logp);
     model_set_direct_bf16(self->model, cfg->direct_bf16);
+    model_set_decode_graphs(self->model, cfg->decode_graphs);
     model_set_logits_chunk(self->model, cfg->logits_chunk);
     return model_set_backend(self->model, cfg->backend, err, errlen);
 }
