@@ -66,6 +66,9 @@ static void test_switches(void)
     EXPECT(load(&cfg, "--fused-logp", "2", NULL, NULL) != 0);
     EXPECT(load(&cfg, "--direct-bf16", "1", NULL, NULL) == 0 && cfg.direct_bf16 == 1);
     EXPECT(load(&cfg, "--direct-bf16", "3", NULL, NULL) != 0);
+    EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.decode_graphs == 0);
+    EXPECT(load(&cfg, "--decode-graphs", "1", NULL, NULL) == 0 && cfg.decode_graphs == 1);
+    EXPECT(load(&cfg, "--decode-graphs", "2", NULL, NULL) != 0);
     EXPECT(load(&cfg, "--logits-chunk", "4096", NULL, NULL) == 0 && cfg.logits_chunk == 4096);
     EXPECT(load(&cfg, "--logits-chunk", "-5", NULL, NULL) != 0);
     setenv("SAPO_INFERENCE_ONLY", "-1", 1);

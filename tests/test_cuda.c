@@ -997,18 +997,26 @@ static int compare_completions(pair_t *p, const int *const *prompts, const int *
     return same;
 }
 
+/* the generations check_generate and check_decode_graphs ask for: two
+ * prompts (4 and 6 tokens) of 4 completions, 12 new tokens each, greedy
+ * and two samplers */
+enum { GEN_Q = 2, GEN_L = 4, GEN_M = 12, GEN_SAMPLERS = 3 };
+static const int gen_pr0[] = {5, 9, 33, 7}, gen_pr1[] = {10, 3, 4, 51, 60, 61};
+static const int *const gen_prompts[GEN_Q] = {gen_pr0, gen_pr1};
+static const int gen_plen[GEN_Q] = {4, 6};
+static const uint64_t gen_seeds[GEN_Q] = {42, 43};
+static const sample_params_t gen_samplers[GEN_SAMPLERS] = {{0, 0, 1}, {1.0f, 0, 1}, {0.8f, 20, 0.9f}};
+
 /* fixed seeds: the GPU repeats itself exactly, its log-probs are the
  * forward pass's, and its completions are the CPU's but where rounding
  * explains a different token (compare_completions) */
 static void check_generate(pair_t *p)
 {
-    enum { Q = 2, L = 4, M = 12 };
-    int pr0[] = {5, 9, 33, 7}, pr1[] = {10, 3, 4, 51, 60, 61};
-    const int *prompts[Q] = {pr0, pr1};
-    int plen[Q] = {4, 6};
-    uint64_t seeds[Q] = {42, 43};
-    sample_params_t sps[] = {{0, 0, 1}, {1.0f, 0, 1}, {0.8f, 20, 0.9f}};
-    for (size_t k = 0; k < sizeof sps / sizeof *sps; k++) {
+    enum { Q = GEN_Q, L = GEN_L, M = GEN_M };
+    const int *const *prompts = gen_prompts, *plen = gen_plen;
+    const uint64_t *seeds = gen_seeds;
+    const sample_params_t *sps = gen_samplers;
+    for (size_t k = 0; k < GEN_SAMPLERS; k++) {
         model_gen_params_t gp = {.max_new = M, .sample = sps[k], .seed = 0};
         int tc[Q * L * M], tg[Q * L * M], tg2[Q * L * M], lc[Q * L], lg[Q * L], lg2[Q * L];
         float pc[Q * L * M], pg[Q * L * M], pg2[Q * L * M];
@@ -1066,8 +1074,9 @@ static void check_inference_only(pair_t *p)
 
 /* a fresh inference-only copy of p's model: one generation of Q x L from
  * prompts of P tokens, M new each, then a reload; its peak against
- * cuda_generate_bytes */
-static void check_generate_memory(pair_t *p, int Q, int L, int P, int M)
+ * cuda_generate_bytes (and cuBLAS's workspace for decode graphs, where
+ * graphs is set) */
+static void check_generate_memory(pair_t *p, int Q, int L, int P, int M, bool graphs)
 {
     char err[256];
     const model_config_t *cfg = model_config(p->cpu);
@@ -1075,6 +1084,7 @@ static void check_generate_memory(pair_t *p, int Q, int L, int P, int M)
     EXPECTF(m != NULL, "%s", err);
     if (!m) return;
     model_set_inference_only(m);
+    model_set_decode_graphs(m, graphs);
     EXPECTF(model_set_backend(m, "cuda:0", err, sizeof err) == 0, "%s", err);
     int **prompts = malloc(Q * sizeof *prompts), *plen = malloc(Q * sizeof(int)), *tok = malloc((size_t)Q * L * M * 4),
         *len = malloc((size_t)Q * L * sizeof(int));
@@ -1091,9 +1101,9 @@ static void check_generate_memory(pair_t *p, int Q, int L, int P, int M)
     EXPECT(model_sync_device(m) == 0);
     if (m->cuda) {
         size_t rope_extra = cuda_rope_bytes(cfg, m->rope_cap) - cuda_rope_bytes(cfg, P + M);
-        size_t want = cuda_generate_bytes(cfg, Q, L, P, M) + rope_extra;
-        printf("  %s, inference only: %d x %d completions of %d + %d positions, peak %zu bytes\n", p->name, Q, L, P, M,
-               cuda_model_memory_peak(m->cuda));
+        size_t want = cuda_generate_bytes(cfg, Q, L, P, M) + rope_extra + (graphs ? CUDA_DECODE_GRAPH_WORKSPACE : 0);
+        printf("  %s, inference only%s: %d x %d completions of %d + %d positions, peak %zu bytes\n", p->name,
+               graphs ? ", decode graphs" : "", Q, L, P, M, cuda_model_memory_peak(m->cuda));
         EXPECTF(cuda_model_memory_peak(m->cuda) == want, "%s: peak %zu bytes, cuda_generate_bytes says %zu", p->name,
                 cuda_model_memory_peak(m->cuda), want);
     }
@@ -1110,7 +1120,7 @@ static void test_inference_only(void)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         if (pair_open_infer(&p, names[i], NULL, 3, 13) == 0) {
             check_inference_only(&p);
-            check_generate_memory(&p, 2, 4, 6, 12);
+            check_generate_memory(&p, 2, 4, 6, 12, false);
         }
         pair_close(&p);
     }
@@ -1118,7 +1128,7 @@ static void test_inference_only(void)
     if (pair_open_infer(&p, NULL, &cfg, 4, 300) == 0) {
         p.name = "Qwen3 V 1,500, T 300, HD 24";
         check_inference_only(&p);
-        check_generate_memory(&p, 3, 8, 40, 64);
+        check_generate_memory(&p, 3, 8, 40, 64, false);
     }
     pair_close(&p);
 }
@@ -1170,6 +1180,89 @@ static void test_generate_long(void)
            same ? "the GPU's completion is the CPU's" : "the completions part where rounding explains it");
     free(prompt);
     pair_close(&p);
+}
+
+/* ends completion s after 5 + 2 (s % 3) tokens: of 8 completions, 8 live
+ * for 4 steps, then 5 for 2, then 2 for 2 (where none ends sooner), so a
+ * decode graph is captured, replayed and captured again for fewer rows */
+static bool stop_staggered(void *ctx, int seq, const int *tokens, int n)
+{
+    (void)ctx;
+    (void)tokens;
+    return n >= 5 + 2 * (seq % 3);
+}
+
+/* p's device copy generates with decode graphs (model_set_decode_graphs)
+ * what it generates without: the same tokens and lengths, greedy and
+ * sampled, with every completion to max_new or its end and with staggered
+ * ends; log-probs within float noise (the line says whether bit for bit:
+ * the kernels are the same, cuBLAS's workspace is its own). Adds the
+ * steps replayed to *replays */
+static void check_decode_graphs(pair_t *p, size_t *replays)
+{
+    enum { Q = GEN_Q, L = GEN_L, M = GEN_M };
+    const int *const *prompts = gen_prompts, *plen = gen_plen;
+    const uint64_t *seeds = gen_seeds;
+    const sample_params_t *sps = gen_samplers;
+    for (int staggered = 0; staggered < 2; staggered++)
+        for (size_t k = 0; k < GEN_SAMPLERS; k++) {
+            model_gen_params_t gp = {.max_new = M, .sample = sps[k], .stop = staggered ? stop_staggered : NULL};
+            int tok[2][Q * L * M], len[2][Q * L];
+            float lp[2][Q * L * M];
+            size_t captures[3], replayed[3]; /* before, after off, after on */
+            cuda_model_decode_graphs(p->gpu->cuda, &captures[0], &replayed[0]);
+            for (int on = 0; on < 2; on++) {
+                model_set_decode_graphs(p->gpu, on);
+                EXPECT(model_generate_batch(p->gpu, prompts, plen, seeds, Q, L, &gp, tok[on], lp[on], len[on]) == 0);
+                cuda_model_decode_graphs(p->gpu->cuda, &captures[on + 1], &replayed[on + 1]);
+            }
+            model_set_decode_graphs(p->gpu, false);
+            bool same_tokens = memcmp(len[0], len[1], sizeof len[0]) == 0, same_lp = same_tokens;
+            double worst = 0;
+            for (int s = 0; same_tokens && s < Q * L; s++) {
+                same_tokens = memcmp(tok[0] + s * M, tok[1] + s * M, len[0][s] * sizeof(int)) == 0;
+                same_lp = same_lp && memcmp(lp[0] + s * M, lp[1] + s * M, len[0][s] * sizeof(float)) == 0;
+                worst = fmax(worst, max_gap(lp[0] + s * M, lp[1] + s * M, len[0][s]));
+            }
+            printf("  %s, sampling %zu%s: decode graphs on against off, %zu steps captured, %zu replayed; log-probs "
+                   "off by %.3g%s\n",
+                   p->name, k, staggered ? ", staggered ends" : "", captures[2] - captures[1],
+                   replayed[2] - replayed[1], worst, same_tokens && same_lp ? " (bit for bit the same)" : "");
+            EXPECTF(captures[1] == captures[0] && replayed[1] == replayed[0], "%s: graphs used while off", p->name);
+            EXPECTF(same_tokens, "%s, sampling %zu%s: decode graphs changed the completions", p->name, k,
+                    staggered ? ", staggered ends" : "");
+            EXPECTF(worst <= 1e-6, "%s, sampling %zu: decode graphs moved the log-probs by %.3g", p->name, k, worst);
+            *replays += replayed[2] - replayed[1];
+        }
+}
+
+/* decode graphs on the golden models, the edge shape and an
+ * inference-only copy (a bf16 cache): the same completions, some steps
+ * replayed, and the peak memory layout.c counts plus cuBLAS's workspace */
+static void test_decode_graphs(void)
+{
+    NEED_DEVICE();
+    const char *names[] = {"qwen2_tied", "qwen2_bf16", "qwen3_bias", "qwen3_tied"};
+    size_t replays = 0;
+    pair_t p;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (pair_open(&p, names[i]) == 0) check_decode_graphs(&p, &replays);
+        pair_close(&p);
+    }
+    model_config_t cfg = edges_config();
+    if (pair_open_as(&p, NULL, &cfg, 1, 8) == 0) {
+        p.name = "Qwen3 V 1,500, HD 24";
+        check_decode_graphs(&p, &replays);
+    }
+    pair_close(&p);
+    if (pair_open_infer(&p, "qwen3_bias", NULL, 3, 13) == 0) {
+        p.name = "qwen3_bias, inference only";
+        check_decode_graphs(&p, &replays);
+        p.name = "qwen3_bias";
+        check_generate_memory(&p, 2, 4, 6, 12, true);
+    }
+    pair_close(&p);
+    EXPECTF(replays > 0, "no decode step was replayed from a graph (%zu)", replays);
 }
 
 /* A real model on the device: SmolLM2-135M from its GGUF (fetched by
@@ -1246,12 +1339,14 @@ int main(int argc, char **argv)
     RUN(test_inference_only);
     RUN(test_fused_logp);
     RUN(test_direct_bf16);
+    RUN(test_decode_graphs);
     RUN(test_real_model);
 #else
     const char *names[] = {"test_uniform",           "test_sample",        "test_forward_backward",
                            "test_memory_accounting", "test_train_steps",   "test_optimizer_state",
                            "test_generate",          "test_generate_long", "test_inference_only",
-                           "test_fused_logp",        "test_direct_bf16",   "test_real_model"};
+                           "test_fused_logp",        "test_direct_bf16",   "test_decode_graphs",
+                           "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

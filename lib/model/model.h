@@ -179,6 +179,13 @@ void model_set_fused_logp(model_t *self, bool on);
  * values, so the same log-probs and gradients; no effect on the CPU. Off
  * until a GPU has run test_cuda's test_direct_bf16 (docs/cuda.md). */
 void model_set_direct_bf16(model_t *self, bool on);
+/* On a GPU, a generation's decode steps replayed from a CUDA graph (on):
+ * the second step in a row with as many live completions captures the
+ * step's launches, and the steps after it with that count replay them in
+ * one launch instead of some 24 a layer. The same kernels on the same
+ * inputs, so the same tokens and log-probs; no effect on the CPU. Off
+ * until a GPU has run test_cuda's test_decode_graphs (docs/cuda.md). */
+void model_set_decode_graphs(model_t *self, bool on);
 /* Positions whose logits the lm_head computes at once when model_forward
  * is given no logits (0, the default: about 64M logits, 441 positions of
  * a Qwen's vocabulary, 1,365 of SmolLM2's). Larger chunks make fewer and

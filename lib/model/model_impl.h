@@ -147,6 +147,7 @@ struct model {
     bool inference_only; /* model_set_inference_only */
     bool fused_logp;     /* model_set_fused_logp */
     bool direct_bf16;    /* model_set_direct_bf16 */
+    bool decode_graphs;  /* model_set_decode_graphs */
 };
 
 /* model.c: the RoPE tables, the batch and its workspaces */

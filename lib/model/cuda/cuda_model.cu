@@ -70,6 +70,9 @@ struct cuda_model {
      * taken on gradients a failed kernel left behind */
     char failed[256];
     size_t held, peak; /* device bytes this model allocated, now and at most */
+    /* decode steps captured into a CUDA graph and replayed from one, over
+     * the model's life (model_set_decode_graphs) */
+    size_t decode_captures, decode_replays;
 };
 
 /* cudaMalloc and cudaFree that keep c's own count of device bytes (what
@@ -106,6 +109,7 @@ static struct {
     cublasStatus_t (*create)(cublasHandle_t *);
     cublasStatus_t (*destroy)(cublasHandle_t);
     cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+    cublasStatus_t (*set_workspace)(cublasHandle_t, void *, size_t);
     cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
                            const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
@@ -130,12 +134,14 @@ static void blas_load(void)
     *(void **)&blas_lib.create = dlsym(h, "cublasCreate_v2");
     *(void **)&blas_lib.destroy = dlsym(h, "cublasDestroy_v2");
     *(void **)&blas_lib.set_stream = dlsym(h, "cublasSetStream_v2");
+    *(void **)&blas_lib.set_workspace = dlsym(h, "cublasSetWorkspace_v2");
     *(void **)&blas_lib.gemm = dlsym(h, "cublasGemmEx");
     *(void **)&blas_lib.gemm_batched = dlsym(h, "cublasGemmStridedBatchedEx");
-    if (!blas_lib.create || !blas_lib.destroy || !blas_lib.set_stream || !blas_lib.gemm || !blas_lib.gemm_batched) {
+    if (!blas_lib.create || !blas_lib.destroy || !blas_lib.set_stream || !blas_lib.set_workspace || !blas_lib.gemm ||
+        !blas_lib.gemm_batched) {
         snprintf(blas_lib.err, sizeof blas_lib.err,
                  "%s lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, "
-                 "cublasGemmEx or cublasGemmStridedBatchedEx",
+                 "cublasSetWorkspace_v2, cublasGemmEx or cublasGemmStridedBatchedEx",
                  name);
         dlclose(h);
         return;
@@ -560,6 +566,12 @@ int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, siz
 size_t cuda_model_memory(const cuda_model_t *c) { return c->held; }
 
 size_t cuda_model_memory_peak(const cuda_model_t *c) { return c->peak; }
+
+void cuda_model_decode_graphs(const cuda_model_t *c, size_t *captures, size_t *replays)
+{
+    *captures = c->decode_captures;
+    *replays = c->decode_replays;
+}
 
 cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen)
 {
@@ -1250,11 +1262,106 @@ static void gen_prefill(cuda_model_t *c, dev_ws_t *ws, const int *const *prompts
     }
 }
 
+/* A generation's decode steps as CUDA graphs (model_set_decode_graphs). A
+ * step is some 24 launches a layer, each a few microseconds of the host's
+ * time, around kernels that at a few hundred rows take about as long:
+ * replayed from a graph they are one launch. A graph holds its rows' count
+ * (every grid and product is sized by it), so the second step in a row
+ * with R live rows captures gen_step(R) into one, and every later step
+ * with R rows replays it; a step with another count runs as launched.
+ * The rows' tokens, slots and positions are read from the same device
+ * arrays at every step, so a replay computes what a launch would. cuBLAS
+ * gets a workspace of its own (it may not allocate while a stream is
+ * captured), of the size its documentation recommends for Hopper, so its
+ * products have the room they have without graphs. */
+typedef struct {
+    cudaGraphExec_t exec;
+    int exec_rows; /* rows of exec's step; 0: none yet */
+    int last_rows; /* rows of the step before */
+    void *blas_ws; /* cuBLAS's workspace, CUDA_DECODE_GRAPH_WORKSPACE bytes */
+} decode_graph_t;
+
+/* g ready for c's generation: its workspace allocated and given to cuBLAS
+ * when the model replays decode steps, nothing otherwise; 0 or -1 */
+static int decode_graph_open(cuda_model_t *c, decode_graph_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!c->m->decode_graphs) return 0;
+    if (dev_alloc(c, &g->blas_ws, CUDA_DECODE_GRAPH_WORKSPACE) != cudaSuccess) {
+        fprintf(stderr, "model_generate: cuda:%d has no room for cuBLAS's workspace for decode graphs (%zu MiB)\n",
+                c->device, CUDA_DECODE_GRAPH_WORKSPACE >> 20);
+        return -1;
+    }
+    blas_check(c, blas_lib.set_workspace(c->blas, g->blas_ws, CUDA_DECODE_GRAPH_WORKSPACE), "cublasSetWorkspace");
+    return c->failed[0] ? -1 : 0;
+}
+
+/* cuBLAS back on its own workspace (cublasSetStream restores it) and g's
+ * graph and workspace freed, after c's stream has finished with them */
+static void decode_graph_close(cuda_model_t *c, decode_graph_t *g)
+{
+    if (!g->blas_ws) return;
+    cudaStreamSynchronize(c->st);
+    blas_check(c, blas_lib.set_stream(c->blas, c->st), "cublasSetStream");
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    dev_free(c, g->blas_ws, CUDA_DECODE_GRAPH_WORKSPACE);
+    memset(g, 0, sizeof *g);
+}
+
+/* gen_step(R) captured into g's graph: the one held updated in place when
+ * only the launches' arguments differ, else made anew; 0 or -1 */
+static int decode_capture(cuda_model_t *c, dev_ws_t *ws, decode_graph_t *g, int R)
+{
+    cudaGraph_t graph = NULL;
+    if (CK(cudaStreamBeginCapture(c->st, cudaStreamCaptureModeRelaxed))) return -1;
+    gen_step(c, ws, R, R);
+    /* the capture always ends, or the stream stays in it */
+    cudaError_t e = cudaStreamEndCapture(c->st, &graph);
+    if (ck(c, e, "cudaStreamEndCapture (a decode step)") || c->failed[0]) {
+        if (graph) cudaGraphDestroy(graph);
+        return -1;
+    }
+    if (g->exec) {
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(g->exec, graph, &info) != cudaSuccess) {
+            /* another shape of graph (cuBLAS chose other kernels for R
+             * rows): not a failure, the error is cleared */
+            cudaGetLastError();
+            cudaGraphExecDestroy(g->exec);
+            g->exec = NULL;
+        }
+    }
+    e = g->exec ? cudaSuccess : cudaGraphInstantiate(&g->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (ck(c, e, "cudaGraphInstantiate (a decode step)")) {
+        g->exec = NULL;
+        return -1;
+    }
+    g->exec_rows = R;
+    c->decode_captures++;
+    return 0;
+}
+
+/* one decode step of R rows (tok, slot, pos on the device), their logits
+ * into ws->logits: launched, or replayed from g's graph */
+static int decode_step(cuda_model_t *c, dev_ws_t *ws, decode_graph_t *g, int R)
+{
+    bool again = R == g->last_rows;
+    g->last_rows = R;
+    if (!g->blas_ws || (R != g->exec_rows && !again)) {
+        gen_step(c, ws, R, R);
+        return c->failed[0] ? -1 : 0;
+    }
+    if (R != g->exec_rows && decode_capture(c, ws, g, R)) return -1;
+    c->decode_replays++;
+    return CK(cudaGraphLaunch(g->exec, c->st));
+}
+
 /* one token per live completion per step until every one has finished
  * (max_new, an end of sequence, or gp->stop); h is host scratch of 4 R + S
  * ints, hlp of S floats */
-static int gen_decode(cuda_model_t *c, dev_ws_t *ws, const int *prompt_lens, int L, const model_gen_params_t *gp,
-                      int *tokens, float *logp, int *lengths, int *h, float *hlp)
+static int gen_decode(cuda_model_t *c, dev_ws_t *ws, decode_graph_t *g, const int *prompt_lens, int L,
+                      const model_gen_params_t *gp, int *tokens, float *logp, int *lengths, int *h, float *hlp)
 {
     const model_config_t *cf = &c->m->cfg;
     int R = ws->R, S = ws->S, M = gp->max_new;
@@ -1293,7 +1400,7 @@ static int gen_decode(cuda_model_t *c, dev_ws_t *ws, const int *prompt_lens, int
         CK(cudaMemcpyAsync(ws->tok, htok, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
         CK(cudaMemcpyAsync(ws->slot, hslot, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
         CK(cudaMemcpyAsync(ws->pos, hpos, nlive * sizeof(int), cudaMemcpyHostToDevice, c->st));
-        gen_step(c, ws, nlive, nlive);
+        if (decode_step(c, ws, g, nlive)) return -1;
     }
     return synced(c, "model_generate");
 }
@@ -1318,6 +1425,7 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     int *imem = NULL, *h = (int *)malloc((4 * (size_t)R + S) * sizeof(int));
     float *hlp = (float *)malloc((size_t)S * sizeof(float));
     curandGenerator_t gen = NULL;
+    decode_graph_t graphs = {};
     int rc = -1;
     bf16 *oxb = c->xb, *oyb = c->yb;
     bf16 *gxb = NULL;
@@ -1341,10 +1449,11 @@ int cuda_model_generate_batch(cuda_model_t *c, const int *const *prompts, const 
     ws.pos = imem + 2 * R;
     ws.uidx = imem + 3 * R;
     ws.out = imem + 4 * R;
-    if (gen_uniforms(c, &ws, gen, seeds, Q, L, M)) goto done;
+    if (gen_uniforms(c, &ws, gen, seeds, Q, L, M) || decode_graph_open(c, &graphs)) goto done;
     gen_prefill(c, &ws, prompts, prompt_lens, Q, L, h);
-    rc = gen_decode(c, &ws, prompt_lens, L, gp, tokens, logp, lengths, h, hlp);
+    rc = gen_decode(c, &ws, &graphs, prompt_lens, L, gp, tokens, logp, lengths, h, hlp);
 done:
+    decode_graph_close(c, &graphs);
     c->xb = oxb;
     c->yb = oyb;
     if (gen) curandDestroyGenerator(gen);

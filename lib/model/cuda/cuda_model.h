@@ -76,6 +76,10 @@ int cuda_model_step(cuda_model_t *self, adamw_t *opt, const adamw_params_t *p, f
 size_t cuda_model_memory(const cuda_model_t *self);
 size_t cuda_model_memory_peak(const cuda_model_t *self);
 
+/* decode steps this model captured into a CUDA graph, and steps it
+ * replayed from one, since it was made (model_set_decode_graphs) */
+void cuda_model_decode_graphs(const cuda_model_t *self, size_t *captures, size_t *replays);
+
 /* the arithmetic of what a model holds (cuda_train_bytes and the rest) is
  * in layout.h, which every build has */
 

@@ -92,6 +92,12 @@ size_t cuda_forward_bytes(const model_config_t *cfg, int B, int T);
  * workspace with its bf16 KV cache, freed after each generation */
 size_t cuda_generate_bytes(const model_config_t *cfg, int Q, int L, int maxP, int max_new);
 
+/* The cuBLAS workspace a generation holds while it replays decode steps
+ * from CUDA graphs (model_set_decode_graphs), beside its other workspace:
+ * the size cuBLAS's documentation (cublasSetWorkspace) recommends for
+ * Hopper, whose products then have the room they have without graphs */
+#define CUDA_DECODE_GRAPH_WORKSPACE ((size_t)32 << 20)
+
 /* The bytes one decode step of S sequences must read at the least, each
  * sequence with `past` positions cached (a mean over the step's of a
  * generation): every weight once in bf16 (the embedding's S rows, unless
