@@ -5,15 +5,16 @@
  * torch.compile, the fair peer: sapo's numerics; bf16 weights compiled)
  * and beside its own variants (direct bf16, the fused log-softmax, the
  * whole batch in one chunk of logits, and all three);
- * generation tokens/s (also with decode graphs) for 8 prompts x 8
- * completions and at RL sizes (256 sequences x 512 new tokens from
- * 64-token prompts) against transformers generate (bf16), the latter
- * also against the floor that the bytes of a decode step over the copy
- * rate measured here set; device memory held; and the memory of training
- * at B 8 x T 1,024 against what cuda_train_bytes computes
- * (docs/cuda.md). The peers run from bench/peer_cuda.py under
- * .venv/bin/python; one that is absent or fails says so in a line.
- * Without a GPU it prints one SKIP line and exits 0. */
+ * generation tokens/s for 8 prompts x 8 completions and at RL sizes
+ * (256 sequences x 512 new tokens from 64-token prompts) against
+ * transformers generate (bf16), the latter also against the floor that
+ * the bytes of a decode step over the copy rate measured here set, and
+ * both again with decode graphs, grouped decode attention and both;
+ * device memory held; and the memory of training at B 8 x T 1,024
+ * against what cuda_train_bytes computes (docs/cuda.md). The peers run
+ * from bench/peer_cuda.py under .venv/bin/python; one that is absent or
+ * fails says so in a line. Without a GPU it prints one SKIP line and
+ * exits 0. */
 #include "bench.h"
 #include "model/model_impl.h"
 #include "model_steps.h"
@@ -228,17 +229,23 @@ int main(void)
     /* generation's workspace comes and goes: the peak is training's or its */
     bench_line("cuda_memory", cuda_model_memory_peak(m->cuda) / 1073741824.0, "GiB", NULL, 0, NULL);
     /* both generations again with decode graphs (model_set_decode_graphs),
-     * each against its default timing above */
-    model_set_decode_graphs(m, true);
-    double gen_graphs = (double)Q * L * M / generate(m, Q, P, L, M, true, reps);
-    double rl_graphs = (double)RQ * L * RM / generate(m, RQ, P, L, RM, true, 1);
+     * grouped decode attention (model_set_grouped_decode) and both, each
+     * against its default timing above */
+    static const char *variants[] = {"decode_graphs", "grouped_decode", "graphs_and_grouped"};
+    for (int v = 0; v < 3; v++) {
+        model_set_decode_graphs(m, v != 1);
+        model_set_grouped_decode(m, v != 0);
+        double g8 = (double)Q * L * M / generate(m, Q, P, L, M, true, reps);
+        double grl = (double)RQ * L * RM / generate(m, RQ, P, L, RM, true, 1);
+        snprintf(gname, sizeof gname, "cuda_generate_%dx%d_%s", Q, L, variants[v]);
+        bench_line(gname, g8, "tok/s", "sapo's default generation", gen, "tok/s");
+        snprintf(gname, sizeof gname, "cuda_generate_%dx%d_%s", RQ * L, RM, variants[v]);
+        bench_line(gname, grl, "tok/s", "sapo's default generation", gen_rl, "tok/s");
+    }
     model_set_decode_graphs(m, false);
+    model_set_grouped_decode(m, false);
     size_t captured, replayed;
     cuda_model_decode_graphs(m->cuda, &captured, &replayed);
-    snprintf(gname, sizeof gname, "cuda_generate_%dx%d_decode_graphs", Q, L);
-    bench_line(gname, gen_graphs, "tok/s", "sapo's default generation", gen, "tok/s");
-    snprintf(gname, sizeof gname, "cuda_generate_%dx%d_decode_graphs", RQ * L, RM);
-    bench_line(gname, rl_graphs, "tok/s", "sapo's default generation", gen_rl, "tok/s");
     printf("  decode graphs: %zu steps captured, %zu replayed\n", captured, replayed);
     /* the step's variants, each against the default step timed beside
      * them: direct bf16 (model_set_direct_bf16), the fused log-softmax

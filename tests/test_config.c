@@ -69,6 +69,8 @@ static void test_switches(void)
     EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.decode_graphs == 0);
     EXPECT(load(&cfg, "--decode-graphs", "1", NULL, NULL) == 0 && cfg.decode_graphs == 1);
     EXPECT(load(&cfg, "--decode-graphs", "2", NULL, NULL) != 0);
+    EXPECT(load(&cfg, "--grouped-decode", "1", NULL, NULL) == 0 && cfg.grouped_decode == 1);
+    EXPECT(load(&cfg, "--grouped-decode", "on", NULL, NULL) != 0);
     EXPECT(load(&cfg, "--logits-chunk", "4096", NULL, NULL) == 0 && cfg.logits_chunk == 4096);
     EXPECT(load(&cfg, "--logits-chunk", "-5", NULL, NULL) != 0);
     setenv("SAPO_INFERENCE_ONLY", "-1", 1);

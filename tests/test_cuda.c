@@ -1272,6 +1272,105 @@ static void test_decode_graphs(void)
  * and a few greedy tokens against the CPU's. The bounds are loose, bf16
  * over 30 layers; a model read wrong (Llama's q/k rows in the converter's
  * order) is off by about 10. */
+/* decode attention on the host, in double: the reference both kernels
+ * answer to */
+static void decode_attention_ref(int R, int maxT, int NH, int NKV, int HD, const float *q, const float *k,
+                                 const float *v, const int *pos, float *y)
+{
+    int rep = NH / NKV, KD = NKV * HD;
+    double *s = malloc((size_t)maxT * sizeof(double));
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < NH; h++) {
+            const float *qh = q + ((size_t)r * NH + h) * HD;
+            double mx = -INFINITY, sum = 0;
+            for (int t = 0; t <= pos[r]; t++) {
+                const float *kt = k + ((size_t)r * maxT + t) * KD + (h / rep) * HD;
+                double d = 0;
+                for (int i = 0; i < HD; i++) d += (double)qh[i] * kt[i];
+                s[t] = d / sqrt((double)HD);
+                mx = fmax(mx, s[t]);
+            }
+            for (int t = 0; t <= pos[r]; t++) sum += s[t] = exp(s[t] - mx);
+            for (int i = 0; i < HD; i++) {
+                double a = 0;
+                for (int t = 0; t <= pos[r]; t++) a += s[t] * v[((size_t)r * maxT + t) * KD + (h / rep) * HD + i];
+                y[((size_t)r * NH + h) * HD + i] = (float)(a / sum);
+            }
+        }
+    free(s);
+}
+
+/* both decode attention kernels on one shape: rows at 1 position, a tile
+ * less one, a tile, a tile and one, and many; against the reference with
+ * an fp32 cache, and grouped against by head with a bf16 one (both read
+ * the same rounded keys) */
+static void check_grouped_shape(int NH, int NKV, int HD)
+{
+    enum { R = 5 };
+    int pos[R] = {0, 30, 31, 32, 200}, maxT = 201;
+    size_t nq = (size_t)R * NH * HD, n = (size_t)R * maxT * NKV * HD;
+    float *q = malloc(nq * sizeof(float)), *k = malloc(n * sizeof(float)), *v = malloc(n * sizeof(float));
+    float *ref = malloc(nq * sizeof(float)), *y[2][2];
+    uint64_t s = 7;
+    for (size_t i = 0; i < nq; i++) q[i] = 2 * unif(&s) - 1;
+    for (size_t i = 0; i < n; i++) {
+        k[i] = 2 * unif(&s) - 1;
+        v[i] = 2 * unif(&s) - 1;
+    }
+    decode_attention_ref(R, maxT, NH, NKV, HD, q, k, v, pos, ref);
+    char err[256];
+    for (int b = 0; b < 2; b++)
+        for (int g = 0; g < 2; g++) {
+            y[b][g] = calloc(nq, sizeof(float));
+            EXPECTF(cuda_decode_attention(0, g, b, R, maxT, NH, NKV, HD, q, k, v, pos, y[b][g], err, sizeof err) == 0,
+                    "%s", err);
+        }
+    double by_head = max_gap(y[0][0], ref, nq), grouped = max_gap(y[0][1], ref, nq), bf = max_gap(y[1][1], y[1][0], nq);
+    printf("  NH %d, NKV %d, HD %d: against the reference, by head %.3g, grouped %.3g; bf16 cache, grouped against by "
+           "head %.3g\n",
+           NH, NKV, HD, by_head, grouped, bf);
+    EXPECTF(by_head < 1e-5 && grouped < 1e-5 && bf < 1e-5, "NH %d, NKV %d, HD %d: decode attention off", NH, NKV, HD);
+    for (int b = 0; b < 2; b++)
+        for (int g = 0; g < 2; g++) free(y[b][g]);
+    free(q), free(k), free(v), free(ref);
+}
+
+/* grouped decode attention (model_set_grouped_decode): the kernel on the
+ * shapes of the Qwen2.5-0.5B (14 query heads to 2), SmolLM2 (9 to 3),
+ * plain multi-head at HD 24, 8 query heads to one at HD 128, and the
+ * largest head (256, past the default 48 KB of shared memory); then
+ * generation with it against the CPU, as test_generate, on the golden
+ * models, the edge shape and an inference-only copy */
+static void test_grouped_decode(void)
+{
+    NEED_DEVICE();
+    int shapes[][3] = {{14, 2, 64}, {9, 3, 64}, {4, 4, 24}, {8, 1, 128}, {8, 1, 256}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        check_grouped_shape(shapes[i][0], shapes[i][1], shapes[i][2]);
+    const char *names[] = {"qwen2_tied", "qwen2_bf16", "qwen3_bias", "qwen3_tied"};
+    pair_t p;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (pair_open(&p, names[i]) == 0) {
+            model_set_grouped_decode(p.gpu, true);
+            check_generate(&p);
+        }
+        pair_close(&p);
+    }
+    model_config_t cfg = edges_config();
+    if (pair_open_as(&p, NULL, &cfg, 1, 8) == 0) {
+        p.name = "Qwen3 V 1,500, HD 24";
+        model_set_grouped_decode(p.gpu, true);
+        check_generate(&p);
+    }
+    pair_close(&p);
+    if (pair_open_infer(&p, "qwen3_bias", NULL, 3, 13) == 0) {
+        p.name = "qwen3_bias, inference only";
+        model_set_grouped_decode(p.gpu, true);
+        check_generate(&p);
+    }
+    pair_close(&p);
+}
+
 static void test_real_model(void)
 {
     NEED_DEVICE();
@@ -1340,13 +1439,14 @@ int main(int argc, char **argv)
     RUN(test_fused_logp);
     RUN(test_direct_bf16);
     RUN(test_decode_graphs);
+    RUN(test_grouped_decode);
     RUN(test_real_model);
 #else
     const char *names[] = {"test_uniform",           "test_sample",        "test_forward_backward",
                            "test_memory_accounting", "test_train_steps",   "test_optimizer_state",
                            "test_generate",          "test_generate_long", "test_inference_only",
                            "test_fused_logp",        "test_direct_bf16",   "test_decode_graphs",
-                           "test_real_model"};
+                           "test_grouped_decode",    "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

@@ -186,6 +186,13 @@ void model_set_direct_bf16(model_t *self, bool on);
  * inputs, so the same tokens and log-probs; no effect on the CPU. Off
  * until a GPU has run test_cuda's test_decode_graphs (docs/cuda.md). */
 void model_set_decode_graphs(model_t *self, bool on);
+/* On a GPU, a decode step's attention by key/value head (on): one block
+ * serves the query heads that share a key/value head and reads its cached
+ * keys and values once, instead of once per query head (7 times for the
+ * Qwen2.5-0.5B). The same attention up to the order of its sums; no
+ * effect on the CPU. Off until a GPU has run test_cuda's
+ * test_grouped_decode (docs/cuda.md). */
+void model_set_grouped_decode(model_t *self, bool on);
 /* Positions whose logits the lm_head computes at once when model_forward
  * is given no logits (0, the default: about 64M logits, 441 positions of
  * a Qwen's vocabulary, 1,365 of SmolLM2's). Larger chunks make fewer and

@@ -148,6 +148,7 @@ struct model {
     bool fused_logp;     /* model_set_fused_logp */
     bool direct_bf16;    /* model_set_direct_bf16 */
     bool decode_graphs;  /* model_set_decode_graphs */
+    bool grouped_decode; /* model_set_grouped_decode */
 };
 
 /* model.c: the RoPE tables, the batch and its workspaces */

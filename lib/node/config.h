@@ -42,6 +42,7 @@ typedef struct {
     int fused_logp;           /* 1: on a GPU, the lm_head's log-softmax in fused kernels */
     int direct_bf16;          /* 1: on a GPU, norms and SwiGLU write their products' bf16 inputs */
     int decode_graphs;        /* 1: on a GPU, decode steps replayed from a CUDA graph */
+    int grouped_decode;       /* 1: on a GPU, decode attention by key/value head */
     int logits_chunk;         /* positions of logits at once, 0: about 64M logits */
     char task_mix[4096];      /* JSON task mix, empty = every family, weight 1 */
     int local_groups;         /* I: own question groups per training batch */

@@ -1160,6 +1160,15 @@ template <typename K> static void cached_attention(cuda_model_t *c, dev_ws_t *ws
     cache_store_kernel<K>
         <<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R, ws->maxT, KD);
     launched(c, "cache_store_kernel");
+    if (c->m->grouped_decode && grouped_fits(HD)) {
+        int rep = cf->NH / cf->NKV;
+        size_t smem = grouped_smem_bytes(HD, rep);
+        if (shared_memory(c, (const void *)attention_grouped_kernel<K>, "attention_grouped_kernel", smem)) return;
+        attention_grouped_kernel<K><<<dim3(R, cf->NKV), grouped_threads(rep), smem, c->st>>>(
+            ws->y, ws->q, kc, vc, ws->slot, ws->pos, ws->maxT, cf->NH, cf->NKV, HD);
+        launched(c, "attention_grouped_kernel");
+        return;
+    }
     /* a fixed tile of positions at a time: any context length fits */
     size_t smem = attend_smem_bytes(HD);
     if (shared_memory(c, (const void *)attention_cached_kernel<K>, "attention_cached_kernel", smem)) return;
@@ -1513,4 +1522,74 @@ int cuda_sample(int device, const float *logits, int n, int V, const sample_para
     cudaFree(di);
     free(idx);
     return rc;
+}
+
+/* one decode attention on the host's data, by the kernel chosen */
+template <typename K>
+static cudaError_t decode_attention_on(bool grouped, float *y, const float *q, const float *k, const float *v,
+                                       const int *slot, const int *pos, int R, int maxT, int NH, int NKV, int HD,
+                                       size_t n)
+{
+    K *kc = NULL, *vc = NULL;
+    cudaError_t e = cudaMalloc(&kc, n * sizeof(K));
+    if (e == cudaSuccess) e = cudaMalloc(&vc, n * sizeof(K));
+    if (e == cudaSuccess) {
+        /* the caches in K, as cache_store_kernel writes them: R rows of
+         * maxT positions, row r at position t */
+        cache_fill_kernel<K><<<grid_for(n), 256>>>(kc, vc, k, v, n);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess && grouped) {
+        int rep = NH / NKV;
+        size_t smem = grouped_smem_bytes(HD, rep);
+        if (smem > 48 * 1024)
+            e = cudaFuncSetAttribute((const void *)attention_grouped_kernel<K>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e == cudaSuccess)
+            attention_grouped_kernel<K>
+                <<<dim3(R, NKV), grouped_threads(rep), smem>>>(y, q, kc, vc, slot, pos, maxT, NH, NKV, HD);
+    } else if (e == cudaSuccess)
+        attention_cached_kernel<K>
+            <<<dim3(R, NH), 128, attend_smem_bytes(HD)>>>(y, q, kc, vc, slot, pos, maxT, NH, NKV, HD);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    cudaFree(kc);
+    cudaFree(vc);
+    return e;
+}
+
+int cuda_decode_attention(int device, bool grouped, bool bf16_cache, int R, int maxT, int NH, int NKV, int HD,
+                          const float *q, const float *k, const float *v, const int *pos, float *y, char *err,
+                          size_t errlen)
+{
+    if (cuda_device_check(device, err, errlen)) return -1;
+    if (grouped && !grouped_fits(HD)) {
+        snprintf(err, errlen, "grouped decode attention takes a head size up to %d, not %d", GROUPED_MAX_HD, HD);
+        return -1;
+    }
+    size_t KD = (size_t)NKV * HD, n = (size_t)R * maxT * KD, nq = (size_t)R * NH * HD;
+    float *dq = NULL, *dk = NULL, *dv = NULL, *dy = NULL;
+    int *dslot = NULL, *dpos = NULL, *slot = (int *)malloc((size_t)R * sizeof(int));
+    for (int r = 0; slot && r < R; r++) slot[r] = r;
+    cudaError_t e = slot ? cudaSetDevice(device) : cudaErrorMemoryAllocation;
+    float **bufs[] = {&dq, &dy, &dk, &dv};
+    size_t sizes[] = {nq, nq, n, n};
+    for (int i = 0; i < 4 && e == cudaSuccess; i++) e = cudaMalloc(bufs[i], sizes[i] * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc(&dslot, (size_t)R * sizeof(int));
+    if (e == cudaSuccess) e = cudaMalloc(&dpos, (size_t)R * sizeof(int));
+    if (e == cudaSuccess) e = cudaMemcpy(dq, q, nq * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dk, k, n * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dv, v, n * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dslot, slot, (size_t)R * sizeof(int), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dpos, pos, (size_t)R * sizeof(int), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = bf16_cache ? decode_attention_on<bf16>(grouped, dy, dq, dk, dv, dslot, dpos, R, maxT, NH, NKV, HD, n)
+                       : decode_attention_on<float>(grouped, dy, dq, dk, dv, dslot, dpos, R, maxT, NH, NKV, HD, n);
+    if (e == cudaSuccess) e = cudaMemcpy(y, dy, nq * sizeof(float), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+        snprintf(err, errlen, "cuda:%d: decode attention (%s) failed: %s", device, grouped ? "grouped" : "by head",
+                 cudaGetErrorString(e));
+    cudaFree(dq), cudaFree(dy), cudaFree(dk), cudaFree(dv), cudaFree(dslot), cudaFree(dpos);
+    free(slot);
+    return e == cudaSuccess ? 0 : -1;
 }

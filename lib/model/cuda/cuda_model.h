@@ -42,6 +42,16 @@ int cuda_uniform(int device, uint64_t seed, float *out, size_t n, char *err, siz
 int cuda_sample(int device, const float *logits, int n, int V, const sample_params_t *sp, const float *u, int *tok,
                 float *lp, char *err, size_t errlen);
 
+/* one decode attention on device N, as a generation's step runs it over
+ * one layer: R rows, row r's query heads q (R, NH, HD) against cache slot
+ * r, k and v (R, maxT, NKV * HD), at positions [0, pos[r]]; y (R, NH, HD).
+ * By query head (attention_cached_kernel) or, where grouped, by key/value
+ * head (model_set_grouped_decode); the cache in fp32, or bf16 where
+ * bf16_cache (an inference-only model's). 0 or -1 with err */
+int cuda_decode_attention(int device, bool grouped, bool bf16_cache, int R, int maxT, int NH, int NKV, int HD,
+                          const float *q, const float *k, const float *v, const int *pos, float *y, char *err,
+                          size_t errlen);
+
 /* copies m's parameters to device N; NULL with one line in err */
 cuda_model_t *cuda_model_new(model_t *m, int device, char *err, size_t errlen);
 void cuda_model_destroy(cuda_model_t **self_p);

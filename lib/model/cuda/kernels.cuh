@@ -348,6 +348,114 @@ __global__ void attention_cached_kernel(float *y, const float *q, const K *kc, c
     attend(y + qo, q + qo, kc + ko, vc + ko, KD, pos[r] + 1, HD, rsqrtf((float)HD), smem);
 }
 
+/* Decode attention by key/value head (model_set_grouped_decode): one block
+ * for row r and key/value head g serves the rep = NH / NKV query heads that
+ * share g, so each cached key and value is read from memory once for the
+ * group instead of once per query head (7 times at the Qwen2.5-0.5B's 14
+ * and 2 heads). Positions go by tiles of GROUPED_TILE: the block copies a
+ * tile's keys and values to shared memory (coalesced, as floats), then
+ * warp w serves query heads w, w + warps, ...: lane t scores position t of
+ * the tile, the warp keeps the head's running maximum and sum (the tile's
+ * weights rescaled by exp(old max - new max), as attend does), and each
+ * lane adds the weighted values into its dimensions of the head's output.
+ * Keys sit HD + 1 floats apart so the lanes' dot products fall in distinct
+ * banks. grid (R, NKV), 32 min(rep, GROUPED_WARPS) threads */
+#define GROUPED_TILE 32
+#define GROUPED_WARPS 8
+#define GROUPED_MAX_HD 256
+
+/* its dynamic shared memory: the tile's keys and values, and per query
+ * head of the group its scaled query, output so far, maximum and sum */
+static inline size_t grouped_smem_bytes(int HD, int rep)
+{
+    return ((size_t)GROUPED_TILE * (2 * HD + 1) + (size_t)rep * (2 * HD + 2)) * sizeof(float);
+}
+
+static inline bool grouped_fits(int HD) { return HD <= GROUPED_MAX_HD; }
+
+static inline int grouped_threads(int rep) { return 32 * (rep < GROUPED_WARPS ? rep : GROUPED_WARPS); }
+
+template <typename K>
+__global__ void attention_grouped_kernel(float *y, const float *q, const K *kc, const K *vc, const int *slot,
+                                         const int *pos, int maxT, int NH, int NKV, int HD)
+{
+    extern __shared__ float smem[];
+    int r = blockIdx.x, g = blockIdx.y, rep = NH / NKV, KD = NKV * HD, P = pos[r] + 1;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    float *ks = smem, *vs = ks + GROUPED_TILE * (HD + 1), *qs = vs + GROUPED_TILE * HD, *acc = qs + rep * HD;
+    float *mx = acc + rep * HD, *sum = mx + rep;
+    const K *kb = kc + (size_t)slot[r] * maxT * KD + (size_t)g * HD, *vb = vc + (size_t)slot[r] * maxT * KD + g * HD;
+    const float *qg = q + ((size_t)r * NH + (size_t)g * rep) * HD;
+    float scale = rsqrtf((float)HD);
+    for (int i = threadIdx.x; i < rep * HD; i += blockDim.x) {
+        qs[i] = qg[i] * scale;
+        acc[i] = 0.0f;
+    }
+    for (int j = threadIdx.x; j < rep; j += blockDim.x) {
+        mx[j] = -INFINITY;
+        sum[j] = 0.0f;
+    }
+    for (int t0 = 0; t0 < P; t0 += GROUPED_TILE) {
+        int n = min(GROUPED_TILE, P - t0);
+        __syncthreads(); /* the last tile's readers are done, the start's writes seen */
+        for (int e = threadIdx.x; e < n * HD; e += blockDim.x) {
+            int t = e / HD, i = e % HD;
+            size_t at = (size_t)(t0 + t) * KD + i;
+            ks[t * (HD + 1) + i] = cached(kb[at]);
+            vs[t * HD + i] = cached(vb[at]);
+        }
+        __syncthreads();
+        for (int j = warp; j < rep; j += warps) {
+            const float *qj = qs + j * HD;
+            float s = -INFINITY;
+            if (lane < n) {
+                const float *kt = ks + lane * (HD + 1);
+                s = 0.0f;
+                for (int i = 0; i < HD; i++) s += qj[i] * kt[i];
+            }
+            float old = mx[j], nm = fmaxf(old, warp_max(s));
+            float p = lane < n ? expf(s - nm) : 0.0f, ts = warp_sum(p), rescale = expf(old - nm);
+            float a[GROUPED_MAX_HD / 32];
+#pragma unroll
+            for (int k = 0; k < GROUPED_MAX_HD / 32; k++) {
+                int i = lane + 32 * k;
+                a[k] = i < HD ? acc[j * HD + i] * rescale : 0.0f;
+            }
+            for (int t = 0; t < n; t++) {
+                float pt = __shfl_sync(0xffffffffu, p, t);
+#pragma unroll
+                for (int k = 0; k < GROUPED_MAX_HD / 32; k++) {
+                    int i = lane + 32 * k;
+                    if (i < HD) a[k] += pt * vs[t * HD + i];
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < GROUPED_MAX_HD / 32; k++) {
+                int i = lane + 32 * k;
+                if (i < HD) acc[j * HD + i] = a[k];
+            }
+            __syncwarp(); /* every lane has read mx[j] */
+            if (lane == 0) {
+                mx[j] = nm;
+                sum[j] = sum[j] * rescale + ts;
+            }
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < rep * HD; e += blockDim.x)
+        y[((size_t)r * NH + (size_t)g * rep) * HD + e] = acc[e] / sum[e / HD];
+}
+
+/* n floats of k and v into caches of K (a test's data as the cache holds it) */
+template <typename K> __global__ void cache_fill_kernel(K *kc, K *vc, const float *k, const float *v, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        put(kc + i, k[i]);
+        put(vc + i, v[i]);
+    }
+}
+
 /* rows' keys and values into their (slot, pos) of one layer's cache */
 template <typename K>
 __global__ void cache_store_kernel(K *kc, K *vc, const float *k, const float *v, const int *slot, const int *pos, int R,
