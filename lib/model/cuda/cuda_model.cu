@@ -1148,6 +1148,33 @@ static void gws_point(dev_ws_t *ws, float *base, const model_config_t *cf, int M
 /* element e of a cache (kc or vc) */
 static void *cache_at(const dev_ws_t *ws, void *cache, size_t e) { return (char *)cache + e * ws->cache_elem; }
 
+/* decode attention's kernel for head size HD and rep query heads a
+ * key/value head: by key/value head where grouped and HD fits, else by
+ * query head (a fixed tile of positions at a time: any context length
+ * fits); its shared memory and name */
+template <typename K> struct decode_attention {
+    bool grouped;
+    const void *kernel;
+    size_t smem;
+    const char *name;
+    decode_attention(bool want_grouped, int HD, int rep)
+        : grouped(want_grouped && grouped_fits(HD)),
+          kernel(grouped ? (const void *)attention_grouped_kernel<K> : (const void *)attention_cached_kernel<K>),
+          smem(grouped ? grouped_smem_bytes(HD, rep) : attend_smem_bytes(HD)),
+          name(grouped ? "attention_grouped_kernel" : "attention_cached_kernel")
+    {
+    }
+    /* launched on st (its shared memory already allowed) */
+    void launch(cudaStream_t st, float *y, const float *q, const K *kc, const K *vc, const int *slot, const int *pos,
+                int R, int maxT, int NH, int NKV, int HD) const
+    {
+        if (grouped)
+            attention_grouped_kernel<K>
+                <<<dim3(R, NKV), grouped_threads(NH / NKV), smem, st>>>(y, q, kc, vc, slot, pos, maxT, NH, NKV, HD);
+        else attention_cached_kernel<K><<<dim3(R, NH), 128, smem, st>>>(y, q, kc, vc, slot, pos, maxT, NH, NKV, HD);
+    }
+};
+
 /* rows' keys and values into their cache slots, then attention over the
  * cache, for layer l's (kc, vc): the cache's element type decides the
  * kernels' */
@@ -1160,21 +1187,10 @@ template <typename K> static void cached_attention(cuda_model_t *c, dev_ws_t *ws
     cache_store_kernel<K>
         <<<grid_for((size_t)R * KD), 256, 0, c->st>>>(kc, vc, ws->k, ws->v, ws->slot, ws->pos, R, ws->maxT, KD);
     launched(c, "cache_store_kernel");
-    if (c->m->grouped_decode && grouped_fits(HD)) {
-        int rep = cf->NH / cf->NKV;
-        size_t smem = grouped_smem_bytes(HD, rep);
-        if (shared_memory(c, (const void *)attention_grouped_kernel<K>, "attention_grouped_kernel", smem)) return;
-        attention_grouped_kernel<K><<<dim3(R, cf->NKV), grouped_threads(rep), smem, c->st>>>(
-            ws->y, ws->q, kc, vc, ws->slot, ws->pos, ws->maxT, cf->NH, cf->NKV, HD);
-        launched(c, "attention_grouped_kernel");
-        return;
-    }
-    /* a fixed tile of positions at a time: any context length fits */
-    size_t smem = attend_smem_bytes(HD);
-    if (shared_memory(c, (const void *)attention_cached_kernel<K>, "attention_cached_kernel", smem)) return;
-    attention_cached_kernel<K>
-        <<<dim3(R, cf->NH), 128, smem, c->st>>>(ws->y, ws->q, kc, vc, ws->slot, ws->pos, ws->maxT, cf->NH, cf->NKV, HD);
-    launched(c, "attention_cached_kernel");
+    decode_attention<K> a(c->m->grouped_decode, HD, cf->NH / cf->NKV);
+    if (shared_memory(c, a.kernel, a.name, a.smem)) return;
+    a.launch(c->st, ws->y, ws->q, kc, vc, ws->slot, ws->pos, R, ws->maxT, cf->NH, cf->NKV, HD);
+    launched(c, a.name);
 }
 
 /* R rows (tok, slot, pos already on the device) through the model; the
@@ -1530,31 +1546,31 @@ static cudaError_t decode_attention_on(bool grouped, float *y, const float *q, c
                                        const int *slot, const int *pos, int R, int maxT, int NH, int NKV, int HD,
                                        size_t n)
 {
-    K *kc = NULL, *vc = NULL;
-    cudaError_t e = cudaMalloc(&kc, n * sizeof(K));
-    if (e == cudaSuccess) e = cudaMalloc(&vc, n * sizeof(K));
+    const K *kc = (const K *)k, *vc = (const K *)v;
+    bf16 *kb = NULL, *vb = NULL;
+    cudaError_t e = cudaSuccess;
+    if (sizeof(K) == sizeof(bf16)) {
+        /* the caches rounded as cache_store_kernel rounds them */
+        e = cudaMalloc(&kb, n * sizeof(bf16));
+        if (e == cudaSuccess) e = cudaMalloc(&vb, n * sizeof(bf16));
+        if (e == cudaSuccess) {
+            to_bf16_kernel<<<grid_for(n), 256>>>(kb, k, n);
+            to_bf16_kernel<<<grid_for(n), 256>>>(vb, v, n);
+            e = cudaGetLastError();
+        }
+        kc = (const K *)kb;
+        vc = (const K *)vb;
+    }
+    decode_attention<K> a(grouped, HD, NH / NKV);
+    if (e == cudaSuccess && a.smem > 48 * 1024)
+        e = cudaFuncSetAttribute(a.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)a.smem);
     if (e == cudaSuccess) {
-        /* the caches in K, as cache_store_kernel writes them: R rows of
-         * maxT positions, row r at position t */
-        cache_fill_kernel<K><<<grid_for(n), 256>>>(kc, vc, k, v, n);
+        a.launch(0, y, q, kc, vc, slot, pos, R, maxT, NH, NKV, HD);
         e = cudaGetLastError();
     }
-    if (e == cudaSuccess && grouped) {
-        int rep = NH / NKV;
-        size_t smem = grouped_smem_bytes(HD, rep);
-        if (smem > 48 * 1024)
-            e = cudaFuncSetAttribute((const void *)attention_grouped_kernel<K>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e == cudaSuccess)
-            attention_grouped_kernel<K>
-                <<<dim3(R, NKV), grouped_threads(rep), smem>>>(y, q, kc, vc, slot, pos, maxT, NH, NKV, HD);
-    } else if (e == cudaSuccess)
-        attention_cached_kernel<K>
-            <<<dim3(R, NH), 128, attend_smem_bytes(HD)>>>(y, q, kc, vc, slot, pos, maxT, NH, NKV, HD);
-    if (e == cudaSuccess) e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    cudaFree(kc);
-    cudaFree(vc);
+    cudaFree(kb);
+    cudaFree(vb);
     return e;
 }
 

@@ -447,15 +447,6 @@ __global__ void attention_grouped_kernel(float *y, const float *q, const K *kc, 
         y[((size_t)r * NH + (size_t)g * rep) * HD + e] = acc[e] / sum[e / HD];
 }
 
-/* n floats of k and v into caches of K (a test's data as the cache holds it) */
-template <typename K> __global__ void cache_fill_kernel(K *kc, K *vc, const float *k, const float *v, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        put(kc + i, k[i]);
-        put(vc + i, v[i]);
-    }
-}
-
 /* rows' keys and values into their (slot, pos) of one layer's cache */
 template <typename K>
 __global__ void cache_store_kernel(K *kc, K *vc, const float *k, const float *v, const int *slot, const int *pos, int R,
