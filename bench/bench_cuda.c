@@ -3,8 +3,9 @@
  * dense bf16 peak, beside three PyTorch steps on the same GPU, each with
  * fused AdamW (eager with fp32 weights and bf16 autocast; the same under
  * torch.compile, the fair peer: sapo's numerics; bf16 weights compiled)
- * and beside its own variants (direct bf16, the fused log-softmax, the
- * whole batch in one chunk of logits, and all three);
+ * and beside its own variants (direct bf16, direct heads, the fused
+ * log-softmax, that with the whole batch in one chunk of logits, and all
+ * four);
  * generation tokens/s for 8 prompts x 8 completions and at RL sizes
  * (256 sequences x 512 new tokens from 64-token prompts) against
  * transformers generate (bf16), the latter also against the floor that
@@ -248,24 +249,30 @@ int main(void)
     cuda_model_decode_graphs(m->cuda, &captured, &replayed);
     printf("  decode graphs: %zu steps captured, %zu replayed\n", captured, replayed);
     /* the step's variants, each against the default step timed beside
-     * them: direct bf16 (model_set_direct_bf16), the fused log-softmax
-     * (model_set_fused_logp), that with the whole batch in one chunk of
-     * logits (model_set_logits_chunk), and all three */
+     * them: direct bf16 (model_set_direct_bf16), direct heads
+     * (model_set_direct_heads), the fused log-softmax (model_set_fused_logp),
+     * that with the whole batch in one chunk of logits
+     * (model_set_logits_chunk), and all four */
     double base = B * T / train_step_opt(m, B, T, reps);
     model_set_direct_bf16(m, true);
     double direct = B * T / train_step_opt(m, B, T, reps);
     model_set_direct_bf16(m, false);
+    model_set_direct_heads(m, true);
+    double heads = B * T / train_step_opt(m, B, T, reps);
+    model_set_direct_heads(m, false);
     model_set_fused_logp(m, true);
     double fused = B * T / train_step_opt(m, B, T, reps);
     model_set_logits_chunk(m, B * T);
     double one_chunk = B * T / train_step_opt(m, B, T, reps);
     model_set_direct_bf16(m, true);
+    model_set_direct_heads(m, true);
     double all = B * T / train_step_opt(m, B, T, reps);
     bench_line("cuda_train_tokens_per_s_direct_bf16", direct, "tok/s", "sapo's default step", base, "tok/s");
+    bench_line("cuda_train_tokens_per_s_direct_heads", heads, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_fused_logp", fused, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_fused_one_chunk", one_chunk, "tok/s", "sapo's default step", base, "tok/s");
-    bench_line("cuda_train_tokens_per_s_all_three", all, "tok/s", "sapo's default step", base, "tok/s");
-    if (have[1]) printf("bench cuda_train_goal_vs_compiled, all three: %.3g x (goal: 1.2 x)\n", all / ptrain[1]);
+    bench_line("cuda_train_tokens_per_s_all_four", all, "tok/s", "sapo's default step", base, "tok/s");
+    if (have[1]) printf("bench cuda_train_goal_vs_compiled, all four: %.3g x (goal: 1.2 x)\n", all / ptrain[1]);
     printf("  one chunk of %d positions: %.2f GiB at most, against %.2f GiB in chunks of %zu\n", B * T,
            cuda_model_memory_peak(m->cuda) / 1073741824.0, train_mem, cuda_chunk_rows(0, c.V, B * T));
     char cmd[300];

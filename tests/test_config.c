@@ -64,6 +64,8 @@ static void test_switches(void)
     EXPECT(load(&cfg, "--fused-logp", "1", "--inference-only", "1") == 0 && cfg.fused_logp == 1 &&
            cfg.inference_only == 1);
     EXPECT(load(&cfg, "--direct-bf16", "1", NULL, NULL) == 0 && cfg.direct_bf16 == 1);
+    EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.direct_heads == 0);
+    EXPECT(load(&cfg, "--direct-heads", "1", NULL, NULL) == 0 && cfg.direct_heads == 1);
     EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.decode_graphs == 0);
     EXPECT(load(&cfg, "--decode-graphs", "1", NULL, NULL) == 0 && cfg.decode_graphs == 1);
     EXPECT(load(&cfg, "--grouped-decode", "1", NULL, NULL) == 0 && cfg.grouped_decode == 1);
@@ -72,9 +74,10 @@ static void test_switches(void)
     setenv("SAPO_INFERENCE_ONLY", "-1", 1);
     EXPECT(load(&cfg, NULL, NULL, NULL, NULL) != 0);
     unsetenv("SAPO_INFERENCE_ONLY");
-    static const char *const switches[] = {
-        "--lockstep",       "--shared-prompt", "--warmstart-optimizer", "--mask-truncated", "--external-train",
-        "--inference-only", "--fused-logp",    "--direct-bf16",         "--decode-graphs",  "--grouped-decode"};
+    static const char *const switches[] = {"--lockstep",       "--shared-prompt",  "--warmstart-optimizer",
+                                           "--mask-truncated", "--external-train", "--inference-only",
+                                           "--fused-logp",     "--direct-bf16",    "--direct-heads",
+                                           "--decode-graphs",  "--grouped-decode"};
     for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
         EXPECTF(load(&cfg, switches[i], "0", NULL, NULL) == 0, "%s 0 refused", switches[i]);
         EXPECTF(load(&cfg, switches[i], "2", NULL, NULL) != 0, "%s 2 accepted", switches[i]);

@@ -689,6 +689,63 @@ static void test_direct_bf16(void)
     pair_close(&p);
 }
 
+/* direct heads: the products read the bf16 values the copies held, and
+ * cuBLAS may sum them in another order, so log-probs within 1e-5 and
+ * gradients within a relative L2 of 1e-4 of the copies' (a head read from
+ * the wrong rows moves them by far more). The direct path must have run
+ * where HD is a multiple of 8 and T of 4, and must not have elsewhere:
+ * those batches run as before */
+static void check_direct_heads(pair_t p)
+{
+    bool fits = p.gpu->cfg.HD % 8 == 0 && p.T % 4 == 0;
+    size_t before = cuda_model_direct_heads(p.gpu->cuda);
+    check_switch(p, model_set_direct_heads, "direct heads", 1e-5, 1e-4);
+    size_t ran = cuda_model_direct_heads(p.gpu->cuda) - before;
+    printf("  %s: %zu attention passes with direct heads (HD %d, T %d)\n", p.name, ran, p.gpu->cfg.HD, p.T);
+    EXPECTF(fits ? ran > 0 : ran == 0, "%s: %zu passes with direct heads where %s", p.name, ran,
+            fits ? "every matrix is on 16 bytes" : "some are not");
+}
+
+/* direct heads (model_set_direct_heads) where test_forward_backward checks
+ * (T 13: the golden models run as before; the edge shape, HD 24 at T 300,
+ * directly), the golden models whose HD is a multiple of 8 at T 16 (1, 2
+ * and 4 query heads to a key/value head), and an inference-only copy's
+ * forward pass */
+static void test_direct_heads(void)
+{
+    NEED_DEVICE();
+    each_pair(check_direct_heads);
+    const char *names[][2] = {{"qwen2_bf16", "qwen2_bf16, 3 x 16"},
+                              {"qwen2_sharded", "qwen2_sharded, 3 x 16"},
+                              {"qwen3_bias", "qwen3_bias, 3 x 16"},
+                              {"qwen3_tied", "qwen3_tied, 3 x 16"}};
+    pair_t p;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (pair_open_as(&p, names[i][0], NULL, 3, 16) == 0) {
+            p.name = names[i][1];
+            check_direct_heads(p);
+        }
+        pair_close(&p);
+    }
+    if (pair_open_infer(&p, "qwen3_tied", NULL, 2, 16) == 0) {
+        float *lp[2];
+        size_t before = cuda_model_direct_heads(p.gpu->cuda);
+        for (int f = 0; f < 2; f++) {
+            lp[f] = malloc(p.N * sizeof(float));
+            run_switched(p, model_set_direct_heads, f == 1, lp[f], NULL);
+        }
+        double worst = max_gap(lp[1], lp[0], p.N);
+        size_t ran = cuda_model_direct_heads(p.gpu->cuda) - before;
+        printf("  qwen3_tied, inference only: direct heads against not, log-probs off by %.3g, %zu passes direct\n",
+               worst, ran);
+        EXPECTF(worst <= 1e-5, "inference only: direct heads log-probs off by %.3g", worst);
+        EXPECTF(ran == (size_t)p.gpu->cfg.L, "inference only: %zu passes with direct heads, not one a layer", ran);
+        free(lp[0]);
+        free(lp[1]);
+    }
+    pair_close(&p);
+}
+
 /* the largest difference between two optimizers' moments (n parameters) */
 static double moments_gap(adamw_t *x, adamw_t *y, size_t n)
 {
@@ -1438,15 +1495,16 @@ int main(int argc, char **argv)
     RUN(test_inference_only);
     RUN(test_fused_logp);
     RUN(test_direct_bf16);
+    RUN(test_direct_heads);
     RUN(test_decode_graphs);
     RUN(test_grouped_decode);
     RUN(test_real_model);
 #else
-    const char *names[] = {"test_uniform",           "test_sample",        "test_forward_backward",
-                           "test_memory_accounting", "test_train_steps",   "test_optimizer_state",
-                           "test_generate",          "test_generate_long", "test_inference_only",
-                           "test_fused_logp",        "test_direct_bf16",   "test_decode_graphs",
-                           "test_grouped_decode",    "test_real_model"};
+    const char *names[] = {"test_uniform",           "test_sample",         "test_forward_backward",
+                           "test_memory_accounting", "test_train_steps",    "test_optimizer_state",
+                           "test_generate",          "test_generate_long",  "test_inference_only",
+                           "test_fused_logp",        "test_direct_bf16",    "test_direct_heads",
+                           "test_decode_graphs",     "test_grouped_decode", "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

@@ -182,6 +182,8 @@ void model_set_fused_logp(model_t *self, bool on) { self->fused_logp = on; }
 
 void model_set_direct_bf16(model_t *self, bool on) { self->direct_bf16 = on; }
 
+void model_set_direct_heads(model_t *self, bool on) { self->direct_heads = on; }
+
 void model_set_decode_graphs(model_t *self, bool on) { self->decode_graphs = on; }
 
 void model_set_grouped_decode(model_t *self, bool on) { self->grouped_decode = on; }

@@ -179,6 +179,16 @@ void model_set_fused_logp(model_t *self, bool on);
  * values, so the same log-probs and gradients; no effect on the CPU. Off
  * until a GPU has run test_cuda's test_direct_bf16 (docs/cuda.md). */
 void model_set_direct_bf16(model_t *self, bool on);
+/* On a GPU, a training or reference forward pass's attention products
+ * read q, k and v and write y and the query gradient where the layers
+ * keep them (on), through cuBLAS's pointer arrays, instead of copying
+ * every head out to a (B, NH, T, HD) layout and back; the key/value heads
+ * are read once per group rather than copied per query head. Batches
+ * whose rows or heads would leave a matrix off a 16-byte boundary (head
+ * size not a multiple of 8, T not a multiple of 4) run as before. The
+ * same products up to the order of their sums; no effect on the CPU. Off
+ * until a GPU has run test_cuda's test_direct_heads (docs/cuda.md). */
+void model_set_direct_heads(model_t *self, bool on);
 /* On a GPU, a generation's decode steps replayed from a CUDA graph (on):
  * the second step in a row with as many live completions captures the
  * step's launches, and the steps after it with that count replay them in

@@ -147,6 +147,7 @@ struct model {
     bool inference_only; /* model_set_inference_only */
     bool fused_logp;     /* model_set_fused_logp */
     bool direct_bf16;    /* model_set_direct_bf16 */
+    bool direct_heads;   /* model_set_direct_heads */
     bool decode_graphs;  /* model_set_decode_graphs */
     bool grouped_decode; /* model_set_grouped_decode */
 };

@@ -41,6 +41,7 @@ typedef struct {
     int inference_only;       /* 1: on a GPU, models that only infer hold no training state */
     int fused_logp;           /* 1: on a GPU, the lm_head's log-softmax in fused kernels */
     int direct_bf16;          /* 1: on a GPU, norms and SwiGLU write their products' bf16 inputs */
+    int direct_heads;         /* 1: on a GPU, attention's products read and write heads in place */
     int decode_graphs;        /* 1: on a GPU, decode steps replayed from a CUDA graph */
     int grouped_decode;       /* 1: on a GPU, decode attention by key/value head */
     int logits_chunk;         /* positions of logits at once, 0: about 64M logits */

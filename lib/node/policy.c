@@ -271,6 +271,7 @@ int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, siz
     if (infer && cfg->inference_only) model_set_inference_only(self->model);
     model_set_fused_logp(self->model, cfg->fused_logp);
     model_set_direct_bf16(self->model, cfg->direct_bf16);
+    model_set_direct_heads(self->model, cfg->direct_heads);
     model_set_decode_graphs(self->model, cfg->decode_graphs);
     model_set_grouped_decode(self->model, cfg->grouped_decode);
     model_set_logits_chunk(self->model, cfg->logits_chunk);

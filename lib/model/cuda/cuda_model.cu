@@ -51,14 +51,15 @@ struct cuda_model {
     model_weights_t w, dw; /* into p and g; an inference-only model's w has its norms and biases alone, in ps */
     /* forward state */
     float *acts;
-    size_t acts_cap, dsc_cap, pb_cap, hb_cap, hf_cap, xb_cap, yb_cap, icap, fcap; /* elements allocated */
+    size_t acts_cap, dsc_cap, pb_cap, hb_cap, hf_cap, xb_cap, yb_cap, hp_cap, icap, fcap; /* elements allocated */
     model_acts_t a;
     model_grad_acts_t ga;
     float *dsc;                  // (B, NH, T, T) attention backward scratch
     bf16 *pb;                    // (B, NH, T, T) one layer's probabilities, then their gradient, in bf16
-    bf16 *hb;                    // (4, B, NH, T, HD) q, k, v, dy by head
+    bf16 *hb;                    // (4, B, NH, T, HD) q, k, v, dy by head (direct heads: in their own layout)
     float *hf;                   // (3, B, NH, T, HD) y, or dq, dk, dv, by head
     bf16 *xb, *yb;               // bf16 copies of a matmul's two inputs
+    void **hp;                   // (11, B NH) the direct heads' pointer arrays (model_set_direct_heads)
     int *tokens, *targets, *pos; // (N)
     float *logp, *dlogp;         // (N)
     float *rope_cos, *rope_sin;  // (rope_cap, HD/2)
@@ -73,6 +74,9 @@ struct cuda_model {
     /* decode steps captured into a CUDA graph and replayed from one, over
      * the model's life (model_set_decode_graphs) */
     size_t decode_captures, decode_replays;
+    /* attention forward passes that read and wrote their heads in place
+     * (model_set_direct_heads) */
+    size_t heads_direct;
 };
 
 /* cudaMalloc and cudaFree that keep c's own count of device bytes (what
@@ -117,6 +121,10 @@ static struct {
                                    const void *, cudaDataType, int, long long, const void *, cudaDataType, int,
                                    long long, const void *, void *, cudaDataType, int, long long, int,
                                    cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*gemm_ptrs)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                const void *const *, cudaDataType, int, const void *const *, cudaDataType, int,
+                                const void *, void *const *, cudaDataType, int, int, cublasComputeType_t,
+                                cublasGemmAlgo_t);
     char err[300];
 } blas_lib;
 
@@ -137,11 +145,12 @@ static void blas_load(void)
     *(void **)&blas_lib.set_workspace = dlsym(h, "cublasSetWorkspace_v2");
     *(void **)&blas_lib.gemm = dlsym(h, "cublasGemmEx");
     *(void **)&blas_lib.gemm_batched = dlsym(h, "cublasGemmStridedBatchedEx");
+    *(void **)&blas_lib.gemm_ptrs = dlsym(h, "cublasGemmBatchedEx");
     if (!blas_lib.create || !blas_lib.destroy || !blas_lib.set_stream || !blas_lib.set_workspace || !blas_lib.gemm ||
-        !blas_lib.gemm_batched) {
+        !blas_lib.gemm_batched || !blas_lib.gemm_ptrs) {
         snprintf(blas_lib.err, sizeof blas_lib.err,
                  "%s lacks cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, "
-                 "cublasSetWorkspace_v2, cublasGemmEx or cublasGemmStridedBatchedEx",
+                 "cublasSetWorkspace_v2, cublasGemmEx, cublasGemmStridedBatchedEx or cublasGemmBatchedEx",
                  name);
         dlclose(h);
         return;
@@ -366,6 +375,136 @@ static void heads_merge(cuda_model_t *c, float *out, const float *in, int B, int
     launched(c, "heads_merge_kernel");
 }
 
+// ----------------------------------------------------------------------------
+// direct heads (model_set_direct_heads): the attention's batched products
+// read each head's matrix where the layers keep it, rows NH HD (or NKV HD)
+// apart, through arrays of one pointer per head, so q, k, v and dy are
+// only rounded to bf16 in their own layout, a group's key/value head is
+// read by each of its query heads rather than copied for it, and y and dq
+// are written in place. Scores, probabilities and their gradients stay in
+// (B, NH, T, T) as before, and so do the per-head gradients of k and v,
+// which heads_merge sums over each group.
+
+static_assert(CUDA_HEADS_FORWARD <= HEADS_ARRAYS && CUDA_HEADS_BACKWARD <= HEADS_ARRAYS,
+              "heads_arrays holds a pass's arrays");
+
+static bool on16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* bf16 elements up to a multiple of 8 (16 bytes) */
+static size_t up8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* Whether B x T's attention runs with direct heads: cuBLAS's tensor-core
+ * products want each matrix on 16 bytes and cannot check the pointers of
+ * an array, so every one must be. hb, pb, dsc and hf come from cudaMalloc;
+ * rows of bf16 heads are on 16 bytes when HD is a multiple of 8, a head's
+ * T x T bf16 probabilities when T is a multiple of 4; y and dq (fp32) are
+ * one layer's, at the same place in every layer */
+static bool heads_direct_fits(const cuda_model_t *c, int T)
+{
+    const model_config_t *cf = &c->m->cfg;
+    return c->m->direct_heads && cf->HD % 8 == 0 && T % 4 == 0 && on16(c->a.y) && on16(c->a.att) &&
+           (c->infer || on16(c->ga.dq));
+}
+
+/* q, k, v and dy in bf16, each array in hb on 16 bytes (CUDA_HEADS_PAD) */
+typedef struct {
+    bf16 *q, *k, *v, *dy;
+} heads_bf16_t;
+
+static heads_bf16_t heads_bf16(const cuda_model_t *c, size_t N)
+{
+    const model_config_t *cf = &c->m->cfg;
+    size_t QD = (size_t)cf->NH * cf->HD, KD = (size_t)cf->NKV * cf->HD;
+    heads_bf16_t h;
+    h.q = c->hb;
+    h.k = h.q + up8(N * QD);
+    h.v = h.k + up8(N * KD);
+    h.dy = h.v + up8(N * KD);
+    return h;
+}
+
+static void heads_pointers(cuda_model_t *c, void **out, const heads_arrays &a, int B)
+{
+    int NH = c->m->cfg.NH, n = a.n * B * NH;
+    heads_pointers_kernel<<<(n + 255) / 256, 256, 0, c->st>>>(out, a, B, NH);
+    launched(c, "heads_pointers_kernel");
+}
+
+/* gemm_batched over heads named by pointer arrays (bf16 A and B, fp32 C) */
+static void gemm_heads(cuda_model_t *c, bool ta, bool tb, int M, int N, int K, float alpha, void *const *A, int lda,
+                       void *const *B, int ldb, void *const *C, int ldc, int batch)
+{
+    const float zero = 0.0f;
+    blas_check(c,
+               blas_lib.gemm_ptrs(c->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+                                  &alpha, (const void *const *)B, CUDA_R_16BF, ldb, (const void *const *)A, CUDA_R_16BF,
+                                  lda, &zero, C, CUDA_R_32F, ldc, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmBatchedEx");
+}
+
+/* attention_forward with direct heads: c->hp's first CUDA_HEADS_FORWARD
+ * arrays name this layer's q, k, v, scores, probabilities and y, which
+ * attention_backward_direct reads after it */
+static void attention_forward_direct(cuda_model_t *c, float *y, const float *q, const float *k, const float *v, int B,
+                                     int T)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int NH = cf->NH, HD = cf->HD, QD = NH * HD, KD = cf->NKV * HD, BH = B * NH, rep = NH / cf->NKV;
+    size_t N = (size_t)B * T;
+    long long tt = (long long)T * T;
+    heads_bf16_t h = heads_bf16(c, N);
+    to_bf16(c, h.q, q, N * QD);
+    to_bf16(c, h.k, k, N * KD);
+    to_bf16(c, h.v, v, N * KD);
+    heads_arrays a = {{(char *)h.q, (char *)h.k, (char *)h.v, (char *)c->a.att, (char *)c->pb, (char *)y},
+                      {(long long)T * QD, (long long)T * KD, (long long)T * KD, NH * tt, NH * tt, (long long)T * QD},
+                      {HD, HD, HD, tt, tt, HD},
+                      {1, rep, rep, 1, 1, 1},
+                      {2, 2, 2, 4, 2, 4},
+                      CUDA_HEADS_FORWARD};
+    heads_pointers(c, c->hp, a, B);
+    void **Q = c->hp, **K = Q + BH, **V = K + BH, **S = V + BH, **P = S + BH, **Y = P + BH;
+    gemm_heads(c, false, true, T, T, HD, 1.0f / sqrtf((float)HD), Q, QD, K, KD, S, T, BH);
+    causal_softmax_kernel<<<BH * T, 128, 0, c->st>>>(c->a.att, c->pb, T);
+    launched(c, "causal_softmax_kernel");
+    gemm_heads(c, false, false, T, HD, T, 1.0f, P, T, V, KD, Y, QD, BH);
+    c->heads_direct++;
+}
+
+/* attention_backward with direct heads, right after attention_forward_direct
+ * ran again for the layer: dq in place, dk and dv by query head in hf,
+ * then summed over each group */
+static void attention_backward_direct(cuda_model_t *c, float *dq, float *dk, float *dv, const float *dy, int B, int T)
+{
+    const model_config_t *cf = &c->m->cfg;
+    int NH = cf->NH, HD = cf->HD, QD = NH * HD, KD = cf->NKV * HD, BH = B * NH;
+    size_t N = (size_t)B * T, hs = N * QD;
+    long long tt = (long long)T * T, th = (long long)T * HD;
+    heads_bf16_t h = heads_bf16(c, N);
+    float *dvh = c->hf, *dkh = dvh + hs;
+    to_bf16(c, h.dy, dy, N * QD);
+    heads_arrays a = {{(char *)h.dy, (char *)dvh, (char *)c->dsc, (char *)dq, (char *)dkh},
+                      {(long long)T * QD, NH * th, NH * tt, (long long)T * QD, NH * th},
+                      {HD, th, tt, HD, th},
+                      {1, 1, 1, 1, 1},
+                      {2, 4, 4, 4, 4},
+                      CUDA_HEADS_BACKWARD};
+    void **back = c->hp + CUDA_HEADS_FORWARD * BH;
+    heads_pointers(c, back, a, B);
+    void **Q = c->hp, **K = Q + BH, **V = K + BH, **P = V + 2 * BH;
+    void **DY = back, **DV = DY + BH, **DP = DV + BH, **DQ = DP + BH, **DK = DQ + BH;
+    // dv = p^T . dy ; dp = dy . v^T
+    gemm_heads(c, true, false, T, HD, T, 1.0f, P, T, DY, QD, DV, HD, BH);
+    gemm_heads(c, false, true, T, T, HD, 1.0f, DY, QD, V, KD, DP, T, BH);
+    causal_softmax_backward_kernel<<<BH * T, 128, 0, c->st>>>(c->pb, c->dsc, c->a.att, T, 1.0f / sqrtf((float)HD));
+    launched(c, "causal_softmax_backward_kernel");
+    // dq = ds . k ; dk = ds^T . q (pb holds ds now)
+    gemm_heads(c, false, false, T, HD, T, 1.0f, P, T, K, KD, DQ, QD, BH);
+    gemm_heads(c, true, false, T, HD, T, 1.0f, P, T, Q, QD, DK, HD, BH);
+    heads_merge(c, dk, dkh, B, T, cf->NKV);
+    heads_merge(c, dv, dvh, B, T, cf->NKV);
+}
+
 /* causal GQA attention as forward.c's: q (B, T, NH, HD), k and v
  * (B, T, NKV, HD) of one layer; y (B, T, NH, HD). The heads go to (B, NH,
  * T, HD) in bf16 (c->hb), keys and values repeated per query head, so
@@ -376,6 +515,10 @@ static void heads_merge(cuda_model_t *c, float *out, const float *in, int B, int
  * floats, 10.5 GiB at the 0.5B shape and B 8 x T 1,024: docs/cuda.md) */
 static void attention_forward(cuda_model_t *c, float *y, const float *q, const float *k, const float *v, int B, int T)
 {
+    if (heads_direct_fits(c, T)) {
+        attention_forward_direct(c, y, q, k, v, B, T);
+        return;
+    }
     const model_config_t *cf = &c->m->cfg;
     int NH = cf->NH, HD = cf->HD, BH = B * NH;
     size_t hs = (size_t)BH * T * HD;
@@ -399,6 +542,10 @@ static void attention_forward(cuda_model_t *c, float *y, const float *q, const f
  * (run again just before, with only matmuls between) */
 static void attention_backward(cuda_model_t *c, float *dq, float *dk, float *dv, const float *dy, int B, int T)
 {
+    if (heads_direct_fits(c, T)) {
+        attention_backward_direct(c, dq, dk, dv, dy, B, T);
+        return;
+    }
     const model_config_t *cf = &c->m->cfg;
     int NH = cf->NH, HD = cf->HD, BH = B * NH;
     size_t hs = (size_t)BH * T * HD;
@@ -567,6 +714,8 @@ size_t cuda_model_memory(const cuda_model_t *c) { return c->held; }
 
 size_t cuda_model_memory_peak(const cuda_model_t *c) { return c->peak; }
 
+size_t cuda_model_direct_heads(const cuda_model_t *c) { return c->heads_direct; }
+
 void cuda_model_decode_graphs(const cuda_model_t *c, size_t *captures, size_t *replays)
 {
     *captures = c->decode_captures;
@@ -645,8 +794,8 @@ void cuda_model_destroy(cuda_model_t **self_p)
         adamw_unhold(c->opt, c);
         c->opt = NULL;
     }
-    void *bufs[] = {c->p,  c->g,  c->wb, c->ps, c->stage, c->am,     c->av,   c->norm,     c->acts,    c->dsc,
-                    c->pb, c->hb, c->hf, c->xb, c->yb,    c->tokens, c->logp, c->rope_cos, c->rope_sin};
+    void *bufs[] = {c->p,  c->g,  c->wb, c->ps, c->stage, c->am, c->av,     c->norm, c->acts,     c->dsc,
+                    c->pb, c->hb, c->hf, c->xb, c->yb,    c->hp, c->tokens, c->logp, c->rope_cos, c->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) cudaFree(bufs[i]);
     if (c->blas) blas_lib.destroy(c->blas);
     if (c->st) cudaStreamDestroy(c->st);
@@ -759,6 +908,7 @@ static int acts_ensure(cuda_model_t *c, int B, int T)
         grow(c, (void **)&c->hf, &c->hf_cap, z.hf, sizeof(float)) ||
         grow(c, (void **)&c->xb, &c->xb_cap, z.xb, sizeof(bf16)) ||
         grow(c, (void **)&c->yb, &c->yb_cap, z.yb, sizeof(bf16)) ||
+        grow(c, (void **)&c->hp, &c->hp_cap, z.ptrs, sizeof(void *)) ||
         grow(c, (void **)&c->tokens, &c->icap, z.ints, sizeof(int)) ||
         grow(c, (void **)&c->logp, &c->fcap, z.floats, sizeof(float)))
         return -1;

@@ -90,6 +90,11 @@ size_t cuda_model_memory_peak(const cuda_model_t *self);
  * replayed from one, since it was made (model_set_decode_graphs) */
 void cuda_model_decode_graphs(const cuda_model_t *self, size_t *captures, size_t *replays);
 
+/* attention forward passes (each layer's, and backward's again) that read
+ * and wrote their heads in place since the model was made
+ * (model_set_direct_heads; a batch off 16 bytes runs as before) */
+size_t cuda_model_direct_heads(const cuda_model_t *self);
+
 /* the arithmetic of what a model holds (cuda_train_bytes and the rest) is
  * in layout.h, which every build has */
 

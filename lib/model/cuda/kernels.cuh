@@ -235,6 +235,27 @@ __global__ void heads_merge_kernel(float *out, const float *in, int B, int T, in
     }
 }
 
+/* Where each head's matrix of up to HEADS_ARRAYS arrays starts, for
+ * cuBLAS's products over pointer arrays (model_set_direct_heads): head
+ * i = b NH + h of array j at base[j] + (b sb[j] + (h / div[j]) sh[j])
+ * elements of es[j] bytes (div: the query heads that share a key/value
+ * head). out gets n arrays of B NH pointers, one after the other */
+#define HEADS_ARRAYS 6
+struct heads_arrays {
+    char *base[HEADS_ARRAYS];
+    long long sb[HEADS_ARRAYS], sh[HEADS_ARRAYS];
+    int div[HEADS_ARRAYS], es[HEADS_ARRAYS];
+    int n;
+};
+
+__global__ void heads_pointers_kernel(void **out, heads_arrays a, int B, int NH)
+{
+    int BH = B * NH, i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n * BH) return;
+    int j = i / BH, k = i % BH, b = k / NH, h = k % NH;
+    out[i] = a.base[j] + (size_t)a.es[j] * (b * a.sb[j] + (h / a.div[j]) * a.sh[j]);
+}
+
 /* rows of scores (B * NH * T, T), already scaled, become causal softmax
  * probabilities in place (zero above the diagonal); pb gets them in bf16
  * for the next matmul. One block per row */

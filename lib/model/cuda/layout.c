@@ -67,11 +67,12 @@ void cuda_ws_layout(const model_config_t *cf, int chunk, int B, int T, bool infe
     z->acts = total;
     z->dsc = tr * ds;
     z->pb = ds;
-    z->hb = (infer ? 3 : 4) * hs;
+    z->hb = (infer ? 3 : 4) * hs + CUDA_HEADS_PAD;
     z->hf = (infer ? 1 : 3) * hs;
     /* backward turns a chunk of logits' gradient into bf16 too */
     z->xb = infer || N * widest > ch * cf->V ? N * widest : ch * cf->V;
     z->yb = tr * z->xb;
+    z->ptrs = (size_t)(infer ? CUDA_HEADS_FORWARD : CUDA_HEADS_FORWARD + CUDA_HEADS_BACKWARD) * B * cf->NH;
     z->ints = 3 * N;
     z->floats = (infer ? 1 : 2) * N;
     z->N = N;
@@ -80,7 +81,7 @@ void cuda_ws_layout(const model_config_t *cf, int chunk, int B, int T, bool infe
 size_t cuda_ws_bytes(const cuda_ws_t *z)
 {
     return (z->acts + z->dsc + z->hf + z->floats) * sizeof(float) + (z->pb + z->hb + z->xb + z->yb) * CUDA_BF16_BYTES +
-           z->ints * sizeof(int);
+           z->ints * sizeof(int) + z->ptrs * sizeof(void *);
 }
 
 size_t cuda_rope_bytes(const model_config_t *cf, int T) { return 2 * (size_t)T * (cf->HD / 2) * sizeof(float); }

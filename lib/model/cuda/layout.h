@@ -24,14 +24,26 @@ extern "C" {
  * chunk (the CPU's 4M would cut a 150k vocabulary into matmuls of 27 rows) */
 size_t cuda_chunk_rows(int chunk, int V, int N);
 
+/* model_set_direct_heads: the arrays of B NH pointers a forward pass
+ * fills (q, k, v, scores, probabilities, y) and a backward pass (dy, the
+ * per-head dv and dk, the probabilities' gradient, dq); and the bf16
+ * elements hb holds beyond its heads, so that each of its four arrays can
+ * start on 16 bytes */
+#define CUDA_HEADS_FORWARD 6
+#define CUDA_HEADS_BACKWARD 5
+#define CUDA_HEADS_PAD 32
+
 /* element counts of a forward (and backward) pass's workspaces */
 typedef struct {
     size_t acts;   /* floats: activations and gradient scratch */
     size_t dsc;    /* floats: (B, NH, T, T) attention backward scratch; 0 for inference */
     size_t pb;     /* bf16: (B, NH, T, T) one layer's probabilities (then their gradient) */
-    size_t hb;     /* bf16: heads by (B, NH, T, HD): q, k, v (and dy in training) */
+    size_t hb;     /* bf16: heads by (B, NH, T, HD): q, k, v (and dy in training), and
+                      CUDA_HEADS_PAD more to put direct heads' arrays on 16 bytes */
     size_t hf;     /* floats: heads: y (or dq, dk, dv in training) */
     size_t xb, yb; /* bf16: copies of a matmul's two inputs (yb: backward only) */
+    size_t ptrs;   /* device pointers: the direct heads' arrays, CUDA_HEADS_FORWARD (and
+                      CUDA_HEADS_BACKWARD in training) of B NH each */
     size_t ints;   /* tokens, targets, pos */
     size_t floats; /* logp (and dlogp in training) */
     size_t N;      /* positions */
