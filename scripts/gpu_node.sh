@@ -141,7 +141,7 @@ def med(xs):
 walls = [b["time"] - a["time"] for a, b in zip(lines, lines[1:])]
 secs = lambda k: med([l.get("seconds", {}).get(k, 0) for l in lines])
 b, a = evals[0], evals[-1]
-print("# One node, %d rounds (%d in this call), on %s\n" % (rounds, len(lines), device))
+print("# One node, %d round%s (%d in this call), on %s\n" % (rounds, "" if rounds == 1 else "s", len(lines), device))
 print("| | before | after (policy version %d) |" % version)
 print("|---|---|---|")
 print("| held-out greedy pass@1 (%d questions) | %.3f | %.3f |" % (a["questions"], b["pass1"], a["pass1"]))
@@ -150,9 +150,11 @@ print("| answers in the tags | %.3f | %.3f |" % (b["format"], a["format"]))
 for f in sorted(b["families"]):
     print("| pass@1 %s | %.3f | %.3f |" % (f, b["families"][f], a["families"].get(f, float("nan"))))
 print("\nChange in pass@1: %+.3f.\n" % (a["pass1"] - b["pass1"]))
-print("A round (medians over this call's rounds): %.1f s of wall time between the learner's steps, "
-      "%.1f s training, %.1f s generating its own groups (the generators' clocks, summed over groups), "
-      "%.1f s verifying." % (med(walls), secs("train"), secs("generate"), secs("verify")))
+between = "%.1f s of wall time between the learner's steps" % med(walls) if walls else \
+    "no time between steps (one round)"
+print("A round (medians over this call's rounds): %s, %.1f s training, %.1f s generating its own groups "
+      "(the generators' clocks, summed over groups), %.1f s verifying." %
+      (between, secs("train"), secs("generate"), secs("verify")))
 def own(l):  # metrics_round_reward: every own completion scored for the round
     s = l.get("sampler", {})
     return s["scored_reward"] if s.get("scored_completions") else l.get("reward_mean")
