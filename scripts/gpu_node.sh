@@ -19,8 +19,10 @@
 # not run again (a warm device machine keeps it between calls). --out:
 # where the results go (default $OUT, else DIR/out): summary.md (pass@1
 # before and after, rounds, time per round), manifest.json (what ran),
-# eval.jsonl, metrics.jsonl, report.md, node.log (its last 5,000 lines)
-# and gpu_node.log: seven files, flat, as a device call brings them back.
+# eval.jsonl, completions.jsonl (every held-out completion of both
+# evaluations, as the evaluator's eval-completions setting writes them),
+# metrics.jsonl, report.md, node.log (its last 5,000 lines) and
+# gpu_node.log: eight files, flat, as a device call brings them back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
@@ -78,7 +80,8 @@ say "the node starts from $from (sha256 $hash) on $(device)"
 # 2. held-out pass@1 before, once per run folder
 if [ ! -s "$run/eval-start.json" ]; then
   t0=$(date +%s)
-  "$SAPO_BIN/evaluate" once "$per_family" > "$run/eval-start.json.new" 2>> "$log" ||
+  rm -f "$run/completions-start.jsonl"
+  SAPO_EVAL_COMPLETIONS=$run/completions-start.jsonl "$SAPO_BIN/evaluate" once "$per_family" > "$run/eval-start.json.new" 2>> "$log" ||
     { say "the first evaluation failed (see $log)"; exit 1; }
   mv "$run/eval-start.json.new" "$run/eval-start.json"
   echo $(($(date +%s) - t0)) > "$run/eval-seconds"
@@ -111,7 +114,9 @@ say "$((now - had)) rounds in this call, $now in all"
 # 4. held-out pass@1 of the last policy version the learner wrote
 last=$(ls -d "$run"/n0/policy/v* 2> /dev/null | sed 's/.*\/v//' | sort -n | tail -n 1)
 [ -n "$last" ] || { say "no policy version in $run/n0/policy"; exit 1; }
-SAPO_FORMAT_STEPS=0 "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$last" once "$per_family" > "$run/eval-v$last.json" \
+rm -f "$run/completions-v$last.jsonl"
+SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$run/completions-v$last.jsonl "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$last" \
+  once "$per_family" > "$run/eval-v$last.json" \
   2>> "$log" || { say "the second evaluation failed (see $log)"; exit 1; }
 
 # 5. what ran, and what it did
@@ -120,6 +125,8 @@ cp "$run/n0/report/summary.md" "$out/report.md" 2> /dev/null || true
 cp "$run/n0/metrics.jsonl" "$out/"
 tail -n 5000 "$run/n0/node.log" > "$out/node.log"
 cat "$run/eval-start.json" "$run/eval-v$last.json" > "$out/eval.jsonl"
+# every held-out completion of both evaluations, to read what the model wrote
+cat "$run/completions-start.jsonl" "$run/completions-v$last.jsonl" > "$out/completions.jsonl" 2> /dev/null || true
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 {
   environment=""

@@ -28,6 +28,21 @@ check out_files '[ "$(ls "$tmp/out1" | wc -l)" -le 8 ] && [ -z "$(find "$tmp/out
   for f in summary.md manifest.json eval.jsonl metrics.jsonl report.md; do [ -s "$tmp/out1/$f" ] || exit 1; done'
 check evaluated_twice '[ "$(wc -l < "$tmp/out1/eval.jsonl")" = 2 ] && [ "$(wc -l < "$tmp/out1/metrics.jsonl")" = 3 ] &&
   grep -q "after (policy version 3)" "$tmp/out1/summary.md" && grep -q "held-out greedy pass@1 (4 questions)" "$tmp/out1/summary.md"'
+# every held-out completion of both evaluations, each scored as the
+# evaluation's pass@1 counted it
+check completions 'python3 -c "
+import json, sys
+evals = [json.loads(l) for l in open(sys.argv[1] + \"/eval.jsonl\")]
+lines = [json.loads(l) for l in open(sys.argv[1] + \"/completions.jsonl\")]
+assert len(lines) == sum(e[\"questions\"] for e in evals), (len(lines), evals)
+at = 0
+for e in evals:
+    mine, at = lines[at:at + e[\"questions\"]], at + e[\"questions\"]
+    assert len(mine) == e[\"questions\"] and all(l[\"temperature\"] == 0 for l in mine), e
+    assert abs(sum(l[\"score\"] >= 1 for l in mine) / len(mine) - e[\"pass1\"]) < 1e-9, e
+    assert sum(l[\"formatted\"] for l in mine) / len(mine) == e[\"format\"], e
+    assert all(l[\"question\"] and l[\"family\"] in e[\"families\"] and \"completion\" in l for l in mine), mine[0]
+" "$tmp/out1"'
 sum=$(cat "$tmp"/micro/*.safetensors | sha256sum | cut -d' ' -f1)
 check manifest 'python3 -c "
 import json, sys

@@ -20,6 +20,10 @@
  * among them: what the policy's sampling gets right on questions it never
  * trained on, beside what its greedy answer gets right.
  *
+ * With the eval-completions setting, every completion scored (greedy and
+ * sampled) is also appended to that file as a JSON line, to read what
+ * the model wrote.
+ *
  * Held out: every node answers the same questions, drawn with a fixed
  * evaluation seed from index 2^48 upward; training draws with the node's
  * seed from index 0, so no question of the evaluation set is ever trained on
@@ -29,6 +33,7 @@
  * asks it (game_answer_question), the answer read from its <answer> alone,
  * and rounds are the game's: its third batch ends one. */
 #include <czmq.h>
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -229,26 +234,69 @@ static void heldout_free(heldout_t *h, int nf)
     free(h);
 }
 
-/* notices are read between decode batches */
-static void poll_notices(void *ctx) { judge_poll(ctx, 0); }
+/* one family being scored: notices are read between decode batches (jd
+ * NULL: none), and each completion goes to out (NULL: nowhere) */
+typedef struct {
+    judge_t *jd;
+    FILE *out;
+    const heldout_t *h;
+    uint64_t round, version;
+    double temperature; /* 0: greedy */
+} scoring_t;
 
-static heldout_tally_t score_family(policy_t *pol, judge_t *jd, const heldout_t *h, int n, model_gen_params_t gp,
-                                    uint64_t seed0)
+static void scoring_poll(void *ctx)
 {
-    return heldout_score(pol, h->questions, h->prompts, h->n, n, gp, seed0, jd ? poll_notices : NULL, jd);
+    scoring_t *s = ctx;
+    if (s->jd) judge_poll(s->jd, 0);
+}
+
+/* one line of the eval-completions file */
+static void scoring_completion(void *ctx, int k, int j, const completion_t *c, double score, bool formatted)
+{
+    scoring_t *s = ctx;
+    if (!s->out) return;
+    const task_question_t *q = &s->h->questions[k];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "round", (double)s->round);
+    cJSON_AddNumberToObject(o, "policy_version", (double)s->version);
+    cJSON_AddStringToObject(o, "family", s->h->family);
+    cJSON_AddStringToObject(o, "question", s->h->prompts[k]);
+    if (q->answer) cJSON_AddStringToObject(o, "answer", q->answer);
+    else cJSON_AddNullToObject(o, "answer");
+    cJSON_AddNumberToObject(o, "temperature", s->temperature);
+    cJSON_AddNumberToObject(o, "sample", j);
+    cJSON_AddStringToObject(o, "completion", c->text ? c->text : "");
+    cJSON_AddNumberToObject(o, "tokens", c->n);
+    cJSON_AddBoolToObject(o, "finished", c->finished);
+    cJSON_AddBoolToObject(o, "formatted", formatted);
+    cJSON_AddNumberToObject(o, "score", score);
+    char *line = cJSON_PrintUnformatted(o);
+    if (line) fprintf(s->out, "%s\n", line);
+    free(line);
+    cJSON_Delete(o);
+}
+
+static heldout_tally_t score_family(policy_t *pol, scoring_t *s, int n, model_gen_params_t gp, uint64_t seed0)
+{
+    s->temperature = gp.sample.temperature;
+    heldout_hooks_t hooks = {scoring_poll, scoring_completion, s};
+    heldout_tally_t t = heldout_score(pol, s->h->questions, s->h->prompts, s->h->n, n, gp, seed0, &hooks);
+    if (s->out) fflush(s->out);
+    return t;
 }
 
 /* with samples > 0: "sampled", the share of right answers among that many
  * completions per question at the node's sampling settings, each
  * question's uniforms the same at every evaluation */
-static void add_sampled(cJSON *j, policy_t *pol, judge_t *jd, const config_t *cfg, int samples, const heldout_t *h,
+static void add_sampled(cJSON *j, policy_t *pol, scoring_t *sc, const config_t *cfg, int samples, const heldout_t *h,
                         int nf)
 {
     if (samples <= 0) return;
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {cfg->temperature, cfg->top_k, cfg->top_p}};
     long right = 0, total = 0;
     for (int f = 0; f < nf; f++) {
-        heldout_tally_t t = score_family(pol, jd, &h[f], samples, gp, EVAL_SEED + (uint64_t)f * 1000003u);
+        sc->h = &h[f];
+        heldout_tally_t t = score_family(pol, sc, samples, gp, EVAL_SEED + (uint64_t)f * 1000003u);
         right += t.right;
         total += t.total;
     }
@@ -258,11 +306,13 @@ static void add_sampled(cJSON *j, policy_t *pol, judge_t *jd, const config_t *cf
     cJSON_AddNumberToObject(o, "temperature", cfg->temperature);
 }
 
-/* one evaluation: a JSON line (malloc'ed); notices are read between
- * batches (jd NULL: none) */
-static char *evaluate(policy_t *pol, judge_t *jd, const config_t *cfg, int samples, const heldout_t *h, int nf,
-                      uint64_t round, uint64_t version)
+/* one evaluation of round's policy version: a JSON line (malloc'ed);
+ * notices are read between batches (jd NULL: none), and each completion
+ * goes to out (NULL: nowhere) */
+static char *evaluate(policy_t *pol, judge_t *jd, FILE *out, const config_t *cfg, int samples, const heldout_t *h,
+                      int nf, uint64_t round, uint64_t version)
 {
+    scoring_t sc = {.jd = jd, .out = out, .round = round, .version = version};
     int64_t t0 = zclock_mono();
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}, .seed = 0};
     cJSON *j = cJSON_CreateObject(), *fams = cJSON_CreateObject(), *formats = cJSON_CreateObject();
@@ -271,12 +321,13 @@ static char *evaluate(policy_t *pol, judge_t *jd, const config_t *cfg, int sampl
     cJSON_AddNumberToObject(j, "policy_version", (double)version);
     heldout_tally_t all = {0};
     for (int f = 0; f < nf; f++) {
-        heldout_tally_t t = score_family(pol, jd, &h[f], 1, gp, 0);
+        sc.h = &h[f];
+        heldout_tally_t t = score_family(pol, &sc, 1, gp, 0);
         cJSON_AddNumberToObject(fams, h[f].family, (double)t.right / h[f].n);
         cJSON_AddNumberToObject(formats, h[f].family, (double)t.formatted / h[f].n);
         all.right += t.right, all.formatted += t.formatted, all.total += t.total, all.score += t.score;
     }
-    add_sampled(j, pol, jd, cfg, samples, h, nf);
+    add_sampled(j, pol, &sc, cfg, samples, h, nf);
     cJSON_AddNumberToObject(j, "pass1", (double)all.right / all.total);
     cJSON_AddNumberToObject(j, "score", all.score / all.total);
     cJSON_AddNumberToObject(j, "format", (double)all.formatted / all.total);
@@ -293,7 +344,7 @@ static char *evaluate(policy_t *pol, judge_t *jd, const config_t *cfg, int sampl
 /* `evaluate once`: the policy RL would start from (policy_start: the
  * model setting, or the base its warm start made), scored once; the line
  * goes to standard output */
-static int evaluate_once(const config_t *cfg, const heldout_t *h, int nf, int samples)
+static int evaluate_once(const config_t *cfg, FILE *completions, const heldout_t *h, int nf, int samples)
 {
     char err[512], source[PATH_MAX];
     if (policy_start(cfg, source, sizeof source, err, sizeof err) != 0) log_fatal("%s", err);
@@ -301,7 +352,7 @@ static int evaluate_once(const config_t *cfg, const heldout_t *h, int nf, int sa
     if (!pol) log_fatal("%s", err);
     if (policy_place(pol, cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
     pol->cancel = &zsys_interrupted;
-    char *line = evaluate(pol, NULL, cfg, samples, h, nf, 0, 0);
+    char *line = evaluate(pol, NULL, completions, cfg, samples, h, nf, 0, 0);
     int rc = 0;
     if (zsys_interrupted) {
         log_error("interrupted: no score written");
@@ -312,6 +363,17 @@ static int evaluate_once(const config_t *cfg, const heldout_t *h, int nf, int sa
     free(line);
     policy_destroy(&pol);
     return rc;
+}
+
+/* the eval-completions file, opened to append; NULL where none is set */
+static FILE *completions_open(const config_t *cfg)
+{
+    if (!cfg->eval_completions[0]) return NULL;
+    FILE *f = fopen(cfg->eval_completions, "a");
+    if (!f)
+        log_fatal("eval-completions (SAPO_EVAL_COMPLETIONS): %s: cannot append: %s", cfg->eval_completions,
+                  strerror(errno));
+    return f;
 }
 
 int main(int argc, char **argv)
@@ -329,8 +391,10 @@ int main(int argc, char **argv)
     zsys_init();
     heldout_t *h;
     int nf = heldout_all(&cfg, per_family, &h);
+    FILE *completions = completions_open(&cfg);
     if (once) {
-        rc = evaluate_once(&cfg, h, nf, samples);
+        rc = evaluate_once(&cfg, completions, h, nf, samples);
+        if (completions) fclose(completions);
         heldout_free(h, nf);
         return rc;
     }
@@ -358,7 +422,7 @@ int main(int argc, char **argv)
         jd.due_ready = false;
         bool last = jd.last_loaded;
         done = jd.due_round;
-        char *line = evaluate(pol, &jd, &cfg, samples, h, nf, jd.due_round, jd.due_version);
+        char *line = evaluate(pol, &jd, completions, &cfg, samples, h, nf, jd.due_round, jd.due_version);
         if (zsys_interrupted) { /* a partial evaluation is not written */
             log_info("stopped while evaluating round %llu: not written", (unsigned long long)jd.due_round);
             free(line);
@@ -372,6 +436,7 @@ int main(int argc, char **argv)
     }
     log_info("stopping after round %llu", (unsigned long long)done);
     fclose(out);
+    if (completions) fclose(completions);
     policy_destroy(&pol);
     policy_destroy(&jd.due);
     wire_subscriber_destroy(&sub);

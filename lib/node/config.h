@@ -27,30 +27,31 @@ typedef enum { POLICY_FP32, POLICY_BF16 } policy_dtype_t;
 typedef enum { GAME_OFF, GAME_THREE_STAGE } game_mode_t;
 
 typedef struct {
-    char preset[512];         /* a named set of settings, config/presets/NAME.env, or "" */
-    char node[64];            /* node id, unique in the swarm */
-    char run[512];            /* run folder: checkpoints, metrics, ipc endpoints */
-    char key[512];            /* the node's Ed25519 secret key file (its identity in the pool) */
-    char broker[512];         /* broker endpoint base (tcp:PORT or a folder) */
-    char redis[512];          /* redis://[user:pass@]host:port of the shared pool */
-    char swarm[64];           /* key prefix in Redis: one swarm per prefix */
-    char model[512];          /* "tiny", a Hugging Face model folder, a GGUF file or a fetched model's name */
-    char model_cache[512];    /* where scripts/model.sh keeps fetched models; "" = ~/.cache/sapo/models */
-    char base[512];           /* folder of the tiny base model (warm start cache) */
-    char backend[32];         /* cpu or cuda:N */
-    int inference_only;       /* 1: on a GPU, models that only infer hold no training state */
-    int fused_logp;           /* 1: on a GPU, the lm_head's log-softmax in fused kernels */
-    int direct_bf16;          /* 1: on a GPU, norms and SwiGLU write their products' bf16 inputs */
-    int direct_heads;         /* 1: on a GPU, attention's products read and write heads in place */
-    int decode_graphs;        /* 1: on a GPU, decode steps replayed from a CUDA graph */
-    int grouped_decode;       /* 1: on a GPU, decode attention by key/value head */
-    int logits_chunk;         /* positions of logits at once, 0: about 64M logits */
-    char task_mix[4096];      /* JSON task mix, empty = every family, weight 1 */
-    int local_groups;         /* I: own question groups per training batch */
-    int external_groups;      /* J: groups sampled from other nodes per batch */
-    int completions;          /* L: completions per question */
-    int questions;            /* questions sampled per round */
-    char system_prompt[2048]; /* "default", "none", "@FILE" or the text */
+    char preset[512];           /* a named set of settings, config/presets/NAME.env, or "" */
+    char node[64];              /* node id, unique in the swarm */
+    char run[512];              /* run folder: checkpoints, metrics, ipc endpoints */
+    char key[512];              /* the node's Ed25519 secret key file (its identity in the pool) */
+    char broker[512];           /* broker endpoint base (tcp:PORT or a folder) */
+    char redis[512];            /* redis://[user:pass@]host:port of the shared pool */
+    char swarm[64];             /* key prefix in Redis: one swarm per prefix */
+    char model[512];            /* "tiny", a Hugging Face model folder, a GGUF file or a fetched model's name */
+    char model_cache[512];      /* where scripts/model.sh keeps fetched models; "" = ~/.cache/sapo/models */
+    char base[512];             /* folder of the tiny base model (warm start cache) */
+    char backend[32];           /* cpu or cuda:N */
+    int inference_only;         /* 1: on a GPU, models that only infer hold no training state */
+    int fused_logp;             /* 1: on a GPU, the lm_head's log-softmax in fused kernels */
+    int direct_bf16;            /* 1: on a GPU, norms and SwiGLU write their products' bf16 inputs */
+    int direct_heads;           /* 1: on a GPU, attention's products read and write heads in place */
+    int decode_graphs;          /* 1: on a GPU, decode steps replayed from a CUDA graph */
+    int grouped_decode;         /* 1: on a GPU, decode attention by key/value head */
+    int logits_chunk;           /* positions of logits at once, 0: about 64M logits */
+    char task_mix[4096];        /* JSON task mix, empty = every family, weight 1 */
+    char eval_completions[512]; /* file the evaluator appends each held-out completion to, empty = none */
+    int local_groups;           /* I: own question groups per training batch */
+    int external_groups;        /* J: groups sampled from other nodes per batch */
+    int completions;            /* L: completions per question */
+    int questions;              /* questions sampled per round */
+    char system_prompt[2048];   /* "default", "none", "@FILE" or the text */
     int max_new_tokens;
     float temperature;
     float top_p;

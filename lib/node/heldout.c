@@ -5,13 +5,13 @@
 #include <stdlib.h>
 
 heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, char *const *prompts, int nq, int n,
-                              model_gen_params_t gp, uint64_t seed0, void (*poll)(void *ctx), void *ctx)
+                              model_gen_params_t gp, uint64_t seed0, const heldout_hooks_t *hooks)
 {
     heldout_tally_t t = {0};
     char err[512];
     for (int k0 = 0; k0 < nq; k0 += HELDOUT_BATCH) {
         if (pol->cancel && *pol->cancel) break; /* told to stop: the tally is partial */
-        if (poll) poll(ctx);
+        if (hooks && hooks->poll) hooks->poll(hooks->ctx);
         int q = nq - k0 < HELDOUT_BATCH ? nq - k0 : HELDOUT_BATCH;
         uint64_t seeds[HELDOUT_BATCH];
         for (int i = 0; i < q; i++) seeds[i] = seed0 + (uint64_t)(k0 + i);
@@ -23,10 +23,11 @@ heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, c
             continue;
         }
         for (int i = 0; i < q * n; i++) {
-            bool formatted;
+            bool formatted = false;
             double s =
                 task_score_completion(c[i].text ? c[i].text : "", &questions[k0 + i / n], &formatted, err, sizeof err);
             if (s < 0) fprintf(stderr, "held-out question %d scored 0: %s\n", k0 + i / n, err);
+            if (hooks && hooks->completion) hooks->completion(hooks->ctx, k0 + i / n, i % n, &c[i], s, formatted);
             completion_free(&c[i]);
             t.right += s >= 1.0;
             t.formatted += formatted;

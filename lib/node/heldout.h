@@ -17,13 +17,22 @@ typedef struct {
     double score;
 } heldout_tally_t;
 
+/* what a caller sees while the questions are scored (either may be
+ * NULL): poll(ctx) between decode batches, and each completion with its
+ * score: sample j (from 0) of question k, scored s (below 0: could not be
+ * scored), its answer in the tags or not */
+typedef struct {
+    void (*poll)(void *ctx);
+    void (*completion)(void *ctx, int k, int j, const completion_t *c, double s, bool formatted);
+    void *ctx;
+} heldout_hooks_t;
+
 /* n completions of each of the nq questions (prompts[k] as asked, scored
  * against questions[k]) under gp, question k's uniforms from seed0 + k,
- * HELDOUT_BATCH questions to a decode batch; between batches poll(ctx)
- * runs where poll is not NULL. A batch that cannot be sampled scores 0,
- * with a line on stderr. */
+ * HELDOUT_BATCH questions to a decode batch; hooks may be NULL. A batch
+ * that cannot be sampled scores 0, with a line on stderr. */
 #define HELDOUT_BATCH 16
 heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, char *const *prompts, int nq, int n,
-                              model_gen_params_t gp, uint64_t seed0, void (*poll)(void *ctx), void *ctx);
+                              model_gen_params_t gp, uint64_t seed0, const heldout_hooks_t *hooks);
 
 #endif
