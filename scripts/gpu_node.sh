@@ -20,7 +20,8 @@
 # where the results go (default $OUT, else DIR/out): summary.md (pass@1
 # before and after, rounds, time per round), manifest.json (what ran),
 # eval.jsonl, completions.jsonl (every held-out completion of both
-# evaluations, as the evaluator's eval-completions setting writes them),
+# evaluations, the start's first, as the evaluator's eval-completions
+# setting writes them),
 # metrics.jsonl, report.md, node.log (its last 5,000 lines) and
 # gpu_node.log: eight files, flat, as a device call brings them back.
 set -euo pipefail

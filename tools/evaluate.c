@@ -22,7 +22,8 @@
  *
  * With the eval-completions setting, every completion scored (greedy and
  * sampled) is also appended to that file as a JSON line, to read what
- * the model wrote.
+ * the model wrote (an evaluation stopped midway leaves the lines it
+ * wrote; once, round and policy version are 0).
  *
  * Held out: every node answers the same questions, drawn with a fixed
  * evaluation seed from index 2^48 upward; training draws with the node's
