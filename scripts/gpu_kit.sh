@@ -31,8 +31,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kit=.gpu/kit.tar.gz
-# a node's programs, and the pool's load generator
-node_programs=(broker sampler generator verifier learner evaluate tap report loadgen)
+# a node's programs, the study's report (scripts/experiment.sh: a swarm
+# on one GPU) and the pool's load generator
+node_programs=(broker sampler generator verifier learner evaluate tap report study loadgen)
 checks=(build/release/tests/test_cuda build/release/bench/bench_cuda build/asan/tests/test_cuda)
 # what a call may carry in all, and what is kept free of it for the files a
 # session adds to the tree between the split and the call

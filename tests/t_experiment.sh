@@ -96,6 +96,13 @@ for p in moving_average cumulative grid evaluation; do
   [ "$(head -c 4 "$r/$p.png" | od -An -c | tr -d ' ')" = "211PNG" ] || { echo "$r/$p.png: not a PNG"; ok=0; }
 done
 check plots '[ $ok = 1 ]'
+# where gnuplot is not installed (a device machine), the study still ends
+# well, with its summary, and says there are no plots
+mkdir -p "$tmp/no-gnuplot"
+cp "$r/summary.md" "$tmp/summary.before"
+gp_err=$(PATH=$tmp/no-gnuplot "$bin/study" "$exp" 2>&1 > /dev/null); rc=$?
+check without_gnuplot '[ $rc = 0 ] && cmp -s "$r/summary.md" "$tmp/summary.before" &&
+  [ "$gp_err" = "study: gnuplot is not installed: no plots; the data and summary are in $r" ] || { echo "rc $rc: $gp_err"; false; }'
 # the two rewards: each run's batch reward summed as its own reward is (cumulative_batch)
 sums=$(awk -F'\t' 'NR > 1 { s[$1 " " $2] += $6 } END { for (k in s) printf "%s %.4f\n", k, s[k] }' "$r/rewards.tsv" | sort)
 cums=$(awk -F'\t' 'NR > 1 { printf "%s %s %.4f\n", $1, $2, $6 }' "$r/cumulative.tsv" | sort)

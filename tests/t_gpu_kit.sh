@@ -13,7 +13,7 @@ bin=${SAPO_BIN:-build/asan/bin}
 tmp=$(mktemp -d)
 . tests/nodes.sh
 trap 'scripts/swarm.sh stop --run "$tmp/there/run/kit" > /dev/null 2>&1; [ -n "${KEEP:-}" ] || nodes_cleanup' EXIT
-need gpu_kit broker learner sampler generator verifier evaluate tap report loadgen redis-server redis-cli
+need gpu_kit broker learner sampler generator verifier evaluate tap report study loadgen redis-server redis-cli
 check() { if eval "$2"; then echo "PASS gpu_kit_$1"; else echo "FAIL gpu_kit_$1"; fi; }
 
 # what a device call takes of this checkout: tracked files and untracked
@@ -29,7 +29,7 @@ tree "$there"
 
 (cd "$here" && scripts/gpu_kit.sh pack --bin "$OLDPWD/$bin" --no-checks) > "$tmp/pack.log" 2>&1
 kit=$here/.gpu/kit.tar.gz
-check pack '[ -s "$kit" ] && tar -tzf "$kit" > "$tmp/kit.list" && grep -qx "./bin/learner" "$tmp/kit.list" &&
+check pack '[ -s "$kit" ] && tar -tzf "$kit" > "$tmp/kit.list" && grep -qx "./bin/learner" "$tmp/kit.list" && grep -qx "./bin/study" "$tmp/kit.list" &&
   grep -qx "./.gpu/bin/redis-server" "$tmp/kit.list" && grep -q "\.gpu/libs/libczmq" "$tmp/kit.list"'
 check no_system_library '! grep -qE "libs/(libc\.so|libcudart|libcublas|libstdc\+\+)" "$tmp/kit.list"'
 
@@ -46,7 +46,7 @@ foreign() {
     grep -vE '^(libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libstdc\+\+|libgcc_s|libcuda|libcurand|libcublas)' |
     grep -v " $there/.gpu/libs/"
 }
-check libraries '[ -z "$(foreign "$there/bin/learner")$(foreign "$there/.gpu/bin/redis-server")" ]'
+check libraries '[ -z "$(foreign "$there/bin/learner")$(foreign "$there/bin/study")$(foreign "$there/.gpu/bin/redis-server")" ]'
 check redis_from_kit '[ "$(. "$there/.gpu/env" && command -v redis-server)" = "$there/.gpu/bin/redis-server" ]'
 
 # one node for 2 rounds from the kit, under scripts/procfile.sh

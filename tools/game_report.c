@@ -237,9 +237,7 @@ static int write_plots(const char *dir, const node_t *nodes, int nn)
     plot(gp, dir, nodes, nn, "regret", "relative regret, pointwise", 3, 3);
     plot(gp, dir, nodes, nn, "regret_averaged", "relative regret, time-averaged", 4, 3);
     fclose(gp);
-    int rc = series_plot_run(path);
-    if (rc != 0) fprintf(stderr, "game_report: gnuplot failed (status %d); data and summary are in %s\n", rc, dir);
-    return rc == 0 ? 0 : 1;
+    return series_plot_run("game_report", path, dir) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)

@@ -214,9 +214,9 @@ static int write_plots(const char *outdir, const node_t *nodes, int nn, int wind
         plot_nodes(gp, outdir, nodes, nn, 5 + d);
     }
     fclose(gp);
-    int rc = series_plot_run(path);
-    if (rc != 0) fprintf(stderr, "report: gnuplot failed (status %d); data and summary are in %s/report\n", rc, outdir);
-    return rc == 0 ? 0 : 1;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/report", outdir);
+    return series_plot_run("report", path, dir) == 0 ? 0 : 1;
 }
 
 /* the run folder, --out and --window into run, out and window (0 when

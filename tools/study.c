@@ -743,9 +743,7 @@ static int write_plots(const cfg_t *cfgs, int nc, int window, int have_eval)
     fclose(gp);
     char script[4200];
     snprintf(script, sizeof script, "%s/plots.gp", res_dir);
-    int rc = series_plot_run(script);
-    if (rc != 0) fprintf(stderr, "study: gnuplot failed (status %d); the data files are in %s\n", rc, res_dir);
-    return rc == 0 ? 0 : -1;
+    return series_plot_run("study", script, res_dir);
 }
 
 /* the run's record (manifest.json from experiment.sh) at the top of the summary */

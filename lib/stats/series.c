@@ -71,9 +71,16 @@ void series_plot_curve(FILE *gp, int i, const char *data, int col, const char *s
     fprintf(gp, "%s'%s' using 1:%d with %s title '%s'", i ? ", " : "", data, col, style, title);
 }
 
-int series_plot_run(const char *script)
+int series_plot_run(const char *who, const char *script, const char *dir)
 {
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "%s: gnuplot is not installed: no plots; the data and summary are in %s\n", who, dir);
+        return 0;
+    }
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "gnuplot '%s'", script);
-    return system(cmd);
+    int rc = system(cmd);
+    if (rc == 0) return 0;
+    fprintf(stderr, "%s: gnuplot failed (status %d); the data and summary are in %s\n", who, rc, dir);
+    return -1;
 }

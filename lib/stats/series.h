@@ -33,7 +33,10 @@ void series_free(series_t *s);
  * against its first; every curve but the first (i = 0) after ", ". */
 void series_plot_curve(FILE *gp, int i, const char *data, int col, const char *style, const char *title);
 
-/* Runs gnuplot on a script file; system()'s status (0 when it drew). */
-int series_plot_run(const char *script);
+/* Runs gnuplot on a script file for tool who, whose data and summary are
+ * in dir: 0 when it drew, or when gnuplot is not installed (a device
+ * machine has none: one line says there are no plots); -1 after a line
+ * when gnuplot failed. */
+int series_plot_run(const char *who, const char *script, const char *dir);
 
 #endif
