@@ -170,6 +170,11 @@ rew = [own(l) for l in lines if isinstance(own(l), (int, float))]
 if rew:
     k = max(1, len(rew) // 5)
     print("\nOwn reward: first %d rounds %.3f, last %d rounds %.3f." % (k, sum(rew[:k]) / k, k, sum(rew[-k:]) / k))
+# what GRPO had to learn from: own groups whose completions all scored alike
+zero = [l["local"]["zero_adv_share"] for l in lines if isinstance(l.get("local", {}).get("zero_adv_share"), (int, float))]
+if zero:
+    print("\nOwn groups whose completions all scored alike (no advantage to learn from): %.2f of them a round "
+          "(median), %.2f in the first round, %.2f in the last." % (med(zero), zero[0], zero[-1]))
 # each process's model on the device, at most (policy_log_memory's last line)
 peaks = {}
 for line in open(out + "/node.log", errors="replace"):

@@ -27,7 +27,8 @@ check runs '[ $rc = 0 ] && grep -q "3 rounds in this call, 3 in all" "$tmp/one.l
 check out_files '[ "$(ls "$tmp/out1" | wc -l)" -le 8 ] && [ -z "$(find "$tmp/out1" -mindepth 1 -type d)" ] &&
   for f in summary.md manifest.json eval.jsonl metrics.jsonl report.md; do [ -s "$tmp/out1/$f" ] || exit 1; done'
 check evaluated_twice '[ "$(wc -l < "$tmp/out1/eval.jsonl")" = 2 ] && [ "$(wc -l < "$tmp/out1/metrics.jsonl")" = 3 ] &&
-  grep -q "after (policy version 3)" "$tmp/out1/summary.md" && grep -q "held-out greedy pass@1 (4 questions)" "$tmp/out1/summary.md"'
+  grep -q "after (policy version 3)" "$tmp/out1/summary.md" && grep -q "held-out greedy pass@1 (4 questions)" "$tmp/out1/summary.md" &&
+  grep -qE "^Own groups whose completions all scored alike .*: [0-9.]+ of them a round" "$tmp/out1/summary.md"'
 # every held-out completion of both evaluations, each scored as the
 # evaluation's pass@1 counted it
 check completions 'python3 -c "
