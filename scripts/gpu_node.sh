@@ -170,8 +170,13 @@ rew = [own(l) for l in lines if isinstance(own(l), (int, float))]
 if rew:
     k = max(1, len(rew) // 5)
     print("\nOwn reward: first %d rounds %.3f, last %d rounds %.3f." % (k, sum(rew[:k]) / k, k, sum(rew[-k:]) / k))
-# what GRPO had to learn from: own groups whose completions all scored alike
-zero = [l["local"]["zero_adv_share"] for l in lines if isinstance(l.get("local", {}).get("zero_adv_share"), (int, float))]
+# what GRPO had to learn from: of every own group the sampler scored for a
+# round (its completions / completions a group), those whose completions
+# all scored alike, dropped or trained (the batch's zero_adv_share counts
+# only the groups trained)
+size = json.load(open(out + "/manifest.json"))["start"]["settings"]["completions"]
+zero = [(s["local_zero_adv_dropped"] + s["local_zero_adv_kept"]) / (s["scored_completions"] / size)
+        for s in (l.get("sampler", {}) for l in lines) if s.get("scored_completions")]
 if zero:
     print("\nOwn groups whose completions all scored alike (no advantage to learn from): %.2f of them a round "
           "(median), %.2f in the first round, %.2f in the last." % (med(zero), zero[0], zero[-1]))
