@@ -5,51 +5,17 @@ mean, the ratio of means to 8/0's and Welch's two-sided p against 8/0, for
 the own and the batch reward; then selection's share of the batch gain,
 (4/4u's ratio - 1) / (4/4's ratio - 1).
 
-    python3 seeds.py cumulative-base-b7ebe24f-seed1.tsv cumulative-base-b7ebe24f-seed2.tsv cumulative-base-1d77e626-seed3.tsv
+    .venv/bin/python docs/results-paper/seeds.py cumulative-base-b7ebe24f-seed1.tsv cumulative-base-b7ebe24f-seed2.tsv cumulative-base-1d77e626-seed3.tsv
 """
 import csv
-import math
 import sys
 
-
-def betacf(a, b, x):
-    """the continued fraction of the regularized incomplete beta function (modified Lentz)"""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
-    d = 1 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1 + num * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return h
-
-
-def betai(a, b, x):
-    if x <= 0 or x >= 1:
-        return 0.0 if x <= 0 else 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1 - x))
-    if x < (a + 1) / (a + b + 2):
-        return front * betacf(a, b, x) / a
-    return 1 - front * betacf(b, a, 1 - x) / b
+from scipy import stats  # the project's .venv (tests/oracle/setup.sh): the oracle lib/stats' Welch test is checked against
 
 
 def welch_p(xs, ys):
     """two-sided p of Welch's t-test"""
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    vx = sum((x - mx) ** 2 for x in xs) / (len(xs) - 1) / len(xs)
-    vy = sum((y - my) ** 2 for y in ys) / (len(ys) - 1) / len(ys)
-    if vx + vy == 0:
-        return float("nan")
-    t = (mx - my) / math.sqrt(vx + vy)
-    df = (vx + vy) ** 2 / (vx ** 2 / (len(xs) - 1) + vy ** 2 / (len(ys) - 1))
-    return betai(df / 2, 0.5, df / (df + t * t))
+    return stats.ttest_ind(xs, ys, equal_var=False).pvalue
 
 
 values = {}
