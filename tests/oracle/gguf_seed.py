@@ -5,6 +5,10 @@ vocabulary of the 256 byte characters, one merge and the two ChatML tokens, with
 ChatML template; most tensors F32, the MLP's in Q8_0. Small enough to fuzz, whole
 enough that the fuzzer reaches the tokenizer and the model loader.
 
+It also writes tests/golden/gguf/micro-llama-untied.gguf: the same model with its
+input embedding written a second time as output.weight, as many GGUF files of tied
+models are (tests/t_model_tie.sh unties nothing: it ties this one back).
+
   .venv/bin/python tests/oracle/gguf_seed.py
 """
 import os
@@ -13,7 +17,9 @@ import numpy as np
 import gguf
 from gguf.quants import quantize
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fuzz", "seeds", "fuzz_gguf")
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "..", "fuzz", "seeds", "fuzz_gguf")
+UNTIED = os.path.join(HERE, "..", "golden", "gguf", "micro-llama-untied.gguf")
 
 
 def byte_chars():
@@ -27,9 +33,8 @@ def byte_chars():
     return [chr(c) for _, c in sorted(zip(bs, cs))]
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    w = gguf.GGUFWriter(os.path.join(OUT, "micro-llama.gguf"), "llama")
+def write(path, untied):
+    w = gguf.GGUFWriter(path, "llama")
     C, FF, NH, NKV = 8, 32, 2, 1
     tokens = byte_chars() + ["ab", "<|im_start|>", "<|im_end|>"]
     V = len(tokens)
@@ -53,9 +58,11 @@ def main():
     hd = C // NH
 
     def t(name, *shape):
-        w.add_tensor(name, rng.normal(0, 0.1, shape).astype(np.float32))
+        x = rng.normal(0, 0.1, shape).astype(np.float32)
+        w.add_tensor(name, x)
+        return x
 
-    t("token_embd.weight", V, C)
+    embedding = t("token_embd.weight", V, C)
     w.add_tensor("blk.0.attn_norm.weight", np.ones(C, np.float32))
     t("blk.0.attn_q.weight", C, C)
     t("blk.0.attn_k.weight", NKV * hd, C)
@@ -69,10 +76,18 @@ def main():
         w.add_tensor(f"blk.0.{name}.weight", q, raw_shape=shape if kind == gguf.GGMLQuantizationType.F32 else None,
                      raw_dtype=kind)
     w.add_tensor("output_norm.weight", np.ones(C, np.float32))
+    if untied:
+        w.add_tensor("output.weight", embedding)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    write(os.path.join(OUT, "micro-llama.gguf"), False)
+    write(UNTIED, True)
 
 
 if __name__ == "__main__":
