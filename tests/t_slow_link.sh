@@ -45,9 +45,13 @@ pace_stall=$(( $(rows a0) - r0 ))
 echo "  a0's rounds: $pace_before in 10 s before the stall, $pace_stall in its 30 s; a1's in the stall: $(( $(rows a1) - r1 ))"
 check stalled_node_trains_alone '[ "$(rows a1)" -gt "$r1" ]'
 check stalled_node_logs_one_line '[ $(( $(outages a1) - o1 )) = 1 ]'
-# its rate in the stall at least 0.6 of its rate before (the machine's
-# other work moves it; a node held up by the other's link would stop)
-check other_node_unhindered '[ $(( $(outages a0) - o0 )) = 0 ] && [ $((pace_stall * 10 * 10)) -ge $((pace_before * 30 * 6)) ]'
+# its rate in the stall at least 0.3 of its rate before: a node held up
+# by the other's link would stop (a pool call waits 2 s for a reply,
+# against about 0.2 s a round). Not more: on 2 cores a1 trains alone in
+# the stall and takes CPU it left idle while its link was slow, so a0's
+# rate falls by itself; six runs on a Zen 4 read 0.46 to 0.82 (two
+# under the 0.6 this asked for until 2026-11-29, docs/tests.md)
+check other_node_unhindered '[ $(( $(outages a0) - o0 )) = 0 ] && [ $((pace_stall * 10 * 10)) -ge $((pace_before * 30 * 3)) ]'
 
 echo ok > "$tmp/link"
 r1=$(rows a1)
