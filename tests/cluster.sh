@@ -9,8 +9,9 @@
 #                                  prints the seed URL
 #                                  (redis-cluster://127.0.0.1:P1,...); DIR/ports
 #                                  lists each node's port and pid
-#   tests/cluster.sh wait DIR      until every node says cluster_state:ok and
-#                                  each master has a replica (30 s at most)
+#   tests/cluster.sh wait DIR      until every node says cluster_state:ok, each
+#                                  master has a replica and every replica has
+#                                  finished its first copy (30 s at most)
 #   tests/cluster.sh stop DIR      kills every node and removes DIR
 set -u
 cmd=${1:-} dir=${2:-} acl=${3:-} pass=${4:-}
@@ -28,7 +29,16 @@ healthy() {
   local nodes
   nodes=$(rcli -p "$p" cluster nodes 2> /dev/null) || return 1
   [ "$(awk '$3 ~ /master/' <<< "$nodes" | wc -l)" = 3 ] && [ "$(awk '$3 ~ /slave/' <<< "$nodes" | wc -l)" = 3 ] &&
-    ! awk '{ print $3 }' <<< "$nodes" | grep -qE 'fail|handshake|noaddr'
+    ! awk '{ print $3 }' <<< "$nodes" | grep -qE 'fail|handshake|noaddr' || return 1
+  # every replica holds its master's copy: its link is up and its first
+  # sync is over, so a write a test makes is confirmed (WAIT) and survives
+  # its master's kill
+  local info
+  while read -r p _; do
+    info=$(rcli -p "$p" info replication 2> /dev/null | tr -d '\r') || return 1
+    grep -q '^role:slave' <<< "$info" || continue
+    grep -q '^master_link_status:up' <<< "$info" && grep -q '^master_sync_in_progress:0' <<< "$info" || return 1
+  done < "$dir/ports"
 }
 
 wait_healthy() {

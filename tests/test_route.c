@@ -234,9 +234,10 @@ static void test_failover(void)
     if (!r) return;
     redisReply *s = run(r, "{fo}k", "SET", "{fo}k", "survives");
     if (s) freeReplyObject(s);
-    /* a replica of a cluster just made may still be taking its first
-     * copy from the master (a run on 2 busy cores waited over 2 s): ask
-     * again for up to 30 s before a replica that never confirms fails */
+    /* tests/cluster.sh hands the cluster out once every replica has
+     * finished its first copy; a replica on 2 busy cores may still lag
+     * a write by over 2 s, so ask again for up to 30 s before one that
+     * never confirms fails */
     const char *wait_argv[] = {"WAIT", "1", "2000"};
     bool confirmed = false;
     for (int i = 0; i < 15 && !confirmed; i++) {

@@ -110,8 +110,13 @@ static int read_one(policy_t **pols, int n, const char *question, const char *co
     double sums[2] = {0, 0};
     int rc = 0;
     for (int m = 0; m < n && rc == 0; m++) {
-        logits[m] = malloc((size_t)T * V * sizeof(float));
-        if (!logits[m] || model_forward(pols[m]->model, ids, targets, 1, T, 1.0f, logp, logits[m]) != 0) {
+        /* the full (T, V) logits only where two models are compared */
+        if (n == 2 && !(logits[m] = malloc((size_t)T * V * sizeof(float)))) {
+            snprintf(err, errlen, "no memory for %d x %d logits", T, V);
+            rc = -1;
+            break;
+        }
+        if (model_forward(pols[m]->model, ids, targets, 1, T, 1.0f, logp, logits[m]) != 0) {
             snprintf(err, errlen, "the forward pass failed");
             rc = -1;
             break;
