@@ -12,8 +12,11 @@ node-round. Then per measure the values, their median and mean, 4/4 - 8/0
 (medians) or 4/4 / 8/0 (means) and Welch's two-sided p; the union's
 medians at every evaluation; the union's gap seed by seed.
 
-    .venv/bin/python docs/results-specialised/seeds.py SHA:SEED ...
+    .venv/bin/python docs/results-specialised/seeds.py [--dir DIR] SHA:SEED ...
     e.g. seeds.py 6f2baefa:1 6f2baefa:2 636300ac:3 636300ac:4 636300ac:5
+
+--dir: the folder that holds the files (default: this one's), for a study
+of the same design elsewhere (docs/results-smollm2-specialised).
 """
 import csv
 import os
@@ -35,8 +38,8 @@ def config_of(label):
     return label.split()[0]
 
 
-def read_seed(sha, seed):
-    rows = list(csv.DictReader(open(os.path.join(HERE, f"eval-base-{sha}-seed{seed}.tsv")), delimiter="\t"))
+def read_seed(folder, sha, seed):
+    rows = list(csv.DictReader(open(os.path.join(folder, f"eval-base-{sha}-seed{seed}.tsv")), delimiter="\t"))
     out = {}
     for config in sorted({config_of(r["config"]) for r in rows}):
         mine = [r for r in rows if config_of(r["config"]) == config]
@@ -50,11 +53,11 @@ def read_seed(sha, seed):
             by_round.setdefault(int(r["round"]), []).append(float(r["pass1"]))
         out[config] = {"union": union, "own operation": own, "the two never drawn": others, "round": last,
                        "union by round": {k: statistics.mean(v) for k, v in by_round.items()}}
-    for r in csv.DictReader(open(os.path.join(HERE, f"rewards-base-{sha}-seed{seed}.tsv")), delimiter="\t"):
+    for r in csv.DictReader(open(os.path.join(folder, f"rewards-base-{sha}-seed{seed}.tsv")), delimiter="\t"):
         o = out[config_of(r["config"])]
         o["cumulative own"] = o.get("cumulative own", 0) + float(r["reward"])
         o["cumulative batch"] = o.get("cumulative batch", 0) + float(r["batch_reward"])
-    summary = open(os.path.join(HERE, f"summary-base-{sha}-seed{seed}.md")).read()
+    summary = open(os.path.join(folder, f"summary-base-{sha}-seed{seed}.md")).read()
     for config, o in out.items():
         # the two-rewards table: | I/J | seeds | own | ratio | p | batch | ratio | p | paper | completions | pass@1 |
         m = re.search(r"^\| " + re.escape(config) + r" \| 1 \|(?:[^|]*\|){7} ([0-9.]+) \|", summary, re.M)
@@ -63,10 +66,13 @@ def read_seed(sha, seed):
 
 
 def main():
+    args, folder = sys.argv[1:], HERE
+    if args[:1] == ["--dir"]:
+        folder, args = args[1], args[2:]
     seeds = {}
-    for arg in sys.argv[1:]:
+    for arg in args:
         sha, seed = arg.split(":")
-        seeds[(sha, int(seed))] = read_seed(sha, int(seed))
+        seeds[(sha, int(seed))] = read_seed(folder, sha, int(seed))
     print("seeds: " + ", ".join(f"{s} (base {sha})" for sha, s in seeds))
     measures = ["union", "own operation", "the two never drawn", "cumulative own", "cumulative batch",
                 "own completions per node-round"]
