@@ -43,6 +43,9 @@ for e in evals:
     assert abs(sum(l[\"score\"] >= 1 for l in mine) / len(mine) - e[\"pass1\"]) < 1e-9, e
     assert sum(l[\"formatted\"] for l in mine) / len(mine) == e[\"format\"], e
     assert all(l[\"question\"] and l[\"family\"] in e[\"families\"] and \"completion\" in l for l in mine), mine[0]
+    # each line names the round and policy version it scored: 0 and 0, then 3 and 3
+    assert all((l[\"round\"], l[\"policy_version\"]) == (e[\"round\"], e[\"policy_version\"]) for l in mine), mine[0]
+assert [(e[\"round\"], e[\"policy_version\"]) for e in evals] == [(0, 0), (3, 3)], evals
 " "$tmp/out1"'
 sum=$(cat "$tmp"/micro/*.safetensors | sha256sum | cut -d' ' -f1)
 check manifest 'python3 -c "
