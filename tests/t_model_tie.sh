@@ -21,6 +21,23 @@ python3 scripts/gguf_tie.py "$untied" "$tmp/tied.gguf" > "$tmp/tie.out" 2>&1; rc
 check same_bytes '[ $rc = 0 ] && cmp -s "$tmp/tied.gguf" "$micro" && grep -q "24864 before" "$tmp/tie.out"'
 python3 scripts/gguf_tie.py "$untied" "$tmp/tied-out.gguf" --keep output > /dev/null 2>&1; rc=$?
 check keep_output '[ $rc = 0 ] && cmp -s "$tmp/tied-out.gguf" "$micro"'
+# in the golden file both copies hold the same bytes, so the two checks
+# above pass whichever copy is kept: a copy whose output.weight (the
+# file's last 8,288 bytes) is halved tells them apart
+python3 -c '
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+n = 8288 // 4
+out = struct.unpack("<%df" % n, data[-8288:])
+open(sys.argv[2], "wb").write(data[:-8288] + struct.pack("<%df" % n, *(x / 2 for x in out)))' "$untied" "$tmp/halved.gguf"
+python3 scripts/gguf_tie.py "$tmp/halved.gguf" "$tmp/halved-emb.gguf" > /dev/null 2>&1
+python3 scripts/gguf_tie.py "$tmp/halved.gguf" "$tmp/halved-out.gguf" --keep output > /dev/null 2>&1; rc=$?
+check keep_output_takes_its_bytes '[ $rc = 0 ] && cmp -s "$tmp/halved-emb.gguf" "$micro" && ! cmp -s "$tmp/halved-out.gguf" "$micro" &&
+  python3 -c "
+import sys
+halved, out, micro, untied = (open(p, \"rb\").read() for p in sys.argv[1:5])
+assert len(out) == len(micro) and halved[-8288:] in out and untied[-8288:] not in out
+" "$tmp/halved.gguf" "$tmp/halved-out.gguf" "$micro" "$untied"'
 python3 scripts/gguf_tie.py "$micro" "$tmp/twice.gguf" > /dev/null 2> "$tmp/twice.err"; rc=$?
 check refuses_tied '[ $rc = 1 ] && [ $(wc -l < "$tmp/twice.err") = 1 ] && grep -q "no output.weight: its embeddings are tied already" "$tmp/twice.err" && [ ! -e "$tmp/twice.gguf" ]'
 python3 scripts/gguf_tie.py tests/t_model_tie.sh "$tmp/x.gguf" > /dev/null 2> "$tmp/notgguf.err"; rc=$?
