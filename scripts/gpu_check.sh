@@ -10,6 +10,7 @@
 #   SANITIZER_TESTS="test_generate" ...    the tests the sanitizers run (default: all)
 #   STEP_TIMEOUT=120 ...                   seconds a step may take (default: no limit)
 #   GPU_CHECK_LOGS=DIR ...                 where the steps' logs go (default: a new folder)
+#   GPU_CHECK_BENCH=0 ...                  the tests alone, no bench_cuda (a call of its own)
 #   SAPO_GPU_PREBUILT=1 ...                use the programs in place (scripts/gpu_kit.sh)
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -91,7 +92,7 @@ else
   echo "FAIL compute-sanitizer: not found on the PATH or under $cuda_home (the CUDA toolkit's cuda-sanitizer package)"
   failed+=(compute-sanitizer)
 fi
-step bench build/release/bench/bench_cuda
+[ "${GPU_CHECK_BENCH:-1}" = 0 ] || step bench build/release/bench/bench_cuda
 
 echo "gpu_check: logs in $logs"
 if [ ${#failed[@]} -gt 0 ]; then

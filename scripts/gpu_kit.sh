@@ -146,37 +146,46 @@ unpack() {
   echo "gpu_kit: unpacked; ${cuda:+CUDA libraries from${cuda//:/ }; }source .gpu/env"
 }
 
-# the calls that take the kit, then each model's parts: a call carries
-# what fits beside the working tree, at most 8 paths
+# the calls that take the kit and each model's parts: a call carries what
+# fits beside the working tree, at most 7 paths (a device call takes 8).
+# Each part goes to the first call with room for it and for its model's
+# list of sums, so a model's last, smaller part rides beside the kit
 plan() {
-  local tree room call=1 used=0 paths=() f size name sums
+  local tree room name f size sums i n=0
+  local used=() paths=()
   tree=$(tree_bytes)
   room=$((limit - margin - tree))
-  flush() {
-    [ ${#paths[@]} -gt 0 ] || return 0
-    echo "call $call: $(mib "$used") MiB beside the tree's $(mib "$tree"): carry ${paths[*]}"
-    call=$((call + 1)) used=0 paths=()
-  }
-  add() {
-    if [ $((used + $2)) -gt $room ] || [ ${#paths[@]} -ge 7 ]; then flush; fi
-    paths+=("$1")
-    used=$((used + $2))
+  # place PATH BYTES [SUMS]: into the first call with room for it (and for
+  # SUMS, where that call does not carry them yet), else into a new one
+  local bytes count
+  place() {
+    for ((i = 0; i <= n; i++)); do
+      [ "$i" -lt "$n" ] || { used[n]=0 paths[n]="" n=$((n + 1)); }
+      bytes=$2 count=1
+      if [ -n "${3:-}" ] && [[ " ${paths[i]} " != *" $3 "* ]]; then bytes=$((bytes + 4096)) count=2; fi
+      [ $((used[i] + bytes)) -le "$room" ] && [ $(($(wc -w <<< "${paths[i]}") + count)) -le 7 ] && break
+    done
+    [ "$count" = 1 ] || paths[i]="${paths[i]:+${paths[i]} }$3"
+    paths[i]="${paths[i]:+${paths[i]} }$1"
+    used[i]=$((used[i] + bytes))
   }
   [ -f "$kit" ] || die "$kit not found (scripts/gpu_kit.sh pack)"
-  add "$kit" "$(stat -c %s "$kit")"
+  [ "$(stat -c %s "$kit")" -le "$room" ] || die "$kit ($(mib "$(stat -c %s "$kit")") MiB) does not fit a call beside the tree's $(mib "$tree") MiB"
+  place "$kit" "$(stat -c %s "$kit")"
   for name in "$@"; do
-    [ -f ".gpu/models/$name/parts.sha256" ] || die "no parts of $name in .gpu/models/$name (scripts/model.sh split $name)"
+    sums=.gpu/models/$name/parts.sha256
+    [ -f "$sums" ] || die "no parts of $name in .gpu/models/$name (scripts/model.sh split $name)"
     while read -r _ f; do
       [[ "$f" == part-* ]] || continue
       size=$(stat -c %s ".gpu/models/$name/$f")
-      # each call with a part of the model takes its list of sums too
-      sums=".gpu/models/$name/parts.sha256"
-      if [ $((used + size + 4096)) -gt $room ] || [ ${#paths[@]} -ge 7 ]; then flush; fi
-      [[ " ${paths[*]} " == *" $sums "* ]] || add "$sums" 4096
-      add ".gpu/models/$name/$f" "$size"
-    done < ".gpu/models/$name/parts.sha256"
+      [ $((size + 4096)) -le "$room" ] ||
+        die "$name's $f ($(mib "$size") MiB) does not fit a call beside the tree's $(mib "$tree") MiB: split it again"
+      place ".gpu/models/$name/$f" "$size" "$sums"
+    done < "$sums"
   done
-  flush
+  for ((i = 0; i < n; i++)); do
+    echo "call $((i + 1)): $(mib "${used[i]}") MiB beside the tree's $(mib "$tree"): carry ${paths[i]}"
+  done
   echo "the first call begins with: scripts/gpu_kit.sh unpack && . .gpu/env; each later one with: . .gpu/env"
   for name in "$@"; do echo "once every part of $name is there: scripts/model.sh join $name"; done
 }

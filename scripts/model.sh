@@ -139,13 +139,14 @@ split_model() {
     die "split: '$what' is neither a model name ($NAMES) nor a file"
   fi
   # a call carries 64 MiB in all: the tree, 1 MiB kept free for files the
-  # session adds before its calls, the list of sums, one part; the parts
-  # as even as their number allows
+  # session adds before its calls, the list of sums, one part. Every part
+  # but the last fills a call; the last, the rest, rides beside the kit in
+  # the first call where it fits (scripts/gpu_kit.sh plan)
   local room=${size:-$(((64 << 20) - (1 << 20) - $(tree_bytes) - 4096))} total n
   [[ "$room" =~ ^[0-9]+$ ]] && [ "$room" -ge 1024 ] || die "split: --size: '$room' is not a byte count of at least 1024"
   total=$(stat -c %s "$path")
   n=$(((total + room - 1) / room))
-  size=$(((total + n - 1) / n))
+  size=$room
   dir=.gpu/models/$name
   rm -rf "$dir"
   mkdir -p "$dir"

@@ -116,3 +116,16 @@ check join '[ $? = 0 ] && cmp -s "$tmp/weights.bin" "$there/cache/weights.bin/we
 check plan '[ "$(grep -c "^call " "$tmp/plan.log")" = 2 ] &&
   grep -q "^call 1: .*carry .gpu/kit.tar.gz .gpu/models/weights.bin/parts.sha256 .gpu/models/weights.bin/part-01 " "$tmp/plan.log" &&
   grep -q "^call 2: .*carry .gpu/models/weights.bin/parts.sha256 .gpu/models/weights.bin/part-06 " "$tmp/plan.log"'
+# by default every part but the last fills a call beside the tree, and the
+# last, smaller one rides beside the kit in the first call
+head -c 1 /dev/zero > "$tmp/big.bin"
+room=$(cd "$here" && scripts/model.sh split "$tmp/big.bin" | sed -n 's/.* parts of \([0-9]*\) bytes.*/\1/p')
+truncate -s $((2 * ${room:-0} + 5000)) "$tmp/big.bin"
+(cd "$here" && scripts/model.sh split "$tmp/big.bin" && scripts/gpu_kit.sh plan big.bin) > "$tmp/plan-full.log" 2>&1
+big=$here/.gpu/models/big.bin
+check plan_last_part_beside_kit '[ "${room:-0}" -gt 1000000 ] && [ "$(stat -c %s "$big/part-01")" = "$room" ] &&
+  [ "$(stat -c %s "$big/part-03")" = 5000 ] && [ "$(grep -c "^call " "$tmp/plan-full.log")" = 3 ] &&
+  grep -qx "call 1: .* carry .gpu/kit.tar.gz .gpu/models/big.bin/parts.sha256 .gpu/models/big.bin/part-03" "$tmp/plan-full.log" &&
+  grep -qx "call 2: .* carry .gpu/models/big.bin/parts.sha256 .gpu/models/big.bin/part-01" "$tmp/plan-full.log" ||
+  { cat "$tmp/plan-full.log"; false; }'
+rm -rf "$big" "$tmp/big.bin"
