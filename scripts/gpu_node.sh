@@ -97,16 +97,22 @@ rows() { if [ -f "$run/n0/metrics.jsonl" ]; then wc -l < "$run/n0/metrics.jsonl"
 had=$(rows)
 scripts/swarm.sh start --nodes 1 --ij "$ij" --rounds "$rounds" --run "$run" >> "$log" 2>&1 ||
   { say "the node did not start (see $log)"; exit 1; }
+# each process's device memory as the driver counts it (the CUDA context
+# included), once: a failing nvidia-smi is said, and the call goes on
 smi=""
+device_memory() {
+  [ -z "$smi" ] && [ "$(rows)" -gt "$had" ] && command -v nvidia-smi > /dev/null || return 0
+  smi=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>&1 | tr '\n' ';') ||
+    smi="nvidia-smi failed: $smi"
+  smi=${smi:-no process listed}
+  say "nvidia-smi, each process: $smi" > /dev/null
+}
 while scripts/swarm.sh wait --run "$run" --timeout 5 > /dev/null 2>&1; [ $? != 0 ] && [ "$(date +%s)" -lt "$stop_at" ]; do
   say "$(scripts/swarm.sh progress --run "$run" | cut -c1-150)" > /dev/null
-  # each process's device memory as the driver counts it (the CUDA
-  # context included), once the node has trained a round
-  if [ -z "$smi" ] && [ "$(rows)" -gt "$had" ] && command -v nvidia-smi > /dev/null; then
-    smi=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>&1 | tr '\n' ';')
-    say "nvidia-smi, each process: $smi" > /dev/null
-  fi
+  device_memory
 done
+# where the rounds ended between two looks, before the processes stop
+device_memory
 scripts/swarm.sh stop --run "$run" >> "$log" 2>&1
 now=$(rows)
 say "$((now - had)) rounds in this call, $now in all"
@@ -200,7 +206,7 @@ for line in open(out + "/node.log", errors="replace"):
 for proc, text in sorted(peaks.items()):
     print("\n%s: %s." % (proc, text))
 if smi:
-    print("\nnvidia-smi after the first round (each process, its CUDA context included): %s" % smi)
+    print("\nnvidia-smi once the node had trained a round (each process, its CUDA context included): %s" % smi)
 PY
 cat "$out/summary.md" | tee -a "$log"
 say "done in $(($(date +%s) - start)) s; results in $out"

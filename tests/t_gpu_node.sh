@@ -70,13 +70,20 @@ check disk '[ "$(ls "$tmp/run/n0/policy" | grep -c "^v")" = 2 ] && [ "$dtypes" =
   [ "$(ls "$tmp/run/n0/ckpt" | grep -c "^r")" = 1 ] && [ -n "$bound" ] &&
   awk -v u="$used" -v b="$bound" "BEGIN { exit !(u <= b * 1e9 + 8 * 65536) }"'
 
-# a second call: the node resumes at round 4, the start is not evaluated again
+# a second call: the node resumes at round 4, the start is not evaluated
+# again; an nvidia-smi that fails, as one may where the driver or the
+# runtime will not answer, is said in the summary and the call goes on
 before=$(cat "$tmp/run/eval-start.json")
-scripts/gpu_node.sh --minutes 3 --eval-questions 4 --ij 2/0 --rounds 5 --run "$tmp/run" --out "$tmp/out2" > "$tmp/two.log" 2>&1
+mkdir -p "$tmp/smi"
+printf '#!/bin/sh\necho "$*" >> "%s/smi.calls"\necho "NVIDIA-SMI has failed: no driver here"\nexit 9\n' "$tmp" > "$tmp/smi/nvidia-smi"
+chmod +x "$tmp/smi/nvidia-smi"
+PATH=$tmp/smi:$PATH scripts/gpu_node.sh --minutes 3 --eval-questions 4 --ij 2/0 --rounds 5 --run "$tmp/run" --out "$tmp/out2" > "$tmp/two.log" 2>&1
 rc=$?
 check resumes '[ $rc = 0 ] && grep -q "2 rounds in this call, 5 in all" "$tmp/two.log" &&
   grep -q "from $tmp/run/n0/ckpt/r00000003 at round 3" "$tmp/run/n0/node.log" &&
   [ "$(head -n 1 "$tmp/out2/eval.jsonl")" = "$before" ] && grep -q "after (policy version 5)" "$tmp/out2/summary.md"'
+check failing_nvidia_smi 'grep -q "^--query-compute-apps" "$tmp/smi.calls" &&
+  grep -q "^nvidia-smi once the node had trained a round .*: nvidia-smi failed: NVIDIA-SMI has failed: no driver here" "$tmp/out2/summary.md"'
 
 scripts/gpu_node.sh --ij 2/2 > "$tmp/bad.log" 2>&1
 check refuses_sharing '[ $? = 2 ] && grep -q "is not I/0" "$tmp/bad.log"'
