@@ -128,7 +128,7 @@ unpack() {
       found=$(find /usr/local/cuda/lib64/ /usr/local/cuda/targets/x86_64-linux/lib/ /usr/lib/x86_64-linux-gnu/ \
         /opt /usr/local/lib -name "$lib" 2> /dev/null | head -n 1 || true)
       [ -n "$found" ] || die "$lib not found on this machine"
-      cuda="$cuda:$(dirname "$found")"
+      [[ "$cuda:" == *":$(dirname "$found"):"* ]] || cuda="$cuda:$(dirname "$found")"
     done
   fi
   {

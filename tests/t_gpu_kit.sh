@@ -38,6 +38,8 @@ cp "$kit" "$there/.gpu/"
 (cd "$there" && scripts/gpu_kit.sh unpack) > "$tmp/unpack.log" 2>&1
 rc=$?
 check unpack '[ $rc = 0 ] && [ -x "$there/bin/learner" ] && grep -q "SAPO_MODEL_CACHE=$there/.gpu/models" "$there/.gpu/env"'
+# each folder once on the library path, where CUDA's libraries share one
+check library_path_once '[ -z "$(grep "^export LD_LIBRARY_PATH=" "$there/.gpu/env" | cut -d= -f2 | tr ":" "\n" | sort | uniq -d)" ]'
 
 # every library a program loads that is not the C library's, the C++
 # runtime's or CUDA's comes from the kit
