@@ -252,7 +252,8 @@ int main(void)
      * them: direct bf16 (model_set_direct_bf16), direct heads
      * (model_set_direct_heads), the fused log-softmax (model_set_fused_logp),
      * that with the whole batch in one chunk of logits
-     * (model_set_logits_chunk), and all four */
+     * (model_set_logits_chunk), all four, those and the fused optimizer
+     * step (model_set_fused_adamw), and that step alone */
     double base = B * T / train_step_opt(m, B, T, reps);
     model_set_direct_bf16(m, true);
     double direct = B * T / train_step_opt(m, B, T, reps);
@@ -267,12 +268,23 @@ int main(void)
     model_set_direct_bf16(m, true);
     model_set_direct_heads(m, true);
     double all = B * T / train_step_opt(m, B, T, reps);
+    model_set_fused_adamw(m, true);
+    double all5 = B * T / train_step_opt(m, B, T, reps);
+    model_set_direct_bf16(m, false);
+    model_set_direct_heads(m, false);
+    model_set_fused_logp(m, false);
+    model_set_logits_chunk(m, 0);
+    double adamw = B * T / train_step_opt(m, B, T, reps);
+    model_set_fused_adamw(m, false);
     bench_line("cuda_train_tokens_per_s_direct_bf16", direct, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_direct_heads", heads, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_fused_logp", fused, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_fused_one_chunk", one_chunk, "tok/s", "sapo's default step", base, "tok/s");
     bench_line("cuda_train_tokens_per_s_all_four", all, "tok/s", "sapo's default step", base, "tok/s");
+    bench_line("cuda_train_tokens_per_s_fused_adamw", adamw, "tok/s", "sapo's default step", base, "tok/s");
+    bench_line("cuda_train_tokens_per_s_all_five", all5, "tok/s", "sapo's default step", base, "tok/s");
     if (have[1]) printf("bench cuda_train_goal_vs_compiled, all four: %.3g x (goal: 1.2 x)\n", all / ptrain[1]);
+    if (have[1]) printf("bench cuda_train_goal_vs_compiled, all five: %.3g x (goal: 1.2 x)\n", all5 / ptrain[1]);
     printf("  one chunk of %d positions: %.2f GiB at most, against %.2f GiB in chunks of %zu\n", B * T,
            cuda_model_memory_peak(m->cuda) / 1073741824.0, train_mem, cuda_chunk_rows(0, c.V, B * T));
     char cmd[300];

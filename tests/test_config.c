@@ -68,6 +68,8 @@ static void test_switches(void)
     EXPECT(load(&cfg, "--direct-heads", "1", NULL, NULL) == 0 && cfg.direct_heads == 1);
     EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.decode_graphs == 0);
     EXPECT(load(&cfg, "--decode-graphs", "1", NULL, NULL) == 0 && cfg.decode_graphs == 1);
+    EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.fused_adamw == 0);
+    EXPECT(load(&cfg, "--fused-adamw", "1", NULL, NULL) == 0 && cfg.fused_adamw == 1);
     EXPECT(load(&cfg, "--grouped-decode", "1", NULL, NULL) == 0 && cfg.grouped_decode == 1);
     EXPECT(load(&cfg, "--logits-chunk", "4096", NULL, NULL) == 0 && cfg.logits_chunk == 4096);
     EXPECT(load(&cfg, "--logits-chunk", "-5", NULL, NULL) != 0);
@@ -77,7 +79,7 @@ static void test_switches(void)
     static const char *const switches[] = {"--lockstep",       "--shared-prompt",  "--warmstart-optimizer",
                                            "--mask-truncated", "--external-train", "--inference-only",
                                            "--fused-logp",     "--direct-bf16",    "--direct-heads",
-                                           "--decode-graphs",  "--grouped-decode"};
+                                           "--decode-graphs",  "--grouped-decode", "--fused-adamw"};
     for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
         EXPECTF(load(&cfg, switches[i], "0", NULL, NULL) == 0, "%s 0 refused", switches[i]);
         EXPECTF(load(&cfg, switches[i], "2", NULL, NULL) != 0, "%s 2 accepted", switches[i]);

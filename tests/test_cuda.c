@@ -755,6 +755,15 @@ static double moments_gap(adamw_t *x, adamw_t *y, size_t n)
     return wm;
 }
 
+/* an optimizer for m as the Trainer groups it: ln1 follows wte, and
+ * neither is decayed */
+static adamw_t *trainer_adamw(const model_t *m)
+{
+    adamw_t *o = adamw_new(m->n_params);
+    EXPECT(o && adamw_no_decay(o, m->sizes[0], m->sizes[1]) == 0);
+    return o;
+}
+
 /* cross-entropy steps, each copy with its own optimizer, both through
  * model_optimizer_step: AdamW on the host for the CPU copy, on the device
  * for the GPU copy. Each device step must equal adamw_step on the same
@@ -771,13 +780,9 @@ static void test_train_steps(void)
         return;
     }
     size_t n = p.cpu->n_params;
-    adamw_t *oc = adamw_new(n), *og = adamw_new(n), *mirror = adamw_new(n);
+    adamw_t *oc = trainer_adamw(p.cpu), *og = trainer_adamw(p.cpu), *mirror = trainer_adamw(p.cpu);
     adamw_params_t ap = adamw_params_default();
     ap.lr = 3e-3f;
-    /* ln1 follows wte: no decay, as the Trainer groups norms */
-    EXPECT(adamw_no_decay(oc, p.cpu->sizes[0], p.cpu->sizes[1]) == 0);
-    EXPECT(adamw_no_decay(og, p.cpu->sizes[0], p.cpu->sizes[1]) == 0);
-    EXPECT(adamw_no_decay(mirror, p.cpu->sizes[0], p.cpu->sizes[1]) == 0);
     float *want = malloc(n * sizeof(float)), *grads = malloc(n * sizeof(float));
     float first_c = 0, first_g = 0, lc = 0, lg = 0;
     for (int step = 1; step <= 4; step++) {
@@ -843,9 +848,11 @@ static void test_memory_accounting(void)
     pair_close(&p);
 }
 
-/* one device step of opt on p.gpu's present gradients, checked against
- * adamw_step on a host mirror of opt's state (which it then takes) */
-static void device_step_matches(pair_t *p, adamw_t *opt, adamw_t *mirror, const char *what)
+/* one device step of opt on p.gpu's present gradients, clipped to
+ * max_norm (0: none), checked against adamw_step on a host mirror of
+ * opt's state (which it then takes) after grad_clip_norm; returns the
+ * gradients' norm */
+static float device_step_matches(pair_t *p, adamw_t *opt, adamw_t *mirror, float max_norm, const char *what)
 {
     size_t n = p->gpu->n_params;
     adamw_params_t ap = adamw_params_default();
@@ -857,8 +864,10 @@ static void device_step_matches(pair_t *p, adamw_t *opt, adamw_t *mirror, const 
     float *want = malloc(n * sizeof(float)), *grads = malloc(n * sizeof(float));
     memcpy(want, p->gpu->params, n * sizeof(float));
     memcpy(grads, p->gpu->grads, n * sizeof(float));
+    float host_norm = grad_clip_norm(grads, n, max_norm);
     EXPECT(adamw_step(mirror, &ap, want, grads) == 0);
-    EXPECT(model_optimizer_step(p->gpu, opt, &ap, 0.0f, &norm) == 0);
+    EXPECT(model_optimizer_step(p->gpu, opt, &ap, max_norm, &norm) == 0);
+    EXPECT_NEAR(norm, host_norm, 1e-5);
     EXPECT(model_sync_host(p->gpu) == 0);
     double worst = 0, wm = moments_gap(opt, mirror, n);
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)p->gpu->params[i] - want[i]));
@@ -866,6 +875,7 @@ static void device_step_matches(pair_t *p, adamw_t *opt, adamw_t *mirror, const 
     EXPECT(adamw_steps(opt) == adamw_steps(mirror));
     free(want);
     free(grads);
+    return norm;
 }
 
 /* a device step of opt that is not synced, and the same step of mirror on
@@ -900,8 +910,8 @@ static void test_optimizer_state(void)
     }
     size_t n = p.gpu->n_params;
     adamw_t *a = adamw_new(n), *ma = adamw_new(n);
-    device_step_matches(&p, a, ma, "first optimizer, step 1");
-    device_step_matches(&p, a, ma, "first optimizer, step 2");
+    device_step_matches(&p, a, ma, 0.0f, "first optimizer, step 1");
+    device_step_matches(&p, a, ma, 0.0f, "first optimizer, step 2");
     /* a step that is not synced, then the optimizer goes: nothing may
      * write into it, and its replacement (often at the same address)
      * must not meet its moments */
@@ -914,12 +924,12 @@ static void test_optimizer_state(void)
     adamw_destroy(&ma);
     EXPECT(model_sync_host(p.gpu) == 0);
     adamw_t *b = adamw_new(n), *mb = adamw_new(n);
-    device_step_matches(&p, b, mb, "a new optimizer after the first was destroyed");
+    device_step_matches(&p, b, mb, 0.0f, "a new optimizer after the first was destroyed");
     /* two optimizers in turns */
     adamw_t *c = adamw_new(n), *mc = adamw_new(n);
-    device_step_matches(&p, c, mc, "second optimizer, its step 1");
-    device_step_matches(&p, b, mb, "first optimizer again");
-    device_step_matches(&p, c, mc, "second optimizer again");
+    device_step_matches(&p, c, mc, 0.0f, "second optimizer, its step 1");
+    device_step_matches(&p, b, mb, 0.0f, "first optimizer again");
+    device_step_matches(&p, c, mc, 0.0f, "second optimizer again");
     /* a host step on an optimizer the device holds, after a device step
      * not synced: it starts from the device's moments */
     float *grads = malloc(n * sizeof(float)), *mp = malloc(n * sizeof(float)), *hp = malloc(n * sizeof(float));
@@ -932,7 +942,7 @@ static void test_optimizer_state(void)
     double wm = moments_gap(c, mc, n);
     EXPECTF(wm < 1e-6, "a host step after an unsynced device step: moments off by %.3g", wm);
     /* the model goes first: the optimizer gets the unsynced step back */
-    device_step_matches(&p, b, mb, "first optimizer before the model goes");
+    device_step_matches(&p, b, mb, 0.0f, "first optimizer before the model goes");
     unsynced_device_step(&p, b, mb, mp, grads);
     EXPECT(adamw_holder(b) == (const void *)p.gpu->cuda);
     pair_close(&p);
@@ -946,6 +956,44 @@ static void test_optimizer_state(void)
     adamw_destroy(&mb);
     adamw_destroy(&c);
     adamw_destroy(&mc);
+}
+
+/* the fused optimizer step (model_set_fused_adamw), four steps: the
+ * gradients clipped twice, under a bound above their norm, no bound. Each
+ * against adamw_step on a host mirror, then the bf16 copy it wrote against
+ * the one an upload converts from the same weights: the log-probs they
+ * give must be the same, bit for bit (a stale copy moves them by about the
+ * learning rate) */
+static void test_fused_adamw(void)
+{
+    NEED_DEVICE();
+    pair_t p;
+    if (pair_open(&p, "qwen2_tied")) {
+        pair_close(&p);
+        return;
+    }
+    model_set_fused_adamw(p.gpu, true);
+    /* decayed stretches and one that is not */
+    adamw_t *opt = trainer_adamw(p.gpu), *mirror = trainer_adamw(p.gpu);
+    float *lp[2] = {malloc(p.N * sizeof(float)), malloc(p.N * sizeof(float))};
+    const float bounds[] = {0.05f, 0.05f, 1e6f, 0.0f};
+    for (int s = 0; s < 4; s++) {
+        float norm = device_step_matches(&p, opt, mirror, bounds[s], "fused step");
+        EXPECTF(s > 2 || (norm > bounds[s]) == (s < 2), "step %d: gradient norm %g, bound %g", s + 1, norm, bounds[s]);
+        EXPECT(model_forward(p.gpu, p.tokens, p.targets, p.B, p.T, 0.7f, lp[0], NULL) == 0);
+        EXPECT(model_sync_device(p.gpu) == 0);
+        EXPECT(model_forward(p.gpu, p.tokens, p.targets, p.B, p.T, 0.7f, lp[1], NULL) == 0);
+        bool same = memcmp(lp[0], lp[1], p.N * sizeof(float)) == 0;
+        printf("  step %d, bound %g, gradient norm %.3g: the step's bf16 copy gives %s\n", s + 1, bounds[s], norm,
+               same ? "the converted copy's log-probs, bit for bit" : "other log-probs");
+        EXPECTF(same, "step %d: the fused step's bf16 copy gives log-probs off by %.3g", s + 1,
+                max_gap(lp[0], lp[1], p.N));
+    }
+    free(lp[0]);
+    free(lp[1]);
+    adamw_destroy(&opt);
+    adamw_destroy(&mirror);
+    pair_close(&p);
 }
 
 /* Whether the CPU, drawing with u from logits x (V), draws g once every
@@ -1498,13 +1546,14 @@ int main(int argc, char **argv)
     RUN(test_direct_heads);
     RUN(test_decode_graphs);
     RUN(test_grouped_decode);
+    RUN(test_fused_adamw);
     RUN(test_real_model);
 #else
-    const char *names[] = {"test_uniform",           "test_sample",         "test_forward_backward",
-                           "test_memory_accounting", "test_train_steps",    "test_optimizer_state",
-                           "test_generate",          "test_generate_long",  "test_inference_only",
-                           "test_fused_logp",        "test_direct_bf16",    "test_direct_heads",
-                           "test_decode_graphs",     "test_grouped_decode", "test_real_model"};
+    const char *names[] = {
+        "test_uniform",        "test_sample",          "test_forward_backward", "test_memory_accounting",
+        "test_train_steps",    "test_optimizer_state", "test_generate",         "test_generate_long",
+        "test_inference_only", "test_fused_logp",      "test_direct_bf16",      "test_direct_heads",
+        "test_decode_graphs",  "test_grouped_decode",  "test_fused_adamw",      "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

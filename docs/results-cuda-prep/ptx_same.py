@@ -1,5 +1,5 @@
 """Whether the default path's kernels compile to the same PTX before and after
-a change: python3 ptx_same.py OLD.ptx NEW.ptx. Each pair below is one kernel,
+a change: python3 ptx_same.py OLD.ptx NEW.ptx [KERNEL...]. Each pair below is one kernel,
 named as it was and as it is (a template's instantiation for float); the names,
 labels and line records are set aside, and where the bodies differ the lines
 that differ are printed. Make each file with nvcc -std=c++17 -O2 -D_GNU_SOURCE
@@ -29,6 +29,10 @@ def body(path, name):
     b = re.sub(r"\$L__\w+", "L", b)
     return [l for l in b.split("\n") if not l.strip().startswith((".loc", "//"))]
 
+
+# kernels named after the two files: each compared under its one name
+if len(sys.argv) > 3:
+    PAIRS = [(n, n) for n in sys.argv[3:]]
 
 for old, new in PAIRS:
     a, b = body(sys.argv[1], old), body(sys.argv[2], new)

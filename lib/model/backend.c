@@ -188,6 +188,8 @@ void model_set_decode_graphs(model_t *self, bool on) { self->decode_graphs = on;
 
 void model_set_grouped_decode(model_t *self, bool on) { self->grouped_decode = on; }
 
+void model_set_fused_adamw(model_t *self, bool on) { self->fused_adamw = on; }
+
 void model_device_memory(const model_t *self, size_t *held, size_t *peak)
 {
     *held = *peak = 0;

@@ -203,6 +203,14 @@ void model_set_decode_graphs(model_t *self, bool on);
  * effect on the CPU. Off until a GPU has run test_cuda's
  * test_grouped_decode (docs/cuda.md). */
 void model_set_grouped_decode(model_t *self, bool on);
+/* On a GPU, the optimizer step in one pass over the parameters (on):
+ * AdamW reads each gradient times the clipping coefficient and writes the
+ * bf16 copy the products read, where by default the gradients are first
+ * scaled in place and the copy converted afterwards, two passes more. The
+ * same parameters, moments and bf16 copy, bit for bit; the gradients stay
+ * as the backward pass left them (unscaled). No effect on the CPU. Off
+ * until a GPU has run test_cuda's test_fused_adamw (docs/cuda.md). */
+void model_set_fused_adamw(model_t *self, bool on);
 /* Positions whose logits the lm_head computes at once when model_forward
  * is given no logits (0, the default: about 64M logits, 441 positions of
  * a Qwen's vocabulary, 1,365 of SmolLM2's). Larger chunks make fewer and

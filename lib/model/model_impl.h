@@ -150,6 +150,7 @@ struct model {
     bool direct_heads;   /* model_set_direct_heads */
     bool decode_graphs;  /* model_set_decode_graphs */
     bool grouped_decode; /* model_set_grouped_decode */
+    bool fused_adamw;    /* model_set_fused_adamw */
 };
 
 /* model.c: the RoPE tables, the batch and its workspaces */

@@ -44,6 +44,7 @@ typedef struct {
     int direct_heads;           /* 1: on a GPU, attention's products read and write heads in place */
     int decode_graphs;          /* 1: on a GPU, decode steps replayed from a CUDA graph */
     int grouped_decode;         /* 1: on a GPU, decode attention by key/value head */
+    int fused_adamw;            /* 1: on a GPU, the optimizer step in one pass over the parameters */
     int logits_chunk;           /* positions of logits at once, 0: about 64M logits */
     char task_mix[4096];        /* JSON task mix, empty = every family, weight 1 */
     char eval_completions[512]; /* file the evaluator appends each held-out completion to, empty = none */

@@ -274,6 +274,7 @@ int policy_place(policy_t *self, const config_t *cfg, bool infer, char *err, siz
     model_set_direct_heads(self->model, cfg->direct_heads);
     model_set_decode_graphs(self->model, cfg->decode_graphs);
     model_set_grouped_decode(self->model, cfg->grouped_decode);
+    model_set_fused_adamw(self->model, cfg->fused_adamw);
     model_set_logits_chunk(self->model, cfg->logits_chunk);
     return model_set_backend(self->model, cfg->backend, err, errlen);
 }

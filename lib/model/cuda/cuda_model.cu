@@ -1189,6 +1189,20 @@ static int moments_for(cuda_model_t *c, adamw_t *opt)
     return 0;
 }
 
+/* AdamW over the n parameters from offset at; with coef > 0 the fused
+ * kernel, which scales the gradients by coef and writes the bf16 copy */
+static void adamw_launch(cuda_model_t *c, size_t at, size_t n, adamw_coef_t k, float decay, float coef)
+{
+    if (coef > 0.0f) {
+        adamw_fused_kernel<<<grid_for(n), 256, 0, c->st>>>(c->p + at, c->am + at, c->av + at, c->g + at, c->wb + at, n,
+                                                           k, decay, coef);
+        launched(c, "adamw_fused_kernel");
+    } else {
+        adamw_kernel<<<grid_for(n), 256, 0, c->st>>>(c->p + at, c->am + at, c->av + at, c->g + at, n, k, decay);
+        launched(c, "adamw_kernel");
+    }
+}
+
 int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, float max_norm, float *norm_out)
 {
     /* a failed backward leaves gradients no step may take */
@@ -1201,13 +1215,16 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
     if (CK(cudaMemcpyAsync(&ss, c->norm, sizeof(double), cudaMemcpyDeviceToHost, c->st)) ||
         synced(c, "optimizer step (gradient norm)"))
         return -1;
-    float norm = (float)sqrt(ss);
+    float norm = (float)sqrt(ss), coef = 1.0f;
     if (max_norm > 0.0f) {
-        float coef = (float)((double)max_norm / ((double)norm + 1e-6));
-        if (coef < 1.0f) {
-            scale_kernel<<<grid_for(c->n), 256, 0, c->st>>>(c->g, coef, c->n);
-            launched(c, "scale_kernel");
-        }
+        float k = (float)((double)max_norm / ((double)norm + 1e-6));
+        if (k < 1.0f) coef = k;
+    }
+    /* fused: the scaling and the bf16 copy inside AdamW's pass */
+    bool fused = c->m->fused_adamw;
+    if (coef < 1.0f && !fused) {
+        scale_kernel<<<grid_for(c->n), 256, 0, c->st>>>(c->g, coef, c->n);
+        launched(c, "scale_kernel");
     }
     long step = adamw_steps(opt) + 1;
     double t = (double)step;
@@ -1228,21 +1245,13 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
     size_t at = 0;
     for (size_t i = 0; i <= nr; i++) {
         size_t lo = i < nr ? ranges[2 * i] : c->n, hi = i < nr ? lo + ranges[2 * i + 1] : c->n;
-        if (lo > at) {
-            adamw_kernel<<<grid_for(lo - at), 256, 0, c->st>>>(c->p + at, c->am + at, c->av + at, c->g + at, lo - at, k,
-                                                               k.decay);
-            launched(c, "adamw_kernel");
-        }
-        if (hi > lo) {
-            adamw_kernel<<<grid_for(hi - lo), 256, 0, c->st>>>(c->p + lo, c->am + lo, c->av + lo, c->g + lo, hi - lo, k,
-                                                               1.0f);
-            launched(c, "adamw_kernel");
-        }
+        if (lo > at) adamw_launch(c, at, lo - at, k, k.decay, fused ? coef : 0.0f);
+        if (hi > lo) adamw_launch(c, lo, hi - lo, k, 1.0f, fused ? coef : 0.0f);
         at = hi > at ? hi : at;
     }
     free(ranges);
     c->moments_newer = true;
-    to_bf16(c, c->wb, c->p, c->n);
+    if (!fused) to_bf16(c, c->wb, c->p, c->n);
     if (synced(c, "optimizer step")) return -1;
     adamw_set_steps(opt, step);
     *norm_out = norm;

@@ -611,17 +611,38 @@ typedef struct {
     float decay, w1, beta2, c2, step_size, bc2_sqrt, eps;
 } adamw_coef_t;
 
+/* adamw.c's update of one parameter by its gradient gi: its moments in
+ * m and v, and its new value returned */
+__device__ __forceinline__ float adamw_one(float *p, float *m, float *v, size_t i, float gi, const adamw_coef_t &c,
+                                           float decay)
+{
+    float mi = m[i] + c.w1 * (gi - m[i]);
+    float vi = v[i] * c.beta2 + c.c2 * (gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    float denom = sqrtf(vi) / c.bc2_sqrt + c.eps;
+    return p[i] * decay + -c.step_size * (mi / denom);
+}
+
 /* adamw.c's update over [0, n) with decay (1 where none) */
 __global__ void adamw_kernel(float *p, float *m, float *v, const float *g, size_t n, adamw_coef_t c, float decay)
 {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = adamw_one(p, m, v, i, g[i], c, decay);
+}
+
+/* the same update in the pass that would come before it and the one that
+ * would come after (model_set_fused_adamw): each gradient times coef, the
+ * clipping coefficient, rounded as scale_kernel stores it (__fmul_rn: no
+ * multiply-add may absorb it; coef 1 where nothing is clipped, exact),
+ * and the new weight's bf16 copy rounded as to_bf16_kernel writes it */
+__global__ void adamw_fused_kernel(float *p, float *m, float *v, const float *g, bf16 *wb, size_t n, adamw_coef_t c,
+                                   float decay, float coef)
+{
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float gi = g[i];
-        float mi = m[i] + c.w1 * (gi - m[i]);
-        float vi = v[i] * c.beta2 + c.c2 * (gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        float denom = sqrtf(vi) / c.bc2_sqrt + c.eps;
-        p[i] = p[i] * decay + -c.step_size * (mi / denom);
+        float pi = adamw_one(p, m, v, i, __fmul_rn(g[i], coef), c, decay);
+        p[i] = pi;
+        wb[i] = __float2bfloat16_rn(pi);
     }
 }
 
