@@ -1217,8 +1217,8 @@ int cuda_model_step(cuda_model_t *c, adamw_t *opt, const adamw_params_t *p, floa
         return -1;
     float norm = (float)sqrt(ss), coef = 1.0f;
     if (max_norm > 0.0f) {
-        float k = (float)((double)max_norm / ((double)norm + 1e-6));
-        if (k < 1.0f) coef = k;
+        float clip = (float)((double)max_norm / ((double)norm + 1e-6));
+        if (clip < 1.0f) coef = clip;
     }
     /* fused: the scaling and the bf16 copy inside AdamW's pass */
     bool fused = c->m->fused_adamw;
