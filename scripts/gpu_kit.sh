@@ -35,9 +35,9 @@ kit=.gpu/kit.tar.gz
 # on one GPU) and the pool's load generator
 node_programs=(broker sampler generator verifier learner evaluate tap report study loadgen)
 checks=(build/release/tests/test_cuda build/release/bench/bench_cuda build/asan/tests/test_cuda)
-# what a call may carry in all, and what is kept free of it for the files a
-# session adds to the tree between the split and the call
-limit=$((64 << 20)) margin=$((1 << 20))
+# what a call may carry in all, the working tree included (scripts/model.sh
+# split keeps 1 MiB of it free for files the tree gains before the call)
+limit=$((64 << 20))
 
 die() { echo "gpu_kit: $*" >&2; exit 1; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
@@ -154,7 +154,8 @@ plan() {
   local tree room name f size sums i n=0
   local used=() paths=()
   tree=$(tree_bytes)
-  room=$((limit - margin - tree))
+  # the tree as it is now: the split's margin has paid for its growth
+  room=$((limit - tree))
   # place PATH BYTES [SUMS]: into the first call with room for it (and for
   # SUMS, where that call does not carry them yet), else into a new one
   local bytes count

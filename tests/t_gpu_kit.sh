@@ -131,3 +131,18 @@ check plan_last_part_beside_kit '[ "${room:-0}" -gt 1000000 ] && [ "$(stat -c %s
   grep -qx "call 2: .* carry .gpu/models/big.bin/parts.sha256 .gpu/models/big.bin/part-01" "$tmp/plan-full.log" ||
   { cat "$tmp/plan-full.log"; false; }'
 rm -rf "$big" "$tmp/big.bin"
+# a tree that grows after the split (by less than the 1 MiB the split
+# keeps free) still carries every part: the plan counts the tree as it is
+grow=$tmp/grow
+mkdir -p "$grow/scripts" "$grow/.gpu"
+cp scripts/model.sh scripts/gpu_kit.sh "$grow/scripts/"
+cp "$kit" "$grow/.gpu/"
+printf '/.gpu/\n' > "$grow/.gitignore"
+head -c 1 /dev/zero > "$tmp/big.bin"
+room=$(cd "$grow" && git init -q && scripts/model.sh split "$tmp/big.bin" | sed -n 's/.* parts of \([0-9]*\) bytes.*/\1/p')
+truncate -s $((2 * ${room:-0} + 5000)) "$tmp/big.bin"
+(cd "$grow" && scripts/model.sh split "$tmp/big.bin" > /dev/null && head -c 600000 /dev/urandom > grown.bin &&
+  scripts/gpu_kit.sh plan big.bin) > "$tmp/plan-grown.log" 2>&1
+check plan_after_tree_grew '[ $? = 0 ] && [ "${room:-0}" -gt 1000000 ] && [ "$(grep -c "^call " "$tmp/plan-grown.log")" = 3 ] ||
+  { cat "$tmp/plan-grown.log"; false; }'
+rm -rf "$grow" "$tmp/big.bin"
