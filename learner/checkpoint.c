@@ -120,7 +120,7 @@ int checkpoint_save(const char *run, const policy_t *pol, const adamw_t *opt, co
         goto link;
     snprintf(part, sizeof part, "%s.part", dir);
     fs_rm_tree(part);
-    if (policy_save(pol, part, false, err, errlen) != 0) return -1;
+    if (policy_save(pol, part, false, NULL, err, errlen) != 0) return -1;
     snprintf(path, sizeof path, "%s/optimizer.bin", part);
     if (adamw_save(opt, path) != 0) {
         snprintf(err, errlen, "%s: could not be written (see above)", path);

@@ -253,7 +253,7 @@ int formatstart(const config_t *cfg)
     char *slash = strrchr(parent, '/');
     if (slash) *slash = '\0';
     if (slash && fs_mkdirs(parent) != 0) log_fatal("%s: cannot create: %s", parent, strerror(errno));
-    if (policy_save(pol, cfg->base, false, err, sizeof err) != 0) log_fatal("%s", err);
+    if (policy_save(pol, cfg->base, false, NULL, err, sizeof err) != 0) log_fatal("%s", err);
     snprintf(path, sizeof path, "%s/format.json", cfg->base);
     FILE *f = fopen(path, "w");
     if (!f || fprintf(f, "%s\n", text) < 0 || fclose(f) != 0) log_fatal("%s: cannot write", path);

@@ -34,7 +34,8 @@ static void announce(wire_publisher_t *pub, const config_t *cfg, const policy_t 
     snprintf(dir, sizeof dir, "%s/policy", cfg->run);
     if (fs_mkdirs(dir) != 0) log_fatal("%s: cannot create", dir);
     policy_version_dir(cfg->run, st->policy_version, dir, sizeof dir);
-    if (policy_save(pol, dir, cfg->policy_dtype == POLICY_BF16, err, sizeof err) != 0)
+    policy_version_t v = {.round = st->round, .policy_version = st->policy_version};
+    if (policy_save(pol, dir, cfg->policy_dtype == POLICY_BF16, &v, err, sizeof err) != 0)
         log_fatal("policy version %llu: %s", (unsigned long long)st->policy_version, err);
     if (st->policy_version >= (uint64_t)cfg->keep_versions) {
         /* generators load a version within moments of its notice */

@@ -180,7 +180,7 @@ static void save_base(const char *base, const policy_t *pol, const adamw_t *opt,
     char *slash = strrchr(parent, '/');
     if (slash) *slash = '\0';
     if (slash && fs_mkdirs(parent) != 0) log_fatal("%s: cannot create: %s", parent, strerror(errno));
-    if (policy_save(pol, base, false, err, sizeof err) != 0) log_fatal("%s", err);
+    if (policy_save(pol, base, false, NULL, err, sizeof err) != 0) log_fatal("%s", err);
     /* RL may start from these moments (--warmstart-optimizer) */
     snprintf(path, sizeof path, "%s/optimizer.bin", base);
     if (adamw_save(opt, path) != 0) log_fatal("%s: cannot write", path);
@@ -245,7 +245,7 @@ int init_random(const char *config_json, const char *out, uint64_t seed)
     policy_t pol = {.tok = tokenizer_byte_new(), .fmt = PROMPT_PLAIN};
     pol.model = model_new_random(&mc, seed, err, sizeof err);
     if (!pol.model) log_fatal("%s: %s", config_json, err);
-    if (policy_save(&pol, out, false, err, sizeof err) != 0) log_fatal("%s", err);
+    if (policy_save(&pol, out, false, NULL, err, sizeof err) != 0) log_fatal("%s", err);
     log_info("random model (%zu parameters) saved in %s", model_num_params(pol.model), out);
     model_destroy(&pol.model);
     tokenizer_destroy(&pol.tok);

@@ -118,24 +118,14 @@ now=$(rows)
 say "$((now - had)) rounds in this call, $now in all"
 [ "$now" -gt 0 ] || { say "the node ran no round (see $run/n0/node.log)"; cp "$run/n0/node.log" "$out/" 2> /dev/null; exit 1; }
 
-# 4. held-out pass@1 of the last policy version the learner wrote
+# 4. held-out pass@1 of the last policy version the learner wrote, its
+# lines labelled with the round and version its folder records
 last=$(ls -d "$run"/n0/policy/v* 2> /dev/null | sed 's/.*\/v//' | sort -n | tail -n 1)
 [ -n "$last" ] || { say "no policy version in $run/n0/policy"; exit 1; }
 rm -f "$run/completions-v$last.jsonl"
 SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$run/completions-v$last.jsonl "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$last" \
   once "$per_family" > "$run/eval-v$last.json" \
   2>> "$log" || { say "the second evaluation failed (see $log)"; exit 1; }
-# `evaluate once` labels what it scores round 0, version 0: these lines
-# name the round and the policy version they scored
-python3 - "$run/eval-v$last.json" "$run/completions-v$last.jsonl" "$now" "$last" <<'PY' || { say "could not label the second evaluation"; exit 1; }
-import json, sys
-for path in sys.argv[1:3]:
-    lines = [json.loads(l) for l in open(path)]
-    for l in lines:
-        l["round"], l["policy_version"] = int(sys.argv[3]), int(sys.argv[4])
-    with open(path, "w") as f:
-        f.writelines(json.dumps(l) + "\n" for l in lines)
-PY
 
 # 5. what ran, and what it did
 "$SAPO_BIN/report" "$run/n0" > /dev/null 2>> "$log" || say "report: see $log"

@@ -105,7 +105,7 @@ static void check_model(const char *name, bool save)
         snprintf(dir, sizeof dir, "/tmp/test_gguf_model.%d", (int)getpid());
         snprintf(version, sizeof version, "%s/v0", dir);
         EXPECT(fs_mkdirs(dir) == 0);
-        EXPECTF(policy_save(p, version, false, err, sizeof err) == 0, "%s", err);
+        EXPECTF(policy_save(p, version, false, NULL, err, sizeof err) == 0, "%s", err);
         char probe[192];
         snprintf(probe, sizeof probe, "%s/tokenizer-SmolLM2-135M-Instruct.Q4_1/tokenizer.json", dir);
         EXPECT(access(probe, R_OK) == 0);

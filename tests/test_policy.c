@@ -2,7 +2,9 @@
  * model over the real Qwen tokenizer is prompted with ChatML and, by
  * default, a system prompt that asks for <answer> tags; "none", "@FILE" and
  * plain text set it otherwise; the byte model gets none by default. A
- * completion written as the instruction asks is scored by the verifier. */
+ * completion written as the instruction asks is scored by the verifier.
+ * A saved policy version records its round and number; a base records
+ * none, and a malformed record is refused, naming its file. */
 #include <unistd.h>
 
 #include "check.h"
@@ -213,6 +215,55 @@ static void test_cancel(void)
     policy_destroy(&p);
 }
 
+/* writes text as dir's policy_version.json; true when read refuses it naming the file */
+static bool refused(const char *dir, const char *text)
+{
+    char path[600], err[700];
+    snprintf(path, sizeof path, "%s/policy_version.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    fputs(text, f);
+    fclose(f);
+    policy_version_t v;
+    bool ok = policy_version_read(dir, &v, err, sizeof err) == -1 && strstr(err, path) && !strchr(err, '\n');
+    if (!ok) fprintf(stderr, "not refused: %s\n", text);
+    return ok;
+}
+
+static void test_version_record(void)
+{
+    char err[512], tmp[] = "/tmp/sapo_version_XXXXXX", dir[600], file[700];
+    EXPECT(mkdtemp(tmp) != NULL);
+    policy_t *p = policy_new_bytes(NULL, 1, "default", err, sizeof err);
+    policy_version_t v = {.round = 9, .policy_version = 7}, got = {0};
+    policy_version_dir(tmp, 7, dir, sizeof dir);
+    snprintf(file, sizeof file, "%s/policy", tmp);
+    EXPECT(fs_mkdirs(file) == 0);
+    EXPECTF(policy_save(p, dir, false, &v, err, sizeof err) == 0, "%s", err);
+    EXPECTF(policy_version_read(dir, &got, err, sizeof err) == 1, "%s", err);
+    EXPECT(got.round == 9 && got.policy_version == 7);
+    policy_t *again = policy_open(dir, "default", err, sizeof err);
+    EXPECTF(again != NULL, "%s", err);
+    policy_destroy(&again);
+    /* a base, a missing folder and a file hold no record */
+    snprintf(file, sizeof file, "%s/base", tmp);
+    EXPECTF(policy_save(p, file, false, NULL, err, sizeof err) == 0, "%s", err);
+    EXPECT(policy_version_read(file, &got, err, sizeof err) == 0);
+    snprintf(file, sizeof file, "%s/none", tmp);
+    EXPECT(policy_version_read(file, &got, err, sizeof err) == 0);
+    snprintf(file, sizeof file, "%s/model.safetensors", dir);
+    EXPECT(policy_version_read(file, &got, err, sizeof err) == 0);
+    EXPECT(refused(dir, "not json"));
+    EXPECT(refused(dir, "{\"round\": 3}"));
+    EXPECT(refused(dir, "{\"round\": -1, \"policy_version\": 1}"));
+    EXPECT(refused(dir, "{\"round\": 1.5, \"policy_version\": 1}"));
+    EXPECT(refused(dir, "{\"round\": 1e300, \"policy_version\": 1}"));
+    EXPECT(refused(dir, "{\"round\": \"2\", \"policy_version\": 1}"));
+    EXPECT(refused(dir, "[1, 2]"));
+    policy_destroy(&p);
+    fs_rm_tree(tmp);
+}
+
 int main(void)
 {
     RUN_TEST(test_chat_instruction);
@@ -220,5 +271,6 @@ int main(void)
     RUN_TEST(test_shape);
     RUN_TEST(test_sample_batch);
     RUN_TEST(test_cancel);
+    RUN_TEST(test_version_record);
     CHECK_EXIT();
 }

@@ -23,7 +23,8 @@
  * With the eval-completions setting, every completion scored (greedy and
  * sampled) is also appended to that file as a JSON line, to read what
  * the model wrote (an evaluation stopped midway leaves the lines it
- * wrote; once, round and policy version are 0).
+ * wrote; once, round and policy version are those the folder records:
+ * a policy version the learner saved, else 0 and 0).
  *
  * Held out: every node answers the same questions, drawn with a fixed
  * evaluation seed from index 2^48 upward; training draws with the node's
@@ -344,16 +345,19 @@ static char *evaluate(policy_t *pol, judge_t *jd, FILE *out, const config_t *cfg
 
 /* `evaluate once`: the policy RL would start from (policy_start: the
  * model setting, or the base its warm start made), scored once; the line
- * goes to standard output */
+ * goes to standard output, labelled with the round and policy version a
+ * learner's folder records (0 and 0 for any other model) */
 static int evaluate_once(const config_t *cfg, FILE *completions, const heldout_t *h, int nf, int samples)
 {
     char err[512], source[PATH_MAX];
     if (policy_start(cfg, source, sizeof source, err, sizeof err) != 0) log_fatal("%s", err);
+    policy_version_t v = {0};
+    if (policy_version_read(source, &v, err, sizeof err) < 0) log_fatal("%s", err);
     policy_t *pol = policy_open(source, cfg->system_prompt, err, sizeof err);
     if (!pol) log_fatal("%s", err);
     if (policy_place(pol, cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
     pol->cancel = &zsys_interrupted;
-    char *line = evaluate(pol, NULL, completions, cfg, samples, h, nf, 0, 0);
+    char *line = evaluate(pol, NULL, completions, cfg, samples, h, nf, v.round, v.policy_version);
     int rc = 0;
     if (zsys_interrupted) {
         log_error("interrupted: no score written");

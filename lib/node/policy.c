@@ -4,6 +4,7 @@
 #include "util/fs.h"
 #include "util/log.h"
 
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -350,7 +351,59 @@ void policy_version_dir(const char *run, uint64_t version, char *out, size_t out
     snprintf(out, outlen, "%s/policy/v%llu", run, (unsigned long long)version);
 }
 
-int policy_save(const policy_t *self, const char *dir, bool bf16, char *err, size_t errlen)
+static const char *const VERSION_FILE = "policy_version.json";
+
+static int version_write(const char *dir, const policy_version_t *v, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, VERSION_FILE);
+    FILE *f = fopen(path, "w");
+    int ok = f && fprintf(f, "{\"round\": %llu, \"policy_version\": %llu}\n", (unsigned long long)v->round,
+                          (unsigned long long)v->policy_version) > 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return ok ? 0 : -1;
+}
+
+/* a whole number up to 2^53, which a JSON double holds exactly */
+static bool version_field(const cJSON *o, const char *name, uint64_t *out)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(n) || n->valuedouble < 0 || n->valuedouble > 9007199254740992.0 ||
+        n->valuedouble != (double)(uint64_t)n->valuedouble)
+        return false;
+    *out = (uint64_t)n->valuedouble;
+    return true;
+}
+
+int policy_version_read(const char *dir, policy_version_t *out, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, VERSION_FILE);
+    struct stat st;
+    if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return 0;
+    char *text = fs_read_text(path);
+    if (!text) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    cJSON *o = cJSON_Parse(text);
+    policy_version_t v;
+    bool ok = cJSON_IsObject(o) && version_field(o, "round", &v.round) &&
+              version_field(o, "policy_version", &v.policy_version);
+    cJSON_Delete(o);
+    free(text);
+    if (!ok) {
+        snprintf(err, errlen, "%s: not a policy version's record (expected {\"round\": N, \"policy_version\": N})",
+                 path);
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
+
+int policy_save(const policy_t *self, const char *dir, bool bf16, const policy_version_t *version, char *err,
+                size_t errlen)
 {
     char tmp[PATH_MAX + 8], path[2 * PATH_MAX], target[2 * PATH_MAX], tokdir[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
@@ -375,6 +428,7 @@ int policy_save(const policy_t *self, const char *dir, bool bf16, char *err, siz
             return -1;
         }
     }
+    if (version && version_write(tmp, version, err, errlen) != 0) return -1;
     fs_rm_tree(dir);
     if (rename(tmp, dir) != 0) {
         snprintf(err, errlen, "rename %s -> %s: %s", tmp, dir, strerror(errno));

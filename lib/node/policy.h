@@ -75,12 +75,26 @@ void policy_log_memory(policy_t *self);
 /* Replaces the weights with those in dir (same architecture). 0 or -1 with err. */
 int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen);
 
+/* A policy version as its folder records it (policy_version.json): its
+ * number and the learner's round that made it, so whatever scores the
+ * folder later names what it scored. */
+typedef struct {
+    uint64_t round, policy_version;
+} policy_version_t;
+
 /* Saves the weights into dir (created), in fp32 or rounded to bf16,
- * linking the tokenizer files, written into dir.tmp first and renamed so a
- * reader never sees half a folder.
+ * linking the tokenizer files, and the version's record when version is
+ * not NULL (a base or a checkpoint has none), written into dir.tmp first
+ * and renamed so a reader never sees half a folder.
  * A GGUF policy's tokenizer files are written once, into the folder
  * "tokenizer-<the GGUF file's name>" beside dir. 0 or -1 with err. */
-int policy_save(const policy_t *self, const char *dir, bool bf16, char *err, size_t errlen);
+int policy_save(const policy_t *self, const char *dir, bool bf16, const policy_version_t *version, char *err,
+                size_t errlen);
+
+/* The record policy_save wrote into dir: 1 with *out, 0 where dir holds
+ * none (a base, a model folder or file), -1 with one line in err where
+ * it is unreadable or malformed. */
+int policy_version_read(const char *dir, policy_version_t *out, char *err, size_t errlen);
 
 /* The folder of a node's policy version v, where its learner saves it
  * and announces it: <run>/policy/v<v> */
