@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Held-out pass@1 before and after, paired question by question.
+
+    python3 docs/results-cuda-prep/paired.py COMPLETIONS.jsonl
+
+COMPLETIONS.jsonl is what scripts/gpu_node.sh writes (completions.jsonl):
+every greedy held-out completion of its two evaluations, the start's first,
+each with its round, policy version, question and score. Both evaluations
+answer the same questions, so a question right in one and wrong in the
+other is the evidence; the p value is McNemar's exact test (two-sided
+binomial over the questions that changed)."""
+import json
+import sys
+from math import comb
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: paired.py COMPLETIONS.jsonl")
+    evals = {}
+    with open(sys.argv[1]) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+                answers = evals.setdefault((r["round"], r["policy_version"]), {})
+                q = (r["family"], r["question"])
+                # a question drawn twice is paired with its own second drawing
+                while q in answers:
+                    q += ("again",)
+                answers[q] = r["score"] >= 1
+            except (ValueError, KeyError) as e:
+                sys.exit(f"paired.py: {sys.argv[1]} line {n}: not a completion record ({e})")
+    if len(evals) != 2:
+        sys.exit(f"paired.py: {sys.argv[1]} holds {len(evals)} evaluations, not 2")
+    (k0, before), (k1, after) = sorted(evals.items())
+    common = sorted(set(before) & set(after))
+    if not common:
+        sys.exit("paired.py: the two evaluations share no question")
+    lost = sum(before[q] and not after[q] for q in common)
+    gained = sum(after[q] and not before[q] for q in common)
+    both = sum(before[q] and after[q] for q in common)
+    changed = lost + gained
+    tail = sum(comb(changed, i) for i in range(min(lost, gained) + 1)) / 2**changed if changed else 1.0
+    p = min(1.0, 2 * tail)
+    n = len(common)
+    print(f"questions in both evaluations: {n}")
+    print(f"pass@1 round {k0[0]} (policy version {k0[1]}): {(both + lost) / n:.3f}")
+    print(f"pass@1 round {k1[0]} (policy version {k1[1]}): {(both + gained) / n:.3f}")
+    print(f"right in both {both}, only before {lost}, only after {gained}, in neither {n - both - changed}")
+    print(f"change {(gained - lost) / n:+.3f}; McNemar exact p {p:.3g}")
+
+
+if __name__ == "__main__":
+    main()
