@@ -178,12 +178,21 @@ if rew:
     k = max(1, len(rew) // 5)
     print("\nOwn reward: first %d rounds %.3f, last %d rounds %.3f." % (k, sum(rew[:k]) / k, k, sum(rew[-k:]) / k))
 # what GRPO had to learn from: of every own group the sampler scored for a
-# round (its completions / completions a group), those whose completions
-# all scored alike, dropped or trained (the batch's zero_adv_share counts
-# only the groups trained)
+# round (its completions / completions a group), the share whose
+# completions all scored alike, dropped or trained (the batch's
+# zero_adv_share counts only the groups trained). The sampler counts
+# those since its process started and scored_completions per round, so a
+# round's are the difference from the line before (from zero after a
+# restart, where the count falls)
 size = json.load(open(out + "/manifest.json"))["start"]["settings"]["completions"]
-zero = [(s["local_zero_adv_dropped"] + s["local_zero_adv_kept"]) / (s["scored_completions"] / size)
-        for s in (l.get("sampler", {}) for l in lines) if s.get("scored_completions")]
+zero, seen = [], 0
+for s in (l.get("sampler", {}) for l in lines):
+    if "local_zero_adv_dropped" not in s:
+        continue
+    alike = s["local_zero_adv_dropped"] + s["local_zero_adv_kept"]
+    if s.get("scored_completions"):
+        zero.append((alike - seen if alike >= seen else alike) / (s["scored_completions"] / size))
+    seen = alike
 if zero:
     print("\nOwn groups whose completions all scored alike (no advantage to learn from): %.2f of them a round "
           "(median), %.2f in the first round, %.2f in the last." % (med(zero), zero[0], zero[-1]))

@@ -29,6 +29,21 @@ check out_files '[ "$(ls "$tmp/out1" | wc -l)" -le 8 ] && [ -z "$(find "$tmp/out
 check evaluated_twice '[ "$(wc -l < "$tmp/out1/eval.jsonl")" = 2 ] && [ "$(wc -l < "$tmp/out1/metrics.jsonl")" = 3 ] &&
   grep -q "after (policy version 3)" "$tmp/out1/summary.md" && grep -q "held-out greedy pass@1 (4 questions)" "$tmp/out1/summary.md" &&
   grep -qE "^Own groups whose completions all scored alike .*: [0-9.]+ of them a round" "$tmp/out1/summary.md"'
+# a round's share of its own groups all scored alike: the sampler counts
+# them since it started, so the summary takes each round's difference.
+# The summary (gpu_node.sh's own Python) rerun on the call's metrics set
+# to 2 more such groups counted each round, of 2, 2 and 8 groups scored
+mkdir -p "$tmp/alike" && cp "$tmp/out1"/* "$tmp/alike/"
+python3 - "$tmp/alike/metrics.jsonl" << 'PYALIKE'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+for n, l in enumerate(lines, 1):
+    l["sampler"].update(local_zero_adv_kept=2 * n, local_zero_adv_dropped=0, scored_completions=[8, 8, 32][n - 1])
+open(sys.argv[1], "w").write("".join(json.dumps(l) + "\n" for l in lines))
+PYALIKE
+awk '/<<.PY.$/ { f = 1; next } /^PY$/ { f = 0 } f' scripts/gpu_node.sh > "$tmp/summary.py"
+check alike_share 'python3 "$tmp/summary.py" "$tmp/alike" 3 0 cpu 3 "" |
+  grep -q "scored alike .*: 1.00 of them a round (median), 1.00 in the first round, 0.25 in the last"'
 # every held-out completion of both evaluations, each scored as the
 # evaluation's pass@1 counted it
 check completions 'python3 -c "
