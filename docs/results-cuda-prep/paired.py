@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
 """Held-out pass@1 before and after, paired question by question.
 
-    python3 docs/results-cuda-prep/paired.py COMPLETIONS.jsonl
+    python3 docs/results-cuda-prep/paired.py COMPLETIONS.jsonl [REGEX]
 
 COMPLETIONS.jsonl is what scripts/gpu_node.sh writes (completions.jsonl):
 every greedy held-out completion of its two evaluations, the start's first,
 each with its round, policy version, question and score. Both evaluations
 answer the same questions, so a question right in one and wrong in the
 other is the evidence; the p value is McNemar's exact test (two-sided
-binomial over the questions that changed)."""
+binomial over the questions that changed). With REGEX (Python's, case
+ignored), it also counts the answers whose text matches it, before and
+after, over every question and over those that turned right."""
 import json
+import re
 import sys
 from math import comb
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: paired.py COMPLETIONS.jsonl")
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: paired.py COMPLETIONS.jsonl [REGEX]")
     evals = {}
     with open(sys.argv[1]) as f:
         for n, line in enumerate(f, 1):
@@ -27,7 +30,7 @@ def main():
                 # a question drawn twice is paired with its own second drawing
                 while q in answers:
                     q += ("again",)
-                answers[q] = r["score"] >= 1
+                answers[q] = (r["score"] >= 1, r["completion"])
             except (ValueError, KeyError) as e:
                 sys.exit(f"paired.py: {sys.argv[1]} line {n}: not a completion record ({e})")
     if len(evals) != 2:
@@ -36,9 +39,11 @@ def main():
     common = sorted(set(before) & set(after))
     if not common:
         sys.exit("paired.py: the two evaluations share no question")
-    lost = sum(before[q] and not after[q] for q in common)
-    gained = sum(after[q] and not before[q] for q in common)
-    both = sum(before[q] and after[q] for q in common)
+    right0 = {q: before[q][0] for q in common}
+    right1 = {q: after[q][0] for q in common}
+    lost = sum(right0[q] and not right1[q] for q in common)
+    gained = sum(right1[q] and not right0[q] for q in common)
+    both = sum(right0[q] and right1[q] for q in common)
     changed = lost + gained
     tail = sum(comb(changed, i) for i in range(min(lost, gained) + 1)) / 2**changed if changed else 1.0
     p = min(1.0, 2 * tail)
@@ -48,6 +53,13 @@ def main():
     print(f"pass@1 round {k1[0]} (policy version {k1[1]}): {(both + gained) / n:.3f}")
     print(f"right in both {both}, only before {lost}, only after {gained}, in neither {n - both - changed}")
     print(f"change {(gained - lost) / n:+.3f}; McNemar exact p {p:.3g}")
+    if len(sys.argv) == 3:
+        pattern = re.compile(sys.argv[2], re.I)
+        turned = [q for q in common if right1[q] and not right0[q]]
+        for name, qs in (("every question", common), ("those that turned right", turned)):
+            m0 = sum(bool(pattern.search(before[q][1])) for q in qs)
+            m1 = sum(bool(pattern.search(after[q][1])) for q in qs)
+            print(f"answers matching {sys.argv[2]!r}, {name} ({len(qs)}): {m0} before, {m1} after")
 
 
 if __name__ == "__main__":
