@@ -4,7 +4,8 @@
 # stays a guide of at most 350 lines, its copy of the SmolLM2 preset is the
 # file and its main settings have config.md's defaults, every relative
 # link in README.md and docs/*.md reaches a file (and a heading, where it
-# names one), and the docs index lists every page of docs/.
+# names one), the docs index lists every page of docs/, and the docs'
+# script that pairs held-out evaluations (paired.py) counts right.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -87,3 +88,24 @@ for page in sys.argv[1:]:
 print(f"{bad} broken links")
 PY
 check links 'grep -q "^0 broken links" "$tmp/links" || { cat "$tmp/links"; false; }'
+
+# docs/results-cuda-prep/paired.py on a hand-made file of three
+# evaluations of four questions: the start (right on a and d), version 5
+# (right on a and b: one gained, one lost) and version 10 (right on all,
+# b and c gained), each later one paired with the start
+for e in "0 1 0 0 1" "5 1 1 0 0" "10 1 1 1 1"; do
+  read -r v sa sb sc sd <<< "$e"
+  text=plain
+  [ "$v" = 0 ] && text="floor of it"
+  for q in a b c d; do
+    s=s$q
+    printf '{"round": %s, "policy_version": %s, "family": "f", "question": "%s", "score": %s, "completion": "%s"}\n' \
+      "$v" "$v" "$q" "${!s}" "$text"
+  done
+done > "$tmp/completions.jsonl"
+python3 docs/results-cuda-prep/paired.py "$tmp/completions.jsonl" floor > "$tmp/paired" 2>&1
+check paired_each_version 'grep -q "^pass@1 round 5 (policy version 5): 0.500$" "$tmp/paired" &&
+  grep -q "^right in both 1, only before 1, only after 1, in neither 1$" "$tmp/paired" &&
+  grep -q "^pass@1 round 10 (policy version 10): 1.000$" "$tmp/paired" &&
+  grep -q "^change +0.500; McNemar exact p 0.5$" "$tmp/paired" &&
+  [ "$(grep -c "every question (4): 4 before, 0 after" "$tmp/paired")" = 2 ] || { cat "$tmp/paired"; false; }'

@@ -8,9 +8,11 @@ every greedy held-out completion of its two evaluations, the start's first,
 each with its round, policy version, question and score. Both evaluations
 answer the same questions, so a question right in one and wrong in the
 other is the evidence; the p value is McNemar's exact test (two-sided
-binomial over the questions that changed). With REGEX (Python's, case
-ignored), it also counts the answers whose text matches it, before and
-after, over every question and over those that turned right."""
+binomial over the questions that changed). A file with more evaluations
+(more policy versions' completions appended) pairs the earliest round with
+each later one in turn. With REGEX (Python's, case ignored), it also counts
+the answers whose text matches it, before and after, over every question
+and over those that turned right."""
 import json
 import re
 import sys
@@ -33,9 +35,16 @@ def main():
                 answers[q] = (r["score"] >= 1, r["completion"])
             except (ValueError, KeyError) as e:
                 sys.exit(f"paired.py: {sys.argv[1]} line {n}: not a completion record ({e})")
-    if len(evals) != 2:
-        sys.exit(f"paired.py: {sys.argv[1]} holds {len(evals)} evaluations, not 2")
-    (k0, before), (k1, after) = sorted(evals.items())
+    if len(evals) < 2:
+        sys.exit(f"paired.py: {sys.argv[1]} holds {len(evals)} evaluation, not 2 or more")
+    (k0, before), *later = sorted(evals.items())
+    for n, (k1, after) in enumerate(later):
+        if n:
+            print()
+        compare(k0, before, k1, after)
+
+
+def compare(k0, before, k1, after):
     common = sorted(set(before) & set(after))
     if not common:
         sys.exit("paired.py: the two evaluations share no question")
