@@ -8,31 +8,38 @@
 # a GPU; the CPU otherwise, as tests/t_gpu_node.sh runs it).
 #
 #   scripts/gpu_node.sh [--preset NAME] [--minutes M] [--eval-questions Q]
-#       [--ij I/0] [--rounds R] [--run DIR] [--out DIR]
+#       [--eval-every K] [--ij I/0] [--rounds R] [--run DIR] [--out DIR]
 #
 # --minutes: the whole command's time, evaluations included (default 8);
 # the node stops when what is left is what the first evaluation took and
 # a minute more. --eval-questions: held-out questions per family (default
-# 100). --rounds: at most this many rounds (default: as many as fit).
+# 100). --eval-every: also score the policy versions at multiples of K
+# rounds on the same questions while the node runs, one at a time in its
+# own process beside it (the newest such version each time; one still
+# running when the node stops is finished where the time allows, else
+# stopped and said), so the call tells when the rise came (default 0:
+# none; on the CPU it takes the node's cores). --rounds: at most this
+# many rounds (default: as many as fit).
 # --run: the node's folder (default run/gpu-node); a folder that already
 # holds a node resumes it from its checkpoint, and its first evaluation is
 # not run again (a warm device machine keeps it between calls). --out:
 # where the results go (default $OUT, else DIR/out): summary.md (pass@1
 # before and after, rounds, time per round), manifest.json (what ran),
-# eval.jsonl, completions.jsonl (every held-out completion of both
-# evaluations, the start's first, as the evaluator's eval-completions
-# setting writes them),
+# eval.jsonl, completions.jsonl (every held-out completion of every
+# evaluation, the start's first, by round, as the evaluator's
+# eval-completions setting writes them),
 # metrics.jsonl, report.md, node.log (its last 5,000 lines) and
 # gpu_node.log: eight files, flat, as a device call brings them back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAPO_BIN=${SAPO_BIN:-bin}
-minutes=8 per_family=100 ij=4/0 rounds=100000 run=run/gpu-node out=${OUT:-}
+minutes=8 per_family=100 every=0 ij=4/0 rounds=100000 run=run/gpu-node out=${OUT:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) export SAPO_PRESET=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
     --eval-questions) per_family=$2; shift 2 ;;
+    --eval-every) every=$2; shift 2 ;;
     --ij) ij=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --run) run=$2; shift 2 ;;
@@ -43,6 +50,7 @@ done
 [[ "$minutes" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "gpu_node: --minutes: '$minutes' is not a number" >&2; exit 2; }
 [[ "$per_family" =~ ^[0-9]+$ ]] && [ "$per_family" -ge 1 ] ||
   { echo "gpu_node: --eval-questions: '$per_family' is not a positive integer" >&2; exit 2; }
+[[ "$every" =~ ^[0-9]+$ ]] || { echo "gpu_node: --eval-every: '$every' is not a whole number of rounds" >&2; exit 2; }
 [[ "$ij" =~ ^[0-9]+/0$ ]] || { echo "gpu_node: --ij: '$ij' is not I/0 (one node shares nothing)" >&2; exit 2; }
 [[ "$rounds" =~ ^[0-9]+$ ]] && [ "$rounds" -ge 1 ] || { echo "gpu_node: --rounds: '$rounds' is not a positive integer" >&2; exit 2; }
 for p in broker learner sampler generator verifier evaluate report; do
@@ -58,7 +66,8 @@ mkdir -p "$out"
 log=$out/gpu_node.log
 : > "$log"
 say() { echo "gpu_node: $*" | tee -a "$log"; }
-trap 'scripts/swarm.sh stop --run "$run" > /dev/null 2>&1 || true' EXIT
+along_pid=""
+trap '[ -z "$along_pid" ] || kill "$along_pid" 2> /dev/null; scripts/swarm.sh stop --run "$run" > /dev/null 2>&1 || true' EXIT
 
 # where the node runs, as the manifest names it
 device() {
@@ -107,13 +116,54 @@ device_memory() {
   smi=${smi:-no process listed}
   say "nvidia-smi, each process: $smi" > /dev/null
 }
+# --eval-every: the newest version at a multiple of K not yet scored,
+# scored beside the node in a process of its own, one at a time, as the
+# last version is scored below (a version the learner has since deleted
+# fails that evaluation, said, and the next is tried)
+along_v="" along_done=$(ls "$run" | sed -n 's/^eval-along-v\([0-9]*\)\.json$/\1/p' | sort -n | tail -n 1 || true)
+along_done=${along_done:-0}
+along_start() {
+  [ "$every" -gt 0 ] && [ -z "$along_pid" ] || return 0
+  along_v=$(ls "$run/n0/policy" 2> /dev/null | sed -n 's/^v\([0-9]*\)$/\1/p' |
+    awk -v k="$every" -v d="$along_done" '$1 > d && $1 % k == 0' | sort -n | tail -n 1 || true)
+  [ -n "$along_v" ] || return 0
+  rm -f "$run/completions-along-v$along_v.jsonl"
+  SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$run/completions-along-v$along_v.jsonl "$SAPO_BIN/evaluate" \
+    --model "$run/n0/policy/v$along_v" once "$per_family" > "$run/eval-along-v$along_v.json.new" 2>> "$log" &
+  along_pid=$!
+}
+along_end() { # $1: wait, or stop
+  [ -n "$along_pid" ] || return 0
+  [ "$1" = wait ] || kill -0 "$along_pid" 2> /dev/null || set -- wait
+  if [ "$1" = wait ] && wait "$along_pid" && [ -s "$run/eval-along-v$along_v.json.new" ]; then
+    mv "$run/eval-along-v$along_v.json.new" "$run/eval-along-v$along_v.json"
+    say "along the way: policy version $along_v $(grep -o '"pass1":[0-9.e-]*' "$run/eval-along-v$along_v.json" | tail -n 1)"
+  else
+    kill "$along_pid" 2> /dev/null && say "the evaluation of policy version $along_v stopped: no time left for it" ||
+      say "the evaluation of policy version $along_v failed (see $log)"
+    wait "$along_pid" 2> /dev/null || true
+    rm -f "$run/eval-along-v$along_v.json.new" "$run/completions-along-v$along_v.jsonl"
+  fi
+  along_done=$along_v along_pid=""
+}
+# time for an evaluation still to come beside the last one, and a minute
+room() { [ $(($(date +%s) + 2 * eval_s + 60)) -le "$deadline" ]; }
 while scripts/swarm.sh wait --run "$run" --timeout 5 > /dev/null 2>&1; [ $? != 0 ] && [ "$(date +%s)" -lt "$stop_at" ]; do
   say "$(scripts/swarm.sh progress --run "$run" | cut -c1-150)" > /dev/null
   device_memory
+  if [ -n "$along_pid" ] && ! kill -0 "$along_pid" 2> /dev/null; then along_end wait; fi
+  along_start
 done
 # where the rounds ended between two looks, before the processes stop
 device_memory
 scripts/swarm.sh stop --run "$run" >> "$log" 2>&1
+# the evaluation beside the node finished, and one of a version not yet
+# scored, where the time allows
+if room; then
+  along_end wait
+  if room; then along_start; fi
+fi
+if room; then along_end wait; else along_end stop; fi
 now=$(rows)
 say "$((now - had)) rounds in this call, $now in all"
 [ "$now" -gt 0 ] || { say "the node ran no round (see $run/n0/node.log)"; cp "$run/n0/node.log" "$out/" 2> /dev/null; exit 1; }
@@ -123,24 +173,40 @@ say "$((now - had)) rounds in this call, $now in all"
 last=$(ls -d "$run"/n0/policy/v* 2> /dev/null | sed 's/.*\/v//' | sort -n | tail -n 1)
 [ -n "$last" ] || { say "no policy version in $run/n0/policy"; exit 1; }
 rm -f "$run/completions-v$last.jsonl"
-SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$run/completions-v$last.jsonl "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$last" \
-  once "$per_family" > "$run/eval-v$last.json" \
-  2>> "$log" || { say "the second evaluation failed (see $log)"; exit 1; }
+if [ -s "$run/eval-along-v$last.json" ]; then # scored already, beside the node
+  cp "$run/eval-along-v$last.json" "$run/eval-v$last.json"
+  cp "$run/completions-along-v$last.jsonl" "$run/completions-v$last.jsonl" 2> /dev/null || true
+else
+  SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$run/completions-v$last.jsonl "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$last" \
+    once "$per_family" > "$run/eval-v$last.json" \
+    2>> "$log" || { say "the second evaluation failed (see $log)"; exit 1; }
+fi
 
 # 5. what ran, and what it did
 "$SAPO_BIN/report" "$run/n0" > /dev/null 2>> "$log" || say "report: see $log"
 cp "$run/n0/report/summary.md" "$out/report.md" 2> /dev/null || true
 cp "$run/n0/metrics.jsonl" "$out/"
 tail -n 5000 "$run/n0/node.log" > "$out/node.log"
-cat "$run/eval-start.json" "$run/eval-v$last.json" > "$out/eval.jsonl"
-# every held-out completion of both evaluations, to read what the model wrote
-cat "$run/completions-start.jsonl" "$run/completions-v$last.jsonl" > "$out/completions.jsonl" 2> /dev/null || true
+# the start, the versions scored along the way (this call's and earlier
+# ones', before the last), the last
+along=$(ls "$run" | sed -n 's/^eval-along-v\([0-9]*\)\.json$/\1/p' | sort -n | awk -v l="$last" '$1 < l' || true)
+{
+  cat "$run/eval-start.json"
+  for v in $along; do cat "$run/eval-along-v$v.json"; done
+  cat "$run/eval-v$last.json"
+} > "$out/eval.jsonl"
+# every held-out completion of those evaluations, to read what the model wrote
+{
+  cat "$run/completions-start.jsonl"
+  for v in $along; do cat "$run/completions-along-v$v.jsonl"; done
+  cat "$run/completions-v$last.jsonl"
+} > "$out/completions.jsonl" 2> /dev/null || true
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 {
   environment=""
   for v in $(compgen -e | grep '^SAPO_' | sort); do environment+="${environment:+, }$(json_str "$v"): $(json_str "${!v}")"; done
   version=$(git describe --always --dirty 2> /dev/null || cat .gpu/version 2> /dev/null || echo unknown)
-  printf '{"command": %s,\n' "$(json_str "scripts/gpu_node.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--minutes $minutes --eval-questions $per_family --ij $ij$([ "$rounds" = 100000 ] || echo " --rounds $rounds")")"
+  printf '{"command": %s,\n' "$(json_str "scripts/gpu_node.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--minutes $minutes --eval-questions $per_family$([ "$every" = 0 ] || echo " --eval-every $every") --ij $ij$([ "$rounds" = 100000 ] || echo " --rounds $rounds")")"
   printf ' "version": %s, "device": %s,\n' "$(json_str "$version")" "$(json_str "$(device)")"
   printf ' "start": %s,\n' "$(scripts/start_record.sh)"
   printf ' "environment": {%s},\n' "$environment"
@@ -165,6 +231,9 @@ print("| answers in the tags | %.3f | %.3f |" % (b["format"], a["format"]))
 for f in sorted(b["families"]):
     print("| pass@1 %s | %.3f | %.3f |" % (f, b["families"][f], a["families"].get(f, float("nan"))))
 print("\nChange in pass@1: %+.3f.\n" % (a["pass1"] - b["pass1"]))
+if len(evals) > 2:
+    print("Held-out greedy pass@1 along the way: %s.\n" % ", ".join(
+        "round %d %.3f" % (e["round"], e["pass1"]) for e in evals))
 between = "%.1f s of wall time between the learner's steps" % med(walls) if walls else \
     "no time between steps (one round)"
 print("A round (medians over this call's rounds): %s, %.1f s training, %.1f s generating its own groups "

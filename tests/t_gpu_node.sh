@@ -87,12 +87,14 @@ check disk '[ "$(ls "$tmp/run/n0/policy" | grep -c "^v")" = 2 ] && [ "$dtypes" =
 
 # a second call: the node resumes at round 4, the start is not evaluated
 # again; an nvidia-smi that fails, as one may where the driver or the
-# runtime will not answer, is said in the summary and the call goes on
+# runtime will not answer, is said in the summary and the call goes on;
+# --eval-every 2 scores version 4 as well (beside the node, or once it
+# stopped: the newest 2 versions are kept), between the start and the last
 before=$(cat "$tmp/run/eval-start.json")
 mkdir -p "$tmp/smi"
 printf '#!/bin/sh\necho "$*" >> "%s/smi.calls"\necho "NVIDIA-SMI has failed: no driver here"\nexit 9\n' "$tmp" > "$tmp/smi/nvidia-smi"
 chmod +x "$tmp/smi/nvidia-smi"
-PATH=$tmp/smi:$PATH scripts/gpu_node.sh --minutes 3 --eval-questions 4 --ij 2/0 --rounds 5 --run "$tmp/run" --out "$tmp/out2" > "$tmp/two.log" 2>&1
+PATH=$tmp/smi:$PATH scripts/gpu_node.sh --minutes 3 --eval-questions 4 --eval-every 2 --ij 2/0 --rounds 5 --run "$tmp/run" --out "$tmp/out2" > "$tmp/two.log" 2>&1
 rc=$?
 check resumes '[ $rc = 0 ] && grep -q "2 rounds in this call, 5 in all" "$tmp/two.log" &&
   grep -q "from $tmp/run/n0/ckpt/r00000003 at round 3" "$tmp/run/n0/node.log" &&
@@ -100,9 +102,17 @@ check resumes '[ $rc = 0 ] && grep -q "2 rounds in this call, 5 in all" "$tmp/tw
 check failing_nvidia_smi 'grep -q "^--query-compute-apps" "$tmp/smi.calls" &&
   grep -q "^nvidia-smi once the node had trained a round .*: nvidia-smi failed: NVIDIA-SMI has failed: no driver here" "$tmp/out2/summary.md"'
 
+check along_the_way 'grep -q "along the way: policy version 4 \"pass1\"" "$tmp/two.log" &&
+  [ "$(python3 -c "import json, sys; print(*[e[\"round\"] for e in map(json.loads, open(sys.argv[1]))])" "$tmp/out2/eval.jsonl")" = "0 4 5" ] &&
+  [ "$(wc -l < "$tmp/out2/completions.jsonl")" = 12 ] && [ "$(grep -c "\"round\":4," "$tmp/out2/completions.jsonl")" = 4 ] &&
+  grep -qE "^Held-out greedy pass@1 along the way: round 0 [0-9.]+, round 4 [0-9.]+, round 5 [0-9.]+\.$" "$tmp/out2/summary.md" &&
+  grep -q "gpu_node.sh --minutes 3 --eval-questions 4 --eval-every 2 --ij 2/0 --rounds 5" "$tmp/out2/manifest.json"'
+
 scripts/gpu_node.sh --ij 2/2 > "$tmp/bad.log" 2>&1
 check refuses_sharing '[ $? = 2 ] && grep -q "is not I/0" "$tmp/bad.log"'
 scripts/gpu_node.sh --minutes soon > "$tmp/bad.log" 2>&1
 check refuses_minutes '[ $? = 2 ] && grep -q "minutes: .soon. is not a number" "$tmp/bad.log"'
+scripts/gpu_node.sh --eval-every often > "$tmp/bad.log" 2>&1
+check refuses_eval_every '[ $? = 2 ] && grep -q "eval-every: .often. is not a whole number of rounds" "$tmp/bad.log"'
 SAPO_BIN=$tmp/nowhere scripts/gpu_node.sh > "$tmp/bad.log" 2>&1
 check names_missing_program '[ $? = 1 ] && grep -q "nowhere/broker missing" "$tmp/bad.log"'
