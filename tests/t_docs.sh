@@ -109,3 +109,5 @@ check paired_each_version 'grep -q "^pass@1 round 5 (policy version 5): 0.500$" 
   grep -q "^pass@1 round 10 (policy version 10): 1.000$" "$tmp/paired" &&
   grep -q "^change +0.500; McNemar exact p 0.5$" "$tmp/paired" &&
   [ "$(grep -c "every question (4): 4 before, 0 after" "$tmp/paired")" = 2 ] || { cat "$tmp/paired"; false; }'
+gzip -c "$tmp/completions.jsonl" > "$tmp/completions.jsonl.gz"
+check paired_gzip 'python3 docs/results-cuda-prep/paired.py "$tmp/completions.jsonl.gz" floor | cmp -s - "$tmp/paired"'

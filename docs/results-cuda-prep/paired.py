@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Held-out pass@1 before and after, paired question by question.
 
-    python3 docs/results-cuda-prep/paired.py COMPLETIONS.jsonl [REGEX]
+    python3 docs/results-cuda-prep/paired.py COMPLETIONS.jsonl[.gz] [REGEX]
 
 COMPLETIONS.jsonl is what scripts/gpu_node.sh writes (completions.jsonl):
-every greedy held-out completion of its two evaluations, the start's first,
-each with its round, policy version, question and score. Both evaluations
+every greedy held-out completion of its evaluations, the start's first,
+each with its round, policy version, question and score. The evaluations
 answer the same questions, so a question right in one and wrong in the
 other is the evidence; the p value is McNemar's exact test (two-sided
-binomial over the questions that changed). A file with more evaluations
-(more policy versions' completions appended) pairs the earliest round with
-each later one in turn. With REGEX (Python's, case ignored), it also counts
+binomial over the questions that changed). The earliest round is paired
+with each later one in turn (two evaluations, or more with gpu_node.sh's
+--eval-every or versions' completions appended). With REGEX (Python's, case ignored), it also counts
 the answers whose text matches it, before and after, over every question
-and over those that turned right."""
+and over those that turned right. A name ending in .gz is read through
+gzip."""
+import gzip
 import json
 import re
 import sys
@@ -23,7 +25,7 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit("usage: paired.py COMPLETIONS.jsonl [REGEX]")
     evals = {}
-    with open(sys.argv[1]) as f:
+    with (gzip.open if sys.argv[1].endswith(".gz") else open)(sys.argv[1], "rt") as f:
         for n, line in enumerate(f, 1):
             try:
                 r = json.loads(line)
