@@ -116,34 +116,42 @@ device_memory() {
   smi=${smi:-no process listed}
   say "nvidia-smi, each process: $smi" > /dev/null
 }
+# held-out pass@1 of policy version $1 into $2, its completions into $3;
+# run it with & (the evaluator then replaces the subshell: $! is its pid)
+score_version() {
+  rm -f "$3"
+  SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$3 exec "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$1" \
+    once "$per_family" > "$2" 2>> "$log"
+}
+# the numbers N of the names in folder $1 that the sed pattern $2 (N as
+# \1) matches, in order
+numbered() { ls "$1" 2> /dev/null | sed -n "s/^$2\$/\1/p" | sort -n || true; }
 # --eval-every: the newest version at a multiple of K not yet scored,
 # scored beside the node in a process of its own, one at a time, as the
 # last version is scored below (a version the learner has since deleted
 # fails that evaluation, said, and the next is tried)
-along_v="" along_done=$(ls "$run" | sed -n 's/^eval-along-v\([0-9]*\)\.json$/\1/p' | sort -n | tail -n 1 || true)
+along_v="" along_done=$(numbered "$run" 'eval-along-v\([0-9]*\)\.json' | tail -n 1)
 along_done=${along_done:-0}
 along_start() {
   [ "$every" -gt 0 ] && [ -z "$along_pid" ] || return 0
-  along_v=$(ls "$run/n0/policy" 2> /dev/null | sed -n 's/^v\([0-9]*\)$/\1/p' |
-    awk -v k="$every" -v d="$along_done" '$1 > d && $1 % k == 0' | sort -n | tail -n 1 || true)
+  along_v=$(numbered "$run/n0/policy" 'v\([0-9]*\)' | awk -v k="$every" -v d="$along_done" '$1 > d && $1 % k == 0' | tail -n 1)
   [ -n "$along_v" ] || return 0
-  rm -f "$run/completions-along-v$along_v.jsonl"
-  SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$run/completions-along-v$along_v.jsonl "$SAPO_BIN/evaluate" \
-    --model "$run/n0/policy/v$along_v" once "$per_family" > "$run/eval-along-v$along_v.json.new" 2>> "$log" &
+  score_version "$along_v" "$run/eval-along-v$along_v.json.new" "$run/completions-along-v$along_v.jsonl" &
   along_pid=$!
 }
-along_end() { # $1: wait, or stop
+along_end() { # $1: wait, or stop (one still running is stopped)
   [ -n "$along_pid" ] || return 0
-  [ "$1" = wait ] || kill -0 "$along_pid" 2> /dev/null || set -- wait
-  if [ "$1" = wait ] && wait "$along_pid" && [ -s "$run/eval-along-v$along_v.json.new" ]; then
-    mv "$run/eval-along-v$along_v.json.new" "$run/eval-along-v$along_v.json"
+  local new=$run/eval-along-v$along_v.json.new
+  if [ "$1" = stop ] && kill "$along_pid" 2> /dev/null; then
+    say "the evaluation of policy version $along_v stopped: no time left for it"
+  elif wait "$along_pid" && [ -s "$new" ]; then
+    mv "$new" "$run/eval-along-v$along_v.json"
     say "along the way: policy version $along_v $(grep -o '"pass1":[0-9.e-]*' "$run/eval-along-v$along_v.json" | tail -n 1)"
   else
-    kill "$along_pid" 2> /dev/null && say "the evaluation of policy version $along_v stopped: no time left for it" ||
-      say "the evaluation of policy version $along_v failed (see $log)"
-    wait "$along_pid" 2> /dev/null || true
-    rm -f "$run/eval-along-v$along_v.json.new" "$run/completions-along-v$along_v.jsonl"
+    say "the evaluation of policy version $along_v failed (see $log)"
   fi
+  wait "$along_pid" 2> /dev/null || true
+  [ -s "$run/eval-along-v$along_v.json" ] || rm -f "$new" "$run/completions-along-v$along_v.jsonl"
   along_done=$along_v along_pid=""
 }
 # time for an evaluation still to come beside the last one, and a minute
@@ -172,14 +180,12 @@ say "$((now - had)) rounds in this call, $now in all"
 # lines labelled with the round and version its folder records
 last=$(ls -d "$run"/n0/policy/v* 2> /dev/null | sed 's/.*\/v//' | sort -n | tail -n 1)
 [ -n "$last" ] || { say "no policy version in $run/n0/policy"; exit 1; }
-rm -f "$run/completions-v$last.jsonl"
 if [ -s "$run/eval-along-v$last.json" ]; then # scored already, beside the node
   cp "$run/eval-along-v$last.json" "$run/eval-v$last.json"
   cp "$run/completions-along-v$last.jsonl" "$run/completions-v$last.jsonl" 2> /dev/null || true
 else
-  SAPO_FORMAT_STEPS=0 SAPO_EVAL_COMPLETIONS=$run/completions-v$last.jsonl "$SAPO_BIN/evaluate" --model "$run/n0/policy/v$last" \
-    once "$per_family" > "$run/eval-v$last.json" \
-    2>> "$log" || { say "the second evaluation failed (see $log)"; exit 1; }
+  score_version "$last" "$run/eval-v$last.json" "$run/completions-v$last.jsonl" &
+  wait $! || { say "the second evaluation failed (see $log)"; exit 1; }
 fi
 
 # 5. what ran, and what it did
@@ -189,7 +195,7 @@ cp "$run/n0/metrics.jsonl" "$out/"
 tail -n 5000 "$run/n0/node.log" > "$out/node.log"
 # the start, the versions scored along the way (this call's and earlier
 # ones', before the last), the last
-along=$(ls "$run" | sed -n 's/^eval-along-v\([0-9]*\)\.json$/\1/p' | sort -n | awk -v l="$last" '$1 < l' || true)
+along=$(numbered "$run" 'eval-along-v\([0-9]*\)\.json' | awk -v l="$last" '$1 < l')
 {
   cat "$run/eval-start.json"
   for v in $along; do cat "$run/eval-along-v$v.json"; done
