@@ -12,7 +12,8 @@
 #       there on the machine's 16 cores), redis-server and redis-cli, and
 #       the GPU checks (test_cuda, release
 #       and ASan, and bench_cuda; --no-checks leaves them out), stripped of
-#       debug information, into .gpu/kit.tar.gz
+#       debug information, into .gpu/kit.tar.xz (xz at its strongest: half
+#       the bytes gzip leaves, so a model's last part rides beside it)
 #   scripts/gpu_kit.sh unpack
 #       there: the node's programs into bin/, the checks where the build
 #       puts them, redis into .gpu/bin, and .gpu/env to source: the library
@@ -30,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-kit=.gpu/kit.tar.gz
+kit=.gpu/kit.tar.xz
 # a node's programs, the study's report (scripts/experiment.sh: a swarm
 # on one GPU) and the pool's load generator
 node_programs=(broker sampler generator verifier learner evaluate tap report study loadgen)
@@ -111,7 +112,8 @@ pack() {
   # the device machine's copy of the tree has no git: what was built, for manifests
   git describe --always --dirty > "$stage/.gpu/version" 2> /dev/null || echo unknown > "$stage/.gpu/version"
   mkdir -p .gpu
-  tar -C "$stage" -czf "$kit" .
+  tar -C "$stage" -cf - . | xz -9e -T1 > "$kit.tmp"
+  mv "$kit.tmp" "$kit"
   local bytes
   bytes=$(stat -c %s "$kit")
   echo "gpu_kit: $kit, $(mib "$bytes") MiB: ${#progs[@]} programs and $(ls "$stage/.gpu/libs" | wc -l) libraries;" \
@@ -120,7 +122,20 @@ pack() {
 
 unpack() {
   [ -f "$kit" ] || die "$kit not found (scripts/gpu_kit.sh pack here, then carry $kit)"
-  tar -C . -xzf "$kit"
+  # xz where the machine has it, else python3's lzma (the device image's
+  # python3 is certain; its xz is not)
+  if command -v xz > /dev/null; then
+    xz -dc "$kit" | tar -C . -xf -
+  else
+    python3 - "$kit" << 'PY' || die "$kit: python3 could not unpack it"
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as kit:
+    if hasattr(tarfile, "tar_filter"):
+        kit.extractall(".", filter="tar")
+    else:
+        kit.extractall(".")
+PY
+  fi
   # CUDA's libraries: the toolkit's, else the ones PyTorch's packages carry
   local cuda="" lib found
   if [ -f .gpu/needs-cuda ]; then
