@@ -178,7 +178,7 @@ say "$((now - had)) rounds in this call, $now in all"
 
 # 4. held-out pass@1 of the last policy version the learner wrote, its
 # lines labelled with the round and version its folder records
-last=$(ls -d "$run"/n0/policy/v* 2> /dev/null | sed 's/.*\/v//' | sort -n | tail -n 1)
+last=$(numbered "$run/n0/policy" 'v\([0-9]*\)' | tail -n 1)
 [ -n "$last" ] || { say "no policy version in $run/n0/policy"; exit 1; }
 if [ -s "$run/eval-along-v$last.json" ]; then # scored already, beside the node
   cp "$run/eval-along-v$last.json" "$run/eval-v$last.json"
