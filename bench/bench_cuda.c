@@ -160,7 +160,7 @@ int main(void)
         }
         train_step_opt(f, 8, 1024, 1);
         bench_line("cuda_train_memory_8x1024", cuda_model_memory_peak(f->cuda) / 1073741824.0, "GiB",
-                   "cuda_train_bytes", cuda_train_bytes(&c, 8, 1024) / 1073741824.0, "GiB");
+                   "cuda_train_bytes", cuda_train_bytes(&c, 8, 1024, false) / 1073741824.0, "GiB");
         model_destroy(&f);
     }
     model_t *m = model_new_random(&c, 1, err, sizeof err);

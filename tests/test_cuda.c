@@ -201,9 +201,13 @@ static void test_adamw_holder(void)
 static void test_train_memory(void)
 {
     model_config_t c = model_config_qwen25_05b();
-    size_t bytes = cuda_train_bytes(&c, 8, 1024);
-    printf("  Qwen2.5-0.5B shape, B 8 x T 1,024: %.2f GiB on the device\n", bytes / 1073741824.0);
+    size_t bytes = cuda_train_bytes(&c, 8, 1024, false), again = cuda_train_bytes(&c, 8, 1024, true);
+    printf("  Qwen2.5-0.5B shape, B 8 x T 1,024: %.2f GiB on the device, %.2f GiB with activations recomputed\n",
+           bytes / 1073741824.0, again / 1073741824.0);
     EXPECTF(bytes + (1ull << 30) <= 24000000000ull, "%.2f GiB does not fit a 24 GB card", bytes / 1073741824.0);
+    /* recompute keeps x alone of the 24 layers' activations: their q, k,
+     * v, xm, g, u (1 + 2 x 0.125 + 1 + 2 x 5.43 of C a position) go */
+    EXPECTF(again < bytes - (size_t)23 * 8 * 1024 * 896 * 4 * 13, "recompute: %zu bytes, keeping %zu", again, bytes);
 }
 
 /* On the CPU an inference-only model computes as any other, and refuses
@@ -266,8 +270,8 @@ static void test_infer_memory(void)
     model_acts_t a;
     model_grad_acts_t g;
     cuda_ws_t wi, wt;
-    cuda_ws_layout(&c, 0, 8, 1024, true, &a, &g, NULL, &wi);
-    cuda_ws_layout(&c, 0, 8, 1024, false, &a, &g, NULL, &wt);
+    cuda_ws_layout(&c, 0, 8, 1024, true, false, &a, &g, NULL, &wi);
+    cuda_ws_layout(&c, 0, 8, 1024, false, false, &a, &g, NULL, &wt);
     EXPECT(wi.dsc == 0 && wi.yb == 0 && wt.dsc == wt.pb && wi.acts < wt.acts);
 }
 
@@ -824,28 +828,76 @@ static void test_train_steps(void)
 
 /* the model's memory is what cuda_train_bytes computes: every allocation
  * of a forward, backward and step on a fresh model is counted there, so
- * the figure for the 0.5B shape (test_train_memory) is the real one */
+ * the figure for the 0.5B shape (test_train_memory) is the real one; its
+ * activations kept, then recomputed */
 static void test_memory_accounting(void)
 {
     NEED_DEVICE();
     model_config_t cfg = edges_config();
-    pair_t p;
-    if (pair_open_as(&p, NULL, &cfg, 4, 300) == 0) {
-        adamw_t *opt = adamw_new(model_num_params(p.gpu));
-        adamw_params_t ap = adamw_params_default();
-        float norm;
-        model_zero_grad(p.gpu);
-        EXPECT(model_cross_entropy(p.gpu, p.tokens, p.targets, p.B, p.T) > 0);
-        EXPECT(model_optimizer_step(p.gpu, opt, &ap, 1.0f, &norm) == 0);
-        /* RoPE tables for the host model's capacity, which may exceed T */
-        size_t rope_extra = 2 * (size_t)(p.gpu->rope_cap - p.T) * (cfg.HD / 2) * sizeof(float);
-        size_t want = cuda_train_bytes(&cfg, p.B, p.T) + rope_extra;
-        EXPECTF(cuda_model_memory(p.gpu->cuda) == want, "the model holds %zu bytes, cuda_train_bytes says %zu",
-                cuda_model_memory(p.gpu->cuda), want);
-        EXPECT(cuda_model_memory_peak(p.gpu->cuda) == cuda_model_memory(p.gpu->cuda));
-        adamw_destroy(&opt);
+    for (int recompute = 0; recompute < 2; recompute++) {
+        pair_t p;
+        if (pair_open_as(&p, NULL, &cfg, 4, 300) == 0) {
+            model_set_recompute(p.gpu, recompute);
+            adamw_t *opt = adamw_new(model_num_params(p.gpu));
+            adamw_params_t ap = adamw_params_default();
+            float norm;
+            model_zero_grad(p.gpu);
+            EXPECT(model_cross_entropy(p.gpu, p.tokens, p.targets, p.B, p.T) > 0);
+            EXPECT(model_optimizer_step(p.gpu, opt, &ap, 1.0f, &norm) == 0);
+            /* RoPE tables for the host model's capacity, which may exceed T */
+            size_t rope_extra = 2 * (size_t)(p.gpu->rope_cap - p.T) * (cfg.HD / 2) * sizeof(float);
+            size_t want = cuda_train_bytes(&cfg, p.B, p.T, recompute) + rope_extra;
+            EXPECTF(cuda_model_memory(p.gpu->cuda) == want,
+                    "recompute %d: the model holds %zu bytes, cuda_train_bytes says %zu", recompute,
+                    cuda_model_memory(p.gpu->cuda), want);
+            EXPECT(cuda_model_memory_peak(p.gpu->cuda) == cuda_model_memory(p.gpu->cuda));
+            adamw_destroy(&opt);
+        }
+        pair_close(&p);
     }
-    pair_close(&p);
+}
+
+/* recompute (model_set_recompute) against keeping every layer's
+ * activations: the same log-probs bit for bit (the forward pass is the
+ * same), and the same gradient bit for bit in every matrix but the
+ * embedding (cuBLAS's products of the same inputs); the embedding, the
+ * norms' weights and the biases are summed by atomics, in an order that
+ * changes from run to run, so theirs within float noise */
+static void check_recompute(pair_t p)
+{
+    size_t n = p.gpu->n_params;
+    float *lp[2], *gr[2];
+    for (int f = 0; f < 2; f++) {
+        lp[f] = malloc(p.N * sizeof(float));
+        gr[f] = malloc(n * sizeof(float));
+        run_switched(p, model_set_recompute, f == 1, lp[f], gr[f]);
+    }
+    model_set_recompute(p.gpu, false);
+    EXPECTF(memcmp(lp[0], lp[1], p.N * sizeof(float)) == 0, "%s: recompute: other log-probs", p.name);
+    size_t at = 0;
+    for (int t = 0; t < MODEL_NUM_TENSORS; at += p.gpu->sizes[t], t++) {
+        size_t k = p.gpu->sizes[t];
+        if (!k) continue;
+        if (model_tensor_is_matrix(t) && t != 0)
+            EXPECTF(memcmp(gr[0] + at, gr[1] + at, k * sizeof(float)) == 0,
+                    "%s: recompute: tensor %d's gradient differs", p.name, t);
+        else {
+            double r = rel_l2(gr[1] + at, gr[0] + at, k);
+            EXPECTF(r <= 1e-6, "%s: recompute: tensor %d's gradient off by rel L2 %.3g", p.name, t, r);
+        }
+    }
+    printf("  %s: recompute against keeping: log-probs and matrices' gradients bit for bit\n", p.name);
+    for (int f = 0; f < 2; f++) {
+        free(lp[f]);
+        free(gr[f]);
+    }
+}
+
+/* recompute where test_forward_backward checks */
+static void test_recompute(void)
+{
+    NEED_DEVICE();
+    each_pair(check_recompute);
 }
 
 /* one device step of opt on p.gpu's present gradients, clipped to
@@ -1547,13 +1599,15 @@ int main(int argc, char **argv)
     RUN(test_decode_graphs);
     RUN(test_grouped_decode);
     RUN(test_fused_adamw);
+    RUN(test_recompute);
     RUN(test_real_model);
 #else
-    const char *names[] = {
-        "test_uniform",        "test_sample",          "test_forward_backward", "test_memory_accounting",
-        "test_train_steps",    "test_optimizer_state", "test_generate",         "test_generate_long",
-        "test_inference_only", "test_fused_logp",      "test_direct_bf16",      "test_direct_heads",
-        "test_decode_graphs",  "test_grouped_decode",  "test_fused_adamw",      "test_real_model"};
+    const char *names[] = {"test_uniform",           "test_sample",         "test_forward_backward",
+                           "test_memory_accounting", "test_train_steps",    "test_optimizer_state",
+                           "test_generate",          "test_generate_long",  "test_inference_only",
+                           "test_fused_logp",        "test_direct_bf16",    "test_direct_heads",
+                           "test_decode_graphs",     "test_grouped_decode", "test_fused_adamw",
+                           "test_recompute",         "test_real_model"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) printf("SKIP %s: %s\n", names[i], no_device());
 #endif
     CHECK_EXIT();

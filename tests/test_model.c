@@ -1552,6 +1552,89 @@ static void test_threads_same_bits(void)
     omp_set_num_threads(saved);
 }
 
+/* One forward and backward pass of m over B x T (packed where start is
+ * not NULL) into logp (N) and the gradient g (n_params), with the
+ * activations recomputed in backward or kept; the floats the workspaces
+ * took into *ws */
+static void pass_with(model_t *m, bool recompute, const int *tok, const int *tg, const int *st, const float *dl, int B,
+                      int T, float *logp, float *g, size_t *ws)
+{
+    model_set_recompute(m, recompute);
+    model_zero_grad(m);
+    EXPECT(model_forward_packed(m, tok, tg, st, B, T, 1.0f, logp, NULL) == 0);
+    model_backward(m, dl);
+    memcpy(g, model_grads(m), model_num_params(m) * sizeof(float));
+    *ws = m->acts_cap;
+}
+
+/* model_set_recompute: the same log-probs and gradient bit for bit as
+ * keeping every layer's activations, on each CPU path (cpu, and cpu-bf16
+ * where the CPU has a bf16 kernel), for Qwen2, Qwen3 and Llama shapes,
+ * plain rows and packed ones; and a workspace that no longer grows with
+ * the layers: with recompute, 8 layers take less than twice what 2 do */
+static void test_recompute(void)
+{
+    char err[512];
+    enum { B = 2, T = 192, N = B * T };
+    static int tok[N], tg[N], st[N];
+    static float dl[N], lp[2][N];
+    for (int i = 0; i < N; i++) {
+        tok[i] = (i * 37 + i / T) % 256;
+        tg[i] = i % T == T - 1 ? -1 : (i * 37 + (i + 1) / T) % 256;
+        dl[i] = (i % 7 - 3) / 10.0f;
+        /* row 1 packed: a prefix of 64, then segments of 32 */
+        st[i] = i < T || i % T < 64 ? 0 : (i % T - 64) / 32 * 32 + 64;
+    }
+    const char *backends[2] = {"cpu", "cpu-bf16"};
+    bool bf16 = model_bf16_kernel(NULL) != MODEL_BF16_NONE;
+    for (int arch = 0; arch < 3; arch++) {
+        model_config_t c = model_config_tiny();
+        if (arch == 1) c.type = MODEL_QWEN3, c.qkv_bias = false;
+        if (arch == 2) c.type = MODEL_LLAMA, c.qkv_bias = false;
+        const char *name = arch == 0 ? "qwen2" : arch == 1 ? "qwen3" : "llama";
+        size_t P = model_num_params_of(&c);
+        float *g[2] = {malloc(P * sizeof(float)), malloc(P * sizeof(float))};
+        for (int be = 0; be < (bf16 ? 2 : 1); be++)
+            for (int packed = 0; packed < 2; packed++) {
+                size_t ws[2];
+                /* a model each way, recomputing first, as workspaces only grow */
+                for (int r = 1; r >= 0; r--) {
+                    model_t *m = model_new_random(&c, 11, err, sizeof err);
+                    EXPECTF(m, "%s", err);
+                    if (!m) break;
+                    EXPECTF(model_set_backend(m, backends[be], err, sizeof err) == 0, "%s", err);
+                    pass_with(m, r, tok, tg, packed ? st : NULL, dl, B, T, lp[r], g[r], &ws[r]);
+                    model_destroy(&m);
+                }
+                EXPECTF(memcmp(lp[0], lp[1], sizeof lp[0]) == 0 && memcmp(g[0], g[1], P * sizeof(float)) == 0,
+                        "%s, %s, %s rows: recomputed activations give other log-probs or gradients", name, backends[be],
+                        packed ? "packed" : "plain");
+                EXPECTF(ws[1] < ws[0], "%s, %s: recompute takes %zu floats, keeping %zu", name, backends[be], ws[1],
+                        ws[0]);
+            }
+        free(g[0]), free(g[1]);
+    }
+    model_config_t c2 = model_config_tiny(), c8 = c2;
+    c2.L = 2, c8.L = 8;
+    model_t *m2 = model_new_empty(&c2, "2 layers", err, sizeof err),
+            *m8 = model_new_empty(&c8, "8 layers", err, sizeof err);
+    EXPECTF(m2 && m8, "%s", err);
+    if (m2 && m8) {
+        size_t f[2][2];
+        for (int r = 0; r < 2; r++) {
+            model_set_recompute(m2, r), model_set_recompute(m8, r);
+            f[r][0] = model_acts_layout(m2, NULL, B, T), f[r][1] = model_acts_layout(m8, NULL, B, T);
+        }
+        EXPECTF(f[1][1] < 2 * f[1][0] && f[0][1] > 2 * f[0][0],
+                "workspace floats, 2 and 8 layers: kept %zu, %zu; recomputed %zu, %zu", f[0][0], f[0][1], f[1][0],
+                f[1][1]);
+        printf("recompute: workspace of 2 x 192, 2 and 8 layers: kept %zu and %zu floats, recomputed %zu and %zu\n",
+               f[0][0], f[0][1], f[1][0], f[1][1]);
+    }
+    model_destroy(&m2);
+    model_destroy(&m8);
+}
+
 int main(void)
 {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/sapo-test-model-XXXXXX");
@@ -1588,6 +1671,7 @@ int main(void)
     RUN_TEST(test_softmax_causal);
     RUN_TEST(test_long_range_gradient);
     RUN_TEST(test_threads_same_bits);
+    RUN_TEST(test_recompute);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp_root);

@@ -407,27 +407,28 @@ model_layer_weights_t model_layer_weights(const model_weights_t *w, const model_
 model_layer_acts_t model_layer_acts(const model_acts_t *a, const model_config_t *c, size_t N, int l)
 {
     size_t C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
+    int k = a->one_layer ? 0 : l; /* the slot of the arrays but x */
     model_layer_acts_t o = {
         .x = slice(a->x, l, N * C),
-        .ln1 = slice(a->ln1, a->ln_all ? l : 0, N * C),
-        .r1 = slice(a->r1, l, N),
-        .rq = slice(a->rq, l, N * c->NH),
-        .rk = slice(a->rk, l, N * c->NKV),
-        .q = slice(a->q, l, N * QD),
-        .k = slice(a->k, l, N * KD),
-        .v = slice(a->v, l, N * KD),
-        .y = slice(a->y, a->y_all ? l : 0, N * QD),
-        .xm = slice(a->xm, l, N * C),
-        .ln2 = slice(a->ln2, a->ln_all ? l : 0, N * C),
-        .r2 = slice(a->r2, l, N),
-        .g = slice(a->g, l, N * FF),
-        .u = slice(a->u, l, N * FF),
+        .ln1 = slice(a->ln1, a->ln_all ? k : 0, N * C),
+        .r1 = slice(a->r1, k, N),
+        .rq = slice(a->rq, k, N * c->NH),
+        .rk = slice(a->rk, k, N * c->NKV),
+        .q = slice(a->q, k, N * QD),
+        .k = slice(a->k, k, N * KD),
+        .v = slice(a->v, k, N * KD),
+        .y = slice(a->y, a->y_all ? k : 0, N * QD),
+        .xm = slice(a->xm, k, N * C),
+        .ln2 = slice(a->ln2, a->ln_all ? k : 0, N * C),
+        .r2 = slice(a->r2, k, N),
+        .g = slice(a->g, k, N * FF),
+        .u = slice(a->u, k, N * FF),
         .h = a->h,
         .xn = slice(a->x, l + 1, N * C),
     };
     bool q3 = c->type == MODEL_QWEN3;
-    o.qp = q3 ? slice(a->qpre, l, N * QD) : o.q;
-    o.kp = q3 ? slice(a->kpre, l, N * KD) : o.k;
+    o.qp = q3 ? slice(a->qpre, k, N * QD) : o.q;
+    o.kp = q3 ? slice(a->kpre, k, N * KD) : o.k;
     return o;
 }
 
@@ -491,6 +492,8 @@ int model_cpu_forward(model_t *m, const int *tokens, const int *targets, const i
     return 0;
 }
 
+bool model_layer_again(const model_t *m, int l) { return m->a.one_layer && l < m->cfg.L - 1; }
+
 /* layer l backward: ga->dx, the gradient at its output, to the gradient
  * at its input; its weights' gradients added to m->dw */
 static void layer_backward(model_t *m, int l)
@@ -534,6 +537,9 @@ void model_cpu_backward(model_t *m, const float *dlogp)
     lm_head_backward(m, N, dlogp);
     model_rmsnorm_backward(ga->dx, m->dw.lnf, ga->part, ga->dln, m->a.x + (size_t)c->L * N * C, m->w.lnf, m->a.rf, N, C,
                            false);
-    for (int l = c->L - 1; l >= 0; l--) layer_backward(m, l);
+    for (int l = c->L - 1; l >= 0; l--) {
+        if (model_layer_again(m, l)) layer_forward(m, l);
+        layer_backward(m, l);
+    }
     model_embed_backward(m);
 }

@@ -315,7 +315,7 @@ static void resize(model_array_t *t, float **p, size_t n)
 static size_t layout16(model_t *m, float *base, int B, int T)
 {
     const model_config_t *c = &m->cfg;
-    size_t N = (size_t)B * T, L = c->L, C = c->C, QD = (size_t)c->NH * c->HD;
+    size_t N = (size_t)B * T, L = m->recompute ? 1 : c->L, C = c->C, QD = (size_t)c->NH * c->HD;
     size_t KD = (size_t)c->NKV * c->HD, FF = c->FF, threads = omp_get_max_threads();
     size_t chunk = model_logits_chunk(m, (int)N);
     model_acts_t *a = &m->a;
@@ -394,16 +394,17 @@ static layer16_t layer16(const model_t *m, int l)
     const model_config_t *c = &m->cfg;
     const acts16_t *a16 = &m->bf16->a;
     size_t N = (size_t)m->B * m->T, C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
+    size_t k = m->a.one_layer ? 0 : (size_t)l; /* the copies' slot */
     model_layer_acts_t f = model_layer_acts(&m->a, c, N, l);
     return (layer16_t){
         .f = f,
-        .ln1 = {f.ln1, a16->ln1 + l * N * C},
-        .q = {f.q, a16->q + l * N * QD},
-        .k = {f.k, a16->k + l * N * KD},
-        .v = {f.v, a16->v + l * N * KD},
-        .y = {f.y, a16->y + l * N * QD},
-        .ln2 = {f.ln2, a16->ln2 + l * N * C},
-        .h = {f.h, a16->h + l * N * FF},
+        .ln1 = {f.ln1, a16->ln1 + k * N * C},
+        .q = {f.q, a16->q + k * N * QD},
+        .k = {f.k, a16->k + k * N * KD},
+        .v = {f.v, a16->v + k * N * KD},
+        .y = {f.y, a16->y + k * N * QD},
+        .ln2 = {f.ln2, a16->ln2 + k * N * C},
+        .h = {f.h, a16->h + k * N * FF},
     };
 }
 
@@ -474,8 +475,9 @@ static void layer16_backward(model_t *m, int l)
     matmul16_backward(ga->dln, dw.wu, NULL, du, a.ln2, w.wu, N, C, FF, true);
     rmsnorm16_backward(dx, dw.ln2, ga->part, ga->dln, a.f.xm, w.ln2, a.f.r2, N, C, true);
     // attention: xm = x + y . wo^T (+ bo); where y.f is one layer's
-    // scratch it holds another layer's now, and wo's gradient reads y.f16
-    act_t y = {m->a.y_all ? a.y.f : NULL, a.y.f16};
+    // scratch it holds another layer's now (unless this layer's forward
+    // just ran again), and wo's gradient reads y.f16
+    act_t y = {m->a.y_all || m->a.one_layer ? a.y.f : NULL, a.y.f16};
     matmul16_backward(ga->dy, dw.wo, dw.bo, dx, y, w.wo, N, QD, C, false);
     attn16_t ao = attn16_of(m, &a);
     attention16_backward(&ao, ga->dq, ga->dk, dv, (act_t){ga->dp, g16->dp}, ga->dy);
@@ -524,6 +526,9 @@ void model_bf16_backward(model_t *m, const float *dlogp)
     lm_head16_backward(m, N, dlogp);
     rmsnorm16_backward((act_t){ga->dx, m->bf16->ga.dx}, m->dw.lnf, ga->part, ga->dln, m->a.x + (size_t)c->L * N * C,
                        m->w.lnf, m->a.rf, N, C, false);
-    for (int l = c->L - 1; l >= 0; l--) layer16_backward(m, l);
+    for (int l = c->L - 1; l >= 0; l--) {
+        if (model_layer_again(m, l)) layer16_forward(m, l);
+        layer16_backward(m, l);
+    }
     model_embed_backward(m);
 }

@@ -149,6 +149,9 @@ int model_rope_ensure(model_t *m, int T)
 
 void model_set_logits_chunk(model_t *self, int rows) { self->chunk = rows > 0 ? rows : 0; }
 
+void model_set_recompute(model_t *self, bool on) { self->recompute = on; }
+bool model_recompute(const model_t *self) { return self->recompute; }
+
 size_t model_logits_chunk(const model_t *m, int N)
 {
     /* about 64M floats of logits at a time (256 MiB; SmolLM2's 1,365
@@ -173,8 +176,13 @@ void model_acts_arrays(model_t *m, int B, int T, model_array_t *t)
     model_acts_t *a = &m->a;
     model_grad_acts_t *g = &m->ga;
     a->ln_all = a->y_all = true;
+    a->one_layer = m->recompute;
+    /* the residual stream entering each layer is what a layer's forward
+     * pass runs again from; of the rest, layers kept */
+    size_t x_n = (L + 1) * N * C;
+    L = m->recompute ? 1 : L;
     model_array_t all[] = {
-        {&a->x, (L + 1) * N * C},
+        {&a->x, x_n},
         {&a->ln1, L * N * C},
         {&a->r1, L * N},
         {&a->qpre, q3 * L * N * QD},

@@ -217,6 +217,15 @@ void model_set_fused_adamw(model_t *self, bool on);
  * larger products and add rows x vocabulary floats (and as many bf16 on
  * a GPU) to the workspace; set it before the first forward pass. */
 void model_set_logits_chunk(model_t *self, int rows);
+/* Activations that do not grow with depth (on): a forward pass keeps
+ * each layer's input (the residual stream) and one layer's other
+ * activations, and the backward pass runs each layer's forward again
+ * from its input before that layer's backward, as llm.c and PyTorch's
+ * activation checkpointing do. The same gradients bit for bit, for
+ * about one forward pass more of time; on the CPU paths and on a GPU.
+ * Takes effect at the next forward pass. Off by default. */
+void model_set_recompute(model_t *self, bool on);
+bool model_recompute(const model_t *self);
 /* the bytes the model's device copy holds now (*held) and held at most
  * (*peak): its own allocations, not the CUDA context's; 0 on the CPU */
 void model_device_memory(const model_t *self, size_t *held, size_t *peak);

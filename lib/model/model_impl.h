@@ -55,15 +55,18 @@ typedef struct {
     float *y;    // (L, N, NH*HD) attention output, or (N, NH*HD)
     bool ln_all; // whether ln1 and ln2 have every layer's
     bool y_all;  // whether y has every layer's
-    float *xm;   // (L, N, C) residual after attention
-    float *ln2;  // (L, N, C)
-    float *r2;   // (L, N)
-    float *g;    // (L, N, FF) gate_proj output
-    float *u;    // (L, N, FF) up_proj output
-    float *h;    // (N, FF) silu(g) * u of one layer, recomputed in backward
-    float *lnf;  // (N, C)
-    float *rf;   // (N)
-    float *lse;  // (N) logsumexp of logits / temperature
+    /* every array but x holds one layer's (model_set_recompute): the
+     * backward pass runs each layer's forward again from its input x */
+    bool one_layer;
+    float *xm;  // (L, N, C) residual after attention
+    float *ln2; // (L, N, C)
+    float *r2;  // (L, N)
+    float *g;   // (L, N, FF) gate_proj output
+    float *u;   // (L, N, FF) up_proj output
+    float *h;   // (N, FF) silu(g) * u of one layer, recomputed in backward
+    float *lnf; // (N, C)
+    float *rf;  // (N)
+    float *lse; // (N) logsumexp of logits / temperature
 } model_acts_t;
 
 /* scratch for backward, one layer at a time */
@@ -151,6 +154,7 @@ struct model {
     bool decode_graphs;  /* model_set_decode_graphs */
     bool grouped_decode; /* model_set_grouped_decode */
     bool fused_adamw;    /* model_set_fused_adamw */
+    bool recompute;      /* model_set_recompute */
 };
 
 /* model.c: the RoPE tables, the batch and its workspaces */
@@ -166,7 +170,8 @@ typedef struct {
 
 /* the fp32 activations and backward scratch of a batch of B x T, every
  * one (the reference keeps them all; forward_bf16.c leaves some out):
- * MODEL_ACTS_ARRAYS entries into t. Sets ln_all and y_all */
+ * MODEL_ACTS_ARRAYS entries into t, every layer's or (m->recompute) one
+ * layer's of all but x. Sets ln_all, y_all and one_layer */
 #define MODEL_ACTS_ARRAYS 34
 void model_acts_arrays(model_t *m, int B, int T, model_array_t *t);
 /* points the n arrays of t into base (when not NULL), each from a
@@ -301,6 +306,10 @@ typedef struct {
     float *xn;      // (N, C) residual stream leaving the layer
 } model_layer_acts_t;
 model_layer_acts_t model_layer_acts(const model_acts_t *a, const model_config_t *c, size_t N, int l);
+/* whether the backward pass runs layer l's forward again before its
+ * backward (model_set_recompute): every layer but the last, whose
+ * activations the forward pass left in the one slot */
+bool model_layer_again(const model_t *m, int l);
 
 /* the CPU paths behind the backend table: forward.c's fp32 reference
  * and forward_bf16.c's cpu-bf16 (model.h's model_forward_packed and

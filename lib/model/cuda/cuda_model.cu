@@ -900,7 +900,7 @@ static int grow(cuda_model_t *c, void **p, size_t *cap, size_t need, size_t size
 static int acts_ensure(cuda_model_t *c, int B, int T)
 {
     cuda_ws_t z;
-    cuda_ws_layout(&c->m->cfg, c->m->chunk, B, T, c->infer, &c->a, &c->ga, NULL, &z);
+    cuda_ws_layout(&c->m->cfg, c->m->chunk, B, T, c->infer, c->m->recompute, &c->a, &c->ga, NULL, &z);
     if (grow(c, (void **)&c->acts, &c->acts_cap, z.acts, sizeof(float)) ||
         grow(c, (void **)&c->dsc, &c->dsc_cap, z.dsc, sizeof(float)) ||
         grow(c, (void **)&c->pb, &c->pb_cap, z.pb, sizeof(bf16)) ||
@@ -912,7 +912,7 @@ static int acts_ensure(cuda_model_t *c, int B, int T)
         grow(c, (void **)&c->tokens, &c->icap, z.ints, sizeof(int)) ||
         grow(c, (void **)&c->logp, &c->fcap, z.floats, sizeof(float)))
         return -1;
-    cuda_ws_layout(&c->m->cfg, c->m->chunk, B, T, c->infer, &c->a, &c->ga, c->acts, &z);
+    cuda_ws_layout(&c->m->cfg, c->m->chunk, B, T, c->infer, c->m->recompute, &c->a, &c->ga, c->acts, &z);
     c->targets = c->tokens + z.N;
     c->pos = c->tokens + 2 * z.N;
     c->dlogp = c->infer ? NULL : c->logp + z.N;
@@ -1146,6 +1146,7 @@ void cuda_model_backward(cuda_model_t *c, const float *dlogp)
     }
     rmsnorm_backward(c, ga->dx, dw->lnf, ga->dln, a->x + (size_t)cf->L * N * C, c->w.lnf, a->rf, N, C, false);
     for (int l = cf->L - 1; l >= 0; l--) {
+        if (model_layer_again(c->m, l)) layer_forward(c, l, c->B, c->T);
         mlp_layer_backward(c, l);
         attention_layer_backward(c, l);
     }

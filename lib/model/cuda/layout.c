@@ -9,21 +9,24 @@ size_t cuda_chunk_rows(int chunk, int V, int N)
     return rows < (size_t)N ? rows : (size_t)N;
 }
 
-void cuda_ws_layout(const model_config_t *cf, int chunk, int B, int T, bool infer, model_acts_t *a,
+void cuda_ws_layout(const model_config_t *cf, int chunk, int B, int T, bool infer, bool recompute, model_acts_t *a,
                     model_grad_acts_t *g, float *base, cuda_ws_t *z)
 {
     size_t N = (size_t)B * T, C = cf->C, QD = (size_t)cf->NH * cf->HD, KD = (size_t)cf->NKV * cf->HD;
     size_t FF = cf->FF, q3 = cf->type == MODEL_QWEN3, ch = cuda_chunk_rows(chunk, cf->V, (int)N);
     size_t ds = (size_t)B * cf->NH * T * T;
-    /* layers kept: every one to train, one to infer; backward scratch only
+    /* layers kept: every one to train, one to infer or to train with
+     * recompute (and then every layer's input, x); backward scratch only
      * to train */
-    size_t L = infer ? 1 : (size_t)cf->L, tr = !infer;
+    size_t L = infer || recompute ? 1 : (size_t)cf->L, tr = !infer;
+    size_t x_n = (infer ? 2 : (size_t)cf->L + 1) * N * C;
     a->ln_all = a->y_all = false; /* one layer's ln1, ln2 and y */
+    a->one_layer = recompute && !infer;
     struct {
         float **p;
         size_t n;
     } t[] = {
-        {&a->x, (L + 1) * N * C},
+        {&a->x, x_n},
         {&a->ln1, N * C},
         {&a->r1, L * N},
         {&a->qpre, q3 * L * N * QD},
@@ -130,7 +133,7 @@ size_t cuda_gen_ws_bytes(const cuda_gen_ws_t *z)
     return z->floats * sizeof(float) + 2 * z->cache * z->cache_elem + z->ints * sizeof(int) + z->xb * CUDA_BF16_BYTES;
 }
 
-size_t cuda_train_bytes(const model_config_t *cfg, int B, int T)
+size_t cuda_train_bytes(const model_config_t *cfg, int B, int T, bool recompute)
 {
     size_t sizes[MODEL_NUM_TENSORS], n = 0;
     model_sizes(cfg, sizes);
@@ -138,7 +141,7 @@ size_t cuda_train_bytes(const model_config_t *cfg, int B, int T)
     model_acts_t a;
     model_grad_acts_t g;
     cuda_ws_t z;
-    cuda_ws_layout(cfg, 0, B, T, false, &a, &g, NULL, &z);
+    cuda_ws_layout(cfg, 0, B, T, false, recompute, &a, &g, NULL, &z);
     /* fp32 masters, gradients and two moments, the bf16 copy; the clip's
      * sum; the RoPE tables of T positions */
     return n * (4 * sizeof(float) + CUDA_BF16_BYTES) + sizeof(double) + cuda_ws_bytes(&z) + cuda_rope_bytes(cfg, T);
@@ -149,7 +152,7 @@ size_t cuda_forward_bytes(const model_config_t *cfg, int B, int T)
     model_acts_t a;
     model_grad_acts_t g;
     cuda_ws_t z;
-    cuda_ws_layout(cfg, 0, B, T, true, &a, &g, NULL, &z);
+    cuda_ws_layout(cfg, 0, B, T, true, false, &a, &g, NULL, &z);
     return cuda_infer_weight_bytes(cfg) + cuda_ws_bytes(&z) + cuda_rope_bytes(cfg, T);
 }
 

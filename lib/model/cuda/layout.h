@@ -53,10 +53,13 @@ typedef struct {
  * Training keeps per layer what backward cannot cheaply get again (the
  * residual stream, q, k and v after RoPE, the gate and up projections,
  * the norms' 1/rms); ln1, ln2, y and the attention's probabilities are one
- * layer's, computed again in backward. Inference (infer) keeps one
- * layer's of everything, the residual stream in two slots (in, out), and
- * no gradient scratch but the lm_head's chunk of logits. */
-void cuda_ws_layout(const model_config_t *cf, int chunk, int B, int T, bool infer, model_acts_t *a,
+ * layer's, computed again in backward. Training with recompute
+ * (model_set_recompute) keeps every layer's residual stream and one
+ * layer's of the rest, and backward runs each layer's forward again.
+ * Inference (infer) keeps one layer's of everything, the residual stream
+ * in two slots (in, out), and no gradient scratch but the lm_head's chunk
+ * of logits. */
+void cuda_ws_layout(const model_config_t *cf, int chunk, int B, int T, bool infer, bool recompute, model_acts_t *a,
                     model_grad_acts_t *g, float *base, cuda_ws_t *z);
 
 /* device bytes of z's buffers */
@@ -87,11 +90,11 @@ void cuda_gen_ws_size(const model_config_t *cf, int Q, int L, int maxP, int max_
 size_t cuda_gen_ws_bytes(const cuda_gen_ws_t *z);
 
 /* The device bytes a model of cfg holds to train on B x T (the default
- * lm_head chunk): fp32 parameters, gradients and AdamW moments, the bf16
- * copy, activations and scratch, RoPE tables for T positions; what
- * cuda_model_memory reports after a forward, backward and optimizer step
- * of a fresh model */
-size_t cuda_train_bytes(const model_config_t *cfg, int B, int T);
+ * lm_head chunk), its activations recomputed in backward or not: fp32
+ * parameters, gradients and AdamW moments, the bf16 copy, activations and
+ * scratch, RoPE tables for T positions; what cuda_model_memory reports
+ * after a forward, backward and optimizer step of a fresh model */
+size_t cuda_train_bytes(const model_config_t *cfg, int B, int T, bool recompute);
 
 /* An inference-only model's bytes after a forward pass of B x T (the
  * learner's reference model): its weights, RoPE tables for T positions
