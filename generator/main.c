@@ -137,6 +137,54 @@ static void await_version(wire_subscriber_t *notices_in, policy_t *pol, const co
                   (unsigned long long)*version, (unsigned long long)want);
 }
 
+/* The node's work once the sockets exist: the policy the learner's first
+ * notice names, then batches of tasks until told to stop. 1 when the
+ * policy cannot be opened (main closes the sockets either way). */
+static int serve(const config_t *cfg, wire_subscriber_t *notices_in, wire_consumer_t *tasks, wire_producer_t *out)
+{
+    /* the first notice names the policy to start from */
+    uint64_t version = UINT64_MAX;
+    char checkpoint[4096] = "", err[512];
+    log_info("waiting for the learner's policy notice");
+    while (!zsys_interrupted && version == UINT64_MAX)
+        version_follow(notices_in, 1000, NULL, &version, NULL, checkpoint, sizeof checkpoint);
+    if (zsys_interrupted) {
+        log_info("stopping before the learner's first notice");
+        return 0;
+    }
+    policy_t *pol = policy_open(checkpoint, cfg->system_prompt, err, sizeof err);
+    if (!pol || policy_place(pol, cfg, true, err, sizeof err) != 0) {
+        log_error("%s", err);
+        policy_destroy(&pol);
+        return 1;
+    }
+    log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, checkpoint, pol->name,
+             model_num_params(pol->model));
+    pol->cancel = &zsys_interrupted;
+
+    long done = 0;
+    take_t t;
+    while (!zsys_interrupted) {
+        if (version_follow(notices_in, 0, pol, &version, NULL, checkpoint, sizeof checkpoint) == 1)
+            log_info("policy version %llu loaded", (unsigned long long)version);
+        take(tasks, pol, cfg, &t);
+        await_version(notices_in, pol, cfg, &t, &version, checkpoint, sizeof checkpoint);
+        long sent = t.n ? roll_out(pol, cfg, version, &t, out) : 0;
+        policy_log_memory(pol);
+        if (sent > 0) done += sent;
+        /* acked once sent: a task in flight when the generator dies, or
+         * stops while sampling it, goes back to the queue */
+        for (int q = 0; q < t.n; q++) {
+            if (sent >= 0) wire_consumer_ack(tasks, t.rec[q]->id);
+            wire_record_destroy(&t.rec[q]);
+            free(t.copy[q]);
+        }
+    }
+    log_info("stopping after %ld groups", done);
+    policy_destroy(&pol);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     config_t cfg;
@@ -152,45 +200,18 @@ int main(int argc, char **argv)
     wire_consumer_t *tasks =
         notices_in ? wire_consumer_new(&ep, STREAM_TASKS, cfg.generate_batch, err, sizeof err) : NULL;
     wire_producer_t *out = tasks ? wire_producer_new(&ep, STREAM_ROLLOUTS, err, sizeof err) : NULL;
-    if (!out) log_fatal("%s", err);
-    /* the model's threads below those that carry records (util/nice.h) */
-    if (nice_compute_threads(cfg.nice, err, sizeof err) != 0) log_error("%s", err);
-
-    /* the first notice names the policy to start from */
-    uint64_t version = UINT64_MAX;
-    char checkpoint[4096] = "";
-    log_info("waiting for the learner's policy notice");
-    while (!zsys_interrupted && version == UINT64_MAX)
-        version_follow(notices_in, 1000, NULL, &version, NULL, checkpoint, sizeof checkpoint);
-    if (zsys_interrupted) return 0;
-    policy_t *pol = policy_open(checkpoint, cfg.system_prompt, err, sizeof err);
-    if (!pol || policy_place(pol, &cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
-    log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, checkpoint, pol->name,
-             model_num_params(pol->model));
-    pol->cancel = &zsys_interrupted;
-
-    long done = 0;
-    take_t t;
-    while (!zsys_interrupted) {
-        if (version_follow(notices_in, 0, pol, &version, NULL, checkpoint, sizeof checkpoint) == 1)
-            log_info("policy version %llu loaded", (unsigned long long)version);
-        take(tasks, pol, &cfg, &t);
-        await_version(notices_in, pol, &cfg, &t, &version, checkpoint, sizeof checkpoint);
-        long sent = t.n ? roll_out(pol, &cfg, version, &t, out) : 0;
-        policy_log_memory(pol);
-        if (sent > 0) done += sent;
-        /* acked once sent: a task in flight when the generator dies, or
-         * stops while sampling it, goes back to the queue */
-        for (int q = 0; q < t.n; q++) {
-            if (sent >= 0) wire_consumer_ack(tasks, t.rec[q]->id);
-            wire_record_destroy(&t.rec[q]);
-            free(t.copy[q]);
-        }
+    if (!out) {
+        log_error("%s", err);
+        rc = 1;
+    } else {
+        /* the model's threads below those that carry records (util/nice.h) */
+        if (nice_compute_threads(cfg.nice, err, sizeof err) != 0) log_error("%s", err);
+        rc = serve(&cfg, notices_in, tasks, out);
     }
-    log_info("stopping after %ld groups", done);
-    policy_destroy(&pol);
+    /* every socket closed, whatever ended the generator: CZMQ names any
+     * left open at exit in a line that reads as an error */
     wire_producer_destroy(&out);
     wire_consumer_destroy(&tasks);
     wire_subscriber_destroy(&notices_in);
-    return 0;
+    return rc;
 }

@@ -319,9 +319,10 @@ int main(int argc, char **argv)
     zsys_init();
     sampler_open_pool(&s);
     sampler_open_streams(&s);
-    if (!sampler_wait_for_learner(&s)) return 0;
-    if (s.cfg.game == GAME_THREE_STAGE) game_run(&s);
-    else sapo_run(&s);
+    if (sampler_wait_for_learner(&s)) {
+        if (s.cfg.game == GAME_THREE_STAGE) game_run(&s);
+        else sapo_run(&s);
+    }
     sampler_shut_down(&s);
     return 0;
 }

@@ -12,6 +12,9 @@
 #   scripts/swarm.sh wait [--run DIR] [--timeout S]   until every node has
 #                          ended (its rounds run); status 1 after S seconds
 #
+# start checks what each node starts from (its base or model folder or
+# file) before any process starts: a missing one is a line naming it and
+# the command that makes it, and status 1.
 # --ij gives each node its local/external split (the last one repeats), so
 # a mixed swarm is one flag; --models gives each node its model the same
 # way (tiny, a model scripts/model.sh fetched, a model folder or a GGUF
@@ -156,6 +159,20 @@ stop() {
   echo "swarm: stopped ($run)"
 }
 
+# why a node cannot start from $1 (a model folder or file), on stdout;
+# status 1 when it can
+start_missing() {
+  if [ -d "$1" ]; then
+    [ -f "$1/config.json" ] || { echo "no config.json in the folder"; return 0; }
+    [ -r "$1/config.json" ] || { echo "its config.json cannot be read"; return 0; }
+  elif [ -e "$1" ]; then
+    [ -r "$1" ] || { echo "cannot be read"; return 0; }
+  else
+    echo "no such folder or file"; return 0
+  fi
+  return 1
+}
+
 # starts node $1 from its start file and records its runner
 launch() {
   bash "$run/$1/start" &
@@ -166,6 +183,37 @@ case "$cmd" in
   start)
     [ -x "${SAPO_BIN:-bin}/broker" ] || { echo "swarm: ${SAPO_BIN:-bin}/broker missing: run make first" >&2; exit 1; }
     [ -f "$run/pids" ] && { echo "swarm: $run/pids exists: a swarm runs there (scripts/swarm.sh stop --run $run)" >&2; exit 1; }
+    IFS=, read -r -a splits <<< "$ij"
+    IFS=, read -r -a kinds <<< "$models"
+    # none given: every node takes the model setting's default (tiny, or a preset's)
+    [ ${#kinds[@]} -gt 0 ] || kinds=("")
+    IFS=, read -r -a mix_list <<< "$mixes"
+    [ ${#mix_list[@]} -gt 0 ] || mix_list=("")
+    for x in "${mix_list[@]}"; do
+      [ -z "$x" ] || [ -f "$x" ] || { echo "swarm: --mixes: no file '$x'" >&2; exit 2; }
+    done
+    # each node's settings as it will run them (its model, its I/J), and
+    # what it starts from, before any process starts: a learner that cannot
+    # open its start fails until its keeper gives up, and the swarm ends
+    # with the reason in node.log alone
+    missing=0 seen=" " errf=$(mktemp)
+    for i in $(seq 0 $((nodes - 1))); do
+      s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
+      m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
+      from=$(SAPO_MODEL=$m SAPO_LOCAL_GROUPS=${s%/*} SAPO_EXTERNAL_GROUPS=${s#*/} "${SAPO_BIN:-bin}/learner" start 2> "$errf") ||
+        { echo "swarm: node n$i (I/J $s${m:+, model $m}): $(sed 's/^learner\[[^]]*\] error: //' "$errf")" >&2; rm -f "$errf"; exit 2; }
+      [[ "$seen" == *" $from "* ]] && continue
+      seen+="$from "
+      why=$(start_missing "$from") || continue
+      missing=1
+      if [ -n "$m" ] && [ "$from" = "$m" ]; then
+        echo "swarm: node n$i: model $from: $why (a model folder, a GGUF file, or a model scripts/model.sh fetched)" >&2
+      else
+        echo "swarm: node n$i: base model $from: $why; make it with: ${m:+SAPO_MODEL=$m }${SAPO_BASE:+SAPO_BASE=$SAPO_BASE }${SAPO_BIN:-bin}/learner warmstart" >&2
+      fi
+    done
+    rm -f "$errf"
+    [ $missing = 0 ] || exit 1
     mkdir -p "$run/redis"
     run=$(cd "$run" && pwd)
     if [ -z "$redis" ]; then
@@ -192,24 +240,6 @@ case "$cmd" in
     else
       : > "$run/pids"
     fi
-    IFS=, read -r -a splits <<< "$ij"
-    IFS=, read -r -a kinds <<< "$models"
-    # none given: every node takes the model setting's default (tiny, or a preset's)
-    [ ${#kinds[@]} -gt 0 ] || kinds=("")
-    IFS=, read -r -a mix_list <<< "$mixes"
-    [ ${#mix_list[@]} -gt 0 ] || mix_list=("")
-    for x in "${mix_list[@]}"; do
-      [ -z "$x" ] || [ -f "$x" ] || { echo "swarm: --mixes: no file '$x'" >&2; stop; exit 2; }
-    done
-    # each node's settings as it will run them (its model, its I/J), before
-    # any node starts
-    for i in $(seq 0 $((nodes - 1))); do
-      s=${splits[$(( i < ${#splits[@]} ? i : ${#splits[@]} - 1 ))]}
-      m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
-      SAPO_MODEL=$m SAPO_LOCAL_GROUPS=${s%/*} SAPO_EXTERNAL_GROUPS=${s#*/} "${SAPO_BIN:-bin}/learner" start > /dev/null 2> "$run/model.err" ||
-        { echo "swarm: node n$i (I/J $s${m:+, model $m}): $(sed 's/^learner\[[^]]*\] error: //' "$run/model.err")" >&2; stop; exit 2; }
-    done
-    rm -f "$run/model.err"
     runner=${SAPO_RUNNER:-}
     if [ -z "$runner" ]; then
       runner=foreman
