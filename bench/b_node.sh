@@ -29,6 +29,7 @@ fi
 export SAPO_BASE=$base SAPO_BIN=$bin SAPO_SWARM=bench$$ SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all
 
 run_swarm() { # run folder, nodes, I/J, generators
+  echo "b_node: $2 node(s) at $3, $4 generator(s), $rounds rounds"
   scripts/swarm.sh start --run "$1" --nodes "$2" --ij "$3" --generators "$4" --rounds "$rounds" --wait > "$1.log" 2>&1
 }
 

@@ -145,7 +145,7 @@ int main(void)
 {
     char err[256], name[256];
     if (cuda_device_check(0, err, sizeof err)) {
-        printf("SKIP bench_cuda: %s\n", err);
+        bench_skip("cuda", err);
         return 0;
     }
     cuda_device_name(0, name, sizeof name);
@@ -298,7 +298,7 @@ int main(void)
 
 int main(void)
 {
-    printf("SKIP bench_cuda: this build has no CUDA (nvcc was not found)\n");
+    bench_skip("cuda", "this build has no CUDA (nvcc was not found)");
     return 0;
 }
 

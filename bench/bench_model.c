@@ -80,19 +80,6 @@ static double step_flops(const model_config_t *c, int N)
     return 6.0 * N * per_tok + 8.0 * N * (double)c->C * c->V;
 }
 
-/* runs the peer script; its one line of output is
- * "train TOK/S gen TOK/S genb TOK/S trainbf16 TOK/S" */
-static int peer(const char *dir, const char *args, double *train, double *gen, double *genb, double *train16)
-{
-    if (access(".venv/bin/python", X_OK)) return -1;
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peer_torch.py %s %s 2>/dev/null", dir, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    int n = fscanf(p, "train %lf gen %lf genb %lf trainbf16 %lf", train, gen, genb, train16);
-    return pclose(p) == 0 && n == 4 ? 0 : -1;
-}
-
 /* the tiny default's run: a training batch of B x T, a round of Q
  * prompts (P tokens) x L completions of NEW tokens, and the median
  * seconds of each */
@@ -100,16 +87,11 @@ typedef struct {
     int B, T, Q, L, P, NEW;
     double train, train16, gen, genb;
     bool bf16;                  /* train16 measured: the CPU has a bf16 kernel */
+    const char *no_bf16;        /* why not, where not */
     model_bf16_kernel_t kernel; /* the one train16 used (the best) */
     double train16dp;           /* the step forced to AVX512-BF16 where the best is AMX, else 0 */
     struct rusage ru, ru16;     /* the peaks after the fp32 and the bf16 steps */
 } tiny_t;
-
-/* the peer's tokens/s on the same weights, where have */
-typedef struct {
-    int have;
-    double train, gen, genb, train16;
-} peer_rates_t;
 
 /* f's training step in fp32 and, where the CPU has a bf16 kernel, in
  * backend cpu-bf16 (with the best kernel, and forced to AVX512-BF16
@@ -120,14 +102,16 @@ static int time_training(model_t *m, batch_t *b, int reps, tiny_t *f)
     char err[256];
     f->train = train_step(m, b, reps), f->train16 = f->train16dp = 0;
     getrusage(RUSAGE_SELF, &f->ru); /* the peak after the fp32 steps, before any bf16 one */
-    f->bf16 = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
-    if (!f->bf16) printf("no cpu-bf16 figures: %s\n", err);
+    static char why[256];
+    f->no_bf16 = bench_use_bf16(m, why, sizeof why);
+    f->bf16 = !f->no_bf16;
     if (f->bf16) {
         f->kernel = model_bf16_kernel(NULL);
         f->train16 = train_step(m, b, reps);
     }
     getrusage(RUSAGE_SELF, &f->ru16);
-    if (f->bf16 && f->kernel == MODEL_BF16_AMX && model_bf16_use(MODEL_BF16_AVX512BF16)) {
+    if (f->bf16 && f->kernel == MODEL_BF16_AMX && bench_bf16_shown(MODEL_BF16_AVX512BF16) &&
+        model_bf16_use(MODEL_BF16_AVX512BF16)) {
         f->train16dp = train_step(m, b, reps);
         model_bf16_use(MODEL_BF16_NONE);
     }
@@ -140,25 +124,29 @@ static int time_training(model_t *m, batch_t *b, int reps, tiny_t *f)
 
 /* the peer's figures for f on m's weights, saved to a folder in /tmp
  * that is removed after */
-static peer_rates_t run_peer(const model_t *m, const tiny_t *f, int threads, bool quick)
+static void run_peer(const model_t *m, const tiny_t *f, int threads, bool quick, bench_peer_t *p)
 {
-    char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[256], err[256];
-    peer_rates_t p = {0};
-    p.have = mkdtemp(dir) && model_save(m, dir, false, err, sizeof err) == 0;
+    char dir[] = "/tmp/sapo-bench-model-XXXXXX", args[512], err[256];
+    if (!mkdtemp(dir) || model_save(m, dir, false, err, sizeof err) != 0) {
+        memset(p, 0, sizeof *p);
+        snprintf(p->failed, sizeof p->failed, "the model could not be saved for it in %s", dir);
+        return;
+    }
     /* transformers generate is slow enough that one prompt gives its rate */
     snprintf(args, sizeof args,
-             "--threads %d --batch %d --seq %d --prompts %d --completions %d "
-             "--prompt-len %d --new %d --reps %d",
-             threads, f->B, f->T, f->Q, f->L, f->P, f->NEW, quick ? 1 : 3);
-    p.have = p.have && peer(dir, args, &p.train, &p.gen, &p.genb, &p.train16) == 0;
+             "bench/peer_torch.py %s --threads %d --batch %d --seq %d --prompts %d --completions %d "
+             "--prompt-len %d --new %d --reps %d --bf16 %d",
+             dir, threads, f->B, f->T, f->Q, f->L, f->P, f->NEW, quick ? 1 : 3, f->bf16);
+    /* what follows the peer: the GRPO steps, the bf16 kernels and the
+     * hidden-512 step: a minute, 20 s quick */
+    bench_peer_run(args, quick ? 20 : 60, p);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
-    return p;
 }
 
 /* the tiny default's training and sampling lines, against the peer's */
-static void print_tiny(const model_t *m, const tiny_t *f, const peer_rates_t *p)
+static void print_tiny(const model_t *m, const tiny_t *f, const bench_peer_t *p)
 {
     int B = f->B, T = f->T, Q = f->Q, L = f->L, NEW = f->NEW;
     double train_tps = B * T / f->train, gen_tps = (double)Q * L * NEW / f->gen;
@@ -166,22 +154,25 @@ static void print_tiny(const model_t *m, const tiny_t *f, const peer_rates_t *p)
     printf("tiny config: %zu parameters, train batch %d x %d, generation %d prompts x %d completions, "
            "prompt %d, %d new tokens (generate: a request per prompt; generate_round: all in one)\n",
            model_num_params(m), B, T, Q, L, f->P, NEW);
-    bench_line("train_step_tiny", train_tps, "tokens/s", p->have ? "pytorch eager" : NULL, p->train, "tokens/s");
+    bench_line_peer("train_step_tiny", train_tps, "tokens/s", "pytorch eager", p, "train", "tokens/s");
     if (f->bf16) {
         /* against the same peer, and against the peer in bf16 too */
         printf("cpu-bf16 kernel: %s\n", model_bf16_kernel_name(f->kernel));
-        bench_line("train_step_tiny_bf16", B * T / f->train16, "tokens/s", p->have ? "pytorch eager" : NULL, p->train,
-                   "tokens/s");
-        bench_line("train_step_tiny_bf16_both", B * T / f->train16, "tokens/s",
-                   p->have ? "pytorch eager, bf16 autocast" : NULL, p->train16, "tokens/s");
+        bench_line_peer("train_step_tiny_bf16", B * T / f->train16, "tokens/s", "pytorch eager", p, "train",
+                        "tokens/s");
+        bench_line_peer("train_step_tiny_bf16_both", B * T / f->train16, "tokens/s", "pytorch eager, bf16 autocast", p,
+                        "trainbf16", "tokens/s");
+    } else {
+        bench_skip("train_step_tiny_bf16", f->no_bf16);
+        bench_skip("train_step_tiny_bf16_both", f->no_bf16);
     }
     /* the fallback kernel on a CPU that has the tiles too, against fp32 */
     if (f->train16dp > 0)
         bench_line("train_step_tiny_bf16_avx512bf16", B * T / f->train16dp, "tokens/s", "fp32 (backend cpu)",
                    B * T / f->train, "tokens/s");
-    bench_line("generate_tiny", gen_tps, "tokens/s", p->have ? "transformers generate" : NULL, p->gen, "tokens/s");
-    bench_line("generate_round_tiny", genb_tps, "tokens/s", p->have ? "transformers generate" : NULL, p->genb,
-               "tokens/s");
+    else bench_skip("train_step_tiny_bf16_avx512bf16", "compares the AVX512-BF16 kernel with AMX's: needs both");
+    bench_line_peer("generate_tiny", gen_tps, "tokens/s", "transformers generate", p, "gen", "tokens/s");
+    bench_line_peer("generate_round_tiny", genb_tps, "tokens/s", "transformers generate", p, "genb", "tokens/s");
     /* what a generator gains by sampling the queued questions together
      * (generate-batch) over one request per question */
     bench_line("generate_round_vs_requests_tiny", genb_tps, "tokens/s", "a request per prompt", gen_tps, "tokens/s");
@@ -254,18 +245,26 @@ static void bench_gemm_bf16(int n, int reps)
                               {"mlp_dinp", false, false, n, c.C, c.FF},
                               {"mlp_dw", true, false, c.FF, c.C, n}};
     const model_bf16_kernel_t kernels[] = {MODEL_BF16_AMX, MODEL_BF16_AVX512BF16};
-    if (model_avx512bf16_available()) {
+    if (bench_bf16_shown(MODEL_BF16_AVX512BF16)) {
         /* the best of 3 each, in turns: a busy machine moves both */
         double bf16 = 0, fp32 = 0;
         for (int r = 0; r < 3; r++) bf16 = fmax(bf16, dot_peak(true)), fp32 = fmax(fp32, dot_peak(false));
         bench_line("dot_peak_avx512bf16", bf16, "GFLOP/s", "fp32 fma, one thread", fp32, "GFLOP/s");
-    }
+    } else bench_skip("dot_peak_avx512bf16", "needs AVX512-BF16 (CPU flag avx512_bf16), absent or hidden");
+    for (size_t j = 0; j < sizeof kernels / sizeof *kernels; j++)
+        if (!bench_bf16_shown(kernels[j])) {
+            char name[64], why[128];
+            snprintf(name, sizeof name, "gemm_tiny_*_%s", model_bf16_kernel_name(kernels[j]));
+            snprintf(why, sizeof why, "needs %s, absent or hidden",
+                     kernels[j] == MODEL_BF16_AMX ? "AMX (CPU flag amx_bf16)" : "AVX512-BF16 (CPU flag avx512_bf16)");
+            bench_skip(name, why);
+        }
     printf("bf16 kernels on the tiny step's matmuls (%d positions), fp32 inputs\n", n);
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const shape_t *s = &shapes[i];
         double flop = 2.0 * s->M * s->N * s->K, fp32 = flop / gemm_time(s, MODEL_BF16_NONE, reps) / 1e9;
         for (size_t j = 0; j < sizeof kernels / sizeof *kernels; j++) {
-            if (!model_bf16_has(kernels[j])) continue;
+            if (!bench_bf16_shown(kernels[j])) continue;
             char name[64];
             snprintf(name, sizeof name, "gemm_tiny_%s_%s", s->name, model_bf16_kernel_name(kernels[j]));
             bench_line(name, flop / gemm_time(s, kernels[j], reps) / 1e9, "GFLOP/s", "fp32 model_gemm", fp32,
@@ -331,7 +330,8 @@ int main(int argc, char **argv)
     if (time_training(m, &b, reps, &f)) return 1;
     f.gen = generate(m, f.Q, f.P, f.L, f.NEW, false, quick ? 1 : 3);
     f.genb = generate(m, f.Q, f.P, f.L, f.NEW, true, quick ? 1 : 3);
-    peer_rates_t p = run_peer(m, &f, threads, quick);
+    bench_peer_t p;
+    run_peer(m, &f, threads, quick, &p);
     print_tiny(m, &f, &p);
     /* the default round's training batch: 4 groups x 8 completions of 20
      * tokens after a prompt of 138 (basic_arithmetic's, byte tokens) */

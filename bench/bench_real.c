@@ -4,7 +4,8 @@
  * cpu-bf16, against PyTorch eager (fp32, and with bf16 autocast) and
  * transformers generate on the same weights (bench/peer_torch.py loads the
  * same GGUF) and threads. Without the model, one line says how to fetch
- * it. SAPO_BENCH_QUICK=1: short. */
+ * it; without AVX512-BF16 or AMX, a line for each bf16 row says why it is
+ * skipped. SAPO_BENCH_QUICK=1: short. */
 #include "bench.h"
 #include <cblas.h>
 #include "model/model_impl.h"
@@ -15,24 +16,9 @@
 #include <omp.h>
 #include <unistd.h>
 
-/* the peer's line "train T gen G genb GB trainbf16 T16" for the GGUF */
-static int peer(const char *gguf, int threads, int B, int T, int Q, int L, int P, int NEW, int reps, double *v)
-{
-    if (access(".venv/bin/python", X_OK)) return -1;
-    char cmd[PATH_MAX + 256];
-    snprintf(cmd, sizeof cmd,
-             ".venv/bin/python bench/peer_torch.py '%s' --threads %d --batch %d --seq %d --prompts %d "
-             "--completions %d --prompt-len %d --new %d --reps %d 2>/dev/null",
-             gguf, threads, B, T, Q, L, P, NEW, reps);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    int n = fscanf(p, "train %lf gen %lf genb %lf trainbf16 %lf", &v[0], &v[1], &v[2], &v[3]);
-    return pclose(p) == 0 && n == 4 ? 0 : -1;
-}
-
 /* GFLOP/s of one thread's MLP up-projection of SmolLM2 (1,024 positions,
  * 576 -> 1,536): sapo's AVX-512 kernel in *own (0 where the CPU has no
- * AVX-512), OpenBLAS's sgemm in *blas; medians of reps */
+ * AVX-512, or its flag is hidden), OpenBLAS's sgemm in *blas; medians of reps */
 static void gemm_f32_vs_openblas(int reps, double *own, double *blas)
 {
     int M = 1024, N = 1536, K = 576;
@@ -46,7 +32,7 @@ static void gemm_f32_vs_openblas(int reps, double *own, double *blas)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K, W, K, 0.0f, C, N);
         tb[r] = flop / (bench_now() - t) * 1e-9;
         to[r] = 0;
-        if (model_avx512_available()) {
+        if (model_avx512_available() && bench_cpu_flag("avx512f", NULL)) {
             t = bench_now();
             model_gemm_f32(false, true, M, N, K, A, K, W, K, 0.0f, C, N);
             to[r] = flop / (bench_now() - t) * 1e-9;
@@ -87,35 +73,49 @@ int main(int argc, char **argv)
     printf("fp32 matmuls: %s%s kernels%s, OMP_WAIT_POLICY=%s\n",
            model_f32_own() ? "sapo's AVX-512 kernel, OpenBLAS's " : "OpenBLAS's ", openblas_get_corename(),
            model_f32_own() ? " for the small ones" : "", getenv("OMP_WAIT_POLICY"));
+    printf("real: training steps in fp32 (%d timed)\n", reps);
     double train = train_step(m, &b, reps), train16 = 0;
-    bool bf16 = model_set_backend(m, "cpu-bf16", err, sizeof err) == 0;
+    const char *no_bf16 = bench_use_bf16(m, err, sizeof err);
+    bool bf16 = !no_bf16;
     if (bf16) {
+        printf("real: training steps in cpu-bf16, kernel %s\n", model_bf16_kernel_name(model_bf16_kernel(NULL)));
         train16 = train_step(m, &b, reps);
-        printf("cpu-bf16 kernel: %s\n", model_bf16_kernel_name(model_bf16_kernel(NULL)));
         if (model_set_backend(m, "cpu", err, sizeof err) != 0) return 1;
-    } else printf("no cpu-bf16 figures: %s\n", err);
+    }
+    printf("real: sampling, a request per prompt, a round in one batch, the round unpacked\n");
     double gen = generate(m, 1, P, L, NEW, false, reps), genb = generate(m, Q, P, L, NEW, true, reps);
     /* the decode with the weights where they are, not laid out for the
      * packed kernel (what a model past model_pack_limit gets) */
     model_pack_limit(1);
     double genu = generate(m, Q, P, L, NEW, true, reps);
     model_pack_limit(0);
-    double v[4];
-    bool have = peer(path, threads, B, T, Q, L, P, NEW, quick ? 1 : 3, v) == 0;
-    bench_line("train_step_smollm2", B * T / train, "tokens/s", have ? "pytorch eager" : NULL, v[0], "tokens/s");
+    printf("real: the peer, PyTorch and transformers\n");
+    char args[PATH_MAX + 256];
+    snprintf(args, sizeof args,
+             "bench/peer_torch.py '%s' --threads %d --batch %d --seq %d --prompts %d --completions %d --prompt-len %d "
+             "--new %d --reps %d --bf16 %d",
+             path, threads, B, T, Q, L, P, NEW, quick ? 1 : 3, bf16);
+    bench_peer_t pr;
+    /* what follows the peer: one thread's gemm, a few seconds */
+    bench_peer_run(args, 30, &pr);
+    bench_line_peer("train_step_smollm2", B * T / train, "tokens/s", "pytorch eager", &pr, "train", "tokens/s");
     if (bf16) {
-        bench_line("train_step_smollm2_bf16", B * T / train16, "tokens/s", have ? "pytorch eager" : NULL, v[0],
-                   "tokens/s");
-        bench_line("train_step_smollm2_bf16_both", B * T / train16, "tokens/s",
-                   have ? "pytorch eager, bf16 autocast" : NULL, v[3], "tokens/s");
+        bench_line_peer("train_step_smollm2_bf16", B * T / train16, "tokens/s", "pytorch eager", &pr, "train",
+                        "tokens/s");
+        bench_line_peer("train_step_smollm2_bf16_both", B * T / train16, "tokens/s", "pytorch eager, bf16 autocast",
+                        &pr, "trainbf16", "tokens/s");
+    } else {
+        bench_skip("train_step_smollm2_bf16", no_bf16);
+        bench_skip("train_step_smollm2_bf16_both", no_bf16);
     }
     double own, blas;
     gemm_f32_vs_openblas(quick ? 3 : 7, &own, &blas);
     if (own > 0) bench_line("gemm_f32_smollm2_mlp_up", own, "GFLOP/s", "openblas sgemm, one thread", blas, "GFLOP/s");
-    bench_line("generate_smollm2", (double)L * NEW / gen, "tokens/s", have ? "transformers generate" : NULL, v[1],
-               "tokens/s");
-    bench_line("generate_round_smollm2", (double)Q * L * NEW / genb, "tokens/s", have ? "transformers generate" : NULL,
-               v[2], "tokens/s");
+    else bench_skip("gemm_f32_smollm2_mlp_up", "needs AVX-512 (CPU flag avx512f) for sapo's fp32 kernel");
+    bench_line_peer("generate_smollm2", (double)L * NEW / gen, "tokens/s", "transformers generate", &pr, "gen",
+                    "tokens/s");
+    bench_line_peer("generate_round_smollm2", (double)Q * L * NEW / genb, "tokens/s", "transformers generate", &pr,
+                    "genb", "tokens/s");
     bench_line("generate_round_smollm2_unpacked", (double)Q * L * NEW / genu, "tokens/s", "packed, the default",
                (double)Q * L * NEW / genb, "tokens/s");
     batch_free(&b);

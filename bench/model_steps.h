@@ -1,7 +1,8 @@
 /* The timed parts of a model benchmark, shared by bench_model (the tiny
  * default) and bench_real (real checkpoints): a made-up training batch,
  * the median seconds of a training step (forward and backward of
- * sum(w * logp)), and of sampling a round of completions. */
+ * sum(w * logp)), and of sampling a round of completions; and which bf16
+ * kernels the CPU offers them, flags hidden or not (bench.h). */
 #ifndef SAPO_BENCH_MODEL_STEPS_H
 #define SAPO_BENCH_MODEL_STEPS_H
 
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
-#include "model/model.h"
+#include "model/model_impl.h"
 
 typedef struct {
     int B, T;
@@ -89,6 +90,26 @@ static inline double generate(model_t *m, int Q, int P, int L, int max_new, bool
     free(len);
     free(lp);
     return bench_median(t, reps);
+}
+
+/* Whether bf16 kernel k runs here as the benchmarks see the CPU: it has
+ * the kernel, and no flag the kernel needs is hidden by
+ * SAPO_BENCH_HIDE_FLAGS (the AMX kernel needs AVX512-BF16 as well) */
+static inline bool bench_bf16_shown(model_bf16_kernel_t k)
+{
+    return model_bf16_has(k) && bench_cpu_flag("avx512_bf16", NULL) &&
+           (k != MODEL_BF16_AMX || bench_cpu_flag("amx_bf16", NULL));
+}
+
+/* Backend cpu-bf16 on m with the best kernel bench_bf16_shown allows:
+ * NULL, or why the bf16 rows are skipped (err holds it where the backend
+ * refused) */
+static inline const char *bench_use_bf16(model_t *m, char *err, size_t errlen)
+{
+    const char *missing = bench_bf16_missing();
+    if (missing) return missing;
+    if (!bench_bf16_shown(MODEL_BF16_AMX)) model_bf16_use(MODEL_BF16_AVX512BF16);
+    return model_set_backend(m, "cpu-bf16", err, errlen) == 0 ? NULL : err;
 }
 
 #endif
