@@ -96,7 +96,12 @@ typedef struct {
 /* `learner warmstart` and `learner init` make a model instead of serving a node */
 static int run_mode(const config_t *cfg, int argc, char **argv)
 {
-    if (strcmp(argv[1], "warmstart") == 0) return warmstart(cfg);
+    if (strcmp(argv[1], "warmstart") == 0) {
+        log_watch("warm start", cfg->progress_seconds);
+        int rc = warmstart(cfg);
+        log_watch_stop();
+        return rc;
+    }
     if (strcmp(argv[1], "init") == 0) {
         if (argc != 4) log_fatal("usage: learner init CONFIG_JSON OUT_FOLDER");
         return init_random(argv[2], argv[3], cfg->seed);

@@ -221,6 +221,7 @@ int warmstart(const config_t *cfg)
                      (zclock_mono() - t0) / 1000.0);
     }
     if (zsys_interrupted) log_fatal("interrupted: base model not saved");
+    log_info("scoring the base model on %d held-out questions", EVAL_QUESTIONS);
     cJSON *acc = evaluate(pol, mix, cfg);
     if (game) cJSON_AddItemToObject(acc, "game", evaluate_game(pol, mix, cfg));
     char *acc_text = cJSON_PrintUnformatted(acc);

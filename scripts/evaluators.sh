@@ -5,7 +5,9 @@
 #       eval_pids); any SAPO_* set before the call reaches it
 #   evaluators_finish
 #       lets each evaluator finish the last round it was sent (at most
-#       300 s), then ends it
+#       300 s), then ends it; a line at least every SAPO_PROGRESS_SECONDS
+#       while it waits
+. scripts/progress.sh
 eval_pids=()
 evaluator_start() {
   local dir=$1 node=$2 seed=$3 rounds=$4 every=$5 per_family=$6 samples=${7:-0}
@@ -14,9 +16,18 @@ evaluator_start() {
   eval_pids+=($!)
 }
 evaluators_finish() {
-  local p
+  local p k=0 every t0=$SECONDS said=$SECONDS
+  every=$(progress_every)
   for p in "${eval_pids[@]}"; do
-    for _ in $(seq 300); do kill -0 "$p" 2> /dev/null || break; sleep 1; done
+    k=$((k + 1))
+    for _ in $(seq 300); do
+      kill -0 "$p" 2> /dev/null || break
+      if [ $((SECONDS - said)) -ge "$every" ]; then
+        echo "  waiting for evaluator $k of ${#eval_pids[@]} to score its last round, $(progress_elapsed $((SECONDS - t0)))"
+        said=$SECONDS
+      fi
+      sleep 1
+    done
     kill -TERM "$p" 2> /dev/null || true
     wait "$p" 2> /dev/null || true
   done

@@ -43,8 +43,12 @@
 # of a configuration's cumulative reward in one comparison (sd 0.95
 # against 1.75 at 8/0, 1.99 against 4.02 at 4/4), and a J = 0 node repeats
 # itself, nearly exactly (docs/learning.md, "Common random numbers").
+# Each step (a configuration and seed) says where it is at least every
+# SAPO_PROGRESS_SECONDS (20): its number, the time gone, each node's round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/progress.sh
+every=$(progress_every)
 export SAPO_BIN=${SAPO_BIN:-bin}
 export SAPO_LOCKSTEP=${SAPO_LOCKSTEP:-1}
 nodes=4 rounds=100 seeds=1,2,3 configs="8/0 6/2 4/4 2/6" model=${SAPO_MODEL:-} exp="" every="" per_family=40 samples=0
@@ -157,8 +161,10 @@ trap 'cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
 times=""
+steps=$(( $(wc -w <<< "$configs") * ${#seed_list[@]} )) step=0
 for c in $configs; do
   for s in "${seed_list[@]}"; do
+    step=$((step + 1))
     # I/Ju: the external groups drawn and counted, not trained (the batch
     # reward's selection without its learning)
     untrained=0
@@ -166,7 +172,7 @@ for c in $configs; do
     run=$exp/I${c%/*}J${c#*/}/seed$s
     t0=$(date +%s)
     mkdir -p "$run"
-    echo "experiment: $c, seed $s: $nodes nodes x $rounds rounds into $run"
+    echo "experiment: step $step of $steps: $c, seed $s: $nodes nodes x $rounds rounds into $run"
     SAPO_EXTERNAL_TRAIN=$((1 - untrained)) scripts/swarm.sh start --nodes "$nodes" --ij "${c%u}" --models "$model" --mixes "$mixes" --rounds "$rounds" --run "$run" \
       --seed "$s" > "$run.log" 2>&1 ||
       { cat "$run.log" >&2; exit 1; }
@@ -175,11 +181,18 @@ for c in $configs; do
       SAPO_MODEL=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]} SAPO_TASK_MIX=${eval_mix:-${SAPO_TASK_MIX:-}} \
         evaluator_start "$run" "n$i" $((s * 1000 + i)) "$rounds" "$every" "$per_family" "$samples"
     done
-    # a progress line every 5 s until every node has run its rounds
-    while ! scripts/swarm.sh wait --run "$run" --timeout 5; do
-      line="  $(scripts/swarm.sh progress --run "$run" | cut -c1-150)"
-      # on a terminal in place; in a log, one line per change
-      if [ -t 1 ]; then printf '\r%s' "$line"; elif [ "$line" != "${shown:-}" ]; then echo "$line"; shown=$line; fi
+    # until every node has run its rounds: on a terminal a line rewritten
+    # in place, in a log a line per change of the rounds and at least one
+    # every SAPO_PROGRESS_SECONDS
+    said=$SECONDS
+    while ! scripts/swarm.sh wait --run "$run" --timeout $((every < 5 ? every : 5)); do
+      rounds_now=$(scripts/swarm.sh progress --run "$run" | cut -c1-150)
+      line="  step $step of $steps ($c, seed $s), $(progress_elapsed $(($(date +%s) - t0))): $rounds_now"
+      if [ -t 1 ]; then printf '\r%s' "$line"
+      elif [ "$rounds_now" != "${shown:-}" ] || [ $((SECONDS - said)) -ge "$every" ]; then
+        echo "$line"
+        shown=$rounds_now said=$SECONDS
+      fi
     done
     if [ -t 1 ]; then echo; fi
     scripts/swarm.sh stop --run "$run" > /dev/null

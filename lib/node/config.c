@@ -123,6 +123,7 @@ static const field_t fields[] = {
     {"stats-ms", "SAPO_STATS_MS", I(stats_ms), "10000", "milliseconds between the broker's stats lines, written when records moved (0 = none)"},
     {"warmstart-steps", "SAPO_WARMSTART_STEPS", I(warmstart_steps), "750", "supervised steps that train the tiny base model (learner warmstart)"},
     {"warmstart-shape", "SAPO_WARMSTART_SHAPE", S(warmstart_shape), "tiny", "shape of the base model learner warmstart trains over the byte tokenizer: tiny (4 layers of 256, 3.2M parameters) or a config.json with Qwen2 fields, e.g. config/tiny-2layer.json, a second, smaller kind for a heterogeneous swarm"},
+    {"progress-seconds", "SAPO_PROGRESS_SECONDS", I(progress_seconds), "20", "a long step says where it is at least this often: learner warmstart (a line with the time gone and its last line), and the scripts' model fetches (scripts/model.sh), study steps (scripts/experiment.sh) and benchmarks (make bench), which read the same variable"},
     {"eval-completions", "SAPO_EVAL_COMPLETIONS", S(eval_completions), "", "a file the evaluator appends every held-out completion it scores to, one JSON line each: the round and policy version, the family, the question as asked and its answer, the temperature (0: greedy) and sample number, the completion, its tokens, whether it ended by itself, whether its answer was in the tags, and its score (empty: none)"},
     {"format-steps", "SAPO_FORMAT_STEPS", I(format_steps), "0", "a chat model's warm start (learner warmstart, into the base folder, which RL then starts from): this many supervised steps on its own answers to questions of the task mix, each completion it ended followed by the answer it states when asked, in the answer tags; it learns the format, not the answers (0 = RL starts from the model as it is)"},
     {"warmstart-optimizer", "SAPO_WARMSTART_OPTIMIZER", B(warmstart_optimizer), "0", "1: RL starts from the warm start's AdamW moments (optimizer.bin beside the tiny base model) instead of fresh ones"},
@@ -304,6 +305,10 @@ static int check_limits(const config_t *c)
     }
     if (c->heartbeat_ms < 30 || c->hwm < 1) {
         fprintf(stderr, "config: heartbeat-ms (SAPO_HEARTBEAT_MS) must be at least 30, hwm (SAPO_HWM) at least 1\n");
+        return -1;
+    }
+    if (c->progress_seconds < 1) {
+        fprintf(stderr, "config: progress-seconds (SAPO_PROGRESS_SECONDS) must be at least 1\n");
         return -1;
     }
     if (c->keep_checkpoints < 1 || c->keep_versions < 2) {

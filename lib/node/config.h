@@ -93,6 +93,7 @@ typedef struct {
     int format_steps;                      /* a chat model's format warm start steps (0 = none) */
     int warmstart_optimizer;               /* 1: RL starts from the warm start's AdamW state */
     char warmstart_shape[512];             /* "tiny" or a config.json: the shape learner warmstart trains */
+    int progress_seconds;                  /* a long step's longest silence: a progress line at least this often */
     float reward_floor;                    /* scores below it count 0 */
     float format_reward;                   /* added for an answer in the answer tags */
     int mask_truncated;                    /* 1: truncated completions out of the loss */
