@@ -15,8 +15,10 @@ bin=${SAPO_BIN:-build/asan/bin}
 . tests/nodes.sh
 need stop broker learner sampler generator verifier redis-server redis-cli foreman
 tmp=$(mktemp -d)
+# every swarm started here, a refused one included where start did not refuse it
 cleanup() {
-  for r in end stop gaveup; do [ -f "$tmp/$r/pids" ] && scripts/swarm.sh stop --run "$tmp/$r" > /dev/null; done
+  local r
+  for r in "$tmp"/*/; do [ -f "$r/pids" ] && scripts/swarm.sh stop --run "$r" > /dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
