@@ -6,6 +6,7 @@
 #include "node/config.h"
 #include "util/endpoints.h"
 #include "util/log.h"
+#include "util/peak.h"
 #include "wire/broker.h"
 
 #include <czmq.h>
@@ -24,6 +25,7 @@ int main(int argc, char **argv)
     broker_opts_t opts = {.heartbeat_ms = cfg.heartbeat_ms, .hwm = cfg.hwm, .stats_ms = cfg.stats_ms};
     endpoints_t ep;
     char err[512];
+    if (peak_watch(cfg.run, "broker", err, sizeof err) != 0) log_fatal("%s", err);
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) < 0) log_fatal("%s", err);
     broker_t *broker = broker_new(&ep, &opts, err, sizeof err);
     if (!broker) log_fatal("%s", err);

@@ -8,6 +8,7 @@
 #include <czmq.h>
 #include <string.h>
 
+#include "node/budget.h"
 #include "node/config.h"
 #include "node/policy.h"
 #include "node/version.h"
@@ -15,6 +16,7 @@
 #include "util/log.h"
 #include "util/mem.h"
 #include "util/nice.h"
+#include "util/peak.h"
 #include "wire/wire.h"
 
 static uint64_t now_ms(void) { return (uint64_t)zclock_time(); }
@@ -27,15 +29,15 @@ typedef struct {
     int n;
 } take_t;
 
-/* The first task within 200 ms, then what else is queued, up to cfg's
- * generate-batch: a few ms apart, as the sampler sends a round's tasks one
+/* The first task within 200 ms, then what else is queued, up to batch
+ * (the generate-batch setting, or less under a memory budget): a few ms apart, as the sampler sends a round's tasks one
  * by one. A task that is not a record, or whose question the policy
  * cannot take, is dropped with a line and acked. */
-static void take(wire_consumer_t *tasks, const policy_t *pol, const config_t *cfg, take_t *t)
+static void take(wire_consumer_t *tasks, const policy_t *pol, const config_t *cfg, int batch, take_t *t)
 {
     t->n = 0;
     char err[512];
-    for (int wait = 200; t->n < cfg->generate_batch; wait = 5) {
+    for (int wait = 200; t->n < batch; wait = 5) {
         wire_record_t *r = wire_consumer_recv(tasks, wait);
         if (!r) break;
         void *copy = NULL;
@@ -161,13 +163,22 @@ static int serve(const config_t *cfg, wire_subscriber_t *notices_in, wire_consum
     log_info("policy version %llu from %s (%s, %zu parameters)", (unsigned long long)version, checkpoint, pol->name,
              model_num_params(pol->model));
     pol->cancel = &zsys_interrupted;
+    budget_t budget;
+    if (budget_for(cfg, pol, &budget, err, sizeof err) != 0) {
+        log_error("%s", err);
+        policy_destroy(&pol);
+        return 1;
+    }
+    if (budget.total)
+        log_info("memory %s: %d question%s at a time, %s", cfg->memory, budget.generate_batch,
+                 budget.generate_batch == 1 ? "" : "s", budget.packed ? "packed weights" : "weights unpacked");
 
     long done = 0;
     take_t t;
     while (!zsys_interrupted) {
         if (version_follow(notices_in, 0, pol, &version, NULL, checkpoint, sizeof checkpoint) == 1)
             log_info("policy version %llu loaded", (unsigned long long)version);
-        take(tasks, pol, cfg, &t);
+        take(tasks, pol, cfg, budget.generate_batch, &t);
         await_version(notices_in, pol, cfg, &t, &version, checkpoint, sizeof checkpoint);
         long sent = t.n ? roll_out(pol, cfg, version, &t, out) : 0;
         policy_log_memory(pol);
@@ -195,6 +206,7 @@ int main(int argc, char **argv)
     zsys_init();
     endpoints_t ep;
     char err[512];
+    if (peak_watch(cfg.run, "generator", err, sizeof err) != 0) log_fatal("%s", err);
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     wire_subscriber_t *notices_in = wire_subscriber_new(&ep, err, sizeof err);
     wire_consumer_t *tasks =

@@ -137,7 +137,7 @@ static cJSON *score(policy_t *pol, const config_t *cfg, const task_mix_t *mix)
         prompts[i] = e[i].question;
     }
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}};
-    heldout_tally_t t = heldout_score(pol, e, prompts, FORMAT_EVAL, 1, gp, 0, NULL);
+    heldout_tally_t t = heldout_score(pol, e, prompts, FORMAT_EVAL, 1, HELDOUT_BATCH, gp, 0, NULL);
     for (int i = 0; i < FORMAT_EVAL; i++) task_question_free(&e[i]);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "format", (double)t.formatted / t.total);

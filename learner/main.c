@@ -8,13 +8,16 @@
  * `learner warmstart` makes the base model RL starts from (the tiny one
  * trained from nothing, or a chat model's format warm start), `learner
  * init` a random one of any shape (warmstart.h), `learner start` prints
- * the folder or file RL starts from. */
+ * the folder or file RL starts from, `learner budget` how the memory
+ * setting divides among the node's processes (or, status 1, the least it
+ * needs). */
 #include <czmq.h>
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "node/budget.h"
 #include "node/config.h"
 #include "train.h"
 #include "node/metrics.h"
@@ -24,6 +27,7 @@
 #include "util/log.h"
 #include "util/mem.h"
 #include "util/nice.h"
+#include "util/peak.h"
 #include "warmstart.h"
 #include "wire/wire.h"
 
@@ -114,6 +118,23 @@ static int run_mode(const config_t *cfg, int argc, char **argv)
         free(json);
         return 0;
     }
+    if (strcmp(argv[1], "budget") == 0) {
+        /* for swarm.sh start: the memory budget's plan, or why it cannot be */
+        char path[PATH_MAX], err[1024], line[1024];
+        budget_t b;
+        policy_t *pol = NULL;
+        if (policy_start(cfg, path, sizeof path, err, sizeof err) != 0 ||
+            !(pol = policy_open(path, cfg->system_prompt, err, sizeof err)) ||
+            policy_place(pol, cfg, false, err, sizeof err) != 0 || budget_for(cfg, pol, &b, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            policy_destroy(&pol);
+            return 1;
+        }
+        budget_describe(&b, cfg, line, sizeof line);
+        printf("%s\n", line);
+        policy_destroy(&pol);
+        return 0;
+    }
     if (strcmp(argv[1], "start") == 0) {
         /* for scripts: what RL starts from, as the learner resolves it */
         char path[PATH_MAX], err[512];
@@ -121,7 +142,7 @@ static int run_mode(const config_t *cfg, int argc, char **argv)
         printf("%s\n", path);
         return 0;
     }
-    log_fatal("unknown mode '%s' (warmstart, init, start, settings, or no mode to serve a node)", argv[1]);
+    log_fatal("unknown mode '%s' (warmstart, init, start, settings, budget, or no mode to serve a node)", argv[1]);
 }
 
 /* the policy from the last checkpoint, else the base model, with its
@@ -155,8 +176,15 @@ static void open_model(learner_t *l)
     if (policy_place(l->pol, cfg, false, err, sizeof err) != 0 ||
         (l->ref && policy_place(l->ref, cfg, true, err, sizeof err) != 0))
         log_fatal("%s", err);
+    budget_t budget;
+    if (budget_for(cfg, l->pol, &budget, err, sizeof err) != 0) log_fatal("%s", err);
+    if (l->ref) model_set_recompute(l->ref->model, true); /* no backward pass: one layer's activations do */
+    char line[1024];
+    budget_describe(&budget, cfg, line, sizeof line);
+    log_info("%s", line);
     l->train = train_new(l->pol, l->ref, cfg, l->opt, err, sizeof err);
     if (!l->train) log_fatal("%s", err);
+    train_set_budget(l->train, budget.micro_batch, budget.total ? budget.learner - budget.learner_fixed : 0);
     log_info("policy %s from %s at round %llu, version %llu", l->pol->name, source, (unsigned long long)l->st.round,
              (unsigned long long)l->st.policy_version);
     size_t n = model_num_params(l->pol->model);
@@ -200,6 +228,9 @@ static void open_streams(learner_t *l)
 static void log_metrics(learner_t *l, const rec_batch_view_t *b, const train_stats_t *ts, double secs,
                         checkpoint_state_t before)
 {
+    peak_table_t peak;
+    peak_note();
+    peak_read(l->cfg.run, &peak);
     metrics_round_t round = {
         .node = l->cfg.node,
         .model = l->pol->name,
@@ -209,6 +240,7 @@ static void log_metrics(learner_t *l, const rec_batch_view_t *b, const train_sta
         .rounds_lost = l->logged > before.round ? l->logged - before.round : 0,
         .versions_lost = l->logged_version > before.policy_version ? l->logged_version - before.policy_version : 0,
         .rounds_skipped = l->st.round - before.round - 1,
+        .peak = &peak,
     };
     char *line = metrics_line(&round, b, ts);
     fprintf(l->metrics, "%s\n", line);
@@ -313,11 +345,12 @@ int main(int argc, char **argv)
     log_init("learner", l.cfg.node);
     zsys_init();
     if (argc > 1) return run_mode(&l.cfg, argc, argv);
+    char err[512];
 
+    if (peak_watch(l.cfg.run, "learner", err, sizeof err) != 0) log_fatal("%s", err);
     open_model(&l);
     open_streams(&l);
     /* the model's threads below those that carry records (util/nice.h) */
-    char err[256];
     if (nice_compute_threads(l.cfg.nice, err, sizeof err) != 0) log_error("%s", err);
     announce(l.pub, &l.cfg, l.pol, &l.st);
     /* the game's rounds are a batch per stage */

@@ -46,7 +46,14 @@ train_t *train_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t
     self->gp.beta = cfg->beta;
     self->gp.delta = cfg->delta;
     self->gp.loss_type = cfg->loss_type;
+    self->micro_batch = cfg->micro_batch;
     return self;
+}
+
+void train_set_budget(train_t *self, int micro_batch, size_t allowance)
+{
+    self->micro_batch = micro_batch;
+    self->allowance = allowance;
 }
 
 void train_destroy(train_t **self_p)
@@ -419,15 +426,20 @@ static int micro_step(train_t *self, const seq_t *seqs, int B, long total_tokens
     return 0;
 }
 
-/* the rows' micro-batches: rows r0 on up to micro-batch sequences (one
- * row at least); the end, and *T its longest row */
+/* the rows' micro-batches: rows r0 on up to micro-batch sequences whose
+ * workspace keeps to the budget's allowance (one row at least); the end,
+ * and *T its longest row */
 static int micro_batch_end(const train_t *self, const row_t *rows, int n_rows, int r0, int *T)
 {
     int r1, mb = rows[r0].count;
     *T = rows[r0].len;
-    for (r1 = r0 + 1; r1 < n_rows && mb + rows[r1].count <= self->cfg->micro_batch; r1++) {
+    for (r1 = r0 + 1; r1 < n_rows && mb + rows[r1].count <= self->micro_batch; r1++) {
+        int t = rows[r1].len > *T ? rows[r1].len : *T;
+        size_t bytes = self->allowance ? model_batch_bytes(self->policy->model, r1 - r0 + 1, t) : 0;
+        if (self->allowance && self->ref) bytes += model_batch_bytes(self->ref->model, r1 - r0 + 1, t);
+        if (bytes > self->allowance) break;
         mb += rows[r1].count;
-        *T = rows[r1].len > *T ? rows[r1].len : *T;
+        *T = t;
     }
     return r1;
 }

@@ -26,6 +26,13 @@ typedef struct train train_t;
 train_t *train_new(policy_t *policy, policy_t *ref, const config_t *cfg, adamw_t *opt, char *err, size_t errlen);
 void train_destroy(train_t **self_p);
 
+/* A memory budget's say (lib/node/budget.h): micro-batches of at most
+ * micro_batch sequences, and where allowance is not 0 fewer rows than
+ * that where their workspace (model_batch_bytes) would pass allowance
+ * bytes (one row always). Without a call: the micro-batch setting, no
+ * bound in bytes. */
+void train_set_budget(train_t *self, int micro_batch, size_t allowance);
+
 /* One optimizer step on the batch. 0, or -1 with err (nothing applied). */
 int train_step(train_t *self, const rec_batch_view_t *batch, train_stats_t *st, char *err, size_t errlen);
 

@@ -21,6 +21,8 @@ struct train {
     adamw_t *opt;
     grpo_params_t gp;
     train_workspace_t ws;
+    int micro_batch;  /* sequences a micro-batch takes at most */
+    size_t allowance; /* bytes its workspace may take (0: no bound) */
 };
 
 /* Encodes text with the policy's tokenizer (malloc'ed, *n ids); NULL for

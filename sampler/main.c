@@ -17,6 +17,7 @@
 #include "sampler.h"
 #include "util/log.h"
 #include "util/mem.h"
+#include "util/peak.h"
 
 /* Questions in flight: this many rounds' worth, so generators never idle
  * while the sampler waits for a round's last groups. */
@@ -317,6 +318,8 @@ int main(int argc, char **argv)
     if (rc != 0) return rc < 0 ? 2 : 0;
     log_init("sampler", s.cfg.node);
     zsys_init();
+    char err[512];
+    if (peak_watch(s.cfg.run, "sampler", err, sizeof err) != 0) log_fatal("%s", err);
     sampler_open_pool(&s);
     sampler_open_streams(&s);
     if (sampler_wait_for_learner(&s)) {

@@ -14,7 +14,9 @@
 #
 # start checks what each node starts from (its base or model folder or
 # file) before any process starts: a missing one is a line naming it and
-# the command that makes it, and status 1.
+# the command that makes it, and status 1; and, with a memory budget
+# (SAPO_MEMORY), that each node fits in it (bin/learner budget): one that
+# does not is a line with the least it needs, and status 1.
 # --ij gives each node its local/external split (the last one repeats), so
 # a mixed swarm is one flag; --models gives each node its model the same
 # way (tiny, a model scripts/model.sh fetched, a model folder or a GGUF
@@ -37,7 +39,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
-nodes=2 ij="4/4" models=${SAPO_MODEL:-} mixes= rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=1 redis= timeout=0 only=
+nodes=2 ij="4/4" models=${SAPO_MODEL:-} mixes= rounds=${SAPO_ROUNDS:-0} run=run/swarm seed=${SAPO_SEED:-1} wait=0 gens=${SAPO_GENERATORS:-1} redis= timeout=0 only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
@@ -212,8 +214,18 @@ case "$cmd" in
         echo "swarm: node n$i: base model $from: $why; make it with: ${m:+SAPO_MODEL=$m }${SAPO_BASE:+SAPO_BASE=$SAPO_BASE }${SAPO_BIN:-bin}/learner warmstart" >&2
       fi
     done
+    [ $missing = 0 ] || { rm -f "$errf"; exit 1; }
+    # a memory budget (SAPO_MEMORY) each node's model and batches fit in,
+    # or the least each needs, before any process starts
+    if [ -n "${SAPO_MEMORY:-}" ]; then
+      for i in $(seq 0 $((nodes - 1))); do
+        m=${kinds[$(( i < ${#kinds[@]} ? i : ${#kinds[@]} - 1 ))]}
+        x=${mix_list[$(( i < ${#mix_list[@]} ? i : ${#mix_list[@]} - 1 ))]}
+        SAPO_MODEL=$m SAPO_GENERATORS=$gens ${x:+SAPO_TASK_MIX=$x} "${SAPO_BIN:-bin}/learner" budget > /dev/null 2> "$errf" ||
+          { echo "swarm: node n$i: $(sed 's/^learner\[[^]]*\] error: //' "$errf" | tail -n 1)" >&2; rm -f "$errf"; exit 1; }
+      done
+    fi
     rm -f "$errf"
-    [ $missing = 0 ] || exit 1
     mkdir -p "$run/redis"
     run=$(cd "$run" && pwd)
     if [ -z "$redis" ]; then
@@ -263,8 +275,8 @@ case "$cmd" in
         printf 'cd %q\n' "$PWD"
         for v in $(compgen -e | grep '^SAPO_' | sort); do printf 'export %s=%q\n' "$v" "${!v}"; done
         printf 'export SAPO_NODE=%q SAPO_RUN=%q SAPO_BROKER=%q SAPO_REDIS=%q\n' "$node" "$run/$node" "$run/$node" "$redis"
-        printf 'export SAPO_LOCAL_GROUPS=%q SAPO_EXTERNAL_GROUPS=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q\n' "${s%/*}" "${s#*/}" "$rounds" \
-          "$((seed * 1000 + i))" "$m"
+        printf 'export SAPO_LOCAL_GROUPS=%q SAPO_EXTERNAL_GROUPS=%q SAPO_ROUNDS=%q SAPO_SEED=%q SAPO_MODEL=%q SAPO_GENERATORS=%q\n' \
+          "${s%/*}" "${s#*/}" "$rounds" "$((seed * 1000 + i))" "$m" "$gens"
         [ -z "$x" ] || printf 'export SAPO_TASK_MIX=%q\n' "$x"
         # the runner in a process group of its own, in this session: a session
         # of its own (setsid) would put the node in a scheduler autogroup

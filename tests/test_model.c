@@ -298,6 +298,67 @@ static const char *bad_folder(const char *leaf, const char *config, const void *
     return dir;
 }
 
+/* model_reload: another folder of the same architecture read into a
+ * running model in place gives what model_load gives (the sharded golden
+ * folder too); a folder that fails its checks (a shard missing, the last
+ * tensor cut short, another shape) is refused with its line and leaves
+ * every weight as it was */
+static void test_reload(void)
+{
+    char err[512], dir[512];
+    model_config_t c = model_config_tiny();
+    model_t *a = model_new_random(&c, 1, err, sizeof err), *b = model_new_random(&c, 2, err, sizeof err);
+    EXPECTF(a && b, "%s", err);
+    if (!a || !b) goto done;
+    size_t bytes = model_num_params(a) * sizeof(float);
+    char bdir[512];
+    snprintf(bdir, sizeof bdir, "%s", tmpdir("reload-b"));
+    EXPECTF(model_save(b, bdir, true, err, sizeof err) == 0, "%s", err);
+    model_t *want = model_load(bdir, err, sizeof err);
+    EXPECTF(want, "%s", err);
+    EXPECTF(model_reload(a, bdir, err, sizeof err) == 0, "%s", err);
+    EXPECT(want && memcmp(model_params(a), model_params(want), bytes) == 0);
+    model_destroy(&want);
+    /* cut short: the last tensor past the end of the file */
+    char path[600], cut[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", bdir);
+    size_t n;
+    char *st = slurp(path, &n);
+    const char *cdir = bad_folder("reload-cut", "", st, n - 4);
+    snprintf(cut, sizeof cut, "%s/config.json", cdir);
+    snprintf(path, sizeof path, "%s/config.json", bdir);
+    size_t cn;
+    char *conf = slurp(path, &cn);
+    spit(cut, conf, cn);
+    float *before = malloc(bytes);
+    memcpy(before, model_params(a), bytes);
+    EXPECTF(model_reload(a, cdir, err, sizeof err) == -1 && strstr(err, "past the end of the file"), "%s", err);
+    EXPECT(memcmp(before, model_params(a), bytes) == 0);
+    free(st), free(conf), free(before);
+    /* another shape */
+    model_config_t c2 = c;
+    c2.L = c.L + 1;
+    model_t *other = model_new_random(&c2, 3, err, sizeof err);
+    const char *odir = tmpdir("reload-other");
+    EXPECTF(other && model_save(other, odir, false, err, sizeof err) == 0, "%s", err);
+    EXPECT(model_reload(a, odir, err, sizeof err) == -1 && strstr(err, "a different architecture"));
+    model_destroy(&other);
+    /* the sharded golden folder, reloaded into its own model */
+    snprintf(dir, sizeof dir, GOLD "/qwen2_sharded");
+    model_t *s1 = model_load(dir, err, sizeof err), *s2 = model_load(dir, err, sizeof err);
+    EXPECTF(s1 && s2, "%s", err);
+    if (s1 && s2) {
+        memset(model_params(s2), 0, model_num_params(s2) * sizeof(float));
+        EXPECTF(model_reload(s2, dir, err, sizeof err) == 0, "%s", err);
+        EXPECT(memcmp(model_params(s1), model_params(s2), model_num_params(s1) * sizeof(float)) == 0);
+    }
+    model_destroy(&s1);
+    model_destroy(&s2);
+done:
+    model_destroy(&a);
+    model_destroy(&b);
+}
+
 static void expect_error(const char *dir, const char *want1, const char *want2)
 {
     char err[512] = "";
@@ -1646,6 +1707,7 @@ int main(void)
     RUN_TEST(test_qwen3_bias);
     RUN_TEST(test_qwen2_fp16);
     RUN_TEST(test_save_load);
+    RUN_TEST(test_reload);
     RUN_TEST(test_bad_input);
     RUN_TEST(test_cross_entropy);
     RUN_TEST(test_chunked_lm_head);

@@ -12,7 +12,9 @@
  * folder its warm start made) is scored once and the line printed.
  * Each line has pass1 (greedy, right answers), score (the scorers' mean,
  * partial credit included) and format (answers in the answer tags),
- * overall and by family.
+ * overall and by family, and peak_gb, the evaluator's peak resident
+ * memory so far. Between evaluations it holds no model: each version due
+ * is opened when its notice comes and freed once scored.
  *
  * With SAMPLES, each question is also sampled that many times at the
  * node's temperature, top-k and top-p (the uniforms of a question the same
@@ -40,6 +42,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "node/budget.h"
 #include "node/config.h"
 #include "node/heldout.h"
 #include "node/policy.h"
@@ -47,6 +50,8 @@
 #include "records.h"
 #include "tasks/task.h"
 #include "util/log.h"
+#include "util/mem.h"
+#include "util/peak.h"
 #include "wire/wire.h"
 
 #define EVAL_SEED 0x5a905eedull
@@ -105,16 +110,13 @@ static void judge_notice(judge_t *j, const rec_policy_t *pn)
         j->last.node = NULL;
     }
     if (j->due_ready || j->last_loaded || (pn->round < j->next && !last)) return;
-    bool loaded;
-    if (j->due) {
-        loaded = policy_reload(j->due, pn->checkpoint, err, sizeof err) == 0;
-    } else {
-        j->due = policy_open(pn->checkpoint, j->cfg->system_prompt, err, sizeof err);
-        /* the judge's policies run where the node's models do */
-        if (j->due && policy_place(j->due, j->cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
-        loaded = j->due != NULL;
-    }
-    if (!loaded) {
+    /* opened afresh each time: between evaluations the judge holds no
+     * model (the one scored is freed), so an idle evaluator takes next to
+     * no memory beside the node */
+    j->due = policy_open(pn->checkpoint, j->cfg->system_prompt, err, sizeof err);
+    /* the judge's policies run where the node's models do */
+    if (j->due && policy_place(j->due, j->cfg, true, err, sizeof err) != 0) log_fatal("%s", err);
+    if (!j->due) {
         log_error("round %llu not evaluated: %s", (unsigned long long)pn->round, err);
         return;
     }
@@ -244,6 +246,7 @@ typedef struct {
     const heldout_t *h;
     uint64_t round, version;
     double temperature; /* 0: greedy */
+    int batch;          /* questions to a decode batch */
 } scoring_t;
 
 static void scoring_poll(void *ctx)
@@ -282,7 +285,7 @@ static heldout_tally_t score_family(policy_t *pol, scoring_t *s, int n, model_ge
 {
     s->temperature = gp.sample.temperature;
     heldout_hooks_t hooks = {scoring_poll, scoring_completion, s};
-    heldout_tally_t t = heldout_score(pol, s->h->questions, s->h->prompts, s->h->n, n, gp, seed0, &hooks);
+    heldout_tally_t t = heldout_score(pol, s->h->questions, s->h->prompts, s->h->n, n, s->batch, gp, seed0, &hooks);
     if (s->out) fflush(s->out);
     return t;
 }
@@ -314,7 +317,10 @@ static void add_sampled(cJSON *j, policy_t *pol, scoring_t *sc, const config_t *
 static char *evaluate(policy_t *pol, judge_t *jd, FILE *out, const config_t *cfg, int samples, const heldout_t *h,
                       int nf, uint64_t round, uint64_t version)
 {
-    scoring_t sc = {.jd = jd, .out = out, .round = round, .version = version};
+    budget_t budget;
+    char err[1024];
+    if (budget_for(cfg, pol, &budget, err, sizeof err) != 0) log_fatal("%s", err);
+    scoring_t sc = {.jd = jd, .out = out, .round = round, .version = version, .batch = budget.heldout_batch};
     int64_t t0 = zclock_mono();
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}, .seed = 0};
     cJSON *j = cJSON_CreateObject(), *fams = cJSON_CreateObject(), *formats = cJSON_CreateObject();
@@ -337,6 +343,7 @@ static char *evaluate(policy_t *pol, judge_t *jd, FILE *out, const config_t *cfg
     cJSON_AddItemToObject(j, "families", fams);
     cJSON_AddItemToObject(j, "format_families", formats);
     cJSON_AddNumberToObject(j, "seconds", (zclock_mono() - t0) / 1000.0);
+    cJSON_AddNumberToObject(j, "peak_gb", (double)(peak_rss() / 1000000) / 1e3);
     cJSON_AddNumberToObject(j, "time", (double)time(NULL));
     char *line = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -405,6 +412,7 @@ int main(int argc, char **argv)
     }
 
     char err[512], path[PATH_MAX];
+    if (peak_watch(cfg.run, "evaluate", err, sizeof err) != 0) log_fatal("%s", err);
     endpoints_t ep;
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     wire_subscriber_t *sub = wire_subscriber_new(&ep, err, sizeof err);
@@ -421,9 +429,8 @@ int main(int argc, char **argv)
     while (!zsys_interrupted) {
         judge_poll(&jd, 1000);
         if (!jd.due_ready) continue;
-        policy_t *t = pol;
         pol = jd.due;
-        jd.due = t;
+        jd.due = NULL;
         jd.due_ready = false;
         bool last = jd.last_loaded;
         done = jd.due_round;
@@ -436,6 +443,8 @@ int main(int argc, char **argv)
         fprintf(out, "%s\n", line);
         fflush(out);
         free(line);
+        policy_destroy(&pol);
+        mem_release();
         if (last) break;
         if (jd.last.checkpoint) judge_notice(&jd, &jd.last);
     }

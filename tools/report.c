@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
 #include "node/metrics.h"
 #include "stats/series.h"
 #include "stats/stats.h"
@@ -39,9 +42,10 @@ static const struct {
 #define NDIAG (int)(sizeof diags / sizeof diags[0])
 _Static_assert(NDIAG <= SERIES_MAX_COLUMNS, "a series column per diagnostic");
 
-/* a node's rewards, the diagnostics in s.col */
+/* a node's rewards, the diagnostics in s.col; where its metrics are */
 typedef struct {
     char name[128];
+    char path[1024];
     series_t s;
 } node_t;
 
@@ -53,6 +57,7 @@ static int load_node(const char *path, const char *name, node_t *nd)
     const char *keys[NDIAG];
     for (int d = 0; d < NDIAG; d++) keys[d] = diags[d].key;
     snprintf(nd->name, sizeof nd->name, "%s", name);
+    snprintf(nd->path, sizeof nd->path, "%s", path);
     return series_load(&nd->s, path, metrics_round_reward, keys, NDIAG, "report",
                        "not a metrics line (needs round and reward_mean), skipped");
 }
@@ -129,6 +134,56 @@ static double write_node(const char *outdir, const node_t *nd, int window, FILE 
     return cum;
 }
 
+/* the peak_gb of the last line of a node's metrics that has one, NULL
+ * for none (a run from before it was logged); the caller deletes it */
+static cJSON *last_peaks(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cJSON *last = NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    while (f && getline(&line, &cap, f) > 0) {
+        cJSON *j = cJSON_Parse(line), *p = cJSON_DetachItemFromObjectCaseSensitive(j, "peak_gb");
+        cJSON_Delete(j);
+        if (cJSON_IsObject(p)) cJSON_Delete(last), last = p;
+        else cJSON_Delete(p);
+    }
+    free(line);
+    if (f) fclose(f);
+    return last;
+}
+
+/* the summary's table of every process's peak resident memory, a node a
+ * row (docs/memory.md), where the metrics hold them */
+static void write_peaks(FILE *md, const node_t *nodes, int nn)
+{
+    static const char *const procs[] = {"broker", "sampler", "verifier", "generator", "learner", "evaluate"};
+    enum { NP = sizeof procs / sizeof procs[0] };
+    bool header = false;
+    for (int i = 0; i < nn; i++) {
+        cJSON *p = last_peaks(nodes[i].path);
+        if (!p) continue;
+        if (!header) {
+            fprintf(md, "\nPeak resident memory of each process (GB, VmHWM, from the last metrics line; "
+                        "generator: the largest of the node's generators).\n\n| node |");
+            for (int k = 0; k < NP; k++) fprintf(md, " %s |", procs[k]);
+            fprintf(md, " all |\n|---|");
+            for (int k = 0; k <= NP; k++) fprintf(md, "---|");
+            fprintf(md, "\n");
+            header = true;
+        }
+        double sum = 0;
+        fprintf(md, "| %s |", nodes[i].name);
+        for (int k = 0; k < NP; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, procs[k]);
+            if (cJSON_IsNumber(v)) fprintf(md, " %.3f |", v->valuedouble), sum += v->valuedouble;
+            else fprintf(md, " |");
+        }
+        fprintf(md, " %.3f |\n", sum);
+        cJSON_Delete(p);
+    }
+}
+
 /* OUT/report/summary.md and a data file per node; 0 or -1 */
 static int write_summary(const char *outdir, const node_t *nodes, int nn, int window)
 {
@@ -156,6 +211,7 @@ static int write_summary(const char *outdir, const node_t *nodes, int nn, int wi
         swarm_total += cum;
     }
     fprintf(md, "| **swarm** | | | | | | **%.2f** | | |\n", swarm_total);
+    write_peaks(md, nodes, nn);
     fclose(md);
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "records.h"
 #include "util/log.h"
 #include "util/mem.h"
+#include "util/peak.h"
 #include "wire/wire.h"
 
 int main(int argc, char **argv)
@@ -30,6 +31,7 @@ int main(int argc, char **argv)
     zsys_init();
     endpoints_t ep;
     char err[512];
+    if (peak_watch(cfg.run, "verifier", err, sizeof err) != 0) log_fatal("%s", err);
     if (endpoints_from_base(cfg.broker, &ep, err, sizeof err) != 0) log_fatal("%s", err);
     wire_consumer_t *in = wire_consumer_new(&ep, STREAM_ROLLOUTS, 4, err, sizeof err);
     wire_producer_t *out = in ? wire_producer_new(&ep, STREAM_SCORED, err, sizeof err) : NULL;

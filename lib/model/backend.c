@@ -41,6 +41,7 @@ static const model_backend_t cpu = {
     .forward = model_cpu_forward,
     .backward = model_cpu_backward,
     .generate = cpu_generate,
+    .layout = model_acts_layout,
 };
 
 static const model_backend_t cpu_bf16 = {
@@ -48,6 +49,7 @@ static const model_backend_t cpu_bf16 = {
     .backward = model_bf16_backward,
     .generate = bf16_generate,
     .release = model_bf16_release,
+    .layout = model_bf16_layout,
 };
 
 #ifdef SAPO_HAVE_CUDA
@@ -345,4 +347,17 @@ int model_generate(model_t *m, const int *prompt, int P, int L, const model_gen_
                    int *lengths)
 {
     return model_generate_batch(m, &prompt, &P, &gp->seed, 1, L, gp, tokens, logp, lengths);
+}
+
+size_t model_batch_bytes(model_t *self, int B, int T)
+{
+    const model_backend_t *b = model_backend(self);
+    if (!b->layout) return 0;
+    /* a count only: the flags a layout sets describe the last forward
+     * pass, which a backward pass may still read */
+    model_acts_t keep = self->a;
+    size_t floats = b->layout(self, NULL, B, T);
+    self->a = keep;
+    size_t half = (size_t)self->cfg.HD / 2;
+    return floats * sizeof(float) + 5 * (size_t)B * T * sizeof(int) + 2 * (size_t)T * half * sizeof(float);
 }

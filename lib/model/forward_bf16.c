@@ -5,7 +5,7 @@
  * also writes that output rounded to bf16 (acts16_t), which the
  * kernel reads at half the bytes and without converting it; where every
  * matmul that reads an fp32 activation takes its copy instead, the fp32
- * array is not kept (layout16). The layers it does not change are
+ * array is not kept (model_bf16_layout). The layers it does not change are
  * forward.c's, the batch's set-up model.c's; test_model checks the two
  * paths against each other. */
 #include "model/model_impl.h"
@@ -20,7 +20,7 @@
  * (grad_acts16_t) that go into matmuls, each named as the fp32 array of
  * model_acts_t or model_grad_acts_t it rounds, and rounded by the layer
  * that writes that array; read by the bf16 kernel instead of it. They
- * lie in the model's workspaces, after the fp32 arrays (layout16). */
+ * lie in the model's workspaces, after the fp32 arrays (model_bf16_layout). */
 typedef struct {
     uint16_t *ln1; // (L, N, C)
     uint16_t *y;   // (L, N, NH*HD)
@@ -61,7 +61,7 @@ void model_bf16_release(model_t *m)
 // layers
 
 /* An activation, or the gradient of one, as a matmul takes it: f, its
- * fp32 array (NULL where every matmul that reads it takes f16: layout16),
+ * fp32 array (NULL where every matmul that reads it takes f16: model_bf16_layout),
  * and f16, its copy rounded to bf16 by the layer that wrote it (NULL
  * where it has none) */
 typedef struct {
@@ -312,7 +312,7 @@ static void resize(model_array_t *t, float **p, size_t n)
  * their copies read (ln1, ln2, h, dg, du; every layer's y but one
  * layer's), then the copies, each from a 64-byte boundary (pointed into
  * base when not NULL); the floats of both */
-static size_t layout16(model_t *m, float *base, int B, int T)
+size_t model_bf16_layout(model_t *m, float *base, int B, int T)
 {
     const model_config_t *c = &m->cfg;
     size_t N = (size_t)B * T, L = m->recompute ? 1 : c->L, C = c->C, QD = (size_t)c->NH * c->HD;
@@ -330,8 +330,12 @@ static size_t layout16(model_t *m, float *base, int B, int T)
     if (!a->y_all) resize(t, &a->y, N * QD);
     if (dout16_only(n, c->C, c->FF)) resize(t, &g->dg, 0), resize(t, &g->du, 0);
     size_t total = model_arrays_place(t, MODEL_ACTS_ARRAYS, base, 0);
-    acts16_t *a16 = &m->bf16->a;
-    grad_acts16_t *g16 = &m->bf16->ga;
+    /* the copies' pointers only where they are placed (m->bf16 is made
+     * by the first forward pass; a count needs none) */
+    static acts16_t a16_none;
+    static grad_acts16_t g16_none;
+    acts16_t *a16 = base ? &m->bf16->a : &a16_none;
+    grad_acts16_t *g16 = base ? &m->bf16->ga : &g16_none;
     struct {
         uint16_t **p;
         size_t n;
@@ -509,7 +513,7 @@ int model_bf16_forward(model_t *m, const int *tokens, const int *targets, const 
         fprintf(stderr, "model: out of memory for a batch of %d x %d\n", B, T);
         return -1;
     }
-    if (model_set_batch(m, layout16, tokens, targets, start, B, T, temperature)) return -1;
+    if (model_set_batch(m, model_bf16_layout, tokens, targets, start, B, T, temperature)) return -1;
     int N = B * T, C = c->C;
     model_embed(m);
     for (int l = 0; l < c->L; l++) layer16_forward(m, l);

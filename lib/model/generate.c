@@ -212,6 +212,15 @@ static size_t pack_max = PACK_MAX;
 
 void model_pack_limit(size_t bytes) { pack_max = bytes ? bytes : PACK_MAX; }
 
+/* the bytes pack_weights lays the matrices out in */
+static size_t packed_bytes(const model_config_t *c)
+{
+    size_t C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
+    return model_packed_bytes(c->V, c->C) +
+           c->L * (model_packed_bytes(QD, C) + 2 * model_packed_bytes(KD, C) + model_packed_bytes(C, QD) +
+                   2 * model_packed_bytes(FF, C) + model_packed_bytes(C, FF));
+}
+
 /* The model's weights packed (c->L * PK_LAYER + 1 matrices), or NULL:
  * where its backend does not decode by them (cpu-bf16: its products stay
  * in bf16), past PACK_MAX, or out of memory */
@@ -220,10 +229,7 @@ static model_packed_t *pack_weights(const model_t *m, bool packs)
     const model_config_t *c = &m->cfg;
     const model_weights_t *w = &m->w;
     size_t C = c->C, QD = (size_t)c->NH * c->HD, KD = (size_t)c->NKV * c->HD, FF = c->FF;
-    size_t bytes = model_packed_bytes(c->V, c->C) +
-                   c->L * (model_packed_bytes(QD, C) + 2 * model_packed_bytes(KD, C) + model_packed_bytes(C, QD) +
-                           2 * model_packed_bytes(FF, C) + model_packed_bytes(C, FF));
-    if (!packs || bytes > pack_max) return NULL;
+    if (!packs || packed_bytes(c) > pack_max) return NULL;
     int n = c->L * PK_LAYER + 1;
     model_packed_t *p = calloc(n, sizeof *p);
     if (!p) return NULL;
@@ -462,6 +468,19 @@ static void decode(model_t *m, gen_ws_t *ws, const model_packed_t *pk, const mod
     }
 #pragma omp parallel
     decode_part(m, ws, pk, gp, u, live, &nlive, scratch, sbytes, o, omp_get_thread_num(), omp_get_num_threads());
+}
+
+size_t model_generate_bytes(const model_t *m, int Q, int L, int maxP, int max_new, bool packed)
+{
+    const model_config_t *c = &m->cfg;
+    int S = Q * L, R = S > maxP ? S : maxP, together = Q * maxP < PREFILL_ROWS ? Q * maxP : PREFILL_ROWS;
+    R = together > R ? together : R; /* ws_rows with every prompt maxP long */
+    gen_ws_t ws = {.S = S, .maxT = maxP + max_new};
+    size_t bytes = ws_layout(&ws, NULL, c, R) * sizeof(float) + (size_t)S * max_new * sizeof(float) +
+                   (3 * (size_t)R + S) * sizeof(int) + sample_scratch_bytes(c->V) * omp_get_max_threads() +
+                   2 * (size_t)(maxP + max_new) * (c->HD / 2) * sizeof(float);
+    if (packed && packed_bytes(c) <= pack_max) bytes += packed_bytes(c);
+    return bytes;
 }
 
 int model_cpu_generate(model_t *m, model_linear_fn linear, bool packs, const int *const *prompts,

@@ -2,9 +2,13 @@
  * and one or several safetensors files. A safetensors file is an 8-byte
  * little-endian header length, a JSON header mapping each tensor name to
  * {dtype, shape, data_offsets} (offsets relative to the end of the
- * header), then the raw little-endian data. Files are mmap'ed and each
- * tensor is checked (dtype, shape, offsets inside the file) before it is
- * converted into the fp32 parameter array. */
+ * header), then the raw little-endian data. Every tensor of every file
+ * is checked (dtype, shape, offsets inside the file) before any is read,
+ * then each is read a piece at a time and converted into the fp32
+ * parameter array: no more of a file than a piece is ever in memory
+ * (a mapped file's pages count in a process's resident memory), and a
+ * folder that fails its checks leaves the parameters as they were, so a
+ * policy can be reloaded in place (model_reload). */
 #include "model/model_impl.h"
 
 #include <cjson/cJSON.h>
@@ -14,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -135,9 +138,31 @@ static int dtype_size(const cJSON *dt)
     return 0;
 }
 
-/* one tensor entry of a header; seen counts each (kind, layer) */
-static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsigned char *data, uint64_t data_len,
-                       unsigned char *seen, char *err, size_t errlen)
+/* bytes of a file read at a time */
+#define PIECE ((size_t)4 << 20)
+
+/* n elements of esize (dtype_size's) from fd at off into dst, a piece at
+ * a time through buf (PIECE bytes) */
+static int read_tensor(int fd, uint64_t off, float *dst, size_t n, int esize, unsigned char *buf)
+{
+    size_t width = esize == 4 ? 4 : 2, per = PIECE / width;
+    for (size_t i = 0; i < n; i += per) {
+        size_t k = n - i < per ? n - i : per, want = k * width, got = 0;
+        while (got < want) {
+            ssize_t r = pread(fd, buf + got, want - got, (off_t)(off + (i * width) + got));
+            if (r <= 0) return -1;
+            got += (size_t)r;
+        }
+        convert(dst + i, buf, k, esize);
+    }
+    return 0;
+}
+
+/* one tensor entry of a header: checked against the model and the file
+ * (data_len bytes after the header, which ends at data_off), then read
+ * where buf is given; seen counts each (kind, layer) */
+static int load_tensor(model_t *m, const cJSON *t, const char *file, int fd, uint64_t data_off, uint64_t data_len,
+                       unsigned char *buf, unsigned char *seen, char *err, size_t errlen)
 {
     const char *name = t->string;
     int layer, kind = tensor_lookup(m, name, &layer);
@@ -191,11 +216,16 @@ static int load_tensor(model_t *m, const cJSON *t, const char *file, const unsig
                  e->valuedouble);
         return -1;
     }
-    convert(tensor_ptr(m, kind, layer), data + (uint64_t)b->valuedouble, n, esize);
+    if (buf && read_tensor(fd, data_off + (uint64_t)b->valuedouble, tensor_ptr(m, kind, layer), n, esize, buf)) {
+        snprintf(err, errlen, "%s: tensor %s: cannot read: %s", file, name, strerror(errno ? errno : EIO));
+        return -1;
+    }
     return 0;
 }
 
-static int load_file(model_t *m, const char *path, unsigned char *seen, char *err, size_t errlen)
+/* every tensor of the file at path checked, and read where buf is given
+ * (a piece's room) */
+static int load_file(model_t *m, const char *path, unsigned char *buf, unsigned char *seen, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
@@ -203,28 +233,29 @@ static int load_file(model_t *m, const char *path, unsigned char *seen, char *er
         return -1;
     }
     struct stat st;
-    if (fstat(fd, &st) || st.st_size < 8) {
+    unsigned char len8[8];
+    if (fstat(fd, &st) || st.st_size < 8 || pread(fd, len8, 8, 0) != 8) {
         snprintf(err, errlen, "%s: too short for a safetensors file", path);
         close(fd);
         return -1;
     }
     size_t size = (size_t)st.st_size;
-    unsigned char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
-        return -1;
-    }
     int rc = -1;
     uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | map[i];
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | len8[i];
     cJSON *hdr = NULL;
+    char *text = NULL;
     if (hlen > size - 8) {
         snprintf(err, errlen, "%s: header length %llu past the end of the file (truncated?)", path,
                  (unsigned long long)hlen);
         goto done;
     }
-    hdr = cJSON_ParseWithLength((const char *)map + 8, (size_t)hlen);
+    text = malloc(hlen ? hlen : 1);
+    if (!text || pread(fd, text, hlen, 8) != (ssize_t)hlen) {
+        snprintf(err, errlen, "%s: cannot read its header", path);
+        goto done;
+    }
+    hdr = cJSON_ParseWithLength(text, (size_t)hlen);
     if (!cJSON_IsObject(hdr)) {
         snprintf(err, errlen, "%s: header is not a JSON object", path);
         goto done;
@@ -233,12 +264,13 @@ static int load_file(model_t *m, const char *path, unsigned char *seen, char *er
     cJSON_ArrayForEach(t, hdr)
     {
         if (strcmp(t->string, "__metadata__") == 0) continue;
-        if (load_tensor(m, t, path, map + 8 + hlen, size - 8 - hlen, seen, err, errlen)) goto done;
+        if (load_tensor(m, t, path, fd, 8 + hlen, size - 8 - hlen, buf, seen, err, errlen)) goto done;
     }
     rc = 0;
 done:
     cJSON_Delete(hdr);
-    munmap(map, size);
+    free(text);
+    close(fd);
     return rc;
 }
 
@@ -280,6 +312,55 @@ done:
     return files;
 }
 
+/* every tensor of the folder dir into m, whose config is the folder's:
+ * all checked first (each file's, then that none is missing), then read;
+ * nothing of m changes where a check fails */
+static int load_tensors(model_t *m, const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX], where[PATH_MAX];
+    const model_config_t *c = &m->cfg;
+    size_t nseen = (size_t)MODEL_NUM_TENSORS * c->L;
+    unsigned char *seen = calloc(nseen, 1), *buf = malloc(PIECE);
+    char **files = NULL;
+    int rc = -1;
+    if (!seen || !buf) {
+        snprintf(err, errlen, "%s: out of memory", dir);
+        goto done;
+    }
+    snprintf(where, sizeof where, "%s/model.safetensors.index.json", dir);
+    if (access(where, F_OK) == 0) {
+        files = index_files(where, err, errlen);
+        if (!files) goto done;
+    } else {
+        snprintf(where, sizeof where, "%s/model.safetensors", dir);
+    }
+    /* pass 0 checks, pass 1 reads */
+    for (int pass = 0; pass < 2; pass++) {
+        memset(seen, 0, nseen);
+        for (int i = 0; files ? files[i] != NULL : i < 1; i++) {
+            if (files) snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+            if (load_file(m, files ? path : where, pass ? buf : NULL, seen, err, errlen)) goto done;
+        }
+        for (int k = 0; pass == 0 && k < MODEL_NUM_TENSORS; k++) {
+            if (!m->sizes[k]) continue;
+            for (int l = 0; l < (per_layer(k) ? c->L : 1); l++) {
+                if (seen[k * c->L + l]) continue;
+                char name[128];
+                snprintf(name, sizeof name, tensor_names[k], l);
+                snprintf(err, errlen, "%s: tensor %s is missing", where, name);
+                goto done;
+            }
+        }
+    }
+    rc = 0;
+done:
+    for (int i = 0; files && files[i]; i++) free(files[i]);
+    free(files);
+    free(seen);
+    free(buf);
+    return rc;
+}
+
 model_t *model_load(const char *dir, char *err, size_t errlen)
 {
     char path[PATH_MAX];
@@ -289,45 +370,29 @@ model_t *model_load(const char *dir, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (model_config_load(&cfg, path, err, errlen)) return NULL;
     model_t *m = model_new_empty(&cfg, path, err, errlen);
-    if (!m) return NULL;
-    size_t nseen = (size_t)MODEL_NUM_TENSORS * cfg.L;
-    unsigned char *seen = calloc(nseen, 1);
-    char **files = NULL;
-    int rc = -1;
-    char where[PATH_MAX];
-    if (!seen) {
-        snprintf(err, errlen, "%s: out of memory", dir);
-        goto done;
-    }
-    snprintf(where, sizeof where, "%s/model.safetensors.index.json", dir);
-    if (access(where, F_OK) == 0) {
-        files = index_files(where, err, errlen);
-        if (!files) goto done;
-        for (int i = 0; files[i]; i++) {
-            snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-            if (load_file(m, path, seen, err, errlen)) goto done;
-        }
-    } else {
-        snprintf(where, sizeof where, "%s/model.safetensors", dir);
-        if (load_file(m, where, seen, err, errlen)) goto done;
-    }
-    for (int k = 0; k < MODEL_NUM_TENSORS; k++) {
-        if (!m->sizes[k]) continue;
-        for (int l = 0; l < (per_layer(k) ? cfg.L : 1); l++) {
-            if (seen[k * cfg.L + l]) continue;
-            char name[128];
-            snprintf(name, sizeof name, tensor_names[k], l);
-            snprintf(err, errlen, "%s: tensor %s is missing", where, name);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    for (int i = 0; files && files[i]; i++) free(files[i]);
-    free(files);
-    free(seen);
-    if (rc) model_destroy(&m);
+    if (m && load_tensors(m, dir, err, errlen)) model_destroy(&m);
     return m;
+}
+
+int model_reload(model_t *m, const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    model_config_t cfg;
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: a GGUF file is opened, not reloaded into a running model", dir);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (model_config_load(&cfg, path, err, errlen)) return -1;
+    const model_config_t *c = &m->cfg;
+    if (cfg.type != c->type || cfg.C != c->C || cfg.L != c->L || cfg.NH != c->NH || cfg.NKV != c->NKV ||
+        cfg.HD != c->HD || cfg.FF != c->FF || cfg.V != c->V || cfg.tie != c->tie || cfg.qkv_bias != c->qkv_bias ||
+        cfg.o_bias != c->o_bias) {
+        snprintf(err, errlen, "%s: a different architecture than the running policy", dir);
+        return -1;
+    }
+    return load_tensors(m, dir, err, errlen);
 }
 
 static uint16_t float_to_bf16(float f)

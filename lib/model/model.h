@@ -78,6 +78,14 @@ model_t *model_new_random(const model_config_t *cfg, uint64_t seed, char *err, s
  * and the field or tensor on any problem. */
 model_t *model_load(const char *dir, char *err, size_t errlen);
 
+/* Reads the weights of a Hugging Face folder of the same architecture
+ * into the model in place, a piece of a file at a time (a reload holds
+ * no second copy of the model). 0, or -1 with one line in err, and the
+ * weights as they were, for a folder of another architecture or one that
+ * fails model_load's checks (a GGUF file is refused: open it instead).
+ * The caller brings a device copy up to date (model_sync_device). */
+int model_reload(model_t *self, const char *dir, char *err, size_t errlen);
+
 /* Loads a GGUF file (gguf_load.c): architecture llama, qwen2 or qwen3,
  * every tensor dequantized to fp32, Llama's q/k rows put back in Hugging
  * Face's order. NULL with one line in err naming the file and the key or
@@ -226,6 +234,23 @@ void model_set_logits_chunk(model_t *self, int rows);
  * Takes effect at the next forward pass. Off by default. */
 void model_set_recompute(model_t *self, bool on);
 bool model_recompute(const model_t *self);
+/* The bytes of host memory a forward and backward pass of B x T takes
+ * beside the parameters and gradients, on the model's backend with its
+ * recompute setting: activations, backward scratch, the lm_head's chunk
+ * of logits, tokens and RoPE tables (0 on a GPU, whose workspaces are
+ * the device's). What a memory budget (lib/node/budget.h) weighs. */
+size_t model_batch_bytes(model_t *self, int B, int T);
+/* The bytes of host memory a CPU generation of Q prompts of at most maxP
+ * tokens, L completions of at most max_new each, takes beside the
+ * weights: its workspace and KV cache, uniforms, sampling scratch, RoPE
+ * tables, and where packed the weights' packed copy (which the cpu
+ * backend decodes by, up to model_pack_limit). model_pack_limit(1)
+ * turns the copy off: what a memory budget (lib/node/budget.h) does where
+ * a generator's share has no room for it. */
+size_t model_generate_bytes(const model_t *self, int Q, int L, int maxP, int max_new, bool packed);
+/* Decodes on the CPU pack weights of at most bytes from now on, in this
+ * process (0: the default, 1 GiB; 1: never) */
+void model_pack_limit(size_t bytes);
 /* the bytes the model's device copy holds now (*held) and held at most
  * (*peak): its own allocations, not the CUDA context's; 0 on the CPU */
 void model_device_memory(const model_t *self, size_t *held, size_t *peak);

@@ -106,6 +106,9 @@ typedef struct {
      * leaves the backend (model_set_backend) and by model_destroy,
      * through m->backend, so that model.c needs no table */
     void (*release)(model_t *m);
+    /* the CPU workspaces of a batch (model_batch_bytes), NULL where the
+     * backend keeps them elsewhere (a device) */
+    size_t (*layout)(model_t *m, float *base, int B, int T);
 } model_backend_t;
 
 /* m's table (backend.c) */
@@ -324,6 +327,9 @@ void model_bf16_backward(model_t *m, const float *dlogp);
 void model_bf16_linear(float *out, const float *in, const float *w, const float *bias, int N, int IN, int OUT,
                        bool acc);
 void model_bf16_release(model_t *m);
+/* cpu-bf16's workspaces: model_acts_arrays' less the fp32 arrays only
+ * its bf16 products read, then the bf16 copies (model_layout_fn) */
+size_t model_bf16_layout(model_t *m, float *base, int B, int T);
 /* the CPU's generation with linear as its linear layers (out (N, OUT) =
  * in (N, IN) w^T (+ bias), + out where acc), decoding by fp32 weights
  * laid out once (model_gemm_packed) instead where packs: the cpu
@@ -392,9 +398,6 @@ void model_gemm_packed(int M, const float *A, int lda, const model_packed_t *p, 
  * from now on, where the CPU has it (0: the widest it has). Returns
  * whether it took bits */
 bool model_packed_use(int bits);
-/* tests: decodes pack weights of at most bytes from now on (0: the
- * default, 1 GiB) */
-void model_pack_limit(size_t bytes);
 /* backend cpu-bf16: C (M, N) = op(A) op(B) + beta C with bf16 products
  * and fp32 sums by one of two kernels (gemm_bf16.c chooses, once): the
  * AMX tiles (gemm_amx.c) or AVX512-BF16 dot products

@@ -37,11 +37,12 @@ _Static_assert(sizeof(lr_schedule_t) == sizeof(int) && sizeof(grpo_loss_type_t) 
                    sizeof(grpo_scale_t) == sizeof(int) && sizeof(pool_strategy_t) == sizeof(int) &&
                    sizeof(group_filter_t) == sizeof(int) && sizeof(external_logprobs_t) == sizeof(int) &&
                    sizeof(external_kl_t) == sizeof(int) && sizeof(game_mode_t) == sizeof(int) &&
-                   sizeof(policy_dtype_t) == sizeof(int),
+                   sizeof(policy_dtype_t) == sizeof(int) && sizeof(recompute_t) == sizeof(int),
                "enum settings are stored as int");
 _Static_assert(GRPO_LOSS_GRPO == 0 && GRPO_LOSS_BNPO == 1 && GRPO_LOSS_DR_GRPO == 2 && GRPO_LOSS_DAPO == 3 &&
                    GRPO_SCALE_GROUP == 0 && GRPO_SCALE_BATCH == 1 && GRPO_SCALE_NONE == 2 && POOL_UNIFORM == 0 &&
-                   POOL_USEFUL == 1 && GAME_OFF == 0 && GAME_THREE_STAGE == 1 && POLICY_FP32 == 0 && POLICY_BF16 == 1,
+                   POOL_USEFUL == 1 && GAME_OFF == 0 && GAME_THREE_STAGE == 1 && POLICY_FP32 == 0 && POLICY_BF16 == 1 &&
+                   RECOMPUTE_AUTO == 0 && RECOMPUTE_ON == 1 && RECOMPUTE_OFF == 2,
                "the names below are in the enums' order");
 
 static const char *const schedules[] = {"constant", "cosine", NULL};
@@ -53,6 +54,7 @@ static const char *const logprobs[] = {"use", "ignore", NULL};
 static const char *const kl_scopes[] = {"include", "exclude", NULL};
 static const char *const games[] = {"off", "three-stage", NULL};
 static const char *const dtypes[] = {"fp32", "bf16", NULL};
+static const char *const recomputes[] = {"auto", "on", "off", NULL};
 
 /* one line per setting, however long its help */
 /* clang-format off */
@@ -98,7 +100,10 @@ static const field_t fields[] = {
     {"delta", "SAPO_DELTA", F(delta), "2", "upper bound on the importance ratio of tokens with negative advantage (TRL's two-sided GRPO; 0 = off, else above 1 + eps-high): groups sampled a few versions back can reach ratios far above the clip range"},
     {"loss-type", "SAPO_LOSS_TYPE", E(loss_type, losses), "grpo", "loss normalisation: grpo, bnpo, dr_grpo or dapo"},
     {"scale-rewards", "SAPO_SCALE_REWARDS", E(scale_rewards, scales), "group", "advantage scaling: group, batch or none"},
-    {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory)"},
+    {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory; under a memory budget, the most the learner takes)"},
+    {"recompute", "SAPO_RECOMPUTE", E(recompute, recomputes), "auto", "on: the learner keeps each layer's input alone and runs the layer's forward pass again in the backward pass, so its activations do not grow with the model's depth (the same gradients bit for bit, for about one more forward pass of time; docs/memory.md); off: it keeps every layer's activations; auto: on where the memory budget needs it, else off"},
+    {"memory", "SAPO_MEMORY", S(memory), "", "the most memory the node's processes may hold together, as 8G, 1500M or bytes (empty: no bound): divided among them by what each needs for its model (bin/learner budget prints the division); the learner then recomputes activations and takes smaller micro-batches, the generators and the evaluator smaller decode batches and no packed copy of the weights, as their shares require; a budget too small for the model is refused at start with the least that would do (docs/memory.md)"},
+    {"generators", "SAPO_GENERATORS", I(generators), "1", "generator processes the node runs (scripts/swarm.sh --generators sets it; the memory budget counts them)"},
     {"nice", "SAPO_NICE", I(nice), "10", "how much lower the priority of the learner's and generators' model threads is than the rest of the node (0 to 19): their threads that carry records, and the broker, verifier, sampler and Redis, get a core as soon as a record comes; 0 = the same"},
     {"generate-batch", "SAPO_GENERATE_BATCH", I(generate_batch), "4", "questions a generator takes at once and samples in one decode batch (those already queued, up to this many)"},
     {"lockstep", "SAPO_LOCKSTEP", B(lockstep), "0", "1: a node samples a round's questions only once its learner has applied the round before, with that policy (nothing generated ahead), and draws them from the round's own places in the question sequence (round x 2^20 + k), so runs that differ only in I/J or in timing meet the same questions with the same sampling uniforms in a round: common random numbers for a study; 0: generators work up to two rounds ahead of the learner, on groups up to staleness versions old"},
@@ -288,6 +293,14 @@ static int check_limits(const config_t *c)
 {
     if (c->max_new_tokens < 1 || c->micro_batch < 1 || c->generate_batch < 1 || c->generate_batch > 64) {
         fprintf(stderr, "config: max-new-tokens and micro-batch must be at least 1, generate-batch 1 to 64\n");
+        return -1;
+    }
+    if (c->generators < 1 || c->generators > 64) {
+        fprintf(stderr, "config: generators (SAPO_GENERATORS=%d) must be 1 to 64\n", c->generators);
+        return -1;
+    }
+    if (config_memory_bytes(c) == UINT64_MAX) {
+        fprintf(stderr, "config: memory (SAPO_MEMORY): '%s' is not a size (as 8G, 1500M, 512K or bytes)\n", c->memory);
         return -1;
     }
     if (c->nice < 0 || c->nice > 19) {
@@ -513,4 +526,27 @@ int config_load(config_t *cfg, int *argc, char **argv)
     if (cfg->game == GAME_THREE_STAGE && strcmp(cfg->system_prompt, "default") == 0)
         snprintf(cfg->system_prompt, sizeof cfg->system_prompt, "none");
     return check(cfg);
+}
+
+uint64_t config_memory_bytes(const config_t *c)
+{
+    if (!c->memory[0]) return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(c->memory, &end);
+    double unit = 1;
+    switch (*end) {
+    case 'K':
+    case 'k': unit = 1e3, end++; break;
+    case 'M':
+    case 'm': unit = 1e6, end++; break;
+    case 'G':
+    case 'g': unit = 1e9, end++; break;
+    case 'T':
+    case 't': unit = 1e12, end++; break;
+    default: break;
+    }
+    if (unit > 1 && (*end == 'B' || *end == 'b')) end++;
+    if (errno || end == c->memory || *end || !(v > 0) || v * unit >= 1.8e19) return UINT64_MAX;
+    return (uint64_t)(v * unit);
 }

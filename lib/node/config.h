@@ -25,6 +25,8 @@ typedef enum { POLICY_FP32, POLICY_BF16 } policy_dtype_t;
 /* what a round is: SAPO's (sample, share, train), or the three-stage game
  * of RL Swarm (answer, critique, resolve; sampler/game.c) */
 typedef enum { GAME_OFF, GAME_THREE_STAGE } game_mode_t;
+/* whether the learner recomputes activations in the backward pass */
+typedef enum { RECOMPUTE_AUTO, RECOMPUTE_ON, RECOMPUTE_OFF } recompute_t;
 
 typedef struct {
     char preset[512];           /* a named set of settings, config/presets/NAME.env, or "" */
@@ -67,6 +69,9 @@ typedef struct {
     grpo_loss_type_t loss_type;
     grpo_scale_t scale_rewards;
     int micro_batch;                       /* sequences per forward/backward pass */
+    recompute_t recompute;                 /* activations recomputed in backward: auto (the budget's), on, off */
+    char memory[32];                       /* the node's memory budget ("8G"; "" = none): config_memory_bytes */
+    int generators;                        /* generator processes of the node */
     int nice;                              /* the model threads' nice above the rest of the node */
     int generate_batch;                    /* tasks a generator samples in one decode batch */
     int lockstep;                          /* 1: a round's questions sampled by the policy of the round before */
@@ -111,6 +116,10 @@ typedef struct {
  * returns -1. --help prints the table and returns 1. Arguments that are not
  * settings (positional) are left in argv, count returned in *argc. */
 int config_load(config_t *cfg, int *argc, char **argv);
+
+/* The memory setting in bytes: 0 where none is set, UINT64_MAX where it
+ * is not a size (config_load refuses that) */
+uint64_t config_memory_bytes(const config_t *c);
 
 /* The table as a markdown list (for the README). */
 void config_print_markdown(void);

@@ -5,14 +5,15 @@
 #include <stdlib.h>
 
 heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, char *const *prompts, int nq, int n,
-                              model_gen_params_t gp, uint64_t seed0, const heldout_hooks_t *hooks)
+                              int batch, model_gen_params_t gp, uint64_t seed0, const heldout_hooks_t *hooks)
 {
     heldout_tally_t t = {0};
     char err[512];
-    for (int k0 = 0; k0 < nq; k0 += HELDOUT_BATCH) {
+    if (batch < 1 || batch > HELDOUT_BATCH) batch = HELDOUT_BATCH;
+    for (int k0 = 0; k0 < nq; k0 += batch) {
         if (pol->cancel && *pol->cancel) break; /* told to stop: the tally is partial */
         if (hooks && hooks->poll) hooks->poll(hooks->ctx);
-        int q = nq - k0 < HELDOUT_BATCH ? nq - k0 : HELDOUT_BATCH;
+        int q = nq - k0 < batch ? nq - k0 : batch;
         uint64_t seeds[HELDOUT_BATCH];
         for (int i = 0; i < q; i++) seeds[i] = seed0 + (uint64_t)(k0 + i);
         completion_t *c = calloc((size_t)q * n, sizeof *c);

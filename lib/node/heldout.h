@@ -29,10 +29,11 @@ typedef struct {
 
 /* n completions of each of the nq questions (prompts[k] as asked, scored
  * against questions[k]) under gp, question k's uniforms from seed0 + k,
- * HELDOUT_BATCH questions to a decode batch; hooks may be NULL. A batch
- * that cannot be sampled scores 0, with a line on stderr. */
+ * batch questions to a decode batch (HELDOUT_BATCH but under a memory
+ * budget); hooks may be NULL. A batch that cannot be sampled scores 0,
+ * with a line on stderr. */
 #define HELDOUT_BATCH 16
 heldout_tally_t heldout_score(policy_t *pol, const task_question_t *questions, char *const *prompts, int nq, int n,
-                              model_gen_params_t gp, uint64_t seed0, const heldout_hooks_t *hooks);
+                              int batch, model_gen_params_t gp, uint64_t seed0, const heldout_hooks_t *hooks);
 
 #endif

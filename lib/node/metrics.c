@@ -227,6 +227,11 @@ static void add_seconds(cJSON *j, const rec_batch_view_t *batch, double train_se
     }
 }
 
+/* x rounded to `decimals` decimal places (scale 10^decimals), as the
+ * sampler's counters have always been written: a mean reward to 6,
+ * seconds to 4, the game's wait to 3, a peak's GB to 3 */
+static double rounded(double x, double scale) { return round(x * scale) / scale; }
+
 /* j as one line of text (malloc'ed), and j gone */
 static char *print_and_delete(cJSON *j)
 {
@@ -254,6 +259,11 @@ char *metrics_line(const metrics_round_t *info, const rec_batch_view_t *batch, c
     add_external_nodes(j, batch);
     add_train_stats(j, st);
     add_seconds(j, batch, info->train_seconds);
+    if (info->peak) {
+        cJSON *peak = cJSON_AddObjectToObject(j, "peak_gb");
+        for (int i = 0; i < info->peak->n; i++)
+            cJSON_AddNumberToObject(peak, info->peak->name[i], rounded(info->peak->bytes[i] / 1e9, 1e3));
+    }
     cJSON_AddNumberToObject(j, "time", now_s);
     if (info->rounds_lost) cJSON_AddNumberToObject(j, "rounds_lost", (double)info->rounds_lost);
     if (info->versions_lost) cJSON_AddNumberToObject(j, "versions_lost", (double)info->versions_lost);
@@ -276,11 +286,6 @@ const cJSON *metrics_batch_reward(const cJSON *line)
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(line, "batch_reward");
     return cJSON_IsNumber(b) ? b : NULL;
 }
-
-/* x rounded to `decimals` decimal places (scale 10^decimals), as the
- * sampler's counters have always been written: a mean reward to 6,
- * seconds to 4, the game's wait to 3 */
-static double rounded(double x, double scale) { return round(x * scale) / scale; }
 
 /* what SAPO's round and the game report alike: pool errors, the own
  * completions scored and their mean reward */

@@ -30,7 +30,8 @@
  *  "clip_region","clip_low","clip_high","ratio","ratio_min","ratio_max",
  *  "kl" (0 when beta is 0),
  *  "seconds":{"train":...}, "sampler":{the batch's counters: metrics_sampler_t,
- *  or in the game metrics_game_t}, "time", and where not 0
+ *  or in the game metrics_game_t}, "peak_gb":{process: its peak resident
+ *  memory so far, GB}, "time", and where not 0
  *  "rounds_lost","versions_lost","rounds_skipped" (metrics_round_t)} */
 #ifndef SAPO_METRICS_H
 #define SAPO_METRICS_H
@@ -39,6 +40,7 @@
 
 #include "train/grpo.h"
 #include "records.h"
+#include "util/peak.h"
 
 /* What a training step (learner/train.c) reports for its metrics line,
  * and in it the completion token with the lowest importance ratio: where
@@ -85,6 +87,8 @@ typedef struct {
      * that the lines say every round trained, lost or skipped. Written
      * last, and only when not 0. */
     uint64_t rounds_lost, versions_lost, rounds_skipped;
+    /* every process's peak resident memory so far (util/peak.h), or NULL */
+    const peak_table_t *peak;
 } metrics_round_t;
 
 /* The round's line: malloc'ed JSON text without a newline. */

@@ -292,15 +292,7 @@ void policy_log_memory(policy_t *self)
 
 int policy_reload(policy_t *self, const char *dir, char *err, size_t errlen)
 {
-    model_t *m = model_load(dir, err, errlen);
-    if (!m) return -1;
-    if (model_num_params(m) != model_num_params(self->model)) {
-        snprintf(err, errlen, "%s: a different architecture than the running policy", dir);
-        model_destroy(&m);
-        return -1;
-    }
-    memcpy(model_params(self->model), model_params(m), model_num_params(m) * sizeof(float));
-    model_destroy(&m);
+    if (model_reload(self->model, dir, err, errlen) != 0) return -1;
     if (model_sync_device(self->model) != 0) {
         snprintf(err, errlen, "%s: cannot copy the weights to cuda:%d", dir, model_device(self->model));
         return -1;
