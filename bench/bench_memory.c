@@ -4,7 +4,8 @@
  * model where scripts/model.sh fetched it): the peak resident memory
  * (VmHWM) of a process that takes one training step at micro-batch 16 (a
  * learner's: forward, backward of sum(w * logp), AdamW), its activations
- * kept and then recomputed, against bench/peer_memory.py's for the same
+ * kept and then recomputed (and with AdamW's moments in bf16 too),
+ * against bench/peer_memory.py's for the same
  * step without and with transformers' gradient checkpointing; the step's
  * speed recomputed against kept (one step each, the optimizer's included);
  * and a generator's peak over a round's
@@ -14,7 +15,8 @@
  * carries another's memory. SAPO_BENCH_QUICK=1: shorter rows, no Qwen.
  *
  *   bench_memory                                   every row
- *   bench_memory step MODEL B T keep|recompute     one step: "peak BYTES" "seconds S"
+ *   bench_memory step MODEL B T keep|recompute|recompute-bf16   one step: "peak BYTES" "seconds S"
+ *       (recompute-bf16: AdamW's moments in bf16 too)
  *   bench_memory round MODEL Q L P NEW packed|unpacked  one round: "peak BYTES" */
 #include "bench.h"
 #include "model_steps.h"
@@ -38,14 +40,15 @@ static model_t *open_model(const char *what)
     return m;
 }
 
-/* `step`: one training step of B x T, the optimizer's included */
-static int child_step(const char *what, int B, int T, bool recompute)
+/* `step`: one training step of B x T, the optimizer's included (its
+ * moments in bf16 where bf16) */
+static int child_step(const char *what, int B, int T, bool recompute, bool bf16)
 {
     model_t *m = open_model(what);
     if (!m) return 1;
     model_set_recompute(m, recompute);
     batch_t b = batch_new(B, T, model_config(m)->V, 1);
-    adamw_t *opt = adamw_new(model_num_params(m));
+    adamw_t *opt = bf16 ? adamw_new_bf16(model_num_params(m)) : adamw_new(model_num_params(m));
     adamw_params_t ap = adamw_params_default();
     float norm;
     double t0 = bench_now();
@@ -111,11 +114,12 @@ static void rows_of(const char *name, const char *what, int T, bool quick)
 {
     int B = 16, threads = omp_get_max_threads();
     char args[PATH_MAX + 256], row[128];
-    double peak[2] = {0}, secs[2] = {0};
+    double peak[3] = {0}, secs[3] = {0};
     printf("memory: %s, a training step of %d x %d, %d threads\n", name, B, T, threads);
     fflush(stdout);
-    for (int r = 0; r < 2; r++) {
-        snprintf(args, sizeof args, "step '%s' %d %d %s", what, B, T, r ? "recompute" : "keep");
+    static const char *const ways[3] = {"keep", "recompute", "recompute-bf16"};
+    for (int r = 0; r < 3; r++) {
+        snprintf(args, sizeof args, "step '%s' %d %d %s", what, B, T, ways[r]);
         if (measure(args, &peak[r], &secs[r]) != 0) {
             printf("bench memory_learner_%s: no figure: the step failed (%s)\n", name, args);
             return;
@@ -144,6 +148,8 @@ static void rows_of(const char *name, const char *what, int T, bool quick)
     bench_line_peer(row, peak[0] / 1e9, "GB", "pytorch eager, no checkpointing", &p[0], "peak", "GB");
     snprintf(row, sizeof row, "memory_learner_%s_recomputed", name);
     bench_line_peer(row, peak[1] / 1e9, "GB", "pytorch eager, gradient checkpointing", &p[1], "peak", "GB");
+    snprintf(row, sizeof row, "memory_learner_%s_recomputed_bf16_moments", name);
+    bench_line(row, peak[2] / 1e9, "GB", "fp32 moments", peak[1] / 1e9, "GB");
     snprintf(row, sizeof row, "train_step_%s_recomputed", name);
     bench_line(row, B * T / secs[1], "tokens/s", "the same step, activations kept", B * T / secs[0], "tokens/s");
     /* a generator's round */
@@ -161,7 +167,8 @@ static void rows_of(const char *name, const char *what, int T, bool quick)
 int main(int argc, char **argv)
 {
     if (argc == 6 && strcmp(argv[1], "step") == 0)
-        return child_step(argv[2], atoi(argv[3]), atoi(argv[4]), strcmp(argv[5], "recompute") == 0);
+        return child_step(argv[2], atoi(argv[3]), atoi(argv[4]), strncmp(argv[5], "recompute", 9) == 0,
+                          strcmp(argv[5], "recompute-bf16") == 0);
     if (argc == 8 && strcmp(argv[1], "round") == 0)
         return child_round(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
                            strcmp(argv[7], "packed") == 0);

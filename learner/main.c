@@ -168,9 +168,14 @@ static void open_model(learner_t *l)
         log_fatal("%s: no warm start optimizer state (SAPO_WARMSTART_OPTIMIZER=1; a base model made before it was "
                   "saved: delete %s and run bin/learner warmstart)",
                   path, cfg->base);
-    l->opt = have == 0 || from_base ? adamw_load(path, model_num_params(l->pol->model))
-                                    : adamw_new(model_num_params(l->pol->model));
-    if (!l->opt) log_fatal("optimizer state %s: see the line above", path);
+    bool bf16 = cfg->moments == MOMENTS_BF16;
+    if (bf16 && strncmp(cfg->backend, "cuda", 4) == 0)
+        log_fatal("moments (SAPO_MOMENTS) bf16: a learner on %s keeps its moments in fp32 (bf16 moments step on the "
+                  "CPU only)",
+                  cfg->backend);
+    size_t n = model_num_params(l->pol->model);
+    l->opt = have == 0 || from_base ? adamw_load(path, n) : bf16 ? adamw_new_bf16(n) : adamw_new(n);
+    if (!l->opt || (bf16 && adamw_to_bf16(l->opt) != 0)) log_fatal("optimizer state %s: see the line above", path);
     l->ref = cfg->beta > 0 ? policy_open(start, cfg->system_prompt, err, sizeof err) : NULL;
     if (cfg->beta > 0 && !l->ref) log_fatal("reference model: %s", err);
     if (policy_place(l->pol, cfg, false, err, sizeof err) != 0 ||
@@ -187,7 +192,6 @@ static void open_model(learner_t *l)
     train_set_budget(l->train, budget.micro_batch, budget.total ? budget.learner - budget.learner_fixed : 0);
     log_info("policy %s from %s at round %llu, version %llu", l->pol->name, source, (unsigned long long)l->st.round,
              (unsigned long long)l->st.policy_version);
-    size_t n = model_num_params(l->pol->model);
     log_info("disk: at most %.3g GB of weights and moments in %s (%d policy versions in %s and %d checkpoints, one "
              "more of each while it is written)",
              checkpoint_disk_bytes(n, cfg->keep_versions, cfg->policy_dtype == POLICY_BF16, cfg->keep_checkpoints) /

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A node's memory, with real processes:
 #   - every process's peak resident memory (VmHWM) is in the learner's
-#     metrics lines (peak_gb) and in <run>/peak/;
+#     metrics lines (peak_gb) and in <run>/peak/, and bin/report tables
+#     them; a learner keeps AdamW's moments in bf16 (SAPO_MOMENTS) through
+#     its rounds and its last checkpoint;
 #   - the memory setting: a malformed size is one line; a budget too
 #     small for the model is one line with the least that would do, from
 #     bin/learner budget and from swarm.sh start, which then starts
@@ -49,9 +51,9 @@ rc=$?
 check swarm_refuses '[ $rc = 1 ] && [ "$(wc -l < "$tmp/swarm.out")" = 1 ] && grep -q "^swarm: node n0: memory (SAPO_MEMORY) 100M is too small" "$tmp/swarm.out" &&
   [ ! -e "$tmp/run-refused" ] && ! pgrep -f -- "$tmp/run-refused" || { echo "status $rc:"; cat "$tmp/swarm.out"; false; }'
 
-# 2. a micro node under a budget: its division in the log, every process's
-# peak in the metrics
-SAPO_BIN=$bin SAPO_MEMORY=4G scripts/swarm.sh start --nodes 1 --ij 2/0 --rounds 2 --run "$tmp/run-micro" --wait > "$tmp/micro.out" 2>&1
+# 2. a micro node under a budget, AdamW's moments in bf16: its division in
+# the log, every process's peak in the metrics
+SAPO_BIN=$bin SAPO_MEMORY=4G SAPO_MOMENTS=bf16 scripts/swarm.sh start --nodes 1 --ij 2/0 --rounds 2 --run "$tmp/run-micro" --wait > "$tmp/micro.out" 2>&1
 log=$tmp/run-micro/n0/node.log
 check division_logged 'grep -q "learner\[n0\] memory: 4G: the learner [0-9.]*G (micro-batch [0-9]*, activations kept), 1 generator" "$log" ||
   { grep memory "$log"; false; }'
@@ -87,6 +89,14 @@ smol=(SAPO_PRESET=smollm2-135m SAPO_FORMAT_STEPS=0 SAPO_MODEL=smollm2-135m SAPO_
 budget=4.8G
 env "${smol[@]}" SAPO_MEMORY=$budget bin/learner budget > "$tmp/plan.out" 2>&1
 check smollm2_plan 'grep -q "activations recomputed" "$tmp/plan.out" && grep -q "weights unpacked" "$tmp/plan.out" || { cat "$tmp/plan.out"; false; }'
+# AdamW's moments in bf16 take 4 bytes a parameter less: 0.54 GB of SmolLM2's learner
+env "${smol[@]}" SAPO_MEMORY=100G bin/learner budget > "$tmp/fp32.out" 2>&1
+env "${smol[@]}" SAPO_MEMORY=100G SAPO_MOMENTS=bf16 bin/learner budget > "$tmp/bf16.out" 2>&1
+check smollm2_bf16_moments_plan 'python3 - "$tmp/fp32.out" "$tmp/bf16.out" <<'"'"'EOF'"'"'
+import re, sys
+a, b = (float(re.search(r"the learner ([0-9.]+)G", open(f).read()).group(1)) for f in sys.argv[1:])
+assert abs(a - b - 0.54) < 0.015, (a, b)
+EOF'
 env "${smol[@]}" SAPO_MEMORY=$budget SAPO_BIN=bin scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds 1 --run "$tmp/run-smol" --wait > "$tmp/smol.out" 2>&1
 check smollm2_keeps_budget 'python3 - "$tmp/run-smol/n0" "$tmp/plan.out" "$budget" <<'"'"'EOF'"'"'
 import json, re, sys

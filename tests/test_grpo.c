@@ -324,6 +324,68 @@ static void test_adamw_state_file(void)
     adam_gold_free(&g);
 }
 
+/* the moments in bf16 (adamw_new_bf16): steps that move the parameters
+ * as fp32 moments do, to bf16's precision; a second moment that decays
+ * with no gradient at beta2 = 0.999 a step decays as fp32's on average
+ * (rounded to nearest it would never move: 0.999 v rounds back to v);
+ * and a state saved, loaded and rounded again is the one saved */
+static void test_adamw_bf16_moments(void)
+{
+    enum { N = 20000, STEPS = 50, IDLE = 500 };
+    float *p32 = malloc(N * sizeof(float)), *p16 = malloc(N * sizeof(float)), *g = malloc(N * sizeof(float));
+    float *zero = calloc(N, sizeof(float));
+    adamw_t *a = adamw_new(N), *b = adamw_new_bf16(N);
+    EXPECT(a && b && !adamw_bf16(a) && adamw_bf16(b) && adamw_moment(b, 0) == NULL);
+    adamw_params_t hp = adamw_params_default();
+    hp.lr = 1e-3f;
+    uint64_t r = 42;
+    for (int i = 0; i < N; i++) p32[i] = p16[i] = (float)((r = r * 6364136223846793005ull + 1) >> 40) / 16777216.0f;
+    for (int s = 0; s < STEPS; s++) {
+        for (int i = 0; i < N; i++)
+            g[i] = ((float)((r = r * 6364136223846793005ull + 1) >> 40) / 16777216.0f - 0.5f) * 1e-2f;
+        adamw_step(a, &hp, p32, g);
+        adamw_step(b, &hp, p16, g);
+    }
+    /* the parameters' change from the start, each way */
+    double d2 = 0, n2 = 0;
+    r = 42;
+    for (int i = 0; i < N; i++) {
+        double p0 = (float)((r = r * 6364136223846793005ull + 1) >> 40) / 16777216.0f;
+        d2 += ((double)p16[i] - p32[i]) * ((double)p16[i] - p32[i]);
+        n2 += (p32[i] - p0) * (p32[i] - p0);
+    }
+    double rel = sqrt(d2 / n2);
+    printf("bf16 moments: after %d steps the parameters' change is within %.3g of fp32 moments'\n", STEPS, rel);
+    EXPECTF(rel < 0.02, "bf16 moments moved the parameters %.3g (relative L2) from fp32 moments'", rel);
+    /* no gradient: only the moments' decay */
+    hp.lr = 0;
+    for (int s = 0; s < IDLE; s++) adamw_step(a, &hp, p32, zero), adamw_step(b, &hp, p16, zero);
+    char dir[] = "/tmp/sapo_adamw16_XXXXXX", pa[128], pb[128];
+    EXPECT(mkdtemp(dir) != NULL);
+    snprintf(pa, sizeof pa, "%s/a.bin", dir);
+    snprintf(pb, sizeof pb, "%s/b.bin", dir);
+    EXPECT(adamw_save(a, pa) == 0 && adamw_save(b, pb) == 0);
+    adamw_t *la = adamw_load(pa, N), *lb = adamw_load(pb, N);
+    EXPECT(la && lb);
+    if (la && lb) {
+        double va = 0, vb = 0;
+        for (int i = 0; i < N; i++) va += adamw_moment(la, 1)[i], vb += adamw_moment(lb, 1)[i];
+        printf("bf16 moments: after %d steps without gradient the second moments' sum is %.4g of fp32's\n", IDLE,
+               vb / va);
+        EXPECTF(fabs(vb / va - 1) < 0.01, "the second moment decayed to %.4g of fp32's", vb / va);
+        /* saved, loaded and rounded again: the same state, bit for bit */
+        EXPECT(adamw_to_bf16(lb) == 0 && adamw_bf16(lb));
+        EXPECT(adamw_save(lb, pa) == 0);
+        long sa = 0, sb = 0;
+        char *fa = state_file_bytes(pa, &sa), *fb = state_file_bytes(pb, &sb);
+        EXPECT(fa && fb && sa == sb && memcmp(fa, fb, (size_t)sa) == 0);
+        free(fa), free(fb);
+    }
+    adamw_destroy(&la), adamw_destroy(&lb), adamw_destroy(&a), adamw_destroy(&b);
+    unlink(pa), unlink(pb), rmdir(dir);
+    free(p32), free(p16), free(g), free(zero);
+}
+
 static void test_no_decay_ranges(void)
 {
     adamw_t *opt = adamw_new(100);
@@ -405,6 +467,7 @@ int main(void)
     RUN_TEST(test_adamw_against_torch);
     RUN_TEST(test_adamw_state_file);
     RUN_TEST(test_no_decay_ranges);
+    RUN_TEST(test_adamw_bf16_moments);
     RUN_TEST(test_gradient_finite_differences);
     CHECK_EXIT();
 }

@@ -236,6 +236,11 @@ int model_optimizer_step(model_t *self, adamw_t *opt, const adamw_params_t *p, f
 {
     if (trains(self, "model_optimizer_step")) return -1;
     const model_backend_t *b = model_backend(self);
+    if (b->step && adamw_bf16(opt)) {
+        fprintf(stderr, "model_optimizer_step: moments kept in bf16 step on the CPU only (the model is on cuda:%d)\n",
+                self->device);
+        return -1;
+    }
     if (b->step) return b->step(self, opt, p, max_norm, norm);
     *norm = grad_clip_norm(self->grads, self->n_params, max_norm);
     adamw_step(opt, p, self->params, self->grads);

@@ -60,11 +60,12 @@ static uint64_t decoder_need(model_t *m, int Q, int L, int P, int max_new, bool 
 }
 
 /* the learner's need beside its micro-batch's workspace: weights,
- * gradients and AdamW's two moments, and a reference model's weights */
+ * gradients and AdamW's two moments (in fp32 or bf16), and a reference
+ * model's weights */
 static uint64_t learner_fixed(const config_t *cfg, model_t *m)
 {
-    uint64_t n = model_num_params(m);
-    return PROCESS_SHARE + (4 + (cfg->beta > 0)) * n * sizeof(float);
+    uint64_t n = model_num_params(m), moments = cfg->moments == MOMENTS_BF16 ? 4 : 8;
+    return PROCESS_SHARE + n * (2 * sizeof(float) + moments + (cfg->beta > 0) * sizeof(float));
 }
 
 /* the workspace of nr rows of T, activations recomputed or kept (and the

@@ -37,12 +37,14 @@ _Static_assert(sizeof(lr_schedule_t) == sizeof(int) && sizeof(grpo_loss_type_t) 
                    sizeof(grpo_scale_t) == sizeof(int) && sizeof(pool_strategy_t) == sizeof(int) &&
                    sizeof(group_filter_t) == sizeof(int) && sizeof(external_logprobs_t) == sizeof(int) &&
                    sizeof(external_kl_t) == sizeof(int) && sizeof(game_mode_t) == sizeof(int) &&
-                   sizeof(policy_dtype_t) == sizeof(int) && sizeof(recompute_t) == sizeof(int),
+                   sizeof(policy_dtype_t) == sizeof(int) && sizeof(recompute_t) == sizeof(int) &&
+                   sizeof(moments_t) == sizeof(int),
                "enum settings are stored as int");
 _Static_assert(GRPO_LOSS_GRPO == 0 && GRPO_LOSS_BNPO == 1 && GRPO_LOSS_DR_GRPO == 2 && GRPO_LOSS_DAPO == 3 &&
                    GRPO_SCALE_GROUP == 0 && GRPO_SCALE_BATCH == 1 && GRPO_SCALE_NONE == 2 && POOL_UNIFORM == 0 &&
                    POOL_USEFUL == 1 && GAME_OFF == 0 && GAME_THREE_STAGE == 1 && POLICY_FP32 == 0 && POLICY_BF16 == 1 &&
-                   RECOMPUTE_AUTO == 0 && RECOMPUTE_ON == 1 && RECOMPUTE_OFF == 2,
+                   RECOMPUTE_AUTO == 0 && RECOMPUTE_ON == 1 && RECOMPUTE_OFF == 2 && MOMENTS_FP32 == 0 &&
+                   MOMENTS_BF16 == 1,
                "the names below are in the enums' order");
 
 static const char *const schedules[] = {"constant", "cosine", NULL};
@@ -55,6 +57,7 @@ static const char *const kl_scopes[] = {"include", "exclude", NULL};
 static const char *const games[] = {"off", "three-stage", NULL};
 static const char *const dtypes[] = {"fp32", "bf16", NULL};
 static const char *const recomputes[] = {"auto", "on", "off", NULL};
+static const char *const moment_dtypes[] = {"fp32", "bf16", NULL};
 
 /* one line per setting, however long its help */
 /* clang-format off */
@@ -102,6 +105,7 @@ static const field_t fields[] = {
     {"scale-rewards", "SAPO_SCALE_REWARDS", E(scale_rewards, scales), "group", "advantage scaling: group, batch or none"},
     {"micro-batch", "SAPO_MICRO_BATCH", I(micro_batch), "16", "sequences per forward/backward pass (bounds memory; under a memory budget, the most the learner takes)"},
     {"recompute", "SAPO_RECOMPUTE", E(recompute, recomputes), "auto", "on: the learner keeps each layer's input alone and runs the layer's forward pass again in the backward pass, so its activations do not grow with the model's depth (the same gradients bit for bit, for about one more forward pass of time; docs/memory.md); off: it keeps every layer's activations; auto: on where the memory budget needs it, else off"},
+    {"moments", "SAPO_MOMENTS", E(moments, moment_dtypes), "fp32", "what the learner keeps AdamW's two moments in: fp32, or bf16 (rounded at random each step, so their small changes are kept on average): the learner's weights, gradients and moments then take 12 bytes a parameter instead of 16; on the CPU only (docs/memory.md)"},
     {"memory", "SAPO_MEMORY", S(memory), "", "the most memory the node's processes may hold together, as 8G, 1500M or bytes (empty: no bound): divided among them by what each needs for its model (bin/learner budget prints the division); the learner then recomputes activations and takes smaller micro-batches, the generators and the evaluator smaller decode batches and no packed copy of the weights, as their shares require; a budget too small for the model is refused at start with the least that would do (docs/memory.md)"},
     {"generators", "SAPO_GENERATORS", I(generators), "1", "generator processes the node runs (scripts/swarm.sh --generators sets it; the memory budget counts them)"},
     {"nice", "SAPO_NICE", I(nice), "10", "how much lower the priority of the learner's and generators' model threads is than the rest of the node (0 to 19): their threads that carry records, and the broker, verifier, sampler and Redis, get a core as soon as a record comes; 0 = the same"},

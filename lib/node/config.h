@@ -27,6 +27,8 @@ typedef enum { POLICY_FP32, POLICY_BF16 } policy_dtype_t;
 typedef enum { GAME_OFF, GAME_THREE_STAGE } game_mode_t;
 /* whether the learner recomputes activations in the backward pass */
 typedef enum { RECOMPUTE_AUTO, RECOMPUTE_ON, RECOMPUTE_OFF } recompute_t;
+/* what the learner keeps AdamW's moments in */
+typedef enum { MOMENTS_FP32, MOMENTS_BF16 } moments_t;
 
 typedef struct {
     char preset[512];           /* a named set of settings, config/presets/NAME.env, or "" */
@@ -70,6 +72,7 @@ typedef struct {
     grpo_scale_t scale_rewards;
     int micro_batch;                       /* sequences per forward/backward pass */
     recompute_t recompute;                 /* activations recomputed in backward: auto (the budget's), on, off */
+    moments_t moments;                     /* AdamW's moments in fp32 or bf16 */
     char memory[32];                       /* the node's memory budget ("8G"; "" = none): config_memory_bytes */
     int generators;                        /* generator processes of the node */
     int nice;                              /* the model threads' nice above the rest of the node */

@@ -3,11 +3,13 @@
  *   m <- lerp(m, g, 1 - beta1);  v <- v beta2 + (1 - beta2) g^2
  *   p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
  * with the scalars in double and the tensors in float, as torch does, so
- * parameters agree to rounding after many steps. */
+ * parameters agree to rounding after many steps. The moments may be kept
+ * in bf16 (adamw_new_bf16), stepped in fp32 and stored rounded at random. */
 #include "train/adamw.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +28,10 @@ typedef struct {
 struct adamw {
     size_t n;
     long step;
-    float *m;          // (n) first moment
-    float *v;          // (n) second moment
+    float *m;          // (n) first moment, or NULL where kept in bf16
+    float *v;          // (n) second moment, the same
+    uint16_t *m16;     // (n) the moments in bf16 (adamw_new_bf16), or NULL
+    uint16_t *v16;     // (n)
     range_t *no_decay; // sorted by offset
     size_t n_no_decay;
     void *holder; /* a device holding the moments (adamw_hold), or NULL */
@@ -53,6 +57,79 @@ adamw_t *adamw_new(size_t n)
         return NULL;
     }
     return self;
+}
+
+adamw_t *adamw_new_bf16(size_t n)
+{
+    adamw_t *self = calloc(1, sizeof *self);
+    if (self) {
+        self->n = n;
+        self->m16 = calloc(n ? n : 1, sizeof(uint16_t));
+        self->v16 = calloc(n ? n : 1, sizeof(uint16_t));
+    }
+    if (!self || !self->m16 || !self->v16) {
+        log_error("adamw: out of memory for the bf16 state of %zu parameters", n);
+        adamw_destroy(&self);
+        return NULL;
+    }
+    return self;
+}
+
+bool adamw_bf16(const adamw_t *self) { return self->m16 != NULL; }
+
+static inline float from_bf16(uint16_t h)
+{
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* to nearest, ties to even (finite x: moments are) */
+static inline uint16_t to_bf16(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+/* Stochastic: up with the chance that x lies between its two bf16
+ * neighbours (r is 16 random bits). bf16 keeps 8 bits of a number, so a
+ * second moment's decay by beta2 = 0.999 a step would round back to the
+ * moment itself every time; rounded at random it decays as it should on
+ * average, each moment with its own draws */
+static inline uint16_t to_bf16_stochastic(float x, uint32_t r)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    return (uint16_t)((b + (r & 0xffffu)) >> 16);
+}
+
+/* 32 random bits for moment which of parameter i at step t: a hash of the
+ * three, so every thread split draws the same */
+static inline uint32_t draw(uint64_t i, uint64_t t, uint64_t which)
+{
+    uint64_t z = i * 0x9E3779B97F4A7C15ull ^ (t * 2 + which) * 0xD1B54A32D192ED03ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+int adamw_to_bf16(adamw_t *self)
+{
+    if (self->m16) return 0;
+    self->m16 = malloc((self->n ? self->n : 1) * sizeof(uint16_t));
+    self->v16 = malloc((self->n ? self->n : 1) * sizeof(uint16_t));
+    if (!self->m16 || !self->v16) {
+        free(self->m16), free(self->v16);
+        self->m16 = self->v16 = NULL;
+        log_error("adamw: out of memory for the bf16 state of %zu parameters", self->n);
+        return -1;
+    }
+    for (size_t i = 0; i < self->n; i++) self->m16[i] = to_bf16(self->m[i]), self->v16[i] = to_bf16(self->v[i]);
+    free(self->m), free(self->v);
+    self->m = self->v = NULL;
+    return 0;
 }
 
 /* the holder, if any, pulled (when pull) and then dropped; 0, or -1 when
@@ -100,6 +177,8 @@ void adamw_destroy(adamw_t **self_p)
     let_go(self, 0);
     free(self->m);
     free(self->v);
+    free(self->m16);
+    free(self->v16);
     free(self->no_decay);
     free(self);
     *self_p = NULL;
@@ -160,6 +239,25 @@ static void update(adamw_t *self, const coef_t *c, float decay, float *params, c
     }
 }
 
+/* update's loop with the moments in bf16: read, stepped in fp32, stored
+ * rounded at random */
+static void update_bf16(adamw_t *self, const coef_t *c, float decay, float *params, const float *grads, size_t lo,
+                        size_t hi)
+{
+    uint16_t *m16 = self->m16, *v16 = self->v16;
+    uint64_t t = (uint64_t)self->step;
+#pragma omp parallel for schedule(static)
+    for (size_t i = lo; i < hi; i++) {
+        float g = grads[i], m = from_bf16(m16[i]), v = from_bf16(v16[i]);
+        m = m + c->w1 * (g - m);
+        v = v * c->beta2 + c->c2 * (g * g);
+        float denom = sqrtf(v) / c->bc2_sqrt + c->eps;
+        params[i] = params[i] * decay + -c->step_size * (m / denom);
+        m16[i] = to_bf16_stochastic(m, draw(i, t, 0));
+        v16[i] = to_bf16_stochastic(v, draw(i, t, 1));
+    }
+}
+
 float *adamw_moment(adamw_t *self, int which) { return which ? self->v : self->m; }
 
 void adamw_set_steps(adamw_t *self, long steps) { self->step = steps; }
@@ -191,13 +289,15 @@ int adamw_step(adamw_t *self, const adamw_params_t *p, float *params, const floa
         .eps = p->eps,
     };
     size_t at = 0;
+    void (*run)(adamw_t *, const coef_t *, float, float *, const float *, size_t, size_t) =
+        self->m16 ? update_bf16 : update;
     for (size_t r = 0; r < self->n_no_decay; r++) {
         const range_t *nd = &self->no_decay[r];
-        update(self, &c, c.decay, params, grads, at, nd->offset);
-        update(self, &c, 1.0f, params, grads, nd->offset, nd->offset + nd->n);
+        run(self, &c, c.decay, params, grads, at, nd->offset);
+        run(self, &c, 1.0f, params, grads, nd->offset, nd->offset + nd->n);
         at = nd->offset + nd->n;
     }
-    update(self, &c, c.decay, params, grads, at, self->n);
+    run(self, &c, c.decay, params, grads, at, self->n);
     return 0;
 }
 
@@ -237,6 +337,20 @@ typedef struct {
     uint64_t n_ranges;
 } header_t;
 
+/* a moment into f as n floats (bf16 ones widened: the file is the same
+ * whatever the state is kept in); whether all were written */
+static bool write_moment(FILE *f, const float *x, const uint16_t *x16, size_t n)
+{
+    if (!x16) return fwrite(x, sizeof(float), n, f) == n;
+    float buf[4096];
+    for (size_t i = 0; i < n; i += 4096) {
+        size_t k = n - i < 4096 ? n - i : 4096;
+        for (size_t j = 0; j < k; j++) buf[j] = from_bf16(x16[i + j]);
+        if (fwrite(buf, sizeof(float), k, f) != k) return false;
+    }
+    return true;
+}
+
 int adamw_save(const adamw_t *self, const char *path)
 {
     /* a holder's moments are the current ones and the file must have
@@ -262,8 +376,7 @@ int adamw_save(const adamw_t *self, const char *path)
     /* fwrite's buffer must not be NULL even for 0 items */
     ok = ok && (self->n_no_decay == 0 ||
                 fwrite(self->no_decay, sizeof *self->no_decay, self->n_no_decay, f) == self->n_no_decay);
-    ok = ok && fwrite(self->m, sizeof(float), self->n, f) == self->n;
-    ok = ok && fwrite(self->v, sizeof(float), self->n, f) == self->n;
+    ok = ok && write_moment(f, self->m, self->m16, self->n) && write_moment(f, self->v, self->v16, self->n);
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int err = errno;
     if (f && fclose(f) != 0 && ok) {

@@ -6,6 +6,7 @@
 #ifndef SAPO_ADAMW_H
 #define SAPO_ADAMW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
@@ -23,6 +24,20 @@ adamw_params_t adamw_params_default(void);
 /* state for n parameters, moments 0, step 0; NULL after one error line
  * when memory runs out */
 adamw_t *adamw_new(size_t n);
+/* the same with the two moments kept in bf16 (4 bytes a parameter, not
+ * 8): each step reads them, steps in fp32 and stores them rounded to
+ * bf16 at random (up with the chance the value lies toward the next bf16
+ * number; a hash of the parameter, the step and the moment draws it), so
+ * that small changes, such as the second moment's decay by beta2, are
+ * kept on average instead of rounded away. On the CPU only: such a state
+ * has no fp32 moments for a device to hold (adamw_moment is NULL). Saved
+ * and loaded as fp32 (adamw_save), the file the same either way. */
+adamw_t *adamw_new_bf16(size_t n);
+bool adamw_bf16(const adamw_t *self);
+/* a state's fp32 moments rounded to bf16 (to nearest) in place, as
+ * adamw_new_bf16 keeps them: for one loaded from a file. 0, or -1 after
+ * an error line (out of memory; the state is as it was) */
+int adamw_to_bf16(adamw_t *self);
 void adamw_destroy(adamw_t **self_p);
 
 size_t adamw_size(const adamw_t *self);
@@ -37,7 +52,8 @@ int adamw_no_decay(adamw_t *self, size_t offset, size_t n);
 
 /* The state itself, for a step taken elsewhere (on a GPU) that keeps this
  * object as its record, the one adamw_save writes: moment 0 (m) or 1 (v),
- * n floats each (while a holder has them, as of its last pull); the step
+ * n floats each (while a holder has them, as of its last pull; NULL for
+ * moments kept in bf16); the step
  * count after such steps; the no-decay ranges as (offset, n) pairs, at
  * most max of them into pairs, their count returned. */
 float *adamw_moment(adamw_t *self, int which);
