@@ -147,7 +147,7 @@ rm -rf "$big" "$tmp/big.bin"
 # keeps free) still carries every part: the plan counts the tree as it is
 grow=$tmp/grow
 mkdir -p "$grow/scripts" "$grow/.gpu"
-cp scripts/model.sh scripts/gpu_kit.sh "$grow/scripts/"
+cp scripts/model.sh scripts/progress.sh scripts/gpu_kit.sh "$grow/scripts/"
 cp "$kit" "$grow/.gpu/"
 printf '/.gpu/\n' > "$grow/.gitignore"
 head -c 1 /dev/zero > "$tmp/big.bin"
