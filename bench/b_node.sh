@@ -3,6 +3,7 @@
 #  - time per round split by stage (generate, verify, train, pool,
 #    transport) for a 2-node swarm (4 local / 4 external), and the share of
 #    transport + serialization + pool in a round (goal <= 1 %);
+#  - every process's peak resident memory in that swarm's first node;
 #  - rounds per second with 1, 2 and 4 generators on one node.
 # Transport is measured per group as the time from the generator's record
 # being built to the sampler receiving it scored, less the verifier's time:
@@ -50,6 +51,9 @@ for name in ("generate", "verify", "train", "pool", "transport"):
     print("bench node_stage_%s: %.4f s/round" % (name, stage(name)))
 share = 100 * (stage("pool") + stage("transport")) / wall
 print("bench node_transport_pool_share: %.3f %% (goal: 1 %%, ratio %.3f)" % (share, share / 1.0))
+# every process's peak resident memory over the run (peak_gb, docs/memory.md)
+for name, gb in sorted(rows[-1].get("peak_gb", {}).items()):
+    print("bench node_peak_tiny_%s: %.4f GB" % (name, gb))
 PY
 
 declare -A rate

@@ -7,7 +7,8 @@
  * kept and then recomputed (and with AdamW's moments in bf16 too),
  * against bench/peer_memory.py's for the same
  * step without and with transformers' gradient checkpointing; the step's
- * speed recomputed against kept (one step each, the optimizer's included);
+ * speed recomputed against kept (the median of 3 steps, the Qwen's one,
+ * the optimizer's included);
  * and a generator's peak over a round's
  * sampling (4 questions x 8 completions), decoding by its packed copy of
  * the weights and without. Each figure comes from a fresh process (this
@@ -15,8 +16,8 @@
  * carries another's memory. SAPO_BENCH_QUICK=1: shorter rows, no Qwen.
  *
  *   bench_memory                                   every row
- *   bench_memory step MODEL B T keep|recompute|recompute-bf16   one step: "peak BYTES" "seconds S"
- *       (recompute-bf16: AdamW's moments in bf16 too)
+ *   bench_memory step MODEL B T keep|recompute|recompute-bf16 REPS   REPS steps: "peak BYTES",
+ *       "seconds S" (their median; recompute-bf16: AdamW's moments in bf16 too)
  *   bench_memory round MODEL Q L P NEW packed|unpacked  one round: "peak BYTES" */
 #include "bench.h"
 #include "model_steps.h"
@@ -42,7 +43,7 @@ static model_t *open_model(const char *what)
 
 /* `step`: one training step of B x T, the optimizer's included (its
  * moments in bf16 where bf16) */
-static int child_step(const char *what, int B, int T, bool recompute, bool bf16)
+static int child_step(const char *what, int B, int T, bool recompute, bool bf16, int reps)
 {
     model_t *m = open_model(what);
     if (!m) return 1;
@@ -51,13 +52,17 @@ static int child_step(const char *what, int B, int T, bool recompute, bool bf16)
     adamw_t *opt = bf16 ? adamw_new_bf16(model_num_params(m)) : adamw_new(model_num_params(m));
     adamw_params_t ap = adamw_params_default();
     float norm;
-    double t0 = bench_now();
-    model_zero_grad(m);
-    if (model_forward(m, b.tokens, b.targets, B, T, 1.0f, b.logp, NULL)) return 1;
-    model_backward(m, b.w);
-    if (model_optimizer_step(m, opt, &ap, 1.0f, &norm)) return 1;
-    double secs = bench_now() - t0;
-    printf("peak %zu\nseconds %.3f\n", peak_rss(), secs);
+    double t[16];
+    if (reps < 1 || reps > 16) reps = 1;
+    for (int r = 0; r < reps; r++) {
+        double t0 = bench_now();
+        model_zero_grad(m);
+        if (model_forward(m, b.tokens, b.targets, B, T, 1.0f, b.logp, NULL)) return 1;
+        model_backward(m, b.w);
+        if (model_optimizer_step(m, opt, &ap, 1.0f, &norm)) return 1;
+        t[r] = bench_now() - t0;
+    }
+    printf("peak %zu\nseconds %.3f\n", peak_rss(), bench_median(t, reps));
     adamw_destroy(&opt);
     batch_free(&b);
     model_destroy(&m);
@@ -110,7 +115,7 @@ static int measure(const char *args, double *peak, double *secs)
 }
 
 /* every row of one model: name (in the rows' names), what (tiny or a path) */
-static void rows_of(const char *name, const char *what, int T, bool quick)
+static void rows_of(const char *name, const char *what, int T, int reps, bool quick)
 {
     int B = 16, threads = omp_get_max_threads();
     char args[PATH_MAX + 256], row[128];
@@ -119,7 +124,7 @@ static void rows_of(const char *name, const char *what, int T, bool quick)
     fflush(stdout);
     static const char *const ways[3] = {"keep", "recompute", "recompute-bf16"};
     for (int r = 0; r < 3; r++) {
-        snprintf(args, sizeof args, "step '%s' %d %d %s", what, B, T, ways[r]);
+        snprintf(args, sizeof args, "step '%s' %d %d %s %d", what, B, T, ways[r], reps);
         if (measure(args, &peak[r], &secs[r]) != 0) {
             printf("bench memory_learner_%s: no figure: the step failed (%s)\n", name, args);
             return;
@@ -166,20 +171,20 @@ static void rows_of(const char *name, const char *what, int T, bool quick)
 
 int main(int argc, char **argv)
 {
-    if (argc == 6 && strcmp(argv[1], "step") == 0)
+    if (argc == 7 && strcmp(argv[1], "step") == 0)
         return child_step(argv[2], atoi(argv[3]), atoi(argv[4]), strncmp(argv[5], "recompute", 9) == 0,
-                          strcmp(argv[5], "recompute-bf16") == 0);
+                          strcmp(argv[5], "recompute-bf16") == 0, atoi(argv[6]));
     if (argc == 8 && strcmp(argv[1], "round") == 0)
         return child_round(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
                            strcmp(argv[7], "packed") == 0);
     if (argc != 1) {
-        fprintf(stderr,
-                "usage: bench_memory [step MODEL B T keep|recompute | round MODEL Q L P NEW packed|unpacked]\n");
+        fprintf(stderr, "usage: bench_memory [step MODEL B T keep|recompute|recompute-bf16 REPS | round MODEL Q L "
+                        "P NEW packed|unpacked]\n");
         return 2;
     }
     bool quick = bench_quick();
     int T = quick ? 128 : 256;
-    rows_of("tiny", "tiny", T, quick);
+    rows_of("tiny", "tiny", T, 3, quick);
     const char *cache = getenv("SAPO_MODEL_CACHE");
     const char *real[][2] = {{"smollm2", "smollm2-135m"}, {"qwen05b", "qwen2.5-coder-0.5b-tied"}};
     for (int i = 0; i < 2; i++) {
@@ -194,7 +199,7 @@ int main(int argc, char **argv)
             bench_skip(i ? "memory_learner_qwen05b_kept" : "memory_learner_smollm2_kept", why);
             continue;
         }
-        rows_of(real[i][0], path, T, quick);
+        rows_of(real[i][0], path, T, i ? 1 : 3, quick);
     }
     return 0;
 }

@@ -19,7 +19,9 @@ bin=${SAPO_BIN:-build/asan/bin}
 . tests/nodes.sh
 need memory broker learner sampler generator verifier redis-server redis-cli foreman python3
 tmp=$(mktemp -d)
+eval_pid=
 cleanup() {
+  [ -n "$eval_pid" ] && kill "$eval_pid" 2> /dev/null
   for r in "$tmp"/run-*; do [ -f "$r/pids" ] && scripts/swarm.sh stop --run "$r" > /dev/null; done
   rm -rf "$tmp"
 }
@@ -97,16 +99,43 @@ import re, sys
 a, b = (float(re.search(r"the learner ([0-9.]+)G", open(f).read()).group(1)) for f in sys.argv[1:])
 assert abs(a - b - 0.54) < 0.015, (a, b)
 EOF'
-env "${smol[@]}" SAPO_MEMORY=$budget SAPO_BIN=bin scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds 1 --run "$tmp/run-smol" --wait > "$tmp/smol.out" 2>&1
-check smollm2_keeps_budget 'python3 - "$tmp/run-smol/n0" "$tmp/plan.out" "$budget" <<'"'"'EOF'"'"'
+# the node with its evaluator (every 2 rounds, 2 questions): between its
+# evaluations of rounds 0 and 2 the evaluator holds no model
+run=$tmp/run-smol
+env "${smol[@]}" SAPO_MEMORY=$budget SAPO_BIN=bin scripts/swarm.sh start --nodes 1 --ij 4/0 --rounds 2 --run "$run" > "$tmp/smol.out" 2>&1
+env "${smol[@]}" SAPO_MEMORY=$budget SAPO_NODE=n0 SAPO_RUN=$run/n0 SAPO_BROKER=$run/n0 SAPO_ROUNDS=2 \
+  bin/evaluate 2 2 > "$tmp/eval.log" 2>&1 &
+eval_pid=$!
+idle=
+for _ in $(seq 1200); do
+  kill -0 "$eval_pid" 2> /dev/null || break
+  n=$([ -f "$run/n0/eval.jsonl" ] && wc -l < "$run/n0/eval.jsonl" || echo 0)
+  # VmRSS, kB, while round 0 is scored and round 2 not yet
+  [ "$n" = 1 ] && idle="$idle $(awk '/^VmRSS/ { print $2 }' "/proc/$eval_pid/status" 2> /dev/null)"
+  sleep 0.5
+done
+wait "$eval_pid"
+scripts/swarm.sh wait --run "$run" --timeout 600 > /dev/null 2>&1
+scripts/swarm.sh stop --run "$run" > /dev/null 2>&1
+check smollm2_evaluator_idle 'python3 - "$run/n0/eval.jsonl" $idle <<'"'"'EOF'"'"'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+idle = [int(k) / 1e6 for k in sys.argv[2:]]
+print("evaluator: rounds %s, peak %.3f GB; idle between them %s GB" % ([d["round"] for d in lines], lines[-1]["peak_gb"],
+      "%.3f to %.3f" % (min(idle), max(idle)) if idle else "not seen"))
+assert [d["round"] for d in lines] == [0, 2] and idle and max(idle) < 0.15 and lines[-1]["peak_gb"] > 0.4
+EOF'
+check smollm2_keeps_budget 'python3 - "$run/n0" "$tmp/plan.out" "$budget" <<'"'"'EOF'"'"'
 import json, re, sys
 run, plan, budget = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3].rstrip("G"))
 share = {"learner": float(re.search(r"the learner ([0-9.]+)G", plan).group(1)),
          "generator": float(re.search(r"generator ([0-9.]+)G each", plan).group(1)),
+         "evaluate": float(re.search(r"the evaluator ([0-9.]+)G", plan).group(1)),
          "small": float(re.search(r"verifier ([0-9.]+)G each", plan).group(1))}
 d = [json.loads(l) for l in open(run + "/metrics.jsonl")][-1]
 peak = d["peak_gb"]
 print("SmolLM2 under %sG: peaks %s, shares %s" % (budget, peak, share))
+assert "evaluate" in peak
 for p, gb in peak.items():
     assert gb <= share.get(p, share["small"]), (p, gb)
 assert sum(peak.values()) <= budget, sum(peak.values())
