@@ -110,8 +110,9 @@ idle=
 for _ in $(seq 1200); do
   kill -0 "$eval_pid" 2> /dev/null || break
   n=$([ -f "$run/n0/eval.jsonl" ] && wc -l < "$run/n0/eval.jsonl" || echo 0)
-  # VmRSS, kB, while round 0 is scored and round 2 not yet
-  [ "$n" = 1 ] && idle="$idle $(awk '/^VmRSS/ { print $2 }' "/proc/$eval_pid/status" 2> /dev/null)"
+  # VmRSS, kB, once round 0 is scored and before the learner has round 2
+  # (whose notice it sends before its metrics line): nothing to evaluate
+  [ "$n" = 1 ] && [ "$(rows run-smol/n0)" -lt 2 ] && idle="$idle $(awk '/^VmRSS/ { print $2 }' "/proc/$eval_pid/status" 2> /dev/null)"
   sleep 0.5
 done
 wait "$eval_pid"
