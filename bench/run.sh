@@ -18,9 +18,10 @@
 #   (20) without a line, one saying what it is at (scripts/progress.sh).
 # - Time limits: the whole run may take SAPO_BENCH_LIMIT seconds (1680;
 #   450 with QUICK=1). Each program may take what is left of it but the
-#   estimates of the programs after it, or, where the run is behind its
-#   estimates, a share of what is left in proportion to its estimate; its
-#   peers (PyTorch, reasoning-gym) what is left of that
+#   estimates of the programs after it; where the run is behind its
+#   estimates, the programs left are capped at one time that fits them in
+#   what is left (the short ones run whole, the long ones are cut). Its
+#   peers (PyTorch, reasoning-gym) may take what is left of its limit
 #   (SAPO_BENCH_DEADLINE, bench.h). A program cut off is a line
 #   "bench PROGRAM: cut off: ..." and the next one runs.
 # - bench/results.json, rewritten after every line that counts: the CPU,
@@ -201,22 +202,40 @@ progress_line() {
   write_results
 }
 
+# the time c at which the programs whose estimates follow $1 (the time
+# left) fit in it, each given the least of a fifth more than its estimate
+# and c
+cap() {
+  local left=$1 n w
+  shift
+  n=$#
+  for w in $(printf '%s\n' "$@" | sort -n); do
+    w=$((w * 6 / 5))
+    [ $((w * n)) -le "$left" ] || break
+    left=$((left - w)) n=$((n - 1))
+  done
+  echo $((n > 0 ? left / n : left))
+}
+
 trap 'progress_stop; write_results "\"interrupted\""; echo "bench: interrupted; what was measured is in $out"; exit 130' INT TERM
 write_results
 failed=0 t_start=$SECONDS
 for i in "${!progs[@]}"; do
   p=${progs[$i]} n=${names[$i]}
-  # what is left of the budget but the estimates of the programs after
-  # this one (a run ahead of its estimates gives its slack to the program
-  # at hand), or where that is less, a share of what is left in
-  # proportion to the estimates (a run behind them squeezes every
-  # program left alike): never past the budget
+  # a run ahead of its estimates gives the program at hand what is left of
+  # the budget but the estimates of the programs after it; a run behind
+  # them caps the programs left at one time, the same for all, that fits
+  # their estimates (and a fifth more) in what is left: the short ones
+  # run whole, the long ones are cut. Never past the budget.
   rest=0
   for e in "${est[@]:$i}"; do rest=$((rest + e)); done
   left=$((budget - (SECONDS - t_start)))
-  limit=$((left - (rest - ${est[$i]})))
-  share=$((left * ${est[$i]} / (rest > 0 ? rest : 1)))
-  [ "$limit" -ge "$share" ] || limit=$share
+  if [ "$rest" -le "$left" ]; then
+    limit=$((left - (rest - ${est[$i]})))
+  else
+    limit=$(cap "$left" "${est[@]:$i}")
+    [ "$limit" -le $((${est[$i]} * 6 / 5)) ] || limit=$((${est[$i]} * 6 / 5))
+  fi
   [ "$limit" -ge 5 ] || limit=5
   echo "[$n] $(progress_elapsed $((SECONDS - t_start))) into the run; at most $(progress_elapsed "$limit")"
   start=$SECONDS peer_cut=0
