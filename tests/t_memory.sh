@@ -124,7 +124,7 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 idle = [int(k) / 1e6 for k in sys.argv[2:]]
 print("evaluator: rounds %s, peak %.3f GB; idle between them %s GB" % ([d["round"] for d in lines], lines[-1]["peak_gb"],
       "%.3f to %.3f" % (min(idle), max(idle)) if idle else "not seen"))
-assert [d["round"] for d in lines] == [0, 2] and idle and max(idle) < 0.15 and lines[-1]["peak_gb"] > 0.4
+assert [d["round"] for d in lines] == [0, 2] and idle and max(idle) < 0.25 and lines[-1]["peak_gb"] > 0.4
 EOF'
 check smollm2_keeps_budget 'python3 - "$run/n0" "$tmp/plan.out" "$budget" <<'"'"'EOF'"'"'
 import json, re, sys
