@@ -16,8 +16,10 @@
 #define SMALL_SHARE ((uint64_t)64 << 20)
 /* a model process's own beside its model and batches: libraries,
  * OpenBLAS's and OpenMP's per-thread buffers, the tokenizer, records and
- * a policy version's files written or read a tensor at a time */
-#define PROCESS_SHARE ((uint64_t)256 << 20)
+ * a policy version's files written or read a piece at a time. SmolLM2's
+ * evaluator held 45 MB beside its weights, its generator about 70, a
+ * training step's process 10 (docs/memory.md) */
+#define PROCESS_SHARE ((uint64_t)128 << 20)
 /* the questions drawn to size the prompts */
 #define PROMPT_DRAWS 64
 /* below this micro-batch the learner's matmuls get small: the generators
