@@ -117,16 +117,25 @@ static inline const char *bench_bf16_missing(void)
                : "needs AVX512-BF16 or AMX (CPU flags avx512_bf16, amx_bf16), which this CPU lacks";
 }
 
-/* Seconds a peer started now may run: until SAPO_BENCH_DEADLINE (the
- * time, in seconds since the epoch, at which bench/run.sh cuts this
- * program off) less `reserve` for the rows that follow it; at least 10.
- * 0 (no limit) when the program runs alone. */
-static inline long bench_peer_limit(long reserve)
+/* Seconds until SAPO_BENCH_DEADLINE (the time, in seconds since the
+ * epoch, at which bench/run.sh cuts this program off), at least 1; 0 when
+ * the program runs alone */
+static inline long bench_time_left(void)
 {
     const char *d = getenv("SAPO_BENCH_DEADLINE");
     if (!d || !*d) return 0;
-    long left = atol(d) - (long)time(NULL) - reserve;
-    return left > 10 ? left : 10;
+    long left = atol(d) - (long)time(NULL);
+    return left > 1 ? left : 1;
+}
+
+/* Seconds a peer started now may run: bench_time_left() less `reserve`
+ * for what the program does after it; at least 10. 0 (no limit) when the
+ * program runs alone. */
+static inline long bench_peer_limit(long reserve)
+{
+    long left = bench_time_left();
+    if (left == 0) return 0;
+    return left - reserve > 10 ? left - reserve : 10;
 }
 
 /* A peer's figures, one a line as it prints them: "NAME VALUE", or "NAME

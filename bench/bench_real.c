@@ -73,34 +73,25 @@ int main(int argc, char **argv)
     printf("fp32 matmuls: %s%s kernels%s, OMP_WAIT_POLICY=%s\n",
            model_f32_own() ? "sapo's AVX-512 kernel, OpenBLAS's " : "OpenBLAS's ", openblas_get_corename(),
            model_f32_own() ? " for the small ones" : "", getenv("OMP_WAIT_POLICY"));
-    printf("real: training steps in fp32 (%d timed)\n", reps);
-    double train = train_step(m, &b, reps), train16 = 0;
-    const char *no_bf16 = bench_use_bf16(m, err, sizeof err);
-    bool bf16 = !no_bf16;
-    if (bf16) {
-        printf("real: training steps in cpu-bf16, kernel %s\n", model_bf16_kernel_name(model_bf16_kernel(NULL)));
-        train16 = train_step(m, &b, reps);
-        if (model_set_backend(m, "cpu", err, sizeof err) != 0) return 1;
-    }
-    printf("real: sampling, a request per prompt, a round in one batch, the round unpacked\n");
-    double gen = generate(m, 1, P, L, NEW, false, reps), genb = generate(m, Q, P, L, NEW, true, reps);
-    /* the decode with the weights where they are, not laid out for the
-     * packed kernel (what a model past model_pack_limit gets); one run:
-     * a row beside the packed one, and make bench's time is short */
-    model_pack_limit(1);
-    double genu = generate(m, Q, P, L, NEW, true, 1);
-    model_pack_limit(0);
+    /* the peer first, with at most half the time left, and then each of
+     * sapo's rows as soon as it is measured: a run cut off keeps those */
+    const char *no_bf16 = bench_bf16_missing();
     printf("real: the peer, PyTorch and transformers\n");
     char args[PATH_MAX + 256];
     snprintf(args, sizeof args,
              "bench/peer_torch.py '%s' --threads %d --batch %d --seq %d --prompts %d --completions %d --prompt-len %d "
              "--new %d --reps %d --bf16 %d",
-             path, threads, B, T, Q, L, P, NEW, quick ? 1 : 3, bf16);
+             path, threads, B, T, Q, L, P, NEW, quick ? 1 : 3, !no_bf16);
     bench_peer_t pr;
-    /* what follows the peer: one thread's gemm, a few seconds */
-    bench_peer_run(args, 30, &pr);
+    bench_peer_run(args, bench_time_left() / 2, &pr);
+    printf("real: training steps in fp32 (%d timed)\n", reps);
+    double train = train_step(m, &b, reps);
     bench_line_peer("train_step_smollm2", B * T / train, "tokens/s", "pytorch eager", &pr, "train", "tokens/s");
-    if (bf16) {
+    if (!no_bf16) no_bf16 = bench_use_bf16(m, err, sizeof err);
+    if (!no_bf16) {
+        printf("real: training steps in cpu-bf16, kernel %s\n", model_bf16_kernel_name(model_bf16_kernel(NULL)));
+        double train16 = train_step(m, &b, reps);
+        if (model_set_backend(m, "cpu", err, sizeof err) != 0) return 1;
         bench_line_peer("train_step_smollm2_bf16", B * T / train16, "tokens/s", "pytorch eager", &pr, "train",
                         "tokens/s");
         bench_line_peer("train_step_smollm2_bf16_both", B * T / train16, "tokens/s", "pytorch eager, bf16 autocast",
@@ -113,10 +104,19 @@ int main(int argc, char **argv)
     gemm_f32_vs_openblas(quick ? 3 : 7, &own, &blas);
     if (own > 0) bench_line("gemm_f32_smollm2_mlp_up", own, "GFLOP/s", "openblas sgemm, one thread", blas, "GFLOP/s");
     else bench_skip("gemm_f32_smollm2_mlp_up", "needs AVX-512 (CPU flag avx512f) for sapo's fp32 kernel");
+    printf("real: sampling, a request per prompt, a round in one batch, the round unpacked\n");
+    double gen = generate(m, 1, P, L, NEW, false, reps);
     bench_line_peer("generate_smollm2", (double)L * NEW / gen, "tokens/s", "transformers generate", &pr, "gen",
                     "tokens/s");
+    double genb = generate(m, Q, P, L, NEW, true, reps);
     bench_line_peer("generate_round_smollm2", (double)Q * L * NEW / genb, "tokens/s", "transformers generate", &pr,
                     "genb", "tokens/s");
+    /* the decode with the weights where they are, not laid out for the
+     * packed kernel (what a model past model_pack_limit gets); one run:
+     * a row beside the packed one, and make bench's time is short */
+    model_pack_limit(1);
+    double genu = generate(m, Q, P, L, NEW, true, 1);
+    model_pack_limit(0);
     bench_line("generate_round_smollm2_unpacked", (double)Q * L * NEW / genu, "tokens/s", "packed, the default",
                (double)Q * L * NEW / genb, "tokens/s");
     batch_free(&b);
