@@ -164,7 +164,7 @@ static int serve(const config_t *cfg, wire_subscriber_t *notices_in, wire_consum
              model_num_params(pol->model));
     pol->cancel = &zsys_interrupted;
     budget_t budget;
-    if (budget_for(cfg, pol, &budget, err, sizeof err) != 0) {
+    if (budget_for(cfg, pol, BUDGET_GENERATOR, &budget, err, sizeof err) != 0) {
         log_error("%s", err);
         policy_destroy(&pol);
         return 1;

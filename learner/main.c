@@ -125,7 +125,8 @@ static int run_mode(const config_t *cfg, int argc, char **argv)
         policy_t *pol = NULL;
         if (policy_start(cfg, path, sizeof path, err, sizeof err) != 0 ||
             !(pol = policy_open(path, cfg->system_prompt, err, sizeof err)) ||
-            policy_place(pol, cfg, false, err, sizeof err) != 0 || budget_for(cfg, pol, &b, err, sizeof err) != 0) {
+            policy_place(pol, cfg, false, err, sizeof err) != 0 ||
+            budget_for(cfg, pol, BUDGET_LEARNER, &b, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             policy_destroy(&pol);
             return 1;
@@ -182,7 +183,7 @@ static void open_model(learner_t *l)
         (l->ref && policy_place(l->ref, cfg, true, err, sizeof err) != 0))
         log_fatal("%s", err);
     budget_t budget;
-    if (budget_for(cfg, l->pol, &budget, err, sizeof err) != 0) log_fatal("%s", err);
+    if (budget_for(cfg, l->pol, BUDGET_LEARNER, &budget, err, sizeof err) != 0) log_fatal("%s", err);
     if (l->ref) model_set_recompute(l->ref->model, true); /* no backward pass: one layer's activations do */
     char line[1024];
     budget_describe(&budget, cfg, line, sizeof line);

@@ -88,7 +88,7 @@ make -s --no-print-directory MODE=release programs > "$tmp/make.out" 2>&1 || { c
 # the preset's prompt and task; few, short completions
 smol=(SAPO_PRESET=smollm2-135m SAPO_FORMAT_STEPS=0 SAPO_MODEL=smollm2-135m SAPO_MAX_NEW_TOKENS=32 SAPO_COMPLETIONS=4
       SAPO_QUESTIONS=4 SAPO_MICRO_BATCH=16 SAPO_GENERATE_BATCH=4)
-budget=4.8G
+budget=4.4G
 env "${smol[@]}" SAPO_MEMORY=$budget bin/learner budget > "$tmp/plan.out" 2>&1
 check smollm2_plan 'grep -q "activations recomputed" "$tmp/plan.out" && grep -q "weights unpacked" "$tmp/plan.out" || { cat "$tmp/plan.out"; false; }'
 # AdamW's moments in bf16 take 4 bytes a parameter less: 0.54 GB of SmolLM2's learner

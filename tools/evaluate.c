@@ -319,7 +319,7 @@ static char *evaluate(policy_t *pol, judge_t *jd, FILE *out, const config_t *cfg
 {
     budget_t budget;
     char err[1024];
-    if (budget_for(cfg, pol, &budget, err, sizeof err) != 0) log_fatal("%s", err);
+    if (budget_for(cfg, pol, BUDGET_EVALUATOR, &budget, err, sizeof err) != 0) log_fatal("%s", err);
     scoring_t sc = {.jd = jd, .out = out, .round = round, .version = version, .batch = budget.heldout_batch};
     int64_t t0 = zclock_mono();
     model_gen_params_t gp = {.max_new = cfg->max_new_tokens, .sample = {0, 0, 1}, .seed = 0};

@@ -23,7 +23,7 @@
 /* the questions drawn to size the prompts */
 #define PROMPT_DRAWS 64
 /* below this micro-batch the learner's matmuls get small: the generators
- * give up their packed copy and batch first */
+ * give up their packed copy and batch first (ways) */
 #define MICRO_FLOOR 4
 
 int budget_prompt_tokens(const config_t *cfg, const policy_t *pol, char *err, size_t errlen)
@@ -101,48 +101,56 @@ static uint64_t learner_batch(const config_t *cfg, model_t *m, int mb, const bud
     return worst;
 }
 
-/* a way to run the generators: packed or not, a batch */
+/* one way to run the node: what each process may give up */
 typedef struct {
-    bool packed;
-    int batch;
-} decode_way_t;
+    bool recompute;  /* the learner's activations */
+    int micro_batch; /* the learner's */
+    bool packed;     /* the generators decode by a packed copy */
+    int batch;       /* questions a generator samples at once */
+    int heldout;     /* questions the evaluator samples at once */
+} way_t;
 
-/* a way to run the learner */
-typedef struct {
-    bool recompute;
-    int micro_batch;
-} learn_way_t;
-
-/* the plan for one pair of ways into b; whether it fits the budget */
-static bool try_ways(const config_t *cfg, model_t *m, decode_way_t d, learn_way_t l, budget_t *b)
+/* the plan of way w into b; whether it fits the budget. The evaluator
+ * never packs under a budget: it evaluates now and then, and its speed
+ * matters least */
+static bool try_way(const config_t *cfg, model_t *m, way_t w, budget_t *b)
 {
     int L = cfg->completions, P = b->prompt_tokens, M = cfg->max_new_tokens;
-    b->packed = d.packed;
-    b->generate_batch = d.batch;
-    /* the evaluator's greedy answers, one a question: as many sequences
-     * as a generator's batch, up to its usual batch */
-    b->heldout_batch = d.batch * L < HELDOUT_BATCH ? d.batch * L : HELDOUT_BATCH;
-    b->recompute = l.recompute;
-    b->micro_batch = l.micro_batch;
+    b->recompute = w.recompute;
+    b->micro_batch = w.micro_batch;
+    b->packed = w.packed;
+    b->generate_batch = w.batch;
+    b->heldout_batch = w.heldout;
     b->small = SMALL_SHARE;
-    b->generator = decoder_need(m, d.batch, L, P, M, d.packed);
-    b->evaluator = decoder_need(m, b->heldout_batch, 1, P, M, d.packed);
+    b->generator = decoder_need(m, w.batch, L, P, M, w.packed);
+    b->evaluator = decoder_need(m, w.heldout, 1, P, M, w.packed && !b->total);
     b->learner_fixed = learner_fixed(cfg, m);
-    b->learner = b->learner_fixed + learner_batch(cfg, m, l.micro_batch, b, l.recompute);
+    b->learner = b->learner_fixed + learner_batch(cfg, m, w.micro_batch, b, w.recompute);
     uint64_t sum = 3 * b->small + (uint64_t)cfg->generators * b->generator + b->evaluator + b->learner;
     return sum <= b->total;
 }
 
-/* the learner's ways in the order tried: kept then recomputed (as the
- * recompute setting allows) at the configured micro-batch, then smaller
- * micro-batches recomputed; n of them into w */
-static int learn_ways(const config_t *cfg, learn_way_t *w)
+/* The ways tried, into w (room for cfg's micro-batch, generate batch and
+ * a few more), each giving up one more thing than the one before, in
+ * this order: the learner's kept activations (as the recompute setting
+ * allows), the evaluator's batch, the learner's micro-batch down to
+ * MICRO_FLOOR, the generators' packed copy, their batch, then the
+ * learner's micro-batch below the floor. The first is what runs without
+ * a budget; the last the least a node can run at. Their number. */
+static int ways(const config_t *cfg, way_t *w)
 {
-    int n = 0;
-    if (cfg->recompute != RECOMPUTE_ON) w[n++] = (learn_way_t){false, cfg->micro_batch};
-    bool can = cfg->recompute != RECOMPUTE_OFF;
-    for (int mb = cfg->micro_batch; mb >= 1; mb--)
-        if (can || mb < cfg->micro_batch) w[n++] = (learn_way_t){can, mb};
+    int n = 0, floor = cfg->micro_batch < MICRO_FLOOR ? cfg->micro_batch : MICRO_FLOOR;
+    way_t s = {cfg->recompute == RECOMPUTE_ON, cfg->micro_batch, true, cfg->generate_batch, HELDOUT_BATCH};
+    w[n++] = s;
+    if (cfg->recompute == RECOMPUTE_AUTO) s.recompute = true, w[n++] = s;
+    for (s.heldout = HELDOUT_BATCH / 2; s.heldout >= 1; s.heldout /= 2) w[n++] = s;
+    s.heldout = 1;
+    for (s.micro_batch = cfg->micro_batch - 1; s.micro_batch >= floor; s.micro_batch--) w[n++] = s;
+    s.micro_batch = floor;
+    s.packed = false, w[n++] = s;
+    for (s.batch = cfg->generate_batch - 1; s.batch >= 1; s.batch--) w[n++] = s;
+    s.batch = 1;
+    for (s.micro_batch = floor - 1; s.micro_batch >= 1; s.micro_batch--) w[n++] = s;
     return n;
 }
 
@@ -160,66 +168,42 @@ int budget_plan(const config_t *cfg, policy_t *pol, int prompt_tokens, budget_t 
                          ? prompt_tokens * L
                          : prompt_tokens + 2 * cfg->max_new_tokens * L;
     b->longest_row = row > packed_row || !cfg->shared_prompt ? row : packed_row;
-    learn_way_t *lw = malloc(sizeof *lw * (size_t)(2 * cfg->micro_batch + 1));
-    if (!lw) {
+    way_t *w = malloc(sizeof *w * (size_t)(cfg->micro_batch + cfg->generate_batch + 16));
+    if (!w) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int nl = learn_ways(cfg, lw);
+    int n = ways(cfg, w), rc = -1;
     if (b->total == 0) {
-        try_ways(cfg, m, (decode_way_t){true, cfg->generate_batch}, lw[0], b);
-        b->heldout_batch = HELDOUT_BATCH;
-        free(lw);
+        try_way(cfg, m, w[0], b);
+        free(w);
         return 0;
     }
-    /* the generators' ways: packed at the configured batch, unpacked,
-     * then smaller batches */
-    int nd = 0;
-    decode_way_t *dw = malloc(sizeof *dw * (size_t)(cfg->generate_batch + 1));
-    if (!dw) {
-        free(lw);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    dw[nd++] = (decode_way_t){true, cfg->generate_batch};
-    for (int q = cfg->generate_batch; q >= 1; q--) dw[nd++] = (decode_way_t){false, q};
-    /* the learner's micro-batches down to MICRO_FLOOR first, whatever the
-     * generators' way; then the rest */
-    int rc = -1;
-    for (int pass = 0; pass < 2 && rc; pass++)
-        for (int d = 0; d < nd && rc; d++)
-            for (int l = 0; l < nl && rc; l++) {
-                bool above = lw[l].micro_batch >= MICRO_FLOOR || lw[l].micro_batch == cfg->micro_batch;
-                if (above == (pass == 0) && try_ways(cfg, m, dw[d], lw[l], b)) rc = 0;
-            }
+    for (int k = 0; k < n && rc; k++)
+        if (try_way(cfg, m, w[k], b)) rc = 0;
     if (rc) {
-        /* the least: the last ways tried */
-        uint64_t total = b->total;
-        b->total = UINT64_MAX;
-        try_ways(cfg, m, dw[nd - 1], lw[nl - 1], b);
+        /* try_way left the last way's plan, the least: what it needs */
         uint64_t least = 3 * b->small + (uint64_t)cfg->generators * b->generator + b->evaluator + b->learner;
         snprintf(err, errlen,
                  "memory (SAPO_MEMORY) %s is too small for %s (%zu parameters): this node needs at least "
                  "%.2fG (the learner %.2fG at micro-batch %d%s, %d generator%s %.2fG each and the evaluator %.2fG "
-                 "decoding %d and %d question%s at a time unpacked, the broker, sampler and verifier %.2fG)",
+                 "sampling %d and %d question%s at a time unpacked, the broker, sampler and verifier %.2fG)",
                  cfg->memory, pol->name, model_num_params(m), ceil(least / 1e7) / 100, b->learner / 1e9, b->micro_batch,
                  b->recompute ? " with recompute" : "", cfg->generators, cfg->generators == 1 ? "" : "s",
                  b->generator / 1e9, b->evaluator / 1e9, b->generate_batch, b->heldout_batch,
                  b->heldout_batch == 1 ? "" : "s", 3 * b->small / 1e9);
-        b->total = total;
     }
-    free(dw);
-    free(lw);
+    free(w);
     return rc;
 }
 
-int budget_for(const config_t *cfg, policy_t *pol, budget_t *b, char *err, size_t errlen)
+int budget_for(const config_t *cfg, policy_t *pol, budget_role_t role, budget_t *b, char *err, size_t errlen)
 {
     /* without a budget nothing is sized: no prompts to measure */
     int P = config_memory_bytes(cfg) ? budget_prompt_tokens(cfg, pol, err, errlen) : 0;
     if (P < 0 || budget_plan(cfg, pol, P, b, err, errlen) != 0) return -1;
-    model_set_recompute(pol->model, b->recompute);
-    if (!b->packed) model_pack_limit(1);
+    model_set_recompute(pol->model, role == BUDGET_LEARNER && b->recompute);
+    if (b->total && (!b->packed || role == BUDGET_EVALUATOR)) model_pack_limit(1);
     return 0;
 }
 

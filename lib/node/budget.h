@@ -38,7 +38,7 @@ typedef struct {
     int longest_row;        /* positions of the longest row a training batch can hold */
     int generate_batch;     /* questions a generator samples at once */
     int heldout_batch;      /* questions the evaluator samples at once */
-    bool packed;            /* generators and the evaluator decode by a packed copy of the weights */
+    bool packed;            /* generators decode by a packed copy (the evaluator too, without a budget) */
     bool recompute;         /* the learner recomputes activations in backward */
     int micro_batch;        /* the learner's sequences per forward and backward pass */
 } budget_t;
@@ -56,11 +56,15 @@ int budget_prompt_tokens(const config_t *cfg, const policy_t *pol, char *err, si
  * packing, and recompute where the recompute setting is on. */
 int budget_plan(const config_t *cfg, policy_t *pol, int prompt_tokens, budget_t *b, char *err, size_t errlen);
 
+/* the process a plan is applied to */
+typedef enum { BUDGET_LEARNER, BUDGET_GENERATOR, BUDGET_EVALUATOR } budget_role_t;
+
 /* budget_prompt_tokens and budget_plan for a process's policy, and what
- * the plan says of its model applied to it: its recompute setting, and
- * no packed copy of the weights where the plan has none (model_pack_limit,
+ * the plan says of its model applied to it: the learner's recompute
+ * setting, and no packed copy of the weights for a generator where the
+ * plan has none and for the evaluator under any budget (model_pack_limit,
  * for this process). 0, or -1 with err. */
-int budget_for(const config_t *cfg, policy_t *pol, budget_t *b, char *err, size_t errlen);
+int budget_for(const config_t *cfg, policy_t *pol, budget_role_t role, budget_t *b, char *err, size_t errlen);
 
 /* The plan as one line: the budget, each process's share and what each
  * takes (for the log and bin/learner budget) */
