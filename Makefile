@@ -49,7 +49,7 @@ CPPFLAGS := -D_GNU_SOURCE -Ilib -Ischemas -I$(B)/gen -MMD -MP
 # -fno-math-errno: sqrtf and the like need no errno path, so numeric loops vectorise
 CFLAGS := -std=c11 -Wall -Wextra -fopenmp -fno-math-errno $(OPT)
 CXXFLAGS := -std=c++17 -Wall -Wextra $(OPT)
-LDLIBS := -lczmq -lzmq -lhiredis -lcjson -lopenblas -lpcre2-8 -lutf8proc -lsodium -lflatbuffers -lstdc++ -lm -lpthread
+LDLIBS := -lczmq -lzmq -lhiredis -lcjson -lprotobuf-c -lopenblas -lpcre2-8 -lutf8proc -lsodium -lflatbuffers -lstdc++ -lm -lpthread
 LDFLAGS := -fopenmp $(OPT)
 ifeq ($(HAVE_CURAND),1)
   CPPFLAGS += -DSAPO_HAVE_CURAND -I$(CUDA_HOME)/include
@@ -70,10 +70,14 @@ ifneq ($(LIB_CU),)
   LDLIBS += -lcudart -ldl
 endif
 SCHEMA_FBS := $(wildcard schemas/*.fbs)
+# protocol buffers (TensorBoard's event records, lib/tb/), compiled by protoc-c
+PROTO := $(wildcard $(LIBDIRS:%=%/*.proto))
+PROTO_C := $(PROTO:lib/%.proto=$(B)/gen/%.pb-c.c)
 SCHEMA_CC := $(if $(NO_SCHEMAS),,$(wildcard schemas/*.cc))
-LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o) $(LIB_CU:%.cu=$(B)/%.cu.o)
+LIB_OBJ := $(LIB_C:%.c=$(B)/%.o) $(SCHEMA_CC:%.cc=$(B)/%.o) $(LIB_CU:%.cu=$(B)/%.cu.o) $(PROTO_C:%.c=%.o)
 GEN_H := $(if $(NO_SCHEMAS),,$(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_generated.h) \
-                                $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_fbs.inc)) $(B)/gen/pool_lua.inc
+                                $(SCHEMA_FBS:schemas/%.fbs=$(B)/gen/%_fbs.inc)) $(B)/gen/pool_lua.inc \
+         $(PROTO_C:%.c=%.h)
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 TESTS := $(patsubst tests/%.c,%,$(wildcard tests/test_*.c))
 BENCHES := $(patsubst bench/%.c,%,$(wildcard bench/bench_*.c))
@@ -108,10 +112,17 @@ $(B)/gen/pool_lua.inc: lib/pool/pool.lua
 	@mkdir -p $(@D)
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: lib/%.proto
+	@mkdir -p $(@D)
+	protoc-c -Ilib --c_out=$(B)/gen $<
+
+$(B)/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
 # generated files are named only in pattern rules; keep them between builds
 # (an empty .SECONDARY would mean every target)
 ifneq ($(GEN_H),)
-.SECONDARY: $(GEN_H)
+.SECONDARY: $(GEN_H) $(PROTO_C)
 endif
 
 $(B)/%.o: %.c | $(GEN_H)

@@ -61,7 +61,7 @@ table() {
     bench_pool) echo "15 15 pool draw latency at 10^4 and 10^6 entries, against Redis PING" ;;
     bench_real) echo "480 150 SmolLM2-135M: training steps in fp32 and cpu-bf16 and sampling, against PyTorch and transformers" ;;
     bench_records) echo "10 5 group records, FlatBuffers against cJSON; signing" ;;
-    bench_round) echo "30 15 the default round's sampling and training, against the way before issue 18" ;;
+    bench_round) echo "30 15 the default round's sampling and training, against the way before issue 18; its TensorBoard event's cost" ;;
     bench_tasks) echo "70 35 questions made and answers scored per family, against reasoning-gym" ;;
     bench_tokenizer) echo "5 5 the tokenizer's encode and decode" ;;
     bench_train) echo "5 5 random numbers, token draws, the GRPO loss, AdamW" ;;

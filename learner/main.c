@@ -4,6 +4,8 @@
  * generators; checkpoints every N rounds and resumes from the last one,
  * training again the batches applied after it (the broker keeps a batch
  * until a checkpoint holds its step).
+ * Each round's metrics are a line of <run>/metrics.jsonl and, by the
+ * tensorboard setting, an event of its TensorBoard file in <run>/tb/.
  * Consumes the batches stream, publishes the notices stream.
  * `learner warmstart` makes the base model RL starts from (the tiny one
  * trained from nothing, or a chat model's format warm start), `learner
@@ -22,6 +24,7 @@
 #include "train.h"
 #include "node/metrics.h"
 #include "node/policy.h"
+#include "node/tensorboard.h"
 #include "records.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -94,6 +97,7 @@ typedef struct {
     held_t held;
     int hold; /* batches held until a checkpoint; 0: each acked at once */
     FILE *metrics;
+    tb_t *tb;                        /* the same lines as TensorBoard events, or NULL */
     uint64_t logged, logged_version; /* the last round in metrics.jsonl */
 } learner_t;
 
@@ -226,6 +230,10 @@ static void open_streams(learner_t *l)
                  (unsigned long long)l->st.round + 1, (unsigned long long)l->logged);
     l->metrics = fopen(path, "a");
     if (!l->metrics) log_fatal("%s: cannot append", path);
+    l->tb = tensorboard_open(cfg, "learner");
+    char start[PATH_MAX];
+    if (policy_start(cfg, start, sizeof start, err, sizeof err) != 0) log_fatal("%s", err);
+    tensorboard_manifest(&l->tb, cfg, l->pol->name, start, l->st.round);
 }
 
 /* appends the round's metrics line; `before` is the state the step was
@@ -250,6 +258,7 @@ static void log_metrics(learner_t *l, const rec_batch_view_t *b, const train_sta
     char *line = metrics_line(&round, b, ts);
     fprintf(l->metrics, "%s\n", line);
     fflush(l->metrics);
+    tensorboard_line(&l->tb, line, NULL, metrics_tb_group);
     free(line);
     l->logged = l->st.round;
     l->logged_version = l->st.policy_version;
@@ -334,6 +343,7 @@ static void shut_down(learner_t *l)
     log_info("stopping at round %llu", (unsigned long long)l->st.round);
     free(l->held.id);
     fclose(l->metrics);
+    tb_close(&l->tb);
     wire_consumer_destroy(&l->batches);
     wire_publisher_destroy(&l->pub);
     train_destroy(&l->train);

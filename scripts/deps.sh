@@ -6,7 +6,8 @@
 set -eu
 need=(build-essential pkg-config libzmq3-dev libczmq-dev flatbuffers-compiler
       libflatbuffers-dev libhiredis-dev redis-server libopenblas-dev libcjson-dev
-      libpcre2-dev libutf8proc-dev libsodium-dev gnuplot-nox ruby-foreman
+      libpcre2-dev libutf8proc-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
+      gnuplot-nox ruby-foreman
       clang-format python3-pip xz-utils)
 missing=()
 for p in "${need[@]}"; do

@@ -192,7 +192,8 @@ static void check_step_metrics(const cJSON *j)
 }
 
 /* the diagnostics of the batch above */
-static void test_diagnostics(void)
+/* the line of the batch above, built and read as the learner reads it */
+static char *diagnostics(void)
 {
     size_t len;
     uint8_t *buf = diagnostics_batch(&len);
@@ -200,6 +201,13 @@ static void test_diagnostics(void)
     char err[128];
     EXPECT(rec_batch_view(buf, len, &v, err, sizeof err) == 0);
     char *line = diagnostics_line(&v);
+    rec_free(buf);
+    return line;
+}
+
+static void test_diagnostics(void)
+{
+    char *line = diagnostics();
     cJSON *j = cJSON_Parse(line);
     EXPECT(j != NULL);
     EXPECT(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model")), "bytes-4L-256C-v264"));
@@ -208,7 +216,6 @@ static void test_diagnostics(void)
     check_step_metrics(j);
     cJSON_Delete(j);
     free(line);
-    rec_free(buf);
 }
 
 /* the line of a round whose batch holds no group, only the sampler's
@@ -242,6 +249,36 @@ static void test_round_gaps(void)
     round.rounds_lost = round.rounds_skipped = 0;
     line = empty_batch_line(&round, "{}");
     EXPECTF(!strstr(line, "_lost") && !strstr(line, "rounds_skipped"), "%s", line);
+    free(line);
+}
+
+/* every top-level number of a line but the round and the time has its
+ * TensorBoard group (metrics_tb_group): a field added to the line without
+ * one fails here */
+static void expect_grouped(const char *line)
+{
+    cJSON *j = cJSON_Parse(line);
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next)
+        if (cJSON_IsNumber(c) && strcmp(c->string, "round") && strcmp(c->string, "time"))
+            EXPECTF(metrics_tb_group(c->string) != NULL, "%s has no TensorBoard group", c->string);
+    EXPECT(j && !metrics_tb_group("round") && !metrics_tb_group("local") && !strcmp(metrics_tb_group("loss"), "train"));
+    cJSON_Delete(j);
+}
+
+static void test_tb_groups(void)
+{
+    char *line = diagnostics();
+    expect_grouped(line);
+    free(line);
+    metrics_round_t round = {.node = "n0",
+                             .model = "m",
+                             .model_name = "m",
+                             .policy_version = 4,
+                             .rounds_lost = 2,
+                             .versions_lost = 2,
+                             .rounds_skipped = 1};
+    line = empty_batch_line(&round, "{}");
+    expect_grouped(line);
     free(line);
 }
 
@@ -490,6 +527,7 @@ int main(void)
 {
     RUN_TEST(test_diagnostics);
     RUN_TEST(test_round_gaps);
+    RUN_TEST(test_tb_groups);
     RUN_TEST(test_sampler_counters);
     RUN_TEST(test_game_counters);
     RUN_TEST(test_reward_floor);

@@ -1,8 +1,10 @@
 /* evaluate: a node's judge. Follows the learner's policy notices and every
  * EVERY rounds scores the policy's greedy answer (pass@1) on held-out
  * questions of every family in the node's task mix, one JSON line per
- * evaluation appended to <run>/eval.jsonl; the last round (--rounds) is
- * always scored, then it exits. Subscribes to the node's policy stream.
+ * evaluation appended to <run>/eval.jsonl (and, by the tensorboard
+ * setting, as an event to its TensorBoard file in <run>/tb/, its values
+ * tagged heldout/...); the last round (--rounds) is always scored, then it
+ * exits. Subscribes to the node's policy stream.
  *
  *   evaluate [--SETTING VALUE]... [EVERY [PER_FAMILY [SAMPLES]]]   (defaults 10, 16, 0)
  *   evaluate [--SETTING VALUE]... once [PER_FAMILY [SAMPLES]]
@@ -46,6 +48,7 @@
 #include "node/config.h"
 #include "node/heldout.h"
 #include "node/policy.h"
+#include "node/tensorboard.h"
 #include "tasks/fam_game.h"
 #include "records.h"
 #include "tasks/task.h"
@@ -421,6 +424,7 @@ int main(int argc, char **argv)
     FILE *out = fopen(path, "a");
     if (!out) log_fatal("%s: cannot append", path);
     log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
+    tb_t *tb = tensorboard_open(&cfg, "evaluate");
 
     fseek(out, 0, SEEK_END);
     judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .from_zero = ftell(out) == 0};
@@ -442,6 +446,7 @@ int main(int argc, char **argv)
         }
         fprintf(out, "%s\n", line);
         fflush(out);
+        tensorboard_line(&tb, line, "heldout", NULL);
         free(line);
         policy_destroy(&pol);
         mem_release();
@@ -450,6 +455,7 @@ int main(int argc, char **argv)
     }
     log_info("stopping after round %llu", (unsigned long long)done);
     fclose(out);
+    tb_close(&tb);
     if (completions) fclose(completions);
     policy_destroy(&pol);
     policy_destroy(&jd.due);

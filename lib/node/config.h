@@ -102,6 +102,7 @@ typedef struct {
     int warmstart_optimizer;               /* 1: RL starts from the warm start's AdamW state */
     char warmstart_shape[512];             /* "tiny" or a config.json: the shape learner warmstart trains */
     int progress_seconds;                  /* a long step's longest silence: a progress line at least this often */
+    int tensorboard;                       /* 1: the learner and the evaluator also write TensorBoard event files */
     float reward_floor;                    /* scores below it count 0 */
     float format_reward;                   /* added for an answer in the answer tags */
     int mask_truncated;                    /* 1: truncated completions out of the loss */

@@ -344,3 +344,42 @@ char *metrics_game_json(const metrics_game_t *g)
     cJSON_AddNumberToObject(secs, "pool", rounded(g->pool_seconds, 1e4));
     return print_and_delete(j);
 }
+
+const char *metrics_tb_group(const char *field)
+{
+    static const char *const groups[][2] = {
+        {"reward_mean", "reward"},
+        {"reward_external", "reward"},
+        {"batch_reward", "reward"},
+        {"completion_length", "completions"},
+        {"completion_length_max", "completions"},
+        {"truncated_share", "completions"},
+        {"format_share", "completions"},
+        {"entropy", "completions"},
+        {"local_groups", "groups"},
+        {"external_groups", "groups"},
+        {"skipped_groups", "groups"},
+        {"packed_groups", "groups"},
+        {"external_logprobs", "groups"},
+        {"masked_truncated", "groups"},
+        {"policy_version", "train"},
+        {"loss", "train"},
+        {"grad_norm", "train"},
+        {"tokens", "train"},
+        {"lr", "train"},
+        {"positions", "train"},
+        {"clip_region", "train"},
+        {"clip_low", "train"},
+        {"clip_high", "train"},
+        {"ratio", "train"},
+        {"ratio_min", "train"},
+        {"ratio_max", "train"},
+        {"kl", "train"},
+        {"rounds_lost", "lost"},
+        {"versions_lost", "lost"},
+        {"rounds_skipped", "lost"},
+    };
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (strcmp(field, groups[i][0]) == 0) return groups[i][1];
+    return NULL;
+}

@@ -94,6 +94,15 @@ typedef struct {
 /* The round's line: malloc'ed JSON text without a newline. */
 char *metrics_line(const metrics_round_t *info, const rec_batch_view_t *batch, const train_stats_t *st);
 
+/* The group a top-level number of the line is shown under in TensorBoard
+ * (tb/tb.h: tb_group_fn), so that its dashboard keeps like with like:
+ * "reward" (reward_mean, reward_external, batch_reward), "completions"
+ * (what the own completions look like), "groups" (the batch's groups by
+ * kind), "train" (the step), "lost" (rounds_lost and its kin); NULL for a
+ * name that is not a top-level number of the line. Objects keep their own
+ * name as their group ("local/zero_adv_share", "peak_gb/learner"). */
+const char *metrics_tb_group(const char *field);
+
 /* The sampler's counters, which its batch carries (stats_json) and the
  * learner writes under "sampler" ("seconds" joins the line's own): since
  * the sampler started, but the scored reward and the seconds, which are
