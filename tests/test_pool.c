@@ -482,6 +482,25 @@ static void test_draw_summary(void)
                 strcmp(r->element[1]->str, "a") == 0 && r->element[2]->integer == 4 && r->element[3]->integer == 9,
             "sapo_fresh without nodes answered %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "another list");
     freeReplyObject(r);
+    /* a node of a sapo from before every key was declared names the
+     * node's base alone: on one Redis its calls run as before */
+    r = redisCommand(c, "FCALL_RO sapo_range 1 t%d:n:a: 1000 2 0", swarm_no);
+    EXPECTF(r && r->type == REDIS_REPLY_ARRAY && r->elements == 4 && r->element[1]->integer == 4 &&
+                r->element[2]->integer == 9,
+            "sapo_range of one key answered %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "another list");
+    freeReplyObject(r);
+    r = redisCommand(c, "FCALL sapo_publish_node 1 t%d:n:old: t%d:max_per_node 1000 0 0 1 rec", swarm_no, swarm_no);
+    EXPECTF(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1, "sapo_publish_node of one key answered %s",
+            r && r->type == REDIS_REPLY_ERROR ? r->str : "another reply");
+    freeReplyObject(r);
+    /* keys that are not one node's five, in their order, are refused */
+    r = redisCommand(c,
+                     "FCALL sapo_publish_node 5 t%d:n:old:hi t%d:n:a:lo t%d:n:old:e t%d:n:old:m t%d:n:old:s "
+                     "0 1000 0 0 1 rec",
+                     swarm_no, swarm_no, swarm_no, swarm_no, swarm_no);
+    EXPECTF(r && r->type == REDIS_REPLY_ERROR && strstr(r->str, "keys must be a node's"),
+            "another node's key among five: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "accepted");
+    freeReplyObject(r);
     /* each summary as SET's value (one argument), or none */
     const char *states[] = {lua_form, NULL, "junk", "9 4 1 1 1"};
     for (int k = 0; k < 4; k++) {

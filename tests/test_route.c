@@ -158,6 +158,38 @@ static int master_of(route_t *r, const char *key)
     return -1;
 }
 
+/* The slot of key (set to value first) half moved, as redis-cli
+ * --cluster reshard moves it: IMPORTING at another master, MIGRATING at
+ * its own, and key MIGRATEd: the two masters' ports into src and dst, the
+ * target's id into dst_id */
+static void half_move(route_t *r, const char *key, const char *value, int *src, int *dst, char dst_id[64])
+{
+    char err[256], cmd[256], src_id[64], got[64];
+    int slot = route_slot(key, strlen(key));
+    redisReply *s = run(r, key, "SET", key, value);
+    if (s) freeReplyObject(s);
+    *src = master_of(r, key), *dst = -1;
+    for (int i = 0; i < route_masters(r, err, sizeof err); i++)
+        if (route_master_port(r, i) != *src) *dst = route_master_port(r, i);
+    EXPECT(direct(*src, "CLUSTER MYID", src_id, sizeof src_id) == 0 && direct(*dst, "CLUSTER MYID", dst_id, 64) == 0);
+    snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id);
+    EXPECT(direct(*dst, cmd, got, sizeof got) == 0);
+    snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id);
+    EXPECT(direct(*src, cmd, got, sizeof got) == 0);
+    snprintf(cmd, sizeof cmd, "MIGRATE 127.0.0.1 %d %s 0 5000", *dst, key);
+    EXPECT(direct(*src, cmd, got, sizeof got) == 0);
+}
+
+/* the move of key's slot finished on every master */
+static void move_done(route_t *r, const char *key, const char *dst_id)
+{
+    char err[256], cmd[256], got[64];
+    for (int i = 0; i < route_masters(r, err, sizeof err); i++) {
+        snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d NODE %s", route_slot(key, strlen(key)), dst_id);
+        direct(route_master_port(r, i), cmd, got, sizeof got);
+    }
+}
+
 /* After a reshard the map is stale: MOVED replies are followed and the
  * map read again; during a slot's migration, ASK is followed once */
 static void test_redirections(void)
@@ -182,45 +214,104 @@ static void test_redirections(void)
              "--cluster-yes > %s/reshard.log 2>&1",
              from, from_id, to_id, dir);
     EXPECTF(system(cmd) == 0, "reshard failed: see %s/reshard.log", dir);
+    /* one pipeline over every key: those whose slot moved answer MOVED,
+     * and the map is read again once for all of them */
+    char keys[200][32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(keys[i], sizeof keys[i], "m%d", i);
+        const char *argv[] = {"GET", keys[i]};
+        EXPECT(route_append(r, keys[i], 2, argv, NULL) == 0);
+    }
+    redisReply *got_back[200];
+    long reads = route_map_reads(r);
+    EXPECTF(route_replies(r, got_back, err, sizeof err) == 0, "%s", err);
     int ok = 0;
     for (int i = 0; i < 200; i++) {
-        char key[32];
-        snprintf(key, sizeof key, "m%d", i);
-        redisReply *g = run(r, key, "GET", key, NULL);
-        ok += g && g->type == REDIS_REPLY_STRING && strcmp(g->str, key) == 0;
-        if (g) freeReplyObject(g);
+        ok += got_back[i] && got_back[i]->type == REDIS_REPLY_STRING && strcmp(got_back[i]->str, keys[i]) == 0;
+        if (got_back[i]) freeReplyObject(got_back[i]);
     }
-    EXPECTF(ok == 200 && route_moved(r) > 0 && route_map_reads(r) >= 2,
+    EXPECTF(ok == 200 && route_moved(r) > 1 && route_map_reads(r) == reads + 1,
             "%d of 200 read after the reshard, %ld MOVED followed, %ld map reads", ok, route_moved(r),
-            route_map_reads(r));
+            route_map_reads(r) - reads);
+    printf("  a pipeline of 200 GETs after a reshard: %ld answered MOVED, the map read again %ld time(s)\n",
+           route_moved(r), route_map_reads(r) - reads);
 
     /* a slot half moved: its key at the importing node, ASK from the
-     * other. Keys of the hash tag {ask} share a slot */
-    int slot = route_slot("{ask}", 5), src = master_of(r, "{ask}a"), dst = -1;
-    for (int i = 0; i < route_masters(r, err, sizeof err); i++)
-        if (route_master_port(r, i) != src) dst = route_master_port(r, i);
-    redisReply *s = run(r, "{ask}a", "SET", "{ask}a", "moved-by-hand");
-    if (s) freeReplyObject(s);
-    char src_id[64], dst_id[64], got[64];
-    EXPECT(direct(src, "CLUSTER MYID", src_id, sizeof src_id) == 0 &&
-           direct(dst, "CLUSTER MYID", dst_id, sizeof dst_id) == 0);
-    snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d IMPORTING %s", slot, src_id);
-    EXPECT(direct(dst, cmd, got, sizeof got) == 0);
-    snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d MIGRATING %s", slot, dst_id);
-    EXPECT(direct(src, cmd, got, sizeof got) == 0);
-    snprintf(cmd, sizeof cmd, "MIGRATE 127.0.0.1 %d {ask}a 0 5000", dst);
-    EXPECT(direct(src, cmd, got, sizeof got) == 0);
+     * other */
+    int src, dst;
+    char dst_id[64];
+    half_move(r, "{ask}a", "moved-by-hand", &src, &dst, dst_id);
     long asked = route_asked(r);
     redisReply *g = run(r, "{ask}a", "GET", "{ask}a", NULL);
     EXPECTF(g && g->type == REDIS_REPLY_STRING && strcmp(g->str, "moved-by-hand") == 0 && route_asked(r) == asked + 1,
             "GET during the migration: %s, %ld ASK followed", g && g->str ? g->str : "no reply",
             route_asked(r) - asked);
     if (g) freeReplyObject(g);
-    /* the slot's move finished everywhere */
-    for (int i = 0; i < route_masters(r, err, sizeof err); i++) {
-        snprintf(cmd, sizeof cmd, "CLUSTER SETSLOT %d NODE %s", slot, dst_id);
-        direct(route_master_port(r, i), cmd, got, sizeof got);
-    }
+    move_done(r, "{ask}a", dst_id);
+    route_destroy(&r);
+}
+
+/* MIGRATE of one key from port src to port dst after a delay (ms), on a
+ * thread */
+typedef struct {
+    int src, dst, delay_ms;
+    const char *key;
+} migrate_t;
+
+static void *migrate_later(void *arg)
+{
+    const migrate_t *m = arg;
+    struct timespec ts = {m->delay_ms / 1000, (m->delay_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    char cmd[256], got[64];
+    snprintf(cmd, sizeof cmd, "MIGRATE 127.0.0.1 %d %s 0 5000", m->dst, m->key);
+    if (direct(m->src, cmd, got, sizeof got) != 0 || strcmp(got, "OK") != 0) printf("  MIGRATE %s failed\n", m->key);
+    return NULL;
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* A multi-key command while its slot migrates and its keys are split
+ * between the two ends (one MIGRATEd, one not): the source answers ASK,
+ * the target TRYAGAIN. With the keys left split the command gives up
+ * after its tries, with one line; once the second key follows, a wait
+ * and a try more answer it */
+static void test_tryagain(void)
+{
+    char err[512];
+    route_t *r = route_new(url, err, sizeof err);
+    EXPECT(r && route_connect(r, err, sizeof err) == 0);
+    if (!r) return;
+    redisReply *s = run(r, "{try}b", "SET", "{try}b", "2");
+    if (s) freeReplyObject(s);
+    int src, dst;
+    char dst_id[64];
+    half_move(r, "{try}a", "1", &src, &dst, dst_id);
+    const char *argv[] = {"MGET", "{try}a", "{try}b"};
+    long tries = route_tryagain(r);
+    double t0 = seconds();
+    redisReply *g = route_run(r, "{try}a", 3, argv, NULL, err, sizeof err);
+    EXPECTF(!g && strstr(err, "TRYAGAIN") && strstr(err, "gave up") && !strchr(err, '\n'), "%s", g ? "answered" : err);
+    printf("  keys left split: %ld TRYAGAIN in %.2f s, then: %s\n", route_tryagain(r) - tries, seconds() - t0, err);
+    if (g) freeReplyObject(g);
+    migrate_t m = {src, dst, 100, "{try}b"};
+    pthread_t t;
+    pthread_create(&t, NULL, migrate_later, &m);
+    tries = route_tryagain(r);
+    g = route_run(r, "{try}a", 3, argv, NULL, err, sizeof err);
+    pthread_join(t, NULL);
+    EXPECTF(g && g->type == REDIS_REPLY_ARRAY && g->elements == 2 && g->element[0]->type == REDIS_REPLY_STRING &&
+                strcmp(g->element[0]->str, "1") == 0 && g->element[1]->type == REDIS_REPLY_STRING &&
+                strcmp(g->element[1]->str, "2") == 0 && route_tryagain(r) > tries,
+            "MGET while the second key followed: %s, %ld TRYAGAIN", g ? "another reply" : err,
+            route_tryagain(r) - tries);
+    if (g) freeReplyObject(g);
+    move_done(r, "{try}a", dst_id);
     route_destroy(&r);
 }
 
@@ -362,6 +453,7 @@ int main(void)
     RUN_TEST(test_slots);
     RUN_TEST(test_routes);
     RUN_TEST(test_redirections);
+    RUN_TEST(test_tryagain);
     RUN_TEST(test_failover);
     RUN_TEST(test_single_and_refused);
     RUN_TEST(test_bad_map);

@@ -63,13 +63,14 @@ static int fresh_by_node(const void *a, const void *b)
 }
 
 /* the ranges sapo_range (pool.lua) answers for the nodes named in
- * names[0..n), one call each (a node's keys share its slot on a
- * cluster), one round trip per Redis node, appended to f; the count of
+ * names[0..n), one call each on the keys it reads (a node's keys share
+ * its slot on a cluster), one round trip per Redis node, appended to f;
+ * the count of
  * nodes skipped for bad keys, or -1 with err */
 static long lua_ranges(pool_t *self, const redisReply **names, size_t n, pool_fresh_t *f, size_t *nf, char *err,
                        size_t errlen)
 {
-    char cap[32], wr[32], wms[32], base[POOL_KEY_MAX];
+    char cap[32], wr[32], wms[32], hi[POOL_KEY_MAX], lo[POOL_KEY_MAX], meta[POOL_KEY_MAX];
     snprintf(cap, sizeof cap, "%d", self->max_per_node);
     snprintf(wr, sizeof wr, "%d", self->window_rounds);
     snprintf(wms, sizeof wms, "%ld", self->window_ms);
@@ -79,9 +80,11 @@ static long lua_ranges(pool_t *self, const redisReply **names, size_t n, pool_fr
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        pool_key(self, names[i]->str, "", base);
-        const char *argv[] = {"FCALL_RO", "sapo_range", "1", base, cap, wr, wms};
-        if (pool_append(self, base, 7, argv, NULL) != 0) {
+        pool_key(self, names[i]->str, "hi", hi);
+        pool_key(self, names[i]->str, "lo", lo);
+        pool_key(self, names[i]->str, "m", meta);
+        const char *argv[] = {"FCALL_RO", "sapo_range", "3", hi, lo, meta, cap, wr, wms};
+        if (pool_append(self, hi, 9, argv, NULL) != 0) {
             route_discard(self->route);
             snprintf(err, errlen, "out of memory");
             free(g);

@@ -2,29 +2,58 @@
  * call of sapo_publish_node (pool.lua), which keeps the node's range,
  * bound, window and summary in step on the server, atomically, so that
  * readers never see half a publish; and it adds itself to the node set
- * (on a cluster, in another slot). */
+ * (on a cluster, in another slot). The call declares every key it
+ * touches, the node's five (pool.lua): the operator's bound is read here
+ * first and passed as a value, since FCALL takes its keys as keys the
+ * caller may write and a node may not write its bound. */
 #include "pool/pool_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* the node's keys sapo_publish_node touches, in the order it takes them */
+static const char *const PUBLISH_KEYS[] = {"hi", "lo", "e", "m", "s"};
+#define N_PUBLISH_KEYS 5
+
+/* the operator's bound for node (pool.h) into out: "" when none is set
+ * or the key holds no string (sapo_publish_node ignores what is no
+ * positive integer); 0, or -1 with err */
+static int operator_bound(pool_t *self, const char *node, char *out, size_t outlen, char *err, size_t errlen)
+{
+    char bound[256];
+    /* in the node's slot on a cluster */
+    if (route_is_cluster(self->route)) snprintf(bound, sizeof bound, "%s:max_per_node:{%s}", self->swarm, node);
+    else snprintf(bound, sizeof bound, "%s:max_per_node", self->swarm);
+    const char *argv[] = {"GET", bound};
+    redisReply *r = NULL;
+    if (pool_append(self, bound, 2, argv, NULL) != 0) {
+        route_discard(self->route);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (pool_replies(self, 1, &r, err, errlen) != 0) return -1;
+    snprintf(out, outlen, "%s", r->type == REDIS_REPLY_STRING && r->len < outlen ? r->str : "");
+    freeReplyObject(r);
+    return 0;
+}
+
 int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void *const *recs, const size_t *lens,
                       int n, char *err, size_t errlen)
 {
     if (pool_node_ok(node, err, errlen) < 0) return -1;
     if (n <= 0) return 0;
-    char base[POOL_KEY_MAX], nodes[256], bound[256], maxlen[32], wr[32], wms[32], rnd[32];
-    pool_key(self, node, "", base);
+    char keys[N_PUBLISH_KEYS][POOL_KEY_MAX], nodes[256], bound[32], maxlen[32], wr[32], wms[32], rnd[32];
+    if (operator_bound(self, node, bound, sizeof bound, err, errlen) != 0) return -1;
+    for (int i = 0; i < N_PUBLISH_KEYS; i++) pool_key(self, node, PUBLISH_KEYS[i], keys[i]);
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
-    /* the operator's bound, in the node's slot on a cluster (pool.h) */
-    if (route_is_cluster(self->route)) snprintf(bound, sizeof bound, "%s:max_per_node:{%s}", self->swarm, node);
-    else snprintf(bound, sizeof bound, "%s:max_per_node", self->swarm);
     snprintf(maxlen, sizeof maxlen, "%d", self->max_per_node);
     snprintf(wr, sizeof wr, "%d", self->window_rounds);
     snprintf(wms, sizeof wms, "%ld", self->window_ms);
     snprintf(rnd, sizeof rnd, "%llu", (unsigned long long)round);
-    const int head = 9;
+    const char *first[] = {
+        "FCALL", "sapo_publish_node", "5", keys[0], keys[1], keys[2], keys[3], keys[4], bound, maxlen, wr, wms, rnd};
+    const int head = (int)(sizeof first / sizeof *first);
     const char **argv = malloc(sizeof *argv * (size_t)(n + head));
     size_t *alen = malloc(sizeof *alen * (size_t)(n + head));
     if (!argv || !alen) {
@@ -33,7 +62,6 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *first[] = {"FCALL", "sapo_publish_node", "1", base, bound, maxlen, wr, wms, rnd};
     for (int i = 0; i < head; i++) {
         argv[i] = first[i];
         alen[i] = strlen(first[i]);
@@ -47,7 +75,7 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
     const char *add[] = {"SADD", nodes, node};
     redisReply *g[2] = {NULL, NULL};
     int rc = -1;
-    if (pool_append(self, base, n + head, argv, alen) != 0 || pool_append(self, nodes, 3, add, NULL) != 0) {
+    if (pool_append(self, keys[0], n + head, argv, alen) != 0 || pool_append(self, nodes, 3, add, NULL) != 0) {
         snprintf(err, errlen, "out of memory");
         route_discard(self->route);
     } else if (pool_replies(self, 2, g, err, errlen) == 0) {

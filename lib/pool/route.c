@@ -12,6 +12,12 @@
  * failover (a replica promoted) takes a cluster's node timeout and a
  * moment, which the caller's own retries (the pool's backoff) cover */
 #define ROUTE_TRIES 6
+/* the first wait after TRYAGAIN, doubled for each try after it: a pool
+ * function's keys are split between the two ends of a slot's migration
+ * only between two MIGRATE calls (milliseconds under redis-cli), so the
+ * first waits are short, and the last one still long enough for a
+ * migration done by hand (25 to 400 ms, 775 in all) */
+#define TRYAGAIN_FIRST_MS 25
 #define ROUTE_MAX_SEEDS 64
 
 typedef struct {
@@ -44,7 +50,7 @@ struct route {
     void *prepare_ctx;
     queued_t *queue;
     int n_queued, cap_queued;
-    long moved, asked, map_reads;
+    long moved, asked, tryagain, map_reads;
 };
 
 // ----------------------------------------------------------------------------
@@ -222,6 +228,7 @@ int route_db(const route_t *self) { return self->db; }
 const char *route_where(const route_t *self) { return self->where; }
 long route_moved(const route_t *self) { return self->moved; }
 long route_asked(const route_t *self) { return self->asked; }
+long route_tryagain(const route_t *self) { return self->tryagain; }
 long route_map_reads(const route_t *self) { return self->map_reads; }
 
 static void drop(route_t *r, int n)
@@ -430,43 +437,55 @@ broke:
     return NULL;
 }
 
-/* The command routed, its redirections followed: the reply, or NULL with err */
+/* MOVED: slot lives at node to now. The map is read again when reread
+ * (once a call, however many of its replies say MOVED), and the slot set
+ * from the reply after it, since a node that has not yet heard of the
+ * move can answer the read with the old owner */
+static void moved(route_t *r, int slot, int to, bool reread)
+{
+    char ignored[256];
+    r->moved++;
+    if (reread && read_map(r, ignored, sizeof ignored) != 0) r->map_stale = true;
+    r->slot_node[slot] = (int16_t)to;
+}
+
+/* The command routed, its redirections followed: the reply, or NULL with
+ * err. A try is one run where the slot lives, and where that answers ASK
+ * (the slot is migrating and the keys are not all there), one more at
+ * the node named, after ASKING */
 static redisReply *routed(route_t *r, int slot, int argc, const char **argv, const size_t *lens, char *err,
                           size_t errlen)
 {
-    int ask = -1;
+    bool reread = false;
     for (int t = 0; t < ROUTE_TRIES; t++) {
-        int n = ask >= 0 ? ask : node_for(r, slot, err, errlen);
-        if (n < 0) {
-            if (!r->cluster) return NULL;
-            sleep_ms(100L << (t < 4 ? t : 4));
-            continue;
+        int n = node_for(r, slot, err, errlen), s, to;
+        redisReply *rep = n >= 0 ? run_on(r, n, false, argc, argv, lens, err, errlen) : NULL;
+        if (rep && r->cluster && is_error(rep, "ASK") && (to = redirect_node(r, rep->str, &s)) >= 0) {
+            r->asked++;
+            freeReplyObject(rep);
+            rep = run_on(r, to, true, argc, argv, lens, err, errlen);
         }
-        redisReply *rep = run_on(r, n, ask >= 0, argc, argv, lens, err, errlen);
-        ask = -1;
         if (!rep) {
             /* a master gone: its replica takes over once the cluster agrees */
             if (!r->cluster) return NULL;
             sleep_ms(100L << (t < 4 ? t : 4));
             continue;
         }
-        int s, to;
         if (r->cluster && is_error(rep, "MOVED") && (to = redirect_node(r, rep->str, &s)) >= 0) {
-            r->moved++;
-            r->slot_node[s] = (int16_t)to;
+            moved(r, s, to, !reread);
+            reread = true;
+        } else if (r->cluster && is_error(rep, "TRYAGAIN")) {
+            /* the keys are split between the slot's two ends until the
+             * next MIGRATE: wait, then ask the source again */
+            r->tryagain++;
+            if (t + 1 < ROUTE_TRIES) sleep_ms((long)TRYAGAIN_FIRST_MS << t);
+        } else if (r->cluster && is_error(rep, "CLUSTERDOWN")) {
             r->map_stale = true;
-        } else if (r->cluster && is_error(rep, "ASK") && (to = redirect_node(r, rep->str, &s)) >= 0) {
-            r->asked++;
-            ask = to;
-        } else if (r->cluster && (is_error(rep, "TRYAGAIN") || is_error(rep, "CLUSTERDOWN"))) {
-            if (is_error(rep, "CLUSTERDOWN")) r->map_stale = true;
-            snprintf(err, errlen, "redis %s: %s", r->where, rep->str);
             sleep_ms(50L << (t < 4 ? t : 4));
         } else {
             return rep;
         }
-        if (ask < 0 && !is_error(rep, "TRYAGAIN") && !is_error(rep, "CLUSTERDOWN"))
-            snprintf(err, errlen, "redis %s: %s", r->where, rep->str);
+        snprintf(err, errlen, "redis %s: %s", r->where, rep->str);
         freeReplyObject(rep);
     }
     size_t used = strlen(err);
@@ -573,13 +592,18 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
         if (!ok) broken(self, d, err, errlen);
     }
     free(sent);
-    /* what failed or was sent elsewhere, one by one */
+    /* what failed or was sent elsewhere, one by one, after the map has
+     * learnt from every MOVED among the replies (read again once) */
+    bool reread = false;
+    for (int i = 0; i < n; i++) {
+        int s, to;
+        if (out[i] && is_error(out[i], "MOVED") && self->cluster && (to = redirect_node(self, out[i]->str, &s)) >= 0) {
+            moved(self, s, to, !reread);
+            reread = true;
+        }
+    }
     for (int i = 0; i < n; i++) {
         if (out[i] && !redirected(self, out[i])) continue;
-        if (out[i] && is_error(out[i], "MOVED")) {
-            int s, to = redirect_node(self, out[i]->str, &s);
-            if (to >= 0) self->slot_node[s] = (int16_t)to, self->map_stale = true, self->moved++;
-        }
         freeReplyObject(out[i]);
         out[i] = routed(self, self->queue[i].slot, self->queue[i].argc, (const char **)self->queue[i].argv,
                         self->queue[i].lens, err, errlen);

@@ -5,10 +5,13 @@
  * node it reaches, routes each command by its key's slot (CRC16 of the
  * key, or of the part between the first { and the next } when that part
  * is not empty), follows MOVED (the slot lives elsewhere now: the map is
- * read again) and ASK (the slot is moving: ASKING, then the command, on
- * the node named, once), waits out TRYAGAIN, and after a node stops
- * answering reads the map again from the others, so a replica promoted
- * in a failover takes over. Every connection it makes is prepared by the
+ * read again, once however many replies of a pipeline say so) and ASK
+ * (the slot is moving and the keys are not all at its source: ASKING,
+ * then the command, on the node named, once), waits out TRYAGAIN (a
+ * multi-key command, such as a pool function, whose keys are split
+ * between the two ends of a migrating slot) with a short backoff, and
+ * after a node stops answering reads the map again from the others, so a
+ * replica promoted in a failover takes over. Every connection it makes is prepared by the
  * caller's hook first (AUTH, SELECT, the pool's functions).
  *
  * A URL names either:
@@ -80,9 +83,11 @@ const char *route_master_host(const route_t *self, int i);
 int route_master_port(const route_t *self, int i);
 /* the slots owned by the i-th master, for tests and reports */
 int route_master_slots(const route_t *self, int i);
-/* redirections followed (MOVED, ASK), map reads and node failures so far */
+/* redirections followed (MOVED, ASK), TRYAGAIN replies waited out and
+ * map reads so far */
 long route_moved(const route_t *self);
 long route_asked(const route_t *self);
+long route_tryagain(const route_t *self);
 long route_map_reads(const route_t *self);
 
 #endif
