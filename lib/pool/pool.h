@@ -22,11 +22,13 @@
  * drawn from a node is one random number and one HGET, and the bound
  * (oldest entries fall out) is a counter move. Publishing and reading a
  * node's range run on the server as Redis Functions (library "sapo_pool",
- * pool.lua), so each is atomic; the client draws the uniform numbers, so a
- * seeded client is reproducible. Every key of
- * node N starts with S:n:N:, which is what per-node ACL users restrict
- * (scripts/acl.sh): such a user may not load functions, so an admin loads
- * them once (bin/pool with the admin's URL) and nodes only call them.
+ * pool.lua), so each is atomic, and each names in KEYS every key it
+ * touches, all of one node (one slot on a cluster, so a migrating slot
+ * moves them whole); the client draws the uniform numbers, so a seeded
+ * client is reproducible. Every key of node N starts with S:n:N:, which
+ * is what per-node ACL users restrict (scripts/acl.sh): such a user may
+ * not load functions, so an admin loads them once (bin/pool with the
+ * admin's URL) and nodes only call them.
  *
  * Freshness (pool_window): SampleExternal, as in the paper, takes what the
  * other nodes shared lately, not their whole history. An entry is fresh
