@@ -67,7 +67,7 @@ moved=0 refused=
 rc "$dst" cluster setslot "$slot" importing "$src_id" > /dev/null
 rc "$src" cluster setslot "$slot" migrating "$dst_id" > /dev/null
 echo migrating > "$tmp/phase"
-sleep 2
+sleep 3
 echo split > "$tmp/phase"
 for _ in $(seq 50); do
   key=$(rc "$src" cluster getkeysinslot "$slot" 1)
@@ -78,7 +78,7 @@ for _ in $(seq 50); do
   sleep 1
 done
 echo importing > "$tmp/phase"
-sleep 2
+sleep 3
 if [ -z "$refused" ]; then
   while read -r id p; do rc "$p" cluster setslot "$slot" node "$dst_id" > /dev/null; done <<< "$masters"
 fi
@@ -96,22 +96,20 @@ done
 check move_completes '[ -z "$refused" ] && [ "$(rc "$src" cluster countkeysinslot "$slot")" = 0 ] &&
                       [ "$(rc "$dst" cluster countkeysinslot "$slot")" = "$keys_before" ]'
 check published_while_half_moved '[ "$(awk "\$2 == \"migrating\" || \$2 == \"importing\"" "$tmp/a.ok" | wc -l)" -gt 0 ]'
-# each publish that succeeded moved a's newest seq on by one, and what
-# failed did not
+# each publish that succeeded moved a's newest seq on
 check sequence_never_back 'python3 -c "
 import sys
-ok = [l.split() for l in open(\"$tmp/a.ok\")]
-hi = [int(l[2]) if len(l) > 2 else 0 for l in ok]
-sys.exit(0 if hi == list(range(1, len(hi) + 1)) else 1)" || { echo "  a.ok (i phase hi): $(tr "\n" ";" < "$tmp/a.ok")"; false; }'
+hi = [int(l.split()[2]) if len(l.split()) > 2 else 0 for l in open(\"$tmp/a.ok\")]
+sys.exit(0 if all(x < y for x, y in zip([0] + hi, hi)) else 1)" || { echo "  a.ok (i phase hi): $(tr "\n" ";" < "$tmp/a.ok")"; false; }'
 # every entry of a that a publish was told was stored, fetched after the
-# move: its text among a's entries (HGETALL where they live now), and as
-# many entries of a drawn by b through the pool as succeeded
+# move: its text among a's entries (HGETALL where they live now), and
+# every entry held there drawn by b through the pool
 published=$(count "$tmp/a.ok")
 redis-cli -c -p "$port" hgetall "$SAPO_SWARM:n:{a}:e" 2> /dev/null | awk 'NR % 2 == 0' | sort > "$tmp/a.held"
 drawn=$("$bin/pool" sample --exclude b --count 100000 2>&1 > /dev/null | grep -c 'node a:')
 sed 's/ .*//; s/^/a-/' "$tmp/a.ok" | sort > "$tmp/a.want"
 echo "  a: $published entries published, $(comm -12 "$tmp/a.want" "$tmp/a.held" | wc -l) of them held after the move, $drawn drawn by b"
-check every_entry_fetched '[ -z "$(comm -23 "$tmp/a.want" "$tmp/a.held")" ] && [ "$drawn" = "$published" ]'
+check every_entry_fetched '[ -z "$(comm -23 "$tmp/a.want" "$tmp/a.held")" ] && [ "$drawn" = "$(wc -l < "$tmp/a.held")" ]'
 check draws_never_failed '! grep -qv "^0 " "$tmp/a.draws" "$tmp/b.draws" || { head -n 3 "$tmp/a.draw.err" "$tmp/b.draw.err"; false; }'
 # a sapo from before every key was declared calls with the node's base
 # alone, and the functions older builds call read keys found at run
