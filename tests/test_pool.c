@@ -381,6 +381,27 @@ static void test_bad_url(void)
     pool_destroy(&p);
 }
 
+/* A connect loads the pool's functions where the server holds another
+ * library of the name (an older or newer sapo's): this one's replace it */
+static void test_library_replaced(void)
+{
+    redisContext *c = redisConnect("127.0.0.1", rs.port);
+    redisReply *r =
+        redisCommand(c, "FUNCTION LOAD REPLACE %s",
+                     "#!lua name=sapo_pool\nredis.register_function('sapo_other', function() return 1 end)");
+    EXPECTF(r && r->type == REDIS_REPLY_STRING, "loading another library: %s", r && r->str ? r->str : "no reply");
+    freeReplyObject(r);
+    pool_t *p = fresh_pool(10);
+    EXPECT(pool_size_total(p) == 0);
+    r = redisCommand(c, "FCALL sapo_other 0");
+    EXPECTF(r && r->type == REDIS_REPLY_ERROR, "the other library's function still there");
+    freeReplyObject(r);
+    char err[256];
+    EXPECTF(pool_publish(p, "a", 1, "r", 1, err, sizeof err) == 0, "%s", err);
+    pool_destroy(&p);
+    redisFree(c);
+}
+
 /* the number i of a record "node/i" */
 static int record_no(const pool_entry_t *e)
 {
@@ -1132,6 +1153,7 @@ int main(void)
     RUN_TEST(test_stage_ttl);
     RUN_TEST(test_stage_limits);
     RUN_TEST(test_bad_url);
+    RUN_TEST(test_library_replaced);
     RUN_TEST(test_redis_restart);
     redis_server_cleanup(&rs);
     CHECK_EXIT();

@@ -19,11 +19,31 @@
 #define STAGE_TTL_MS 600000
 
 /* Redis Functions library (lib/pool/pool.lua, embedded by the build),
- * loaded (REPLACE) on every connect so a newer sapo upgrades a running
- * Redis. */
+ * loaded (REPLACE) at a connect that finds another or none, so a newer
+ * sapo upgrades a running Redis. */
 static const char POOL_LIBRARY[] =
 #include "pool_lua.inc"
     ;
+
+/* whether the server holds this very library (FUNCTION LIST's code, for
+ * a user allowed to list): loading it at every connect would compile it
+ * again each time, and a library over Redis's 16 KB read leaves each
+ * new connection a larger query buffer until the server trims it */
+static bool library_held(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "FUNCTION LIST LIBRARYNAME sapo_pool WITHCODE");
+    bool same = false;
+    const redisReply *lib = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 ? r->element[0] : NULL;
+    /* a library is a flat list of names and values */
+    for (size_t i = 0; lib && lib->type == REDIS_REPLY_ARRAY && i + 1 < lib->elements; i += 2) {
+        const redisReply *name = lib->element[i], *code = lib->element[i + 1];
+        if (name->type == REDIS_REPLY_STRING && strcmp(name->str, "library_code") == 0)
+            same = code->type == REDIS_REPLY_STRING && code->len == sizeof POOL_LIBRARY - 1 &&
+                   memcmp(code->str, POOL_LIBRARY, code->len) == 0;
+    }
+    freeReplyObject(r);
+    return same;
+}
 
 /* Each new connection, to one Redis or to each node of a cluster: the
  * URL's user, its database, and the pool's functions (a master of a
@@ -51,8 +71,10 @@ static int prepare(void *ctx, redisContext *c, const char *where, char *err, siz
         }
         freeReplyObject(r);
     }
-    /* a node's ACL user may not load functions: the operator has (bin/pool
-     * as admin), and a missing library shows up as an error on first use */
+    /* a node's ACL user may not list or load functions: the operator has
+     * (bin/pool as admin), and a missing library shows up as an error on
+     * first use */
+    if (library_held(c)) return 0;
     r = redisCommand(c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
     if (!r) {
         snprintf(err, errlen, "%s: FUNCTION LOAD: %s", where, c->errstr);
