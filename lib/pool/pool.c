@@ -3,7 +3,7 @@
  * node chooses, one hiredis context made on first use and made again
  * after a failure with backoff (so an unreachable Redis costs a node one
  * quick error per call, never a hang), and the Redis Functions library
- * (pool.lua) that each connect loads. */
+ * (pool.lua) that a connect loads where the server holds another or none. */
 #include "pool/pool_impl.h"
 
 #include <stdio.h>

@@ -1,8 +1,9 @@
 #!lua name=sapo_pool
 -- The pool's Redis Functions (library sapo_pool), loaded by lib/pool/pool.c
--- on every connect (FUNCTION LOAD REPLACE). The build embeds this file as a
--- C string (Makefile: pool_lua.inc). 16777280 below is pool.c's
--- ENTRY_MAX_BYTES: a record of records.h's REC_MAX_BYTES and a signature.
+-- at a connect that finds another library of the name or none (FUNCTION
+-- LOAD REPLACE). The build embeds this file as a C string (Makefile:
+-- pool_lua.inc). 16777280 below is pool.c's ENTRY_MAX_BYTES: a record of
+-- records.h's REC_MAX_BYTES and a signature.
 --
 -- Keys. The functions this sapo calls (sapo_publish_node, sapo_range,
 -- sapo_register) touch only the keys they are given in KEYS, all of one
