@@ -13,7 +13,8 @@
  * sampling (4 questions x 8 completions), decoding by its packed copy of
  * the weights and without. Each figure comes from a fresh process (this
  * program run again as `bench_memory step|round ...`), so no measurement
- * carries another's memory. SAPO_BENCH_QUICK=1: shorter rows, no Qwen.
+ * carries another's memory. SAPO_BENCH_QUICK=1: shorter rows, the tiny model's
+ * only.
  *
  *   bench_memory                                   every row
  *   bench_memory step MODEL B T keep|recompute|recompute-bf16 REPS   REPS steps: "peak BYTES",
@@ -143,7 +144,8 @@ static void rows_of(const char *name, const char *what, int T, int reps, bool qu
     for (int ck = 0; ck < 2; ck++) {
         snprintf(args, sizeof args, "bench/peer_memory.py '%s' --threads %d --batch %d --seq %d --checkpointing %d",
                  peer_model, threads, B, T, ck);
-        bench_peer_run(args, 60, &p[ck]);
+        /* what follows the peer: its second step, the generator's rounds */
+        bench_peer_run(args, strcmp(what, "tiny") == 0 ? 15 : 60, &p[ck]);
     }
     if (strcmp(what, "tiny") == 0 && folder[0]) {
         snprintf(args, sizeof args, "rm -rf '%s'", folder);
@@ -189,8 +191,9 @@ int main(int argc, char **argv)
     const char *real[][2] = {{"smollm2", "smollm2-135m"}, {"qwen05b", "qwen2.5-coder-0.5b-tied"}};
     for (int i = 0; i < 2; i++) {
         char path[PATH_MAX], err[512];
-        if (quick && i == 1) {
-            bench_skip("memory_learner_qwen05b_kept", "not in a quick run (SAPO_BENCH_QUICK)");
+        if (quick) {
+            bench_skip(i ? "memory_learner_qwen05b_kept" : "memory_learner_smollm2_kept",
+                       "not in a quick run (SAPO_BENCH_QUICK): the tiny model's rows only");
             continue;
         }
         if (policy_model_path(real[i][1], cache ? cache : "", path, sizeof path, err, sizeof err) != 0) {
