@@ -15,6 +15,10 @@
 #   - a file cut in the middle of its last record (a process killed
 #     mid-write) is read by TensorBoard up to the record before;
 #   - the manifest is a text at the learner's first round;
+#   - live: TensorBoard's server (its default loader) serving copies of
+#     a learner's and the evaluator's files cut to half their records
+#     shows both files' last steps there, and after the copies grow to
+#     the whole files, the last steps of both;
 #   - SAPO_TENSORBOARD=0: a learner that starts writes no file (with 1 the
 #     same start writes one).
 set -u
@@ -168,6 +172,61 @@ PY
 cat "$tmp/verdicts"
 grep -q FAIL "$tmp/verdicts" && cat "$tmp/reader.log"
 [ -s "$tmp/verdicts" ] || { echo "FAIL tensorboard_reader"; cat "$tmp/reader.log"; }
+
+# live: a TensorBoard server follows both files of the folder as they grow
+mkdir -p "$tmp/live/k0/tb"
+"$py" - "$tmp/k0/tb" "$tmp/live" $((30000 + $$ % 20000)) > "$tmp/live.log" 2>&1 <<'PY'
+import glob, json, os, struct, subprocess, sys, time, urllib.parse, urllib.request
+src, live, port = sys.argv[1], sys.argv[2], sys.argv[3]
+# the evaluator's file and the learner file with the most records
+files = [max(glob.glob(src + "/*.learner"), key=os.path.getsize)] + glob.glob(src + "/*.evaluate")
+def records(f):
+    d, out, at = open(f, "rb").read(), [], 0
+    while at < len(d):
+        n = struct.unpack("<Q", d[at:at + 8])[0]
+        out.append(d[at:at + 16 + n])
+        at += 16 + n
+    return out
+recs = {os.path.basename(f): records(f) for f in files}
+def write(part):
+    for name, rs in recs.items():
+        with open(live + "/k0/tb/" + name, "ab") as o:
+            o.write(b"".join(part(rs)))
+def last(tag):
+    u = "http://127.0.0.1:%s/data/plugin/scalars/scalars?%s" % (port, urllib.parse.urlencode({"run": "k0/tb", "tag": tag}))
+    try:
+        return json.load(urllib.request.urlopen(u, timeout=3))[-1][1]
+    except Exception:
+        return None
+def settle(want):
+    for _ in range(60):
+        got = (last("train/loss"), last("heldout/pass1"))
+        if got == want:
+            break
+        time.sleep(0.5)
+    return got
+# a cut after the version record, the manifest and a round
+cut = lambda rs: max(len(rs) // 2, 3)
+write(lambda rs: rs[:cut(rs)])
+tb = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", live, "--port", port, "--host", "127.0.0.1",
+                       "--reload_interval", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    def ends(d):
+        a = EventAccumulator(d, size_guidance={"scalars": 0})
+        a.Reload()
+        return (a.Scalars("train/loss")[-1].step, a.Scalars("heldout/pass1")[-1].step)
+    half = ends(live + "/k0/tb")
+    got_half = settle(half)
+    write(lambda rs: rs[cut(rs):])
+    whole = ends(live + "/k0/tb")
+    got_whole = settle(whole)
+    print("half:", half, "served", got_half, "whole:", whole, "served", got_whole)
+    print("PASS" if got_half == half and got_whole == whole and half != whole else "FAIL")
+finally:
+    tb.kill()
+PY
+check live 'tail -n 1 "$tmp/live.log" | grep -qx PASS || { cat "$tmp/live.log"; false; }'
 
 # the setting: a learner past its last round starts and stops; with 0 it
 # makes no file, with 1 it makes one
