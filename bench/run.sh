@@ -56,7 +56,7 @@ table() {
   case "$1" in
     bench_broker) echo "10 5 records/s through the broker, against a direct PUSH/PULL pair" ;;
     bench_cuda) echo "5 5 the CUDA backend (skipped at once without a GPU)" ;;
-    bench_memory) echo "900 60 peak memory of a training step at micro-batch 16 (activations kept, recomputed, moments in bf16) and of a round's sampling: the tiny model and (not QUICK) SmolLM2-135M and the Qwen 0.5B, against PyTorch with and without gradient checkpointing" ;;
+    bench_memory) echo "560 60 peak memory of a training step at micro-batch 16 (activations kept, recomputed, moments in bf16) and of a round's sampling: the tiny model and (not QUICK) SmolLM2-135M, and the Qwen 0.5B where the time allows (run alone), against PyTorch with and without gradient checkpointing" ;;
     bench_model) echo "120 45 the tiny model: training steps in fp32 and cpu-bf16 and sampling, against PyTorch and transformers; bf16 kernels; a step's share of the sgemm peak" ;;
     bench_pool) echo "15 15 pool draw latency at 10^4 and 10^6 entries, against Redis PING" ;;
     bench_real) echo "480 150 SmolLM2-135M: training steps in fp32 and cpu-bf16 and sampling, against PyTorch and transformers" ;;
