@@ -50,22 +50,23 @@ budget=${SAPO_BENCH_LIMIT:-$([ $quick = 1 ] && echo 450 || echo 1680)}
 export PYTHONUNBUFFERED=1
 
 # program: seconds of a full run, of a quick one, and what it measures
-# (a 2-core AMD EPYC Zen 4, 2026-12-07, measured beside other work and
-# rounded down for it)
+# (a 2-core AMD EPYC Zen 4, 2026-12-07: the full ones from a quiet make
+# bench, docs/results-bench/make-bench-2026-12-07.txt, rounded up; the
+# quick ones measured beside other work)
 table() {
   case "$1" in
     bench_broker) echo "10 5 records/s through the broker, against a direct PUSH/PULL pair" ;;
     bench_cuda) echo "5 5 the CUDA backend (skipped at once without a GPU)" ;;
-    bench_memory) echo "560 60 peak memory of a training step at micro-batch 16 (activations kept, recomputed, moments in bf16) and of a round's sampling: the tiny model and (not QUICK) SmolLM2-135M, and the Qwen 0.5B where the time allows (run alone), against PyTorch with and without gradient checkpointing" ;;
-    bench_model) echo "120 45 the tiny model: training steps in fp32 and cpu-bf16 and sampling, against PyTorch and transformers; bf16 kernels; a step's share of the sgemm peak" ;;
+    bench_memory) echo "520 60 peak memory of a training step at micro-batch 16 (activations kept, recomputed, moments in bf16) and of a round's sampling: the tiny model and (not QUICK) SmolLM2-135M, and the Qwen 0.5B where the time allows (run alone), against PyTorch with and without gradient checkpointing" ;;
+    bench_model) echo "90 45 the tiny model: training steps in fp32 and cpu-bf16 and sampling, against PyTorch and transformers; bf16 kernels; a step's share of the sgemm peak" ;;
     bench_pool) echo "15 15 pool draw latency at 10^4 and 10^6 entries, against Redis PING" ;;
-    bench_real) echo "480 150 SmolLM2-135M: training steps in fp32 and cpu-bf16 and sampling, against PyTorch and transformers" ;;
+    bench_real) echo "430 150 SmolLM2-135M: training steps in fp32 and cpu-bf16 and sampling, against PyTorch and transformers" ;;
     bench_records) echo "10 5 group records, FlatBuffers against cJSON; signing" ;;
-    bench_round) echo "30 15 the default round's sampling and training, against the way before issue 18; its TensorBoard event's cost" ;;
+    bench_round) echo "20 15 the default round's sampling and training, against the way before issue 18; its TensorBoard event's cost" ;;
     bench_tasks) echo "70 35 questions made and answers scored per family, against reasoning-gym" ;;
     bench_tokenizer) echo "5 5 the tokenizer's encode and decode" ;;
     bench_train) echo "5 5 random numbers, token draws, the GRPO loss, AdamW" ;;
-    b_node.sh) echo "120 75 a 2-node swarm's round by stage; rounds/s with 1, 2 and 4 generators" ;;
+    b_node.sh) echo "80 75 a 2-node swarm's round by stage; rounds/s with 1, 2 and 4 generators" ;;
     b_pool_load.sh) echo "330 75 the pool at 1,000 and 10,000 nodes (QUICK: 1,000), one Redis and a Redis Cluster" ;;
     *) echo "60 60 (not in bench/run.sh's table)" ;;
   esac
