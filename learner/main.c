@@ -309,7 +309,9 @@ static bool train_batch(learner_t *l, const wire_record_t *r)
     if (!buf || rec_batch_view(buf, r->size, &b, err, sizeof err) != 0)
         log_error("dropped a batch: %s", buf ? err : "out of memory");
     else if (b.b.round <= l->st.round)
-        log_info("round %llu already applied; batch skipped", (unsigned long long)b.b.round);
+        log_info("round %llu is not after round %llu, the last applied (trained, or skipped for a later one that "
+                 "came first): batch skipped",
+                 (unsigned long long)b.b.round, (unsigned long long)l->st.round);
     else applied = apply_batch(l, &b);
     free(copy);
     return applied;
