@@ -7,7 +7,7 @@
 # call.
 #
 #   layer 0   util, and schemas/ (records.h)
-#   layer 1   gguf, tokenizer, sampling, tasks, train, wire, pool, stats
+#   layer 1   gguf, tokenizer, sampling, tasks, train, wire, pool, stats, tb
 #   layer 2   model
 #   layer 3   node
 #   layer 4   game
@@ -25,7 +25,7 @@ import glob, os, re, subprocess, sys
 
 build = sys.argv[1]
 LEVEL = {"util": 0, "schemas": 0, "gguf": 1, "tokenizer": 1, "sampling": 1, "tasks": 1, "train": 1, "wire": 1,
-         "pool": 1, "stats": 1, "model": 2, "node": 3, "game": 4}
+         "pool": 1, "stats": 1, "tb": 1, "model": 2, "node": 3, "game": 4}
 
 def level(path):
     parts = path.split("/")
@@ -44,8 +44,8 @@ for f in files:
                 target = os.path.normpath(cand)
                 break
         else:
-            if inc.endswith("_generated.h") or inc.endswith(".inc"):
-                continue  # made by the build from schemas/ and lib/pool/pool.lua
+            if inc.endswith("_generated.h") or inc.endswith(".inc") or inc.endswith(".pb-c.h"):
+                continue  # made by the build from schemas/, lib/pool/pool.lua and lib/tb/event.proto
             bad.append("%s includes \"%s\", which is not in lib/ or schemas/" % (f, inc))
             continue
         if level(target) > level(f):
