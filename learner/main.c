@@ -98,6 +98,7 @@ typedef struct {
     int hold; /* batches held until a checkpoint; 0: each acked at once */
     FILE *metrics;
     tb_t *tb;                        /* the same lines as TensorBoard events, or NULL */
+    char start[PATH_MAX];            /* what RL started from (policy_start) */
     uint64_t logged, logged_version; /* the last round in metrics.jsonl */
 } learner_t;
 
@@ -158,8 +159,8 @@ static void open_model(learner_t *l)
     char dir[PATH_MAX], path[PATH_MAX + 32], err[512];
     int have = checkpoint_latest(cfg->run, dir, sizeof dir, &l->st, err, sizeof err);
     if (have < 0) log_fatal("%s", err);
-    char start[PATH_MAX];
-    if (policy_start(cfg, start, sizeof start, err, sizeof err) != 0) log_fatal("%s", err);
+    char *start = l->start;
+    if (policy_start(cfg, start, sizeof l->start, err, sizeof err) != 0) log_fatal("%s", err);
     const char *source = have == 0 ? dir : start;
     l->pol = policy_open(source, cfg->system_prompt, err, sizeof err);
     if (!l->pol)
@@ -231,9 +232,7 @@ static void open_streams(learner_t *l)
     l->metrics = fopen(path, "a");
     if (!l->metrics) log_fatal("%s: cannot append", path);
     l->tb = tensorboard_open(cfg, "learner");
-    char start[PATH_MAX];
-    if (policy_start(cfg, start, sizeof start, err, sizeof err) != 0) log_fatal("%s", err);
-    tensorboard_manifest(&l->tb, cfg, l->pol->name, start, l->st.round);
+    tensorboard_manifest(&l->tb, cfg, l->pol->name, l->start, l->st.round);
 }
 
 /* appends the round's metrics line; `before` is the state the step was

@@ -2,6 +2,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -135,17 +136,21 @@ static int add_value(values_t *vs, const char *tag, double x)
     return 0;
 }
 
-/* every number under j, tagged base/name... */
-static int walk(values_t *vs, const cJSON *j, const char *base)
+/* every number under j, tagged base/name (base "" at the top: name
+ * alone); at the top (top) a field goes under the group that group gives
+ * it, and the line's round and time are left out */
+static int walk(values_t *vs, const cJSON *j, const char *base, bool top, tb_group_fn group)
 {
     for (const cJSON *c = j->child; c; c = c->next) {
+        if (!c->string || (top && (strcmp(c->string, "round") == 0 || strcmp(c->string, "time") == 0))) continue;
+        const char *g = top && group ? group(c->string) : NULL;
         char tag[TAG_MAX];
-        int len = snprintf(tag, sizeof tag, "%s%s%s", base, *base ? "/" : "", c->string ? c->string : "");
+        int len = snprintf(tag, sizeof tag, "%s%s%s%s%s", base, *base ? "/" : "", g ? g : "", g ? "/" : "", c->string);
         if (len < 0 || len >= (int)sizeof tag) continue; /* a path too long to tag */
         if (cJSON_IsNumber(c)) {
             if (add_value(vs, tag, c->valuedouble) != 0) return -1;
         } else if (cJSON_IsObject(c)) {
-            if (walk(vs, c, tag) != 0) return -1;
+            if (walk(vs, c, tag, false, NULL) != 0) return -1;
         }
     }
     return 0;
@@ -162,17 +167,7 @@ int tb_line(tb_t *tb, const char *json, const char *prefix, tb_group_fn group, c
     const cJSON *round = cJSON_GetObjectItemCaseSensitive(j, "round");
     const cJSON *when = cJSON_GetObjectItemCaseSensitive(j, "time");
     values_t vs = {0};
-    int rc = 0;
-    for (const cJSON *c = j->child; c && rc == 0; c = c->next) {
-        if (c == round || c == when || !c->string) continue;
-        const char *g = group ? group(c->string) : NULL;
-        char base[TAG_MAX];
-        int len = snprintf(base, sizeof base, "%s%s%s%s%s", prefix ? prefix : "", prefix ? "/" : "", g ? g : "",
-                           g ? "/" : "", c->string);
-        if (len < 0 || len >= (int)sizeof base) continue;
-        if (cJSON_IsNumber(c)) rc = add_value(&vs, base, c->valuedouble);
-        else if (cJSON_IsObject(c)) rc = walk(&vs, c, base);
-    }
+    int rc = walk(&vs, j, prefix ? prefix : "", true, group);
     if (rc != 0) snprintf(err, errlen, "%s: out of memory for a line's values", tb->path);
     else {
         vs.ptr = malloc((vs.n ? vs.n : 1) * sizeof *vs.ptr);
