@@ -156,20 +156,10 @@ size_t checkpoint_disk_bytes(size_t n_params, int keep_versions, bool bf16_versi
 uint64_t checkpoint_last_logged_round(const char *metrics_path, uint64_t *version)
 {
     *version = 0;
-    FILE *f = fopen(metrics_path, "r");
-    if (!f) return 0;
-    char tail[8192];
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, size > (long)sizeof tail - 1 ? size - (long)sizeof tail + 1 : 0, SEEK_SET);
-    size_t n = fread(tail, 1, sizeof tail - 1, f);
-    fclose(f);
-    tail[n] = '\0';
-    /* the last complete line: a learner killed mid-write leaves a partial one */
-    while (n > 0 && tail[n - 1] != '\n') tail[--n] = '\0';
-    if (n > 0) tail[--n] = '\0';
-    char *line = strrchr(tail, '\n');
-    cJSON *j = cJSON_Parse(line ? line + 1 : tail);
+    /* the last whole line: a learner killed mid-write leaves a partial one */
+    char *line = fs_last_line(metrics_path);
+    cJSON *j = line ? cJSON_Parse(line) : NULL;
+    free(line);
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
     const cJSON *v = policy_version_of(j);
     uint64_t round = cJSON_IsNumber(r) && r->valuedouble > 0 ? (uint64_t)r->valuedouble : 0;

@@ -229,7 +229,10 @@ static void open_streams(learner_t *l)
     if (l->logged > l->st.round)
         log_info("rounds %llu..%llu were trained after the checkpoint; training them again from their batches",
                  (unsigned long long)l->st.round + 1, (unsigned long long)l->logged);
-    l->metrics = fopen(path, "a");
+    /* a line half written when the learner was killed: the next starts whole */
+    long cut = fs_cut_partial_line(path);
+    if (cut > 0) log_info("%s: cut the %ld bytes of a line left partial", path, cut);
+    l->metrics = cut >= 0 ? fopen(path, "a") : NULL;
     if (!l->metrics) log_fatal("%s: cannot append", path);
     l->tb = tensorboard_open(cfg, "learner");
     tensorboard_manifest(&l->tb, cfg, l->pol->name, l->start, l->st.round);

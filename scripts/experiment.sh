@@ -45,6 +45,18 @@
 # itself, nearly exactly (docs/learning.md, "Common random numbers").
 # Each step (a configuration and seed) says where it is at least every
 # SAPO_PROGRESS_SECONDS (20): its number, the time gone, each node's round.
+#
+# Resuming: the same command on a folder that holds this study unfinished
+# (stopped, killed, its machine gone) goes on instead of starting again.
+# Steps that ended are kept; the step it stopped in starts its nodes again
+# from their last checkpoints (every SAPO_CHECKPOINT_EVERY rounds) and its
+# evaluators after the rounds their eval.jsonl holds; a line half written
+# by a killed process is cut. Within a seed a J = 0 step then ends with
+# the same metrics and evaluations as one run straight through
+# (tests/t_resume.sh); a step with J > 0 draws from a fresh pool. The
+# manifest keeps the first start, lists each resume and counts each
+# step's own seconds. A finished study, or one run with other settings or
+# from other starts, is refused with a line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/progress.sh
@@ -101,7 +113,23 @@ done
 command -v redis-server > /dev/null ||
   { echo "experiment: redis-server is needed (make deps)" >&2; exit 1; }
 exp=${exp:-run/experiment-$(date +%Y%m%d-%H%M%S)}
-[ -e "$exp/manifest.json" ] && { echo "experiment: $exp already holds an experiment; pick another --run" >&2; exit 1; }
+json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
+command_line="scripts/experiment.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" ${model:+--model $model }--eval-every $every --eval-questions $per_family$([ "$samples" -gt 0 ] && echo " --eval-samples $samples" || true)${mixes:+ --mixes $mixes}${eval_mix:+ --eval-mix $eval_mix}"
+# A folder that holds this study unfinished (stopped, killed, its machine
+# gone) is resumed: its finished steps are kept, the step it stopped in
+# starts again from its nodes' checkpoints and evaluations
+resumed=""
+if [ -e "$exp/manifest.json" ]; then
+  grep -q '"started"' "$exp/manifest.json" ||
+    { echo "experiment: $exp/manifest.json is not a whole manifest; pick another --run" >&2; exit 1; }
+  grep -q '"finished"' "$exp/manifest.json" &&
+    { echo "experiment: $exp holds a finished experiment; pick another --run" >&2; exit 1; }
+  was=$(head -n 1 "$exp/manifest.json")
+  [ "$was" = "{\"command\": $(json_str "$command_line")," ] ||
+    { echo "experiment: $exp holds another experiment (${was#*: }); resume it with its own command or pick another --run" >&2; exit 1; }
+  resumed=$(sed -n 's/.*"started": "\([^"]*\)".*/\1/p' "$exp/manifest.json")
+  echo "experiment: resuming $exp (started $resumed)"
+fi
 mkdir -p "$exp"
 export SAPO_MODEL=$model
 # the warm start runs alone: every core
@@ -129,27 +157,80 @@ cpu_name() {
   lscpu 2> /dev/null | awk -F': *' '/^Model name/ { n = $2 } /^CPU family/ { f = $2 } /^Model:/ { m = $2 }
     END { printf "%s (family %s, model %s)", n, f, m }'
 }
-json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
-manifest() {
+environment_json() {
   local environment="" v
   for v in $(compgen -e | grep '^SAPO_' | sort); do environment+="${environment:+, }$(json_str "$v"): $(json_str "${!v}")"; done
+  printf ' "node_seed": "seed * 1000 + node index", "environment": {%s},' "$environment"
+}
+manifest() {
+  local environment
+  environment=$(environment_json)
   {
-    printf '{"command": %s,\n' "$(json_str "scripts/experiment.sh ${SAPO_PRESET:+--preset $SAPO_PRESET }--nodes $nodes --rounds $rounds --seeds $seeds --configs \"$configs\" ${model:+--model $model }--eval-every $every --eval-questions $per_family$([ "$samples" -gt 0 ] && echo " --eval-samples $samples")${mixes:+ --mixes $mixes}${eval_mix:+ --eval-mix $eval_mix}")"
+    printf '{"command": %s,\n' "$(json_str "$command_line")"
     printf ' "git_version": %s,\n' "$(json_str "$(git describe --always --dirty 2> /dev/null || echo unknown)")"
     printf ' "nodes": %d, "rounds": %d, "seeds": [%s], "configs": %s,\n' "$nodes" "$rounds" "$seeds" "$(json_str "$configs")"
     printf ' "eval_every": %d, "eval_questions_per_family": %d, "omp_threads": %d,\n' "$every" "$per_family" "$OMP_NUM_THREADS"
-    printf ' "node_seed": "seed * 1000 + node index", "environment": {%s},\n' "$environment"
+    printf '%s\n' "$environment"
     printf ' "starts": [%s],\n' "$starts"
     printf ' "host": %s, "cpu": %s, "cores": %d, "started": "%s"' "$(json_str "$(uname -srm)")" "$(json_str "$(cpu_name)")" \
-      "$(getconf _NPROCESSORS_ONLN)" "$(date -u -d @"$start" +%FT%TZ)"
+      "$(getconf _NPROCESSORS_ONLN)" "${resumed:-$(date -u -d @"$start" +%FT%TZ)}"
+    [ -n "$resumed_at" ] && printf ',\n "resumed": [%s]' "$resumed_at"
+    # resumed: the steps' own seconds, not the time the study lay stopped
     [ $# -gt 0 ] && printf ',\n "finished": "%s", "wall_seconds": %d, "seconds_per_configuration": {%s}' \
-      "$(date -u +%FT%TZ)" "$(( $(date +%s) - start ))" "$1"
+      "$(date -u +%FT%TZ)" "${2:-$(( $(date +%s) - start ))}" "$1"
     printf '}\n'
-  } > "$exp/manifest.json"
+  } > "$exp/manifest.json.new"
+  # whole or not at all: a study killed as it writes keeps the one before
+  mv "$exp/manifest.json.new" "$exp/manifest.json"
 }
+resumed_at=""
+if [ -n "$resumed" ]; then
+  # the same settings and starts as the steps already run, but for where
+  # the binaries are and how often progress is said
+  same() { sed -n "$1p" "$2" | sed -E 's/"SAPO_(BIN|PROGRESS_SECONDS)": "[^"]*"(, )?//g'; }
+  now=$(mktemp)
+  { echo; echo; echo; echo; environment_json; echo; printf ' "starts": [%s],\n' "$starts"; } > "$now"
+  pairs() { same 5 "$1" | grep -o '"SAPO_[A-Z0-9_]*": "[^"]*"' | sort; }
+  changed=$(diff <(pairs "$exp/manifest.json") <(pairs "$now") | sed -n 's/^[<>] "\(SAPO_[A-Z0-9_]*\)".*/\1/p' | sort -u | paste -sd' ' || true)
+  [ -z "$changed" ] ||
+    { echo "experiment: $exp was run with other settings ($changed differ); resume it with its own" >&2; rm -f "$now"; exit 1; }
+  sums() { sed -n 6p "$1" | grep -o '"\(model_file_\|start_\)sha256": "[^"]*"'; }
+  [ "$(sums "$exp/manifest.json")" = "$(sums "$now")" ] ||
+    { echo "experiment: $exp was run from other starts than now ($(grep -o '"start_sha256": "[^"]*"' "$exp/manifest.json" | cut -c17-32 | paste -sd' ')...); resume it from its own" >&2; rm -f "$now"; exit 1; }
+  rm -f "$now"
+  resumed_at=$(sed -n 's/^ "resumed": \[\(.*\)\],*$/\1/p' "$exp/manifest.json")
+  resumed_at+="${resumed_at:+, }\"$(date -u -d @"$start" +%FT%TZ)\""
+fi
 manifest
 # the node settings' defaults as these binaries have them (the manifest holds the SAPO_* overrides)
 "$SAPO_BIN/sampler" --help-markdown > "$exp/settings.md"
+
+# the round of the last whole line of a node's metrics or eval file (0: none)
+last_round() {
+  local r
+  r=$(tail -n 2 "$1" 2> /dev/null | grep '}$' | tail -n 1 | grep -o '"round":[0-9]*' | head -n 1 | cut -d: -f2)
+  echo "${r:-0}"
+}
+# a step's folder whose every node ran its rounds and was scored at the last
+step_finished() {
+  local i
+  for i in $(seq 0 $((nodes - 1))); do
+    [ "$(last_round "$1/n$i/metrics.jsonl")" -ge "$rounds" ] && [ "$(last_round "$1/n$i/eval.jsonl")" -ge "$rounds" ] || return 1
+  done
+}
+# " n0 R0, n1 R1, ...": the round each node of a step's folder logged last
+rounds_logged() {
+  local i out=""
+  for i in $(seq 0 $((nodes - 1))); do out+="${out:+,} n$i $(last_round "$1/n$i/metrics.jsonl")"; done
+  echo "$out"
+}
+# the seconds a step's folder was worked on: from its swarm's start (its
+# log's time) to the last file its nodes wrote
+step_age() {
+  local last
+  last=$(find "$1" -type f -printf '%T@\n' | sort -n | tail -n 1)
+  echo $(( ${last%.*} > $(stat -c %Y "$1.log") ? ${last%.*} - $(stat -c %Y "$1.log") : 0 ))
+}
 
 run=""
 . scripts/evaluators.sh
@@ -160,7 +241,7 @@ cleanup() {
 trap 'cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
-times=""
+times="" total=0
 steps=$(( $(wc -w <<< "$configs") * ${#seed_list[@]} )) step=0
 for c in $configs; do
   for s in "${seed_list[@]}"; do
@@ -170,9 +251,29 @@ for c in $configs; do
     untrained=0
     [[ "$c" == *u ]] && untrained=1
     run=$exp/I${c%/*}J${c#*/}/seed$s
-    t0=$(date +%s)
+    t0=$(date +%s) before=0
+    if [ -f "$run.seconds" ] || { [ -d "$run" ] && step_finished "$run"; }; then
+      # run before: a step whose folder holds its last round and
+      # evaluations is done (a version that wrote no .seconds: the time
+      # from its start to its last file)
+      [ -f "$run.seconds" ] || step_age "$run" > "$run.seconds"
+      echo "experiment: step $step of $steps: $c, seed $s: done before, in $(cat "$run.seconds") s"
+      times+="${times:+, }\"$c seed $s\": $(cat "$run.seconds")"
+      total=$((total + $(cat "$run.seconds")))
+      run=""
+      continue
+    fi
+    if [ -d "$run" ]; then
+      # stopped midway: whatever of it still runs is ended, and its
+      # nodes start again from their checkpoints; its time so far counts
+      before=$(( $(cat "$run.before" 2> /dev/null || echo 0) + $(step_age "$run") ))
+      echo "$before" > "$run.before"
+      scripts/swarm.sh stop --run "$run" > /dev/null 2>&1 || true
+      echo "experiment: step $step of $steps: $c, seed $s: resuming in $run from its nodes' checkpoints (stopped at rounds$(rounds_logged "$run"))"
+    else
+      echo "experiment: step $step of $steps: $c, seed $s: $nodes nodes x $rounds rounds into $run"
+    fi
     mkdir -p "$run"
-    echo "experiment: step $step of $steps: $c, seed $s: $nodes nodes x $rounds rounds into $run"
     SAPO_EXTERNAL_TRAIN=$((1 - untrained)) scripts/swarm.sh start --nodes "$nodes" --ij "${c%u}" --models "$model" --mixes "$mixes" --rounds "$rounds" --run "$run" \
       --seed "$s" > "$run.log" 2>&1 ||
       { cat "$run.log" >&2; exit 1; }
@@ -201,10 +302,16 @@ for c in $configs; do
       r=$(tail -n 1 "$run/n$i/metrics.jsonl" 2> /dev/null | grep -o '"round":[0-9]*' | cut -d: -f2)
       [ "${r:-0}" -ge "$rounds" ] || { echo "experiment: node n$i of $c seed $s stopped at round ${r:-0} of $rounds (see $run/n$i/node.log)" >&2; exit 1; }
     done
-    times+="${times:+, }\"$c seed $s\": $(( $(date +%s) - t0 ))"
+    echo $(( $(date +%s) - t0 + before )) > "$run.seconds"
+    times+="${times:+, }\"$c seed $s\": $(cat "$run.seconds")"
+    total=$((total + $(cat "$run.seconds")))
     run=""
   done
 done
-manifest "$times"
+if [ -n "$resumed" ]; then
+  manifest "$times" "$total"
+else
+  manifest "$times"
+fi
 "$SAPO_BIN/study" "$exp"
 echo "experiment: done in $(( $(date +%s) - start )) s; results in $exp/results"

@@ -151,4 +151,4 @@ spec_ok() {
 check specialised_mixes 'spec_ok || { tail -5 "$tmp/spec.log"; head -2 "$tmp/n0.tasks" "$tmp/n1.tasks"; false; }'
 
 out=$(scripts/experiment.sh --rounds 3 --run "$exp" --model "$tmp/micro" 2>&1); rc=$?
-check no_overwrite '[ $rc = 1 ] && [ "$out" = "experiment: $exp already holds an experiment; pick another --run" ]'
+check no_overwrite '[ $rc = 1 ] && [ "$out" = "experiment: $exp holds a finished experiment; pick another --run" ]'

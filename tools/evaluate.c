@@ -52,6 +52,7 @@
 #include "tasks/fam_game.h"
 #include "records.h"
 #include "tasks/task.h"
+#include "util/fs.h"
 #include "util/log.h"
 #include "util/mem.h"
 #include "util/peak.h"
@@ -129,6 +130,18 @@ static void judge_notice(judge_t *j, const rec_policy_t *pn)
     j->due_version = pn->policy_version;
     j->next = (pn->round / j->every + 1) * j->every;
     j->last_loaded = last;
+}
+
+/* the round of the file's last whole evaluation line, -1 when it has none */
+static long last_round_scored(const char *path)
+{
+    char *line = fs_last_line(path);
+    cJSON *j = line ? cJSON_Parse(line) : NULL;
+    free(line);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "round");
+    long round = cJSON_IsNumber(r) && r->valuedouble >= 0 ? (long)r->valuedouble : -1;
+    cJSON_Delete(j);
+    return round;
 }
 
 /* every waiting notice, waiting up to timeout_ms for the first */
@@ -421,13 +434,28 @@ int main(int argc, char **argv)
     wire_subscriber_t *sub = wire_subscriber_new(&ep, err, sizeof err);
     if (!sub) log_fatal("%s", err);
     snprintf(path, sizeof path, "%s/eval.jsonl", cfg.run);
-    FILE *out = fopen(path, "a");
+    /* an evaluator restarted (a study resumed) goes on after the rounds
+     * its file holds: a line half written when it was killed is cut */
+    long cut = fs_cut_partial_line(path);
+    if (cut > 0) log_info("%s: cut the %ld bytes of a line left partial", path, cut);
+    long scored = last_round_scored(path);
+    if (scored >= 0 && cfg.rounds > 0 && scored >= cfg.rounds) {
+        log_info("%s: the last round (%ld) was scored before: nothing to do", path, scored);
+        heldout_free(h, nf);
+        if (completions) fclose(completions);
+        wire_subscriber_destroy(&sub);
+        return 0;
+    }
+    FILE *out = cut >= 0 ? fopen(path, "a") : NULL;
     if (!out) log_fatal("%s: cannot append", path);
     log_info("%d families x %d held-out questions every %ld rounds into %s", nf, per_family, every, path);
     tb_t *tb = tensorboard_open(&cfg, "evaluate");
 
-    fseek(out, 0, SEEK_END);
-    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .from_zero = ftell(out) == 0};
+    judge_t jd = {.cfg = &cfg, .sub = sub, .every = (uint64_t)every, .from_zero = scored < 0};
+    if (scored >= 0) {
+        jd.next = ((uint64_t)scored / jd.every + 1) * jd.every;
+        log_info("round %ld was scored before: the next is round %llu", scored, (unsigned long long)jd.next);
+    }
     policy_t *pol = NULL;
     uint64_t done = 0;
     while (!zsys_interrupted) {

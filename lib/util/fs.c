@@ -1,5 +1,5 @@
 /* Small file-system helpers: removing a tree, making folders, reading a
- * whole file. */
+ * whole file, the whole lines at the end of a file lines are appended to. */
 #include "util/fs.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -69,4 +70,65 @@ char *fs_read_text(const char *path)
     }
     s[n] = '\0';
     return s;
+}
+
+/* the offset just past the file's last newline (0 if none), and its size */
+static int whole_end(FILE *f, long *end, long *size)
+{
+    if (fseek(f, 0, SEEK_END) != 0 || (*size = ftell(f)) < 0) return -1;
+    char buf[4096];
+    for (long at = *size; at > 0;) {
+        long from = at > (long)sizeof buf ? at - (long)sizeof buf : 0;
+        if (fseek(f, from, SEEK_SET) != 0) return -1;
+        size_t n = fread(buf, 1, (size_t)(at - from), f);
+        if (n != (size_t)(at - from)) return -1;
+        for (size_t i = n; i > 0; i--)
+            if (buf[i - 1] == '\n') {
+                *end = from + (long)i;
+                return 0;
+            }
+        at = from;
+    }
+    *end = 0;
+    return 0;
+}
+
+char *fs_last_line(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    long end, size, start = 0;
+    char *line = NULL;
+    if (whole_end(f, &end, &size) == 0 && end > 0) {
+        /* the newline before the last line's */
+        char c;
+        for (start = end - 1; start > 0; start--) {
+            if (fseek(f, start - 1, SEEK_SET) != 0 || fread(&c, 1, 1, f) != 1) break;
+            if (c == '\n') break;
+        }
+        line = malloc((size_t)(end - start));
+        if (line &&
+            (fseek(f, start, SEEK_SET) != 0 || fread(line, 1, (size_t)(end - start), f) != (size_t)(end - start))) {
+            free(line);
+            line = NULL;
+        }
+        if (line) line[end - start - 1] = '\0';
+    }
+    fclose(f);
+    return line;
+}
+
+long fs_cut_partial_line(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT ? 0 : -1;
+    long end, size;
+    int rc = whole_end(f, &end, &size);
+    fclose(f);
+    if (rc != 0) {
+        errno = EIO;
+        return -1;
+    }
+    if (end == size) return 0;
+    return truncate(path, end) == 0 ? size - end : -1;
 }
