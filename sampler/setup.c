@@ -78,6 +78,7 @@ void sampler_open_pool(sampler_t *s)
     if (!s->pool) log_fatal("pool %s: %s", s->cfg.redis, err);
     pool_limit_record(s->pool, (size_t)s->cfg.max_record + IDENTITY_SIGNATURE_BYTES);
     pool_window(s->pool, s->cfg.pool_window, s->cfg.pool_window_seconds);
+    pool_deadline(s->pool, s->cfg.pool_deadline);
     pool_strategy(s->pool, s->cfg.pool_strategy);
     if (fs_mkdirs(s->cfg.run) != 0) log_fatal("run folder %s: cannot create", s->cfg.run);
     if (!(s->id = identity_load(s->cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);

@@ -2,10 +2,12 @@
  * replicas on loopback (tests/cluster.sh): slots as the cluster computes
  * them (CLUSTER KEYSLOT), every command where its slot lives, pipelines
  * across the masters, MOVED after a reshard, ASK during a slot's
- * migration, a master killed and its replica taking over, a single
+ * migration, a master stalled (only its commands fail, by the call's
+ * deadline), a master killed and its replica taking over, a single
  * Redis as before; and what a cluster URL meets that is not a cluster,
  * or a slot map that is not one, refused with one line. */
 #include "check.h"
+#include "pool/pool.h"
 #include "pool/route.h"
 #include "redis_server.h"
 
@@ -317,6 +319,139 @@ static void test_tryagain(void)
 
 /* A master killed: its replica is promoted, and the keys it held are
  * read from there */
+/* the pid of the cluster's node at port, from its list; 0 when not there */
+static int pid_of(int port)
+{
+    char path[128], line[64];
+    snprintf(path, sizeof path, "%s/c/ports", dir);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        int p, q;
+        if (sscanf(line, "%d %d", &p, &q) == 2 && p == port) pid = q;
+    }
+    if (f) fclose(f);
+    return pid;
+}
+
+/* One master stalled (SIGSTOP: its connections open, nothing answered):
+ * a pipeline over every master, under a deadline of 300 ms, gets every
+ * other master's replies and fails only the stalled one's commands, by
+ * the deadline; the next pipeline fails them at once (the node is down
+ * for a while, not waited on again); once the master answers again and
+ * its wait is over, every command is answered. Short of the cluster's
+ * node timeout (1 s), so no failover starts. */
+static void test_master_stalled(void)
+{
+    char err[512];
+    route_t *r = route_new(url, err, sizeof err);
+    EXPECT(r && route_connect(r, err, sizeof err) == 0);
+    if (!r) return;
+    enum { N = 30 };
+    char keys[N][24];
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof keys[i], "stall%d", i);
+        redisReply *s = run(r, keys[i], "SET", keys[i], keys[i]);
+        if (s) freeReplyObject(s);
+    }
+    int port = master_of(r, keys[0]), pid = pid_of(port), on_it = 0;
+    for (int i = 0; i < N; i++) on_it += master_of(r, keys[i]) == port;
+    EXPECT(pid > 0 && on_it > 0 && on_it < N);
+    redisReply *out[N];
+    double took[3];
+    int failed[3], right[3];
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass == 0) EXPECT(kill(pid, SIGSTOP) == 0);
+        if (pass == 2) {
+            EXPECT(kill(pid, SIGCONT) == 0);
+            usleep(600 * 1000); /* the node's wait after its failure (250 ms) */
+        }
+        route_deadline(r, pass == 2 ? 2000 : 300);
+        for (int i = 0; i < N; i++) {
+            const char *argv[] = {"GET", keys[i]};
+            EXPECT(route_append(r, keys[i], 2, argv, NULL) == 0);
+        }
+        double t0 = seconds();
+        failed[pass] = route_replies(r, out, err, sizeof err);
+        took[pass] = seconds() - t0;
+        right[pass] = 0;
+        for (int i = 0; i < N; i++) {
+            right[pass] += out[i] && out[i]->type == REDIS_REPLY_STRING && strcmp(out[i]->str, keys[i]) == 0;
+            if (out[i]) freeReplyObject(out[i]);
+        }
+        printf("  %s: %d of %d answered right, %d failed, in %.3f s%s%s\n",
+               pass == 0   ? "stalled"
+               : pass == 1 ? "stalled, again"
+                           : "answering again",
+               right[pass], N, failed[pass], took[pass], failed[pass] ? ": " : "", failed[pass] ? err : "");
+    }
+    kill(pid, SIGCONT);
+    EXPECTF(failed[0] == on_it && right[0] == N - on_it && took[0] < 0.8, "%d failed (%d on it), %.3f s", failed[0],
+            on_it, took[0]);
+    EXPECTF(failed[1] == on_it && right[1] == N - on_it && took[1] < 0.1, "%d failed, %.3f s", failed[1], took[1]);
+    EXPECTF(failed[2] == 0 && right[2] == N, "%d failed", failed[2]);
+    route_deadline(r, 0);
+    route_destroy(&r);
+}
+
+/* The pool on the cluster with the master of its node set stalled: a
+ * draw (deadline 300 ms) still hands out the new entries of every node
+ * whose keys live on the other masters (the node set as last read), and
+ * none of the stalled master's, by the deadline; a node whose keys live
+ * elsewhere publishes (its place in the node set is added again at its
+ * next publish). */
+static void test_draw_master_stalled(void)
+{
+    char err[512];
+    route_t *r = route_new(url, err, sizeof err);
+    pool_t *pub = pool_new(url, "stall", 100, err, sizeof err), *me = pool_new(url, "stall", 100, err, sizeof err);
+    EXPECT(r && pub && me && route_connect(r, err, sizeof err) == 0);
+    if (!r || !pub || !me) return;
+    enum { NODES = 12 };
+    char node[NODES][16], key[64], rec[64];
+    for (int round = 1; round <= 2; round++) {
+        for (int i = 0; i < NODES; i++) {
+            snprintf(node[i], sizeof node[i], "n%d", i);
+            for (int j = 0; j < 3; j++) {
+                int len = snprintf(rec, sizeof rec, "%s/%d/%d", node[i], round, j);
+                EXPECTF(pool_publish(pub, node[i], (uint64_t)round, rec, (size_t)len, err, sizeof err) == 0, "%s", err);
+            }
+        }
+        if (round == 1) { /* the first round's entries drawn whole, the node set read */
+            pool_entry_t *e = NULL;
+            int n = pool_draw(me, "me", 3 * NODES, &e, err, sizeof err);
+            EXPECTF(n == 3 * NODES, "%d: %s", n, err);
+            pool_entries_free(e, n > 0 ? n : 0);
+        }
+    }
+    int port = master_of(r, "stall:nodes"), pid = pid_of(port), live = 0, publisher = -1;
+    for (int i = 0; i < NODES; i++) {
+        snprintf(key, sizeof key, "stall:n:{%s}:e", node[i]);
+        if (master_of(r, key) != port) live++, publisher = i;
+    }
+    EXPECTF(pid > 0 && live > 0 && live < NODES, "%d of %d nodes' keys away from the node set's master", live, NODES);
+    EXPECT(kill(pid, SIGSTOP) == 0);
+    pool_deadline(me, 0.3);
+    pool_deadline(pub, 0.3);
+    pool_entry_t *e = NULL;
+    double t0 = seconds();
+    int n = pool_draw(me, "me", 3 * NODES, &e, err, sizeof err);
+    double took = seconds() - t0;
+    int second = 0;
+    for (int i = 0; i < n; i++) second += e[i].len > 3 && memchr(e[i].data, '/', e[i].len) && strstr(e[i].data, "/2/");
+    int published = publisher >= 0 ? pool_publish(pub, node[publisher], 3, "late", 4, err, sizeof err) : -1;
+    kill(pid, SIGCONT);
+    printf("  the node set's master stalled: %d entries drawn (%d of the %d nodes elsewhere, 3 each) in %.3f s\n", n,
+           live, NODES, took);
+    EXPECTF(n == 3 * live && second == n && took < 0.8, "%d drawn (%d of round 2), %.3f s: %s", n, second, took, err);
+    EXPECTF(published == 0, "%s", err);
+    pool_entries_free(e, n > 0 ? n : 0);
+    pool_destroy(&pub);
+    pool_destroy(&me);
+    route_destroy(&r);
+    usleep(600 * 1000); /* the stalled master's wait over, before the next test */
+}
+
 static void test_failover(void)
 {
     char err[512], got[64];
@@ -337,17 +472,7 @@ static void test_failover(void)
         if (w) freeReplyObject(w);
     }
     EXPECTF(confirmed, "WAIT: the replica did not confirm the write in 30 s");
-    int port = master_of(r, "{fo}k");
-    /* its pid from the cluster's list */
-    char path[128], line[64];
-    snprintf(path, sizeof path, "%s/c/ports", dir);
-    FILE *f = fopen(path, "r");
-    int pid = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        int p, q;
-        if (sscanf(line, "%d %d", &p, &q) == 2 && p == port) pid = q;
-    }
-    if (f) fclose(f);
+    int port = master_of(r, "{fo}k"), pid = pid_of(port);
     EXPECT(pid > 0 && kill(pid, SIGKILL) == 0);
     int tries = 0;
     redisReply *g = NULL;
@@ -454,6 +579,8 @@ int main(void)
     RUN_TEST(test_routes);
     RUN_TEST(test_redirections);
     RUN_TEST(test_tryagain);
+    RUN_TEST(test_master_stalled);
+    RUN_TEST(test_draw_master_stalled);
     RUN_TEST(test_failover);
     RUN_TEST(test_single_and_refused);
     RUN_TEST(test_bad_map);

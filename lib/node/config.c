@@ -124,6 +124,7 @@ static const field_t fields[] = {
     {"game-wait", "SAPO_GAME_WAIT", F(game_wait), "0", "in the game, seconds a critique or resolve stage waits at its start for the outputs of every other node that has played in the pool (read again every quarter second) before it goes on with those it has; 0 = never: a node ahead of the others then plays without peers (docs/game.md)"},
     {"pool-strategy", "SAPO_POOL_STRATEGY", E(pool_strategy, strategies), "uniform", "how SampleExternal weighs other nodes' fresh groups: uniform (all alike, the paper) or useful (a node's groups weigh the chance, from its last ten or so, that they are informative here: rewards not all equal under our verifier)"},
     {"pool-window-seconds", "SAPO_POOL_WINDOW_SECONDS", F(pool_window_seconds), "0", "and only groups published less than this many seconds ago; a node that stops publishing leaves nothing in Redis after it (0 = no bound in time)"},
+    {"pool-deadline", "SAPO_POOL_DEADLINE", F(pool_deadline), "2", "the most seconds a publish or draw waits on Redis (connects, replies, retries): a dead or slow master of a cluster costs a round at most this, and a draw that cannot reach a master draws from the entries on the others (0 = no bound)"},
     {"max-record", "SAPO_MAX_RECORD", I(max_record), "1048576", "largest group record taken from the pool, bytes (larger ones are dropped and counted)"},
     {"max-text", "SAPO_MAX_TEXT", I(max_text), "16384", "longest question, answer, metadata or completion text taken from the pool, bytes"},
     {"stall-seconds", "SAPO_STALL_SECONDS", I(stall_seconds), "120", "seconds without a scored group or a learner notice after which the sampler counts what it sent as lost (a killed broker) and goes on"},
@@ -316,9 +317,9 @@ static int check_limits(const config_t *c)
         fprintf(stderr, "config: game-wait (SAPO_GAME_WAIT) must be 0 to 3600 seconds\n");
         return -1;
     }
-    if (c->pool_window < 0 || c->pool_window_seconds < 0) {
-        fprintf(stderr, "config: pool-window (SAPO_POOL_WINDOW) and pool-window-seconds (SAPO_POOL_WINDOW_SECONDS) "
-                        "must be at least 0\n");
+    if (c->pool_window < 0 || c->pool_window_seconds < 0 || c->pool_deadline < 0) {
+        fprintf(stderr, "config: pool-window (SAPO_POOL_WINDOW), pool-window-seconds (SAPO_POOL_WINDOW_SECONDS) and "
+                        "pool-deadline (SAPO_POOL_DEADLINE) must be at least 0\n");
         return -1;
     }
     if (c->heartbeat_ms < 30 || c->hwm < 1) {

@@ -17,6 +17,8 @@
 #define ENTRY_MAX_BYTES 16777280 /* pool.lua's sapo_publish refuses larger ones */
 /* pool_stage_ttl's default, in ms: see pool.h */
 #define STAGE_TTL_MS 600000
+/* pool_deadline's default, in ms: a single Redis's reply timeout */
+#define DEADLINE_MS 2000
 
 /* Redis Functions library (lib/pool/pool.lua, embedded by the build),
  * loaded (REPLACE) at a connect that finds another or none, so a newer
@@ -111,6 +113,7 @@ pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err
     p->max_per_node = max_per_node;
     p->max_bytes = ENTRY_MAX_BYTES;
     p->stage_ttl_ms = STAGE_TTL_MS;
+    p->deadline_ms = DEADLINE_MS;
     p->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)p;
     return p;
 }
@@ -125,6 +128,8 @@ void pool_destroy(pool_t **self_p)
     free((*self_p)->peers);
     free((*self_p)->slot);
     free((*self_p)->keys);
+    for (size_t i = 0; i < (*self_p)->n_known_nodes; i++) free((*self_p)->known_nodes[i]);
+    free((*self_p)->known_nodes);
     free(*self_p);
     *self_p = NULL;
 }
@@ -138,6 +143,10 @@ void pool_window(pool_t *self, int rounds, double seconds)
 }
 
 void pool_limit_record(pool_t *self, size_t max_bytes) { self->max_bytes = max_bytes; }
+
+void pool_deadline(pool_t *self, double seconds) { self->deadline_ms = seconds > 0 ? (long)(seconds * 1000 + 0.5) : 0; }
+
+void pool_begin(pool_t *p) { route_deadline(p->route, p->deadline_ms); }
 
 /* a double in [0, 1) */
 double pool_uniform(pool_t *p) { return (double)(splitmix64(&p->rng) >> 11) * 0x1.0p-53; }
@@ -196,10 +205,26 @@ int pool_replies(pool_t *p, int n, redisReply **out, char *err, size_t errlen)
         return -1;
     }
     if (route_replies(p->route, out, err, errlen) != 0) {
+        for (int i = 0; i < n; i++) {
+            freeReplyObject(out[i]);
+            out[i] = NULL;
+        }
         p->retry_at = 0;
         return -1;
     }
     return 0;
+}
+
+int pool_replies_each(pool_t *p, int n, redisReply **out, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    if (pool_connect(p, err, errlen) != 0) {
+        route_discard(p->route);
+        return -1;
+    }
+    int failed = route_replies(p->route, out, err, errlen);
+    if (failed != 0) p->retry_at = 0;
+    return failed < n ? failed : -1;
 }
 
 void pool_entries_free(pool_entry_t *e, int n)

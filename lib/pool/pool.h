@@ -148,6 +148,12 @@ int pool_node_ok(const char *node, char *err, size_t errlen);
  * (default 16 MiB and a signature, the largest entry the pool takes) */
 void pool_limit_record(pool_t *self, size_t max_bytes);
 
+/* The most a call (a publish, a draw, a read) waits on Redis, in seconds
+ * (default 2; 0: no bound): connects, replies and retries stop at it, so
+ * a dead or slow master costs a round at most this. On a cluster a draw
+ * that cannot reach a master draws from the entries on the others. */
+void pool_deadline(pool_t *self, double seconds);
+
 /* seeds the uniform numbers of pool_draw and pool_stage_read */
 void pool_seed(pool_t *self, uint64_t seed);
 

@@ -33,11 +33,14 @@ static int fetch(pool_t *p, int want, const char **keys, seq_text_t *seqs, redis
             return -1;
         }
     }
-    if (pool_replies(p, 2 * want, g, err, errlen) != 0) return -1;
+    /* a master that went down since the ranges were read fails its own
+     * entries (missing), not the draw */
+    if (pool_replies_each(p, 2 * want, g, err, errlen) < 0) return -1;
     int big = 0;
     for (int i = 0; i < want; i++) {
         const redisReply *len = g[2 * i + 1];
-        if (len->type != REDIS_REPLY_INTEGER || len->integer <= 0 || (size_t)len->integer > p->max_bytes) continue;
+        if (!len || len->type != REDIS_REPLY_INTEGER || len->integer <= 0 || (size_t)len->integer > p->max_bytes)
+            continue;
         const char *entry[] = {"HGET", keys[2 * i + 1], seqs[i]};
         if (pool_append(p, keys[2 * i + 1], 3, entry, NULL) != 0) {
             route_discard(p->route);
@@ -48,13 +51,18 @@ static int fetch(pool_t *p, int want, const char **keys, seq_text_t *seqs, redis
     }
     if (big == 0) return 0;
     redisReply **x = g + 2 * want;
-    if (pool_replies(p, big, x, err, errlen) != 0) return -1;
+    if (pool_replies_each(p, big, x, err, errlen) < 0) return -1;
     /* spread the replies to their entries, the last first */
     for (int i = want - 1, j = big - 1; i >= 0; i--) {
         const redisReply *len = g[2 * i + 1];
-        int fetched = len->type == REDIS_REPLY_INTEGER && len->integer > 0 && (size_t)len->integer <= p->max_bytes;
+        int fetched =
+            len && len->type == REDIS_REPLY_INTEGER && len->integer > 0 && (size_t)len->integer <= p->max_bytes;
         redisReply *mine = fetched ? x[j--] : NULL;
         x[i] = mine;
+        if (fetched && !mine) { /* its master failed between the round trips: missing, not too large */
+            freeReplyObject(g[2 * i + 1]);
+            g[2 * i + 1] = NULL;
+        }
     }
     return 0;
 }
@@ -131,6 +139,10 @@ static int drawn_entry(pool_t *self, const range_t *from, const char *seq, const
     snprintf(o->node, sizeof o->node, "%s", from->d->node);
     o->seq = strtoull(seq, NULL, 10);
     unsigned long long round = 0, ms = 0;
+    if (!meta || !len) { /* its master did not answer */
+        self->missing++;
+        return 0;
+    }
     if (meta->type == REDIS_REPLY_STRING && sscanf(meta->str, "%llu:%llu", &round, &ms) == 2) {
         o->round = round;
         o->age_rounds = from->newest > round ? from->newest - round : 0;
@@ -163,6 +175,7 @@ int pool_draw(pool_t *self, const char *exclude_node, int k, pool_entry_t **out,
 {
     *out = NULL;
     if (k <= 0) return 0;
+    pool_begin(self);
     /* the swarm whole up to POOL_CANDIDATES nodes (or 8 k), else that many
      * nodes at random: exact for a small swarm, O(k) for a large one */
     pool_fresh_t *fr = NULL;

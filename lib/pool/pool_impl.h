@@ -54,9 +54,15 @@ struct pool {
     long stage_ttl_ms;
     long stage_oversize, stage_bad; /* stage outputs skipped (pool_stage_health) */
     long stage_asked;               /* other nodes the last pool_stage_read asked */
+    long deadline_ms;               /* each call's (pool_deadline) */
+    char **known_nodes;             /* the node set as last read (pool_fresh.c) */
+    size_t n_known_nodes;
 };
 
 /* pool.c: the connection. */
+
+/* a public call begins: its deadline starts (pool_deadline) */
+void pool_begin(pool_t *p);
 
 /* connects now unless a retry is not due: 0, or -1 with err */
 int pool_connect(pool_t *p, char *err, size_t errlen);
@@ -71,6 +77,10 @@ redisReply *pool_run(pool_t *p, const char *key, int argc, const char **argv, co
  * err (no replies kept; a broken connection is dropped) */
 int pool_append(pool_t *p, const char *key, int argc, const char **argv, const size_t *lens);
 int pool_replies(pool_t *p, int n, redisReply **out, char *err, size_t errlen);
+/* The same, each command's result its own: a master down or slow fails
+ * only its commands (out[i] NULL). How many failed (the first reason in
+ * err), or -1 with err when none ran */
+int pool_replies_each(pool_t *p, int n, redisReply **out, char *err, size_t errlen);
 
 /* a double in [0, 1) from the pool's seeded stream */
 double pool_uniform(pool_t *p);

@@ -60,6 +60,7 @@ static const uint8_t *known_key(const pool_t *self, const char *node)
 
 int pool_register_key(pool_t *self, const char *node, const uint8_t pub[32], char *err, size_t errlen)
 {
+    pool_begin(self);
     if (pool_node_ok(node, err, errlen) < 0) return -1;
     char key[POOL_KEY_MAX], hex[65];
     pool_key(self, node, "key", key);
@@ -84,6 +85,7 @@ int pool_register_key(pool_t *self, const char *node, const uint8_t pub[32], cha
 
 int pool_node_key(pool_t *self, const char *node, uint8_t pub[32], char *err, size_t errlen)
 {
+    pool_begin(self);
     if (pool_node_ok(node, err, errlen) < 0) return -1;
     const uint8_t *known = known_key(self, node);
     if (known) {

@@ -41,6 +41,7 @@ static int operator_bound(pool_t *self, const char *node, char *out, size_t outl
 int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void *const *recs, const size_t *lens,
                       int n, char *err, size_t errlen)
 {
+    pool_begin(self);
     if (pool_node_ok(node, err, errlen) < 0) return -1;
     if (n <= 0) return 0;
     char keys[N_PUBLISH_KEYS][POOL_KEY_MAX], nodes[256], bound[32], maxlen[32], wr[32], wms[32], rnd[32];
@@ -78,10 +79,12 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
     if (pool_append(self, keys[0], n + head, argv, alen) != 0 || pool_append(self, nodes, 3, add, NULL) != 0) {
         snprintf(err, errlen, "out of memory");
         route_discard(self->route);
-    } else if (pool_replies(self, 2, g, err, errlen) == 0) {
+    } else if (pool_replies_each(self, 2, g, err, errlen) >= 0 && g[0]) {
+        /* the node set's master down or slow (a cluster): the publish
+         * stands, and the next one adds the node again */
         rc = 0;
         for (int i = 0; i < 2 && rc == 0; i++)
-            if (g[i]->type == REDIS_REPLY_ERROR) {
+            if (g[i] && g[i]->type == REDIS_REPLY_ERROR) {
                 snprintf(err, errlen, "redis %s: %s: %s", route_where(self->route), i ? "SADD" : "sapo_publish_node",
                          g[i]->str);
                 rc = -1;

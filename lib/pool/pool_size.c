@@ -49,6 +49,7 @@ static long nodes_size(pool_t *self, const char *const *names, size_t n)
 
 long pool_size_total(pool_t *self)
 {
+    pool_begin(self);
     char err[256], nodes[160];
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
     const char *argv[] = {"SMEMBERS", nodes};
@@ -69,6 +70,7 @@ long pool_size_total(pool_t *self)
 
 long pool_size_node(pool_t *self, const char *node)
 {
+    pool_begin(self);
     char err[256];
     if (pool_node_ok(node, err, sizeof err) < 0) return -1;
     return nodes_size(self, &node, 1);

@@ -48,6 +48,7 @@ static void stage_key(const pool_t *self, stage_key_t key, const char *node, uin
 int pool_stage_publish(pool_t *self, const char *node, uint64_t round, int stage, const void *rec, size_t len,
                        char *err, size_t errlen)
 {
+    pool_begin(self);
     if (pool_node_ok(node, err, errlen) < 0 || stage_ok(stage, err, errlen) < 0) return -1;
     if (len == 0 || len > self->max_bytes) {
         snprintf(err, errlen, "pool: a stage output of %zu bytes: it must be 1 byte to the record limit, %zu", len,
@@ -209,6 +210,7 @@ int pool_stage_read(pool_t *self, const char *exclude_node, uint64_t round, int 
                     char *err, size_t errlen)
 {
     *out = NULL;
+    pool_begin(self);
     if ((exclude_node && pool_node_ok(exclude_node, err, errlen) < 0) || stage_ok(stage, err, errlen) < 0) return -1;
     if (max <= 0) return 0;
     /* the swarm whole up to POOL_CANDIDATES nodes (or 8 max), else that

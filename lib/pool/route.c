@@ -2,6 +2,7 @@
  * connected on first use, the slot map, redirections, pipelines. */
 #include "pool/route.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +20,24 @@
  * migration done by hand (25 to 400 ms, 775 in all) */
 #define TRYAGAIN_FIRST_MS 25
 #define ROUTE_MAX_SEEDS 64
+/* a cluster node that failed (refused, broke, timed out) is not tried
+ * again for this long, doubled at each failure after it up to the most:
+ * a dead master costs a call its commands, not a timeout each */
+#define DOWN_FIRST_MS 250
+#define DOWN_MOST_MS 4000
+/* a connection's timeouts without a deadline (route_deadline) */
+#define CONNECT_MS 1000
+#define IO_MS 2000
 
 typedef struct {
     char host[256];
     int port;
     redisContext *c;
-    int slots; /* slots the last map gave it (a master's) */
+    int slots;            /* slots the last map gave it (a master's) */
+    long long down_until; /* ms (monotonic): not tried before then */
+    long down_ms;         /* the wait after its last failure */
+    long io_ms;           /* its connection's timeout as last set */
+    char why[256];        /* its last failure, repeated while it is down */
 } node_t;
 
 typedef struct {
@@ -51,6 +64,7 @@ struct route {
     queued_t *queue;
     int n_queued, cap_queued;
     long moved, asked, tryagain, map_reads;
+    long long deadline; /* ms (monotonic) the call in progress ends by; 0: none */
 };
 
 // ----------------------------------------------------------------------------
@@ -231,38 +245,96 @@ long route_asked(const route_t *self) { return self->asked; }
 long route_tryagain(const route_t *self) { return self->tryagain; }
 long route_map_reads(const route_t *self) { return self->map_reads; }
 
-static void drop(route_t *r, int n)
+static long long now_ms(void)
 {
-    if (r->nodes[n].c) redisFree(r->nodes[n].c);
-    r->nodes[n].c = NULL;
-    if (r->cluster) r->map_stale = true;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* node n connected and prepared: 0, or -1 with err */
+void route_deadline(route_t *self, long ms) { self->deadline = ms > 0 ? now_ms() + ms : 0; }
+
+/* ms left of the call's deadline (most when there is none or it is further) */
+static long left_ms(const route_t *r, long most)
+{
+    if (!r->deadline) return most;
+    long long left = r->deadline - now_ms();
+    return left < most ? (long)(left > 0 ? left : 0) : most;
+}
+
+static struct timeval tv_ms(long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    return tv;
+}
+
+/* node n's connection dropped after the failure why: on a cluster, the
+ * node is not tried again for a while (commands for it fail with the same
+ * words meanwhile, so a caller can tell the outage goes on) and the map is
+ * read again */
+static void drop(route_t *r, int n, const char *why)
+{
+    node_t *d = &r->nodes[n];
+    snprintf(d->why, sizeof d->why, "%s", why);
+    if (d->c) redisFree(d->c);
+    d->c = NULL;
+    if (!r->cluster) return;
+    r->map_stale = true;
+    d->down_ms = d->down_ms ? (d->down_ms * 2 > DOWN_MOST_MS ? DOWN_MOST_MS : d->down_ms * 2) : DOWN_FIRST_MS;
+    d->down_until = now_ms() + d->down_ms;
+}
+
+/* the most one wait on a node may take: within the call's deadline, and
+ * on a cluster half of what is left of it, so that a stalled master
+ * leaves the call time for the others' replies */
+static long wait_ms(const route_t *r, long most)
+{
+    if (!r->deadline || !r->cluster) return left_ms(r, most);
+    long left = left_ms(r, 2 * most);
+    return left / 2 > 10 ? left / 2 : left;
+}
+
+/* node n connected and prepared, its timeout within the call's deadline:
+ * 0, or -1 with err (at once for a cluster node that failed a moment ago) */
 static int connected(route_t *r, int n, char *err, size_t errlen)
 {
     node_t *d = &r->nodes[n];
-    if (d->c) return 0;
-    struct timeval tv = {1, 0};
-    d->c = redisConnectWithTimeout(d->host, d->port, tv);
-    if (!d->c || d->c->err) {
-        snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, d->c ? d->c->errstr : "out of memory");
-        drop(r, n);
+    long io = wait_ms(r, IO_MS);
+    if (io < 10) {
+        snprintf(err, errlen, "redis %s:%d: the call's deadline passed", d->host, d->port);
         return -1;
     }
-    struct timeval io = {2, 0};
-    redisSetTimeout(d->c, io);
+    if (d->c) {
+        /* a slow node costs a call its deadline, not the whole timeout */
+        if (d->io_ms != io && redisSetTimeout(d->c, tv_ms(io)) == REDIS_OK) d->io_ms = io;
+        return 0;
+    }
+    long long now = now_ms();
+    if (d->down_until > now) {
+        snprintf(err, errlen, "%s", d->why);
+        return -1;
+    }
+    d->c = redisConnectWithTimeout(d->host, d->port, tv_ms(wait_ms(r, CONNECT_MS)));
+    if (!d->c || d->c->err) {
+        snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, d->c ? d->c->errstr : "out of memory");
+        drop(r, n, err);
+        return -1;
+    }
+    redisSetTimeout(d->c, tv_ms(io));
+    d->io_ms = io;
     char where[300];
     snprintf(where, sizeof where, "redis %s:%d", d->host, d->port);
     if (r->prepare && r->prepare(r->prepare_ctx, d->c, where, err, errlen) != 0) {
-        drop(r, n);
+        drop(r, n, err);
         return -1;
     }
+    d->down_ms = 0;
     return 0;
 }
 
-static void sleep_ms(long ms)
+static void sleep_ms(route_t *r, long ms)
 {
+    ms = left_ms(r, ms);
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
@@ -325,7 +397,7 @@ static int read_map(route_t *r, char *err, size_t errlen)
             redisReply *rep = redisCommand(r->nodes[n].c, "CLUSTER SLOTS");
             if (!rep) {
                 snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port, r->nodes[n].c->errstr);
-                drop(r, n);
+                drop(r, n, err);
                 continue;
             }
             int ok = rep->type == REDIS_REPLY_ARRAY && take_map(r, rep, n) == 0;
@@ -400,9 +472,13 @@ static int redirect_node(route_t *r, const char *msg, int *slot)
 static void broken(route_t *r, int n, char *err, size_t errlen)
 {
     redisContext *c = r->nodes[n].c;
-    snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port,
-             c && c->errstr[0] ? c->errstr : "no reply");
-    drop(r, n);
+    node_t *d = &r->nodes[n];
+    /* a read that timed out: a slow or stalled node */
+    if (c && c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
+        snprintf(err, errlen, "redis %s:%d: no reply %s", d->host, d->port,
+                 r->deadline ? "before the call's deadline" : "within the reply timeout");
+    else snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, c && c->errstr[0] ? c->errstr : "no reply");
+    drop(r, n, err);
 }
 
 static bool is_error(const redisReply *rep, const char *code)
@@ -432,8 +508,7 @@ static redisReply *run_on(route_t *r, int n, bool asking, int argc, const char *
     rep = redisCommandArgv(c, argc, argv, lens);
     if (rep) return rep;
 broke:
-    snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port, c->errstr[0] ? c->errstr : "no reply");
-    drop(r, n);
+    broken(r, n, err, errlen);
     return NULL;
 }
 
@@ -457,7 +532,8 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
                           size_t errlen)
 {
     bool reread = false;
-    for (int t = 0; t < ROUTE_TRIES; t++) {
+    int t = 0;
+    for (; t < ROUTE_TRIES && (t == 0 || left_ms(r, 1) > 0); t++) {
         int n = node_for(r, slot, err, errlen), s, to;
         redisReply *rep = n >= 0 ? run_on(r, n, false, argc, argv, lens, err, errlen) : NULL;
         if (rep && r->cluster && is_error(rep, "ASK") && (to = redirect_node(r, rep->str, &s)) >= 0) {
@@ -468,7 +544,7 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
         if (!rep) {
             /* a master gone: its replica takes over once the cluster agrees */
             if (!r->cluster) return NULL;
-            sleep_ms(100L << (t < 4 ? t : 4));
+            sleep_ms(r, 100L << (t < 4 ? t : 4));
             continue;
         }
         if (r->cluster && is_error(rep, "MOVED") && (to = redirect_node(r, rep->str, &s)) >= 0) {
@@ -478,10 +554,10 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
             /* the keys are split between the slot's two ends until the
              * next MIGRATE: wait, then ask the source again */
             r->tryagain++;
-            if (t + 1 < ROUTE_TRIES) sleep_ms((long)TRYAGAIN_FIRST_MS << t);
+            if (t + 1 < ROUTE_TRIES) sleep_ms(r, (long)TRYAGAIN_FIRST_MS << t);
         } else if (r->cluster && is_error(rep, "CLUSTERDOWN")) {
             r->map_stale = true;
-            sleep_ms(50L << (t < 4 ? t : 4));
+            sleep_ms(r, 50L << (t < 4 ? t : 4));
         } else {
             return rep;
         }
@@ -489,7 +565,9 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
         freeReplyObject(rep);
     }
     size_t used = strlen(err);
-    if (used + 40 < errlen) snprintf(err + used, errlen - used, " (gave up after %d tries)", ROUTE_TRIES);
+    if (used + 60 < errlen)
+        snprintf(err + used, errlen - used,
+                 t < ROUTE_TRIES ? " (gave up at the call's deadline, %d tries)" : " (gave up after %d tries)", t);
     return NULL;
 }
 
@@ -546,27 +624,41 @@ static bool redirected(const route_t *r, const redisReply *rep)
                           is_error(rep, "CLUSTERDOWN"));
 }
 
+/* count more commands failed for the reason why, the first reason kept in err */
+static void failing(int *failed, int count, const char *why, char *err, size_t errlen)
+{
+    if (*failed == 0 && count > 0) snprintf(err, errlen, "%s", why);
+    *failed += count;
+}
+
 int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
 {
-    int n = self->n_queued, rc = -1;
+    int n = self->n_queued, failed = 0;
     int *node = malloc((size_t)(n ? n : 1) * sizeof *node);
-    if (!node) {
+    bool *sent = calloc((size_t)self->n_nodes + 1, sizeof *sent);
+    char why[512] = "";
+    if (!node || !sent) {
+        free(node), free(sent);
+        queue_clear(self);
         snprintf(err, errlen, "out of memory");
-        goto done;
+        return -1;
     }
     for (int i = 0; i < n; i++) out[i] = NULL;
-    for (int i = 0; i < n; i++) node[i] = node_for(self, self->queue[i].slot, err, errlen);
+    for (int i = 0; i < n; i++)
+        if ((node[i] = node_for(self, self->queue[i].slot, why, sizeof why)) < 0) {
+            node[i] = -2; /* no node serves its slot: it fails alone */
+            failing(&failed, 1, why, err, errlen);
+        }
     /* one round trip per node, all in flight at once: every node's
      * commands appended and sent, then each node's replies read */
-    bool *sent = calloc((size_t)self->n_nodes + 1, sizeof *sent);
-    if (!sent) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
     for (int d = 0; d < self->n_nodes; d++) {
         int mine = 0;
         for (int i = 0; i < n; i++) mine += node[i] == d;
-        if (!mine || connected(self, d, err, errlen) != 0) continue;
+        if (!mine) continue;
+        if (connected(self, d, why, sizeof why) != 0) {
+            failing(&failed, mine, why, err, errlen);
+            continue;
+        }
         redisContext *c = self->nodes[d].c;
         bool ok = true;
         for (int i = 0; i < n && ok; i++)
@@ -576,24 +668,30 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
         int done_writing = 0;
         while (ok && !done_writing) ok = redisBufferWrite(c, &done_writing) == REDIS_OK;
         if (ok) sent[d] = true;
-        else broken(self, d, err, errlen);
+        else {
+            broken(self, d, why, sizeof why);
+            failing(&failed, mine, why, err, errlen);
+        }
     }
     for (int d = 0; d < self->n_nodes; d++) {
         if (!sent[d]) continue;
         redisContext *c = self->nodes[d].c;
-        bool ok = true;
-        for (int i = 0; i < n && ok; i++) {
+        int unanswered = 0;
+        for (int i = 0; i < n; i++) {
             if (node[i] != d) continue;
             void *rep = NULL;
-            if (redisGetReply(c, &rep) != REDIS_OK || !rep) ok = false;
-            else out[i] = rep;
+            if (!unanswered && redisGetReply(c, &rep) == REDIS_OK && rep) out[i] = rep;
+            else unanswered++; /* this node's commands from the first unanswered fail alone */
         }
         /* replies not read would answer the next command */
-        if (!ok) broken(self, d, err, errlen);
+        if (unanswered) {
+            broken(self, d, why, sizeof why);
+            failing(&failed, unanswered, why, err, errlen);
+        }
     }
     free(sent);
-    /* what failed or was sent elsewhere, one by one, after the map has
-     * learnt from every MOVED among the replies (read again once) */
+    /* what was sent elsewhere, one by one, after the map has learnt from
+     * every MOVED among the replies (read again once) */
     bool reread = false;
     for (int i = 0; i < n; i++) {
         int s, to;
@@ -603,20 +701,13 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
         }
     }
     for (int i = 0; i < n; i++) {
-        if (out[i] && !redirected(self, out[i])) continue;
+        if (!out[i] || !redirected(self, out[i])) continue;
         freeReplyObject(out[i]);
         out[i] = routed(self, self->queue[i].slot, self->queue[i].argc, (const char **)self->queue[i].argv,
-                        self->queue[i].lens, err, errlen);
-        if (!out[i]) goto done;
+                        self->queue[i].lens, why, sizeof why);
+        if (!out[i]) failing(&failed, 1, why, err, errlen);
     }
-    rc = 0;
-done:
-    if (rc != 0)
-        for (int i = 0; i < n; i++) {
-            freeReplyObject(out[i]);
-            out[i] = NULL;
-        }
     free(node);
     queue_clear(self);
-    return rc;
+    return failed;
 }

@@ -53,6 +53,13 @@ const char *route_where(const route_t *self);
 /* the slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key */
 int route_slot(const char *key, size_t len);
 
+/* A deadline for the call that begins (ms from now; 0: none): connects,
+ * replies and retries stop at it, so a call never waits longer on a dead
+ * or slow node. On a cluster a node that failed is not tried again for
+ * 250 ms, doubled at each failure after it up to 4 s, so that commands
+ * for it fail at once meanwhile. */
+void route_deadline(route_t *self, long ms);
+
 /* connects to what the URL names (a cluster: its slot map from a seed,
  * then every master) unless already connected: 0, or -1 with err */
 int route_connect(route_t *self, char *err, size_t errlen);
@@ -69,7 +76,11 @@ redisReply *route_run(route_t *self, const char *key, int argc, const char **arg
 /* Pipelines: commands queued with route_append (the strings copied) run
  * by route_replies, one round trip per node they go to; the replies come
  * back in the order appended (each the caller's to free), those
- * redirected run again one by one. 0, or -1 with err (no reply kept) */
+ * redirected run again one by one. Each command's result is its own: a
+ * node that is down, slow past the deadline or breaks fails only the
+ * commands sent to it (out[i] NULL). The number of commands without a
+ * reply (0: every one answered; the first reason in err), or -1 when out
+ * of memory (no reply kept) */
 int route_append(route_t *self, const char *key, int argc, const char **argv, const size_t *lens);
 int route_replies(route_t *self, redisReply **out, char *err, size_t errlen);
 /* commands queued and not yet run; and dropped, none of them run */
