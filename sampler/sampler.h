@@ -41,6 +41,7 @@ typedef struct {
     int64_t failed_at;    /* when a pool call last failed */
     bool outage_logged;   /* a failure was logged since calls last worked */
     bool fallback_logged; /* a batch's local groups stood in for external ones, logged once */
+    char notice[1024];    /* the pool's notice (pool_notice) as last logged */
 } sampler_pool_health_t;
 
 /* What a batch's counters (its stats_json) report: since the sampler

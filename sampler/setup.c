@@ -29,6 +29,14 @@ void sampler_pool_failed(sampler_t *s, const char *err)
 
 void sampler_pool_worked(sampler_t *s)
 {
+    /* what is wrong while the rest works (a cluster's bad seed, slots
+     * served by no master): a line when it changes */
+    const char *notice = pool_notice(s->pool);
+    if (strcmp(notice, s->pool_health.notice) != 0) {
+        if (notice[0]) log_error("pool: %s", notice);
+        else log_info("pool: every seed answers and every slot is served");
+        snprintf(s->pool_health.notice, sizeof s->pool_health.notice, "%s", notice);
+    }
     if (s->pool_health.failing && s->pool_health.outage_logged) {
         log_info("pool works again after %ld failed calls", s->pool_health.failing);
         s->pool_health.outage_logged = false;

@@ -6,7 +6,8 @@
 # own and reads b's, never writes b's. Node keys: b cannot take a's
 # node id with its own public key (neither by plain SET nor through the
 # pool function), and a sampler started under a node id held by another
-# key exits with that line.
+# key exits with that line. Functions flushed: a node's call says the
+# operator must load them with the admin's URL, and that works.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -69,3 +70,10 @@ check signed_entries_verify '"$bin/pool" publish --redis "$(url b)" --swarm s1 -
 check sampler_refuses_taken_id 'SAPO_NODE=a SAPO_SWARM=s1 SAPO_RUN="$tmp/run-a" SAPO_KEY="$tmp/b.key" SAPO_REDIS="$(url a)" \
                                   timeout 60 "$bin/sampler" 2> "$tmp/err"; rc=$?; cat "$tmp/err" | sed "s/^/  /";
                                 [ $rc = 1 ] && grep -q "node id a is registered to another key" "$tmp/err"'
+# functions not loaded (flushed by the admin) and a node's user may not
+# load them: its call says what the operator must do, in one line
+cli admin FUNCTION FLUSH > /dev/null
+check unloaded_functions_explained '! "$bin/pool" publish --redis "$(url a)" --swarm s1 --node a "$tmp/ra" 2> "$tmp/err" &&
+  [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "ERR Function not found (the pool.s functions are not loaded there and this user may not load them: the operator loads them once with the admin.s URL, e.g. bin/pool size --redis redis://admin:PASS@HOST:PORT)" "$tmp/err" || { cat "$tmp/err"; false; }'
+check admin_loads_them_again '"$bin/pool" size --redis "$(url admin)" --swarm s1 > /dev/null &&
+  "$bin/pool" publish --redis "$(url a)" --swarm s1 --node a "$tmp/ra"'

@@ -3,7 +3,9 @@
  * them (CLUSTER KEYSLOT), every command where its slot lives, pipelines
  * across the masters, MOVED after a reshard, ASK during a slot's
  * migration, a master stalled (only its commands fail, by the call's
- * deadline), a master killed and its replica taking over, a single
+ * deadline), a master killed and its replica taking over, what a URL
+ * can meet at connect (a replica seed, a bad seed, redis:// to a cluster
+ * node, CLUSTERDOWN and slots no master serves), a single
  * Redis as before; and what a cluster URL meets that is not a cluster,
  * or a slot map that is not one, refused with one line. */
 #include "check.h"
@@ -452,6 +454,151 @@ static void test_draw_master_stalled(void)
     usleep(600 * 1000); /* the stalled master's wait over, before the next test */
 }
 
+/* each node's port from the cluster's list, into ports (at most 16): how many */
+static int cluster_ports(int *ports)
+{
+    char path[128], line[64];
+    snprintf(path, sizeof path, "%s/c/ports", dir);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && n < 16 && fgets(line, sizeof line, f)) n += sscanf(line, "%d", &ports[n]) == 1;
+    if (f) fclose(f);
+    return n;
+}
+
+/* What a URL can meet at connect, each with its one line: a replica as
+ * the only seed works (the map read from it); a seed that does not answer
+ * among good ones is named in the notice while the others serve; every
+ * seed bad is one error naming them; redis:// to a node of a cluster is
+ * refused with the URL to use; a '{' in the swarm prefix is refused. */
+static void test_connect_errors(void)
+{
+    char err[512], got[4096], u[256];
+    int ports[16], np = cluster_ports(ports), replica = 0, master = 0;
+    for (int i = 0; i < np; i++) {
+        if (direct(ports[i], "INFO replication", got, sizeof got) != 0) continue;
+        if (strstr(got, "role:slave")) replica = ports[i];
+        else master = ports[i];
+    }
+    EXPECT(replica > 0 && master > 0);
+    snprintf(u, sizeof u, "redis-cluster://127.0.0.1:%d", replica);
+    route_t *r = route_new(u, err, sizeof err);
+    EXPECTF(r && route_connect(r, err, sizeof err) == 0 && route_masters(r, err, sizeof err) == 3, "%s", err);
+    int right = 0;
+    for (int i = 0; r && i < 12; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "seed%d", i);
+        redisReply *w = run(r, key, "SET", key, "v"), *g = run(r, key, "GET", key, NULL);
+        right += w && g && g->type == REDIS_REPLY_STRING && strcmp(g->str, "v") == 0;
+        if (w) freeReplyObject(w);
+        if (g) freeReplyObject(g);
+    }
+    EXPECTF(right == 12, "%d of 12 keys written and read through a replica seed", right);
+    EXPECT(r && route_notice(r)[0] == '\0');
+    route_destroy(&r);
+
+    int dead = redis_server_free_port();
+    snprintf(u, sizeof u, "redis-cluster://127.0.0.1:%d,127.0.0.1:%d", dead, master);
+    r = route_new(u, err, sizeof err);
+    EXPECTF(r && route_connect(r, err, sizeof err) == 0, "%s", err);
+    redisReply *g = r ? run(r, "seed1", "GET", "seed1", NULL) : NULL;
+    EXPECT(g && g->type == REDIS_REPLY_STRING);
+    if (g) freeReplyObject(g);
+    char want[256];
+    snprintf(want, sizeof want, "seed redis 127.0.0.1:%d: Connection refused", dead);
+    printf("  a bad seed among good: \"%s\"\n", r ? route_notice(r) : "");
+    EXPECTF(r && strcmp(route_notice(r), want) == 0, "%s", r ? route_notice(r) : "");
+    route_destroy(&r);
+
+    snprintf(u, sizeof u, "redis-cluster://127.0.0.1:%d,127.0.0.1:%d", dead, dead + 1);
+    r = route_new(u, err, sizeof err);
+    int rc = r ? route_connect(r, err, sizeof err) : 0;
+    printf("  every seed bad: \"%s\"\n", err);
+    snprintf(want, sizeof want,
+             "seed redis 127.0.0.1:%d: Connection refused; seed redis 127.0.0.1:%d: Connection refused (no seed of "
+             "the URL answered)",
+             dead, dead + 1);
+    EXPECTF(rc == -1 && strcmp(err, want) == 0, "%s", err);
+    route_destroy(&r);
+
+    snprintf(u, sizeof u, "redis://127.0.0.1:%d", master);
+    r = route_new(u, err, sizeof err);
+    rc = r ? route_connect(r, err, sizeof err) : 0;
+    char line[512];
+    snprintf(line, sizeof line,
+             "redis 127.0.0.1:%d is a node of a Redis Cluster: name the cluster as redis-cluster://127.0.0.1:%d (a "
+             "plain redis:// URL would reach only this node's slots)",
+             master, master);
+    printf("  redis:// to a cluster node: \"%s\"\n", err);
+    EXPECTF(rc == -1 && strcmp(err, line) == 0, "%s", err);
+    route_destroy(&r);
+
+    pool_t *p = pool_new(url, "my{swarm}", 10, err, sizeof err);
+    EXPECTF(!p && strcmp(err, "pool: swarm prefix 'my{swarm}' may not hold '{' or '}' (a Redis Cluster hashes a key "
+                              "by its first {...}, which must be the node's)") == 0,
+            "%s", err);
+    pool_destroy(&p);
+}
+
+/* A cluster of one node that serves half the slots: with Redis's default
+ * (cluster-require-full-coverage yes) every command answers CLUSTERDOWN,
+ * which the client waits out to the call's deadline and then says so in
+ * one line; with it off, the served half works and a key of the other
+ * half fails alone with the line that names the uncovered slots; the
+ * notice says how many slots no master serves. */
+static void test_uncovered_slots(void)
+{
+    char cdir[96], cmd[1024], err[512], u[128];
+    snprintf(cdir, sizeof cdir, "%s/half", dir);
+    int port = redis_server_free_port();
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s && redis-server --port %d --bind 127.0.0.1 --dir %s --cluster-enabled yes --save '' "
+             "--appendonly no --daemonize yes --pidfile %s/pid --logfile %s/log && sleep 0.3 && "
+             "redis-cli -p %d CLUSTER ADDSLOTSRANGE 0 8191 > /dev/null",
+             cdir, port, cdir, cdir, cdir, port);
+    if (system(cmd) != 0) SKIP_TEST("a one-node cluster could not be started");
+    snprintf(u, sizeof u, "redis-cluster://127.0.0.1:%d", port);
+    route_t *r = route_new(u, err, sizeof err);
+    EXPECTF(r && route_connect(r, err, sizeof err) == 0, "%s", err);
+    /* "a" is in slot 15495, "b" in 3300 */
+    route_deadline(r, 500);
+    const char *argv[] = {"SET", "b", "1"};
+    redisReply *w = route_run(r, "b", 3, argv, NULL, err, sizeof err);
+    printf("  full coverage required: \"%s\"\n", w ? "(answered)" : err);
+    EXPECTF(!w && strstr(err, "CLUSTERDOWN") && strstr(err, "gave up at the call's deadline"), "%s", err);
+    if (w) freeReplyObject(w);
+    char got[64];
+    EXPECT(direct(port, "CONFIG SET cluster-require-full-coverage no", got, sizeof got) == 0);
+    /* the node serves again once it has recomputed its state (seconds) */
+    char info[4096] = "";
+    for (int i = 0; i < 100 && !strstr(info, "cluster_state:ok"); i++) {
+        usleep(100 * 1000);
+        if (direct(port, "CLUSTER INFO", info, sizeof info) != 0) info[0] = '\0';
+    }
+    EXPECT(strstr(info, "cluster_state:ok"));
+    route_deadline(r, 500);
+    w = route_run(r, "b", 3, argv, NULL, err, sizeof err);
+    EXPECTF(w && w->type == REDIS_REPLY_STATUS, "%s", err);
+    if (w) freeReplyObject(w);
+    const char *argv_a[] = {"SET", "a", "1"};
+    route_deadline(r, 500);
+    redisReply *a = route_run(r, "a", 3, argv_a, NULL, err, sizeof err);
+    printf("  a key of an uncovered slot: \"%s\"\n  notice: \"%s\"\n", a ? "(answered)" : err, route_notice(r));
+    char want[256];
+    snprintf(want, sizeof want,
+             "redis cluster 127.0.0.1:%d: no master serves slot 15495 (8192 of 16384 slots have none: a master down "
+             "with no replica to promote, or slots never assigned)",
+             port);
+    EXPECTF(!a && strncmp(err, want, strlen(want)) == 0, "%s", err);
+    if (a) freeReplyObject(a);
+    EXPECTF(strcmp(route_notice(r), "8192 of 16384 slots served by no master (their commands fail; with "
+                                    "cluster-require-full-coverage no the other masters serve the rest)") == 0,
+            "%s", route_notice(r));
+    route_destroy(&r);
+    snprintf(cmd, sizeof cmd, "kill $(cat %s/pid) 2> /dev/null", cdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not stop the one-node cluster\n");
+}
+
 static void test_failover(void)
 {
     char err[512], got[64];
@@ -531,13 +678,16 @@ static int bad_port;
 static void *bad_server(void *arg)
 {
     int fd = *(int *)arg;
-    for (int k = 0; k < 2; k++) {
+    /* two maps asked for; a connection that asks nothing (the client
+     * reaching each seed once) is closed */
+    for (int k = 0; k < 2;) {
         int c = accept(fd, NULL, NULL);
         if (c < 0) break;
         char buf[512];
         if (read(c, buf, sizeof buf) > 0) {
             const char *rep = k == 0 ? "*1\r\n*3\r\n:9\r\n:3\r\n*2\r\n$9\r\n127.0.0.1\r\n:1\r\n"
                                      : "*1\r\n*3\r\n:0\r\n:16383\r\n*1\r\n$9\r\n127.0.0.1\r\n";
+            k++;
             if (write(c, rep, strlen(rep)) < 0) break;
         }
         close(c);
@@ -581,6 +731,8 @@ int main(void)
     RUN_TEST(test_tryagain);
     RUN_TEST(test_master_stalled);
     RUN_TEST(test_draw_master_stalled);
+    RUN_TEST(test_connect_errors);
+    RUN_TEST(test_uncovered_slots);
     RUN_TEST(test_failover);
     RUN_TEST(test_single_and_refused);
     RUN_TEST(test_bad_map);

@@ -103,6 +103,17 @@ pool_t *pool_new(const char *url, const char *swarm, int max_per_node, char *err
         return NULL;
     }
     route_on_connect(p->route, prepare, p);
+    if (swarm && strpbrk(swarm, "{}")) {
+        /* a cluster takes a key's slot from its first {...}: the prefix's
+         * would put every node's keys in one slot */
+        snprintf(err, errlen,
+                 "pool: swarm prefix '%s' may not hold '{' or '}' (a Redis Cluster hashes a key by its "
+                 "first {...}, which must be the node's)",
+                 swarm);
+        route_destroy(&p->route);
+        free(p);
+        return NULL;
+    }
     if (!swarm || !*swarm || strlen(swarm) >= sizeof p->swarm || max_per_node < 1) {
         snprintf(err, errlen, "pool: swarm prefix must be 1..%zu bytes and the bound at least 1", sizeof p->swarm - 1);
         route_destroy(&p->route);
@@ -148,6 +159,8 @@ void pool_deadline(pool_t *self, double seconds) { self->deadline_ms = seconds >
 
 void pool_begin(pool_t *p) { route_deadline(p->route, p->deadline_ms); }
 
+const char *pool_notice(const pool_t *self) { return route_notice(self->route); }
+
 /* a double in [0, 1) */
 double pool_uniform(pool_t *p) { return (double)(splitmix64(&p->rng) >> 11) * 0x1.0p-53; }
 
@@ -180,11 +193,22 @@ redisReply *pool_run(pool_t *p, const char *key, int argc, const char **argv, co
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "redis %s: %s", route_where(p->route), r->str);
+        pool_error_reply(p, argv[0], r, err, errlen);
         freeReplyObject(r);
         return NULL;
     }
     return r;
+}
+
+void pool_error_reply(const pool_t *p, const char *what, const redisReply *r, char *err, size_t errlen)
+{
+    /* a node's ACL user may not load the functions (prepare): the
+     * operator loads them once, by any bin/pool command as the admin */
+    bool unloaded = strncmp(r->str, "ERR Function not found", 22) == 0;
+    snprintf(err, errlen, "redis %s: %s: %s%s", route_where(p->route), what, r->str,
+             unloaded ? " (the pool's functions are not loaded there and this user may not load them: the operator "
+                        "loads them once with the admin's URL, e.g. bin/pool size --redis redis://admin:PASS@HOST:PORT)"
+                      : "");
 }
 
 int pool_append(pool_t *p, const char *key, int argc, const char **argv, const size_t *lens)

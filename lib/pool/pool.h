@@ -154,6 +154,12 @@ void pool_limit_record(pool_t *self, size_t max_bytes);
  * that cannot reach a master draws from the entries on the others. */
 void pool_deadline(pool_t *self, double seconds);
 
+/* What is wrong with a cluster pool while the rest works, as one line for
+ * the node's log ("" when nothing): seeds of its URL that did not answer
+ * at the first connect, each named with its reason, and slots served by
+ * no master. */
+const char *pool_notice(const pool_t *self);
+
 /* seeds the uniform numbers of pool_draw and pool_stage_read */
 void pool_seed(pool_t *self, uint64_t seed);
 

@@ -98,7 +98,7 @@ static long lua_ranges(pool_t *self, const char **names, size_t n, pool_fresh_t 
         const redisReply *r = g[i];
         if (!r) continue; /* its master down or slow: the others' are drawn from */
         if (r->type == REDIS_REPLY_ERROR) {
-            snprintf(err, errlen, "redis %s: sapo_range: %s", route_where(self->route), r->str);
+            pool_error_reply(self, "sapo_range", r, err, errlen);
             bad = -1;
             goto done;
         }

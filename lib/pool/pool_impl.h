@@ -82,6 +82,10 @@ int pool_replies(pool_t *p, int n, redisReply **out, char *err, size_t errlen);
  * err), or -1 with err when none ran */
 int pool_replies_each(pool_t *p, int n, redisReply **out, char *err, size_t errlen);
 
+/* an error reply to the command what as one line into err, with what the
+ * operator must do where the pool's functions are not loaded */
+void pool_error_reply(const pool_t *p, const char *what, const redisReply *r, char *err, size_t errlen);
+
 /* a double in [0, 1) from the pool's seeded stream */
 double pool_uniform(pool_t *p);
 

@@ -85,8 +85,7 @@ int pool_publish_many(pool_t *self, const char *node, uint64_t round, const void
         rc = 0;
         for (int i = 0; i < 2 && rc == 0; i++)
             if (g[i] && g[i]->type == REDIS_REPLY_ERROR) {
-                snprintf(err, errlen, "redis %s: %s: %s", route_where(self->route), i ? "SADD" : "sapo_publish_node",
-                         g[i]->str);
+                pool_error_reply(self, i ? "SADD" : "sapo_publish_node", g[i], err, errlen);
                 rc = -1;
             }
     }

@@ -65,6 +65,9 @@ struct route {
     int n_queued, cap_queued;
     long moved, asked, tryagain, map_reads;
     long long deadline; /* ms (monotonic) the call in progress ends by; 0: none */
+    int uncovered;      /* slots the map gives no master */
+    bool seeds_tried;   /* every seed tried once (the first connect) */
+    char notice[1024];  /* what is wrong while the rest works (route_notice) */
 };
 
 // ----------------------------------------------------------------------------
@@ -294,6 +297,16 @@ static long wait_ms(const route_t *r, long most)
     return left / 2 > 10 ? left / 2 : left;
 }
 
+/* whether the server is a node of a cluster (CLUSTER INFO answers; an
+ * ACL user refused it is taken as not) */
+static bool in_cluster(redisContext *c)
+{
+    redisReply *rep = redisCommand(c, "CLUSTER INFO");
+    bool yes = rep && rep->type == REDIS_REPLY_STRING && strstr(rep->str, "cluster_state:");
+    freeReplyObject(rep);
+    return yes;
+}
+
 /* node n connected and prepared, its timeout within the call's deadline:
  * 0, or -1 with err (at once for a cluster node that failed a moment ago) */
 static int connected(route_t *r, int n, char *err, size_t errlen)
@@ -325,6 +338,14 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
     char where[300];
     snprintf(where, sizeof where, "redis %s:%d", d->host, d->port);
     if (r->prepare && r->prepare(r->prepare_ctx, d->c, where, err, errlen) != 0) {
+        drop(r, n, err);
+        return -1;
+    }
+    if (!r->cluster && in_cluster(d->c)) {
+        snprintf(err, errlen,
+                 "redis %s:%d is a node of a Redis Cluster: name the cluster as redis-cluster://%s:%d (a plain "
+                 "redis:// URL would reach only this node's slots)",
+                 d->host, d->port, d->host, d->port);
         drop(r, n, err);
         return -1;
     }
@@ -374,8 +395,10 @@ static int take_map(route_t *r, const redisReply *rep, int asked)
     r->masters = masters;
     r->n_masters = nm;
     for (int i = 0; i < r->n_nodes; i++) r->nodes[i].slots = 0;
+    r->uncovered = 0;
     for (int s = 0; s < ROUTE_SLOTS; s++)
         if (map[s] >= 0) r->nodes[map[s]].slots++;
+        else r->uncovered++;
     r->map_stale = false;
     r->map_reads++;
     return 0;
@@ -410,11 +433,58 @@ static int read_map(route_t *r, char *err, size_t errlen)
     return -1;
 }
 
+/* the first connect to a cluster: each seed reached once (a bare
+ * connect, closed again: the map is then read from one), those that
+ * cannot be reached named in the notice while the others serve; how
+ * many answered */
+static int try_seeds(route_t *r)
+{
+    size_t at = 0;
+    int good = 0;
+    r->notice[0] = '\0';
+    for (int n = 0; n < r->n_seeds; n++) {
+        node_t *d = &r->nodes[n];
+        redisContext *c = d->c ? NULL : redisConnectWithTimeout(d->host, d->port, tv_ms(wait_ms(r, CONNECT_MS)));
+        if (d->c || (c && !c->err)) good++;
+        else if (at < sizeof r->notice)
+            at += (size_t)snprintf(r->notice + at, sizeof r->notice - at, "%sseed redis %s:%d: %s", at ? "; " : "",
+                                   d->host, d->port, c ? c->errstr : "out of memory");
+        if (c) redisFree(c);
+    }
+    r->seeds_tried = true;
+    return good;
+}
+
+/* the notice of the map just read: uncovered slots, beside the seeds' */
+static void note_map(route_t *r)
+{
+    char *mark = strstr(r->notice, "slots served by no master");
+    if (mark) { /* the part before it stands: the seeds' */
+        while (mark > r->notice && (mark[-1] == ' ' || mark[-1] == ';')) mark--;
+        *mark = '\0';
+    }
+    size_t at = strlen(r->notice);
+    if (r->uncovered && at < sizeof r->notice)
+        snprintf(r->notice + at, sizeof r->notice - at,
+                 "%s%d of %d slots served by no master (their commands fail; with cluster-require-full-coverage no "
+                 "the other masters serve the rest)",
+                 at ? "; " : "", r->uncovered, ROUTE_SLOTS);
+}
+
+const char *route_notice(const route_t *self) { return self->notice; }
+
 int route_connect(route_t *self, char *err, size_t errlen)
 {
     if (!self->cluster) return connected(self, 0, err, errlen);
     if (!self->map_stale) return 0;
+    if (!self->seeds_tried && try_seeds(self) == 0) {
+        snprintf(err, errlen, "%s", self->notice); /* each seed named */
+        size_t used = strlen(err);
+        if (used + 40 < errlen) snprintf(err + used, errlen - used, " (no seed of the URL answered)");
+        return -1;
+    }
     if (read_map(self, err, errlen) != 0) return -1;
+    note_map(self);
     /* every master at once, so that each is prepared (the pool's
      * functions loaded on each) before a command needs it; one that does
      * not answer fails the commands for its slots, not the others */
@@ -443,7 +513,11 @@ static int node_for(route_t *r, int slot, char *err, size_t errlen)
 {
     if (r->cluster && r->map_stale && read_map(r, err, errlen) != 0) return -1;
     int n = slot >= 0 ? r->slot_node[slot] : (r->cluster ? (r->n_masters ? r->masters[0] : -1) : 0);
-    if (n < 0) snprintf(err, errlen, "redis %s: no node serves slot %d", r->where, slot);
+    if (n < 0)
+        snprintf(err, errlen,
+                 "redis %s: no master serves slot %d (%d of %d slots have none: a master down with no replica to "
+                 "promote, or slots never assigned)",
+                 r->where, slot, r->uncovered, ROUTE_SLOTS);
     return n;
 }
 

@@ -63,6 +63,10 @@ void route_deadline(route_t *self, long ms);
 /* connects to what the URL names (a cluster: its slot map from a seed,
  * then every master) unless already connected: 0, or -1 with err */
 int route_connect(route_t *self, char *err, size_t errlen);
+/* What is wrong while the rest works, for a line in the node's log ("":
+ * nothing): seeds of the URL that did not answer at the first connect,
+ * each named with its reason, and slots the map gives no master */
+const char *route_notice(const route_t *self);
 /* drops every connection and the slot map */
 void route_disconnect(route_t *self);
 
