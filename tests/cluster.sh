@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real Redis Cluster on loopback for the tests: 3 masters and 3
 # replicas (redis-server --cluster-enabled yes, joined by redis-cli
-# --cluster create), a node timeout of 1 s so a failover takes seconds.
+# --cluster create), a node timeout of 1 s so a failover takes seconds
+# (CLUSTER_NODE_TIMEOUT=MS: another, e.g. Redis's default 15000).
 #
 #   tests/cluster.sh start DIR [ACLFILE ADMINPASS]
 #                                  starts it under DIR (every node with the ACL
@@ -66,7 +67,7 @@ for x in s: x.close()')
       port=${p[$i]} bus=${p[$((i + 6))]}
       mkdir -p "$dir/n$i"
       redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes --cluster-port "$bus" \
-        --cluster-config-file "$dir/n$i/nodes.conf" --cluster-node-timeout 1000 --dir "$dir/n$i" \
+        --cluster-config-file "$dir/n$i/nodes.conf" --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-1000}" --dir "$dir/n$i" \
         --save "" --appendonly no --logfile "$dir/n$i/redis.log" --daemonize no \
         ${acl:+--aclfile "$acl" --masteruser admin --masterauth "$pass"} > /dev/null 2>&1 &
       echo "$port $!" >> "$dir/ports"

@@ -6,6 +6,8 @@
 #   node_proc N PROC   (re)starts one process of node N
 #   rows N             metrics lines node N has written
 #   nodes_cleanup      SIGKILLs every process started here and $redis_pid, removes $tmp
+#   master_of NODE     the port of the master of a cluster (tests/cluster.sh in
+#                      $tmp/cluster) that holds NODE's keys of swarm $SAPO_SWARM
 # The caller sets bin and tmp.
 pids=()
 redis_pid=
@@ -64,3 +66,11 @@ print(sum(1 for r in rs if r['external_from']))"
 }
 # the outage lines node $1's sampler logged
 outages() { grep -c "training on local groups" "$tmp/$1/sampler.log"; }
+# (only the master answers EXISTS for them; the others answer MOVED)
+master_of() {
+  local port
+  while read -r port _; do
+    [ "$(redis-cli -p "$port" exists "$SAPO_SWARM:n:{$1}:hi" 2> /dev/null)" = 1 ] && { echo "$port"; return 0; }
+  done < "$tmp/cluster/ports"
+  return 1
+}

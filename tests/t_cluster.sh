@@ -23,14 +23,6 @@ import json, sys
 rs = [json.loads(l)['round'] for l in open('$tmp/$1/metrics.jsonl')]
 sys.exit(0 if rs == list(range(1, len(rs) + 1)) else 1)"
 }
-# the port of the master that holds node $1's keys (the others answer MOVED)
-master_of() {
-  local port
-  while read -r port _; do
-    [ "$(redis-cli -p "$port" exists "$SAPO_SWARM:n:{$1}:hi" 2> /dev/null)" = 1 ] && { echo "$port"; return 0; }
-  done < "$tmp/cluster/ports"
-  return 1
-}
 
 node_start a0 1
 node_start a1 2

@@ -87,6 +87,21 @@ static void test_switches(void)
     }
 }
 
+/* the pool's seconds, read as what they are (pool-window-seconds was
+ * once a double written as a float: 60 became a denormal near 0, and no
+ * window in time applied) */
+static void test_pool_seconds(void)
+{
+    config_t cfg;
+    EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.pool_window_seconds == 0 && cfg.pool_deadline == 2);
+    EXPECT(load(&cfg, "--pool-window-seconds", "60", "--pool-deadline", "0.5") == 0 && cfg.pool_window_seconds == 60 &&
+           cfg.pool_deadline == 0.5f);
+    setenv("SAPO_POOL_DEADLINE", "1", 1);
+    EXPECT(load(&cfg, NULL, NULL, NULL, NULL) == 0 && cfg.pool_deadline == 1);
+    unsetenv("SAPO_POOL_DEADLINE");
+    EXPECT(load(&cfg, "--pool-deadline", "-1", NULL, NULL) != 0);
+}
+
 /* every preset the project ships names settings that exist, with values
  * they take */
 static void test_shipped_presets(void)
@@ -111,6 +126,7 @@ int main(void)
     snprintf(path, sizeof path, "/tmp/test_config.%d.env", (int)getpid());
     RUN_TEST(test_preset_layers);
     RUN_TEST(test_switches);
+    RUN_TEST(test_pool_seconds);
     RUN_TEST(test_preset_refused);
     RUN_TEST(test_shipped_presets);
     unlink(path);

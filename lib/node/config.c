@@ -26,10 +26,14 @@ typedef struct {
 } field_t;
 
 #define S(f) T_STR, offsetof(config_t, f), sizeof(((config_t *)0)->f), NULL
-#define I(f) T_INT, offsetof(config_t, f), 0, NULL
-#define B(f) T_BOOL, offsetof(config_t, f), 0, NULL
-#define F(f) T_FLOAT, offsetof(config_t, f), 0, NULL
-#define U(f) T_U64, offsetof(config_t, f), 0, NULL
+/* offsetof(config_t, f), and a compile error where the field is not of
+ * the size its kind is written with (a double read as a float once left
+ * a setting at a denormal near 0) */
+#define AT(f, type) (offsetof(config_t, f) + 0 * sizeof(char[sizeof(((config_t *)0)->f) == sizeof(type) ? 1 : -1]))
+#define I(f) T_INT, AT(f, int), 0, NULL
+#define B(f) T_BOOL, AT(f, int), 0, NULL
+#define F(f) T_FLOAT, AT(f, float), 0, NULL
+#define U(f) T_U64, AT(f, uint64_t), 0, NULL
 /* an enum setting, stored as an int */
 #define E(f, names) T_ENUM, offsetof(config_t, f), 0, names
 

@@ -87,8 +87,8 @@ typedef struct {
     policy_dtype_t policy_dtype;           /* what each policy version is written in */
     int pool_max;                          /* pool entries kept per node */
     int pool_window;                       /* SampleExternal's freshness in the publisher's rounds (0 = none) */
-    double pool_window_seconds;            /* and in seconds (0 = none) */
-    double pool_deadline;                  /* the most a pool call waits on Redis, s (0 = no bound) */
+    float pool_window_seconds;             /* and in seconds (0 = none) */
+    float pool_deadline;                   /* the most a pool call waits on Redis, s (0 = no bound) */
     game_mode_t game;                      /* off (SAPO) or three-stage */
     float game_wait;                       /* seconds a game stage waits for its peers' outputs */
     pool_strategy_t pool_strategy;         /* how SampleExternal weighs other nodes */

@@ -616,8 +616,12 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
             rep = run_on(r, to, true, argc, argv, lens, err, errlen);
         }
         if (!rep) {
-            /* a master gone: its replica takes over once the cluster agrees */
-            if (!r->cluster) return NULL;
+            /* a master gone: its replica takes over once the cluster
+             * agrees. Under a deadline the call does not wait for that:
+             * it fails at once, in the words of the failure (the node is
+             * tried again after its wait, on a later call), so a round's
+             * calls to a dead master cost it nothing and say one thing */
+            if (!r->cluster || r->deadline) return NULL;
             sleep_ms(r, 100L << (t < 4 ? t : 4));
             continue;
         }
