@@ -88,6 +88,11 @@ void sampler_open_pool(sampler_t *s)
     pool_window(s->pool, s->cfg.pool_window, s->cfg.pool_window_seconds);
     pool_deadline(s->pool, s->cfg.pool_deadline);
     pool_strategy(s->pool, s->cfg.pool_strategy);
+    if (pool_remote(s->pool))
+        log_error("pool: %s is another host, and the link to it is not encrypted: its password and every "
+                  "completion cross the network in clear text (keep the pool on a network you trust; "
+                  "docs/security.md)",
+                  pool_where(s->pool));
     if (fs_mkdirs(s->cfg.run) != 0) log_fatal("run folder %s: cannot create", s->cfg.run);
     if (!(s->id = identity_load(s->cfg.key, err, sizeof err))) log_fatal("%s (SAPO_KEY)", err);
     char fp[IDENTITY_FINGERPRINT_HEX + 1];

@@ -2,7 +2,8 @@
 #   need NAME PROG...  SKIP the test NAME unless the programs (in $bin or on PATH) are there
 #   micro_model NAME   makes the micro model in $tmp/micro (2 layers, 64 wide, byte vocabulary)
 #   nodes_init NAME    both, and exports the small-node settings for nodes run by hand
-#   node_start N SEED  starts every process of node N (pids in pids[], pid_N_PROC)
+#   node_start N SEED  starts every process of node N (pids in pids[], pid_N_PROC); on
+#                      host $node_host of tests/hosts.sh in $tmp/hosts where that is set
 #   node_proc N PROC   (re)starts one process of node N
 #   rows N             metrics lines node N has written
 #   nodes_cleanup      SIGKILLs every process started here and $redis_pid, removes $tmp
@@ -37,7 +38,8 @@ nodes_init() {
          SAPO_LOCAL_GROUPS=2 SAPO_EXTERNAL_GROUPS=2
 }
 node_proc() {
-  SAPO_NODE=$1 SAPO_RUN=$tmp/$1 SAPO_BROKER=$tmp/$1 SAPO_SEED=$(cat "$tmp/$1/seed") "$bin/$2" >> "$tmp/$1/$2.log" 2>&1 &
+  SAPO_NODE=$1 SAPO_RUN=$tmp/$1 SAPO_BROKER=$tmp/$1 SAPO_SEED=$(cat "$tmp/$1/seed") ${node_host:+tests/hosts.sh run "$tmp/hosts" "$node_host"} \
+    "$bin/$2" >> "$tmp/$1/$2.log" 2>&1 &
   pids+=($!)
   eval "pid_$1_$2=$!"
 }

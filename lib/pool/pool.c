@@ -161,6 +161,10 @@ void pool_begin(pool_t *p) { route_deadline(p->route, p->deadline_ms); }
 
 const char *pool_notice(const pool_t *self) { return route_notice(self->route); }
 
+bool pool_remote(const pool_t *self) { return route_remote(self->route); }
+
+const char *pool_where(const pool_t *self) { return route_where(self->route); }
+
 /* a double in [0, 1) */
 double pool_uniform(pool_t *p) { return (double)(splitmix64(&p->rng) >> 11) * 0x1.0p-53; }
 

@@ -160,6 +160,13 @@ void pool_deadline(pool_t *self, double seconds);
  * no master. */
 const char *pool_notice(const pool_t *self);
 
+/* whether the pool's URL names a host other than this machine's loopback:
+ * what a node sends it (the URL's password, every completion) then
+ * crosses a network unencrypted */
+bool pool_remote(const pool_t *self);
+/* where the URL points, for messages: host:port, or "cluster host:port,..." (no password) */
+const char *pool_where(const pool_t *self);
+
 /* seeds the uniform numbers of pool_draw and pool_stage_read */
 void pool_seed(pool_t *self, uint64_t seed);
 

@@ -243,6 +243,15 @@ const char *route_user(const route_t *self) { return self->user; }
 const char *route_password(const route_t *self) { return self->password; }
 int route_db(const route_t *self) { return self->db; }
 const char *route_where(const route_t *self) { return self->where; }
+
+bool route_remote(const route_t *self)
+{
+    for (int i = 0; i < self->n_seeds; i++) {
+        const char *h = self->nodes[i].host;
+        if (strncmp(h, "127.", 4) != 0 && strcmp(h, "localhost") != 0 && strcmp(h, "::1") != 0) return true;
+    }
+    return false;
+}
 long route_moved(const route_t *self) { return self->moved; }
 long route_asked(const route_t *self) { return self->asked; }
 long route_tryagain(const route_t *self) { return self->tryagain; }

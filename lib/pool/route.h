@@ -49,6 +49,9 @@ const char *route_user(const route_t *self);
 const char *route_password(const route_t *self);
 int route_db(const route_t *self);
 const char *route_where(const route_t *self);
+/* whether the URL names a host that is not this machine's loopback (its
+ * traffic crosses a network) */
+bool route_remote(const route_t *self);
 
 /* the slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key */
 int route_slot(const char *key, size_t len);
