@@ -68,6 +68,10 @@ for c in I4J0 I2J2; do
         { echo "$d/eval.jsonl: rounds $(grep -o '"round":[0-9]*' "$d/eval.jsonl" | tr '\n' ' ')"; ok=0; }
       grep -q '"pass1":[0-9.]*,"score":[0-9.e-]*,"format":[0-9.e-]*,"questions":[0-9]*,"families":{"basic_arithmetic"' "$d/eval.jsonl" ||
         { echo "$d/eval.jsonl: no pass1/families"; ok=0; }
+      # every greedy answer scored, question by question (paired tests)
+      q=$(grep -o '"questions":[0-9]*' "$d/eval.jsonl" | awk -F: '{ s += $2 } END { print s }')
+      [ "$(grep -c '"round":' "$d/eval-completions.jsonl" 2> /dev/null)" = "$q" ] ||
+        { echo "$d/eval-completions.jsonl: not the $q answers of eval.jsonl"; ok=0; }
     done
   done
 done
