@@ -8,9 +8,12 @@
  * largest sample and at the end, summed over a cluster's masters and per
  * master), the latency of publish and draw calls (p50, p99, max), the
  * servers' CPU (used_cpu_user + sys over the run, likewise),
- * the errors, what the draws returned, and how far the generator fell
- * behind its schedule (a generator that cannot keep up measures less load
- * than asked). Ends with one JSON line of the same figures.
+ * the errors, what the draws returned, and how well the generator kept
+ * its schedule: the share of rounds begun within 5 ms of their due time,
+ * and each call's latency measured from its round's due time as well as
+ * from its own start (a generator that falls behind would otherwise time
+ * only the calls it got to: coordinated omission; the due-time figures
+ * are what a node waits). Ends with one JSON line of the same figures.
  *
  *   loadgen [--redis URL] [--nodes N] [--seconds T] [--round-seconds R]
  *           [--groups G] [--bytes B] [--draw J] [--window W] [--clients C]
@@ -304,7 +307,9 @@ static void sign_payloads(identity_t *id, const opts_t *o, payloads_t *pl)
 
 /* what the run measured */
 typedef struct {
-    samples_t pub, drw; /* call latencies, s */
+    samples_t pub, drw;         /* call latencies from each call's start, s */
+    samples_t pub_due, drw_due; /* and from when it was due: its round's due time */
+    long events, late;          /* rounds begun, and begun over LATE_S after their due time */
     long errors, drawn, draws_short;
     char last_err[512];
     double behind_max, wall;
@@ -323,10 +328,15 @@ static void sample(figures_t *f)
         if (f->sh->s[i].used_memory > f->sh->mem_max[i]) f->sh->mem_max[i] = f->sh->s[i].used_memory;
 }
 
+/* a round begun this long after its due time was not kept to schedule */
+#define LATE_S 0.005
+
 /* sleeps until due; a generator already past it notes how far behind */
 static void wait_until(double due, figures_t *f)
 {
     double t = now_s();
+    f->events++;
+    if (t - due > LATE_S) f->late++;
     if (due > t) {
         double wait = due - t;
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
@@ -336,9 +346,11 @@ static void wait_until(double due, figures_t *f)
     }
 }
 
-/* event e of the schedule: node e % N's round e / N + 1, its G publishes
- * and its draw of J, each call timed */
-static void node_round(const opts_t *o, pool_t **pools, const payloads_t *pl, uint64_t e, figures_t *f)
+/* event e of the schedule, due at due: node e % N's round e / N + 1, its
+ * G publishes and its draw of J, each call timed from its start and from
+ * the round's due time (a call queued behind a late schedule counts its
+ * wait, as a node's round would: no coordinated omission) */
+static void node_round(const opts_t *o, pool_t **pools, const payloads_t *pl, uint64_t e, double due, figures_t *f)
 {
     char err[512];
     long node = (long)(e % (uint64_t)o->nodes);
@@ -350,14 +362,18 @@ static void node_round(const opts_t *o, pool_t **pools, const payloads_t *pl, ui
         int k = (int)((e * (uint64_t)o->groups + (uint64_t)g) % PAYLOADS);
         double a = now_s();
         int rc = pool_publish(p, name, round, pl->data[k], pl->len[k], err, sizeof err);
-        add(&f->pub, now_s() - a);
+        double b = now_s();
+        add(&f->pub, b - a);
+        add(&f->pub_due, b - due);
         if (rc != 0) f->errors++, snprintf(f->last_err, sizeof f->last_err, "%s", err);
     }
     if (o->draw > 0) {
         pool_entry_t *got = NULL;
         double a = now_s();
         int n = pool_draw(p, name, (int)o->draw, &got, err, sizeof err);
-        add(&f->drw, now_s() - a);
+        double b = now_s();
+        add(&f->drw, b - a);
+        add(&f->drw_due, b - due);
         if (n < 0) f->errors++, snprintf(f->last_err, sizeof f->last_err, "%s", err);
         else f->drawn += n, f->draws_short += n < o->draw && round > 1;
         pool_entries_free(got, n > 0 ? n : 0);
@@ -384,7 +400,7 @@ static void *worker_run(void *arg)
         double due = w->t0 + (double)e * period;
         if (due >= w->t0 + (double)o->seconds) break;
         wait_until(due, &w->f);
-        node_round(o, w->pools, w->pl, e, &w->f);
+        node_round(o, w->pools, w->pl, e, due, &w->f);
     }
     atomic_fetch_add(w->done, 1);
     return NULL;
@@ -395,11 +411,16 @@ static void merge(figures_t *f, figures_t *w)
 {
     for (size_t i = 0; i < w->pub.n; i++) add(&f->pub, w->pub.v[i]);
     for (size_t i = 0; i < w->drw.n; i++) add(&f->drw, w->drw.v[i]);
+    for (size_t i = 0; i < w->pub_due.n; i++) add(&f->pub_due, w->pub_due.v[i]);
+    for (size_t i = 0; i < w->drw_due.n; i++) add(&f->drw_due, w->drw_due.v[i]);
+    f->events += w->events, f->late += w->late;
     f->errors += w->errors, f->drawn += w->drawn, f->draws_short += w->draws_short;
     if (w->errors) snprintf(f->last_err, sizeof f->last_err, "%s", w->last_err);
     if (w->behind_max > f->behind_max) f->behind_max = w->behind_max;
     free(w->pub.v);
     free(w->drw.v);
+    free(w->pub_due.v);
+    free(w->drw_due.v);
 }
 
 /* the nodes' rounds spread evenly over R seconds, for T seconds or until
@@ -452,17 +473,27 @@ static int run_load(const opts_t *o, pool_t **pools, const payloads_t *pl, figur
 /* the report's lines, then the same figures as one JSON line */
 static void report(const opts_t *o, figures_t *f)
 {
-    const samples_t *pub = &f->pub, *drw = &f->drw;
+    const samples_t *pub = &f->pub, *drw = &f->drw, *pd = &f->pub_due, *dd = &f->drw_due;
     const shards_t *sh = f->sh;
     qsort(pub->v, pub->n, sizeof *pub->v, cmp_double);
     qsort(drw->v, drw->n, sizeof *drw->v, cmp_double);
+    qsort(pd->v, pd->n, sizeof *pd->v, cmp_double);
+    qsort(dd->v, dd->n, sizeof *dd->v, cmp_double);
+    double kept = f->events ? 1 - (double)f->late / (double)f->events : 0;
     double cpu = 0;
     for (int i = 0; i < sh->n; i++) cpu += (sh->s[i].cpu - sh->s0[i].cpu) / f->wall;
     printf("nodes %ld, rounds of %ld s, %ld groups of %ld bytes, draw %ld, window %ld, %ld threads, %.0f s\n", o->nodes,
            o->round_s, o->groups, o->bytes, o->draw, o->window, o->threads, f->wall);
-    printf("publish: %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub->n, quantile_ms(pub, 0.5),
-           quantile_ms(pub, 0.99), pub->n ? 1000 * pub->v[pub->n - 1] : 0);
-    printf("draw:    %zu calls, p50 %.3f ms, p99 %.3f ms, max %.3f ms; %.2f groups a draw, %ld short after round 1\n",
+    printf("schedule: %.1f %% of %ld rounds begun within %.0f ms of their due time; at most %.3f s behind\n",
+           100 * kept, f->events, 1000 * LATE_S, f->behind_max);
+    printf("latency from the due time (what a node waits): publish p50 %.3f ms, p99 %.3f ms; draw p50 %.3f ms, "
+           "p99 %.3f ms, max %.3f ms\n",
+           quantile_ms(pd, 0.5), quantile_ms(pd, 0.99), quantile_ms(dd, 0.5), quantile_ms(dd, 0.99),
+           dd->n ? 1000 * dd->v[dd->n - 1] : 0);
+    printf("publish: %zu calls, from each call's start p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", pub->n,
+           quantile_ms(pub, 0.5), quantile_ms(pub, 0.99), pub->n ? 1000 * pub->v[pub->n - 1] : 0);
+    printf("draw:    %zu calls, from each call's start p50 %.3f ms, p99 %.3f ms, max %.3f ms; %.2f groups a draw, %ld "
+           "short after round 1\n",
            drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99), drw->n ? 1000 * drw->v[drw->n - 1] : 0,
            drw->n ? (double)f->drawn / (double)drw->n : 0, f->draws_short);
     printf("redis:   used_memory %.1f MB at the end, %.1f MB at most (%.1f MB before), CPU %.0f %% of a core\n",
@@ -470,17 +501,19 @@ static void report(const opts_t *o, figures_t *f)
     for (int i = 0; sh->n > 1 && i < sh->n; i++)
         printf("shard %s: used_memory %.1f MB at most, CPU %.0f %% of a core\n", sh->where[i],
                (double)sh->mem_max[i] / 1e6, 100 * (sh->s[i].cpu - sh->s0[i].cpu) / f->wall);
-    printf("errors:  %ld%s%s; schedule: at most %.3f s behind\n", f->errors, f->errors ? ", last: " : "", f->last_err,
-           f->behind_max);
+    printf("errors:  %ld%s%s\n", f->errors, f->errors ? ", last: " : "", f->last_err);
     printf("{\"nodes\":%ld,\"threads\":%ld,\"round_seconds\":%ld,\"groups\":%ld,\"bytes\":%ld,\"draw\":%ld,\"window\":%"
            "ld,\"seconds\":%"
            ".1f,"
-           "\"publish\":{\"calls\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f},\"draw\":{\"calls\":%zu,\"p50_ms\":%.4f,"
-           "\"p99_ms\":%.4f,\"groups\":%.3f},\"used_memory_max\":%lld,\"used_memory_end\":%lld,"
-           "\"server_cpu\":%.3f,\"errors\":%ld,\"behind_max_s\":%.3f,\"shards\":[",
+           "\"publish\":{\"calls\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"p99_due_ms\":%.4f},\"draw\":{\"calls\":%"
+           "zu,\"p50_ms\":%.4f,"
+           "\"p99_ms\":%.4f,\"p50_due_ms\":%.4f,\"p99_due_ms\":%.4f,\"groups\":%.3f},\"used_memory_max\":%lld,"
+           "\"used_memory_end\":%lld,"
+           "\"server_cpu\":%.3f,\"errors\":%ld,\"schedule_kept\":%.4f,\"behind_max_s\":%.3f,\"shards\":[",
            o->nodes, o->threads, o->round_s, o->groups, o->bytes, o->draw, o->window, f->wall, pub->n,
-           quantile_ms(pub, 0.5), quantile_ms(pub, 0.99), drw->n, quantile_ms(drw, 0.5), quantile_ms(drw, 0.99),
-           drw->n ? (double)f->drawn / (double)drw->n : 0, f->mem_max, f->mem_end, cpu, f->errors, f->behind_max);
+           quantile_ms(pub, 0.5), quantile_ms(pub, 0.99), quantile_ms(pd, 0.99), drw->n, quantile_ms(drw, 0.5),
+           quantile_ms(drw, 0.99), quantile_ms(dd, 0.5), quantile_ms(dd, 0.99),
+           drw->n ? (double)f->drawn / (double)drw->n : 0, f->mem_max, f->mem_end, cpu, f->errors, kept, f->behind_max);
     for (int i = 0; i < sh->n; i++)
         printf("%s{\"at\":\"%s\",\"used_memory_max\":%lld,\"server_cpu\":%.3f}", i ? "," : "", sh->where[i],
                sh->mem_max[i], (sh->s[i].cpu - sh->s0[i].cpu) / f->wall);
@@ -526,5 +559,7 @@ int main(int argc, char **argv)
     identity_destroy(&id);
     free(f.pub.v);
     free(f.drw.v);
+    free(f.pub_due.v);
+    free(f.drw_due.v);
     return f.errors ? 1 : 0;
 }
