@@ -306,6 +306,15 @@ static long wait_ms(const route_t *r, long most)
     return left / 2 > 10 ? left / 2 : left;
 }
 
+/* whether the connection's last read or write ran out of time (a slow
+ * or stalled node) */
+static bool timed_out(const redisContext *c)
+{
+    return c && c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+static void broken(route_t *r, int n, char *err, size_t errlen);
+
 /* whether the server is a node of a cluster (CLUSTER INFO answers; an
  * ACL user refused it is taken as not) */
 static bool in_cluster(redisContext *c)
@@ -347,7 +356,10 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
     char where[300];
     snprintf(where, sizeof where, "redis %s:%d", d->host, d->port);
     if (r->prepare && r->prepare(r->prepare_ctx, d->c, where, err, errlen) != 0) {
-        drop(r, n, err);
+        /* a node too slow to answer its preparation says so in the words
+         * of any other call it fails (an outage is then one line) */
+        if (timed_out(d->c)) broken(r, n, err, errlen);
+        else drop(r, n, err);
         return -1;
     }
     if (!r->cluster && in_cluster(d->c)) {
@@ -557,7 +569,7 @@ static void broken(route_t *r, int n, char *err, size_t errlen)
     redisContext *c = r->nodes[n].c;
     node_t *d = &r->nodes[n];
     /* a read that timed out: a slow or stalled node */
-    if (c && c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
+    if (timed_out(c))
         snprintf(err, errlen, "redis %s:%d: no reply %s", d->host, d->port,
                  r->deadline ? "before the call's deadline" : "within the reply timeout");
     else snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, c && c->errstr[0] ? c->errstr : "no reply");
