@@ -647,6 +647,10 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
             continue;
         }
         if (r->cluster && is_error(rep, "MOVED") && (to = redirect_node(r, rep->str, &s)) >= 0) {
+            /* a second MOVED in one call: the slot's masters are still
+             * being told of its move (one node sends the command back to
+             * the other until both know), so wait a moment first */
+            if (reread) sleep_ms(r, 10L << (t < 5 ? t : 5));
             moved(r, s, to, !reread);
             reread = true;
         } else if (r->cluster && is_error(rep, "TRYAGAIN")) {
