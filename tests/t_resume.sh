@@ -11,8 +11,9 @@
 #     then the same command again: the first step is kept ("done before"),
 #     the second goes on from its nodes' round-4 checkpoints.
 # Both end with the same files: every metrics line's learning values
-# (rewards, losses, gradients, entropies, completions counted) and every
-# evaluation line the same, round by round, nothing missing or repeated,
+# (rewards, losses, gradients, entropies, completions counted), every
+# evaluation line and every answer the evaluators scored the same, round
+# by round, nothing missing or repeated,
 # and the same rewards.tsv and cumulative.tsv; only times, memory peaks
 # and the sampler's counters (counted since its process started, and the
 # pool's size: a fresh pool after the stop) may differ. The
@@ -105,12 +106,16 @@ def leaves(o, p=""):
 def lines(path):
     return [{k: v for k, v in leaves(json.loads(l)) if not free(k)} for l in open(path)]
 files = sorted(f[len(a):] for f in glob.glob(a + "/I*/seed1/n*/*.jsonl"))
-ok("same_files", files == sorted(f[len(b):] for f in glob.glob(b + "/I*/seed1/n*/*.jsonl")) and len(files) == 8, str(files))
+ok("same_files", files == sorted(f[len(b):] for f in glob.glob(b + "/I*/seed1/n*/*.jsonl")) and len(files) == 12, str(files))
 for f in files:
     la, lb = lines(a + f), lines(b + f)
     kind = f.rsplit("/", 1)[-1].split(".")[0]
     rounds = [l["/round"] for l in lb]
-    want = list(range(1, 17)) if kind == "metrics" else [0, 8, 16]
+    # the answers: each evaluation's questions (2 per family of the mix), once
+    per = [e["questions"] for e in map(json.loads, open(b + f.replace("eval-completions", "eval")))] \
+        if kind == "eval-completions" else []
+    want = (list(range(1, 17)) if kind == "metrics" else [0, 8, 16] if kind == "eval" else
+            [r for r, q in zip([0, 8, 16], per) for _ in range(q)])
     diff = [(x["/round"], sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))[:5]) for x, y in zip(la, lb) if x != y]
     ok("same" + f.replace("/", "_").replace(".jsonl", ""), la == lb and rounds == want,
        "rounds %s; first difference %s" % (rounds, diff[:1]))
