@@ -44,8 +44,10 @@ study() {
   SAPO_BASE=build/learning-base-2layer SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_SWARM=resume SAPO_CHECKPOINT_EVERY=4 SAPO_GENERATE_BATCH=1 SAPO_PROGRESS_SECONDS=1 env "${@:2}" \
     scripts/experiment.sh --nodes 2 --configs "4/0 2/0" --seeds 1 --rounds 16 --eval-every 8 --eval-questions 2 --run "$1"
 }
-study "$tmp/straight" > "$tmp/straight.log" 2>&1
-check straight_runs '[ $? = 0 ] || { tail -20 "$tmp/straight.log"; false; }'
+# straight through, beside the one stopped below (lockstep: a node's steps
+# do not depend on timing)
+study "$tmp/straight" > "$tmp/straight.log" 2>&1 &
+straight=$!
 
 # a study started in a session of its own and SIGKILLed whole once the
 # command $2 holds (checked every 0.1 s, at most 300 s)
@@ -66,6 +68,8 @@ killed() {
 m=$tmp/stopped/I2J0/seed1/n0/metrics.jsonl
 last_round() { tail -n 1 "$1" 2> /dev/null | grep -o '"round":[0-9]*' | cut -d: -f2; }
 killed "$tmp/stopped" '[ "$(last_round "$m")" -ge 6 ] 2> /dev/null'
+wait $straight
+check straight_runs '[ $? = 0 ] || { tail -20 "$tmp/straight.log"; false; }'
 r=$(last_round "$m")
 check killed_midway '[ "${r:-0}" -ge 6 ] && [ "$r" -lt 16 ] && ! grep -q "\"finished\"" "$tmp/stopped/manifest.json" || { echo "round ${r:-none}"; tail -5 "$tmp/stopped.log" "$tmp/stopped/I2J0/seed1/n0/"*.log; false; }'
 # a kill mid-write: half a line after the whole ones
