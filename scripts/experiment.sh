@@ -185,19 +185,16 @@ manifest() {
 }
 resumed_at=""
 if [ -n "$resumed" ]; then
-  # the same settings and starts as the steps already run, but for where
-  # the binaries are and how often progress is said
-  same() { sed -n "$1p" "$2" | sed -E 's/"SAPO_(BIN|PROGRESS_SECONDS)": "[^"]*"(, )?//g'; }
-  now=$(mktemp)
-  { echo; echo; echo; echo; environment_json; echo; printf ' "starts": [%s],\n' "$starts"; } > "$now"
-  pairs() { same 5 "$1" | grep -o '"SAPO_[A-Z0-9_]*": "[^"]*"' | sort; }
-  changed=$(diff <(pairs "$exp/manifest.json") <(pairs "$now") | sed -n 's/^[<>] "\(SAPO_[A-Z0-9_]*\)".*/\1/p' | sort -u | paste -sd' ' || true)
-  [ -z "$changed" ] ||
-    { echo "experiment: $exp was run with other settings ($changed differ); resume it with its own" >&2; rm -f "$now"; exit 1; }
-  sums() { sed -n 6p "$1" | grep -o '"\(model_file_\|start_\)sha256": "[^"]*"'; }
-  [ "$(sums "$exp/manifest.json")" = "$(sums "$now")" ] ||
-    { echo "experiment: $exp was run from other starts than now ($(grep -o '"start_sha256": "[^"]*"' "$exp/manifest.json" | cut -c17-32 | paste -sd' ')...); resume it from its own" >&2; rm -f "$now"; exit 1; }
-  rm -f "$now"
+  # the same settings and starts as the steps already run (the
+  # manifest's lines 5 and 6), but for where the binaries are and how
+  # often progress is said
+  pairs() { grep -o '"SAPO_[A-Z0-9_]*": "[^"]*"' | grep -vE '"SAPO_(BIN|PROGRESS_SECONDS)"' | sort; }
+  changed=$(diff <(sed -n 5p "$exp/manifest.json" | pairs) <(environment_json | pairs) |
+    sed -n 's/^[<>] "\(SAPO_[A-Z0-9_]*\)".*/\1/p' | sort -u | paste -sd' ' || true)
+  [ -z "$changed" ] || { echo "experiment: $exp was run with other settings ($changed differ); resume it with its own" >&2; exit 1; }
+  sums() { grep -o '"\(model_file_\|start_\)sha256": "[^"]*"'; }
+  [ "$(sed -n 6p "$exp/manifest.json" | sums)" = "$(sums <<< "$starts")" ] ||
+    { echo "experiment: $exp was run from other starts than now ($(grep -o '"start_sha256": "[^"]*"' "$exp/manifest.json" | cut -c17-32 | paste -sd' ')...); resume it from its own" >&2; exit 1; }
   resumed_at=$(sed -n 's/^ "resumed": \[\(.*\)\],*$/\1/p' "$exp/manifest.json")
   resumed_at+="${resumed_at:+, }\"$(date -u -d @"$start" +%FT%TZ)\""
 fi
@@ -299,8 +296,8 @@ for c in $configs; do
     scripts/swarm.sh stop --run "$run" > /dev/null
     evaluators_finish
     for i in $(seq 0 $((nodes - 1))); do
-      r=$(tail -n 1 "$run/n$i/metrics.jsonl" 2> /dev/null | grep -o '"round":[0-9]*' | cut -d: -f2)
-      [ "${r:-0}" -ge "$rounds" ] || { echo "experiment: node n$i of $c seed $s stopped at round ${r:-0} of $rounds (see $run/n$i/node.log)" >&2; exit 1; }
+      r=$(last_round "$run/n$i/metrics.jsonl")
+      [ "$r" -ge "$rounds" ] || { echo "experiment: node n$i of $c seed $s stopped at round $r of $rounds (see $run/n$i/node.log)" >&2; exit 1; }
     done
     echo $(( $(date +%s) - t0 + before )) > "$run.seconds"
     times+="${times:+, }\"$c seed $s\": $(cat "$run.seconds")"

@@ -8,8 +8,8 @@
 #   - each sampler says once that its link to the pool is not encrypted;
 #   - the two nodes share through the pool from their third rounds;
 #   - n1 cut off from the switch for 12 s: a0 goes on training on its own
-#     groups and says so in one line, a1 keeps its pace, and a0 shares
-#     again by itself once the link is back.
+#     groups and says so in one line, a1 goes on training (two rounds at
+#     least), and a0 shares again by itself once the link is back.
 set -u
 cd "$(dirname "$0")/.."
 bin=${SAPO_BIN:-build/asan/bin}
@@ -53,7 +53,7 @@ sys.exit(0 if len(rs) >= 4 and dry <= 1 else 1)"
 }
 check shares 'shares_from_third a0 && shares_from_third a1'
 
-# n1 cut off: a0 trains on, a1 keeps its pace
+# n1 cut off: a0 trains on, a1 goes on
 r0=$(rows a0) r1=$(rows a1) o0=$(outages a0)
 t0=$(date +%s)
 tests/hosts.sh cut "$tmp/hosts" n1

@@ -11,7 +11,8 @@ RUN is the study's folder (scripts/experiment.sh --run), SEED its seed:
   rounds-seedS.tsv   every node-round: own reward (every own completion the
                      sampler scored), batch reward (every completion trained
                      on), own completions scored, local and external groups,
-                     the external groups' reward, training seconds
+                     the external groups' reward, training seconds, and the
+                     learner's and generator's peak resident memory so far (GB)
   completions-CONFIG-seedS-NODE.jsonl.gz
                      every greedy answer of each evaluation, where the
                      evaluators wrote them (eval-completions.jsonl)
@@ -30,7 +31,7 @@ run, seed = sys.argv[1], sys.argv[2]
 here = os.path.dirname(os.path.abspath(__file__))
 ev = ["config\tseed\tnode\tround\tpass1\tformat\tquestions"]
 rd = ["config\tseed\tnode\tround\town_reward\tbatch_reward\town_completions\tlocal_groups\texternal_groups"
-      "\texternal_reward\ttrain_seconds"]
+      "\texternal_reward\ttrain_seconds\tlearner_peak_gb\tgenerator_peak_gb"]
 for cdir in sorted(glob.glob(os.path.join(run, "I*J*"))):
     name = os.path.basename(cdir)
     i, j = name[1:].split("J")
@@ -44,9 +45,11 @@ for cdir in sorted(glob.glob(os.path.join(run, "I*J*"))):
         for line in open(os.path.join(node_dir, "metrics.jsonl")):
             m = json.loads(line)
             s = m["sampler"]
-            rd.append("%s\t%s\t%s\t%d\t%.6f\t%.6f\t%d\t%d\t%d\t%.6f\t%.3f" % (
+            peak = m.get("peak_gb", {})
+            rd.append("%s\t%s\t%s\t%d\t%.6f\t%.6f\t%d\t%d\t%d\t%.6f\t%.3f\t%.3f\t%.3f" % (
                 config, seed, node, m["round"], s["scored_reward"], m["batch_reward"], s["scored_completions"],
-                m["local_groups"], m["external_groups"], m["reward_external"], m["seconds"]["train"]))
+                m["local_groups"], m["external_groups"], m["reward_external"], m["seconds"]["train"],
+                peak.get("learner", 0), peak.get("generator", 0)))
         comp = os.path.join(node_dir, "eval-completions.jsonl")
         if os.path.exists(comp):
             out = os.path.join(here, "completions-%s-seed%s-%s.jsonl.gz" % (config.replace("/", "-"), seed, node))

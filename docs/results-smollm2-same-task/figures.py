@@ -14,7 +14,7 @@ collect.py copied here (plain Python 3, no packages):
     batch reward (every completion trained on), summed over nodes and
     rounds, per seed, and 4/4's ratio to 8/0;
   - own completions a node-round; 4/4's external groups a round and their
-    reward.
+    reward; the learners' and generators' peak resident memory.
 """
 import glob
 import gzip
@@ -161,6 +161,16 @@ for c in configs:
             statistics.mean(int(r["own_completions"]) for r in rows),
             statistics.mean(int(r["external_groups"]) for r in rows),
             "%.3f" % statistics.mean(float(r["external_reward"]) for r in ext) if ext else "n/a"))
+peaks = {}  # (config, seed, node) -> the learner's and generator's peaks at the end
+for r in rd:
+    if "learner_peak_gb" in r:
+        k = (r["config"], r["seed"], r["node"])
+        old = peaks.get(k, (0, 0))
+        peaks[k] = (max(old[0], float(r["learner_peak_gb"])), max(old[1], float(r["generator_peak_gb"])))
+if peaks:
+    print("\neach node's peak resident memory over its run: learners %.2f to %.2f GB, generators %.2f to %.2f GB" % (
+        min(p[0] for p in peaks.values()), max(p[0] for p in peaks.values()),
+        min(p[1] for p in peaks.values()), max(p[1] for p in peaks.values())))
 for c in configs:
     for s in seeds:
         if c != "8/0" and (c, s) in cum and ("8/0", s) in cum:

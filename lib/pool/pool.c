@@ -139,8 +139,7 @@ void pool_destroy(pool_t **self_p)
     free((*self_p)->peers);
     free((*self_p)->slot);
     free((*self_p)->keys);
-    for (size_t i = 0; i < (*self_p)->n_known_nodes; i++) free((*self_p)->known_nodes[i]);
-    free((*self_p)->known_nodes);
+    freeReplyObject((*self_p)->node_set);
     free(*self_p);
     *self_p = NULL;
 }

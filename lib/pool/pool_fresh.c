@@ -67,7 +67,7 @@ static int fresh_by_node(const void *a, const void *b)
  * its slot on a cluster), one round trip per Redis node, appended to f;
  * the count of
  * nodes skipped for bad keys, or -1 with err */
-static long lua_ranges(pool_t *self, const char **names, size_t n, pool_fresh_t *f, size_t *nf, char *err,
+static long lua_ranges(pool_t *self, const redisReply **names, size_t n, pool_fresh_t *f, size_t *nf, char *err,
                        size_t errlen)
 {
     char cap[32], wr[32], wms[32], hi[POOL_KEY_MAX], lo[POOL_KEY_MAX], meta[POOL_KEY_MAX];
@@ -80,9 +80,9 @@ static long lua_ranges(pool_t *self, const char **names, size_t n, pool_fresh_t 
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        pool_key(self, names[i], "hi", hi);
-        pool_key(self, names[i], "lo", lo);
-        pool_key(self, names[i], "m", meta);
+        pool_key(self, names[i]->str, "hi", hi);
+        pool_key(self, names[i]->str, "lo", lo);
+        pool_key(self, names[i]->str, "m", meta);
         const char *argv[] = {"FCALL_RO", "sapo_range", "3", hi, lo, meta, cap, wr, wms};
         if (pool_append(self, hi, 9, argv, NULL) != 0) {
             route_discard(self->route);
@@ -109,7 +109,7 @@ static long lua_ranges(pool_t *self, const char **names, size_t n, pool_fresh_t 
             e[3]->type != REDIS_REPLY_INTEGER || e[1]->integer < 1 || e[2]->integer < 1)
             continue;
         pool_fresh_t *o = &f[(*nf)++];
-        snprintf(o->node, sizeof o->node, "%s", names[i]);
+        snprintf(o->node, sizeof o->node, "%s", names[i]->str);
         o->first = (uint64_t)e[1]->integer, o->hi = (uint64_t)e[2]->integer;
         o->newest = e[3]->integer > 0 ? (uint64_t)e[3]->integer : 0;
     }
@@ -123,7 +123,7 @@ done:
  * (33 GETs cost its thread and this client about 0.1 ms more a draw at
  * 1,000 nodes); on a cluster, where the keys lie in as many slots, a GET
  * each, one round trip per master; 0, or -1 with err */
-static int summaries(pool_t *self, const char **names, size_t nn, redisReply **s, char *err, size_t errlen)
+static int summaries(pool_t *self, const redisReply **names, size_t nn, redisReply **s, char *err, size_t errlen)
 {
     char key[POOL_KEY_MAX];
     if (!route_is_cluster(self->route)) {
@@ -133,7 +133,7 @@ static int summaries(pool_t *self, const char **names, size_t nn, redisReply **s
         if (!argv || !keys) snprintf(err, errlen, "out of memory");
         else {
             argv[0] = "MGET";
-            for (size_t i = 0; i < nn; i++) pool_key(self, names[i], "s", keys[i]), argv[1 + i] = keys[i];
+            for (size_t i = 0; i < nn; i++) pool_key(self, names[i]->str, "s", keys[i]), argv[1 + i] = keys[i];
             r = pool_run(self, keys[0], (int)(1 + nn), argv, NULL, err, errlen);
         }
         free(argv), free(keys);
@@ -148,7 +148,7 @@ static int summaries(pool_t *self, const char **names, size_t nn, redisReply **s
         return 0;
     }
     for (size_t i = 0; i < nn; i++) {
-        pool_key(self, names[i], "s", key);
+        pool_key(self, names[i]->str, "s", key);
         const char *argv[] = {"GET", key};
         if (pool_append(self, key, 2, argv, NULL) != 0) {
             route_discard(self->route);
@@ -182,22 +182,6 @@ static size_t bound_ranges(pool_fresh_t *f, size_t nf, uint64_t cap)
  * with one MGET (a GET each on a cluster) and is read here (in Lua, 32 of them took 325 us of the
  * server's single thread); a node without one (an older sapo's, or junk)
  * is left to sapo_fresh, which reads its counters and entries' meta. */
-static int by_text(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-/* the node set read (an SRANDMEMBER reply) kept as the pool's own copy */
-static void remember_nodes(pool_t *self, const redisReply *set)
-{
-    char **kept = calloc(set->elements + 1, sizeof *kept);
-    size_t n = 0;
-    for (size_t i = 0; kept && i < set->elements; i++)
-        if (pool_other_node(set->element[i], "") && !(kept[n++] = strdup(set->element[i]->str))) n--;
-    if (!kept) return;
-    for (size_t i = 0; i < self->n_known_nodes; i++) free(self->known_nodes[i]);
-    free(self->known_nodes);
-    self->known_nodes = kept;
-    self->n_known_nodes = n;
-}
-
 /* the server's clock in ms from a TIME reply; the local one where that
  * master did not answer (a cluster's nodes and the swarm's machines keep
  * one time) */
@@ -228,42 +212,43 @@ long pool_fresh_ranges(pool_t *self, const char *exclude, int cand, pool_fresh_t
         return -1;
     }
     long n = -1;
-    const char **names = NULL;
-    size_t nn = 0, nl = 0, nf = 0, known = 0;
+    const redisReply **names = NULL;
+    size_t nn = 0, nl = 0, nf = 0;
     pool_fresh_t *f = NULL;
-    int failed = pool_replies_each(self, 2, g, err, errlen);
-    const redisReply *set = g[1];
-    if (failed < 0 && !(route_is_cluster(self->route) && self->n_known_nodes)) return -1;
-    if (set && set->type != REDIS_REPLY_ARRAY) {
-        snprintf(err, errlen, "redis: SRANDMEMBER %s answered type %d%s%s", nodes, set->type,
-                 set->type == REDIS_REPLY_ERROR ? ": " : "", set->type == REDIS_REPLY_ERROR ? set->str : "");
+    pool_replies_each(self, 2, g, err, errlen); /* a command that failed: NULL, the reason in err */
+    if (g[1] && g[1]->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "redis: SRANDMEMBER %s answered type %d%s%s", nodes, g[1]->type,
+                 g[1]->type == REDIS_REPLY_ERROR ? ": " : "", g[1]->type == REDIS_REPLY_ERROR ? g[1]->str : "");
         goto done;
     }
-    /* the node set's master down or slow (a cluster): the set as last
-     * read, so that the nodes on the other masters are still drawn from */
-    if (set) remember_nodes(self, set);
-    else if (!route_is_cluster(self->route) || !self->n_known_nodes) goto done;
-    known = set ? set->elements : self->n_known_nodes;
+    /* the set read is kept: where its master is down or slow (a cluster),
+     * the set as last read, so that the nodes on the other masters are
+     * still drawn from */
+    if (g[1]) {
+        freeReplyObject(self->node_set);
+        self->node_set = g[1], g[1] = NULL;
+    } else if (!route_is_cluster(self->route) || !self->node_set) {
+        goto done;
+    }
+    const redisReply *set = self->node_set;
     *now = clock_ms(g[0]);
-    names = calloc(known + 1, sizeof *names);
-    f = calloc(known + 1, sizeof *f);
-    sums = calloc(known + 1, sizeof *sums);
+    names = calloc(set->elements + 1, sizeof *names);
+    f = calloc(set->elements + 1, sizeof *f);
+    sums = calloc(set->elements + 1, sizeof *sums);
     if (!names || !f || !sums) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < known; i++) {
-        if (set && pool_other_node(set->element[i], exclude)) names[nn++] = set->element[i]->str;
-        else if (!set && strcmp(self->known_nodes[i], exclude) != 0) names[nn++] = self->known_nodes[i];
-    }
-    qsort(names, nn, sizeof *names, by_text);
+    for (size_t i = 0; i < set->elements; i++)
+        if (pool_other_node(set->element[i], exclude)) names[nn++] = set->element[i];
+    qsort(names, nn, sizeof *names, pool_by_name);
     if (nn > 0 && summaries(self, names, nn, sums, err, errlen) != 0) goto done;
     /* the nodes without a summary go to Lua, in names[0..nl); those whose
      * master did not answer are left out of this draw */
     for (size_t i = 0; i < nn; i++) {
         if (!sums[i]) continue;
         if (summary_fresh(sums[i], self->window_rounds, self->window_ms, *now, &f[nf])) {
-            snprintf(f[nf].node, sizeof f[nf].node, "%s", names[i]);
+            snprintf(f[nf].node, sizeof f[nf].node, "%s", names[i]->str);
             nf++;
         } else {
             names[nl++] = names[i];

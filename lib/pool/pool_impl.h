@@ -55,8 +55,7 @@ struct pool {
     long stage_oversize, stage_bad; /* stage outputs skipped (pool_stage_health) */
     long stage_asked;               /* other nodes the last pool_stage_read asked */
     long deadline_ms;               /* each call's (pool_deadline) */
-    char **known_nodes;             /* the node set as last read (pool_fresh.c) */
-    size_t n_known_nodes;
+    redisReply *node_set;           /* the node set as last read (pool_fresh.c) */
 };
 
 /* pool.c: the connection. */

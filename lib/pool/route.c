@@ -64,10 +64,11 @@ struct route {
     queued_t *queue;
     int n_queued, cap_queued;
     long moved, asked, tryagain, map_reads;
-    long long deadline; /* ms (monotonic) the call in progress ends by; 0: none */
-    int uncovered;      /* slots the map gives no master */
-    bool seeds_tried;   /* every seed tried once (the first connect) */
-    char notice[1024];  /* what is wrong while the rest works (route_notice) */
+    long long deadline;  /* ms (monotonic) the call in progress ends by; 0: none */
+    int uncovered;       /* slots the map gives no master */
+    bool seeds_tried;    /* every seed tried once (the first connect) */
+    char seeds_bad[768]; /* the seeds that could not be reached at the first connect, each with its reason */
+    char notice[1024];   /* what is wrong while the rest works (route_notice): those and the uncovered slots */
 };
 
 // ----------------------------------------------------------------------------
@@ -462,31 +463,26 @@ static int try_seeds(route_t *r)
 {
     size_t at = 0;
     int good = 0;
-    r->notice[0] = '\0';
+    r->seeds_bad[0] = '\0';
     for (int n = 0; n < r->n_seeds; n++) {
         node_t *d = &r->nodes[n];
         redisContext *c = d->c ? NULL : redisConnectWithTimeout(d->host, d->port, tv_ms(wait_ms(r, CONNECT_MS)));
         if (d->c || (c && !c->err)) good++;
-        else if (at < sizeof r->notice)
-            at += (size_t)snprintf(r->notice + at, sizeof r->notice - at, "%sseed redis %s:%d: %s", at ? "; " : "",
-                                   d->host, d->port, c ? c->errstr : "out of memory");
+        else if (at < sizeof r->seeds_bad)
+            at += (size_t)snprintf(r->seeds_bad + at, sizeof r->seeds_bad - at, "%sseed redis %s:%d: %s",
+                                   at ? "; " : "", d->host, d->port, c ? c->errstr : "out of memory");
         if (c) redisFree(c);
     }
     r->seeds_tried = true;
     return good;
 }
 
-/* the notice of the map just read: uncovered slots, beside the seeds' */
+/* the notice once a map is read: the seeds' failures, then its uncovered slots */
 static void note_map(route_t *r)
 {
-    char *mark = strstr(r->notice, "slots served by no master");
-    if (mark) { /* the part before it stands: the seeds' */
-        while (mark > r->notice && (mark[-1] == ' ' || mark[-1] == ';')) mark--;
-        *mark = '\0';
-    }
-    size_t at = strlen(r->notice);
-    if (r->uncovered && at < sizeof r->notice)
-        snprintf(r->notice + at, sizeof r->notice - at,
+    int at = snprintf(r->notice, sizeof r->notice, "%s", r->seeds_bad);
+    if (r->uncovered && at >= 0 && (size_t)at < sizeof r->notice)
+        snprintf(r->notice + at, sizeof r->notice - (size_t)at,
                  "%s%d of %d slots served by no master (their commands fail; with cluster-require-full-coverage no "
                  "the other masters serve the rest)",
                  at ? "; " : "", r->uncovered, ROUTE_SLOTS);
@@ -499,7 +495,7 @@ int route_connect(route_t *self, char *err, size_t errlen)
     if (!self->cluster) return connected(self, 0, err, errlen);
     if (!self->map_stale) return 0;
     if (!self->seeds_tried && try_seeds(self) == 0) {
-        snprintf(err, errlen, "%s", self->notice); /* each seed named */
+        snprintf(err, errlen, "%s", self->seeds_bad); /* each seed named */
         size_t used = strlen(err);
         if (used + 40 < errlen) snprintf(err + used, errlen - used, " (no seed of the URL answered)");
         return -1;

@@ -72,47 +72,44 @@ char *fs_read_text(const char *path)
     return s;
 }
 
+/* the offset just past the last newline before offset at (0 if none), or
+ * -1: the file read backward 4 KB at a time */
+static long after_newline(FILE *f, long at)
+{
+    char buf[4096];
+    while (at > 0) {
+        long from = at > (long)sizeof buf ? at - (long)sizeof buf : 0;
+        if (fseek(f, from, SEEK_SET) != 0 || fread(buf, 1, (size_t)(at - from), f) != (size_t)(at - from)) return -1;
+        for (long i = at - from; i > 0; i--)
+            if (buf[i - 1] == '\n') return from + i;
+        at = from;
+    }
+    return 0;
+}
+
 /* the offset just past the file's last newline (0 if none), and its size */
 static int whole_end(FILE *f, long *end, long *size)
 {
     if (fseek(f, 0, SEEK_END) != 0 || (*size = ftell(f)) < 0) return -1;
-    char buf[4096];
-    for (long at = *size; at > 0;) {
-        long from = at > (long)sizeof buf ? at - (long)sizeof buf : 0;
-        if (fseek(f, from, SEEK_SET) != 0) return -1;
-        size_t n = fread(buf, 1, (size_t)(at - from), f);
-        if (n != (size_t)(at - from)) return -1;
-        for (size_t i = n; i > 0; i--)
-            if (buf[i - 1] == '\n') {
-                *end = from + (long)i;
-                return 0;
-            }
-        at = from;
-    }
-    *end = 0;
-    return 0;
+    *end = after_newline(f, *size);
+    return *end < 0 ? -1 : 0;
 }
 
 char *fs_last_line(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    long end, size, start = 0;
+    long end, size, start;
     char *line = NULL;
-    if (whole_end(f, &end, &size) == 0 && end > 0) {
-        /* the newline before the last line's */
-        char c;
-        for (start = end - 1; start > 0; start--) {
-            if (fseek(f, start - 1, SEEK_SET) != 0 || fread(&c, 1, 1, f) != 1) break;
-            if (c == '\n') break;
-        }
-        line = malloc((size_t)(end - start));
-        if (line &&
-            (fseek(f, start, SEEK_SET) != 0 || fread(line, 1, (size_t)(end - start), f) != (size_t)(end - start))) {
+    /* from after the newline before the last one to the last one */
+    if (whole_end(f, &end, &size) == 0 && end > 0 && (start = after_newline(f, end - 1)) >= 0 &&
+        (line = malloc((size_t)(end - start)))) {
+        if (fseek(f, start, SEEK_SET) != 0 || fread(line, 1, (size_t)(end - start), f) != (size_t)(end - start)) {
             free(line);
             line = NULL;
+        } else {
+            line[end - start - 1] = '\0';
         }
-        if (line) line[end - start - 1] = '\0';
     }
     fclose(f);
     return line;
