@@ -9,16 +9,37 @@
 #include "util/log.h"
 #include "node/version.h"
 
+/* the Redis server an error names ("redis HOST:PORT: ..."), as a length
+ * into err from *at; 0 where it names none */
+static size_t server_named(const char *err, const char **at)
+{
+    const char *r = strstr(err, "redis ");
+    const char *end = r ? strstr(r + 6, ": ") : NULL;
+    *at = r;
+    return end ? (size_t)(end - r) : 0;
+}
+
+/* err is the outage last logged going on: the same error, or another
+ * from the same server (a master killed answers "Server closed the
+ * connection", then "Connection refused" while its replica takes over) */
+static bool same_outage(const char *err, const char *last)
+{
+    if (strcmp(err, last) == 0) return true;
+    const char *a, *b;
+    size_t na = server_named(err, &a), nb = server_named(last, &b);
+    return na && na == nb && memcmp(a, b, na) == 0;
+}
+
 /* A pool failure is logged once per outage: a line when calls start to
- * fail (unless with the error logged last, within a minute of the last
- * failure: a call that fails while others work), and one when they work
- * again; the node goes on with its own groups
+ * fail (unless the outage logged last goes on, within a minute of the
+ * last failure: a call that fails while others work), and one when they
+ * work again; the node goes on with its own groups
  * meanwhile, and the pool reconnects with backoff. */
 void sampler_pool_failed(sampler_t *s, const char *err)
 {
     s->counts.pool_errors++;
     s->pool_health.registered = false; /* a Redis that comes back may have lost our key */
-    bool quiet = s->pool_health.failing++ > 0 || strcmp(err, s->pool_health.last_error) == 0;
+    bool quiet = s->pool_health.failing++ > 0 || same_outage(err, s->pool_health.last_error);
     s->pool_health.failed_at = zclock_mono();
     if (!quiet) {
         log_error("pool: %s (training on local groups until it is back)", err);
