@@ -49,7 +49,7 @@ CPPFLAGS := -D_GNU_SOURCE -Ilib -Ischemas -I$(B)/gen -MMD -MP
 # -fno-math-errno: sqrtf and the like need no errno path, so numeric loops vectorise
 CFLAGS := -std=c11 -Wall -Wextra -fopenmp -fno-math-errno $(OPT)
 CXXFLAGS := -std=c++17 -Wall -Wextra $(OPT)
-LDLIBS := -lczmq -lzmq -lhiredis -lcjson -lprotobuf-c -lopenblas -lpcre2-8 -lutf8proc -lsodium -lflatbuffers -lstdc++ -lm -lpthread
+LDLIBS := -lczmq -lzmq -lhiredis -lssl -lcrypto -lcjson -lprotobuf-c -lopenblas -lpcre2-8 -lutf8proc -lsodium -lflatbuffers -lstdc++ -lm -lpthread
 LDFLAGS := -fopenmp $(OPT)
 ifeq ($(HAVE_CURAND),1)
   CPPFLAGS += -DSAPO_HAVE_CURAND -I$(CUDA_HOME)/include

@@ -51,7 +51,7 @@ static pool_t *drawer(const char *url, const char *swarm, int bound)
         return NULL;
     }
     pool_window(d, WINDOW, 0);
-    if (pool_size_node(d, "node0") < 0) {
+    if (pool_size_node(d, "node0", NULL, 0) < 0) {
         fprintf(stderr, "bench_pool: %s unreachable\n", url);
         pool_destroy(&d);
     }
@@ -124,7 +124,7 @@ int main(void)
             pool_destroy(&p);
             break;
         }
-        fprintf(stderr, "bench_pool: %ld entries in %.1f s\n", pool_size_total(p), bench_now() - t0);
+        fprintf(stderr, "bench_pool: %ld entries in %.1f s\n", pool_size_total(p, NULL, 0), bench_now() - t0);
         double s50[ROUNDS], s99[ROUNDS], p50[ROUNDS], p99[ROUNDS];
         for (int r = 0; r < ROUNDS && rc == 0; r++)
             if (measure(rs.url, swarm, bound, ping, calls, &s50[r], &s99[r], &p50[r], &p99[r]) < 0) rc = 1;

@@ -190,7 +190,7 @@ static char *batch_stats(sampler_t *s)
     long refused[SCREEN_NREASONS];
     for (int r = 0; r < SCREEN_NREASONS; r++)
         reasons[r] = screen_reason_name((screen_reason_t)r), refused[r] = screen_count(s->screen, (screen_reason_t)r);
-    metrics_sampler_t m = {.pool_size = pool_size_total(s->pool),
+    metrics_sampler_t m = {.pool_size = pool_size_total(s->pool, NULL, 0),
                            .published = s->counts.published,
                            .stale_dropped = a->stale_dropped,
                            .external_zero_adv_dropped = a->external_zero_adv_dropped,

@@ -109,7 +109,9 @@ void sampler_open_pool(sampler_t *s)
     pool_window(s->pool, s->cfg.pool_window, s->cfg.pool_window_seconds);
     pool_deadline(s->pool, s->cfg.pool_deadline);
     pool_strategy(s->pool, s->cfg.pool_strategy);
-    if (pool_remote(s->pool))
+    if (pool_tls(s->pool, s->cfg.tls_ca, s->cfg.tls_cert, s->cfg.tls_key, s->cfg.tls_name, err, sizeof err) != 0)
+        log_fatal("pool %s: %s", pool_where(s->pool), err);
+    if (pool_clear_remote(s->pool))
         log_error("pool: %s is another host, and the link to it is not encrypted: its password and every "
                   "completion cross the network in clear text (keep the pool on a network you trust; "
                   "docs/security.md)",

@@ -5,7 +5,7 @@
 # fetches the real models (scripts/model.sh).
 set -eu
 need=(build-essential pkg-config libzmq3-dev libczmq-dev flatbuffers-compiler
-      libflatbuffers-dev libhiredis-dev redis-server libopenblas-dev libcjson-dev
+      libflatbuffers-dev libhiredis-dev libssl-dev openssl redis-server libopenblas-dev libcjson-dev
       libpcre2-dev libutf8proc-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
       gnuplot-nox ruby-foreman
       clang-format python3-pip xz-utils)

@@ -1,19 +1,35 @@
 #!/usr/bin/env python3
-"""A TCP proxy on loopback for tests/t_slow_link.sh: listens on a port,
-forwards to 127.0.0.1:TARGET, and makes the link as bad as a control file
-says, read every 50 ms: a line "delay MS" holds every chunk that long
-before passing it on (both ways), "stall" passes nothing (connections stay
-open, bytes wait), "ok" passes at once. Prints its port, then serves until
-killed.
+"""A TCP proxy for the tests' links (tests/t_slow_link.sh, t_tls.sh):
+listens on a port, forwards to TARGET, and makes the link as bad as a
+control file says, read every 50 ms: a line "delay MS" holds every chunk
+that long before passing it on (both ways), "stall" passes nothing
+(connections stay open, bytes wait), "ok" passes at once. With --record
+PREFIX it also writes every byte it passes to PREFIX.up (client to server)
+and PREFIX.down, what someone on the link would see. Prints its port,
+then serves until killed.
 
-  link_proxy.py TARGET_PORT CONTROL_FILE
+  link_proxy.py [--listen HOST] [--record PREFIX] [HOST:]TARGET_PORT CONTROL_FILE
+
+HOST defaults to 127.0.0.1 for both ends.
 """
 import asyncio
 
 import sys
 
-target, control = int(sys.argv[1]), sys.argv[2]
+args = sys.argv[1:]
+listen, record = "127.0.0.1", None
+while args and args[0].startswith("--"):
+    flag, value, args = args[0], args[1], args[2:]
+    if flag == "--listen":
+        listen = value
+    elif flag == "--record":
+        record = value
+    else:
+        sys.exit("link_proxy.py: unknown flag " + flag)
+target_host, _, port = args[0].rpartition(":")
+target_host, target, control = target_host or "127.0.0.1", int(port), args[1]
 state = {"mode": "ok", "delay": 0.0}
+logs = {way: open(record + "." + way, "ab", buffering=0) for way in ("up", "down")} if record else {}
 
 async def watch():
     while True:
@@ -26,7 +42,7 @@ async def watch():
             state["delay"] = float(words[1]) / 1000 if len(words) > 1 else 0.0
         await asyncio.sleep(0.05)
 
-async def pipe(reader, writer):
+async def pipe(reader, writer, way):
     try:
         while True:
             data = await reader.read(65536)
@@ -36,6 +52,8 @@ async def pipe(reader, writer):
                 await asyncio.sleep(0.05)
             if state["mode"] == "delay":
                 await asyncio.sleep(state["delay"])
+            if way in logs:
+                logs[way].write(data)
             writer.write(data)
             await writer.drain()
     except (ConnectionError, OSError):
@@ -45,14 +63,14 @@ async def pipe(reader, writer):
 
 async def handle(reader, writer):
     try:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
+        up_reader, up_writer = await asyncio.open_connection(target_host, target)
     except OSError:
         writer.close()
         return
-    await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+    await asyncio.gather(pipe(reader, up_writer, "up"), pipe(up_reader, writer, "down"))
 
 async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, listen, 0)
     print(server.sockets[0].getsockname()[1], flush=True)
     asyncio.ensure_future(watch())
     async with server:

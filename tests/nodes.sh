@@ -7,6 +7,9 @@
 #   node_proc N PROC   (re)starts one process of node N
 #   rows N             metrics lines node N has written
 #   nodes_cleanup      SIGKILLs every process started here and $redis_pid, removes $tmp
+#   all_alive          every process of pids[] still runs
+#   shares_from_third N MIN  node N shared in every round from its third but one, MIN rounds at least
+#   nodes_cleanup_hosts  nodes_cleanup after removing the hosts of tests/hosts.sh in $tmp/hosts
 #   master_of NODE     the port of the master of a cluster (tests/cluster.sh in
 #                      $tmp/cluster) that holds NODE's keys of swarm $SAPO_SWARM
 # The caller sets bin and tmp.
@@ -68,6 +71,33 @@ print(sum(1 for r in rs if r['external_from']))"
 }
 # the outage lines node $1's sampler logged
 outages() { grep -c "training on local groups" "$tmp/$1/sampler.log"; }
+# the processes of pids[] all still running
+all_alive() {
+  local p
+  for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null || return 1; done
+}
+# node $1 trained on another node's groups in every round from its third
+# but at most one, and has at least $2 such rounds: nodes never wait for
+# each other, so one that runs a round ahead (they start apart) can find
+# nothing fresh once ([2, 2, 0, 2, ...] in a quiet make test); a client
+# that lost the pool finds nothing in every round
+shares_from_third() {
+  python3 -c "
+import json, sys
+rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][2:]
+dry = sum(1 for r in rs if not (r['external_groups'] > 0 and r['external_from']))
+print('  $1: %d rounds from the third, %d without another node\'s groups' % (len(rs), dry))
+sys.exit(0 if len(rs) >= $2 and dry <= 1 else 1)"
+}
+# nodes_cleanup, after the hosts of tests/hosts.sh in $tmp/hosts and what
+# runs on them
+nodes_cleanup_hosts() {
+  local p
+  for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
+  tests/hosts.sh stop "$tmp/hosts" > /dev/null 2>&1
+  nodes_cleanup
+}
 # (only the master answers EXISTS for them; the others answer MOVED)
 master_of() {
   local port

@@ -41,9 +41,7 @@ healed_at=$(date +%s.%N)
 check replica_promoted '[ $promoted = 1 ]'
 echo "  a0's master down for $(python3 -c "print(round($healed_at - $killed_at, 1))") s"
 check trains_after 'advance 4'
-alive=1
-for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
-check no_process_exits '[ $alive = 1 ]'
+check no_process_exits 'all_alive'
 nodes_stop() { for p in "${pids[@]}"; do kill -TERM "$p" 2> /dev/null; done; for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done; pids=(); }
 nodes_stop
 python3 - "$tmp" "$killed_at" "$healed_at" <<'PY'

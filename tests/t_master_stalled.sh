@@ -64,6 +64,4 @@ check stalled_node_one_line '[ $(( $(outages a0) - o0 )) = 1 ] || { grep -h "poo
 echo ok > "$tmp/link"
 r0=$(rows a0)
 check shares_after 'for _ in $(seq 450); do [ "$(shared_since a0 $r0)" -gt 0 ] && exit 0; sleep 0.2; done; exit 1'
-alive=1
-for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
-check no_process_exits '[ $alive = 1 ]'
+check no_process_exits 'all_alive'

@@ -51,8 +51,6 @@ check sharing_resumes 'for _ in $(seq 900); do [ "$(shared_since a0 $r0)" -gt 0 
 grep -h "works again" "$tmp"/a*/sampler.log | head -2 | sed 's/^/  /'
 # one line per distinct failure per outage, not one per call
 check few_log_lines_per_outage '[ "$(grep -c "pool: " "$tmp/a0/sampler.log")" -le 4 ]'
-alive=1
-for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
-check no_process_died '[ $alive = 1 ]'
+check no_process_died 'all_alive'
 check no_sanitizer_error '! grep -l -E "Sanitizer|runtime error" "$tmp"/a*/*.log'
 echo "outage test: $SECONDS s"

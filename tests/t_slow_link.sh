@@ -57,8 +57,6 @@ echo ok > "$tmp/link"
 r1=$(rows a1)
 check shares_after_the_stall 'for _ in $(seq 450); do [ "$(shared_since a1 $r1)" -gt 0 ] && exit 0; sleep 0.2; done; exit 1'
 grep -h "works again\|training on local" "$tmp"/a1/sampler.log | head -2 | sed 's/^/  /'
-alive=1
-for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null || alive=0; done
-check no_process_died '[ $alive = 1 ]'
+check no_process_died 'all_alive'
 check no_sanitizer_error '! grep -l -E "Sanitizer|runtime error" "$tmp"/a*/*.log'
 echo "slow link test: $SECONDS s"

@@ -58,7 +58,8 @@ static void test_round_trip(void)
 {
     pool_t *p = fresh_pool(100);
     EXPECT(publish(p, "a", 0, 3) == 0);
-    EXPECT(pool_size_total(p) == 3 && pool_size_node(p, "a") == 3 && pool_size_node(p, "b") == 0);
+    EXPECT(pool_size_total(p, NULL, 0) == 3 && pool_size_node(p, "a", NULL, 0) == 3 &&
+           pool_size_node(p, "b", NULL, 0) == 0);
     pool_entry_t *e = NULL;
     char err[256];
     int n = pool_draw(p, "b", 10, &e, err, sizeof err), seen[3] = {0};
@@ -106,7 +107,7 @@ static void test_hostile_keys(void)
     EXPECTF(n == 4, "drew %d: %s", n, n < 0 ? err : "");
     for (int i = 0; i < n; i++) EXPECT(strcmp(e[i].node, "honest") == 0);
     pool_entries_free(e, n);
-    EXPECT(pool_size_node(p, "junk") == 0);
+    EXPECT(pool_size_node(p, "junk", NULL, 0) == 0);
     /* an entry over the client's record limit stays in Redis */
     char big[2000];
     memset(big, 'x', sizeof big);
@@ -122,7 +123,7 @@ static void test_hostile_keys(void)
     char swarm[32];
     snprintf(swarm, sizeof swarm, "t%d", swarm_no);
     pool_t *greedy = pool_new(rs.url, swarm, 1 << 30, err, sizeof err);
-    EXPECT(greedy && publish(greedy, "g", 0, 20) == 0 && pool_size_node(greedy, "g") == 5);
+    EXPECT(greedy && publish(greedy, "g", 0, 20) == 0 && pool_size_node(greedy, "g", NULL, 0) == 5);
     pool_destroy(&greedy);
     redisFree(c);
     pool_destroy(&q);
@@ -159,7 +160,8 @@ static void test_bound(void)
     pool_t *p = fresh_pool(10);
     EXPECT(publish(p, "a", 0, 25) == 0);
     EXPECT(publish(p, "b", 0, 4) == 0);
-    EXPECT(pool_size_node(p, "a") == 10 && pool_size_node(p, "b") == 4 && pool_size_total(p) == 14);
+    EXPECT(pool_size_node(p, "a", NULL, 0) == 10 && pool_size_node(p, "b", NULL, 0) == 4 &&
+           pool_size_total(p, NULL, 0) == 14);
     pool_entry_t *e = NULL;
     char err[256];
     int n = pool_draw(p, "b", 500, &e, err, sizeof err);
@@ -184,7 +186,7 @@ static void test_bound(void)
         ptrs[i] = recs[i];
     }
     EXPECT(pool_publish_many(p, "c", 0, ptrs, lens, 25, err, sizeof err) == 0);
-    EXPECT(pool_size_node(p, "c") == 10);
+    EXPECT(pool_size_node(p, "c", NULL, 0) == 10);
     n = pool_draw(p, "a", 200, &e, err, sizeof err);
     EXPECT(n == 10);
     old = 0;
@@ -266,7 +268,7 @@ static void test_redis_restart(void)
     pool_entry_t *e = NULL;
     for (int i = 0; i < 20; i++) {
         EXPECT(pool_draw(p, "b", 1, &e, err, sizeof err) == -1);
-        EXPECT(pool_size_total(p) == -1);
+        EXPECT(pool_size_total(p, NULL, 0) == -1);
     }
     EXPECTF(zclock_mono() - t0 < 3000, "41 calls to a stopped Redis took %d ms", (int)(zclock_mono() - t0));
     if (redis_server_start(&rs, rs.port) < 0) {
@@ -392,7 +394,7 @@ static void test_library_replaced(void)
     EXPECTF(r && r->type == REDIS_REPLY_STRING, "loading another library: %s", r && r->str ? r->str : "no reply");
     freeReplyObject(r);
     pool_t *p = fresh_pool(10);
-    EXPECT(pool_size_total(p) == 0);
+    EXPECT(pool_size_total(p, NULL, 0) == 0);
     r = redisCommand(c, "FCALL sapo_other 0");
     EXPECTF(r && r->type == REDIS_REPLY_ERROR, "the other library's function still there");
     freeReplyObject(r);
@@ -553,7 +555,8 @@ static void test_draw_window(void)
     pool_window(narrow, 1, 0);
     /* round r holds records 10r .. 10r + 2 */
     for (int r = 1; r <= 3; r++) EXPECT(publish_round(pub, "a", (uint64_t)r, 10 * r, 3) == 0);
-    EXPECTF(pool_size_node(pub, "a") == 6, "kept %ld entries, not rounds 2 and 3's 6", pool_size_node(pub, "a"));
+    EXPECTF(pool_size_node(pub, "a", NULL, 0) == 6, "kept %ld entries, not rounds 2 and 3's 6",
+            pool_size_node(pub, "a", NULL, 0));
     pool_entry_t *e = NULL;
     char err[256];
     int n = pool_draw(me, "me", 10, &e, err, sizeof err);
@@ -602,7 +605,7 @@ static void test_draw_memory_bounded(void)
     pool_window(p, 2, 0);
     char key[64];
     for (int r = 0; r < 200; r++) EXPECT(publish_round(p, "a", (uint64_t)r, 4 * r, 4) == 0);
-    EXPECTF(pool_size_node(p, "a") == 8, "a holds %ld entries", pool_size_node(p, "a"));
+    EXPECTF(pool_size_node(p, "a", NULL, 0) == 8, "a holds %ld entries", pool_size_node(p, "a", NULL, 0));
     redisContext *c = redisConnect("127.0.0.1", rs.port);
     EXPECT(c && !c->err);
     snprintf(key, sizeof key, "t%d:n:a:e", swarm_no);
@@ -690,7 +693,7 @@ static void test_memory_cap(void)
     }
     EXPECTF(keys == 40, "%d of 40 identity keys left", keys);
     EXPECTF(windows_first_half < 20, "all 20 first publishers kept their entries");
-    EXPECT(pool_size_node(p, "m39") == 4);
+    EXPECT(pool_size_node(p, "m39", NULL, 0) == 4);
     snprintf(key, sizeof key, "t%d:n:m39:e", swarm_no);
     r = redisCommand(c, "HLEN %s", key);
     EXPECTF(r && r->integer == 4, "the newest publisher holds %lld entries", r ? r->integer : -1);
@@ -840,7 +843,7 @@ static void test_draw_hostile(void)
     pool_health(q, &missing, &bad);
     EXPECTF(missing == 106, "%ld missing", missing);
     /* sizing survives the wrong types too */
-    EXPECT(pool_size_total(q) >= 4);
+    EXPECT(pool_size_total(q, NULL, 0) >= 4);
     /* an operator's bound of 0 (or junk) is ignored, not a stop */
     freeReplyObject(redisCommand(c, "SET %s:max_per_node 0", sw));
     EXPECT(publish_round(p, "honest", 6, 10, 1) == 0);

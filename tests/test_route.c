@@ -19,7 +19,7 @@
 static char dir[64], url[1024];
 static int prepared;
 
-static int count_prepare(void *ctx, redisContext *c, const char *where, char *err, size_t errlen)
+static int count_prepare(void *ctx, link_t *c, const char *where, char *err, size_t errlen)
 {
     (void)ctx, (void)c, (void)where, (void)err, (void)errlen;
     prepared++;

@@ -273,15 +273,17 @@ static pool_t **open_pools(const opts_t *o, const char *swarm)
     char err[512];
     pool_t **pools = calloc((size_t)o->clients, sizeof *pools);
     for (long i = 0; i < o->clients; i++) {
-        if (!(pools[i] = pool_new(o->url, swarm, 2000, err, sizeof err))) {
+        if (!(pools[i] = pool_new(o->url, swarm, 2000, err, sizeof err)) ||
+            pool_tls(pools[i], getenv("SAPO_TLS_CA"), getenv("SAPO_TLS_CERT"), getenv("SAPO_TLS_KEY"),
+                     getenv("SAPO_TLS_NAME"), err, sizeof err) != 0) {
             fprintf(stderr, "loadgen: %s\n", err);
             return NULL;
         }
         pool_window(pools[i], (int)o->window, 0);
         pool_seed(pools[i], o->seed * 1000003u + (uint64_t)i);
         /* connected (and the functions loaded) before the clock starts */
-        if (pool_size_total(pools[i]) < 0) {
-            fprintf(stderr, "loadgen: cannot reach %s\n", o->url);
+        if (pool_size_total(pools[i], err, sizeof err) < 0) {
+            fprintf(stderr, "loadgen: %s: %s\n", pool_where(pools[i]), err);
             return NULL;
         }
     }

@@ -14,7 +14,7 @@
  *                                                      registers FILE's public key as N's
  *   pool key --key FILE                                prints FILE's public key (64 hex digits),
  *                                                      making the key file when missing
- * Defaults come from SAPO_REDIS and SAPO_SWARM as for the node. publish
+ * Defaults come from SAPO_REDIS, SAPO_SWARM and SAPO_TLS_* as for the node. publish
  * with --key registers the key as N's and signs each record as the node
  * does; without it, publish sends bytes as they are, which is how tests
  * play a hostile peer. */
@@ -122,9 +122,10 @@ static int cmd_key(const identity_t *id)
 
 static int cmd_size(pool_t *pool, const args_t *o)
 {
-    long n = o->node ? pool_size_node(pool, o->node) : pool_size_total(pool);
+    char err[512];
+    long n = o->node ? pool_size_node(pool, o->node, err, sizeof err) : pool_size_total(pool, err, sizeof err);
     if (n < 0) {
-        fprintf(stderr, "pool: %s unreachable\n", o->redis);
+        fprintf(stderr, "pool: %s\n", err);
         return 1;
     }
     printf("%ld\n", n);
@@ -224,8 +225,13 @@ int main(int argc, char **argv)
         return 2;
     }
     pool_t *pool = pool_new(o.redis, o.swarm, 1 << 30, err, sizeof err);
+    if (pool && pool_tls(pool, getenv("SAPO_TLS_CA"), getenv("SAPO_TLS_CERT"), getenv("SAPO_TLS_KEY"),
+                         getenv("SAPO_TLS_NAME"), err, sizeof err) != 0)
+        pool_destroy(&pool);
     if (!pool) {
         fprintf(stderr, "pool: %s\n", err);
+        free(o.files);
+        identity_destroy(&id);
         return 2;
     }
     int rc;

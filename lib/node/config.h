@@ -37,6 +37,10 @@ typedef struct {
     char key[512];              /* the node's Ed25519 secret key file (its identity in the pool) */
     char broker[512];           /* broker endpoint base (tcp:PORT or a folder) */
     char redis[512];            /* redis://[user:pass@]host:port of the shared pool */
+    char tls_ca[512];           /* the CA file the pool's servers are checked against ("": the system's) */
+    char tls_cert[512];         /* this node's TLS certificate for the pool ("": none) */
+    char tls_key[512];          /* and its key */
+    char tls_name[256];         /* the name the pool's servers' certificates carry ("": each host's) */
     char swarm[64];             /* key prefix in Redis: one swarm per prefix */
     char model[512];            /* "tiny", a Hugging Face model folder, a GGUF file or a fetched model's name */
     char model_cache[512];      /* where scripts/model.sh keeps fetched models; "" = ~/.cache/sapo/models */

@@ -28,12 +28,13 @@ static const char POOL_LIBRARY[] =
     ;
 
 /* whether the server holds this very library (FUNCTION LIST's code, for
- * a user allowed to list): loading it at every connect would compile it
+ * a user allowed to list; -1: no reply): loading it at every connect would compile it
  * again each time, and a library over Redis's 16 KB read leaves each
  * new connection a larger query buffer until the server trims it */
-static bool library_held(redisContext *c)
+static int library_held(link_t *c)
 {
-    redisReply *r = redisCommand(c, "FUNCTION LIST LIBRARYNAME sapo_pool WITHCODE");
+    redisReply *r = link_command(c, "FUNCTION LIST LIBRARYNAME sapo_pool WITHCODE");
+    if (!r) return -1;
     bool same = false;
     const redisReply *lib = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 ? r->element[0] : NULL;
     /* a library is a flat list of names and values */
@@ -50,24 +51,24 @@ static bool library_held(redisContext *c)
 /* Each new connection, to one Redis or to each node of a cluster: the
  * URL's user, its database, and the pool's functions (a master of a
  * cluster holds its own; replicas get them from it) */
-static int prepare(void *ctx, redisContext *c, const char *where, char *err, size_t errlen)
+static int prepare(void *ctx, link_t *c, const char *where, char *err, size_t errlen)
 {
     pool_t *p = ctx;
     const char *user = route_user(p->route), *password = route_password(p->route);
     redisReply *r;
     if (password[0]) {
-        r = user[0] ? redisCommand(c, "AUTH %s %s", user, password) : redisCommand(c, "AUTH %s", password);
+        r = user[0] ? link_command(c, "AUTH %s %s", user, password) : link_command(c, "AUTH %s", password);
         if (!r || r->type == REDIS_REPLY_ERROR) {
-            snprintf(err, errlen, "%s: AUTH: %s", where, r ? r->str : c->errstr);
+            snprintf(err, errlen, "%s: AUTH: %s", where, r ? r->str : link_error(c));
             freeReplyObject(r);
             return -1;
         }
         freeReplyObject(r);
     }
     if (route_db(p->route)) {
-        r = redisCommand(c, "SELECT %d", route_db(p->route));
+        r = link_command(c, "SELECT %d", route_db(p->route));
         if (!r || r->type == REDIS_REPLY_ERROR) {
-            snprintf(err, errlen, "%s: SELECT %d: %s", where, route_db(p->route), r ? r->str : c->errstr);
+            snprintf(err, errlen, "%s: SELECT %d: %s", where, route_db(p->route), r ? r->str : link_error(c));
             freeReplyObject(r);
             return -1;
         }
@@ -76,10 +77,15 @@ static int prepare(void *ctx, redisContext *c, const char *where, char *err, siz
     /* a node's ACL user may not list or load functions: the operator has
      * (bin/pool as admin), and a missing library shows up as an error on
      * first use */
-    if (library_held(c)) return 0;
-    r = redisCommand(c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
+    int held = library_held(c);
+    if (held < 0) {
+        snprintf(err, errlen, "%s: FUNCTION LIST: %s", where, link_error(c));
+        return -1;
+    }
+    if (held) return 0;
+    r = link_command(c, "FUNCTION LOAD REPLACE %s", POOL_LIBRARY);
     if (!r) {
-        snprintf(err, errlen, "%s: FUNCTION LOAD: %s", where, c->errstr);
+        snprintf(err, errlen, "%s: FUNCTION LOAD: %s", where, link_error(c));
         return -1;
     }
     if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) != 0) {
@@ -160,7 +166,12 @@ void pool_begin(pool_t *p) { route_deadline(p->route, p->deadline_ms); }
 
 const char *pool_notice(const pool_t *self) { return route_notice(self->route); }
 
-bool pool_remote(const pool_t *self) { return route_remote(self->route); }
+bool pool_clear_remote(const pool_t *self) { return route_clear_remote(self->route); }
+int pool_tls(pool_t *self, const char *ca, const char *cert, const char *key, const char *name, char *err,
+             size_t errlen)
+{
+    return route_tls(self->route, ca, cert, key, name, err, errlen);
+}
 
 const char *pool_where(const pool_t *self) { return route_where(self->route); }
 

@@ -135,10 +135,11 @@ int pool_node_key(pool_t *self, const char *node, uint8_t pub[32], char *err, si
  * Neither fails a call or weighs in a draw. */
 void pool_health(const pool_t *self, long *missing, long *bad_nodes);
 
-/* live entries of every node, or -1 when Redis cannot be reached */
-long pool_size_total(pool_t *self);
-/* live entries of one node, or -1 */
-long pool_size_node(pool_t *self, const char *node);
+/* live entries of every node, or -1 when Redis cannot be reached (why
+ * in err, unless NULL) */
+long pool_size_total(pool_t *self, char *err, size_t errlen);
+/* live entries of one node, or -1 (why in err, unless NULL) */
+long pool_size_node(pool_t *self, const char *node, char *err, size_t errlen);
 
 /* Whether node can be a node id (it becomes part of key names): 0, or -1
  * with err. */
@@ -160,10 +161,19 @@ void pool_deadline(pool_t *self, double seconds);
  * no master. */
 const char *pool_notice(const pool_t *self);
 
-/* whether the pool's URL names a host other than this machine's loopback:
- * what a node sends it (the URL's password, every completion) then
- * crosses a network unencrypted */
-bool pool_remote(const pool_t *self);
+/* The swarm's TLS for a rediss:// or rediss-cluster:// URL, before the
+ * first call: the CA file its servers' certificates are checked against,
+ * this node's certificate and key (where Redis asks clients for one),
+ * the name every server's certificate must carry (NULL or "" each: the
+ * system's CAs, no client certificate, each host's own name). 0, or -1
+ * with one line in err naming the setting (a file that cannot be used,
+ * settings for a plain-text URL). */
+int pool_tls(pool_t *self, const char *ca, const char *cert, const char *key, const char *name, char *err,
+             size_t errlen);
+/* whether the pool's URL names, in plain text, a host other than this
+ * machine's loopback: what a node sends it (the URL's password, every
+ * completion) then crosses a network unencrypted */
+bool pool_clear_remote(const pool_t *self);
 /* where the URL points, for messages: host:port, or "cluster host:port,..." (no password) */
 const char *pool_where(const pool_t *self);
 

@@ -24,9 +24,9 @@ static long node_size(const redisReply *hi, const redisReply *lo)
 
 /* the entries of the n nodes named: one round trip per Redis node
  * holding them */
-static long nodes_size(pool_t *self, const char *const *names, size_t n)
+static long nodes_size(pool_t *self, const char *const *names, size_t n, char *err, size_t errlen)
 {
-    char err[256], key[POOL_KEY_MAX];
+    char key[POOL_KEY_MAX];
     redisReply **g = calloc(2 * n + 1, sizeof *g);
     if (!g) return -1;
     long total = 0;
@@ -37,7 +37,7 @@ static long nodes_size(pool_t *self, const char *const *names, size_t n)
         pool_key(self, names[i], "lo", key);
         pool_append(self, key, 2, lo, NULL);
     }
-    if (pool_replies(self, (int)(2 * n), g, err, sizeof err) != 0) total = -1;
+    if (pool_replies(self, (int)(2 * n), g, err, errlen) != 0) total = -1;
     for (size_t i = 0; i < n && total >= 0; i++) {
         long k = node_size(g[2 * i], g[2 * i + 1]);
         total = k < 0 ? -1 : total + k;
@@ -47,13 +47,14 @@ static long nodes_size(pool_t *self, const char *const *names, size_t n)
     return total;
 }
 
-long pool_size_total(pool_t *self)
+long pool_size_total(pool_t *self, char *err, size_t errlen)
 {
     pool_begin(self);
-    char err[256], nodes[160];
+    char own[256], nodes[160];
+    if (!err) err = own, errlen = sizeof own;
     snprintf(nodes, sizeof nodes, "%s:nodes", self->swarm);
     const char *argv[] = {"SMEMBERS", nodes};
-    redisReply *r = pool_run(self, nodes, 2, argv, NULL, err, sizeof err);
+    redisReply *r = pool_run(self, nodes, 2, argv, NULL, err, errlen);
     if (!r) return -1;
     long total = -1;
     const char **names = r->type == REDIS_REPLY_ARRAY ? calloc(r->elements + 1, sizeof *names) : NULL;
@@ -61,17 +62,18 @@ long pool_size_total(pool_t *self)
         size_t n = 0;
         for (size_t i = 0; i < r->elements; i++)
             if (pool_other_node(r->element[i], "")) names[n++] = r->element[i]->str;
-        total = nodes_size(self, names, n);
+        total = nodes_size(self, names, n, err, errlen);
     }
     free(names);
     freeReplyObject(r);
     return total;
 }
 
-long pool_size_node(pool_t *self, const char *node)
+long pool_size_node(pool_t *self, const char *node, char *err, size_t errlen)
 {
     pool_begin(self);
-    char err[256];
-    if (pool_node_ok(node, err, sizeof err) < 0) return -1;
-    return nodes_size(self, &node, 1);
+    char own[256];
+    if (!err) err = own, errlen = sizeof own;
+    if (pool_node_ok(node, err, errlen) < 0) return -1;
+    return nodes_size(self, &node, 1, err, errlen);
 }

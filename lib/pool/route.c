@@ -2,7 +2,8 @@
  * connected on first use, the slot map, redirections, pipelines. */
 #include "pool/route.h"
 
-#include <errno.h>
+#include "pool/link.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@
 typedef struct {
     char host[256];
     int port;
-    redisContext *c;
+    link_t *c;
     int slots;            /* slots the last map gave it (a master's) */
     long long down_until; /* ms (monotonic): not tried before then */
     long down_ms;         /* the wait after its last failure */
@@ -50,6 +51,7 @@ typedef struct {
 struct route {
     char where[1100];
     bool cluster;
+    tls_t *tls; /* the URL's TLS (rediss://, rediss-cluster://); NULL: plain text */
     char user[128], password[256];
     int db;
     node_t *nodes;
@@ -139,11 +141,13 @@ static int parse_host(route_t *r, const char *s, const char *end, const char **r
     return hl ? node_of(r, s, hl, port) : -1;
 }
 
-static int parse_url(route_t *r, const char *url)
+static int parse_url(route_t *r, const char *url, bool *tls)
 {
     const char *s = url;
     if (strncmp(s, "redis://", 8) == 0) s += 8;
     else if (strncmp(s, "redis-cluster://", 16) == 0) s += 16, r->cluster = true;
+    else if (strncmp(s, "rediss://", 9) == 0) s += 9, *tls = true;
+    else if (strncmp(s, "rediss-cluster://", 17) == 0) s += 17, r->cluster = true, *tls = true;
     else return -1;
     const char *end = s + strlen(s), *at = strchr(s, '@');
     if (at) {
@@ -183,11 +187,17 @@ route_t *route_new(const char *url, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (parse_url(r, url) != 0) {
+    bool tls = false;
+    if (parse_url(r, url, &tls) != 0) {
         snprintf(err, errlen,
-                 "redis URL '%s': expected redis://[[user]:password@]host[:port][/db] or "
-                 "redis-cluster://[[user]:password@]host:port[,host:port...]",
+                 "redis URL '%s': expected redis[s]://[[user]:password@]host[:port][/db] or "
+                 "redis[s]-cluster://[[user]:password@]host:port[,host:port...] (rediss: over TLS)",
                  url);
+        route_destroy(&r);
+        return NULL;
+    }
+    /* the system's CAs and each host's name until route_tls says otherwise */
+    if (tls && !(r->tls = tls_new(NULL, NULL, NULL, NULL, err, errlen))) {
         route_destroy(&r);
         return NULL;
     }
@@ -214,8 +224,7 @@ static void queue_clear(route_t *r)
 void route_disconnect(route_t *self)
 {
     for (int i = 0; i < self->n_nodes; i++) {
-        if (self->nodes[i].c) redisFree(self->nodes[i].c);
-        self->nodes[i].c = NULL;
+        link_close(&self->nodes[i].c);
     }
     if (self->cluster) self->map_stale = true;
 }
@@ -229,6 +238,7 @@ void route_destroy(route_t **self_p)
     free(r->queue);
     free(r->nodes);
     free(r->masters);
+    tls_destroy(&r->tls);
     free(r);
     *self_p = NULL;
 }
@@ -245,8 +255,31 @@ const char *route_password(const route_t *self) { return self->password; }
 int route_db(const route_t *self) { return self->db; }
 const char *route_where(const route_t *self) { return self->where; }
 
-bool route_remote(const route_t *self)
+int route_tls(route_t *self, const char *ca, const char *cert, const char *key, const char *name, char *err,
+              size_t errlen)
 {
+    bool any = (ca && ca[0]) || (cert && cert[0]) || (key && key[0]) || (name && name[0]);
+    if (!any) return 0;
+    if (!self->tls) {
+        snprintf(err, errlen,
+                 "TLS settings (SAPO_TLS_*) are given, but the URL (%s) is plain text: over TLS it is rediss:// or "
+                 "rediss-cluster://",
+                 self->where);
+        return -1;
+    }
+    tls_t *t = tls_new(ca, cert, key, name, err, errlen);
+    if (!t) return -1;
+    route_disconnect(self);
+    tls_destroy(&self->tls);
+    self->tls = t;
+    return 0;
+}
+
+bool route_uses_tls(const route_t *self) { return self->tls != NULL; }
+
+bool route_clear_remote(const route_t *self)
+{
+    if (self->tls) return false;
     for (int i = 0; i < self->n_seeds; i++) {
         const char *h = self->nodes[i].host;
         if (strncmp(h, "127.", 4) != 0 && strcmp(h, "localhost") != 0 && strcmp(h, "::1") != 0) return true;
@@ -275,12 +308,6 @@ static long left_ms(const route_t *r, long most)
     return left < most ? (long)(left > 0 ? left : 0) : most;
 }
 
-static struct timeval tv_ms(long ms)
-{
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    return tv;
-}
-
 /* node n's connection dropped after the failure why: on a cluster, the
  * node is not tried again for a while (commands for it fail with the same
  * words meanwhile, so a caller can tell the outage goes on) and the map is
@@ -289,8 +316,7 @@ static void drop(route_t *r, int n, const char *why)
 {
     node_t *d = &r->nodes[n];
     snprintf(d->why, sizeof d->why, "%s", why);
-    if (d->c) redisFree(d->c);
-    d->c = NULL;
+    link_close(&d->c);
     if (!r->cluster) return;
     r->map_stale = true;
     d->down_ms = d->down_ms ? (d->down_ms * 2 > DOWN_MOST_MS ? DOWN_MOST_MS : d->down_ms * 2) : DOWN_FIRST_MS;
@@ -309,18 +335,15 @@ static long wait_ms(const route_t *r, long most)
 
 /* whether the connection's last read or write ran out of time (a slow
  * or stalled node) */
-static bool timed_out(const redisContext *c)
-{
-    return c && c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
+static bool timed_out(const link_t *c) { return c && link_timed_out(c); }
 
 static void broken(route_t *r, int n, char *err, size_t errlen);
 
 /* whether the server is a node of a cluster (CLUSTER INFO answers; an
  * ACL user refused it is taken as not) */
-static bool in_cluster(redisContext *c)
+static bool in_cluster(link_t *c)
 {
-    redisReply *rep = redisCommand(c, "CLUSTER INFO");
+    redisReply *rep = link_command(c, "CLUSTER INFO");
     bool yes = rep && rep->type == REDIS_REPLY_STRING && strstr(rep->str, "cluster_state:");
     freeReplyObject(rep);
     return yes;
@@ -338,7 +361,7 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
     }
     if (d->c) {
         /* a slow node costs a call its deadline, not the whole timeout */
-        if (d->io_ms != io && redisSetTimeout(d->c, tv_ms(io)) == REDIS_OK) d->io_ms = io;
+        if (d->io_ms != io) link_timeout(d->c, io), d->io_ms = io;
         return 0;
     }
     long long now = now_ms();
@@ -346,13 +369,13 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
         snprintf(err, errlen, "%s", d->why);
         return -1;
     }
-    d->c = redisConnectWithTimeout(d->host, d->port, tv_ms(wait_ms(r, CONNECT_MS)));
-    if (!d->c || d->c->err) {
-        snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, d->c ? d->c->errstr : "out of memory");
+    char why[512];
+    if (!(d->c = link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why))) {
+        snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, why);
         drop(r, n, err);
         return -1;
     }
-    redisSetTimeout(d->c, tv_ms(io));
+    link_timeout(d->c, io);
     d->io_ms = io;
     char where[300];
     snprintf(where, sizeof where, "redis %s:%d", d->host, d->port);
@@ -439,9 +462,9 @@ static int read_map(route_t *r, char *err, size_t errlen)
         for (int n = 0; n < known; n++) {
             if ((pass == 0) != (r->nodes[n].c != NULL)) continue;
             if (connected(r, n, err, errlen) != 0) continue;
-            redisReply *rep = redisCommand(r->nodes[n].c, "CLUSTER SLOTS");
+            redisReply *rep = link_command(r->nodes[n].c, "CLUSTER SLOTS");
             if (!rep) {
-                snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port, r->nodes[n].c->errstr);
+                snprintf(err, errlen, "redis %s:%d: %s", r->nodes[n].host, r->nodes[n].port, link_error(r->nodes[n].c));
                 drop(r, n, err);
                 continue;
             }
@@ -466,12 +489,13 @@ static int try_seeds(route_t *r)
     r->seeds_bad[0] = '\0';
     for (int n = 0; n < r->n_seeds; n++) {
         node_t *d = &r->nodes[n];
-        redisContext *c = d->c ? NULL : redisConnectWithTimeout(d->host, d->port, tv_ms(wait_ms(r, CONNECT_MS)));
-        if (d->c || (c && !c->err)) good++;
+        char why[512];
+        link_t *c = d->c ? NULL : link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why);
+        if (d->c || c) good++;
         else if (at < sizeof r->seeds_bad)
             at += (size_t)snprintf(r->seeds_bad + at, sizeof r->seeds_bad - at, "%sseed redis %s:%d: %s",
-                                   at ? "; " : "", d->host, d->port, c ? c->errstr : "out of memory");
-        if (c) redisFree(c);
+                                   at ? "; " : "", d->host, d->port, why);
+        link_close(&c);
     }
     r->seeds_tried = true;
     return good;
@@ -562,13 +586,13 @@ static int redirect_node(route_t *r, const char *msg, int *slot)
  * connection dropped */
 static void broken(route_t *r, int n, char *err, size_t errlen)
 {
-    redisContext *c = r->nodes[n].c;
+    link_t *c = r->nodes[n].c;
     node_t *d = &r->nodes[n];
     /* a read that timed out: a slow or stalled node */
     if (timed_out(c))
         snprintf(err, errlen, "redis %s:%d: no reply %s", d->host, d->port,
                  r->deadline ? "before the call's deadline" : "within the reply timeout");
-    else snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, c && c->errstr[0] ? c->errstr : "no reply");
+    else snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, c && link_error(c)[0] ? link_error(c) : "no reply");
     drop(r, n, err);
 }
 
@@ -585,18 +609,18 @@ static redisReply *run_on(route_t *r, int n, bool asking, int argc, const char *
                           size_t errlen)
 {
     if (connected(r, n, err, errlen) != 0) return NULL;
-    redisContext *c = r->nodes[n].c;
-    void *rep = NULL;
+    link_t *c = r->nodes[n].c;
+    redisReply *rep = NULL;
     if (asking) {
-        if (redisAppendCommand(c, "ASKING") != REDIS_OK || redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK ||
-            redisGetReply(c, &rep) != REDIS_OK)
+        const char *ask[] = {"ASKING"};
+        if (link_append(c, 1, ask, NULL) != 0 || link_append(c, argc, argv, lens) != 0 || link_reply(c, &rep) != 0)
             goto broke;
         freeReplyObject(rep);
         rep = NULL;
-        if (redisGetReply(c, &rep) != REDIS_OK) goto broke;
+        if (link_reply(c, &rep) != 0) goto broke;
         return rep;
     }
-    rep = redisCommandArgv(c, argc, argv, lens);
+    rep = link_command_argv(c, argc, argv, lens);
     if (rep) return rep;
 broke:
     broken(r, n, err, errlen);
@@ -758,14 +782,12 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
             failing(&failed, mine, why, err, errlen);
             continue;
         }
-        redisContext *c = self->nodes[d].c;
+        link_t *c = self->nodes[d].c;
         bool ok = true;
         for (int i = 0; i < n && ok; i++)
             if (node[i] == d)
-                ok = redisAppendCommandArgv(c, self->queue[i].argc, (const char **)self->queue[i].argv,
-                                            self->queue[i].lens) == REDIS_OK;
-        int done_writing = 0;
-        while (ok && !done_writing) ok = redisBufferWrite(c, &done_writing) == REDIS_OK;
+                ok = link_append(c, self->queue[i].argc, (const char **)self->queue[i].argv, self->queue[i].lens) == 0;
+        ok = ok && link_flush(c) == 0;
         if (ok) sent[d] = true;
         else {
             broken(self, d, why, sizeof why);
@@ -774,12 +796,12 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
     }
     for (int d = 0; d < self->n_nodes; d++) {
         if (!sent[d]) continue;
-        redisContext *c = self->nodes[d].c;
+        link_t *c = self->nodes[d].c;
         int unanswered = 0;
         for (int i = 0; i < n; i++) {
             if (node[i] != d) continue;
-            void *rep = NULL;
-            if (!unanswered && redisGetReply(c, &rep) == REDIS_OK && rep) out[i] = rep;
+            redisReply *rep = NULL;
+            if (!unanswered && link_reply(c, &rep) == 0) out[i] = rep;
             else unanswered++; /* this node's commands from the first unanswered fail alone */
         }
         /* replies not read would answer the next command */

@@ -17,11 +17,16 @@
  * A URL names either:
  *   redis://[[user]:password@]host[:port][/db]           one server
  *   redis-cluster://[[user]:password@]host:port[,host:port...]  a cluster, by seed nodes
- * A cluster has no databases but 0. */
+ * A cluster has no databases but 0. rediss:// and rediss-cluster:// are
+ * the same over TLS (link.h): every connection's server certificate is
+ * checked against the system's CAs and the host's name, or the swarm's
+ * own CA and name with route_tls. */
 #ifndef SAPO_ROUTE_H
 #define SAPO_ROUTE_H
 
 #include <hiredis/hiredis.h>
+
+#include "pool/link.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -30,7 +35,7 @@
 typedef struct route route_t;
 
 /* prepares a new connection (auth, database, functions): 0, or -1 with err */
-typedef int (*route_prepare_fn)(void *ctx, redisContext *c, const char *where, char *err, size_t errlen);
+typedef int (*route_prepare_fn)(void *ctx, link_t *c, const char *where, char *err, size_t errlen);
 
 /* the connection URL parsed (nothing connects yet); NULL with err naming
  * the URL when it is malformed */
@@ -49,9 +54,17 @@ const char *route_user(const route_t *self);
 const char *route_password(const route_t *self);
 int route_db(const route_t *self);
 const char *route_where(const route_t *self);
-/* whether the URL names a host that is not this machine's loopback (its
- * traffic crosses a network) */
-bool route_remote(const route_t *self);
+/* The swarm's TLS for a rediss URL (tls.h's tls_new: its CA file, this
+ * node's certificate and key, the name each server's certificate must
+ * carry; NULL or "" each for none), before the first connect: 0, or -1
+ * with err (a file that cannot be used; settings given to a plain-text
+ * URL). Nothing given: 0, the defaults kept. */
+int route_tls(route_t *self, const char *ca, const char *cert, const char *key, const char *name, char *err,
+              size_t errlen);
+bool route_uses_tls(const route_t *self);
+/* whether the URL names, in plain text, a host that is not this
+ * machine's loopback (its traffic crosses a network unencrypted) */
+bool route_clear_remote(const route_t *self);
 
 /* the slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key */
 int route_slot(const char *key, size_t len);
