@@ -68,6 +68,7 @@ table() {
     bench_train) echo "5 5 random numbers, token draws, the GRPO loss, AdamW" ;;
     b_node.sh) echo "80 75 a 2-node swarm's round by stage; rounds/s with 1, 2 and 4 generators" ;;
     b_pool_load.sh) echo "330 75 the pool at 1,000 and 10,000 nodes (QUICK: 1,000), one Redis and a Redis Cluster" ;;
+    b_pool_tls.sh) echo "210 55 the pool at 1,000 nodes over TLS against plain text, across two hosts" ;;
     *) echo "60 60 (not in bench/run.sh's table)" ;;
   esac
 }

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "pool/pool.h"
+#include "pool/link.h"
 #include "pool/route.h"
 #include "util/identity.h"
 #include "util/splitmix.h"
@@ -103,9 +104,9 @@ typedef struct {
 } server_t;
 
 /* INFO's used_memory and used_cpu_user + used_cpu_sys; -1 fields when it fails */
-static int server_stats(redisContext *c, server_t *s)
+static int server_stats(link_t *c, server_t *s)
 {
-    redisReply *r = redisCommand(c, "INFO");
+    redisReply *r = link_command(c, "INFO");
     if (!r || r->type != REDIS_REPLY_STRING) {
         if (r) freeReplyObject(r);
         return -1;
@@ -124,7 +125,7 @@ static int server_stats(redisContext *c, server_t *s)
 #define MAX_SHARDS 64
 typedef struct {
     int n;
-    redisContext *c[MAX_SHARDS];
+    link_t *c[MAX_SHARDS];
     char where[MAX_SHARDS][300];
     server_t s0[MAX_SHARDS], s[MAX_SHARDS];
     long long mem_max[MAX_SHARDS];
@@ -134,38 +135,46 @@ static int shards_connect(const char *url, shards_t *sh)
 {
     char err[512];
     route_t *r = route_new(url, err, sizeof err);
-    int n = r && route_connect(r, err, sizeof err) == 0 ? route_masters(r, err, sizeof err) : -1;
+    int n = -1;
+    if (r &&
+        route_tls(r, getenv("SAPO_TLS_CA"), getenv("SAPO_TLS_CERT"), getenv("SAPO_TLS_KEY"), getenv("SAPO_TLS_NAME"),
+                  err, sizeof err) == 0 &&
+        route_connect(r, err, sizeof err) == 0)
+        n = route_masters(r, err, sizeof err);
     if (n < 0 || n > MAX_SHARDS) {
         fprintf(stderr, "loadgen: %s\n", n > MAX_SHARDS ? "more masters than loadgen reads" : err);
         route_destroy(&r);
         return -1;
     }
     memset(sh, 0, sizeof *sh);
-    for (int i = 0; i < n; i++) {
+    /* the pool clients' TLS, for a rediss URL */
+    tls_t *tls = route_uses_tls(r) ? tls_new(getenv("SAPO_TLS_CA"), getenv("SAPO_TLS_CERT"), getenv("SAPO_TLS_KEY"),
+                                             getenv("SAPO_TLS_NAME"), err, sizeof err)
+                                   : NULL;
+    int rc = route_uses_tls(r) && !tls ? -1 : 0;
+    if (rc) fprintf(stderr, "loadgen: %s\n", err);
+    for (int i = 0; i < n && rc == 0; i++) {
         const char *host = route_master_host(r, i);
         int port = route_master_port(r, i);
         snprintf(sh->where[i], sizeof sh->where[i], "%s:%d", host, port);
-        struct timeval tv = {2, 0};
-        redisContext *c = redisConnectWithTimeout(host, port, tv);
+        link_t *c = link_open(host, port, tls, 2000, err, sizeof err);
         redisReply *a = NULL;
-        if (c && !c->err && route_password(r)[0])
-            a = route_user(r)[0] ? redisCommand(c, "AUTH %s %s", route_user(r), route_password(r))
-                                 : redisCommand(c, "AUTH %s", route_password(r));
-        if (!c || c->err || (route_password(r)[0] && (!a || a->type == REDIS_REPLY_ERROR))) {
-            fprintf(stderr, "loadgen: redis %s: %s\n", sh->where[i],
-                    !c       ? "out of memory"
-                    : c->err ? c->errstr
-                             : "AUTH failed");
-            if (a) freeReplyObject(a);
-            if (c) redisFree(c);
-            route_destroy(&r);
-            return -1;
+        if (c && route_password(r)[0])
+            a = route_user(r)[0] ? link_command(c, "AUTH %s %s", route_user(r), route_password(r))
+                                 : link_command(c, "AUTH %s", route_password(r));
+        if (!c || (route_password(r)[0] && (!a || a->type == REDIS_REPLY_ERROR))) {
+            fprintf(stderr, "loadgen: redis %s: %s\n", sh->where[i], !c ? err : a ? a->str : link_error(c));
+            rc = -1;
+            link_close(&c);
+        } else {
+            sh->c[sh->n++] = c;
         }
         if (a) freeReplyObject(a);
-        sh->c[sh->n++] = c;
     }
+    tls_destroy(&tls); /* the links keep what they need of it */
     route_destroy(&r);
-    return 0;
+    for (int i = 0; rc != 0 && i < sh->n; i++) link_close(&sh->c[i]);
+    return rc;
 }
 
 /* every shard's INFO into now[]: the summed memory, or -1 when one failed */
@@ -180,19 +189,19 @@ static long long shards_stats(shards_t *sh, server_t *now)
 }
 
 /* deletes every key under prefix */
-static void clean(redisContext *c, const char *prefix)
+static void clean(link_t *c, const char *prefix)
 {
     char cursor[32] = "0", pattern[160];
     snprintf(pattern, sizeof pattern, "%s:*", prefix);
     do {
-        redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        redisReply *r = link_command(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
             if (r) freeReplyObject(r);
             return;
         }
         snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
         for (size_t i = 0; i < r->element[1]->elements; i++) {
-            redisReply *d = redisCommand(c, "UNLINK %s", r->element[1]->element[i]->str);
+            redisReply *d = link_command(c, "UNLINK %s", r->element[1]->element[i]->str);
             if (d) freeReplyObject(d);
         }
         freeReplyObject(r);
@@ -553,7 +562,7 @@ int main(int argc, char **argv)
 
     for (int i = 0; i < sh.n; i++) {
         clean(sh.c[i], swarm);
-        redisFree(sh.c[i]);
+        link_close(&sh.c[i]);
     }
     for (long i = 0; i < o.clients; i++) pool_destroy(&pools[i]);
     free(pools);
