@@ -9,6 +9,7 @@
 #   nodes_cleanup      SIGKILLs every process started here and $redis_pid, removes $tmp
 #   all_alive          every process of pids[] still runs
 #   shares_from_third N MIN  node N shared in every round from its third but one, MIN rounds at least
+#   keeps_pace N T0 T1 node N's pace from T0 to T1 at least 0.8 of its pace before T0
 #   nodes_cleanup_hosts  nodes_cleanup after removing the hosts of tests/hosts.sh in $tmp/hosts
 #   master_of NODE     the port of the master of a cluster (tests/cluster.sh in
 #                      $tmp/cluster) that holds NODE's keys of swarm $SAPO_SWARM
@@ -88,6 +89,19 @@ rs = [json.loads(l) for l in open('$tmp/$1/metrics.jsonl')][2:]
 dry = sum(1 for r in rs if not (r['external_groups'] > 0 and r['external_from']))
 print('  $1: %d rounds from the third, %d without another node\'s groups' % (len(rs), dry))
 sys.exit(0 if len(rs) >= $2 and dry <= 1 else 1)"
+}
+# node $1's rounds a second between the times $2 and $3 (date +%s.%N) at
+# least 0.8 of its pace before $2 (from its second round: the first
+# waits for the model's load); prints both
+keeps_pace() {
+  python3 -c "
+import json, sys
+t = [json.loads(l)['time'] for l in open('$tmp/$1/metrics.jsonl')]
+a, b = $2, $3
+before = sum(1 for x in t[1:] if x <= a) / (a - t[0])
+during = sum(1 for x in t if a < x <= b) / (b - a)
+print('  $1: %.3f rounds/s before, %.3f after (%.2f of its pace)' % (before, during, during / before))
+sys.exit(0 if during >= 0.8 * before else 1)"
 }
 # nodes_cleanup, after the hosts of tests/hosts.sh in $tmp/hosts and what
 # runs on them

@@ -9,6 +9,8 @@
 #     link in clear text;
 #   - what the proxy saw is TLS records only, both ways, and holds no
 #     password;
+#   - a1's link made 200 ms long each way, give or take 50: both go on
+#     sharing, and a0 keeps at least 0.8 of its pace;
 #   - each way a connection can be refused says one line that names its
 #     cause: a node certificate of another CA, none, or expired; a server
 #     certificate of another CA, another name, or expired; a plain-text
@@ -91,6 +93,21 @@ sys.exit(0 if ok else 1)"
 }
 check link_carries_tls_only 'tls_only'
 check link_carries_no_password '! grep -q -a -F "$(pw a1)" "$tmp/seen.up" "$tmp/seen.down"'
+
+# a1's link 200 ms long each way, give or take 50: a1 goes on sharing,
+# a0 keeps its pace
+r0=$(rows a0) r1=$(rows a1)
+slow_at=$(date +%s.%N)
+echo "delay 200 50" > "$tmp/link"
+check slow_link_trains 'advance 4'
+slow_end=$(date +%s.%N)
+echo ok > "$tmp/link"
+check slow_link_shares '[ "$(shared_since a1 $r1)" -ge 3 ] && [ "$(shared_since a0 $r0)" -ge 3 ]'
+check slow_link_other_keeps_pace 'keeps_pace a0 $slow_at $slow_end'
+echo "  a1's pool time a round on the slow link: $(python3 -c "
+import json
+rs = [json.loads(l) for l in open('$tmp/a1/metrics.jsonl')][$r1:]
+print(' '.join('%.2f' % r['seconds']['pool'] for r in rs[:6]), 's')")"
 
 # each refusal: exit status 1 or 2 and one line that names the cause
 # ($1 a name, $2 the text the line must hold, then env settings)
