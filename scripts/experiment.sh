@@ -56,7 +56,8 @@
 # (tests/t_resume.sh); a step with J > 0 draws from a fresh pool. The
 # manifest keeps the first start, lists each resume and counts each
 # step's own seconds. A finished study, or one run with other settings or
-# from other starts, is refused with a line.
+# from other starts, is refused with a line. A finished step's folder
+# keeps each node's files and last policy version, not its checkpoints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/progress.sh
@@ -300,6 +301,14 @@ for c in $configs; do
       [ "$r" -ge "$rounds" ] || { echo "experiment: node n$i of $c seed $s stopped at round $r of $rounds (see $run/n$i/node.log)" >&2; exit 1; }
     done
     echo $(( $(date +%s) - t0 + before )) > "$run.seconds"
+    # a finished step needs no checkpoints (a resume starts only the step
+    # it stopped in) and keeps each node's last policy, for scoring its
+    # answers again: a three-node SmolLM2 seed of two configurations held
+    # 31 GB without this, most of it checkpoints
+    for i in $(seq 0 $((nodes - 1))); do
+      rm -rf "$run/n$i/ckpt"
+      find "$run/n$i/policy" -mindepth 1 -maxdepth 1 -name 'v*' 2> /dev/null | sort -V | head -n -1 | xargs -r rm -rf
+    done
     times+="${times:+, }\"$c seed $s\": $(cat "$run.seconds")"
     total=$((total + $(cat "$run.seconds")))
     run=""

@@ -72,6 +72,9 @@ for c in I4J0 I2J2; do
       q=$(grep -o '"questions":[0-9]*' "$d/eval.jsonl" | awk -F: '{ s += $2 } END { print s }')
       [ "$(grep -c '"round":' "$d/eval-completions.jsonl" 2> /dev/null)" = "$q" ] ||
         { echo "$d/eval-completions.jsonl: not the $q answers of eval.jsonl"; ok=0; }
+      # a finished step keeps its last policy, not its checkpoints
+      [ ! -e "$d/ckpt" ] && [ "$(ls "$d/policy")" = v3 ] ||
+        { echo "$d: checkpoints or policies other than the last: $(ls "$d/ckpt" "$d/policy" 2>&1 | tr '\n' ' ')"; ok=0; }
     done
   done
 done
