@@ -51,7 +51,8 @@ typedef struct {
 struct route {
     char where[1100];
     bool cluster;
-    tls_t *tls; /* the URL's TLS (rediss://, rediss-cluster://); NULL: plain text */
+    bool tls_url; /* rediss://, rediss-cluster:// */
+    tls_t *tls;   /* its settings (route_tls), or the system's CAs from the first connect */
     char user[128], password[256];
     int db;
     node_t *nodes;
@@ -196,11 +197,7 @@ route_t *route_new(const char *url, char *err, size_t errlen)
         route_destroy(&r);
         return NULL;
     }
-    /* the system's CAs and each host's name until route_tls says otherwise */
-    if (tls && !(r->tls = tls_new(NULL, NULL, NULL, NULL, err, errlen))) {
-        route_destroy(&r);
-        return NULL;
-    }
+    r->tls_url = tls;
     r->n_seeds = r->n_nodes;
     size_t at = (size_t)snprintf(r->where, sizeof r->where, "%s", r->cluster ? "cluster " : "");
     for (int i = 0; i < r->n_seeds && at < sizeof r->where; i++)
@@ -260,7 +257,7 @@ int route_tls(route_t *self, const char *ca, const char *cert, const char *key, 
 {
     bool any = (ca && ca[0]) || (cert && cert[0]) || (key && key[0]) || (name && name[0]);
     if (!any) return 0;
-    if (!self->tls) {
+    if (!self->tls_url) {
         snprintf(err, errlen,
                  "TLS settings (SAPO_TLS_*) are given, but the URL (%s) is plain text: over TLS it is rediss:// or "
                  "rediss-cluster://",
@@ -275,11 +272,11 @@ int route_tls(route_t *self, const char *ca, const char *cert, const char *key, 
     return 0;
 }
 
-bool route_uses_tls(const route_t *self) { return self->tls != NULL; }
+bool route_uses_tls(const route_t *self) { return self->tls_url; }
 
 bool route_clear_remote(const route_t *self)
 {
-    if (self->tls) return false;
+    if (self->tls_url) return false;
     for (int i = 0; i < self->n_seeds; i++) {
         const char *h = self->nodes[i].host;
         if (strncmp(h, "127.", 4) != 0 && strcmp(h, "localhost") != 0 && strcmp(h, "::1") != 0) return true;
@@ -349,6 +346,17 @@ static bool in_cluster(link_t *c)
     return yes;
 }
 
+/* a TLS URL's settings: the system's CAs and each host's name where
+ * route_tls gave none (made at the first connect: loading the system's
+ * CAs costs milliseconds, and a tool may hold hundreds of pools); 0, or
+ * -1 with why */
+static int tls_ready(route_t *r, char *why, size_t len)
+{
+    if (!r->tls_url || r->tls) return 0;
+    r->tls = tls_new(NULL, NULL, NULL, NULL, why, len);
+    return r->tls ? 0 : -1;
+}
+
 /* node n connected and prepared, its timeout within the call's deadline:
  * 0, or -1 with err (at once for a cluster node that failed a moment ago) */
 static int connected(route_t *r, int n, char *err, size_t errlen)
@@ -370,7 +378,8 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
         return -1;
     }
     char why[512];
-    if (!(d->c = link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why))) {
+    if (tls_ready(r, why, sizeof why) != 0 ||
+        !(d->c = link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why))) {
         snprintf(err, errlen, "redis %s:%d: %s", d->host, d->port, why);
         drop(r, n, err);
         return -1;
@@ -490,7 +499,9 @@ static int try_seeds(route_t *r)
     for (int n = 0; n < r->n_seeds; n++) {
         node_t *d = &r->nodes[n];
         char why[512];
-        link_t *c = d->c ? NULL : link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why);
+        link_t *c = d->c || tls_ready(r, why, sizeof why) != 0
+                        ? NULL
+                        : link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why);
         if (d->c || c) good++;
         else if (at < sizeof r->seeds_bad)
             at += (size_t)snprintf(r->seeds_bad + at, sizeof r->seeds_bad - at, "%sseed redis %s:%d: %s",
