@@ -43,7 +43,7 @@ admin=$(pw)
     p=$(pw)
     own=$swarm:n:$n:*
     [ $cluster = 1 ] && own="$swarm:n:{$n}:*"
-    echo "user $n on >$p resetchannels -@all +fcall +fcall_ro +ping +hello +auth +select +get +set +strlen +hget +hset +hdel +hstrlen +mget +sadd +smembers +scard +srandmember +time +pexpire +cluster|slots +asking %R~$swarm:* ~$own ~$swarm:nodes"
+    echo "user $n on >$p resetchannels -@all +fcall +fcall_ro +ping +hello +auth +select +get +set +strlen +hget +hset +hdel +hstrlen +mget +sadd +smembers +scard +srandmember +time +pexpire +cluster|slots +asking +readonly %R~$swarm:* ~$own ~$swarm:nodes"
     echo "$n redis://$n:$p@HOST" >> "$out.urls.new"
   done
 } > "$out.new"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* redirections and retries a command may take before it gives up: a
@@ -35,6 +36,8 @@ typedef struct {
     int port;
     link_t *c;
     int slots;            /* slots the last map gave it (a master's) */
+    bool replica;         /* the last map named it a replica */
+    bool readonly;        /* its connection took READONLY */
     long long down_until; /* ms (monotonic): not tried before then */
     long down_ms;         /* the wait after its last failure */
     long io_ms;           /* its connection's timeout as last set */
@@ -57,8 +60,9 @@ struct route {
     int db;
     node_t *nodes;
     int n_nodes, cap_nodes;
-    int n_seeds;                    /* nodes[0, n_seeds) are the URL's */
-    int16_t slot_node[ROUTE_SLOTS]; /* -1: unknown */
+    int n_seeds;                       /* nodes[0, n_seeds) are the URL's */
+    int16_t slot_node[ROUTE_SLOTS];    /* -1: unknown */
+    int16_t slot_replica[ROUTE_SLOTS]; /* a replica of its master, for reads while that is down; -1: none */
     int *masters;
     int n_masters;
     bool map_stale;
@@ -66,7 +70,7 @@ struct route {
     void *prepare_ctx;
     queued_t *queue;
     int n_queued, cap_queued;
-    long moved, asked, tryagain, map_reads;
+    long moved, asked, tryagain, map_reads, replica_reads;
     long long deadline;  /* ms (monotonic) the call in progress ends by; 0: none */
     int uncovered;       /* slots the map gives no master */
     bool seeds_tried;    /* every seed tried once (the first connect) */
@@ -203,7 +207,7 @@ route_t *route_new(const char *url, char *err, size_t errlen)
     for (int i = 0; i < r->n_seeds && at < sizeof r->where; i++)
         at += (size_t)snprintf(r->where + at, sizeof r->where - at, "%s%s:%d", i ? "," : "", r->nodes[i].host,
                                r->nodes[i].port);
-    for (int i = 0; i < ROUTE_SLOTS; i++) r->slot_node[i] = r->cluster ? -1 : 0;
+    for (int i = 0; i < ROUTE_SLOTS; i++) r->slot_node[i] = r->cluster ? -1 : 0, r->slot_replica[i] = -1;
     r->map_stale = r->cluster;
     return r;
 }
@@ -222,6 +226,7 @@ void route_disconnect(route_t *self)
 {
     for (int i = 0; i < self->n_nodes; i++) {
         link_close(&self->nodes[i].c);
+        self->nodes[i].readonly = false;
     }
     if (self->cluster) self->map_stale = true;
 }
@@ -287,6 +292,7 @@ long route_moved(const route_t *self) { return self->moved; }
 long route_asked(const route_t *self) { return self->asked; }
 long route_tryagain(const route_t *self) { return self->tryagain; }
 long route_map_reads(const route_t *self) { return self->map_reads; }
+long route_replica_reads(const route_t *self) { return self->replica_reads; }
 
 static long long now_ms(void)
 {
@@ -314,6 +320,7 @@ static void drop(route_t *r, int n, const char *why)
     node_t *d = &r->nodes[n];
     snprintf(d->why, sizeof d->why, "%s", why);
     link_close(&d->c);
+    d->readonly = false;
     if (!r->cluster) return;
     r->map_stale = true;
     d->down_ms = d->down_ms ? (d->down_ms * 2 > DOWN_MOST_MS ? DOWN_MOST_MS : d->down_ms * 2) : DOWN_FIRST_MS;
@@ -357,6 +364,23 @@ static int tls_ready(route_t *r, char *why, size_t len)
     return r->tls ? 0 : -1;
 }
 
+/* a replica's connection made READONLY, once (it then answers reads of
+ * its master's slots instead of MOVED): 0, or -1 with err (dropped) */
+static int read_only(route_t *r, int n, char *err, size_t errlen)
+{
+    node_t *d = &r->nodes[n];
+    if (!d->replica || d->readonly) return 0;
+    redisReply *ro = link_command(d->c, "READONLY");
+    d->readonly = ro && ro->type == REDIS_REPLY_STATUS;
+    if (!d->readonly) {
+        snprintf(err, errlen, "redis %s:%d: READONLY: %s", d->host, d->port,
+                 ro ? (ro->type == REDIS_REPLY_ERROR ? ro->str : "not OK") : link_error(d->c));
+        drop(r, n, err);
+    }
+    freeReplyObject(ro);
+    return d->readonly ? 0 : -1;
+}
+
 /* node n connected and prepared, its timeout within the call's deadline:
  * 0, or -1 with err (at once for a cluster node that failed a moment ago) */
 static int connected(route_t *r, int n, char *err, size_t errlen)
@@ -370,7 +394,7 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
     if (d->c) {
         /* a slow node costs a call its deadline, not the whole timeout */
         if (d->io_ms != io) link_timeout(d->c, io), d->io_ms = io;
-        return 0;
+        return read_only(r, n, err, errlen);
     }
     long long now = now_ms();
     if (d->down_until > now) {
@@ -404,7 +428,7 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
         return -1;
     }
     d->down_ms = 0;
-    return 0;
+    return read_only(r, n, err, errlen);
 }
 
 static void sleep_ms(route_t *r, long ms)
@@ -422,8 +446,9 @@ static void sleep_ms(route_t *r, long ms)
 static int take_map(route_t *r, const redisReply *rep, int asked)
 {
     if (rep->type != REDIS_REPLY_ARRAY) return -1;
-    int16_t map[ROUTE_SLOTS];
-    for (int i = 0; i < ROUTE_SLOTS; i++) map[i] = -1;
+    int16_t map[ROUTE_SLOTS], copy[ROUTE_SLOTS];
+    for (int i = 0; i < ROUTE_SLOTS; i++) map[i] = copy[i] = -1;
+    for (int i = 0; i < r->n_nodes; i++) r->nodes[i].replica = false;
     int *masters = malloc((rep->elements + 1) * sizeof *masters), nm = 0;
     if (!masters) return -1;
     for (size_t e = 0; e < rep->elements; e++) {
@@ -437,14 +462,22 @@ static int take_map(route_t *r, const redisReply *rep, int asked)
         const redisReply *m = it->element[2];
         /* an empty host is the node that answered */
         const char *host = m->element[0]->len ? m->element[0]->str : r->nodes[asked].host;
-        int n = node_of(r, host, strlen(host), (int)m->element[1]->integer);
+        int n = node_of(r, host, strlen(host), (int)m->element[1]->integer), c = -1;
         if (lo < 0 || hi >= ROUTE_SLOTS || lo > hi || n < 0) goto bad;
-        for (long long s = lo; s <= hi; s++) map[s] = (int16_t)n;
+        /* its first replica, where the map names one */
+        const redisReply *rp = it->elements > 3 ? it->element[3] : NULL;
+        if (rp && rp->type == REDIS_REPLY_ARRAY && rp->elements >= 2 && rp->element[0]->type == REDIS_REPLY_STRING &&
+            rp->element[1]->type == REDIS_REPLY_INTEGER && rp->element[0]->len > 0 &&
+            (c = node_of(r, rp->element[0]->str, rp->element[0]->len, (int)rp->element[1]->integer)) >= 0)
+            r->nodes[c].replica = true;
+        for (long long s = lo; s <= hi; s++) map[s] = (int16_t)n, copy[s] = (int16_t)c;
         int k = 0;
         while (k < nm && masters[k] != n) k++;
         if (k == nm) masters[nm++] = n;
     }
     memcpy(r->slot_node, map, sizeof map);
+    memcpy(r->slot_replica, copy, sizeof copy);
+    for (int k = 0; k < nm; k++) r->nodes[masters[k]].replica = false;
     free(r->masters);
     r->masters = masters;
     r->n_masters = nm;
@@ -573,6 +606,24 @@ static int node_for(route_t *r, int slot, char *err, size_t errlen)
     return n;
 }
 
+/* whether a command only reads (a replica may answer it under READONLY) */
+static bool reads_only(int argc, const char *const *argv)
+{
+    static const char *const readers[] = {"GET",      "MGET",   "HGET",  "HMGET",    "HLEN",        "HSTRLEN",
+                                          "STRLEN",   "EXISTS", "SCARD", "SMEMBERS", "SRANDMEMBER", "SISMEMBER",
+                                          "FCALL_RO", "TTL",    "PTTL",  NULL};
+    for (int i = 0; argc > 0 && readers[i]; i++)
+        if (strcasecmp(argv[0], readers[i]) == 0) return true;
+    return false;
+}
+
+/* the replica that may answer a read of slot while its master is down,
+ * or -1 */
+static int replica_for(const route_t *r, int slot, int argc, const char *const *argv)
+{
+    return r->cluster && slot >= 0 && reads_only(argc, argv) ? r->slot_replica[slot] : -1;
+}
+
 // ----------------------------------------------------------------------------
 // commands
 
@@ -660,8 +711,14 @@ static redisReply *routed(route_t *r, int slot, int argc, const char **argv, con
     bool reread = false;
     int t = 0;
     for (; t < ROUTE_TRIES && (t == 0 || left_ms(r, 1) > 0); t++) {
-        int n = node_for(r, slot, err, errlen), s, to;
+        int n = node_for(r, slot, err, errlen), s, to, c;
         redisReply *rep = n >= 0 ? run_on(r, n, false, argc, argv, lens, err, errlen) : NULL;
+        /* a read of a master that is down: its replica answers, as the
+         * master last had it */
+        if (!rep && n >= 0 && (c = replica_for(r, slot, argc, argv)) >= 0 && c != n) {
+            char why[512];
+            if ((rep = run_on(r, c, false, argc, argv, lens, why, sizeof why))) r->replica_reads++;
+        }
         if (rep && r->cluster && is_error(rep, "ASK") && (to = redirect_node(r, rep->str, &s)) >= 0) {
             r->asked++;
             freeReplyObject(rep);
@@ -784,27 +841,48 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
             failing(&failed, 1, why, err, errlen);
         }
     /* one round trip per node, all in flight at once: every node's
-     * commands appended and sent, then each node's replies read */
-    for (int d = 0; d < self->n_nodes; d++) {
-        int mine = 0;
-        for (int i = 0; i < n; i++) mine += node[i] == d;
-        if (!mine) continue;
-        if (connected(self, d, why, sizeof why) != 0) {
-            failing(&failed, mine, why, err, errlen);
-            continue;
+     * commands appended and sent, then each node's replies read. A master
+     * that cannot be reached hands its reads to its replica, sent in a
+     * second pass (tried marks the nodes the first pass reached for) */
+    bool *tried = calloc((size_t)self->n_nodes + 1, sizeof *tried);
+    for (int pass = 0; pass < 2 && tried; pass++)
+        for (int d = 0; d < self->n_nodes; d++) {
+            int mine = 0;
+            for (int i = 0; i < n; i++) mine += node[i] == d;
+            if (!mine || tried[d]) continue;
+            tried[d] = true;
+            if (connected(self, d, why, sizeof why) != 0) {
+                for (int i = 0; i < n; i++) {
+                    int c = node[i] == d ? replica_for(self, self->queue[i].slot, self->queue[i].argc,
+                                                       (const char *const *)self->queue[i].argv)
+                                         : -1;
+                    if (pass == 0 && c >= 0 && c != d && !tried[c]) node[i] = c, mine--, self->replica_reads++;
+                }
+                failing(&failed, mine, why, err, errlen);
+                for (int i = 0; i < n; i++)
+                    if (node[i] == d) node[i] = -2;
+                continue;
+            }
+            link_t *c = self->nodes[d].c;
+            bool ok = true;
+            for (int i = 0; i < n && ok; i++)
+                if (node[i] == d)
+                    ok = link_append(c, self->queue[i].argc, (const char **)self->queue[i].argv, self->queue[i].lens) ==
+                         0;
+            ok = ok && link_flush(c) == 0;
+            if (ok) sent[d] = true;
+            else {
+                broken(self, d, why, sizeof why);
+                failing(&failed, mine, why, err, errlen);
+            }
         }
-        link_t *c = self->nodes[d].c;
-        bool ok = true;
-        for (int i = 0; i < n && ok; i++)
-            if (node[i] == d)
-                ok = link_append(c, self->queue[i].argc, (const char **)self->queue[i].argv, self->queue[i].lens) == 0;
-        ok = ok && link_flush(c) == 0;
-        if (ok) sent[d] = true;
-        else {
-            broken(self, d, why, sizeof why);
-            failing(&failed, mine, why, err, errlen);
-        }
+    if (!tried) {
+        free(node), free(sent);
+        queue_clear(self);
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
+    free(tried);
     for (int d = 0; d < self->n_nodes; d++) {
         if (!sent[d]) continue;
         link_t *c = self->nodes[d].c;
@@ -822,6 +900,17 @@ int route_replies(route_t *self, redisReply **out, char *err, size_t errlen)
         }
     }
     free(sent);
+    /* the reads of a master that broke or fell silent mid-pipeline, asked
+     * of its replica one by one, within what is left of the deadline */
+    for (int i = 0; i < n; i++) {
+        int c = !out[i] && node[i] >= 0 ? replica_for(self, self->queue[i].slot, self->queue[i].argc,
+                                                      (const char *const *)self->queue[i].argv)
+                                        : -1;
+        if (c < 0 || c == node[i]) continue;
+        out[i] = run_on(self, c, false, self->queue[i].argc, (const char **)self->queue[i].argv, self->queue[i].lens,
+                        why, sizeof why);
+        if (out[i]) failed--, self->replica_reads++;
+    }
     /* what was sent elsewhere, one by one, after the map has learnt from
      * every MOVED among the replies (read again once) */
     bool reread = false;

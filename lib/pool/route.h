@@ -11,7 +11,10 @@
  * multi-key command, such as a pool function, whose keys are split
  * between the two ends of a migrating slot) with a short backoff, and
  * after a node stops answering reads the map again from the others, so a
- * replica promoted in a failover takes over. Every connection it makes is prepared by the
+ * replica promoted in a failover takes over. Until it does, reads of a
+ * master that cannot be reached (GET, HGET, FCALL_RO, ...) go to its
+ * replica, under READONLY, which answers them as the master last had
+ * them. Every connection it makes is prepared by the
  * caller's hook first (AUTH, SELECT, the pool's functions).
  *
  * A URL names either:
@@ -120,5 +123,7 @@ long route_moved(const route_t *self);
 long route_asked(const route_t *self);
 long route_tryagain(const route_t *self);
 long route_map_reads(const route_t *self);
+/* reads a replica was asked, its master being down (route_run, route_replies) */
+long route_replica_reads(const route_t *self);
 
 #endif
