@@ -71,11 +71,12 @@ struct route {
     queued_t *queue;
     int n_queued, cap_queued;
     long moved, asked, tryagain, map_reads, replica_reads;
-    long long deadline;  /* ms (monotonic) the call in progress ends by; 0: none */
-    int uncovered;       /* slots the map gives no master */
-    bool seeds_tried;    /* every seed tried once (the first connect) */
-    char seeds_bad[768]; /* the seeds that could not be reached at the first connect, each with its reason */
-    char notice[1024];   /* what is wrong while the rest works (route_notice): those and the uncovered slots */
+    long long deadline;          /* ms (monotonic) the call in progress ends by; 0: none */
+    int uncovered;               /* slots the map gives no master */
+    long long uncovered_read_at; /* ms (monotonic) the map was last read for a slot without a master */
+    bool seeds_tried;            /* every seed tried once (the first connect) */
+    char seeds_bad[768];         /* the seeds that could not be reached at the first connect, each with its reason */
+    char notice[1024];           /* what is wrong while the rest works (route_notice): those and the uncovered slots */
 };
 
 // ----------------------------------------------------------------------------
@@ -441,8 +442,10 @@ static void sleep_ms(route_t *r, long ms)
 // ----------------------------------------------------------------------------
 // the slot map
 
-/* the map from one CLUSTER SLOTS reply, as asked of node asked: 0, or -1
- * when the reply is not one */
+static void note_map(route_t *r);
+
+/* the map from one CLUSTER SLOTS reply, as asked of node asked (its
+ * notice composed again): 0, or -1 when the reply is not one */
 static int take_map(route_t *r, const redisReply *rep, int asked)
 {
     if (rep->type != REDIS_REPLY_ARRAY) return -1;
@@ -488,6 +491,7 @@ static int take_map(route_t *r, const redisReply *rep, int asked)
         else r->uncovered++;
     r->map_stale = false;
     r->map_reads++;
+    note_map(r);
     return 0;
 bad:
     free(masters);
@@ -569,7 +573,6 @@ int route_connect(route_t *self, char *err, size_t errlen)
         return -1;
     }
     if (read_map(self, err, errlen) != 0) return -1;
-    note_map(self);
     /* every master at once, so that each is prepared (the pool's
      * functions loaded on each) before a command needs it; one that does
      * not answer fails the commands for its slots, not the others */
@@ -598,6 +601,14 @@ static int node_for(route_t *r, int slot, char *err, size_t errlen)
 {
     if (r->cluster && r->map_stale && read_map(r, err, errlen) != 0) return -1;
     int n = slot >= 0 ? r->slot_node[slot] : (r->cluster ? (r->n_masters ? r->masters[0] : -1) : 0);
+    /* a slot with no master: the map read again, once a second at most,
+     * in case an operator has assigned it since */
+    long long now = now_ms();
+    if (n < 0 && r->cluster && now - r->uncovered_read_at >= 1000) {
+        r->uncovered_read_at = now;
+        if (read_map(r, err, errlen) != 0) return -1;
+        n = slot >= 0 ? r->slot_node[slot] : (r->n_masters ? r->masters[0] : -1);
+    }
     if (n < 0)
         snprintf(err, errlen,
                  "redis %s: no master serves slot %d (%d of %d slots have none: a master down with no replica to "
