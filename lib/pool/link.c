@@ -1,6 +1,8 @@
 /* One connection to a Redis server, in plain text or TLS (link.h). */
 #include "pool/link.h"
 
+#include "pool/tls_socket.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -8,8 +10,6 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,22 +191,19 @@ int link_append(link_t *self, int argc, const char **argv, const size_t *lens)
     return rc;
 }
 
-/* SSL_write with SIGPIPE held back: a server gone answers EPIPE, not a
- * signal that ends the process (OpenSSL writes with write(2)) */
-static int tls_write(SSL *ssl, const char *buf, size_t len)
+/* what TLS wrote sent: 0, or -1 with the reason */
+static int send_records(link_t *l)
 {
-    sigset_t pipe, old;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &old);
-    int n = SSL_write(ssl, buf, (int)(len > INT_MAX ? INT_MAX : len));
-    int saved = errno;
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&pipe, NULL, &zero) > 0) {
+    BIO *socket = SSL_get_wbio(l->ssl);
+    for (;;) {
+        int r = tls_socket_send(socket);
+        if (r > 0) return 0;
+        if (r < 0) {
+            fail(l, strerror(errno));
+            return -1;
+        }
+        if (wait_for(l, POLLOUT, l->io_ms) != 0) return -1;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
-    return n;
 }
 
 int link_flush(link_t *self)
@@ -217,8 +214,9 @@ int link_flush(link_t *self)
         const char *at = self->out + sent;
         size_t len = self->out_len - sent;
         if (self->ssl) {
+            /* TLS's records gather in its socket (tls_socket.h) and go in one send below */
             ERR_clear_error();
-            int n = tls_write(self->ssl, at, len);
+            int n = SSL_write(self->ssl, at, (int)(len > INT_MAX ? INT_MAX : len));
             if (n > 0) sent += (size_t)n;
             else if (tls_wait(self, n, self->io_ms) != 0) return -1;
             continue;
@@ -234,7 +232,7 @@ int link_flush(link_t *self)
         }
     }
     self->out_len = 0;
-    return 0;
+    return self->ssl ? send_records(self) : 0;
 }
 
 static void closed(link_t *l) { fail(l, "Server closed the connection"); }
@@ -265,6 +263,11 @@ static int read_more(link_t *l)
             ERR_clear_error();
             errno = 0;
             int r = SSL_read(l->ssl, buf, sizeof buf);
+            /* what TLS answers as it reads (a key update's) goes as soon as the socket takes it */
+            if (tls_socket_unsent(SSL_get_wbio(l->ssl)) > 0 && tls_socket_send(SSL_get_wbio(l->ssl)) < 0) {
+                fail(l, strerror(errno));
+                return -1;
+            }
             if (r > 0) n = r;
             else if (SSL_get_error(l->ssl, r) == SSL_ERROR_ZERO_RETURN) {
                 closed(l);

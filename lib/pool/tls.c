@@ -1,6 +1,8 @@
 /* A swarm's TLS settings for the pool (tls.h). */
 #include "pool/tls.h"
 
+#include "pool/tls_socket.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
@@ -64,6 +66,9 @@ tls_t *tls_new(const char *ca, const char *cert, const char *key, const char *na
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* whatever the socket holds read at once, not a record's header and
+     * body in two reads */
+    SSL_CTX_set_read_ahead(t->ctx, 1);
     if (given(ca) ? SSL_CTX_load_verify_locations(t->ctx, ca, NULL) != 1
                   : SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
         snprintf(err, errlen, "tls-ca (SAPO_TLS_CA) %s: not a PEM file of certificates: %s",
@@ -113,7 +118,9 @@ SSL *tls_session(tls_t *self, int fd, const char *host, char *err, size_t errlen
     char why[256];
     const char *check = self->name[0] ? self->name : host;
     SSL *ssl = SSL_new(self->ctx);
-    bool ok = ssl && SSL_set_fd(ssl, fd) == 1;
+    BIO *socket = ssl ? tls_socket_new(fd) : NULL;
+    bool ok = socket != NULL;
+    if (ok) SSL_set_bio(ssl, socket, socket); /* the session owns it */
     /* the name the certificate must carry; SNI for a DNS name */
     if (ok && is_ip(check)) ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), check) == 1;
     else if (ok) ok = SSL_set1_host(ssl, check) == 1 && SSL_set_tlsext_host_name(ssl, check) == 1;
