@@ -555,9 +555,10 @@ static void test_uncovered_slots(void)
     int port = redis_server_free_port();
     snprintf(cmd, sizeof cmd,
              "mkdir -p %s && redis-server --port %d --bind 127.0.0.1 --dir %s --cluster-enabled yes --save '' "
-             "--appendonly no --daemonize yes --pidfile %s/pid --logfile %s/log && sleep 0.3 && "
+             "--appendonly no --daemonize yes --pidfile %s/pid --logfile %s/log && "
+             "for i in $(seq 100); do redis-cli -p %d PING > /dev/null 2>&1 && break; sleep 0.1; done && "
              "redis-cli -p %d CLUSTER ADDSLOTSRANGE 0 8191 > /dev/null",
-             cdir, port, cdir, cdir, cdir, port);
+             cdir, port, cdir, cdir, cdir, port, port);
     if (system(cmd) != 0) SKIP_TEST("a one-node cluster could not be started");
     snprintf(u, sizeof u, "redis-cluster://127.0.0.1:%d", port);
     route_t *r = route_new(u, err, sizeof err);
@@ -568,8 +569,29 @@ static void test_uncovered_slots(void)
     redisReply *w = route_run(r, "b", 3, argv, NULL, err, sizeof err);
     printf("  full coverage required: \"%s\"\n", w ? "(answered)" : err);
     EXPECTF(!w && strstr(err, "CLUSTERDOWN") && strstr(err, "gave up at the call's deadline"), "%s", err);
-    if (w) freeReplyObject(w);
+    if (w) freeReplyObject(w), w = NULL;
+    /* reads too, by Redis's default; with cluster-allow-reads-when-down
+     * yes a down cluster answers reads of the slots it serves at once,
+     * and writes still fail */
+    const char *get_b[] = {"GET", "b"};
+    route_deadline(r, 500);
+    w = route_run(r, "b", 2, get_b, NULL, err, sizeof err);
+    printf("  a read, reads when down not allowed: \"%s\"\n", w ? "(answered)" : err);
+    EXPECTF(!w && strstr(err, "CLUSTERDOWN"), "%s", w ? "answered" : err);
+    if (w) freeReplyObject(w), w = NULL;
     char got[64];
+    EXPECT(direct(port, "CONFIG SET cluster-allow-reads-when-down yes", got, sizeof got) == 0);
+    route_deadline(r, 500);
+    double t0 = seconds();
+    w = route_run(r, "b", 2, get_b, NULL, err, sizeof err);
+    double read_s = seconds() - t0;
+    printf("  a read, reads when down allowed: %s in %.3f s\n", w ? "answered" : err, read_s);
+    EXPECTF(w && w->type == REDIS_REPLY_NIL && read_s < 0.1, "%s in %.3f s", w ? "answered" : err, read_s);
+    if (w) freeReplyObject(w), w = NULL;
+    route_deadline(r, 500);
+    w = route_run(r, "b", 3, argv, NULL, err, sizeof err);
+    EXPECTF(!w && strstr(err, "CLUSTERDOWN"), "%s", w ? "(answered)" : err);
+    if (w) freeReplyObject(w);
     EXPECT(direct(port, "CONFIG SET cluster-require-full-coverage no", got, sizeof got) == 0);
     /* the node serves again once it has recomputed its state (seconds) */
     char info[4096] = "";
