@@ -3,9 +3,12 @@
 files this folder keeps (every figure of docs/real-models.md's section is
 recomputed from them by figures.py):
 
-    python3 docs/results-smollm2-same-task/collect.py RUN SEED
+    python3 docs/results-smollm2-same-task/collect.py RUN SEED [PART]
 
-RUN is the study's folder (scripts/experiment.sh --run), SEED its seed:
+RUN is the study's folder (scripts/experiment.sh --run), SEED its seed;
+PART names a study that ran some of a seed's configurations (a seed's
+8/0 in one session, its 4/4 in another): its files are named
+eval-seedS-PART.tsv and so on, read with the others by figures.py:
   eval-seedS.tsv     every held-out evaluation: config, seed, node, round,
                      pass@1, format share, questions
   rounds-seedS.tsv   every node-round: own reward (every own completion the
@@ -25,9 +28,10 @@ import os
 import shutil
 import sys
 
-if len(sys.argv) != 3:
-    sys.exit("usage: collect.py RUN SEED")
+if len(sys.argv) not in (3, 4):
+    sys.exit("usage: collect.py RUN SEED [PART]")
 run, seed = sys.argv[1], sys.argv[2]
+tag = seed + ("-" + sys.argv[3] if len(sys.argv) == 4 else "")
 here = os.path.dirname(os.path.abspath(__file__))
 ev = ["config\tseed\tnode\tround\tpass1\tformat\tquestions"]
 rd = ["config\tseed\tnode\tround\town_reward\tbatch_reward\town_completions\tlocal_groups\texternal_groups"
@@ -55,10 +59,10 @@ for cdir in sorted(glob.glob(os.path.join(run, "I*J*"))):
             out = os.path.join(here, "completions-%s-seed%s-%s.jsonl.gz" % (config.replace("/", "-"), seed, node))
             with open(comp, "rb") as f, gzip.open(out, "wb") as g:
                 shutil.copyfileobj(f, g)
-open(os.path.join(here, "eval-seed%s.tsv" % seed), "w").write("\n".join(ev) + "\n")
-open(os.path.join(here, "rounds-seed%s.tsv" % seed), "w").write("\n".join(rd) + "\n")
-shutil.copy(os.path.join(run, "manifest.json"), os.path.join(here, "manifest-seed%s.json" % seed))
+open(os.path.join(here, "eval-seed%s.tsv" % tag), "w").write("\n".join(ev) + "\n")
+open(os.path.join(here, "rounds-seed%s.tsv" % tag), "w").write("\n".join(rd) + "\n")
+shutil.copy(os.path.join(run, "manifest.json"), os.path.join(here, "manifest-seed%s.json" % tag))
 summary = os.path.join(run, "results", "summary.md")
 if os.path.exists(summary):
-    shutil.copy(summary, os.path.join(here, "summary-seed%s.md" % seed))
-print("collect: seed %s: %d evaluations, %d node-rounds" % (seed, len(ev) - 1, len(rd) - 1))
+    shutil.copy(summary, os.path.join(here, "summary-seed%s.md" % tag))
+print("collect: seed %s: %d evaluations, %d node-rounds" % (tag, len(ev) - 1, len(rd) - 1))
