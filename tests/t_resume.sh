@@ -3,13 +3,13 @@
 # study unfinished goes on from where it stopped instead of starting again.
 # Two nodes of the tiny model from the learning test's base, two configurations (4/0 and 2/0, so
 # that a node's steps depend on nothing but its seed: no pool draws),
-# 16 rounds, checkpoints every 4 rounds, evaluations at rounds 0, 8 and 16.
+# 8 rounds, checkpoints every 2 rounds, evaluations at rounds 0, 4 and 8.
 #   - straight: the study run through once;
 #   - stopped: the same study, every process of it SIGKILLed (as a machine
-#     that goes away leaves it) in the second step after round 6, with a
+#     that goes away leaves it) in the second step after round 3, with a
 #     line of its metrics and one of its evaluations left half written,
 #     then the same command again: the first step is kept ("done before"),
-#     the second goes on from its nodes' round-4 checkpoints.
+#     the second goes on from its nodes' round-2 checkpoints.
 # Both end with the same files: every metrics line's learning values
 # (rewards, losses, gradients, entropies, completions counted), every
 # evaluation line and every answer the evaluators scored the same, round
@@ -41,8 +41,8 @@ tests/learning_base.sh || { echo "FAIL resume_learning_base"; exit 1; }
 # one question per decode batch: batches form by timing, and a batch's
 # log-probs differ from a lone question's in the last digits
 study() {
-  SAPO_BASE=build/learning-base-2layer SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_SWARM=resume SAPO_CHECKPOINT_EVERY=4 SAPO_GENERATE_BATCH=1 SAPO_PROGRESS_SECONDS=1 env "${@:2}" \
-    scripts/experiment.sh --nodes 2 --configs "4/0 2/0" --seeds 1 --rounds 16 --eval-every 8 --eval-questions 2 --run "$1"
+  SAPO_BASE=build/learning-base-2layer SAPO_QUESTIONS=4 SAPO_COMPLETIONS=4 SAPO_SWARM=resume SAPO_CHECKPOINT_EVERY=2 SAPO_GENERATE_BATCH=1 SAPO_PROGRESS_SECONDS=1 env "${@:2}" \
+    scripts/experiment.sh --nodes 2 --configs "4/0 2/0" --seeds 1 --rounds 8 --eval-every 4 --eval-questions 2 --run "$1"
 }
 # straight through, beside the one stopped below (lockstep: a node's steps
 # do not depend on timing)
@@ -64,16 +64,16 @@ killed() {
   sleep 1
   sid=""
 }
-# the second run, killed whole in its second step after round 6
+# the second run, killed whole in its second step after round 3
 m=$tmp/stopped/I2J0/seed1/n0/metrics.jsonl
 last_round() { tail -n 1 "$1" 2> /dev/null | grep -o '"round":[0-9]*' | cut -d: -f2; }
-killed "$tmp/stopped" '[ "$(last_round "$m")" -ge 6 ] 2> /dev/null'
+killed "$tmp/stopped" '[ "$(last_round "$m")" -ge 3 ] 2> /dev/null'
 wait $straight
 check straight_runs '[ $? = 0 ] || { tail -20 "$tmp/straight.log"; false; }'
 r=$(last_round "$m")
-check killed_midway '[ "${r:-0}" -ge 6 ] && [ "$r" -lt 16 ] && ! grep -q "\"finished\"" "$tmp/stopped/manifest.json" || { echo "round ${r:-none}"; tail -5 "$tmp/stopped.log" "$tmp/stopped/I2J0/seed1/n0/"*.log; false; }'
+check killed_midway '[ "${r:-0}" -ge 3 ] && [ "$r" -lt 8 ] && ! grep -q "\"finished\"" "$tmp/stopped/manifest.json" || { echo "round ${r:-none}"; tail -5 "$tmp/stopped.log" "$tmp/stopped/I2J0/seed1/n0/"*.log; false; }'
 # a kill mid-write: half a line after the whole ones
-half_metrics='{"node":"n0","round":9' half_eval='{"node":"n1","round":99,"pass'
+half_metrics='{"node":"n0","round":5' half_eval='{"node":"n1","round":99,"pass'
 printf '%s' "$half_metrics" >> "$m"
 printf '%s' "$half_eval" >> "$tmp/stopped/I2J0/seed1/n1/eval.jsonl"
 
@@ -84,9 +84,9 @@ check said_where '
   grep -q "^experiment: step 1 of 2: 4/0, seed 1: done before, in [0-9]* s" "$tmp/resumed.log" &&
   grep -q "^experiment: step 2 of 2: 2/0, seed 1: resuming in .*/I2J0/seed1 from its nodes.* checkpoints (stopped at rounds n0 [0-9]*, n1 [0-9]*)$" "$tmp/resumed.log" ||
   { cat "$tmp/resumed.log"; false; }'
-# the last checkpoint before round 6 (every 4 rounds): 4, or 8 where
-# the kill came late
-check from_checkpoints 'grep -rqE "policy .* at round (4|8), version (4|8)$" "$tmp/stopped/I2J0/seed1/n0/" ||
+# the last checkpoint before round 3 (every 2 rounds): 2, or 4 or 6
+# where the kill came late
+check from_checkpoints 'grep -rqE "policy .* at round (2|4|6), version (2|4|6)$" "$tmp/stopped/I2J0/seed1/n0/" ||
   { grep -rh "policy .* at round" "$tmp/stopped/I2J0/seed1/n0/" | head; false; }'
 check partial_lines_cut 'grep -rq "cut the ${#half_metrics} bytes of a line left partial" "$tmp/stopped/I2J0/seed1/n0/" &&
   grep -q "cut the ${#half_eval} bytes of a line left partial" "$tmp/stopped/I2J0/seed1/n1/eval.log"'
@@ -118,8 +118,8 @@ for f in files:
     # the answers: each evaluation's questions (2 per family of the mix), once
     per = [e["questions"] for e in map(json.loads, open(b + f.replace("eval-completions", "eval")))] \
         if kind == "eval-completions" else []
-    want = (list(range(1, 17)) if kind == "metrics" else [0, 8, 16] if kind == "eval" else
-            [r for r, q in zip([0, 8, 16], per) for _ in range(q)])
+    want = (list(range(1, 9)) if kind == "metrics" else [0, 4, 8] if kind == "eval" else
+            [r for r, q in zip([0, 4, 8], per) for _ in range(q)])
     diff = [(x["/round"], sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))[:5]) for x, y in zip(la, lb) if x != y]
     ok("same" + f.replace("/", "_").replace(".jsonl", ""), la == lb and rounds == want,
        "rounds %s; first difference %s" % (rounds, diff[:1]))
