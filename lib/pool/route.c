@@ -524,10 +524,12 @@ static int read_map(route_t *r, char *err, size_t errlen)
     return -1;
 }
 
-/* the first connect to a cluster: each seed reached once (a bare
- * connect, closed again: the map is then read from one), those that
- * cannot be reached named in the notice while the others serve; how
- * many answered */
+/* the first connect to a cluster: each seed reached once, those that
+ * cannot be reached named in the notice while the others serve; the
+ * first that answers is connected and prepared, its link kept for the
+ * map to be read from, the others' bare connects closed again (a replica
+ * seed would otherwise keep a connection no command needs); how many
+ * answered */
 static int try_seeds(route_t *r)
 {
     size_t at = 0;
@@ -535,15 +537,22 @@ static int try_seeds(route_t *r)
     r->seeds_bad[0] = '\0';
     for (int n = 0; n < r->n_seeds; n++) {
         node_t *d = &r->nodes[n];
-        char why[512];
-        link_t *c = d->c || tls_ready(r, why, sizeof why) != 0
-                        ? NULL
-                        : link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why);
-        if (d->c || c) good++;
+        char why[512], line[1024];
+        bool ok;
+        if (!good) {
+            /* its line names it ("redis HOST:PORT: ...") */
+            ok = connected(r, n, line, sizeof line) == 0;
+        } else {
+            link_t *c = d->c || tls_ready(r, why, sizeof why) != 0
+                            ? NULL
+                            : link_open(d->host, d->port, r->tls, wait_ms(r, CONNECT_MS), why, sizeof why);
+            ok = d->c || c;
+            if (!ok) snprintf(line, sizeof line, "redis %s:%d: %s", d->host, d->port, why);
+            link_close(&c);
+        }
+        if (ok) good++;
         else if (at < sizeof r->seeds_bad)
-            at += (size_t)snprintf(r->seeds_bad + at, sizeof r->seeds_bad - at, "%sseed redis %s:%d: %s",
-                                   at ? "; " : "", d->host, d->port, why);
-        link_close(&c);
+            at += (size_t)snprintf(r->seeds_bad + at, sizeof r->seeds_bad - at, "%sseed %s", at ? "; " : "", line);
     }
     r->seeds_tried = true;
     return good;
