@@ -571,7 +571,8 @@ static void test_uncovered_slots(void)
     int port = redis_server_free_port(), bus = redis_server_free_port();
     while (bus == port) bus = redis_server_free_port();
     snprintf(cmd, sizeof cmd,
-             "mkdir -p %s && redis-server --port %d --cluster-port %d --bind 127.0.0.1 --dir %s --cluster-enabled yes --save '' "
+             "mkdir -p %s && redis-server --port %d --cluster-port %d --bind 127.0.0.1 --dir %s --cluster-enabled yes "
+             "--save '' "
              "--appendonly no --daemonize yes --pidfile %s/pid --logfile %s/log && "
              "for i in $(seq 100); do redis-cli -p %d PING > /dev/null 2>&1 && break; sleep 0.1; done && "
              "redis-cli -p %d CLUSTER ADDSLOTSRANGE 0 8191 > /dev/null",
