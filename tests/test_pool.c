@@ -49,6 +49,16 @@ static int publish_round(pool_t *p, const char *node, uint64_t round, int first,
     return 0;
 }
 
+/* the GETs the server has run, those of functions among them */
+static long gets(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    long n = 0;
+    if (r && r->str && strstr(r->str, "cmdstat_get:calls=")) n = atol(strstr(r->str, "cmdstat_get:calls=") + 18);
+    if (r) freeReplyObject(r);
+    return n;
+}
+
 static int publish(pool_t *p, const char *node, int first, int count)
 {
     return publish_round(p, node, 0, first, count);
@@ -123,7 +133,21 @@ static void test_hostile_keys(void)
     char swarm[32];
     snprintf(swarm, sizeof swarm, "t%d", swarm_no);
     pool_t *greedy = pool_new(rs.url, swarm, 1 << 30, err, sizeof err);
-    EXPECT(greedy && publish(greedy, "g", 0, 20) == 0 && pool_size_node(greedy, "g", NULL, 0) == 5);
+    /* the bound is read at the first publish, not at the next: one round
+     * trip a publish (GETs inside the publish function count too, the
+     * same number each time) */
+    long g0 = gets(c);
+    EXPECT(greedy && publish(greedy, "g", 0, 1) == 0);
+    long g1 = gets(c);
+    EXPECT(publish(greedy, "g", 1, 1) == 0);
+    long g2 = gets(c);
+    EXPECTF((g1 - g0) - (g2 - g1) == 1, "GETs: %ld at the first publish, %ld at the second", g1 - g0, g2 - g1);
+    EXPECT(publish(greedy, "g", 2, 18) == 0 && pool_size_node(greedy, "g", NULL, 0) == 5);
+    /* a bound changed stands from its next read, within 5 s */
+    freeReplyObject(redisCommand(c, "SET %s 3", key));
+    EXPECT(publish(greedy, "g", 20, 1) == 0 && pool_size_node(greedy, "g", NULL, 0) == 5);
+    sleep(5);
+    EXPECT(publish(greedy, "g", 21, 1) == 0 && pool_size_node(greedy, "g", NULL, 0) == 3);
     pool_destroy(&greedy);
     redisFree(c);
     pool_destroy(&q);

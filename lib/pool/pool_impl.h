@@ -56,6 +56,9 @@ struct pool {
     long stage_asked;               /* other nodes the last pool_stage_read asked */
     long deadline_ms;               /* each call's (pool_deadline) */
     redisReply *node_set;           /* the node set as last read (pool_fresh.c) */
+    /* the operator's bound as last read for bound_node (pool_publish.c) */
+    char bound_node[256], bound[32];
+    long long bound_read_ms; /* 0: never */
 };
 
 /* pool.c: the connection. */

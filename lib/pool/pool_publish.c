@@ -4,23 +4,42 @@
  * readers never see half a publish; and it adds itself to the node set
  * (on a cluster, in another slot). The call declares every key it
  * touches, the node's five (pool.lua): the operator's bound is read here
- * first and passed as a value, since FCALL takes its keys as keys the
- * caller may write and a node may not write its bound. */
+ * first (again when 5 s old) and passed as a value, since FCALL takes its
+ * keys as keys the caller may write and a node may not write its bound. */
 #include "pool/pool_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* the node's keys sapo_publish_node touches, in the order it takes them */
 static const char *const PUBLISH_KEYS[] = {"hi", "lo", "e", "m", "s"};
 #define N_PUBLISH_KEYS 5
 
+/* how long the operator's bound, once read, stands for a node's
+ * publishes: a bound changed takes effect within it, and a publish is one
+ * round trip, not two (200 ms each on a link between continents) */
+#define BOUND_READ_MS 5000
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* the operator's bound for node (pool.h) into out: "" when none is set
  * or the key holds no string (sapo_publish_node ignores what is no
- * positive integer); 0, or -1 with err */
+ * positive integer), read again when older than BOUND_READ_MS; 0, or -1
+ * with err */
 static int operator_bound(pool_t *self, const char *node, char *out, size_t outlen, char *err, size_t errlen)
 {
+    long long now = now_ms();
+    if (self->bound_read_ms && now - self->bound_read_ms < BOUND_READ_MS && strcmp(self->bound_node, node) == 0) {
+        snprintf(out, outlen, "%s", self->bound);
+        return 0;
+    }
     char bound[256];
     /* in the node's slot on a cluster */
     if (route_is_cluster(self->route)) snprintf(bound, sizeof bound, "%s:max_per_node:{%s}", self->swarm, node);
@@ -35,6 +54,11 @@ static int operator_bound(pool_t *self, const char *node, char *out, size_t outl
     if (pool_replies(self, 1, &r, err, errlen) != 0) return -1;
     snprintf(out, outlen, "%s", r->type == REDIS_REPLY_STRING && r->len < outlen ? r->str : "");
     freeReplyObject(r);
+    if (strlen(node) < sizeof self->bound_node && strlen(out) < sizeof self->bound) {
+        snprintf(self->bound_node, sizeof self->bound_node, "%s", node);
+        snprintf(self->bound, sizeof self->bound, "%s", out);
+        self->bound_read_ms = now;
+    }
     return 0;
 }
 
