@@ -1,5 +1,6 @@
 /* One connection to a Redis server, in plain text or TLS (link.h). */
 #include "pool/link.h"
+#include "util/clock.h"
 
 #include "pool/tls_socket.h"
 
@@ -106,13 +107,6 @@ static int connect_socket(link_t *l, const char *host, int port, long ms)
     return 0;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 link_t *link_open(const char *host, int port, tls_t *tls, long timeout_ms, char *err, size_t errlen)
 {
     link_t *l = calloc(1, sizeof *l);
@@ -123,7 +117,7 @@ link_t *link_open(const char *host, int port, tls_t *tls, long timeout_ms, char 
     }
     l->fd = -1;
     l->io_ms = timeout_ms;
-    long long until = now_ms() + timeout_ms;
+    long long until = clock_ms() + timeout_ms;
     if (connect_socket(l, host, port, timeout_ms) != 0) goto failed;
     if (tls) {
         if (!(l->ssl = tls_session(tls, l->fd, host, l->err, sizeof l->err))) goto failed;
@@ -131,7 +125,7 @@ link_t *link_open(const char *host, int port, tls_t *tls, long timeout_ms, char 
         for (;;) {
             int r = SSL_connect(l->ssl);
             if (r == 1) break;
-            long left = (long)(until - now_ms());
+            long left = (long)(until - clock_ms());
             if (tls_wait(l, r, left > 0 ? left : 0) != 0) {
                 if (l->timed_out)
                     snprintf(l->err, sizeof l->err,

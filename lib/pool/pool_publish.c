@@ -7,6 +7,7 @@
  * first (again when 5 s old) and passed as a value, since FCALL takes its
  * keys as keys the caller may write and a node may not write its bound. */
 #include "pool/pool_impl.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,20 +23,13 @@ static const char *const PUBLISH_KEYS[] = {"hi", "lo", "e", "m", "s"};
  * round trip, not two (200 ms each on a link between continents) */
 #define BOUND_READ_MS 5000
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* the operator's bound for node (pool.h) into out: "" when none is set
  * or the key holds no string (sapo_publish_node ignores what is no
  * positive integer), read again when older than BOUND_READ_MS; 0, or -1
  * with err */
 static int operator_bound(pool_t *self, const char *node, char *out, size_t outlen, char *err, size_t errlen)
 {
-    long long now = now_ms();
+    long long now = clock_ms();
     if (self->bound_read_ms && now - self->bound_read_ms < BOUND_READ_MS && strcmp(self->bound_node, node) == 0) {
         snprintf(out, outlen, "%s", self->bound);
         return 0;

@@ -1,6 +1,7 @@
 /* The pool's connection to one Redis or a Redis Cluster (route.h): nodes
  * connected on first use, the slot map, redirections, pipelines. */
 #include "pool/route.h"
+#include "util/clock.h"
 
 #include "pool/link.h"
 
@@ -295,20 +296,13 @@ long route_tryagain(const route_t *self) { return self->tryagain; }
 long route_map_reads(const route_t *self) { return self->map_reads; }
 long route_replica_reads(const route_t *self) { return self->replica_reads; }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void route_deadline(route_t *self, long ms) { self->deadline = ms > 0 ? now_ms() + ms : 0; }
+void route_deadline(route_t *self, long ms) { self->deadline = ms > 0 ? clock_ms() + ms : 0; }
 
 /* ms left of the call's deadline (most when there is none or it is further) */
 static long left_ms(const route_t *r, long most)
 {
     if (!r->deadline) return most;
-    long long left = r->deadline - now_ms();
+    long long left = r->deadline - clock_ms();
     return left < most ? (long)(left > 0 ? left : 0) : most;
 }
 
@@ -325,7 +319,7 @@ static void drop(route_t *r, int n, const char *why)
     if (!r->cluster) return;
     r->map_stale = true;
     d->down_ms = d->down_ms ? (d->down_ms * 2 > DOWN_MOST_MS ? DOWN_MOST_MS : d->down_ms * 2) : DOWN_FIRST_MS;
-    d->down_until = now_ms() + d->down_ms;
+    d->down_until = clock_ms() + d->down_ms;
 }
 
 /* the most one wait on a node may take: within the call's deadline, and
@@ -397,7 +391,7 @@ static int connected(route_t *r, int n, char *err, size_t errlen)
         if (d->io_ms != io) link_timeout(d->c, io), d->io_ms = io;
         return read_only(r, n, err, errlen);
     }
-    long long now = now_ms();
+    long long now = clock_ms();
     if (d->down_until > now) {
         snprintf(err, errlen, "%s", d->why);
         return -1;
@@ -612,7 +606,7 @@ static int node_for(route_t *r, int slot, char *err, size_t errlen)
     int n = slot >= 0 ? r->slot_node[slot] : (r->cluster ? (r->n_masters ? r->masters[0] : -1) : 0);
     /* a slot with no master: the map read again, once a second at most,
      * in case an operator has assigned it since */
-    long long now = now_ms();
+    long long now = clock_ms();
     if (n < 0 && r->cluster && now - r->uncovered_read_at >= 1000) {
         r->uncovered_read_at = now;
         if (read_map(r, err, errlen) != 0) return -1;
